@@ -1,0 +1,200 @@
+package ugraph
+
+import (
+	"fmt"
+	"strings"
+)
+
+// OpError reports an operator that cannot apply to its operands: which
+// operator, the shapes it was given, and the rule they break.
+type OpError struct {
+	Op     OpKind
+	Inputs []Shape
+	Rule   string
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op.String())
+	b.WriteByte('(')
+	for i, s := range e.Inputs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s.String())
+	}
+	b.WriteString("): ")
+	b.WriteString(e.Rule)
+	return b.String()
+}
+
+func opErr(k OpKind, in []Shape, format string, args ...any) error {
+	return &OpError{Op: k, Inputs: append([]Shape(nil), in...), Rule: fmt.Sprintf(format, args...)}
+}
+
+// InferShape returns the shape of the result of operator k with attributes a
+// applied to operands of the given shapes, or an *OpError naming the rule
+// they break. dimx is the threadblock graph's reduction_dimx; it matters only
+// to reduction_to_dimx and the sum_todimx accumulator.
+//
+// Input, output and customized operators have no shape rule of their own
+// (the levels derive them from maps and block graphs), and InferShape
+// rejects them.
+func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
+	info := k.Info()
+	if info.Arity >= 0 && len(in) != info.Arity {
+		return Shape{}, opErr(k, in, "takes %d operands, got %d", info.Arity, len(in))
+	}
+	for i, s := range in {
+		if !s.Valid() {
+			return Shape{}, opErr(k, in, "operand %d has invalid shape", i)
+		}
+	}
+	switch info.Class {
+	case ClassUnary:
+		return in[0], nil
+	case ClassBinary:
+		return broadcast(k, in)
+	case ClassMatmul:
+		return matmulShape(k, in)
+	case ClassReduction:
+		x := in[0]
+		if err := checkDim(k, in, a.Dim); err != nil {
+			return Shape{}, err
+		}
+		if k == OpReduction {
+			return x.WithDim(a.Dim, 1), nil
+		}
+		return toDimx(k, in, a.Dim, dimx)
+	case ClassNorm:
+		if err := checkDim(k, in, a.Dim); err != nil {
+			return Shape{}, err
+		}
+		return in[0], nil
+	case ClassConcat:
+		return concatShape(k, in, a.Dim)
+	case ClassAccum:
+		x := in[0]
+		last := x.Rank() - 1
+		switch a.Accum {
+		case AccumNone:
+			return x, nil
+		case AccumSum, AccumMean, AccumRMS:
+			return x.WithDim(last, 1), nil
+		case AccumSumToDimx:
+			return toDimx(k, in, last, dimx)
+		}
+		return Shape{}, opErr(k, in, "unknown accumulator %v", a.Accum)
+	}
+	return Shape{}, opErr(k, in, "has no shape rule of its own")
+}
+
+func checkDim(k OpKind, in []Shape, dim int) error {
+	if dim < 0 || dim >= in[0].Rank() {
+		return opErr(k, in, "dim %d out of range for rank %d", dim, in[0].Rank())
+	}
+	return nil
+}
+
+// toDimx reduces dim to dimx extents in strided groups: element j of the
+// result sums the elements t·dimx + j.
+func toDimx(k OpKind, in []Shape, dim, dimx int) (Shape, error) {
+	x := in[0]
+	if dimx < 1 {
+		return Shape{}, opErr(k, in, "reduction_dimx is %d, want >= 1", dimx)
+	}
+	if x.Dim(dim)%dimx != 0 {
+		return Shape{}, opErr(k, in, "dim %d (%d) is not a multiple of reduction_dimx %d", dim, x.Dim(dim), dimx)
+	}
+	return x.WithDim(dim, dimx), nil
+}
+
+// broadcast applies the element-wise rule: equal ranks, and in each dim
+// equal extents or one of them 1.
+func broadcast(k OpKind, in []Shape) (Shape, error) {
+	a, b := in[0], in[1]
+	if a.Rank() != b.Rank() {
+		return Shape{}, opErr(k, in, "operand ranks differ (%d vs %d); broadcasting needs equal ranks", a.Rank(), b.Rank())
+	}
+	out := a
+	for i := 0; i < a.Rank(); i++ {
+		da, db := a.Dim(i), b.Dim(i)
+		switch {
+		case da == db:
+		case da == 1:
+			out = out.WithDim(i, db)
+		case db == 1:
+		default:
+			return Shape{}, opErr(k, in, "dim %d differs (%d vs %d) and neither is 1", i, da, db)
+		}
+	}
+	return out, nil
+}
+
+func matmulShape(k OpKind, in []Shape) (Shape, error) {
+	a, b := in[0], in[1]
+	r := a.Rank()
+	if r < 2 || b.Rank() < 2 {
+		return Shape{}, opErr(k, in, "operands need rank >= 2")
+	}
+	if r != b.Rank() {
+		return Shape{}, opErr(k, in, "operand ranks differ (%d vs %d)", r, b.Rank())
+	}
+	for i := 0; i < r-2; i++ {
+		if a.Dim(i) != b.Dim(i) {
+			return Shape{}, opErr(k, in, "batch dim %d differs (%d vs %d)", i, a.Dim(i), b.Dim(i))
+		}
+	}
+	if a.Dim(r-1) != b.Dim(r-2) {
+		return Shape{}, opErr(k, in, "inner dims differ (%d vs %d)", a.Dim(r-1), b.Dim(r-2))
+	}
+	return a.WithDim(r-1, b.Dim(r-1)), nil
+}
+
+func concatShape(k OpKind, in []Shape, dim int) (Shape, error) {
+	a, b := in[0], in[1]
+	if a.Rank() != b.Rank() {
+		return Shape{}, opErr(k, in, "operand ranks differ (%d vs %d)", a.Rank(), b.Rank())
+	}
+	if err := checkDim(k, in, dim); err != nil {
+		return Shape{}, err
+	}
+	for i := 0; i < a.Rank(); i++ {
+		if i != dim && a.Dim(i) != b.Dim(i) {
+			return Shape{}, opErr(k, in, "dim %d differs (%d vs %d); only the concat dim %d may", i, a.Dim(i), b.Dim(i), dim)
+		}
+	}
+	if a.Dim(dim)+b.Dim(dim) > MaxDim {
+		return Shape{}, opErr(k, in, "concatenated dim %d is too large", dim)
+	}
+	return a.WithDim(dim, a.Dim(dim)+b.Dim(dim)), nil
+}
+
+// SameDType returns the common element type of an operator's operands, or an
+// error when they differ (we never convert implicitly).
+func SameDType(k OpKind, in []DType) (DType, error) {
+	for i := 1; i < len(in); i++ {
+		if in[i] != in[0] {
+			return 0, fmt.Errorf("%v: operand dtypes differ (%v vs %v)", k, in[0], in[i])
+		}
+	}
+	if len(in) == 0 {
+		return 0, fmt.Errorf("%v: no operands", k)
+	}
+	return in[0], nil
+}
+
+// NormDim converts rms_norm's normalized_shape (Mirage's argument) into the
+// first normalized dim of x: normalized_shape must equal x's trailing dims.
+func NormDim(x Shape, normalized []int) (int, error) {
+	r, n := x.Rank(), len(normalized)
+	if n == 0 || n > r {
+		return 0, opErr(OpRMSNorm, []Shape{x}, "normalized_shape %v must name 1 to %d trailing dims", normalized, r)
+	}
+	for i, d := range normalized {
+		if x.Dim(r-n+i) != d {
+			return 0, opErr(OpRMSNorm, []Shape{x}, "normalized_shape %v is not the trailing dims of the input", normalized)
+		}
+	}
+	return r - n, nil
+}
