@@ -2,6 +2,7 @@ package ugraph
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -50,8 +51,16 @@ func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 			return Shape{}, opErr(k, in, "operand %d has invalid shape", i)
 		}
 	}
+	for i := range info.Scalars {
+		if v := a.Scalars[i]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return Shape{}, opErr(k, in, "scalar %d is %v; scalars must be finite", i, v)
+		}
+	}
 	switch info.Class {
 	case ClassUnary:
+		if k == OpClamp && a.Scalars[0] > a.Scalars[1] {
+			return Shape{}, opErr(k, in, "min_val %v is greater than max_val %v", a.Scalars[0], a.Scalars[1])
+		}
 		return in[0], nil
 	case ClassBinary:
 		return broadcast(k, in)

@@ -1,6 +1,7 @@
 package ugraph
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,9 @@ func TestInferShape(t *testing.T) {
 		{op: OpClamp, attr: Attr{Scalars: [2]float64{-1, 1}}, in: []Shape{s(4, 4)}, want: s(4, 4)},
 		{op: OpMulScalar, attr: Attr{Scalars: [2]float64{0.5}}, in: []Shape{s(4, 4)}, want: s(4, 4)},
 		{op: OpLog, in: []Shape{s(7)}, want: s(7)},
+		{op: OpClamp, attr: Attr{Scalars: [2]float64{1, -1}}, in: []Shape{s(4)}, err: "min_val 1 is greater than max_val -1"},
+		{op: OpMulScalar, attr: Attr{Scalars: [2]float64{math.NaN()}}, in: []Shape{s(4)}, err: "scalar 0 is NaN"},
+		{op: OpClamp, attr: Attr{Scalars: [2]float64{0, math.Inf(1)}}, in: []Shape{s(4)}, err: "scalar 1 is +Inf"},
 		{op: OpExp, in: []Shape{s(2), s(2)}, err: "takes 1 operands, got 2"},
 
 		// Element-wise binary: equal ranks, broadcasting through size-1 dims.

@@ -100,8 +100,8 @@ func New(grid, threads Dim3, forloopRange, reductionDimx int) (*Graph, error) {
 		}
 	}
 	for a, n := range threads {
-		if n < 1 {
-			return nil, fmt.Errorf("block_dim %v: axis %d is %d, want >= 1", threads, a, n)
+		if n < 1 || n > MaxThreads { // bounding each axis keeps Count from overflowing
+			return nil, fmt.Errorf("block_dim %v: axis %d is %d, want 1 to %d", threads, a, n, MaxThreads)
 		}
 	}
 	if threads.Count() > MaxThreads {

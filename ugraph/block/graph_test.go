@@ -33,6 +33,7 @@ func TestNewChecksLaunchParameters(t *testing.T) {
 		{Dim3{1, 1, 70000}, Dim3{128, 1, 1}, 1, 64, "axis 2 is 70000"},
 		{Dim3{1, 1, 1}, Dim3{1024, 2, 1}, 1, 64, "2048 threads"},
 		{Dim3{1, 1, 1}, Dim3{0, 1, 1}, 1, 64, "axis 0 is 0"},
+		{Dim3{1, 1, 1}, Dim3{1 << 32, 1 << 32, 1}, 1, 64, "axis 0 is 4294967296"},
 		{Dim3{1, 1, 1}, Dim3{128, 1, 1}, 0, 64, "forloop_range 0"},
 		{Dim3{1, 1, 1}, Dim3{128, 1, 1}, 4, 0, "reduction_dimx 0"},
 	}

@@ -1,0 +1,145 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// entries lists the names in dir, so a test can see stray temporary files.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestWriteFileCreatesAndReplaces(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.ugraph.json")
+	for _, content := range []string{"first\n", "second, longer\n", ""} {
+		if err := WriteFile(path, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != content {
+			t.Fatalf("read %q, %v; want %q", got, err, content)
+		}
+		fi, err := os.Stat(path)
+		if err != nil || fi.Mode().Perm() != 0o640 {
+			t.Fatalf("mode %v, %v; want 0640", fi.Mode(), err)
+		}
+		if names := entries(t, dir); len(names) != 1 {
+			t.Fatalf("directory holds %v, want only the file", names)
+		}
+	}
+}
+
+func TestWriteRelativePath(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := WriteFile("rel.txt", []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile("rel.txt"); err != nil || string(got) != "ok" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+}
+
+// Every way Write can fail must leave the destination as it was and no
+// temporary file behind.
+func TestWriteFailureLeavesNothingBehind(t *testing.T) {
+	errWrite := errors.New("disk on fire")
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, dir string) string // returns the destination
+		write func(io.Writer) error
+		err   string
+	}{
+		{
+			name:  "write fails after partial output",
+			setup: func(t *testing.T, dir string) string { return filepath.Join(dir, "out.json") },
+			write: func(w io.Writer) error {
+				io.WriteString(w, `{"partial": `)
+				return errWrite
+			},
+			err: "disk on fire",
+		},
+		{
+			name: "destination is a directory",
+			setup: func(t *testing.T, dir string) string {
+				p := filepath.Join(dir, "sub")
+				if err := os.Mkdir(p, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			},
+			write: func(w io.Writer) error { _, err := io.WriteString(w, "data"); return err },
+			err:   "sub",
+		},
+		{
+			name:  "directory does not exist",
+			setup: func(t *testing.T, dir string) string { return filepath.Join(dir, "missing", "out.json") },
+			write: func(w io.Writer) error { return nil },
+			err:   "missing",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := tt.setup(t, dir)
+			before := entries(t, dir)
+			err := Write(path, 0o644, tt.write)
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tt.err)
+			}
+			if after := entries(t, dir); strings.Join(after, ",") != strings.Join(before, ",") {
+				t.Fatalf("directory went from %v to %v", before, after)
+			}
+		})
+	}
+}
+
+func TestWriteFailureKeepsOldContents(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "keep.json")
+	if err := WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Write(path, 0o644, func(w io.Writer) error {
+		io.WriteString(w, "new but incomplete")
+		return errors.New("interrupted")
+	})
+	if err == nil {
+		t.Fatal("Write succeeded")
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Fatalf("contents %q, want the old ones", got)
+	}
+	if names := entries(t, dir); len(names) != 1 {
+		t.Fatalf("directory holds %v", names)
+	}
+}
+
+func TestWritePanicRemovesTempFile(t *testing.T) {
+	dir := t.TempDir()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic did not propagate")
+			}
+		}()
+		Write(filepath.Join(dir, "p.json"), 0o644, func(w io.Writer) error { panic("boom") })
+	}()
+	if names := entries(t, dir); len(names) != 0 {
+		t.Fatalf("directory holds %v after a panic", names)
+	}
+}
