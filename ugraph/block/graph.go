@@ -92,11 +92,15 @@ type Graph struct {
 // MaxThreads is CUDA's limit on threads per block.
 const MaxThreads = 1024
 
+// MaxGridAxis bounds each grid axis (CUDA's limit on the y and z axes,
+// applied to x too: no kernel we search wants more blocks along one axis).
+const MaxGridAxis = 1 << 16
+
 // New returns an empty block graph, checking its launch parameters.
 func New(grid, threads Dim3, forloopRange, reductionDimx int) (*Graph, error) {
 	for a, n := range grid {
-		if n < 1 || n > 1<<16 {
-			return nil, fmt.Errorf("grid_dim %v: axis %d is %d, want 1 to 65536", grid, a, n)
+		if n < 1 || n > MaxGridAxis {
+			return nil, fmt.Errorf("grid_dim %v: axis %d is %d, want 1 to %d", grid, a, n, MaxGridAxis)
 		}
 	}
 	for a, n := range threads {
@@ -236,7 +240,7 @@ func (g *Graph) AddOutput(x TensorID, omap Map) error {
 		return &ugraph.OpError{Op: ugraph.OpOutput, Inputs: []ugraph.Shape{t.Shape}, Rule: fmt.Sprintf(format, args...)}
 	}
 	if !t.PostLoop {
-		return fail("tile %d is computed inside the for-loop; output a forloop_accum result or a tile derived from one", x)
+		return fail("the tile is computed inside the for-loop; output a forloop_accum result or a tile derived from one")
 	}
 	if err := g.checkMap("output_map", omap, t.Shape.Rank()); err != nil {
 		return fail("%v", err)

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// input is a file named on the command line: a program (.py) or a μGraph
+// document (.ugraph.json) holding one or more kernel graphs.
+type input struct {
+	Path    string
+	Name    string
+	File    *kernel.File      // the graphs, one for a program
+	Program *frontend.Program // set for a .py program
+}
+
+// loadFlags are the flags of every command that reads inputs.
+type loadFlags struct {
+	lenient bool
+}
+
+func (f *loadFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.lenient, "lenient", false, "turn imports of modules other than mirage into inert stubs (with a warning)")
+}
+
+// load reads the input file at path; warnings from the front-end go to
+// cmd's error stream.
+func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
+	switch {
+	case strings.HasSuffix(path, ".py"):
+		opts := frontend.Options{
+			Lenient: f.lenient,
+			Stdout:  cmd.ErrOrStderr(),
+			Warn:    func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
+		}
+		p, err := frontend.LoadFile(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &input{Path: path, Name: p.Name, File: kernel.NewFile(p.Name, p.Graph), Program: p}, nil
+	case strings.HasSuffix(path, ".json"):
+		file, err := kernel.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		name := file.Name
+		if name == "" {
+			name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".json"), ".ugraph")
+		}
+		return &input{Path: path, Name: name, File: file}, nil
+	}
+	return nil, fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
+}
+
+// graph returns the n-th graph of the input (0 for a program).
+func (in *input) graph(n int) (*kernel.Graph, error) {
+	if n < 0 || n >= len(in.File.Graphs) {
+		return nil, fmt.Errorf("%s: no candidate %d (the file holds %d graph(s), numbered from 0)", in.Path, n, len(in.File.Graphs))
+	}
+	return in.File.Graphs[n].Graph, nil
+}

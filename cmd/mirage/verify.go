@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+func newVerifyCmd() *cobra.Command {
+	var (
+		lf        loadFlags
+		method    string
+		seed      int64
+		candidate int
+	)
+	cmd := &cobra.Command{
+		Use:   "verify A B",
+		Short: "Check that two programs or μGraphs compute the same function",
+		Long: `verify runs the same random inputs through A and B (inputs are matched by
+position; their shapes must agree) and compares the outputs (in any order, as
+long as shapes agree).
+
+  --method float  the float64 reference interpreter; outputs must agree within
+                  a relative tolerance of 1e-6
+
+Exit status: 0 when all outputs agree, 1 when they differ (the output, the
+worst relative error and where are printed), 2 for unusable input. B may be a
+.ugraph.json file of several candidates: --candidate picks one (default 0,
+the best).`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := lf.load(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			b, err := lf.load(cmd, args[1])
+			if err != nil {
+				return err
+			}
+			ga, err := a.graph(0)
+			if err != nil {
+				return err
+			}
+			gb, err := b.graph(candidate)
+			if err != nil {
+				return err
+			}
+			if err := sameInputs(ga, gb); err != nil {
+				return fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
+			}
+			switch method {
+			case "float":
+				return verifyFloat(cmd, a, b, ga, gb, seed)
+			}
+			return fmt.Errorf("unknown --method %q (want float)", method)
+		},
+	}
+	lf.register(cmd)
+	cmd.Flags().StringVar(&method, "method", "float", "how to compare: float (float64 interpreter)")
+	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the random inputs")
+	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of B when B holds several candidates (numbered from 0)")
+	return cmd
+}
+
+// sameInputs checks that a and b take inputs of the same shapes and dtypes,
+// in the same order.
+func sameInputs(a, b *kernel.Graph) error {
+	ia, ib := a.Inputs(), b.Inputs()
+	if len(ia) != len(ib) {
+		return fmt.Errorf("%d inputs vs %d", len(ia), len(ib))
+	}
+	for i := range ia {
+		ta, tb := a.Tensors[ia[i]], b.Tensors[ib[i]]
+		if ta != tb {
+			return fmt.Errorf("input %d is %v %v in the first but %v %v in the second", i, ta.Shape, ta.DType, tb.Shape, tb.DType)
+		}
+	}
+	return nil
+}
+
+func verifyFloat(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, seed int64) error {
+	inputs := interp.RandomInputs(ga, seed)
+	wa, err := interp.Run(ga, inputs)
+	if err != nil {
+		return fmt.Errorf("%s: %v", a.Path, err)
+	}
+	wb, err := interp.Run(gb, inputs)
+	if err != nil {
+		return fmt.Errorf("%s: %v", b.Path, err)
+	}
+	w := cmd.OutOrStdout()
+	if len(wa) != len(wb) {
+		fmt.Fprintf(w, "not equivalent: %s has %d outputs, %s has %d\n", a.Path, len(wa), b.Path, len(wb))
+		return &exitError{code: exitDiffer}
+	}
+	match, diffs := matchOutputs(wa, wb)
+	if match == nil {
+		worst := diffs[0]
+		for _, d := range diffs {
+			if d.MaxRelErr > worst.MaxRelErr {
+				worst = d
+			}
+		}
+		fmt.Fprintf(w, "not equivalent (float64, seed %d): output %d: worst relative error %.3g at %v (want %.9g, got %.9g), tolerance %g\n",
+			seed, worst.Output, worst.MaxRelErr, worst.Index, worst.Want, worst.Got, interp.DefaultTolerance)
+		return &exitError{code: exitDiffer}
+	}
+	worst := 0.0
+	for _, d := range diffs {
+		worst = max(worst, d.MaxRelErr)
+	}
+	fmt.Fprintf(w, "equivalent (float64, seed %d): %d output(s) agree, worst relative error %.3g (tolerance %g)\n",
+		seed, len(wa), worst, interp.DefaultTolerance)
+	return nil
+}
+
+// matchOutputs pairs each output of want with a distinct output of got of
+// the same shape that agrees within tolerance, trying outputs in order. It
+// returns the pairing (want index -> got index), or nil and, for each want
+// output, its comparison with the first same-shaped got output (Output set
+// to the want index) so the caller can say where they differ.
+func matchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
+	match := make([]int, len(want))
+	used := make([]bool, len(got))
+	diffs := make([]interp.Diff, len(want))
+	ok := true
+	for i, w := range want {
+		match[i] = -1
+		first := true
+		for j, g := range got {
+			if used[j] || g.Shape != w.Shape {
+				continue
+			}
+			d, err := interp.Compare(w, g)
+			if err != nil {
+				continue
+			}
+			d.Output = i
+			if first {
+				diffs[i], first = d, false
+			}
+			if d.MaxRelErr <= interp.DefaultTolerance {
+				match[i], used[j], diffs[i] = j, true, d
+				break
+			}
+		}
+		if match[i] < 0 {
+			ok = false
+			if first { // no output of that shape at all
+				diffs[i] = interp.Diff{Output: i, MaxRelErr: inf()}
+			}
+		}
+	}
+	if !ok {
+		return nil, diffs
+	}
+	return match, diffs
+}

@@ -1,0 +1,50 @@
+// Package frontend loads tensor programs written against Mirage's Python API
+// (`import mirage as mi`) into kernel graphs.
+//
+// A program runs in Starlark, a hermetic subset of Python: it cannot touch
+// files, the network or processes, and its execution steps and call depth
+// are bounded, so any file is safe to load. Python's top-level control
+// flow, while loops, reassignment, sets and recursion are allowed; so is
+// `if __name__ == "__main__":` (__name__ is "__main__").
+//
+// Imports are rewritten before Starlark sees the program (lines keep their
+// numbers): `import mirage [as mi]` and `from mirage import ...` bind the
+// mirage module and its names, `from __future__ import ...` is ignored, and
+// any other import is an error, or an inert stub with a warning when
+// Options.Lenient is set. Python constructs that Starlark lacks (class, try,
+// with, f-strings, `is`, `**`, ...) are errors that name the construct.
+//
+// The mirage module provides new_kernel_graph, new_threadblock_graph and
+// the dtypes float16, bfloat16 and float32, with Mirage's parameter names:
+//
+//	graph.new_input(dims, strides=None, dtype=mi.float16)   # strides: None or row-major
+//	graph.mark_output(A, strides=None)
+//	graph.matmul(A, B)  graph.reduction(A, dim)  graph.rms_norm(A, normalized_shape)
+//	graph.exp(A) square sqrt silu gelu relu log  graph.clamp(A, min_val, max_val)
+//	graph.mul_scalar(A, scalar)  graph.add(A, B) mul div pow
+//	graph.customized(inputs, bgraph) -> [outputs]
+//	graph.superoptimize(config=None, griddims=None, blockdims=None, imaps=None,
+//	                    omaps=None, fmaps=None, franges=None, ...) -> inert
+//
+//	tb = mi.new_threadblock_graph(grid_dim, block_dim=(128, 1, 1), forloop_range, reduction_dimx)
+//	tb.new_input(dtensor, input_map, forloop_dim, store_in_dmem=False)
+//	tb.new_output(stensor, output_map, forloop_dim=-1)
+//	tb.matmul  tb.exp ... (as above)  tb.add(A, B) sub mul div pow
+//	tb.reduction(A, dim)  tb.reduction_to_dimx(A, dim)  tb.rms_norm(A)
+//	tb.concat(A, B, dim)  tb.forloop_accum(A, acc=None)  # None "sum" "mean" "rms" "sum_todimx"
+//
+// Tensors have num_dims, dim(i) and dtype. grid_dim, block_dim and the maps
+// may have fewer than 3 entries: missing dims are 1, missing map entries -1.
+//
+// Which graph is the program: the one superoptimize was called on (at most
+// one call in a program), else the only kernel graph created. Its outputs
+// are the tensors passed to mark_output or, if there are none, the op
+// results that no op consumes, in creation order (Mirage's gated-MLP demo
+// never calls mark_output).
+//
+// Besides the shape rules of package ugraph, the loader enforces what only
+// the program's text shows (DESIGN §3): customized(inputs, tb) needs
+// inputs[k] to be the very tensor given to tb's k-th new_input, a
+// threadblock graph serves one customized op and cannot change afterwards,
+// and new_output's forloop_dim must be -1.
+package frontend

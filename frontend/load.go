@@ -1,0 +1,356 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.starlark.net/resolve"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Options control a load.
+type Options struct {
+	// Lenient turns imports of modules other than mirage into inert stubs
+	// (with a warning) instead of errors.
+	Lenient bool
+	// Stdout receives what the program prints; nil means os.Stderr.
+	Stdout io.Writer
+	// Warn, when set, is called with each warning as it arises
+	// ("prog.py:3: ..."); Program.Warnings keeps them all either way.
+	Warn func(msg string)
+	// MaxSteps bounds the Starlark execution steps, so that an endless loop
+	// fails instead of hanging; 0 means DefaultMaxSteps.
+	MaxSteps uint64
+}
+
+// DefaultMaxSteps is the step bound when Options.MaxSteps is 0: far more
+// than a program that builds a graph needs (each example takes < 400).
+const DefaultMaxSteps = 10_000_000
+
+// maxCallDepth bounds nested calls, as Python's recursion limit does.
+const maxCallDepth = 1000
+
+// Program is a loaded tensor program.
+type Program struct {
+	Name     string        // the file's base name without ".py"
+	Graph    *kernel.Graph // the program's kernel graph; Outputs is never empty
+	Superopt *SuperoptArgs // the arguments of superoptimize; nil if not called
+	Warnings []string      // "file:line: message", in the order they arose
+}
+
+// SuperoptArgs are the arguments a program passed to superoptimize, for the
+// search to honor. A nil slice means the argument was not given (None).
+type SuperoptArgs struct {
+	Config    string // "mlp", "attention", ...; "" when not given
+	GridDims  []block.Dim3
+	BlockDims []block.Dim3
+	IMaps     []block.Map
+	OMaps     []block.Map
+	FMaps     []int
+	FRanges   []int
+}
+
+// Error is an error in a program, at a position of its source. Line is 0
+// when the error concerns the whole program; Col is 0 when it concerns a
+// whole statement or call (the message then names the op or construct).
+type Error struct {
+	Filename  string
+	Line, Col int
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Line == 0:
+		return fmt.Sprintf("%s: %s", e.Filename, e.Msg)
+	case e.Col == 0:
+		return fmt.Sprintf("%s:%d: %s", e.Filename, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.Filename, e.Line, e.Col, e.Msg)
+}
+
+// LoadFile loads the program in the file at path.
+func LoadFile(path string, opts Options) (*Program, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Load(path, src, opts)
+}
+
+// Load runs the program src (named filename in messages) and returns its
+// kernel graph. Errors are *Error, positioned in src.
+//
+// The program is the kernel graph superoptimize was called on; otherwise
+// the only kernel graph the program created. Its outputs are the tensors
+// passed to mark_output; if none was, every op result that no op consumes
+// (Mirage's demos do not always mark outputs), in creation order.
+func Load(filename string, src []byte, opts Options) (*Program, error) {
+	l := newLoader(filename, opts)
+	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
+	toks := lex(text)
+	code, warnings, err := rewriteImports(filename, text, toks, opts.Lenient, l.module.AttrNames())
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		l.warn(w)
+	}
+	_, prog, err := starlark.SourceProgramOptions(fileOptions, filename, code, l.predeclared.Has)
+	if err != nil {
+		return nil, l.staticError(err, toks)
+	}
+	if _, err := prog.Init(l.newThread(), l.predeclared); err != nil {
+		return nil, l.runtimeError(err)
+	}
+	return l.program()
+}
+
+// fileOptions let programs use the Python they commonly do: top-level
+// if/for/while, while loops, reassigned globals, set, recursion.
+var fileOptions = &syntax.FileOptions{
+	Set:             true,
+	While:           true,
+	TopLevelControl: true,
+	GlobalReassign:  true,
+	Recursion:       true,
+}
+
+// loader holds the state of one load.
+type loader struct {
+	filename    string
+	opts        Options
+	module      *starlarkstruct.Module // mirage
+	predeclared starlark.StringDict
+	graphs      []*kgraph  // kernel graphs in creation order
+	blocks      []*tbgraph // threadblock graphs in creation order
+	super       *kgraph    // the graph superoptimize was called on
+	warnings    []string
+	stopped     string // why execution was cancelled
+}
+
+func newLoader(filename string, opts Options) *loader {
+	l := &loader{filename: filename, opts: opts}
+	l.module = &starlarkstruct.Module{Name: mirageModule, Members: starlark.StringDict{
+		"new_kernel_graph":      starlark.NewBuiltin("new_kernel_graph", l.newKernelGraph),
+		"new_threadblock_graph": starlark.NewBuiltin("new_threadblock_graph", l.newThreadblockGraph),
+		"float16":               dtypeValue(ugraph.Float16),
+		"bfloat16":              dtypeValue(ugraph.BFloat16),
+		"float32":               dtypeValue(ugraph.Float32),
+	}}
+	l.predeclared = starlark.StringDict{
+		"__name__": starlark.String("__main__"),
+		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
+	}
+	return l
+}
+
+func (l *loader) newThread() *starlark.Thread {
+	stdout := l.opts.Stdout
+	if stdout == nil {
+		stdout = os.Stderr
+	}
+	maxSteps := l.opts.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	th := &starlark.Thread{
+		Name:  l.filename,
+		Print: func(_ *starlark.Thread, msg string) { fmt.Fprintln(stdout, msg) },
+	}
+	// Starlark checks its step budget before every instruction; we let it
+	// stop every checkEvery steps to check the call depth as well.
+	const checkEvery = 1000
+	th.SetMaxExecutionSteps(min(checkEvery, maxSteps))
+	th.OnMaxSteps = func(th *starlark.Thread) {
+		switch {
+		case th.ExecutionSteps() >= maxSteps:
+			l.stop(th, fmt.Sprintf("the program ran for more than %d steps; an endless loop?", maxSteps))
+		case th.CallStackDepth() > maxCallDepth:
+			l.stop(th, fmt.Sprintf("calls nest more than %d deep; endless recursion?", maxCallDepth))
+		default:
+			th.SetMaxExecutionSteps(min(th.ExecutionSteps()+checkEvery, maxSteps))
+		}
+	}
+	return th
+}
+
+func (l *loader) stop(th *starlark.Thread, reason string) {
+	if l.stopped == "" {
+		l.stopped = reason
+	}
+	th.Cancel(reason)
+}
+
+func (l *loader) warn(msg string) {
+	l.warnings = append(l.warnings, msg)
+	if l.opts.Warn != nil {
+		l.opts.Warn(msg)
+	}
+}
+
+func (l *loader) warnAt(pos syntax.Position, format string, args ...any) {
+	l.warn(fmt.Sprintf("%s:%d: ", l.filename, pos.Line) + fmt.Sprintf(format, args...))
+}
+
+// where formats a position of the program for messages: "prog.py:12".
+func (l *loader) where(pos syntax.Position) string {
+	return fmt.Sprintf("%s:%d", l.filename, pos.Line)
+}
+
+// importModule implements the rewritten import statements.
+func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var name string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
+		return nil, err
+	}
+	switch {
+	case name == mirageModule:
+		return l.module, nil
+	case l.opts.Lenient:
+		return inert{name}, nil
+	}
+	return nil, foreignImportError(name)
+}
+
+// staticError converts a syntax or name-resolution error, naming the
+// Python construct behind it when there is one.
+func (l *loader) staticError(err error, toks []token) error {
+	var pos syntax.Position
+	var msg string
+	var serr syntax.Error
+	var rerr resolve.ErrorList
+	switch {
+	case errors.As(err, &serr):
+		pos, msg = serr.Pos, serr.Msg
+	case errors.As(err, &rerr):
+		pos, msg = rerr[0].Pos, rerr[0].Msg
+	default:
+		return &Error{Filename: l.filename, Msg: err.Error()}
+	}
+	// The first unsupported construct explains the error if Starlark
+	// stumbled on it or after it.
+	if cs := findConstructs(toks); len(cs) > 0 {
+		if c := cs[0]; c.line < int(pos.Line) || c.line == int(pos.Line) && c.col <= int(pos.Col) {
+			return &Error{Filename: l.filename, Line: c.line, Msg: c.msg}
+		}
+	}
+	if name, ok := strings.CutPrefix(msg, "undefined: "); ok {
+		switch {
+		case pythonOnlyBuiltins[name]:
+			msg += " (a Python built-in that mirage programs, which run in Starlark, do not have)"
+		case name == "mi" || name == mirageModule:
+			msg += " (missing `import mirage as mi`?)"
+		}
+	}
+	return &Error{Filename: l.filename, Line: int(pos.Line), Col: int(pos.Col), Msg: msg}
+}
+
+// runtimeError positions an execution error at the innermost call in the
+// program: the offending call of a mirage method, or the statement Starlark
+// failed in.
+func (l *loader) runtimeError(err error) error {
+	var ev *starlark.EvalError
+	if !errors.As(err, &ev) {
+		return &Error{Filename: l.filename, Msg: err.Error()}
+	}
+	msg := ev.Msg
+	if l.stopped != "" {
+		msg = l.stopped
+	}
+	for i := len(ev.CallStack) - 1; i >= 0; i-- {
+		if pos := ev.CallStack[i].Pos; pos.Filename() == l.filename {
+			return &Error{Filename: l.filename, Line: int(pos.Line), Msg: msg}
+		}
+	}
+	return &Error{Filename: l.filename, Msg: msg}
+}
+
+// program picks the program's kernel graph and its outputs.
+func (l *loader) program() (*Program, error) {
+	kg := l.super
+	if kg == nil {
+		switch len(l.graphs) {
+		case 0:
+			return nil, &Error{Filename: l.filename, Msg: "the program creates no kernel graph (mi.new_kernel_graph())"}
+		case 1:
+			kg = l.graphs[0]
+		default:
+			var at []string
+			for _, g := range l.graphs[:min(len(l.graphs), 5)] {
+				at = append(at, fmt.Sprint(g.pos.Line))
+			}
+			if len(l.graphs) > 5 {
+				at = append(at, "...")
+			}
+			return nil, &Error{Filename: l.filename, Line: int(l.graphs[1].pos.Line), Msg: fmt.Sprintf(
+				"the program creates %d kernel graphs (lines %s) and calls superoptimize on none; call superoptimize on the one to optimize",
+				len(l.graphs), strings.Join(at, ", "))}
+		}
+	}
+	if len(kg.g.Outputs) == 0 {
+		outs := sinks(kg.g)
+		if len(outs) == 0 {
+			return nil, &Error{Filename: l.filename, Line: int(kg.pos.Line), Msg: "the kernel graph has no outputs: it computes nothing from its inputs"}
+		}
+		for _, t := range outs {
+			if err := kg.g.MarkOutput(t); err != nil {
+				panic(err) // sinks are distinct tensors of the graph
+			}
+		}
+	}
+	for _, tb := range l.blocks {
+		if !tb.attached() {
+			l.warnAt(tb.pos, "this threadblock graph is never used by customized")
+		}
+	}
+	return &Program{
+		Name:     strings.TrimSuffix(filepath.Base(l.filename), ".py"),
+		Graph:    kg.g,
+		Superopt: kg.superopt,
+		Warnings: l.warnings,
+	}, nil
+}
+
+// sinks returns the op results no op consumes, in creation order.
+func sinks(g *kernel.Graph) []kernel.TensorID {
+	used := make([]bool, len(g.Tensors))
+	for _, op := range g.Ops {
+		for _, t := range op.In {
+			used[t] = true
+		}
+	}
+	var out []kernel.TensorID
+	for _, op := range g.Ops {
+		if op.Kind == ugraph.OpInput {
+			continue
+		}
+		for _, t := range op.Out {
+			if !used[t] {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// callPos is the position of the innermost call in the program: that of
+// the running built-in, unless a built-in such as sorted called it.
+func (l *loader) callPos(th *starlark.Thread) syntax.Position {
+	for d := 1; d < th.CallStackDepth(); d++ {
+		if pos := th.CallFrame(d).Pos; pos.Filename() == l.filename {
+			return pos
+		}
+	}
+	return th.CallFrame(1).Pos
+}

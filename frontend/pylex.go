@@ -1,0 +1,230 @@
+package frontend
+
+import (
+	"strings"
+)
+
+// A small Python tokenizer: just enough to find import statements (which we
+// rewrite, since Starlark has none) and the Python constructs Starlark lacks
+// (which we name in errors) without being fooled by strings, comments, or
+// statements continued over several lines. It never fails hard: on an
+// unterminated string it stops, and Starlark reports the real syntax error.
+
+type tokKind uint8
+
+const (
+	tokName tokKind = iota + 1
+	tokNumber
+	tokString
+	tokOp
+	tokNewline // end of a logical line
+)
+
+type token struct {
+	kind      tokKind
+	text      string // the source text; for strings the whole literal
+	off, end  int    // byte range in the source
+	line, col int    // 1-based; col counts runes, as Starlark's positions do
+	depth     int    // bracket nesting before the token
+	stmtStart bool   // first token of a simple statement
+	lineStart bool   // first token of a logical line (implies stmtStart)
+}
+
+// is reports whether t is the operator or name s.
+func (t token) is(s string) bool { return (t.kind == tokOp || t.kind == tokName) && t.text == s }
+
+// stringPrefix returns the letters before a string literal's quote.
+func (t token) stringPrefix() string {
+	return t.text[:strings.IndexAny(t.text, `"'`)]
+}
+
+type lexer struct {
+	src   string
+	pos   int // next byte to read
+	depth int
+	toks  []token
+	// A cursor that converts byte offsets into lines and columns; tokens
+	// arrive in source order, so it only moves forward.
+	curOff, curLine, curCol int
+}
+
+// lex splits src into tokens. It stops at the first unterminated string;
+// the tokens before it are still returned.
+func lex(src string) []token {
+	lx := &lexer{src: src, curLine: 1, curCol: 1}
+	lx.run()
+	return lx.toks
+}
+
+func (lx *lexer) run() {
+	src := lx.src
+	for lx.pos < len(src) {
+		c := src[lx.pos]
+		switch {
+		case c == ' ' || c == '\t' || c == '\f':
+			lx.pos++
+		case c == '\n' || c == '\r':
+			lx.endLine(lx.pos)
+			lx.pos++
+		case c == '#':
+			for lx.pos < len(src) && src[lx.pos] != '\n' && src[lx.pos] != '\r' {
+				lx.pos++
+			}
+		case c == '\\' && lx.pos+1 < len(src) && (src[lx.pos+1] == '\n' || src[lx.pos+1] == '\r'):
+			lx.pos += 2 // line continuation (a "\r\n" leaves a '\n', which we must skip too)
+			if src[lx.pos-1] == '\r' && lx.pos < len(src) && src[lx.pos] == '\n' {
+				lx.pos++
+			}
+		case c == '"' || c == '\'':
+			if !lx.scanString(lx.pos, lx.pos) {
+				return
+			}
+		case isIdentByte(c) && !isDigit(c):
+			end := lx.pos
+			for end < len(src) && isIdentByte(src[end]) {
+				end++
+			}
+			if end < len(src) && (src[end] == '"' || src[end] == '\'') && isStringPrefix(src[lx.pos:end]) {
+				if !lx.scanString(lx.pos, end) {
+					return
+				}
+				continue
+			}
+			lx.emit(tokName, end)
+		case isDigit(c) || c == '.' && lx.pos+1 < len(src) && isDigit(src[lx.pos+1]):
+			lx.emit(tokNumber, lx.numberEnd())
+		default:
+			lx.emit(tokOp, lx.pos+opLen(src[lx.pos:]))
+		}
+	}
+	lx.endLine(len(src))
+}
+
+// endLine ends the logical line at offset off, unless brackets are open or
+// the line holds no token.
+func (lx *lexer) endLine(off int) {
+	if lx.depth > 0 || len(lx.toks) == 0 || lx.toks[len(lx.toks)-1].kind == tokNewline {
+		return
+	}
+	lx.add(token{kind: tokNewline, off: off, end: off})
+}
+
+func (lx *lexer) emit(kind tokKind, end int) {
+	t := token{kind: kind, text: lx.src[lx.pos:end], off: lx.pos, end: end}
+	lx.pos = end
+	lx.add(t)
+}
+
+func (lx *lexer) add(t token) {
+	t.line, t.col = lx.position(t.off)
+	t.depth = lx.depth
+	if n := len(lx.toks); n == 0 || lx.toks[n-1].kind == tokNewline {
+		t.lineStart, t.stmtStart = true, true
+	} else if p := lx.toks[n-1]; p.is(";") && p.depth == 0 {
+		t.stmtStart = true
+	}
+	if t.kind == tokOp {
+		switch t.text {
+		case "(", "[", "{":
+			lx.depth++
+		case ")", "]", "}":
+			lx.depth = max(lx.depth-1, 0)
+		}
+	}
+	lx.toks = append(lx.toks, t)
+}
+
+// position returns the line and column of byte offset off (>= any offset
+// asked before). Like Starlark, it counts "\r\n" and a lone '\r' as one
+// newline and columns in runes.
+func (lx *lexer) position(off int) (line, col int) {
+	for ; lx.curOff < off; lx.curOff++ {
+		switch b := lx.src[lx.curOff]; {
+		case b == '\n':
+			lx.curLine, lx.curCol = lx.curLine+1, 1
+		case b == '\r':
+			if lx.curOff+1 >= len(lx.src) || lx.src[lx.curOff+1] != '\n' {
+				lx.curLine, lx.curCol = lx.curLine+1, 1
+			}
+		case b&0xC0 != 0x80: // not a UTF-8 continuation byte
+			lx.curCol++
+		}
+	}
+	return lx.curLine, lx.curCol
+}
+
+// scanString scans the literal whose prefix starts at start and whose
+// opening quote is at quote. It reports false if the string is unterminated.
+func (lx *lexer) scanString(start, quote int) bool {
+	src := lx.src
+	q := src[quote]
+	delim := string(q)
+	if strings.HasPrefix(src[quote:], strings.Repeat(delim, 3)) {
+		delim = strings.Repeat(delim, 3)
+	}
+	for i := quote + len(delim); i < len(src); {
+		switch c := src[i]; {
+		case c == '\\':
+			i += 2 // an escape; a backslash before "\r\n" continues the line
+			if i < len(src) && src[i-1] == '\r' && src[i] == '\n' {
+				i++
+			}
+		case strings.HasPrefix(src[i:], delim):
+			lx.pos = start
+			lx.emit(tokString, i+len(delim))
+			return true
+		case len(delim) == 1 && (c == '\n' || c == '\r'):
+			return false
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+func (lx *lexer) numberEnd() int {
+	src := lx.src
+	hex := strings.HasPrefix(src[lx.pos:], "0x") || strings.HasPrefix(src[lx.pos:], "0X")
+	i := lx.pos
+	for i < len(src) && (isIdentByte(src[i]) || src[i] == '.') {
+		if !hex && (src[i] == 'e' || src[i] == 'E') && i+1 < len(src) && (src[i+1] == '+' || src[i+1] == '-') {
+			i++
+		}
+		i++
+	}
+	return i
+}
+
+// Python's operators and delimiters longer than one byte, longest first.
+var longOps = []string{
+	"**=", "//=", ">>=", "<<=", "...",
+	"**", "//", "->", ":=", "==", "!=", "<=", ">=", "<<", ">>",
+	"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "@=",
+}
+
+func opLen(s string) int {
+	for _, op := range longOps {
+		if strings.HasPrefix(s, op) {
+			return len(op)
+		}
+	}
+	return 1
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// isIdentByte reports whether c may appear in an identifier. Bytes of
+// non-ASCII characters count, as Python and Starlark allow Unicode letters.
+func isIdentByte(c byte) bool {
+	return c == '_' || isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
+}
+
+// isStringPrefix reports whether p is a Python string prefix (r, b, u, f
+// and their two-letter combinations, in any case).
+func isStringPrefix(p string) bool {
+	switch strings.ToLower(p) {
+	case "r", "u", "b", "f", "br", "rb", "fr", "rf":
+		return true
+	}
+	return false
+}
