@@ -74,32 +74,36 @@ type OpInfo struct {
 	Arity   int   // operands; -1 for a variable count (customized)
 	Levels  Level // where the operator may appear
 	Scalars int   // how many entries of Attr.Scalars it uses
+	// Commutative binary operators compute the same for swapped operands;
+	// the search generates them with ordered operands only.
+	Commutative bool
 }
 
+// Columns: name, class, arity, levels, scalars, commutative.
 var opTable = [numOpKinds]OpInfo{
-	OpInput:           {"input", ClassIO, 0, levelBoth, 0},
-	OpOutput:          {"output", ClassIO, 1, LevelBlock, 0},
-	OpExp:             {"exp", ClassUnary, 1, levelBoth, 0},
-	OpSquare:          {"square", ClassUnary, 1, levelBoth, 0},
-	OpSqrt:            {"sqrt", ClassUnary, 1, levelBoth, 0},
-	OpSilu:            {"silu", ClassUnary, 1, levelBoth, 0},
-	OpGelu:            {"gelu", ClassUnary, 1, levelBoth, 0},
-	OpRelu:            {"relu", ClassUnary, 1, levelBoth, 0},
-	OpClamp:           {"clamp", ClassUnary, 1, levelBoth, 2},
-	OpMulScalar:       {"mul_scalar", ClassUnary, 1, levelBoth, 1},
-	OpLog:             {"log", ClassUnary, 1, levelBoth, 0},
-	OpAdd:             {"add", ClassBinary, 2, levelBoth, 0},
-	OpSub:             {"sub", ClassBinary, 2, LevelBlock, 0},
-	OpMul:             {"mul", ClassBinary, 2, levelBoth, 0},
-	OpDiv:             {"div", ClassBinary, 2, levelBoth, 0},
-	OpPow:             {"pow", ClassBinary, 2, levelBoth, 0},
-	OpMatmul:          {"matmul", ClassMatmul, 2, levelBoth, 0},
-	OpReduction:       {"reduction", ClassReduction, 1, levelBoth, 0},
-	OpReductionToDimx: {"reduction_to_dimx", ClassReduction, 1, LevelBlock, 0},
-	OpRMSNorm:         {"rms_norm", ClassNorm, 1, levelBoth, 0},
-	OpConcat:          {"concat", ClassConcat, 2, LevelBlock, 0},
-	OpForloopAccum:    {"forloop_accum", ClassAccum, 1, LevelBlock, 0},
-	OpCustomized:      {"customized", ClassCustomized, -1, LevelKernel, 0},
+	OpInput:           {"input", ClassIO, 0, levelBoth, 0, false},
+	OpOutput:          {"output", ClassIO, 1, LevelBlock, 0, false},
+	OpExp:             {"exp", ClassUnary, 1, levelBoth, 0, false},
+	OpSquare:          {"square", ClassUnary, 1, levelBoth, 0, false},
+	OpSqrt:            {"sqrt", ClassUnary, 1, levelBoth, 0, false},
+	OpSilu:            {"silu", ClassUnary, 1, levelBoth, 0, false},
+	OpGelu:            {"gelu", ClassUnary, 1, levelBoth, 0, false},
+	OpRelu:            {"relu", ClassUnary, 1, levelBoth, 0, false},
+	OpClamp:           {"clamp", ClassUnary, 1, levelBoth, 2, false},
+	OpMulScalar:       {"mul_scalar", ClassUnary, 1, levelBoth, 1, false},
+	OpLog:             {"log", ClassUnary, 1, levelBoth, 0, false},
+	OpAdd:             {"add", ClassBinary, 2, levelBoth, 0, true},
+	OpSub:             {"sub", ClassBinary, 2, LevelBlock, 0, false},
+	OpMul:             {"mul", ClassBinary, 2, levelBoth, 0, true},
+	OpDiv:             {"div", ClassBinary, 2, levelBoth, 0, false},
+	OpPow:             {"pow", ClassBinary, 2, levelBoth, 0, false},
+	OpMatmul:          {"matmul", ClassMatmul, 2, levelBoth, 0, false},
+	OpReduction:       {"reduction", ClassReduction, 1, levelBoth, 0, false},
+	OpReductionToDimx: {"reduction_to_dimx", ClassReduction, 1, LevelBlock, 0, false},
+	OpRMSNorm:         {"rms_norm", ClassNorm, 1, levelBoth, 0, false},
+	OpConcat:          {"concat", ClassConcat, 2, LevelBlock, 0, false},
+	OpForloopAccum:    {"forloop_accum", ClassAccum, 1, LevelBlock, 0, false},
+	OpCustomized:      {"customized", ClassCustomized, -1, LevelKernel, 0, false},
 }
 
 // Info returns the description of k; the zero OpInfo for an invalid kind.

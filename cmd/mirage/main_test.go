@@ -39,10 +39,12 @@ func writeVariant(t *testing.T, example, old, new string) string {
 }
 
 func TestVerifyExamples(t *testing.T) {
-	for _, ex := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
-		code, out, errs := mirage(t, "verify", "--method", "float", examplePath(ex+".py"), examplePath(ex+"_mugraph.py"))
-		if code != exitOK || !strings.HasPrefix(out, "equivalent") {
-			t.Errorf("verify %s: exit %d, stdout %q, stderr %q", ex, code, out, errs)
+	for _, method := range []string{"ff", "float"} {
+		for _, ex := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
+			code, out, errs := mirage(t, "verify", "--method", method, examplePath(ex+".py"), examplePath(ex+"_mugraph.py"))
+			if code != exitOK || !strings.HasPrefix(out, "equivalent") {
+				t.Errorf("verify --method %s %s: exit %d, stdout %q, stderr %q", method, ex, code, out, errs)
+			}
 		}
 	}
 }
@@ -63,7 +65,11 @@ func TestVerifyMutants(t *testing.T) {
 		program := examplePath(strings.TrimSuffix(tt.example, "_mugraph.py") + ".py")
 		code, out, errs := mirage(t, "verify", "--method", "float", program, mutant)
 		if code != exitDiffer || !strings.Contains(out, "not equivalent") || !strings.Contains(out, "worst relative error") {
-			t.Errorf("%s with %s: exit %d, stdout %q, stderr %q", tt.example, tt.new, code, out, errs)
+			t.Errorf("float: %s with %s: exit %d, stdout %q, stderr %q", tt.example, tt.new, code, out, errs)
+		}
+		code, out, errs = mirage(t, "verify", program, mutant) // --method ff is the default
+		if code != exitDiffer || !strings.Contains(out, "not equivalent: output 0 differs at") {
+			t.Errorf("ff: %s with %s: exit %d, stdout %q, stderr %q", tt.example, tt.new, code, out, errs)
 		}
 	}
 }
@@ -84,6 +90,8 @@ func TestVerifyUnusableInput(t *testing.T) {
 		{"unknown file kind", []string{"verify", examplePath("gqa.py"), "README.md"}, "unknown kind of file"},
 		{"no such candidate", []string{"verify", "--candidate", "3", examplePath("gqa.py"), examplePath("gqa_mugraph.py")}, "no candidate 3"},
 		{"bad flag", []string{"verify", "--nope", "a.py", "b.py"}, "unknown flag"},
+		{"bad method", []string{"verify", "--method", "exact", examplePath("gqa.py"), examplePath("gqa.py")}, "unknown --method"},
+		{"no trials", []string{"verify", "--trials", "0", examplePath("gqa.py"), examplePath("gqa.py")}, "--trials 0"},
 		{"too few args", []string{"verify", "a.py"}, "accepts 2 arg(s)"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -14,6 +15,7 @@ func newVerifyCmd() *cobra.Command {
 		lf        loadFlags
 		method    string
 		seed      int64
+		trials    int
 		candidate int
 	)
 	cmd := &cobra.Command{
@@ -23,6 +25,9 @@ func newVerifyCmd() *cobra.Command {
 position; their shapes must agree) and compares the outputs (in any order, as
 long as shapes agree).
 
+  --method ff     (default) exact arithmetic over two finite fields on
+                  --trials independent random draws (ffverify): a wrong
+                  program passes one draw with probability below 1e-7
   --method float  the float64 reference interpreter; outputs must agree within
                   a relative tolerance of 1e-6
 
@@ -52,15 +57,18 @@ the best).`,
 				return fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
 			}
 			switch method {
+			case "ff":
+				return verifyFF(cmd, a, b, ga, gb, ffverify.Options{Trials: trials, Seed: uint64(seed)})
 			case "float":
 				return verifyFloat(cmd, a, b, ga, gb, seed)
 			}
-			return fmt.Errorf("unknown --method %q (want float)", method)
+			return fmt.Errorf("unknown --method %q (want ff or float)", method)
 		},
 	}
 	lf.register(cmd)
-	cmd.Flags().StringVar(&method, "method", "float", "how to compare: float (float64 interpreter)")
+	cmd.Flags().StringVar(&method, "method", "ff", "how to compare: ff (finite fields) or float (float64 interpreter)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the random inputs")
+	cmd.Flags().IntVar(&trials, "trials", ffverify.DefaultTrials, "independent random draws (--method ff)")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of B when B holds several candidates (numbered from 0)")
 	return cmd
 }
@@ -78,6 +86,23 @@ func sameInputs(a, b *kernel.Graph) error {
 			return fmt.Errorf("input %d is %v %v in the first but %v %v in the second", i, ta.Shape, ta.DType, tb.Shape, tb.DType)
 		}
 	}
+	return nil
+}
+
+func verifyFF(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, opts ffverify.Options) error {
+	if opts.Trials < 1 {
+		return fmt.Errorf("--trials %d: want at least 1", opts.Trials)
+	}
+	r, err := ffverify.Equivalent(ga, gb, opts)
+	if err != nil {
+		return fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
+	}
+	w := cmd.OutOrStdout()
+	if !r.Equivalent {
+		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, opts.Seed)
+		return &exitError{code: exitDiffer}
+	}
+	fmt.Fprintf(w, "equivalent (finite fields, seed %d, %d trial(s)): %d output(s) agree\n", opts.Seed, opts.Trials, len(r.Mapping))
 	return nil
 }
 

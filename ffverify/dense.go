@@ -1,0 +1,178 @@
+package ffverify
+
+import (
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+)
+
+// The dense evaluator computes every element of a result. Each function
+// writes a result of known shape into dst (fully overwriting it), so the
+// block level reuses its tile buffers across blocks and iterations.
+
+// apply computes the stateless op f on x (and y, for binary kinds) into dst,
+// whose shape is the op's result shape.
+func apply(f *fn, dst, x, y *tensor) {
+	switch f.kind.Info().Class {
+	case ugraph.ClassUnary:
+		for i, v := range x.v {
+			dst.v[i] = f.unary(v)
+		}
+	case ugraph.ClassBinary:
+		if f.kind == ugraph.OpDiv {
+			// x/y = x·inv(y) (the model of div), with y's inverses taken
+			// all at once.
+			inv := &tensor{shape: y.shape, v: append([]elem(nil), y.v...)}
+			invertAll(inv.v)
+			binary(dst, x, inv, elem.mul)
+			return
+		}
+		binary(dst, x, y, f.bin)
+	case ugraph.ClassMatmul:
+		matmul(dst, x, y)
+	case ugraph.ClassReduction:
+		// reduction and reduction_to_dimx differ only in the result's extent
+		// along the dim (1 or reduction_dimx), which dst already has.
+		reduce(dst, x, f.attr.Dim)
+	case ugraph.ClassNorm:
+		rmsNorm(dst, x, f.attr.Dim)
+	case ugraph.ClassConcat:
+		concat(dst, x, y, f.attr.Dim)
+	default:
+		panic(fmt.Sprintf("ffverify: %v is not a stateless op", f.kind))
+	}
+}
+
+// binary applies f element-wise, broadcasting through size-1 dims.
+func binary(dst, x, y *tensor, f func(a, b elem) elem) {
+	if x.shape == y.shape {
+		yv := y.v[:len(x.v)]
+		for i, v := range x.v {
+			dst.v[i] = f(v, yv[i])
+		}
+		return
+	}
+	od := pad(dst.shape)
+	xs, ys := broadcastStrides(x.shape, od), broadcastStrides(y.shape, od)
+	i := 0
+	for a := range od[0] {
+		for b := range od[1] {
+			for c := range od[2] {
+				xo := a*xs[0] + b*xs[1] + c*xs[2]
+				yo := a*ys[0] + b*ys[1] + c*ys[2]
+				for d := range od[3] {
+					dst.v[i] = f(x.v[xo+d*xs[3]], y.v[yo+d*ys[3]])
+					i++
+				}
+			}
+		}
+	}
+}
+
+// matmul computes dst[..,i,j] = Σ_l a[..,i,l]·b[..,l,j], batched over the
+// leading dims. The i-l-j order streams rows of b and dst; four rows of b
+// are folded per pass, and one reduction per residue follows four
+// multiply-adds (a reduced residue plus four products of residues fits in a
+// uint64, see modP).
+func matmul(dst, a, b *tensor) {
+	r := a.shape.Rank()
+	m, k, n := a.shape.Dim(r-2), a.shape.Dim(r-1), b.shape.Dim(r-1)
+	clear(dst.v)
+	for batch := range len(a.v) / (m * k) {
+		A := a.v[batch*m*k:][:m*k]
+		B := b.v[batch*k*n:][:k*n]
+		C := dst.v[batch*m*n:][:m*n]
+		for i := range m {
+			c := C[i*n:][:n]
+			ai := A[i*k:][:k]
+			l := 0
+			for ; l+4 <= k; l += 4 {
+				a0p, a1p, a2p, a3p := uint64(ai[l].p), uint64(ai[l+1].p), uint64(ai[l+2].p), uint64(ai[l+3].p)
+				a0q, a1q, a2q, a3q := uint64(ai[l].q), uint64(ai[l+1].q), uint64(ai[l+2].q), uint64(ai[l+3].q)
+				b0 := B[l*n:][:len(c)]
+				b1 := B[(l+1)*n:][:len(c)]
+				b2 := B[(l+2)*n:][:len(c)]
+				b3 := B[(l+3)*n:][:len(c)]
+				for j, cj := range c {
+					sp := uint64(cj.p) + a0p*uint64(b0[j].p) + a1p*uint64(b1[j].p) + a2p*uint64(b2[j].p) + a3p*uint64(b3[j].p)
+					sq := uint64(cj.q) + a0q*uint64(b0[j].q) + a1q*uint64(b1[j].q) + a2q*uint64(b2[j].q) + a3q*uint64(b3[j].q)
+					c[j] = elem{uint32(sp % modP), uint32(sq % modQ)}
+				}
+			}
+			for ; l < k; l++ {
+				al, bl := ai[l], B[l*n:][:len(c)]
+				for j, cj := range c {
+					c[j] = cj.add(al.mul(bl[j]))
+				}
+			}
+		}
+	}
+}
+
+// reduce sums x along dim into dst, whose extent d there divides x's extent
+// n, in strided groups: dst[..,j,..] = Σ_t x[..,t·d+j,..]. d = 1 is
+// reduction; d = reduction_dimx is reduction_to_dimx.
+func reduce(dst, x *tensor, dim int) {
+	outer, n, inner := split(x.shape, dim)
+	d := dst.shape.Dim(dim)
+	clear(dst.v)
+	for o := range outer {
+		acc := dst.v[o*d*inner:][:d*inner]
+		for t := 0; t < n; t += d {
+			src := x.v[(o*n+t)*inner:][:len(acc)]
+			for i, v := range src {
+				acc[i] = acc[i].add(v)
+			}
+		}
+	}
+}
+
+// rmsNorm computes x / rms(x) with the rms over the dims from dim to the
+// last (no epsilon, as in interp).
+func rmsNorm(dst, x *tensor, dim int) {
+	_, n, inner := split(x.shape, dim)
+	m := n * inner
+	for o := 0; o < len(x.v); o += m {
+		row := x.v[o:][:m]
+		inv := rms(sumSquares(row), m).inv()
+		out := dst.v[o:][:m]
+		for i, v := range row {
+			out[i] = v.mul(inv)
+		}
+	}
+}
+
+func sumSquares(xs []elem) elem {
+	var s elem
+	for _, v := range xs {
+		s = s.add(v.mul(v))
+	}
+	return s
+}
+
+// concat lays x and then y along dim into dst.
+func concat(dst, x, y *tensor, dim int) {
+	var at dims4
+	at[padDim(dim, x.shape.Rank())] = x.shape.Dim(dim)
+	copyBox(dst, dims4{}, x, dims4{}, pad(x.shape))
+	copyBox(dst, at, y, dims4{}, pad(y.shape))
+}
+
+// accumulate adds the tile x of one for-loop iteration into the running sum
+// acc, folding x's last dim (n) in strided groups into acc's last dim d
+// (which the accumulator kind fixed): acc[..,j] += Σ_t f(x[..,t·d+j]) with
+// f(v) = v² for "rms", v otherwise.
+func accumulate(acc, x *tensor, square bool) {
+	n, d := x.shape.Last(), acc.shape.Last()
+	for o := range len(x.v) / n {
+		a := acc.v[o*d:][:d]
+		for t := 0; t < n; t += d {
+			for j, v := range x.v[o*n+t:][:d] {
+				if square {
+					v = v.mul(v)
+				}
+				a[j] = a[j].add(v)
+			}
+		}
+	}
+}

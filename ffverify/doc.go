@@ -1,0 +1,139 @@
+// Package ffverify decides whether a candidate μGraph computes the same
+// function as a program, by evaluating both exactly over finite fields on
+// random inputs (DESIGN §4). The search calls it on every complete
+// candidate: Verifier.Reject is a fast path that evaluates a few sampled
+// output positions demand-driven and can only reject; Verifier.Verify
+// compares every output position on every draw and decides.
+//
+// # The model
+//
+// Every value is a pair of residues (x mod P, x mod Q) with
+//
+//	P = 2147481143 = 2Q+1,  Q = 1073740571,  both prime, both ≡ 3 (mod 4),
+//	G = 4, of order Q in Z_P* (any square other than 1 is).
+//
+// Products of two residues fit in a uint64 (P < 2³¹), and four of them plus
+// a residue still do, so matmul reduces once per four multiply-adds. That is
+// about 3 times as fast as 63-bit primes with Montgomery multiplication and 6
+// times as fast as with math/bits' 128-bit remainder (BenchmarkAxpy*, the
+// inner loop of matmul), for a bound that is already far below what we need.
+//
+// An input element is a pair of independent residues that are uniform up to
+// a factor 1+2⁻³² on each value's probability: a keyed hash of (seed, draw,
+// input position, element), so both graphs of a comparison see the same
+// inputs (matched by position) and no input needs to be stored. Each op maps
+// pairs to pairs, written once for both levels and both evaluators (ops.go):
+//
+//	add, sub, mul, sums    per residue; matmul and every reduction are sums of products
+//	div a/b                a·inv(b), inv(x) = x^(m-2): inverse per residue, inv(0) = 0
+//	mul_scalar(x, c)       x·c, c the simplest rational that rounds to the float
+//	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3), see scalarElem
+//	exp(x)                 (G^(x mod Q) mod P, 1)
+//	sqrt(x)                x^((m+1)/4) per residue: the deterministic root
+//	square(x)              x·x
+//	rms over n values      sqrt(Σx² · inv(n)); rms_norm(x) = x·inv(rms), over the
+//	                       dims from Attr.Dim (kernel) or the last (block)
+//	accumulators           none, sum, sum_todimx: sums over iterations (and strided
+//	                       groups); mean = sum·inv(F·n); rms = sqrt(Σx²·inv(F·n))
+//	silu, gelu, relu,      opaque: a fresh random function per kind (clamp: per
+//	clamp, log, pow        bounds) and per draw, a keyed hash of the argument pair(s)
+//
+// Tiling (grids, imaps, fmaps, the for-loop, omaps, concat) moves elements
+// without computing, exactly as in DESIGN §3; interp does the same in
+// float64, and the tests check that the two agree on every catalogue entry.
+//
+// # What the model preserves
+//
+// A correct rewriting is accepted when the identity it rests on holds in the
+// model. These do, exactly and at every point:
+//
+//   - commutativity, associativity and distributivity of add and mul; sums
+//     split, nested, reordered or factored (matmul, reduction,
+//     reduction_to_dimx, accumulators, partial sums laid side by side and
+//     folded by sum_todimx);
+//   - division rules: (a+b)/c = a/c + b/c, (a/c)·b = (a·b)/c, a/(b·c) =
+//     (a/b)/c, even where c = 0, because inv(0) = 0 and inv is
+//     multiplicative. Only cancelling a division (a/c·c = a) can fail, where
+//     c happens to be 0: probability at most deg(c)/Q per draw;
+//   - exp(a+b) = exp(a)·exp(b), exp(-a) = 1/exp(a), exp(0) = 1: x ↦ G^x is
+//     a homomorphism from (Z_Q, +), which is why exp's argument lives in Z_Q,
+//     and why every value carries its Q-residue. The Q-residue of exp(x) is
+//     1 because the only homomorphism from (Z_Q, +) to (Z_Q*, ·) is the
+//     trivial one (Q does not divide Q-1);
+//   - sqrt(a·b) = sqrt(a)·sqrt(b) and sqrt(a/b) = sqrt(a)/sqrt(b) (a power
+//     map is multiplicative), hence rms(c·x) = sqrt(c²)·rms(x) and
+//     rms_norm(X)·W = (X·W)/rms(X) with the rms accumulated over the loop;
+//   - rms and mean over F·n terms split into F iterations of n (the sum is
+//     exact and the count the same), and mean = Σ·mul_scalar(1/n) for every n;
+//   - f(x) = f(x) for opaque f: the same op on the same value gives the same
+//     value, wherever and however often it is computed.
+//
+// These do not hold, so rewritings that need them are rejected: sqrt(x)² = x
+// and sqrt(x²) = |x| (the root is ±, per the Legendre symbol); anything about
+// an opaque op beyond f(x) = f(x) (relu∘relu = relu, clamp(x, 0, ∞) = relu,
+// silu(x) = x·sigmoid(x), log(ab) = log a + log b, log∘exp = id, pow(x, 2) =
+// x², exponent laws of pow); exp of a value computed from an exp (its
+// argument's Q-residue is a constant). None is among the axioms the search
+// uses (DESIGN §5: commutativity, associativity, distributivity, division
+// rules, nested and factored sums). Conversely sqrt(a·b) = sqrt(a)·sqrt(b)
+// holds in the model for negative a, b too, so a rewriting that relies on it
+// there would wrongly pass; rms and rms_norm only take roots of sums of
+// squares.
+//
+// # The error bound
+//
+// Suppose output element e of the candidate and of the program differ as
+// functions of the inputs. One draw fails to show it with probability:
+//
+// Rational part. If e is built from inputs by add, sub, mul, div, sums and
+// rational scalars, the difference is N/D with N ≠ 0 of total degree d, and
+// its P-residue is N(x_P)/D(x_P) mod P. By Schwartz–Zippel, N(x_P) ≡ 0 with
+// probability at most d/P (when P divides no coefficient of N: they are sums
+// of products of counts and scalar numerators and denominators, each below
+// P, so this needs such a sum to be a nonzero multiple of one fixed 31-bit
+// prime). A zero divisor anywhere, where inv(0) = 0 could hide the
+// difference, adds at most d'/P (d' the total degree of the divisors). The
+// Q-residues are drawn independently, so both agree with probability at most
+// ((d+d')/P)·((d+d')/Q).
+//
+// Degrees: an input has degree 1, add and sub take the larger, mul and
+// matmul add, sums keep it, square doubles it, a division adds its
+// divisor's degree to numerator and denominator. A sqrt introduces s with
+// s² = ±z; a difference A + B·s vanishes only where A² ∓ B²z does, a
+// polynomial of twice the degree, so each sqrt doubles d and the two signs
+// double the bound. For rmsnorm_matmul against its mean-for-rms mutant,
+// (X·W)/s - (X·W)/m with s² = ±Σx²/n and m = Σx/n: N = A·m - B·s with
+// deg(A·m) = 3, so A²m² ∓ B²·Σx²/n has degree 6, and the divisor m adds 1:
+// D = 7. The graphs we search stay far below 64.
+//
+// exp. exp(a) and exp(b) agree exactly when a ≡ b (mod Q): probability at
+// most deg(a-b)/Q if a ≠ b. Beyond that, outputs are polynomials in x_P and
+// in values G^(e(x_Q)); we treat those as independent uniform elements of
+// the order-Q subgroup when their exponents e differ, which is a heuristic,
+// not a theorem (exponential sums of polynomial exponents escape
+// Schwartz–Zippel). The Q-residue of anything computed from an exp is
+// uninformative, so such outputs rely on the P-residue alone.
+//
+// Opaque ops. Modelled as random functions (a keyed hash, a random oracle
+// heuristically): differing arguments, which happens except with the
+// probability above, give independent uniform values, equal with probability
+// 1/(P·Q).
+//
+// Hence, with D = d + d' (sqrt doublings included) and the smaller prime, one
+// draw is fooled with probability at most about D/Q: below 6·10⁻⁸ for D ≤ 64,
+// well under 10⁻⁶, and (D/P)·(D/Q) < 4·10⁻¹⁵ where the Q-residue also
+// decides (no exp upstream). DefaultTrials = 2 independent draws square it,
+// to about 4·10⁻¹⁵ at worst, which leaves a wide margin for the heuristic
+// parts (exp of polynomial arguments, random functions).
+//
+// # Cost
+//
+// Verify evaluates the candidate densely once per draw (all blocks, all
+// iterations) and stops at the first draw that shows a difference; inputs
+// read only through tile loads are hashed where they are loaded, never
+// stored. Reject evaluates single elements on demand, memoised per
+// (tensor or tile, block, iteration, index), position by position, and
+// stops at the first position that rules out every matching of outputs:
+// most wrong candidates cost one position's cone. New evaluates the
+// program densely on every draw, in parallel.
+package ffverify

@@ -1,0 +1,343 @@
+package ffverify
+
+import (
+	"errors"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+// lazy evaluates single elements on demand: only the cone of values that an
+// element needs, each computed once (memoised per tensor or tile, block,
+// iteration and index). Its results equal the dense evaluator's, element
+// for element; the fast path of the verifier relies on that.
+type lazy struct {
+	p      *plan
+	tr     *trial
+	memo   map[memoKey]elem
+	budget int // the most values memo may hold; see errBudget
+	// last holds, per input, the last strip read from it: consecutive
+	// elements of a matmul read the same row of one operand (rows of an
+	// attention score tile share a row of Q), which this saves rehashing.
+	last []strip
+}
+
+type strip struct {
+	start, stride int
+	v             []elem
+}
+
+// memoKey names one memoised value. node is a kernel tensor, or a tile of a
+// block graph (blockPlan.base + tile), or ^node for a per-group statistic of
+// the op producing node (rms_norm's inverse rms). block and iter are the
+// linear block index and the for-loop iteration (-1 after the loop) of a
+// tile, zero at kernel level.
+type memoKey struct {
+	node, block, iter int32
+	idx               int
+}
+
+// newLazy returns a demand-driven evaluator of p on draw tr that computes
+// at most budget values (memoised ones; the products inside a matmul and
+// the reads of inputs do not count).
+func newLazy(p *plan, tr *trial, budget int) *lazy {
+	return &lazy{p: p, tr: tr, memo: make(map[memoKey]elem), budget: budget, last: make([]strip, len(tr.inputs))}
+}
+
+// errBudget is the panic value of a lazy evaluation that exceeds its
+// budget: the cone of the demanded elements is most of the graph, and a
+// dense evaluation would be cheaper. It unwinds the recursion in one step;
+// the caller recovers it.
+var errBudget = errors.New("ffverify: demand-driven evaluation over budget")
+
+func (l *lazy) remember(key memoKey, v elem) {
+	if len(l.memo) >= l.budget {
+		panic(errBudget)
+	}
+	l.memo[key] = v
+}
+
+// site is where an op runs: kernel op op (bp == nil), or block op op of the
+// customized kernel op kop, in block b at iteration it (-1 after the loop).
+type site struct {
+	bp      *blockPlan
+	kop, op int
+	b       block.Dim3
+	it      int
+}
+
+// blockIndex is the linear index of block b in the grid.
+func (bp *blockPlan) blockIndex(b block.Dim3) int32 {
+	return int32(b[0] + bp.g.Grid[0]*(b[1]+bp.g.Grid[1]*b[2]))
+}
+
+// at returns element idx of kernel tensor t.
+func (l *lazy) at(t, idx int) elem {
+	p := l.p
+	if k := p.inputPos[t]; k >= 0 {
+		return l.tr.input(k, idx)
+	}
+	key := memoKey{node: int32(t), idx: idx}
+	if v, ok := l.memo[key]; ok {
+		return v
+	}
+	var v elem
+	if i := p.producer[t]; p.blocks[i] != nil {
+		v = l.customizedAt(i, p.result[t], idx)
+	} else {
+		v = l.element(site{kop: i, op: i}, idx)
+	}
+	l.remember(key, v)
+	return v
+}
+
+// customizedAt returns element idx of result r of customized op kop: the
+// element of one block's output tile.
+func (l *lazy) customizedAt(kop, r, idx int) elem {
+	bp := l.p.blocks[kop]
+	op := &bp.g.Ops[bp.outputs[r]]
+	ts := bp.g.Tensors[op.In[0]].Shape
+	x := pad(op.Output.DShape).index(idx)
+	var b block.Dim3
+	for a, d := range op.Output.OMap {
+		if d >= 0 && bp.g.Grid[a] > 1 {
+			pd := padDim(d, ts.Rank())
+			b[a], x[pd] = x[pd]/ts.Dim(d), x[pd]%ts.Dim(d)
+		}
+	}
+	return l.tile(site{bp: bp, kop: kop, b: b, it: -1}, int(op.In[0]), pad(ts).offset(x))
+}
+
+// tile returns element idx of tile t of s's block graph, in s's block at
+// s's iteration.
+func (l *lazy) tile(s site, t, idx int) elem {
+	bp, g := s.bp, s.bp.g
+	s.op = bp.producer[t]
+	op := &g.Ops[s.op]
+	if op.Kind == ugraph.OpInput {
+		// A tile of a device tensor: read the device tensor itself.
+		ts := g.Tensors[t].Shape
+		x := pad(ts).index(idx)
+		off := bp.inputOffset(op, s.b, s.it)
+		for i := range x {
+			x[i] += off[i]
+		}
+		return l.at(int(l.p.g.Ops[s.kop].In[bp.operand[s.op]]), pad(op.Input.DShape).offset(x))
+	}
+	if g.Tensors[t].PostLoop {
+		s.it = -1
+	}
+	key := memoKey{node: int32(bp.base + t), block: bp.blockIndex(s.b), iter: int32(s.it), idx: idx}
+	if v, ok := l.memo[key]; ok {
+		return v
+	}
+	var v elem
+	if op.Kind == ugraph.OpForloopAccum {
+		v = l.accum(s, op, idx)
+	} else {
+		v = l.element(s, idx)
+	}
+	l.remember(key, v)
+	return v
+}
+
+// accum returns element idx of the accumulator op at s: the sum over every
+// iteration of the strided group of its operand's last dim (see accumulate).
+func (l *lazy) accum(s site, op *block.Op, idx int) elem {
+	g := s.bp.g
+	x := int(op.In[0])
+	n, d := g.Tensors[x].Shape.Last(), g.Tensors[op.Out].Shape.Last()
+	o, j := idx/d, idx%d
+	terms := make([]elem, n/d)
+	var sum elem
+	for it := range g.ForloopRange {
+		s.it = it
+		l.tileStrip(s, x, o*n+j, d, terms)
+		for _, v := range terms {
+			if op.Attr.Accum == ugraph.AccumRMS {
+				v = v.mul(v)
+			}
+			sum = sum.add(v)
+		}
+	}
+	return finishAccum(op.Attr.Accum, sum, s.bp.accumTerms(op))
+}
+
+// Strips: most ops need runs of equally spaced elements of an operand (a
+// row, a column, a reduced dim). Reading a run at once lets a run of an
+// input tile map to a run of its device tensor, and a run of an input to
+// hashes, with the index arithmetic done once.
+
+// strip fills dst with elements start, start+stride, ... of operand i of
+// the op at s.
+func (l *lazy) strip(s site, i, start, stride int, dst []elem) {
+	if s.bp == nil {
+		l.tensorStrip(int(l.p.g.Ops[s.op].In[i]), start, stride, dst)
+		return
+	}
+	l.tileStrip(s, int(s.bp.g.Ops[s.op].In[i]), start, stride, dst)
+}
+
+func (l *lazy) tensorStrip(t, start, stride int, dst []elem) {
+	if k := l.p.inputPos[t]; k >= 0 {
+		last := &l.last[k]
+		if last.start == start && last.stride == stride && len(last.v) == len(dst) {
+			copy(dst, last.v)
+			return
+		}
+		for j := range dst {
+			dst[j] = l.tr.input(k, start+j*stride)
+		}
+		*last = strip{start, stride, append(last.v[:0], dst...)}
+		return
+	}
+	for j := range dst {
+		dst[j] = l.at(t, start+j*stride)
+	}
+}
+
+func (l *lazy) tileStrip(s site, t, start, stride int, dst []elem) {
+	bp := s.bp
+	if op := &bp.g.Ops[bp.producer[t]]; op.Kind == ugraph.OpInput {
+		ts := pad(bp.g.Tensors[t].Shape)
+		x := ts.index(start)
+		if d, ok := stripDim(ts, x, stride, len(dst)); ok {
+			off := bp.inputOffset(op, s.b, s.it)
+			for i := range x {
+				x[i] += off[i]
+			}
+			dev := pad(op.Input.DShape)
+			l.tensorStrip(int(l.p.g.Ops[s.kop].In[bp.operand[bp.producer[t]]]), dev.offset(x), dev.strides()[d], dst)
+			return
+		}
+	}
+	for j := range dst {
+		dst[j] = l.tile(s, t, start+j*stride)
+	}
+}
+
+// stripDim returns the dim along which a strip of n elements with the given
+// stride runs from index x of a tensor with extents ts, if it stays in one.
+func stripDim(ts dims4, x dims4, stride, n int) (int, bool) {
+	if n <= 1 {
+		return ugraph.MaxRank - 1, true
+	}
+	st := ts.strides()
+	for d := range ts {
+		if st[d] == stride && ts[d] > 1 {
+			return d, x[d]+n <= ts[d]
+		}
+	}
+	return 0, false
+}
+
+// The shapes and model of the op at s, and its operands' elements, whichever
+// level it is at.
+
+func (l *lazy) fn(s site) *fn {
+	if s.bp == nil {
+		return &l.tr.ops[s.op]
+	}
+	return &l.tr.block[s.kop][s.op]
+}
+
+func (l *lazy) outShape(s site) ugraph.Shape {
+	if s.bp == nil {
+		return l.p.g.Tensors[l.p.g.Ops[s.op].Out[0]].Shape
+	}
+	return s.bp.g.Tensors[s.bp.g.Ops[s.op].Out].Shape
+}
+
+func (l *lazy) inShape(s site, i int) ugraph.Shape {
+	if s.bp == nil {
+		return l.p.g.Tensors[l.p.g.Ops[s.op].In[i]].Shape
+	}
+	return s.bp.g.Tensors[s.bp.g.Ops[s.op].In[i]].Shape
+}
+
+func (l *lazy) operand(s site, i, idx int) elem {
+	if s.bp == nil {
+		return l.at(int(l.p.g.Ops[s.op].In[i]), idx)
+	}
+	return l.tile(s, int(s.bp.g.Ops[s.op].In[i]), idx)
+}
+
+// group returns the memoised per-group statistic of the op at s.
+func (l *lazy) group(s site, grp int, compute func() elem) elem {
+	var key memoKey
+	if bp := s.bp; bp != nil {
+		key = memoKey{node: ^int32(bp.base + int(bp.g.Ops[s.op].Out)), block: bp.blockIndex(s.b), iter: int32(s.it), idx: grp}
+	} else {
+		key = memoKey{node: ^int32(l.p.g.Ops[s.op].Out[0]), idx: grp}
+	}
+	if v, ok := l.memo[key]; ok {
+		return v
+	}
+	v := compute()
+	l.remember(key, v)
+	return v
+}
+
+// element computes element idx of the result of the stateless op at s, the
+// same function as apply in dense.go, one element at a time.
+func (l *lazy) element(s site, idx int) elem {
+	f := l.fn(s)
+	switch f.kind.Info().Class {
+	case ugraph.ClassUnary:
+		return f.unary(l.operand(s, 0, idx))
+	case ugraph.ClassBinary:
+		od := pad(l.outShape(s))
+		x := od.index(idx)
+		xs, ys := broadcastStrides(l.inShape(s, 0), od), broadcastStrides(l.inShape(s, 1), od)
+		var xo, yo int
+		for i := range x {
+			xo += x[i] * xs[i]
+			yo += x[i] * ys[i]
+		}
+		return f.bin(l.operand(s, 0, xo), l.operand(s, 1, yo))
+	case ugraph.ClassMatmul:
+		a, b := l.inShape(s, 0), l.inShape(s, 1)
+		r := a.Rank()
+		m, k, n := a.Dim(r-2), a.Dim(r-1), b.Dim(r-1)
+		batch, i, j := idx/(m*n), idx/n%m, idx%n
+		row, col := make([]elem, k), make([]elem, k)
+		l.strip(s, 0, batch*m*k+i*k, 1, row)
+		l.strip(s, 1, batch*k*n+j, n, col)
+		var sum elem
+		for t, v := range row {
+			sum = sum.add(v.mul(col[t]))
+		}
+		return sum
+	case ugraph.ClassReduction:
+		_, n, inner := split(l.inShape(s, 0), f.attr.Dim)
+		d := l.outShape(s).Dim(f.attr.Dim)
+		o, j, in := idx/(d*inner), idx/inner%d, idx%inner
+		terms := make([]elem, n/d)
+		l.strip(s, 0, (o*n+j)*inner+in, d*inner, terms)
+		var sum elem
+		for _, v := range terms {
+			sum = sum.add(v)
+		}
+		return sum
+	case ugraph.ClassNorm:
+		_, n, inner := split(l.inShape(s, 0), f.attr.Dim)
+		m := n * inner
+		grp := idx / m
+		inv := l.group(s, grp, func() elem {
+			row := make([]elem, m)
+			l.strip(s, 0, grp*m, 1, row)
+			return rms(sumSquares(row), m).inv()
+		})
+		return l.operand(s, 0, idx).mul(inv)
+	case ugraph.ClassConcat:
+		a, b := l.inShape(s, 0), l.inShape(s, 1)
+		x := pad(l.outShape(s)).index(idx)
+		pd := padDim(f.attr.Dim, a.Rank())
+		if na := a.Dim(f.attr.Dim); x[pd] >= na {
+			x[pd] -= na
+			return l.operand(s, 1, pad(b).offset(x))
+		}
+		return l.operand(s, 0, pad(a).offset(x))
+	}
+	panic("ffverify: no element rule for " + f.kind.String())
+}

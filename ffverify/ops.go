@@ -1,0 +1,87 @@
+package ffverify
+
+import (
+	"math"
+
+	"github.com/mirage-go/mirage/ugraph"
+)
+
+// This file is the model of every operator on field elements, written once
+// for both levels and both evaluators (dense and demand-driven): they only
+// differ in which elements they visit.
+
+// fn is an operator compiled for one trial: its element function, if it is
+// element-wise. Opaque operators are keyed by the trial, so that each trial
+// draws a fresh random function and the same function serves the program
+// and the candidate.
+type fn struct {
+	kind  ugraph.OpKind
+	attr  ugraph.Attr
+	unary func(elem) elem
+	bin   func(a, b elem) elem
+}
+
+// opaqueKinds are the operators with no algebraic structure over a field:
+// each is modelled as an independent random function of its argument (and
+// of its scalars, for clamp).
+var opaqueKinds = map[ugraph.OpKind]bool{
+	ugraph.OpSilu: true, ugraph.OpGelu: true, ugraph.OpRelu: true,
+	ugraph.OpClamp: true, ugraph.OpLog: true, ugraph.OpPow: true,
+}
+
+// compileFn returns the model of op kind k with attributes a on the trial
+// whose random-function key is key. Only the element-wise kinds need one;
+// the others (matmul, reductions, rms_norm, concat, accumulators) are sums,
+// products and the shared helpers below.
+func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
+	f := fn{kind: k, attr: a}
+	if opaqueKinds[k] {
+		key = hash(hash(key, uint64(k)), math.Float64bits(a.Scalars[0]))
+		key = hash(key, math.Float64bits(a.Scalars[1]))
+	}
+	switch k {
+	case ugraph.OpExp:
+		f.unary = elem.exp
+	case ugraph.OpSquare:
+		f.unary = func(x elem) elem { return x.mul(x) }
+	case ugraph.OpSqrt:
+		f.unary = elem.sqrt
+	case ugraph.OpMulScalar:
+		s, err := scalarElem(a.Scalars[0])
+		if err != nil {
+			panic("ffverify: " + err.Error()) // validate rejects non-finite scalars
+		}
+		f.unary = func(x elem) elem { return x.mul(s) }
+	case ugraph.OpSilu, ugraph.OpGelu, ugraph.OpRelu, ugraph.OpClamp, ugraph.OpLog:
+		f.unary = func(x elem) elem { return uniform(hash(key, x.pack())) }
+	case ugraph.OpAdd:
+		f.bin = elem.add
+	case ugraph.OpSub:
+		f.bin = elem.sub
+	case ugraph.OpMul:
+		f.bin = elem.mul
+	case ugraph.OpDiv:
+		f.bin = func(a, b elem) elem { return a.mul(b.inv()) }
+	case ugraph.OpPow:
+		f.bin = func(a, b elem) elem { return uniform(hash(hash(key, a.pack()), b.pack())) }
+	}
+	return f
+}
+
+// rms is sqrt(sumsq / n): the root mean square of n values whose squares sum
+// to sumsq. rms_norm and the "rms" accumulator share it, so that
+// rms_norm(X)·W = (X·W)/rms holds exactly when the rms is accumulated.
+func rms(sumsq elem, n int) elem { return sumsq.mul(fromInt(n).inv()).sqrt() }
+
+// finishAccum turns an accumulator's running sum into its value: the "mean"
+// divides by the number of terms n, the "rms" (whose sum is of squares)
+// takes rms; the other kinds are plain sums.
+func finishAccum(k ugraph.Accum, sum elem, n int) elem {
+	switch k {
+	case ugraph.AccumMean:
+		return sum.mul(fromInt(n).inv())
+	case ugraph.AccumRMS:
+		return rms(sum, n)
+	}
+	return sum
+}

@@ -1,0 +1,162 @@
+package ffverify
+
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// plan is a validated kernel graph with the trial-independent facts that
+// both evaluators need: who produces each tensor, which ops are live, and
+// the schedule of every graph-defined kernel.
+type plan struct {
+	g        *kernel.Graph
+	inputPos []int        // per tensor: its position in g.Inputs(), or -1
+	producer []int        // per tensor: the op that produces it
+	result   []int        // per tensor: its position among that op's results
+	live     []bool       // per op: whether an output depends on it
+	lastUse  []int        // per tensor: the last live op that reads it (len(Ops) for outputs)
+	blocks   []*blockPlan // per op: the block graph's plan, for customized ops
+}
+
+// blockPlan is plan for one graph-defined kernel.
+type blockPlan struct {
+	g        *block.Graph
+	base     int   // memo node id of tile 0: tiles are numbered after the kernel tensors
+	producer []int // per tile: the op that produces it
+	operand  []int // per op: for input ops, which operand of the customized op it reads
+	outputs  []int // the output ops, in order
+	// The live ops (those an output op depends on), split by phase.
+	// Accumulators are in both: they add in the loop and finish after it.
+	loop, post []int
+}
+
+// newPlan validates g and plans its evaluation.
+func newPlan(g *kernel.Graph) (*plan, error) {
+	if err := validate(g); err != nil {
+		return nil, err
+	}
+	n := len(g.Tensors)
+	p := &plan{
+		g:        g,
+		inputPos: slices.Repeat([]int{-1}, n),
+		producer: make([]int, n),
+		result:   make([]int, n),
+		live:     make([]bool, len(g.Ops)),
+		lastUse:  make([]int, n),
+		blocks:   make([]*blockPlan, len(g.Ops)),
+	}
+	for k, id := range g.Inputs() {
+		p.inputPos[id] = k
+	}
+	for i, op := range g.Ops {
+		for r, t := range op.Out {
+			p.producer[t], p.result[t] = i, r
+		}
+	}
+	needed := make([]bool, n)
+	for _, t := range g.Outputs {
+		needed[t] = true
+		p.lastUse[t] = len(g.Ops)
+	}
+	for i := len(g.Ops) - 1; i >= 0; i-- {
+		op := &g.Ops[i]
+		if !slices.ContainsFunc(op.Out, func(t kernel.TensorID) bool { return needed[t] }) {
+			continue
+		}
+		p.live[i] = true
+		for _, t := range op.In {
+			needed[t] = true
+			p.lastUse[t] = max(p.lastUse[t], i)
+		}
+	}
+	node := n // memo node ids: kernel tensors, then the tiles of each block graph
+	for i := range g.Ops {
+		if op := &g.Ops[i]; op.Kind == ugraph.OpCustomized {
+			p.blocks[i] = newBlockPlan(op.Block, node)
+			node += len(op.Block.Tensors)
+		}
+	}
+	return p, nil
+}
+
+func newBlockPlan(g *block.Graph, base int) *blockPlan {
+	bp := &blockPlan{g: g, base: base, producer: make([]int, len(g.Tensors)), operand: make([]int, len(g.Ops))}
+	live := make([]bool, len(g.Tensors))
+	need := make([]bool, len(g.Ops))
+	k := 0
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		switch op.Kind {
+		case ugraph.OpInput:
+			bp.operand[i] = k
+			k++
+		case ugraph.OpOutput:
+			bp.outputs = append(bp.outputs, i)
+		}
+		if op.Out != block.NoTensor {
+			bp.producer[op.Out] = i
+		}
+	}
+	for i := len(g.Ops) - 1; i >= 0; i-- {
+		op := &g.Ops[i]
+		if op.Kind != ugraph.OpOutput && !live[op.Out] {
+			continue
+		}
+		need[i] = true
+		for _, t := range op.Operands() {
+			live[t] = true
+		}
+	}
+	for i := range g.Ops {
+		if !need[i] {
+			continue
+		}
+		op := &g.Ops[i]
+		accum := op.Kind == ugraph.OpForloopAccum
+		output := op.Kind == ugraph.OpOutput
+		if accum || (!output && !g.Tensors[op.Out].PostLoop) {
+			bp.loop = append(bp.loop, i)
+		}
+		if accum || output || g.Tensors[op.Out].PostLoop {
+			bp.post = append(bp.post, i)
+		}
+	}
+	return bp
+}
+
+// denseSize is the number of values a dense evaluation computes: every
+// element of every live kernel result, and of every tile of every block (per
+// iteration, for tiles in the for-loop).
+func (p *plan) denseSize() int {
+	n := 0
+	for i, op := range p.g.Ops {
+		if !p.live[i] || op.Kind == ugraph.OpInput {
+			continue
+		}
+		if bp := p.blocks[i]; bp != nil {
+			n += bp.g.Grid.Count() * bp.tileValues()
+			continue
+		}
+		n += p.g.Tensors[op.Out[0]].Shape.NumElements()
+	}
+	return n
+}
+
+// tileValues is the number of tile elements one block computes.
+func (bp *blockPlan) tileValues() int {
+	n := 0
+	for _, i := range bp.loop {
+		if op := &bp.g.Ops[i]; op.Kind != ugraph.OpForloopAccum {
+			n += bp.g.ForloopRange * bp.g.Tensors[op.Out].Shape.NumElements()
+		}
+	}
+	for _, i := range bp.post {
+		if op := &bp.g.Ops[i]; op.Kind != ugraph.OpOutput {
+			n += bp.g.Tensors[op.Out].Shape.NumElements()
+		}
+	}
+	return n
+}

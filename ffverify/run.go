@@ -1,0 +1,208 @@
+package ffverify
+
+import (
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+// run evaluates the plan's graph densely on draw tr and returns its outputs
+// in order. Intermediate tensors are dropped after their last use.
+func (p *plan) run(tr *trial) []*tensor {
+	g := p.g
+	val := make([]source, len(g.Tensors))
+	for i := range g.Ops {
+		if !p.live[i] {
+			continue
+		}
+		op := &g.Ops[i]
+		switch op.Kind {
+		case ugraph.OpInput:
+			t := op.Out[0]
+			val[t] = source{tr: tr, input: p.inputPos[t], shape: g.Tensors[t].Shape}
+		case ugraph.OpCustomized:
+			args := make([]source, len(op.In))
+			for j, id := range op.In {
+				args[j] = val[id]
+			}
+			for r, t := range p.blocks[i].run(tr.block[i], args) {
+				val[op.Out[r]] = source{t: t, shape: t.shape}
+			}
+		default:
+			args := make([]*tensor, 2)
+			for j, id := range op.In {
+				args[j] = val[id].dense()
+				val[id].t = args[j] // materialised once
+			}
+			dst := newTensor(g.Tensors[op.Out[0]].Shape)
+			apply(&tr.ops[i], dst, args[0], args[1])
+			val[op.Out[0]] = source{t: dst, shape: dst.shape}
+		}
+		for _, id := range op.In {
+			if p.lastUse[id] == i {
+				val[id] = source{}
+			}
+		}
+	}
+	outs := make([]*tensor, len(g.Outputs))
+	for k, id := range g.Outputs {
+		outs[k] = val[id].dense()
+	}
+	return outs
+}
+
+// source is a device tensor as an operand: computed (t), or input k of
+// draw tr, whose elements are computed where they are read. So an input
+// that only tile loads read is never stored whole: for large weights that
+// saves more time (fresh memory) than recomputing the hashes costs.
+type source struct {
+	t     *tensor
+	tr    *trial
+	input int
+	shape ugraph.Shape
+}
+
+// dense returns the tensor, materialising an input.
+func (s source) dense() *tensor {
+	if s.t == nil && s.tr != nil {
+		return s.tr.inputTensor(s.input, s.shape)
+	}
+	return s.t
+}
+
+// load fills dst with the box of its shape at offset off of s.
+func (s source) load(dst *tensor, off dims4) {
+	if s.t != nil {
+		copyBox(dst, dims4{}, s.t, off, pad(dst.shape))
+		return
+	}
+	box, ss := pad(dst.shape), pad(s.shape).strides()
+	d := 0
+	for a := range box[0] {
+		for b := range box[1] {
+			for c := range box[2] {
+				at := (off[0]+a)*ss[0] + (off[1]+b)*ss[1] + (off[2]+c)*ss[2] + off[3]
+				for j := range box[3] {
+					dst.v[d] = s.tr.input(s.input, at+j)
+					d++
+				}
+			}
+		}
+	}
+}
+
+// run evaluates one graph-defined kernel densely: every block of the grid
+// runs the for-loop, then the post-loop ops, then stores its output tiles.
+func (bp *blockPlan) run(fns []fn, ins []source) []*tensor {
+	g := bp.g
+	tile := make([]*tensor, len(g.Tensors))
+	for i, t := range g.Tensors {
+		tile[i] = newTensor(t.Shape)
+	}
+	outs := make([]*tensor, len(bp.outputs))
+	for r, i := range bp.outputs {
+		outs[r] = newTensor(g.Ops[i].Output.DShape)
+	}
+	eval := func(i int) {
+		op := &g.Ops[i]
+		var y *tensor
+		if op.In[1] != block.NoTensor {
+			y = tile[op.In[1]]
+		}
+		apply(&fns[i], tile[op.Out], tile[op.In[0]], y)
+	}
+	for bz := range g.Grid[2] {
+		for by := range g.Grid[1] {
+			for bx := range g.Grid[0] {
+				b := block.Dim3{bx, by, bz}
+				for _, i := range bp.loop {
+					if op := &g.Ops[i]; op.Kind == ugraph.OpForloopAccum {
+						clear(tile[op.Out].v)
+					}
+				}
+				for it := range g.ForloopRange {
+					for _, i := range bp.loop {
+						op := &g.Ops[i]
+						switch op.Kind {
+						case ugraph.OpInput:
+							if it > 0 && op.Input.FMap < 0 {
+								continue // the same tile every iteration
+							}
+							ins[bp.operand[i]].load(tile[op.Out], bp.inputOffset(op, b, it))
+						case ugraph.OpForloopAccum:
+							accumulate(tile[op.Out], tile[op.In[0]], op.Attr.Accum == ugraph.AccumRMS)
+						default:
+							eval(i)
+						}
+					}
+				}
+				for _, i := range bp.post {
+					op := &g.Ops[i]
+					switch op.Kind {
+					case ugraph.OpForloopAccum:
+						acc := tile[op.Out]
+						n := bp.accumTerms(op)
+						for j, s := range acc.v {
+							acc.v[j] = finishAccum(op.Attr.Accum, s, n)
+						}
+					case ugraph.OpOutput:
+						t := tile[op.In[0]]
+						copyBox(outs[bp.result(i)], bp.outputOffset(op, b), t, dims4{}, pad(t.shape))
+					default:
+						eval(i)
+					}
+				}
+			}
+		}
+	}
+	return outs
+}
+
+// accumTerms is the number of terms each element of accumulator op's result
+// sums: F times the last dim of its operand (mean and rms divide by it).
+func (bp *blockPlan) accumTerms(op *block.Op) int {
+	return bp.g.ForloopRange * bp.g.Tensors[op.In[0]].Shape.Last()
+}
+
+// result is the position of output op i among the block graph's results.
+func (bp *blockPlan) result(i int) int {
+	for r, j := range bp.outputs {
+		if j == i {
+			return r
+		}
+	}
+	panic("ffverify: not an output op")
+}
+
+// inputOffset is where, in its device tensor, the tile of input op lies that
+// block b reads at iteration it (padded coordinates). Along a dim that grid
+// axis a partitions, block b owns the b[a]-th of Grid[a] equal chunks; along
+// the for-loop dim the loop walks that chunk (or the whole dim) in F tiles,
+// so the tile index there is b[a]·F + it, as DESIGN §3 states.
+func (bp *blockPlan) inputOffset(op *block.Op, b block.Dim3, it int) dims4 {
+	in := op.Input
+	r := in.DShape.Rank()
+	var off dims4
+	for a, d := range in.IMap {
+		if d >= 0 && bp.g.Grid[a] > 1 {
+			off[padDim(d, r)] = b[a] * (in.DShape.Dim(d) / bp.g.Grid[a])
+		}
+	}
+	if in.FMap >= 0 {
+		off[padDim(in.FMap, r)] += it * bp.g.Tensors[op.Out].Shape.Dim(in.FMap)
+	}
+	return off
+}
+
+// outputOffset is where, in its device tensor, output op stores block b's
+// tile: the blocks' tiles lie side by side, in block order, along each dim
+// the output map names.
+func (bp *blockPlan) outputOffset(op *block.Op, b block.Dim3) dims4 {
+	t := bp.g.Tensors[op.In[0]].Shape
+	var off dims4
+	for a, d := range op.Output.OMap {
+		if d >= 0 && bp.g.Grid[a] > 1 {
+			off[padDim(d, t.Rank())] = b[a] * t.Dim(d)
+		}
+	}
+	return off
+}

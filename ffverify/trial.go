@@ -1,0 +1,50 @@
+package ffverify
+
+import "github.com/mirage-go/mirage/ugraph"
+
+// trial is one random draw: the key of its inputs and random functions,
+// and every op compiled with it. A trial is read-only once made.
+type trial struct {
+	key    uint64
+	inputs []uint64 // per input: the key of its elements
+	ops    []fn     // per kernel op
+	block  [][]fn   // per kernel op: per block op, for customized ops
+}
+
+// trialKey derives the key of draw t from the seed.
+func trialKey(seed uint64, t int) uint64 { return hash(hash(seed, 0x66667665726966), uint64(t)) }
+
+// trial compiles p's ops for draw t.
+func (p *plan) trial(seed uint64, t int) *trial {
+	tr := &trial{key: trialKey(seed, t), ops: make([]fn, len(p.g.Ops)), block: make([][]fn, len(p.g.Ops))}
+	for k := range p.g.Inputs() {
+		tr.inputs = append(tr.inputs, hash(tr.key, uint64(k)+1<<40))
+	}
+	for i := range p.g.Ops {
+		op := &p.g.Ops[i]
+		tr.ops[i] = compileFn(op.Kind, op.Attr, tr.key)
+		if bp := p.blocks[i]; bp != nil {
+			tr.block[i] = make([]fn, len(bp.g.Ops))
+			for j, bop := range bp.g.Ops {
+				tr.block[i][j] = compileFn(bop.Kind, bop.Attr, tr.key)
+			}
+		}
+	}
+	return tr
+}
+
+// input returns element idx of input k of draw tr: a keyed hash of
+// (trial, input, position), so both evaluators see the same value without
+// storing it.
+func (tr *trial) input(k, idx int) elem {
+	return uniform(tr.inputs[k] + uint64(idx)*0x9e3779b97f4a7c15)
+}
+
+// inputTensor materialises input k of draw tr.
+func (tr *trial) inputTensor(k int, s ugraph.Shape) *tensor {
+	t := newTensor(s)
+	for i := range t.v {
+		t.v[i] = tr.input(k, i)
+	}
+	return t
+}

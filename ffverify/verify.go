@@ -1,0 +1,366 @@
+package ffverify
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+const (
+	// DefaultTrials is the number of independent draws. One draw already
+	// errs with probability below 1e-7 on the graphs we search (see the
+	// package documentation); the second squares that, and covers what the
+	// bound assumes rather than proves (exp of polynomial arguments, sqrt,
+	// random functions), for twice the time of a full check that accepts.
+	DefaultTrials = 2
+	// DefaultSamples is the number of positions per output that the fast
+	// path compares. A wrong candidate usually differs almost everywhere,
+	// so a few positions reject it; one that differs in few places passes
+	// them and is caught by the full check.
+	DefaultSamples = 8
+)
+
+// Options configure a Verifier.
+type Options struct {
+	// Trials is the number of independent random draws (inputs and random
+	// functions) the outputs must agree on; 0 means DefaultTrials.
+	Trials int
+	// Seed makes the draws, and so every verdict, reproducible.
+	Seed uint64
+	// Samples is the number of output positions per output that Reject
+	// compares; 0 means DefaultSamples, a negative value turns the fast
+	// path off (Verify then runs the full check only).
+	Samples int
+}
+
+func (o Options) normalized() (Options, error) {
+	if o.Trials < 0 {
+		return o, fmt.Errorf("ffverify: %d trials", o.Trials)
+	}
+	if o.Trials == 0 {
+		o.Trials = DefaultTrials
+	}
+	if o.Samples == 0 {
+		o.Samples = DefaultSamples
+	}
+	return o, nil
+}
+
+// Verifier checks candidate μGraphs against one program. It holds the
+// program's outputs on every draw (its fingerprints) and is read-only after
+// New, so any number of goroutines may call its methods at once.
+type Verifier struct {
+	opts    Options
+	inputs  []ugraph.Shape // the program's input shapes, in order
+	outputs []ugraph.Shape // the program's output shapes, in order
+	prints  [][]*tensor    // per trial: the program's outputs
+}
+
+// New evaluates program on every draw (in parallel) and returns a Verifier
+// for it. It fails if the program is not a valid μGraph: one that the
+// kernel and block builders would build op by op, with at least one output.
+func New(program *kernel.Graph, opts Options) (*Verifier, error) {
+	opts, err := opts.normalized()
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(program)
+	if err != nil {
+		return nil, fmt.Errorf("ffverify: program: %w", err)
+	}
+	v := &Verifier{opts: opts, prints: make([][]*tensor, opts.Trials)}
+	for _, id := range program.Inputs() {
+		v.inputs = append(v.inputs, program.Tensors[id].Shape)
+	}
+	for _, id := range program.Outputs {
+		v.outputs = append(v.outputs, program.Tensors[id].Shape)
+	}
+	var wg sync.WaitGroup
+	for t := range opts.Trials {
+		wg.Go(func() { v.prints[t] = p.run(p.trial(opts.Seed, t)) })
+	}
+	wg.Wait()
+	return v, nil
+}
+
+// Options returns the options in effect, defaults filled in.
+func (v *Verifier) Options() Options { return v.opts }
+
+// Result is the verdict on a candidate.
+type Result struct {
+	Equivalent bool
+	// Mapping, when Equivalent, gives for each candidate output the program
+	// output it computes (outputs may come in any order).
+	Mapping []int
+	// Where the candidate was caught, when not Equivalent: a candidate
+	// output that no program output matches; a position in it (one entry
+	// per dim) where it differs from the first program output of its shape
+	// that it was seen to differ from (nil when there is none: it
+	// duplicates an output that another candidate output matches); and the
+	// draw. Output and Trial are -1 when the candidate's output shapes are
+	// not the program's (no draw needed), and when Equivalent.
+	Output int
+	Index  []int
+	Trial  int
+}
+
+func (r Result) String() string {
+	switch {
+	case r.Equivalent:
+		return fmt.Sprintf("equivalent (outputs map to %v)", r.Mapping)
+	case r.Output < 0:
+		return "not equivalent: the output shapes differ"
+	case r.Index == nil:
+		return fmt.Sprintf("not equivalent: output %d duplicates another output (trial %d)", r.Output, r.Trial)
+	}
+	return fmt.Sprintf("not equivalent: output %d differs at %v (trial %d)", r.Output, r.Index, r.Trial)
+}
+
+// Equivalent checks b against a: New(a, opts) then Verify(b).
+func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
+	v, err := New(a, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	return v.Verify(b)
+}
+
+// Reject is the fast path: it compares a few sampled output positions of
+// the candidate on the first draw, computing only what those positions
+// need. true means not equivalent: an output differs on the first draw
+// (Verify finds the same); false means
+// only that the samples agree, or that computing them would cost about as
+// much as the full check (each position depends on most of the graph). It
+// fails on an invalid candidate or one whose inputs differ from the
+// program's.
+func (v *Verifier) Reject(candidate *kernel.Graph) (bool, error) {
+	p, err := v.plan(candidate)
+	if err != nil {
+		return false, err
+	}
+	_, rejected := v.fast(p)
+	return rejected, nil
+}
+
+// Verify decides whether candidate computes the program's outputs: it runs
+// the fast path, then compares every output position on every draw. Like
+// Reject, it only reads candidate, which must not change during the call.
+func (v *Verifier) Verify(candidate *kernel.Graph) (Result, error) {
+	p, err := v.plan(candidate)
+	if err != nil {
+		return Result{}, err
+	}
+	if r, rejected := v.fast(p); rejected {
+		return r, nil
+	}
+	return v.full(p), nil
+}
+
+// plan validates a candidate and checks that its inputs are the program's.
+func (v *Verifier) plan(c *kernel.Graph) (*plan, error) {
+	p, err := newPlan(c)
+	if err != nil {
+		return nil, fmt.Errorf("ffverify: candidate: %w", err)
+	}
+	ins := c.Inputs()
+	if len(ins) != len(v.inputs) {
+		return nil, fmt.Errorf("ffverify: candidate has %d inputs, the program %d", len(ins), len(v.inputs))
+	}
+	for k, id := range ins {
+		if s := c.Tensors[id].Shape; s != v.inputs[k] {
+			return nil, fmt.Errorf("ffverify: candidate input %d is %v, the program's %v", k, s, v.inputs[k])
+		}
+	}
+	return p, nil
+}
+
+// shapesDiffer reports whether the candidate's output shapes are not a
+// permutation of the program's.
+func (v *Verifier) shapesDiffer(p *plan) bool {
+	var got []ugraph.Shape
+	for _, id := range p.g.Outputs {
+		got = append(got, p.g.Tensors[id].Shape)
+	}
+	want := slices.Clone(v.outputs)
+	less := func(a, b ugraph.Shape) int { return slices.Compare(a.Dims(), b.Dims()) }
+	slices.SortFunc(got, less)
+	slices.SortFunc(want, less)
+	return !slices.Equal(got, want)
+}
+
+// fast compares sampled positions on draw 0; it returns a not-equivalent
+// Result and true as soon as they rule out every matching of outputs. It
+// computes one position of every output at a time, so a candidate that is
+// wrong almost everywhere costs about one position's cone.
+//
+// The demand-driven evaluation may compute at most 1/16 of the values a
+// dense evaluation computes (it costs some ten times as much per value);
+// beyond that the fast path gives up and the full check decides.
+func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
+	if v.shapesDiffer(p) {
+		return Result{Output: -1, Trial: -1}, true
+	}
+	if v.opts.Samples < 0 {
+		return Result{}, false
+	}
+	defer func() {
+		if e := recover(); e != nil {
+			if e != errBudget {
+				panic(e)
+			}
+			r, rejected = Result{}, false
+		}
+	}()
+	l := newLazy(p, p.trial(v.opts.Seed, 0), max(p.denseSize()/16, 1<<12))
+	m := newMatcher(p, v.outputs)
+	pos := make([][]int, len(p.g.Outputs))
+	for i, id := range p.g.Outputs {
+		pos[i] = samplePositions(v.opts.Seed, p.g.Tensors[id].Shape, v.opts.Samples)
+	}
+	for s := range v.opts.Samples {
+		for i, id := range p.g.Outputs {
+			if s >= len(pos[i]) {
+				continue
+			}
+			idx := pos[i][s]
+			got := l.at(int(id), idx)
+			failed := false
+			for j := range v.outputs {
+				if m.ok[i][j] && got != v.prints[0][j].v[idx] {
+					m.fail(i, j, idx)
+					failed = true
+				}
+			}
+			if failed {
+				if caught, ok := m.verdict(0); ok {
+					return caught, true
+				}
+			}
+		}
+	}
+	return Result{}, false
+}
+
+// full compares every position on every draw.
+func (v *Verifier) full(p *plan) Result {
+	m := newMatcher(p, v.outputs)
+	for t := range v.opts.Trials {
+		outs := p.run(p.trial(v.opts.Seed, t))
+		for i, got := range outs {
+			for j, want := range v.prints[t] {
+				if !m.ok[i][j] {
+					continue
+				}
+				for idx, e := range got.v {
+					if e != want.v[idx] {
+						m.fail(i, j, idx)
+						break
+					}
+				}
+			}
+		}
+		if r, rejected := m.verdict(t); rejected {
+			return r
+		}
+	}
+	r, _ := m.verdict(v.opts.Trials - 1)
+	return r
+}
+
+// samplePositions returns the positions of an output of shape s that the
+// fast path compares: all of them for a small output, else n positions
+// drawn from the seed and the shape (so the same for every candidate,
+// whatever the order of its outputs).
+func samplePositions(seed uint64, s ugraph.Shape, n int) []int {
+	total := s.NumElements()
+	if total <= n {
+		pos := make([]int, total)
+		for i := range pos {
+			pos[i] = i
+		}
+		return pos
+	}
+	key := seed
+	for _, d := range s.Dims() {
+		key = hash(key, uint64(d))
+	}
+	pos := make([]int, n)
+	for i := range pos {
+		pos[i] = int(hash(key, uint64(i)) % uint64(total))
+	}
+	return pos
+}
+
+// matcher tracks which candidate outputs may still equal which program
+// outputs (same shape, no difference seen yet), and where each pair first
+// differed.
+type matcher struct {
+	shapes []ugraph.Shape // candidate output shapes
+	ok     [][]bool       // [candidate][program]
+	diff   [][]int        // [candidate][program]: flat position of the first difference, or -1
+}
+
+func newMatcher(p *plan, program []ugraph.Shape) *matcher {
+	m := &matcher{}
+	for i, id := range p.g.Outputs {
+		s := p.g.Tensors[id].Shape
+		m.shapes = append(m.shapes, s)
+		m.ok = append(m.ok, make([]bool, len(program)))
+		m.diff = append(m.diff, slices.Repeat([]int{-1}, len(program)))
+		for j, ps := range program {
+			m.ok[i][j] = ps == s
+		}
+	}
+	return m
+}
+
+func (m *matcher) fail(i, j, idx int) {
+	m.ok[i][j] = false
+	if m.diff[i][j] < 0 {
+		m.diff[i][j] = idx
+	}
+}
+
+// verdict finds a perfect matching of candidate outputs to program outputs
+// among the pairs still possible (Kuhn's augmenting paths, in output order,
+// so the result is deterministic). Without one, it returns the Result that
+// names the first candidate output left unmatched, and true.
+func (m *matcher) verdict(trial int) (Result, bool) {
+	n := len(m.ok)
+	owner := slices.Repeat([]int{-1}, n) // program output -> candidate output
+	var augment func(i int, seen []bool) bool
+	augment = func(i int, seen []bool) bool {
+		for j, ok := range m.ok[i] {
+			if !ok || seen[j] {
+				continue
+			}
+			seen[j] = true
+			if owner[j] < 0 || augment(owner[j], seen) {
+				owner[j] = i
+				return true
+			}
+		}
+		return false
+	}
+	for i := range n {
+		if augment(i, make([]bool, n)) {
+			continue
+		}
+		r := Result{Output: i, Trial: trial}
+		for _, idx := range m.diff[i] {
+			if idx >= 0 {
+				r.Index = unpadIndex(pad(m.shapes[i]).index(idx), m.shapes[i].Rank())
+				break
+			}
+		}
+		return r, true
+	}
+	mapping := make([]int, n)
+	for j, i := range owner {
+		mapping[i] = j
+	}
+	return Result{Equivalent: true, Mapping: mapping, Output: -1, Trial: -1}, false
+}
