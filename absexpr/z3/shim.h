@@ -78,7 +78,13 @@ int mz_solver_set_params(Z3_context c, Z3_solver s, Z3_params p);
 int mz_solver_assert(Z3_context c, Z3_solver s, Z3_ast a);
 int mz_solver_push(Z3_context c, Z3_solver s);
 int mz_solver_pop(Z3_context c, Z3_solver s, unsigned n);
-mz_res mz_solver_check(Z3_context c, Z3_solver s);  // p holds the Z3_lbool
+// A Z3_lbool, or another int, with the error code raised while computing it.
+typedef struct {
+	int v;
+	int err;
+} mz_int;
+
+mz_int mz_solver_check(Z3_context c, Z3_solver s);
 const char *mz_solver_reason_unknown(Z3_context c, Z3_solver s);
 const char *mz_solver_to_string(Z3_context c, Z3_solver s);
 

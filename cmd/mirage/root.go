@@ -22,6 +22,7 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
+		newSuperoptCmd(),
 		newShowCmd(),
 		newEvalCmd(),
 		newVerifyCmd(),

@@ -12,6 +12,8 @@ package block
 import (
 	"fmt"
 
+	"github.com/mitchellh/hashstructure/v2"
+
 	"github.com/mirage-go/mirage/ugraph"
 )
 
@@ -315,4 +317,14 @@ func (g *Graph) Add(k ugraph.OpKind, a ugraph.Attr, operands ...TensorID) (Tenso
 		return NoTensor, err
 	}
 	return g.push(op, Tensor{Shape: shape, DType: dt, PostLoop: post}), nil
+}
+
+// Hash returns a hash of g's structure (launch parameters, ops, tiles),
+// with hashstructure, as kernel.Hash does for kernel graphs.
+func Hash(g *Graph) uint64 {
+	h, err := hashstructure.Hash(g, hashstructure.FormatV2, nil)
+	if err != nil {
+		panic(fmt.Sprintf("block.Hash: %v", err)) // Graph holds only hashable types
+	}
+	return h
 }

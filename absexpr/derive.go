@@ -1,0 +1,251 @@
+package absexpr
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Deriving expressions from μGraph ops (DESIGN §5).
+//
+//	input k            the variable InputName(k)
+//	exp, sqrt, ...     the same function of the operand
+//	mul_scalar(x, c)   x: scalars are forgotten
+//	sub(a, b)          add(a, b): a + (-1)·b, and -1 is a scalar
+//	matmul(a, b)       sum(k, mul(a, b)), k the inner dim (a's last)
+//	reduction(x, d)    sum(n, x), n = x's extent along d
+//	reduction_to_dimx  sum(n/r, x): each result sums n/r elements (r =
+//	                   reduction_dimx)
+//	rms_norm(x)        div(x, rms(n, x)), n the normalized elements
+//	forloop_accum x over F iterations, n = x's last dim:
+//	  none             sum(F, x)
+//	  sum, mean        sum(F·n, x) (the mean's 1/(F·n) is a scalar)
+//	  rms              rms(F·n, x)
+//	  sum_todimx       sum(F·n/r, x)
+//	concat             no expression (ErrNoExpr)
+//	block input        the device tensor's expression: grid partitioning
+//	                   and for-loop tiling are invisible
+//	customized         each output is its block graph's output tile's
+
+// InputName is the variable that stands for a kernel graph's k-th input
+// (in the order Graph.Inputs lists them). A candidate μGraph and the
+// program it replaces share their inputs, and so their variables.
+func InputName(k int) string { return "in" + strconv.Itoa(k) }
+
+// ErrNoExpr reports an op that has no abstract expression (concat), or one
+// whose operand has none. The oracle cannot judge such a tensor; the search
+// should not prune it on expressions.
+var ErrNoExpr = errors.New("absexpr: no abstract expression")
+
+// Loop is what a block-level op needs to know of its graph. Kernel-level ops
+// take the zero Loop.
+type Loop struct {
+	Range         int // forloop_range F
+	ReductionDimx int // reduction_dimx
+}
+
+// elementwise maps the element-wise kinds to the ops of their expressions.
+var elementwise = map[ugraph.OpKind]Op{
+	ugraph.OpExp:    OpExp,
+	ugraph.OpSquare: OpSquare,
+	ugraph.OpSqrt:   OpSqrt,
+	ugraph.OpSilu:   OpSilu,
+	ugraph.OpGelu:   OpGelu,
+	ugraph.OpRelu:   OpRelu,
+	ugraph.OpLog:    OpLog,
+	ugraph.OpAdd:    OpAdd,
+	ugraph.OpSub:    OpAdd, // a - b = a + (-1)·b; scalars are forgotten
+	ugraph.OpMul:    OpMul,
+	ugraph.OpDiv:    OpDiv,
+	ugraph.OpPow:    OpPow,
+}
+
+// ForOp is the expression of the result of a compute op of kind k, with
+// attributes a, applied to operands with the given expressions and shapes.
+// The search can call it before it makes the op. Input, output and
+// customized ops are not compute ops; see ForKernel and ForBlock.
+func ForOp(k ugraph.OpKind, a ugraph.Attr, args []*Expr, shapes []ugraph.Shape, loop Loop) (*Expr, error) {
+	info := k.Info()
+	switch {
+	case !k.Valid() || info.Class == ugraph.ClassIO || info.Class == ugraph.ClassCustomized:
+		return nil, fmt.Errorf("absexpr: %v is not a compute op", k)
+	case len(args) != info.Arity || len(shapes) != info.Arity:
+		return nil, fmt.Errorf("absexpr: %v takes %d operands, got %d expressions and %d shapes", k, info.Arity, len(args), len(shapes))
+	case k == ugraph.OpConcat:
+		return nil, fmt.Errorf("%w for %v", ErrNoExpr, k)
+	}
+	for i, x := range args {
+		if x == nil {
+			return nil, fmt.Errorf("%w for operand %d of %v", ErrNoExpr, i, k)
+		}
+		if !shapes[i].Valid() {
+			return nil, fmt.Errorf("absexpr: %v: operand %d has invalid shape %v", k, i, shapes[i])
+		}
+	}
+	x, s := args[0], shapes[0]
+	if op, ok := elementwise[k]; ok {
+		return apply(op, args), nil
+	}
+	switch k {
+	case ugraph.OpClamp:
+		return clamp(a.Scalars[0], a.Scalars[1], x)
+	case ugraph.OpMulScalar:
+		return x, nil
+	case ugraph.OpMatmul:
+		return sum(s.Last(), Mul(args[0], args[1]))
+	case ugraph.OpReduction, ugraph.OpReductionToDimx:
+		if a.Dim < 0 || a.Dim >= s.Rank() {
+			return nil, fmt.Errorf("absexpr: %v over dim %d of %v", k, a.Dim, s)
+		}
+		if k == ugraph.OpReduction {
+			return sum(s.Dim(a.Dim), x)
+		}
+		return sumToDimx(k, s.Dim(a.Dim), loop.ReductionDimx, x)
+	case ugraph.OpRMSNorm:
+		if a.Dim < 0 || a.Dim >= s.Rank() {
+			return nil, fmt.Errorf("absexpr: %v from dim %d of %v", k, a.Dim, s)
+		}
+		n := 1
+		for d := a.Dim; d < s.Rank(); d++ {
+			n *= s.Dim(d) // at most MaxDim⁴ = 2⁶⁰
+		}
+		r, err := rms(n, x)
+		if err != nil {
+			return nil, err
+		}
+		return Div(x, r), nil
+	case ugraph.OpForloopAccum:
+		return accumulate(a.Accum, loop, s.Last(), x)
+	}
+	return nil, fmt.Errorf("absexpr: no expression rule for %v", k)
+}
+
+// accumulate is forloop_accum's expression: x over F iterations, n its
+// last dim.
+func accumulate(acc ugraph.Accum, loop Loop, n int, x *Expr) (*Expr, error) {
+	f := loop.Range
+	if f < 1 {
+		return nil, fmt.Errorf("absexpr: forloop_accum with forloop_range %d", f)
+	}
+	switch acc { // f·n is at most MaxDim², far from overflowing
+	case ugraph.AccumNone:
+		return sum(f, x)
+	case ugraph.AccumSum, ugraph.AccumMean:
+		return sum(f*n, x)
+	case ugraph.AccumRMS:
+		return rms(f*n, x)
+	case ugraph.AccumSumToDimx:
+		return sumToDimx(ugraph.OpForloopAccum, f*n, loop.ReductionDimx, x)
+	}
+	return nil, fmt.Errorf("absexpr: unknown accumulator %v", acc)
+}
+
+// sumToDimx sums n elements in strided groups down to r: each result sums
+// n/r of them.
+func sumToDimx(k ugraph.OpKind, n, r int, x *Expr) (*Expr, error) {
+	if r < 1 || n%r != 0 {
+		return nil, fmt.Errorf("absexpr: %v of %d elements to reduction_dimx %d", k, n, r)
+	}
+	return sum(n/r, x)
+}
+
+// ForBlock derives the expression of every tile of b, given the expressions
+// of the device tensors its input ops read, in order. It also returns the
+// expression of each output op's device tensor, in order. A tile with no
+// expression (see ErrNoExpr) is nil.
+func ForBlock(b *block.Graph, inputs []*Expr) (tiles, outputs []*Expr, err error) {
+	loop := Loop{Range: b.ForloopRange, ReductionDimx: b.ReductionDimx}
+	tiles = make([]*Expr, len(b.Tensors))
+	nIn := 0
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		switch op.Kind {
+		case ugraph.OpInput:
+			if nIn >= len(inputs) {
+				return nil, nil, fmt.Errorf("absexpr: block graph reads input %d of %d", nIn, len(inputs))
+			}
+			tiles[op.Out] = inputs[nIn]
+			nIn++
+		case ugraph.OpOutput:
+			outputs = append(outputs, tiles[op.In[0]])
+		default:
+			ins := op.Operands()
+			args := make([]*Expr, len(ins))
+			shapes := make([]ugraph.Shape, len(ins))
+			for j, t := range ins {
+				args[j], shapes[j] = tiles[t], b.Tensors[t].Shape
+			}
+			e, err := ForOp(op.Kind, op.Attr, args, shapes, loop)
+			if err != nil && !errors.Is(err, ErrNoExpr) {
+				return nil, nil, fmt.Errorf("absexpr: block op %d: %w", i, err)
+			}
+			tiles[op.Out] = e
+		}
+	}
+	if nIn != len(inputs) {
+		return nil, nil, fmt.Errorf("absexpr: block graph has %d input ops for %d inputs", nIn, len(inputs))
+	}
+	return tiles, outputs, nil
+}
+
+// ForKernel derives the expression of every tensor of g: the k-th input is
+// the variable InputName(k). A tensor with no expression (see ErrNoExpr) is
+// nil.
+func ForKernel(g *kernel.Graph) ([]*Expr, error) {
+	exprs := make([]*Expr, len(g.Tensors))
+	nIn := 0
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		args := make([]*Expr, len(op.In))
+		shapes := make([]ugraph.Shape, len(op.In))
+		for j, t := range op.In {
+			args[j], shapes[j] = exprs[t], g.Tensors[t].Shape
+		}
+		switch op.Kind {
+		case ugraph.OpInput:
+			exprs[op.Out[0]] = Var(InputName(nIn))
+			nIn++
+		case ugraph.OpCustomized:
+			_, outs, err := ForBlock(op.Block, args)
+			if err != nil {
+				return nil, fmt.Errorf("absexpr: kernel op %d: %w", i, err)
+			}
+			if len(outs) != len(op.Out) {
+				return nil, fmt.Errorf("absexpr: kernel op %d: %d results for %d block outputs", i, len(op.Out), len(outs))
+			}
+			for j, t := range op.Out {
+				exprs[t] = outs[j]
+			}
+		default:
+			e, err := ForOp(op.Kind, op.Attr, args, shapes, Loop{})
+			if err != nil && !errors.Is(err, ErrNoExpr) {
+				return nil, fmt.Errorf("absexpr: kernel op %d: %w", i, err)
+			}
+			exprs[op.Out[0]] = e
+		}
+	}
+	return exprs, nil
+}
+
+// Targets are the expressions of g's marked outputs: what an Oracle for the
+// program g checks candidates against.
+func Targets(g *kernel.Graph) ([]*Expr, error) {
+	exprs, err := ForKernel(g)
+	if err != nil {
+		return nil, err
+	}
+	if len(g.Outputs) == 0 {
+		return nil, errors.New("absexpr: the kernel graph marks no output")
+	}
+	targets := make([]*Expr, len(g.Outputs))
+	for i, t := range g.Outputs {
+		if targets[i] = exprs[t]; targets[i] == nil {
+			return nil, fmt.Errorf("%w for output %d (tensor %d)", ErrNoExpr, i, t)
+		}
+	}
+	return targets, nil
+}

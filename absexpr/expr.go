@@ -1,0 +1,353 @@
+// Package absexpr gives every tensor of a μGraph an abstract expression that
+// forgets index details (DESIGN §5), and decides whether a candidate's
+// expression is a subexpression, modulo algebraic axioms, of the expressions
+// of the program being optimized.
+//
+// # The expression language
+//
+//	x                 a program input (a variable)
+//	add(a, b, ...)    element-wise sum; n-ary, operands sorted
+//	mul(a, b, ...)    element-wise product; n-ary, operands sorted
+//	div(a, b)         element-wise quotient
+//	sum(n, a)         a summed over n elements (a reduction, a matmul's inner
+//	                  dimension, or for-loop iterations)
+//	rms(n, a)         root mean square of a over n elements
+//	exp, log, sqrt, square, silu, gelu, relu (a)
+//	clamp(lo, hi, a)  a clamped to [lo, hi]
+//	pow(a, b)         a to the power b
+//
+// What is forgotten, and why it is safe to forget: which index a reduction
+// runs over, how a grid partitions a tensor, and scalar constants (so
+// mean(n, a) is sum(n, a) and a·c is a for a constant c). The oracle only
+// prunes the search; every survivor is verified exactly (ffverify).
+//
+// Expressions are immutable and canonical: add and mul are flattened with
+// their operands sorted, sum(1, a) is a, and sum(n, sum(m, a)) is
+// sum(n·m, a). Two expressions are equal exactly when their keys are.
+//
+// # Deriving and judging
+//
+// ForKernel, ForBlock and ForOp give μGraph tensors their expressions
+// (derive.go); Targets gives a program's. An Oracle, made from the targets,
+// answers IsSubexpr: whether an expression is a subexpression of a target
+// modulo the axioms (axioms.go), deciding easy cases in Go (filter.go) and
+// the rest with Z3 (prover.go, through package z3). Unknown counts as no.
+package absexpr
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unique"
+)
+
+// Op is the kind of an expression node.
+type Op uint8
+
+// The ops, as the package documentation describes them.
+const (
+	OpVar Op = iota
+	OpAdd
+	OpMul
+	OpDiv
+	OpSum
+	OpRms
+	OpExp
+	OpLog
+	OpSqrt
+	OpSquare
+	OpSilu
+	OpGelu
+	OpRelu
+	OpClamp
+	OpPow
+	numOps
+)
+
+// nary marks an n-ary (associative and commutative) op in opInfo.arity.
+const nary = -1
+
+// opInfo describes an op; the table below is the one place that lists them.
+type opInfo struct {
+	name  string
+	arity int  // operands, or nary
+	sized bool // carries a size: sum(n, a), rms(n, a)
+	// opaque ops have no algebraic laws: the axioms move them around whole,
+	// which is what lets the Go-side filter reason about them (filter.go).
+	opaque  bool
+	bounded bool // carries clamp bounds
+}
+
+var ops = [numOps]opInfo{
+	OpVar:    {name: "var"},
+	OpAdd:    {name: "add", arity: nary},
+	OpMul:    {name: "mul", arity: nary},
+	OpDiv:    {name: "div", arity: 2},
+	OpSum:    {name: "sum", arity: 1, sized: true},
+	OpRms:    {name: "rms", arity: 1, sized: true},
+	OpExp:    {name: "exp", arity: 1, opaque: true},
+	OpLog:    {name: "log", arity: 1, opaque: true},
+	OpSqrt:   {name: "sqrt", arity: 1, opaque: true},
+	OpSquare: {name: "square", arity: 1, opaque: true},
+	OpSilu:   {name: "silu", arity: 1, opaque: true},
+	OpGelu:   {name: "gelu", arity: 1, opaque: true},
+	OpRelu:   {name: "relu", arity: 1, opaque: true},
+	OpClamp:  {name: "clamp", arity: 1, opaque: true, bounded: true},
+	OpPow:    {name: "pow", arity: 2, opaque: true},
+}
+
+func (op Op) String() string {
+	if op < numOps {
+		return ops[op].name
+	}
+	return fmt.Sprintf("Op(%d)", uint8(op))
+}
+
+// opByName maps an op's name to the op, for the parser.
+var opByName = func() map[string]Op {
+	m := make(map[string]Op, numOps)
+	for op := OpAdd; op < numOps; op++ {
+		m[ops[op].name] = op
+	}
+	return m
+}()
+
+// Expr is an abstract expression. It is immutable; build it with the
+// constructors (Var, Add, Sum, ...), which keep it canonical.
+type Expr struct {
+	op     Op
+	name   string  // OpVar
+	size   int     // OpSum, OpRms: elements reduced, >= 1
+	lo, hi float64 // OpClamp
+	args   []*Expr
+	key    unique.Handle[string]
+}
+
+// Op is e's kind.
+func (e *Expr) Op() Op { return e.op }
+
+// Name is a variable's name ("" for other ops).
+func (e *Expr) Name() string { return e.name }
+
+// Size is the number of elements a sum or rms reduces (0 for other ops).
+func (e *Expr) Size() int { return e.size }
+
+// Bounds are a clamp's bounds.
+func (e *Expr) Bounds() (lo, hi float64) { return e.lo, e.hi }
+
+// NumArgs is the number of operands.
+func (e *Expr) NumArgs() int { return len(e.args) }
+
+// Arg is operand i.
+func (e *Expr) Arg(i int) *Expr { return e.args[i] }
+
+// Key is e's canonical text; equal expressions have equal keys, and Parse
+// reads it back.
+func (e *Expr) Key() string { return e.key.Value() }
+
+// String is Key.
+func (e *Expr) String() string { return e.key.Value() }
+
+// Equal reports whether e and f are the same expression (in O(1)).
+func (e *Expr) Equal(f *Expr) bool { return e.key == f.key }
+
+// Var is the program input called name, an identifier ([A-Za-z_][A-Za-z0-9_]*).
+// It panics on any other name.
+func Var(name string) *Expr {
+	if !isIdent(name) {
+		panic(fmt.Sprintf("absexpr: variable name %q is not an identifier", name))
+	}
+	return &Expr{op: OpVar, name: name, key: unique.Make(name)}
+}
+
+// Add is the element-wise sum of xs (at least one).
+func Add(xs ...*Expr) *Expr { return assoc(OpAdd, xs) }
+
+// Mul is the element-wise product of xs (at least one).
+func Mul(xs ...*Expr) *Expr { return assoc(OpMul, xs) }
+
+// Div is x / y.
+func Div(x, y *Expr) *Expr { return build(&Expr{op: OpDiv, args: []*Expr{x, y}}) }
+
+// Sum is x summed over n >= 1 elements. Nested sums merge: a sum over n of
+// sums over m is a sum over n·m. It panics on n < 1 or an overflowing size.
+func Sum(n int, x *Expr) *Expr { return orPanic(sum(n, x)) }
+
+func sum(n int, x *Expr) (*Expr, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("absexpr: sum over %d elements", n)
+	}
+	if x.op == OpSum {
+		m := x.size
+		if n > math.MaxInt/m {
+			return nil, fmt.Errorf("absexpr: sum over %d·%d elements overflows", n, m)
+		}
+		n, x = n*m, x.args[0]
+	}
+	if n == 1 {
+		return x, nil
+	}
+	return build(&Expr{op: OpSum, size: n, args: []*Expr{x}}), nil
+}
+
+// Rms is the root mean square of x over n >= 1 elements. It panics on
+// n < 1.
+func Rms(n int, x *Expr) *Expr { return orPanic(rms(n, x)) }
+
+func rms(n int, x *Expr) (*Expr, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("absexpr: rms over %d elements", n)
+	}
+	return build(&Expr{op: OpRms, size: n, args: []*Expr{x}}), nil
+}
+
+// Exp is e^x.
+func Exp(x *Expr) *Expr { return unary(OpExp, x) }
+
+// Log is the natural logarithm of x.
+func Log(x *Expr) *Expr { return unary(OpLog, x) }
+
+// Sqrt is the square root of x.
+func Sqrt(x *Expr) *Expr { return unary(OpSqrt, x) }
+
+// Square is x².
+func Square(x *Expr) *Expr { return unary(OpSquare, x) }
+
+// Silu is x·sigmoid(x).
+func Silu(x *Expr) *Expr { return unary(OpSilu, x) }
+
+// Gelu is the Gaussian error linear unit of x.
+func Gelu(x *Expr) *Expr { return unary(OpGelu, x) }
+
+// Relu is max(x, 0).
+func Relu(x *Expr) *Expr { return unary(OpRelu, x) }
+
+// Clamp is x clamped to [lo, hi]. It panics on NaN or lo > hi.
+func Clamp(lo, hi float64, x *Expr) *Expr { return orPanic(clamp(lo, hi, x)) }
+
+func clamp(lo, hi float64, x *Expr) (*Expr, error) {
+	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
+		return nil, fmt.Errorf("absexpr: clamp bounds [%v, %v]", lo, hi)
+	}
+	return build(&Expr{op: OpClamp, lo: lo, hi: hi, args: []*Expr{x}}), nil
+}
+
+// Pow is x to the power y.
+func Pow(x, y *Expr) *Expr { return build(&Expr{op: OpPow, args: []*Expr{x, y}}) }
+
+func unary(op Op, x *Expr) *Expr { return build(&Expr{op: op, args: []*Expr{x}}) }
+
+// apply builds op (one without a size or bounds) on args.
+func apply(op Op, args []*Expr) *Expr {
+	switch op {
+	case OpAdd:
+		return Add(args...)
+	case OpMul:
+		return Mul(args...)
+	case OpDiv:
+		return Div(args[0], args[1])
+	case OpPow:
+		return Pow(args[0], args[1])
+	}
+	return unary(op, args[0])
+}
+
+// assoc builds an n-ary add or mul: nested ones are flattened and the
+// operands sorted by key, so that associativity and commutativity never
+// distinguish two expressions.
+func assoc(op Op, xs []*Expr) *Expr {
+	if len(xs) == 0 {
+		panic("absexpr: " + op.String() + " of nothing")
+	}
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	flat := make([]*Expr, 0, len(xs))
+	for _, x := range xs {
+		if x.op == op {
+			flat = append(flat, x.args...)
+		} else {
+			flat = append(flat, x)
+		}
+	}
+	slices.SortFunc(flat, compareKeys)
+	return build(&Expr{op: op, args: flat})
+}
+
+func compareKeys(a, b *Expr) int { return cmp.Compare(a.Key(), b.Key()) }
+
+// build computes e's key: name(attributes, operands).
+func build(e *Expr) *Expr {
+	var b strings.Builder
+	b.WriteString(ops[e.op].name)
+	b.WriteByte('(')
+	sep := ""
+	if ops[e.op].sized {
+		b.WriteString(strconv.Itoa(e.size))
+		sep = ", "
+	}
+	if ops[e.op].bounded {
+		b.WriteString(formatFloat(e.lo))
+		b.WriteString(", ")
+		b.WriteString(formatFloat(e.hi))
+		sep = ", "
+	}
+	for _, a := range e.args {
+		b.WriteString(sep)
+		b.WriteString(a.Key())
+		sep = ", "
+	}
+	b.WriteByte(')')
+	e.key = unique.Make(b.String())
+	return e
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// orPanic turns a constructor's error into the panic its exported form
+// documents.
+func orPanic(e *Expr, err error) *Expr {
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		letter := r == '_' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z'
+		if !letter && (i == 0 || r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Walk calls f on e and then on each of its operands, depth first. It stops
+// descending below a node for which f returns false.
+func (e *Expr) Walk(f func(*Expr) bool) {
+	if f(e) {
+		for _, a := range e.args {
+			a.Walk(f)
+		}
+	}
+}
+
+// Vars lists the variables e mentions, sorted and without repeats.
+func (e *Expr) Vars() []string {
+	var names []string
+	e.Walk(func(x *Expr) bool {
+		if x.op == OpVar {
+			names = append(names, x.name)
+		}
+		return true
+	})
+	slices.Sort(names)
+	return slices.Compact(names)
+}

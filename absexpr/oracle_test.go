@@ -1,0 +1,214 @@
+package absexpr
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/absexpr/z3"
+)
+
+// requireZ3 skips a test that needs Z3 when the library cannot be loaded,
+// saying why; CI installs libz3-dev, so there they run.
+func requireZ3(t testing.TB) {
+	t.Helper()
+	if err := z3.Available(); err != nil {
+		t.Skipf("needs Z3: %v", err)
+	}
+}
+
+// The programs of the query table, written as the derivation gives them.
+var (
+	// rms_norm(X) @ W with X 16×4096 and W 4096×6144.
+	rmsNormMatMul = MustParse("sum(4096, mul(div(X, rms(4096, X)), W))")
+	// silu(X @ W1) * (X @ W2).
+	gatedMLP = MustParse("mul(silu(sum(4096, mul(X, W1))), sum(4096, mul(X, W2)))")
+	// softmax(Q Kᵀ) V: head dim 64, 4096 keys.
+	attention = MustParse("sum(4096, mul(div(exp(sum(64, mul(Q, K))), sum(4096, exp(sum(64, mul(Q, K))))), V))")
+	// rms_norm(X + alpha·(rms_norm(H) + X)) over a hidden size of 4096.
+	nTrans = func() *Expr {
+		h := MustParse("div(H, rms(4096, H))")
+		y := Add(Var("X"), Mul(Var("alpha"), Add(h, Var("X"))))
+		return Div(y, Rms(4096, y))
+	}()
+)
+
+// decidedBy says which part of the oracle answers a query.
+type decidedBy string
+
+const (
+	byGo decidedBy = "go" // the structural or signature check in Go
+	byZ3 decidedBy = "z3"
+)
+
+// S is the attention score, and Y the sum nTrans normalizes.
+const (
+	S = "sum(64, mul(Q, K))"
+	Y = "add(X, mul(alpha, add(div(H, rms(4096, H)), X)))"
+)
+
+func expand(s string) string {
+	return strings.NewReplacer("$S", S, "$Y", Y).Replace(s)
+}
+
+var queryTable = []struct {
+	target *Expr
+	query  string // $S and $Y stand for the score and nTrans's sum
+	want   bool
+	by     decidedBy
+	why    string
+}{
+	// RMSNorm + MatMul.
+	{rmsNormMatMul, "sum(4096, mul(div(X, rms(4096, X)), W))", true, byGo, "the program itself (reflexive)"},
+	{rmsNormMatMul, "div(X, rms(4096, X))", true, byGo, "the normalized input is an operand"},
+	{rmsNormMatMul, "rms(4096, X)", true, byGo, "the rms of the row is a subterm"},
+	{rmsNormMatMul, "sum(64, mul(div(X, rms(4096, X)), W))", true, byGo, "a per-iteration tile of the matmul on the normalized input (64 divides 4096)"},
+	{rmsNormMatMul, "div(sum(4096, mul(X, W)), rms(4096, X))", true, byZ3, "the fused form: matmul first, then divide (sum-div, mul-div)"},
+	{rmsNormMatMul, "sum(64, mul(X, W))", true, byZ3, "a matmul tile over 64 of the 4096 inputs, before normalizing (sum-div, then sum-split)"},
+	{rmsNormMatMul, "div(sum(64, mul(X, W)), rms(4096, X))", true, byZ3, "a normalized tile of the fused form"},
+	{rmsNormMatMul, "mul(X, W)", true, byZ3, "the element products, before the division moves in (mul-div)"},
+	{rmsNormMatMul, "sum(1024, square(X))", true, byZ3, "a block's share of the sum of squares (rms-def, then sum-split)"},
+	{rmsNormMatMul, "sqrt(sum(4096, square(X)))", true, byZ3, "the rms, accumulated as a sum of squares (rms-def)"},
+	{rmsNormMatMul, "div(W, rms(4096, X))", true, byZ3, "(X/r)·W = X·(W/r) by mul-div twice: expressions cannot tell W's rows from X's"},
+	{rmsNormMatMul, "exp(X)", false, byGo, "the program has no exp"},
+	{rmsNormMatMul, "rms(4096, W)", false, byGo, "only X's rms is ever taken"},
+	{rmsNormMatMul, "sum(3, mul(X, W))", false, byZ3, "3 does not divide 4096, so no tile sums 3 products"},
+	{rmsNormMatMul, "sum(4096, mul(X, rms(4096, X)))", false, byZ3, "multiplies by the rms where the program divides by it"},
+	{rmsNormMatMul, "mul(W, W)", false, byZ3, "the program never multiplies W by itself"},
+	{rmsNormMatMul, "rms(64, X)", false, byZ3, "the rms of a 64-element tile is not the rms of the row"},
+
+	// Gated MLP.
+	{gatedMLP, "silu(sum(4096, mul(X, W1)))", true, byGo, "the gate"},
+	{gatedMLP, "sum(4096, mul(X, W2))", true, byGo, "the up projection"},
+	{gatedMLP, "sum(64, mul(X, W2))", true, byGo, "a per-iteration tile of the up projection"},
+	{gatedMLP, "mul(X, W1)", true, byGo, "the gate's element products"},
+	{gatedMLP, "mul(silu(sum(4096, mul(X, W1))), sum(64, mul(X, W2)))", true, byZ3, "the gate times one tile of the up projection, summed over tiles later (sum-split, sum-mul)"},
+	{gatedMLP, "silu(sum(64, mul(X, W1)))", false, byZ3, "silu of a partial sum: the program applies silu after the whole sum"},
+	{gatedMLP, "silu(sum(4096, mul(X, W2)))", false, byGo, "silu on the wrong branch"},
+	{gatedMLP, "sum(4096, mul(X, silu(W1)))", false, byGo, "silu of the weights, which the program never takes"},
+	{gatedMLP, "mul(W1, W2)", false, byZ3, "the two weights are never multiplied together"},
+	{gatedMLP, "mul(X, W1, W2)", false, byZ3, "W1 only ever appears inside the silu"},
+
+	// Attention.
+	{attention, "$S", true, byGo, "the scores"},
+	{attention, "sum(16, mul(Q, K))", true, byGo, "a partial dot product over 16 of the 64 head dims"},
+	{attention, "exp($S)", true, byGo, "the softmax numerator"},
+	{attention, "sum(4096, exp($S))", true, byGo, "the softmax denominator"},
+	{attention, "sum(1024, exp($S))", true, byGo, "one of 4 blocks' partial denominators"},
+	{attention, "mul(exp($S), V)", true, byZ3, "unnormalized weights times values (mul-div)"},
+	{attention, "sum(1024, mul(exp($S), V))", true, byZ3, "one of 4 blocks' partial numerators (sum-div, sum-split)"},
+	{attention, "div(sum(4096, mul(exp($S), V)), sum(4096, exp($S)))", true, byZ3, "normalize once, after accumulating (sum-div)"},
+	{attention, "div(sum(1024, mul(exp($S), V)), sum(4096, exp($S)))", true, byZ3, "a block's partial numerator over the full denominator"},
+	{attention, "sum(4, sum(1024, mul(exp($S), V)))", true, byZ3, "4 partial numerators accumulated: sum over 4 of sums over 1024 (sum-nest)"},
+	{attention, "exp(mul(Q, K))", false, byGo, "exp before the sum over the head dim"},
+	{attention, "sum(64, exp(mul(Q, K)))", false, byGo, "exp before the sum, then summed"},
+	{attention, "exp(sum(16, mul(Q, K)))", false, byZ3, "exp of a partial dot product"},
+	{attention, "mul(Q, V)", false, byZ3, "Q only ever appears inside the exp"},
+	{attention, "sum(4096, mul(exp($S), K))", false, byZ3, "weights times keys instead of values"},
+	{attention, "div(sum(1024, mul(exp($S), V)), sum(1024, exp($S)))", false, byZ3, "a block's numerator over the block's own denominator: needs rescaling to combine"},
+
+	// nTrans.
+	{nTrans, "div(H, rms(4096, H))", true, byGo, "the inner rms_norm"},
+	{nTrans, "rms(4096, $Y)", true, byGo, "the outer rms"},
+	{nTrans, "add(div(H, rms(4096, H)), X)", true, byGo, "the inner residual"},
+	{nTrans, "mul(alpha, div(H, rms(4096, H)))", true, byZ3, "alpha distributed over the inner residual (distrib)"},
+	{nTrans, "mul(alpha, X)", true, byZ3, "the other half of the distribution"},
+	{nTrans, "add(X, mul(alpha, X))", true, byZ3, "the X terms gathered (distrib, add-assoc)"},
+	{nTrans, "add(X, mul(alpha, div(H, rms(4096, H))), mul(alpha, X))", true, byZ3, "the whole sum, distributed"},
+	{nTrans, "div(mul(alpha, H), rms(4096, H))", true, byZ3, "alpha scales H before the division (mul-div)"},
+	{nTrans, "mul(alpha, H)", true, byZ3, "the numerator of the previous row"},
+	{nTrans, "sum(1024, square($Y))", true, byZ3, "a block's share of the outer sum of squares (rms-def, sum-split)"},
+	{nTrans, "rms(4096, X)", false, byGo, "the rms of X alone is never taken"},
+	{nTrans, "div(X, rms(4096, X))", false, byGo, "normalizing X alone"},
+	{nTrans, "mul(H, X)", false, byZ3, "H and X are added, never multiplied"},
+	{nTrans, "add(H, X)", false, byZ3, "H is normalized before it meets X"},
+}
+
+func TestQueryTable(t *testing.T) {
+	requireZ3(t)
+	oracles := map[*Expr]*Oracle{}
+	for _, tt := range queryTable {
+		if oracles[tt.target] == nil {
+			o, err := NewOracle([]*Expr{tt.target}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			oracles[tt.target] = o
+		}
+	}
+	for _, tt := range queryTable {
+		q := MustParse(expand(tt.query))
+		t.Run(q.Key(), func(t *testing.T) {
+			o := oracles[tt.target]
+			before := o.Stats()
+			got, err := o.IsSubexpr(q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("IsSubexpr = %v, want %v: %s", got, tt.want, tt.why)
+			}
+			after := o.Stats()
+			if by := decidedBy(map[bool]string{true: "z3", false: "go"}[after.Z3Calls > before.Z3Calls]); by != tt.by {
+				t.Errorf("decided by %s, want %s", by, tt.by)
+			}
+		})
+	}
+}
+
+// TestGoDecisionsAgreeWithZ3 asks Z3 the queries that Go decides: Go's yes
+// must be provable, and Go's no must not be.
+func TestGoDecisionsAgreeWithZ3(t *testing.T) {
+	requireZ3(t)
+	laws, err := parseAxioms(axioms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	provers := map[*Expr]*prover{}
+	for _, tt := range queryTable {
+		if tt.by != byGo {
+			continue
+		}
+		p := provers[tt.target]
+		if p == nil {
+			p, err = newProver([]*Expr{tt.target}, laws, Options{}.withDefaults().solverOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.close()
+			provers[tt.target] = p
+		}
+		q := MustParse(expand(tt.query))
+		r, err := p.check(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r == z3.Unsat) != tt.want {
+			t.Errorf("%s: Z3 says %v, Go says %v", q, r, tt.want)
+		}
+	}
+}
+
+func TestNewOracleNeedsATarget(t *testing.T) {
+	if _, err := NewOracle(nil, Options{}); err == nil {
+		t.Error("NewOracle(nil) succeeded")
+	}
+}
+
+func TestClosedOracle(t *testing.T) {
+	requireZ3(t)
+	o, err := NewOracle([]*Expr{gatedMLP}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Close()
+	// Go still decides what it can; Z3 is gone.
+	if ok, err := o.IsSubexpr(MustParse("sum(4096, mul(X, W2))")); !ok || err != nil {
+		t.Errorf("structural query after Close = %v, %v", ok, err)
+	}
+	if _, err := o.IsSubexpr(MustParse("mul(W1, W2)")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Z3 query after Close: error %v, want ErrClosed", err)
+	}
+	o.Close() // idempotent
+}

@@ -1,0 +1,95 @@
+package cost
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Arch is what the model knows of a GPU: datasheet figures, one GPU per
+// CUDA architecture name. Rates are per second, sizes in bytes.
+type Arch struct {
+	Name string // CUDA architecture, as given to nvcc: "sm_80"
+	GPU  string // the part the figures describe
+
+	SMs          int
+	MemBandwidth float64 // peak device-memory (HBM) bandwidth, bytes/s
+	L2Bytes      int     // L2 cache capacity
+	TensorFLOPS  float64 // dense fp16/bf16 tensor-core peak (fp32 accumulate), flop/s
+	FP32FLOPS    float64 // CUDA-core fp32 peak (an FMA is 2 flops), flop/s
+
+	SmemPerSM       int // shared memory an SM can give to resident blocks
+	MaxSmemPerBlock int // the most one block may use (dynamic, opt-in)
+	SmemReserved    int // shared memory the system reserves per resident block
+	MaxThreadsPerSM int
+	MaxBlocksPerSM  int
+
+	LaunchMicros float64 // host overhead between back-to-back kernel launches
+
+	Source string // where the figures come from
+}
+
+// The sources of the arch table, cited by key in its comments.
+const (
+	srcA100DS = "[A100-DS] NVIDIA A100 Tensor Core GPU datasheet (2021), column A100 80GB SXM"
+	srcA100WP = "[A100-WP] NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)"
+	srcH100DS = "[H100-DS] NVIDIA H100 Tensor Core GPU datasheet (2023), column H100 SXM"
+	srcH100WP = "[H100-WP] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5"
+	srcCUDA   = "[CUDA-CG] CUDA C++ Programming Guide, Technical Specifications per Compute Capability (8.0, 9.0) and the shared-memory notes for 8.x/9.0"
+	srcLaunch = "[LAUNCH] model assumption: back-to-back launches in one stream cost 2-4 µs on current drivers; to be replaced by bench/gpu measurements"
+)
+
+// archs is the table of known GPUs. Every figure names its source; a figure
+// that is not printed in a source as such says how it is derived.
+var archs = []Arch{
+	{
+		Name:            "sm_80",
+		GPU:             "A100-SXM4-80GB",
+		SMs:             108,       // [A100-WP] "108 SMs" in A100 (of 128 in full GA100)
+		MemBandwidth:    2039e9,    // [A100-DS] GPU memory bandwidth 2,039 GB/s (80GB SXM)
+		L2Bytes:         40 << 20,  // [A100-WP] "40 MB L2 cache"
+		TensorFLOPS:     312e12,    // [A100-DS] FP16/BF16 Tensor Core 312 TFLOPS (624 with sparsity)
+		FP32FLOPS:       19.5e12,   // [A100-DS] FP32 19.5 TFLOPS
+		SmemPerSM:       164 << 10, // [CUDA-CG] CC 8.0: 164 KB shared memory per SM; [A100-WP] "up to 164 KB"
+		MaxSmemPerBlock: 163 << 10, // [CUDA-CG] CC 8.0: 163 KB per block (opt-in)
+		SmemReserved:    1 << 10,   // [CUDA-CG] 8.x: 1 KB of shared memory is reserved per block
+		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 8.0: 2048 resident threads per SM
+		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 8.0: 32 resident blocks per SM
+		LaunchMicros:    3,         // [LAUNCH]
+		Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch}, "; "),
+	},
+	{
+		Name:            "sm_90",
+		GPU:             "H100-SXM5-80GB",
+		SMs:             132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
+		MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
+		L2Bytes:         50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
+		TensorFLOPS:     989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
+		FP32FLOPS:       67e12,     // [H100-DS] FP32 67 TFLOPS
+		SmemPerSM:       228 << 10, // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
+		MaxSmemPerBlock: 227 << 10, // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
+		SmemReserved:    1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
+		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
+		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
+		LaunchMicros:    3,         // [LAUNCH]
+		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch}, "; "),
+	},
+}
+
+// Archs returns the known GPUs, ordered by name.
+func Archs() []Arch { return slices.Clone(archs) }
+
+// LookupArch returns the GPU the model uses for a CUDA architecture name
+// ("sm_80", "sm_90").
+func LookupArch(name string) (Arch, error) {
+	names := make([]string, len(archs))
+	for i, a := range archs {
+		if a.Name == name {
+			return a, nil
+		}
+		names[i] = a.Name
+	}
+	return Arch{}, fmt.Errorf("unknown arch %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+func (a Arch) String() string { return a.Name + " (" + a.GPU + ")" }

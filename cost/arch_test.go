@@ -1,0 +1,102 @@
+package cost
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestLookupArch(t *testing.T) {
+	tests := []struct {
+		name, gpu string
+		err       string
+	}{
+		{"sm_80", "A100-SXM4-80GB", ""},
+		{"sm_90", "H100-SXM5-80GB", ""},
+		{"sm_75", "", `unknown arch "sm_75" (known: sm_80, sm_90)`},
+		{"", "", `unknown arch "" (known: sm_80, sm_90)`},
+		{"SM_80", "", "unknown arch"},
+	}
+	for _, tt := range tests {
+		a, err := LookupArch(tt.name)
+		switch {
+		case tt.err == "" && (err != nil || a.GPU != tt.gpu):
+			t.Errorf("LookupArch(%q) = %v, %v; want %s", tt.name, a, err, tt.gpu)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("LookupArch(%q) error %v, want %q", tt.name, err, tt.err)
+		}
+	}
+}
+
+func TestArchTableIsComplete(t *testing.T) {
+	as := Archs()
+	if !slices.IsSortedFunc(as, func(a, b Arch) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Error("Archs is not ordered by name")
+	}
+	for _, a := range as {
+		positive := []float64{float64(a.SMs), a.MemBandwidth, float64(a.L2Bytes), a.TensorFLOPS, a.FP32FLOPS,
+			float64(a.SmemPerSM), float64(a.MaxSmemPerBlock), float64(a.SmemReserved),
+			float64(a.MaxThreadsPerSM), float64(a.MaxBlocksPerSM), a.LaunchMicros}
+		for i, v := range positive {
+			if !(v > 0) {
+				t.Errorf("%s: figure %d is %v", a.Name, i, v)
+			}
+		}
+		if a.MaxSmemPerBlock > a.SmemPerSM || a.GPU == "" || a.Source == "" {
+			t.Errorf("%s: inconsistent entry %+v", a.Name, a)
+		}
+	}
+	as[0].SMs = 0
+	if Archs()[0].SMs == 0 {
+		t.Error("Archs returns the table itself")
+	}
+}
+
+// Every figure of the arch table cites its source: each field of each
+// entry, but the name, GPU and source list, carries a comment naming a
+// source key ("[A100-DS]") that the Source constants define.
+func TestArchFiguresCiteSources(t *testing.T) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "arch.go", nil, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comments := map[int]string{} // line -> comment text
+	for _, cg := range f.Comments {
+		comments[fset.Position(cg.Pos()).Line] = cg.Text()
+	}
+	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]"}
+	for _, k := range keys {
+		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch, k) {
+			t.Errorf("source key %s is not defined", k)
+		}
+	}
+	entries := 0
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || vs.Names[0].Name != "archs" {
+			return true
+		}
+		for _, elt := range vs.Values[0].(*ast.CompositeLit).Elts {
+			entries++
+			for _, field := range elt.(*ast.CompositeLit).Elts {
+				kv := field.(*ast.KeyValueExpr)
+				name := kv.Key.(*ast.Ident).Name
+				if name == "Name" || name == "GPU" || name == "Source" {
+					continue
+				}
+				c := comments[fset.Position(kv.Pos()).Line]
+				if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(c, k) }) {
+					t.Errorf("line %d: %s has no source comment", fset.Position(kv.Pos()).Line, name)
+				}
+			}
+		}
+		return false
+	})
+	if entries != len(archs) {
+		t.Errorf("checked %d entries, the table has %d", entries, len(archs))
+	}
+}

@@ -1,0 +1,480 @@
+package cost
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Achievable fractions and latencies: assumptions of the model, not
+// datasheet figures. Measured profiles (see Profiles) are how they get
+// checked.
+const (
+	// Fraction of peak HBM bandwidth that streaming kernels reach: copy
+	// and triad benchmarks measure about 85-90% on A100 and H100.
+	memEfficiency = 0.85
+	// Fraction of dense tensor peak that a well-tiled matmul reaches:
+	// cuBLAS-class large GEMMs measure 70-90%.
+	tensorEfficiency = 0.75
+	// Fraction of fp32 peak that element-wise and reduction code reaches.
+	cudaEfficiency = 0.80
+	// L2 hit bandwidth over HBM bandwidth. [A100-WP] gives an L2 read
+	// bandwidth of 5120 B/clk, 7.2 TB/s at the 1410 MHz boost clock: 3.5x
+	// the A100's HBM. NVIDIA publishes no H100 figure; we take the same
+	// ratio.
+	l2HitSpeedup = 3.5
+	// Fraction of the L2 that tiles read by several blocks may occupy and
+	// still be hit when a later wave re-reads them; the rest holds
+	// streamed data.
+	l2Share = 0.5
+	// Fraction of the SMs whose blocks saturate HBM: with its loads
+	// pipelined an SM draws about twice its even share of bandwidth, so a
+	// wave that occupies fewer SMs gets a proportional share.
+	memSaturation = 0.5
+	// Per wave of blocks: the pipeline fill, one DRAM round trip under
+	// load before the first tile arrives, that no roofline overlaps.
+	waveMicros = 0.5
+)
+
+// The tensor-core instruction shape (mma.m16n8k16 for fp16/bf16): a
+// matmul whose tile is smaller still costs whole instructions.
+const mmaM, mmaN, mmaK = 16, 8, 16
+
+// maxEnumBlocks bounds the grids whose waves the model walks block by
+// block to find the tiles they share (see dramPerWave).
+const maxEnumBlocks = 1 << 22
+
+// ErrDoesNotFit reports a graph-defined kernel that cannot run on the
+// arch: its blocks need more shared memory than one block may have.
+var ErrDoesNotFit = errors.New("does not fit")
+
+// Bound names what limits a kernel's time.
+type Bound string
+
+const (
+	BoundMemory  Bound = "memory"  // moving bytes to and from device memory
+	BoundCompute Bound = "compute" // tensor-core and CUDA-core work
+	BoundLaunch  Bound = "launch"  // launch overhead and per-wave latency
+)
+
+// Kernel is the estimate of one kernel launch: one op of the kernel graph.
+type Kernel struct {
+	Op   int    // index of the op in the kernel graph's Ops
+	Name string // the op's kind: "matmul", "customized", ...
+
+	// Grid and Threads are the launch shape of a graph-defined kernel.
+	// A pre-defined op is a library kernel: its shape is the library's
+	// choice, and the model takes it to fill the GPU in one wave (zero
+	// Grid and Threads, BlocksPerSM 0, Waves 1).
+	Grid, Threads block.Dim3
+
+	// Bytes is the global-memory traffic the blocks request: each block
+	// reads its tile of an input at every for-loop iteration (once when
+	// the input has no for-loop dim), so an input replicated across the
+	// grid counts once per block; outputs count once.
+	Bytes int64
+	// DRAMBytes is the part of Bytes that reaches device memory: a tile
+	// that several blocks read comes from DRAM once and from L2 after,
+	// as long as it stays in L2 (see the package comment).
+	DRAMBytes   int64
+	TensorFlops int64 // fp16/bf16 matmul, padded to whole mma instructions
+	CUDAFlops   int64 // element-wise, reductions, accumulators, fp32 matmul
+
+	SmemBytes   int // shared memory per block
+	BlocksPerSM int // resident blocks per SM, by shared memory, threads and the block limit
+	Waves       int // ceil(blocks / (SMs * BlocksPerSM))
+
+	MemoryMicros   float64 // summed over waves
+	ComputeMicros  float64 // summed over waves
+	OverheadMicros float64 // launch plus per-wave latency
+	Micros         float64 // Σ_waves max(memory, compute) + overhead
+	Bound          Bound
+}
+
+// Estimate is the modeled time of a kernel graph: its kernels run one
+// after another in one stream.
+type Estimate struct {
+	Arch      string // the arch's Name
+	Kernels   []Kernel
+	Launches  int
+	Bytes     int64 // Σ Kernel.Bytes
+	DRAMBytes int64 // Σ Kernel.DRAMBytes
+	Flops     int64 // Σ Kernel.TensorFlops + CUDAFlops
+	Micros    float64
+}
+
+// Speedup is how many times faster e is than baseline.
+func (e Estimate) Speedup(baseline Estimate) float64 { return baseline.Micros / e.Micros }
+
+// EstimateGraph models g on arch: every op but the inputs is one kernel
+// launch. The unfused program and a μGraph are costed alike: a pre-defined
+// op is a library kernel, a customized op a graph-defined one.
+func EstimateGraph(g *kernel.Graph, arch Arch) (Estimate, error) {
+	e := Estimate{Arch: arch.Name}
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if op.Kind == ugraph.OpInput {
+			continue
+		}
+		var k Kernel
+		if op.Kind == ugraph.OpCustomized {
+			var err error
+			if k, err = graphKernel(op, arch); err != nil {
+				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
+			}
+		} else {
+			k = libraryKernel(g, op, arch)
+		}
+		k.Op, k.Name = i, op.Kind.String()
+		e.Kernels = append(e.Kernels, k)
+		e.Launches++
+		e.Bytes += k.Bytes
+		e.DRAMBytes += k.DRAMBytes
+		e.Flops += k.TensorFlops + k.CUDAFlops
+		e.Micros += k.Micros
+	}
+	return e, nil
+}
+
+// libraryKernel costs a pre-defined op as a library kernel (cuBLAS-like
+// for matmul): it reads each distinct input once, writes its output once,
+// and spreads its work over the whole GPU in one wave.
+func libraryKernel(g *kernel.Graph, op *kernel.Op, arch Arch) Kernel {
+	var k Kernel
+	seen := map[kernel.TensorID]bool{}
+	in := make([]kernel.Tensor, len(op.In))
+	for i, id := range op.In {
+		in[i] = g.Tensors[id]
+		if !seen[id] {
+			seen[id] = true
+			k.Bytes += int64(in[i].Bytes())
+		}
+	}
+	out := g.Tensors[op.Out[0]]
+	k.Bytes += int64(out.Bytes())
+	k.DRAMBytes = k.Bytes
+	shapes := make([]ugraph.Shape, len(in))
+	for i, t := range in {
+		shapes[i] = t.Shape
+	}
+	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType)
+
+	n := float64(arch.SMs)
+	per := work{traffic: float64(k.Bytes) / n, tensor: float64(k.TensorFlops) / n, cuda: float64(k.CUDAFlops) / n}
+	k.Waves = 1
+	k.finish(arch, per, []wave{{count: 1, blocks: arch.SMs, dram: float64(k.DRAMBytes)}})
+	return k
+}
+
+// graphKernel costs a customized op from its threadblock graph.
+func graphKernel(op *kernel.Op, arch Arch) (Kernel, error) {
+	b := op.Block
+	if b == nil {
+		return Kernel{}, errors.New("customized op without a threadblock graph")
+	}
+	k := Kernel{Grid: b.Grid, Threads: b.Threads}
+	plan, err := planBlock(b, arch)
+	if err != nil {
+		return Kernel{}, err
+	}
+	k.SmemBytes = plan.smem
+	if k.BlocksPerSM, err = blocksPerSM(arch, plan.smem, b.Threads.Count()); err != nil {
+		return Kernel{}, err
+	}
+	blocks := b.Grid.Count()
+	slots := arch.SMs * k.BlocksPerSM
+	k.Waves = ceilDiv(blocks, slots)
+
+	per := blockWork(b, plan)
+	k.TensorFlops = int64(per.tensor) * int64(blocks)
+	k.CUDAFlops = int64(per.cuda) * int64(blocks)
+	k.Bytes = int64(per.traffic) * int64(blocks)
+	waves, dram := dramPerWave(b, plan, slots, arch)
+	k.DRAMBytes = dram
+	k.finish(arch, per, waves)
+	return k, nil
+}
+
+// work is what one block does: bytes it requests from global memory and
+// flops by unit.
+type work struct{ traffic, tensor, cuda float64 }
+
+// wave is count identical waves of blocks running together, each moving
+// dram bytes to and from device memory.
+type wave struct {
+	count, blocks int
+	dram          float64
+}
+
+// finish sets the times of k from the per-block work and the waves.
+//
+// Per wave of n blocks: the busiest SM holds ceil(n/SMs) of them and
+// computes at 1/SMs of the peak rates; memory moves DRAM bytes at the HBM
+// bandwidth and all requested bytes at the L2 hit bandwidth, scaled down
+// when the wave occupies fewer than memSaturation of the SMs. The wave
+// takes the larger of its memory and compute times.
+func (k *Kernel) finish(arch Arch, per work, waves []wave) {
+	sms := float64(arch.SMs)
+	hbm := arch.MemBandwidth * memEfficiency
+	l2 := hbm * l2HitSpeedup
+	blockCompute := per.tensor/(arch.TensorFLOPS/sms*tensorEfficiency) + per.cuda/(arch.FP32FLOPS/sms*cudaEfficiency)
+	var busy float64
+	for _, w := range waves {
+		if w.blocks == 0 {
+			continue
+		}
+		active := float64(min(w.blocks, arch.SMs))
+		share := min(1, active/(sms*memSaturation))
+		mem := max(w.dram/hbm, float64(w.blocks)*per.traffic/l2) / share * 1e6
+		comp := float64(ceilDiv(w.blocks, arch.SMs)) * blockCompute * 1e6
+		n := float64(w.count)
+		k.MemoryMicros += n * mem
+		k.ComputeMicros += n * comp
+		busy += n * max(mem, comp)
+	}
+	k.OverheadMicros = arch.LaunchMicros + float64(k.Waves)*waveMicros
+	k.Micros = busy + k.OverheadMicros
+	switch {
+	case k.OverheadMicros >= max(k.MemoryMicros, k.ComputeMicros):
+		k.Bound = BoundLaunch
+	case k.MemoryMicros >= k.ComputeMicros:
+		k.Bound = BoundMemory
+	default:
+		k.Bound = BoundCompute
+	}
+}
+
+// blocksPerSM is how many blocks of smem bytes of shared memory and the
+// given threads an SM holds at once. Threads are allocated by whole warps.
+func blocksPerSM(arch Arch, smem, threads int) (int, error) {
+	if smem > arch.MaxSmemPerBlock {
+		return 0, fmt.Errorf("%w: a block needs %d bytes of shared memory, %s allows %d", ErrDoesNotFit, smem, arch, arch.MaxSmemPerBlock)
+	}
+	bySmem := arch.SmemPerSM / (smem + arch.SmemReserved)
+	byThreads := arch.MaxThreadsPerSM / (ceilDiv(threads, 32) * 32)
+	return min(arch.MaxBlocksPerSM, bySmem, byThreads), nil
+}
+
+// blockWork is the work of one block of b as planned. An input tile walked
+// by the for-loop is loaded at every iteration, one without a for-loop dim
+// once; ops before the loop's accumulators run every iteration, the rest
+// once.
+func blockWork(b *block.Graph, p blockPlan) work {
+	var w work
+	iters := float64(b.ForloopRange)
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		if p.dead[i] || p.freeAccum[i] {
+			continue
+		}
+		switch op.Kind {
+		case ugraph.OpInput:
+			w.traffic += float64(tileBytes(b.Tensors[op.Out]) * loads(op, int64(b.ForloopRange)))
+			continue
+		case ugraph.OpOutput:
+			w.traffic += float64(tileBytes(b.Tensors[op.In[0]]))
+			continue
+		}
+		ins := op.Operands()
+		shapes := make([]ugraph.Shape, len(ins))
+		for j, id := range ins {
+			shapes[j] = b.Tensors[id].Shape
+		}
+		out := b.Tensors[op.Out]
+		tf, cf := opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType)
+		if op.Kind == ugraph.OpMatmul && !p.mma[i] {
+			tf, cf = 0, tf+cf // SIMT: the same products on CUDA cores
+		}
+		n := 1.0
+		if op.Kind == ugraph.OpForloopAccum || !out.PostLoop {
+			n = iters
+		}
+		w.tensor += n * float64(tf)
+		w.cuda += n * float64(cf)
+	}
+	return w
+}
+
+// dramPerWave splits the blocks of b into waves of slots blocks and returns
+// the waves with the bytes each moves to and from device memory, and their
+// sum.
+//
+// A block reading a tile that no other block reads fetches it from DRAM.
+// Blocks that differ only along grid axes an input replicates read the same
+// tiles; the first read of a tile goes to DRAM and the rest hit L2. When
+// the replicated inputs together fit in l2Share of the L2, every tile comes
+// from DRAM once in the whole kernel; otherwise once per wave that reads
+// it, since later waves find it evicted. Blocks are taken to run in the
+// order of their linear index, x fastest.
+func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch Arch) ([]wave, int64) {
+	blocks := b.Grid.Count()
+	iters := int64(b.ForloopRange)
+	var own, replicated int64 // per-block bytes of unshared tiles; footprint of replicated inputs
+	var shared []*block.Op
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		if plan.dead[i] {
+			continue
+		}
+		switch op.Kind {
+		case ugraph.OpInput:
+			t := b.Tensors[op.Out]
+			if replicates(b.Grid, op.Input.IMap) {
+				shared = append(shared, op)
+				replicated += int64(op.Input.DShape.NumElements() * t.DType.Size())
+			} else {
+				own += tileBytes(t) * loads(op, iters)
+			}
+		case ugraph.OpOutput:
+			own += tileBytes(b.Tensors[op.In[0]])
+		}
+	}
+	total := own * int64(blocks)
+	enumerate := len(shared) > 0 && float64(replicated) > l2Share*float64(arch.L2Bytes)
+	if !enumerate || blocks > maxEnumBlocks {
+		if enumerate { // too many blocks to walk: no reuse across blocks at all
+			for _, op := range shared {
+				total += tileBytes(b.Tensors[op.Out]) * loads(op, iters) * int64(blocks)
+			}
+		} else {
+			total += replicated
+		}
+		full, tail := blocks/slots, blocks%slots
+		perBlock := float64(total) / float64(blocks)
+		return []wave{
+			{count: full, blocks: slots, dram: perBlock * float64(slots)},
+			{count: 1, blocks: tail, dram: perBlock * float64(tail)},
+		}, total
+	}
+	waves := make([]wave, ceilDiv(blocks, slots))
+	for i := range waves {
+		start := i * slots
+		n := min(slots, blocks-start)
+		waves[i] = wave{count: 1, blocks: n, dram: float64(own * int64(n))}
+	}
+	for _, op := range shared {
+		perTile := tileBytes(b.Tensors[op.Out]) * loads(op, iters)
+		for i, d := range distinctTiles(b.Grid, op.Input.IMap, slots) {
+			waves[i].dram += float64(int64(d) * perTile)
+			total += int64(d) * perTile
+		}
+	}
+	return waves, total
+}
+
+// loads is how many times a block loads the tile of input op.
+func loads(op *block.Op, iters int64) int64 {
+	if op.Input.FMap >= 0 {
+		return iters
+	}
+	return 1
+}
+
+// replicates reports whether some grid axis of more than one block leaves
+// the input unpartitioned, so that several blocks read each tile.
+func replicates(grid block.Dim3, imap block.Map) bool {
+	for a, n := range grid {
+		if n > 1 && imap[a] < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// distinctTiles returns, for each wave of slots consecutive blocks, how
+// many distinct tiles of an input with the given imap its blocks read: a
+// tile is named by the block's coordinates along the partitioning axes.
+func distinctTiles(grid block.Dim3, imap block.Map, slots int) []int {
+	var stride [3]int // of each partitioning axis in the tile index; 0 for the others
+	space := 1
+	for a, n := range grid {
+		if n > 1 && imap[a] >= 0 {
+			stride[a] = space
+			space *= n
+		}
+	}
+	seen := make([]bool, space)
+	var touched []int
+	blocks := grid.Count()
+	counts := make([]int, 0, ceilDiv(blocks, slots))
+	for start := 0; start < blocks; start += slots {
+		for id := start; id < min(start+slots, blocks); id++ {
+			x, y, z := id%grid[0], id/grid[0]%grid[1], id/(grid[0]*grid[1])
+			t := x*stride[0] + y*stride[1] + z*stride[2]
+			if !seen[t] {
+				seen[t] = true
+				touched = append(touched, t)
+			}
+		}
+		counts = append(counts, len(touched))
+		for _, t := range touched {
+			seen[t] = false
+		}
+		touched = touched[:0]
+	}
+	return counts
+}
+
+func tileBytes(t block.Tensor) int64 { return int64(t.Shape.NumElements() * t.DType.Size()) }
+
+// opFlops is the work of one execution of a compute op with the given
+// operand and result shapes: tensor-core flops for fp16/bf16 matmul
+// (padded to whole mma instructions), CUDA-core flops for the rest.
+func opFlops(k ugraph.OpKind, a ugraph.Attr, in []ugraph.Shape, out ugraph.Shape, dt ugraph.DType) (tensor, cuda int64) {
+	elems := int64(out.NumElements())
+	switch k.Info().Class {
+	case ugraph.ClassMatmul:
+		x, y := in[0], in[1]
+		r := x.Rank()
+		m, kk, n := x.Dim(r-2), x.Last(), y.Last()
+		batch := int64(x.NumElements() / (m * kk))
+		if dt == ugraph.Float32 {
+			return 0, 2 * batch * int64(m) * int64(n) * int64(kk)
+		}
+		return 2 * batch * roundUp(m, mmaM) * roundUp(n, mmaN) * roundUp(kk, mmaK), 0
+	case ugraph.ClassUnary, ugraph.ClassBinary:
+		return 0, elems * elementCost(k)
+	case ugraph.ClassReduction:
+		return 0, int64(in[0].NumElements()) // one add per input element
+	case ugraph.ClassNorm:
+		return 0, 3 * int64(in[0].NumElements()) // square-accumulate (an FMA), scale
+	case ugraph.ClassAccum:
+		n := int64(in[0].NumElements())
+		if a.Accum == ugraph.AccumRMS {
+			return 0, 2 * n // square-accumulate
+		}
+		return 0, n
+	}
+	return 0, 0 // concat moves data only
+}
+
+// elementCost is the CUDA-core work of one element of an element-wise op,
+// in fp32 flops. Special functions (exp, log, sqrt, reciprocal) run on the
+// SFU at a quarter of the fp32 rate or less ([CUDA-CG] arithmetic
+// instruction throughput: 16 vs 64+ results per clock per SM), so each
+// counts 4.
+func elementCost(k ugraph.OpKind) int64 {
+	const sfu = 4
+	switch k {
+	case ugraph.OpExp, ugraph.OpLog, ugraph.OpSqrt:
+		return sfu
+	case ugraph.OpSilu: // x / (1 + exp(-x)): exp, add, reciprocal, mul
+		return 2*sfu + 2
+	case ugraph.OpGelu: // tanh approximation: a few FMAs and a tanh
+		return sfu + 8
+	case ugraph.OpClamp:
+		return 2
+	case ugraph.OpDiv: // reciprocal, mul
+		return sfu + 1
+	case ugraph.OpPow: // exp2(y * log2(x))
+		return 2*sfu + 1
+	}
+	return 1 // square, relu, mul_scalar, add, sub, mul
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundUp(n, m int) int64 { return int64(ceilDiv(n, m) * m) }

@@ -1,0 +1,349 @@
+package cost
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// The fused RMSNorm+MatMul at batch 16 (X 16x4096, W 4096x6144, fp16) is
+// memory-bound: it streams W once, and each of its 96 blocks reads all of X,
+// which L2 serves after the first read. Its time is the DRAM bytes at the
+// achievable bandwidth plus the launch.
+func TestFusedRMSNormMatmulIsOnTheBandwidthRoofline(t *testing.T) {
+	const (
+		x = 16 * 4096 * 2   // bytes of X
+		w = 4096 * 6144 * 2 // bytes of W: 50 MB
+		o = 16 * 6144 * 2   // bytes of the output
+	)
+	g := loadExample(t, "rmsnorm_matmul_mugraph.py")
+	for _, arch := range Archs() {
+		t.Run(arch.Name, func(t *testing.T) {
+			e := estimate(t, g, arch)
+			if len(e.Kernels) != 1 {
+				t.Fatalf("%d kernels, want 1", len(e.Kernels))
+			}
+			k := e.Kernels[0]
+			if k.Grid != (block.Dim3{96, 1, 1}) || k.Waves != 1 || k.Bound != BoundMemory {
+				t.Errorf("grid %v, %d waves, %s-bound; want (96, 1, 1), 1 wave, memory-bound", k.Grid, k.Waves, k.Bound)
+			}
+			if want := int64(96*x + w + o); k.Bytes != want {
+				t.Errorf("Bytes = %d, want %d (X read by all 96 blocks)", k.Bytes, want)
+			}
+			if want := int64(x + w + o); k.DRAMBytes != want {
+				t.Errorf("DRAMBytes = %d, want %d (X and W from DRAM once)", k.DRAMBytes, want)
+			}
+			want := hbmMicros(arch, x+w+o) + arch.LaunchMicros
+			if !within(e.Micros, want, 0.04) {
+				t.Errorf("%.2f µs, want %.2f µs ± 4%%", e.Micros, want)
+			}
+		})
+	}
+}
+
+// An 8192³ fp16 matmul is compute-bound, as a library op and as a
+// graph-defined kernel with large enough tiles: its time is its flops at
+// the achievable tensor rate, plus a tail wave and the launch.
+func TestSquareMatmulIsOnTheComputeRoofline(t *testing.T) {
+	const n = 8192
+	const flops = 2 * n * n * n
+	tests := []struct {
+		arch string
+		tile [2]int // zero: the pre-defined op
+		tol  float64
+	}{
+		{"sm_80", [2]int{}, 0.01},
+		{"sm_90", [2]int{}, 0.01},
+		{"sm_80", [2]int{128, 128}, 0.03},
+		{"sm_90", [2]int{128, 256}, 0.05}, // 15.5 waves: a 3% tail
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/tile%dx%d", tt.arch, tt.tile[0], tt.tile[1]), func(t *testing.T) {
+			arch := mustArch(t, tt.arch)
+			e := estimate(t, matmulKernel(t, n, n, n, tt.tile), arch)
+			k := e.Kernels[0]
+			if k.TensorFlops != flops || k.Bound != BoundCompute {
+				t.Errorf("%d tensor flops, %s-bound; want %d, compute-bound", k.TensorFlops, k.Bound, int64(flops))
+			}
+			want := tensorMicros(arch, flops)
+			if !within(e.Micros, want, tt.tol) {
+				t.Errorf("%.0f µs, want %.0f µs ± %.0f%% (%d waves of %d blocks/SM)", e.Micros, want, 100*tt.tol, k.Waves, k.BlocksPerSM)
+			}
+		})
+	}
+}
+
+// Tiles too small for the arch's compute rate make a matmul L2-bound: on
+// sm_90, 128x128 tiles request 16 KB per 1 Mflop, more than L2 serves at
+// the tensor rate.
+func TestSmallTilesAreL2Bound(t *testing.T) {
+	const n = 8192
+	arch := mustArch(t, "sm_90")
+	k := estimate(t, matmulKernel(t, n, n, n, [2]int{128, 128}), arch).Kernels[0]
+	// Each block reads a 128-row strip of A and a 128-column strip of B.
+	traffic := int64(n/128) * int64(n/128) * (2*128*n*2 + 128*128*2)
+	l2 := float64(traffic) / (arch.MemBandwidth * memEfficiency * l2HitSpeedup) * 1e6
+	// 4096 blocks are 31 full waves and a tail of 4 blocks, whose few SMs
+	// draw a small share of the bandwidth.
+	if k.Bytes != traffic || k.Bound != BoundMemory || !within(k.MemoryMicros, l2, 0.04) {
+		t.Errorf("%d bytes, %s-bound, memory %.0f µs; want %d, memory-bound, %.0f µs at L2 bandwidth", k.Bytes, k.Bound, k.MemoryMicros, traffic, l2)
+	}
+}
+
+// The unfused program, a kernel graph of pre-defined ops, is the baseline:
+// each example's hand-written μGraph must beat it on every arch.
+func TestMuGraphsBeatTheirPrograms(t *testing.T) {
+	for _, name := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
+		program, fused := loadExample(t, name+".py"), loadExample(t, name+"_mugraph.py")
+		for _, arch := range Archs() {
+			base, opt := estimate(t, program, arch), estimate(t, fused, arch)
+			t.Logf("%s on %s: program %.1f µs in %d launches, μGraph %.1f µs in %d, speedup %.2f",
+				name, arch.Name, base.Micros, base.Launches, opt.Micros, opt.Launches, opt.Speedup(base))
+			if s := opt.Speedup(base); !(s > 1) {
+				t.Errorf("%s on %s: speedup %.2f, want > 1", name, arch.Name, s)
+			}
+		}
+	}
+}
+
+// replicatedRMS is a kernel whose blocks each read all of X (rows x cols,
+// fp16, walked in 64-column steps) and store one rms per row.
+func replicatedRMS(t *testing.T, grid, rows, cols int) *kernel.Graph {
+	t.Helper()
+	g := kernel.New()
+	x := check[kernel.TensorID](t)(g.AddInput(sh(rows, cols), fp16))
+	tb := check[*block.Graph](t)(block.New(block.Dim3{grid, 1, 1}, block.Dim3{128, 1, 1}, cols/64, 64))
+	tx := check[block.TensorID](t)(tb.AddInput(sh(rows, cols), fp16, block.Replicate, 1))
+	rms := check[block.TensorID](t)(tb.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, tx))
+	if err := tb.AddOutput(rms, block.Map{1, -1, -1}); err != nil {
+		t.Fatal(err)
+	}
+	out := check[[]kernel.TensorID](t)(g.Customized([]kernel.TensorID{x}, tb))[0]
+	if err := g.MarkOutput(out); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// An input replicated to every block is read by every block: Bytes counts
+// it once per block. DRAM sees it once when it fits in L2, and once per
+// wave when it does not.
+func TestReplicationIsCounted(t *testing.T) {
+	tests := []struct {
+		grid, rows, cols int
+		fitsL2           bool
+	}{
+		{1, 16, 4096, true},
+		{8, 16, 4096, true},
+		{96, 16, 4096, true},
+		{1000, 16, 4096, true},
+		{1000, 256, 1 << 18, false}, // X is 128 MiB
+	}
+	arch := mustArch(t, "sm_80")
+	for _, tt := range tests {
+		g := replicatedRMS(t, tt.grid, tt.rows, tt.cols)
+		k := estimate(t, g, arch).Kernels[0]
+		x := int64(tt.rows * tt.cols * 2)
+		out := int64(tt.grid * tt.rows * 2)
+		if want := int64(tt.grid)*x + out; k.Bytes != want {
+			t.Errorf("grid %d, X %dx%d: Bytes = %d, want %d", tt.grid, tt.rows, tt.cols, k.Bytes, want)
+		}
+		reads := int64(1)
+		if !tt.fitsL2 {
+			reads = int64(k.Waves)
+			if k.Waves < 2 {
+				t.Errorf("grid %d, X %dx%d: %d wave, want several", tt.grid, tt.rows, tt.cols, k.Waves)
+			}
+		}
+		if want := reads*x + out; k.DRAMBytes != want {
+			t.Errorf("grid %d, X %dx%d: DRAMBytes = %d, want %d (X read %d times)", tt.grid, tt.rows, tt.cols, k.DRAMBytes, want, reads)
+		}
+	}
+}
+
+// Blocks that share a tile only within a wave: the matmul's B is
+// partitioned along grid x and replicated along y, so every wave reads the
+// B tiles of all the x indices it covers.
+func TestDistinctTilesPerWave(t *testing.T) {
+	tests := []struct {
+		grid  block.Dim3
+		imap  block.Map
+		slots int
+		want  []int
+	}{
+		{block.Dim3{4, 3, 1}, block.Map{0, -1, -1}, 5, []int{4, 4, 2}}, // ids 0-4, 5-9, 10-11 along x
+		{block.Dim3{4, 3, 1}, block.Map{-1, 0, -1}, 5, []int{2, 2, 1}}, // rows {0,1}, {1,2}, {2}
+		{block.Dim3{4, 3, 1}, block.Replicate, 12, []int{1}},
+		{block.Dim3{4, 3, 1}, block.Map{0, 1, -1}, 12, []int{12}},
+		{block.Dim3{2, 2, 2}, block.Map{-1, -1, 0}, 3, []int{1, 2, 1}}, // planes {0}, {0,1}, {1}
+	}
+	for _, tt := range tests {
+		got := distinctTiles(tt.grid, tt.imap, tt.slots)
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("grid %v imap %v slots %d: %v, want %v", tt.grid, tt.imap, tt.slots, got, tt.want)
+		}
+	}
+}
+
+func TestBlocksPerSM(t *testing.T) {
+	const kb = 1 << 10
+	tests := []struct {
+		arch          string
+		smem, threads int
+		want          int // 0: does not fit
+	}{
+		{"sm_80", 0, 128, 16},         // threads: 2048/128
+		{"sm_80", 1 * kb, 32, 32},     // the block limit
+		{"sm_80", 0, 100, 16},         // 100 threads take 4 warps
+		{"sm_80", 0, 1024, 2},         // threads
+		{"sm_80", 48 * kb, 128, 3},    // smem: 164 KB / 49 KB
+		{"sm_80", 81 * kb, 128, 2},    // 164 KB / 82 KB
+		{"sm_80", 82 * kb, 128, 1},    // one byte over half, with the reserved KB
+		{"sm_80", 163 * kb, 256, 1},   // the per-block maximum
+		{"sm_80", 163*kb + 1, 256, 0}, // over it
+		{"sm_90", 100 * kb, 128, 2},   // 228 KB / 101 KB
+		{"sm_90", 227 * kb, 128, 1},   // the per-block maximum
+		{"sm_90", 163*kb + 1, 128, 1}, // fits on sm_90 only
+		{"sm_90", 227*kb + 1, 128, 0}, // over it
+		{"sm_90", 6 * kb, 64, 32},     // the block limit
+		{"sm_90", 12 * kb, 64, 17},    // 228 KB / 13 KB
+	}
+	for _, tt := range tests {
+		arch := mustArch(t, tt.arch)
+		got, err := blocksPerSM(arch, tt.smem, tt.threads)
+		if tt.want == 0 {
+			if !errors.Is(err, ErrDoesNotFit) {
+				t.Errorf("%s, %d B, %d threads: %d, %v; want ErrDoesNotFit", tt.arch, tt.smem, tt.threads, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s, %d B, %d threads: %d, %v; want %d", tt.arch, tt.smem, tt.threads, got, err, tt.want)
+		}
+	}
+}
+
+// Waves follow from the grid and the resident blocks; 1024-thread blocks
+// with small tiles are held two to an SM by their threads.
+func TestWaves(t *testing.T) {
+	tests := []struct {
+		arch  string
+		grid  int
+		waves int
+	}{
+		{"sm_80", 1, 1},
+		{"sm_80", 216, 1}, // 108 SMs x 2
+		{"sm_80", 217, 2},
+		{"sm_80", 1000, 5},
+		{"sm_90", 264, 1}, // 132 SMs x 2
+		{"sm_90", 265, 2},
+		{"sm_90", 1000, 4},
+	}
+	for _, tt := range tests {
+		g := kernel.New()
+		x := check[kernel.TensorID](t)(g.AddInput(sh(tt.grid*64, 64), fp16))
+		tb := check[*block.Graph](t)(block.New(block.Dim3{tt.grid, 1, 1}, block.Dim3{1024, 1, 1}, 1, 64))
+		tx := check[block.TensorID](t)(tb.AddInput(sh(tt.grid*64, 64), fp16, block.Map{0, -1, -1}, -1))
+		acc := check[block.TensorID](t)(tb.Add(ugraph.OpForloopAccum, ugraph.Attr{}, tx))
+		if err := tb.AddOutput(acc, block.Map{0, -1, -1}); err != nil {
+			t.Fatal(err)
+		}
+		check[[]kernel.TensorID](t)(g.Customized([]kernel.TensorID{x}, tb))
+		k := estimate(t, g, mustArch(t, tt.arch)).Kernels[0]
+		if k.BlocksPerSM != 2 || k.Waves != tt.waves {
+			t.Errorf("%s, %d blocks: %d blocks/SM, %d waves; want 2, %d", tt.arch, tt.grid, k.BlocksPerSM, k.Waves, tt.waves)
+		}
+	}
+}
+
+// A kernel whose tiles do not fit in shared memory cannot run.
+func TestKernelThatDoesNotFit(t *testing.T) {
+	g := matmulKernel(t, 1024, 1024, 1024, [2]int{512, 512})
+	_, err := EstimateGraph(g, mustArch(t, "sm_80"))
+	if !errors.Is(err, ErrDoesNotFit) {
+		t.Fatalf("err = %v, want ErrDoesNotFit", err)
+	}
+}
+
+func TestOpFlops(t *testing.T) {
+	tests := []struct {
+		op       ugraph.OpKind
+		attr     ugraph.Attr
+		in       []ugraph.Shape
+		out      ugraph.Shape
+		dt       ugraph.DType
+		tensor   int64
+		cudaCore int64
+	}{
+		{ugraph.OpMatmul, ugraph.Attr{}, []ugraph.Shape{sh(16, 64), sh(64, 64)}, sh(16, 64), fp16, 2 * 16 * 64 * 64, 0},
+		{ugraph.OpMatmul, ugraph.Attr{}, []ugraph.Shape{sh(8, 64), sh(64, 64)}, sh(8, 64), fp16, 2 * 16 * 64 * 64, 0}, // m padded to 16
+		{ugraph.OpMatmul, ugraph.Attr{}, []ugraph.Shape{sh(2, 256, 64), sh(2, 64, 4)}, sh(2, 256, 4), ugraph.BFloat16, 2 * 2 * 256 * 8 * 64, 0},
+		{ugraph.OpMatmul, ugraph.Attr{}, []ugraph.Shape{sh(8, 64), sh(64, 64)}, sh(8, 64), ugraph.Float32, 0, 2 * 8 * 64 * 64},
+		{ugraph.OpExp, ugraph.Attr{}, []ugraph.Shape{sh(16, 64)}, sh(16, 64), fp16, 0, 4 * 16 * 64},
+		{ugraph.OpAdd, ugraph.Attr{}, []ugraph.Shape{sh(16, 64), sh(16, 1)}, sh(16, 64), fp16, 0, 16 * 64},
+		{ugraph.OpDiv, ugraph.Attr{}, []ugraph.Shape{sh(16, 64), sh(16, 1)}, sh(16, 64), fp16, 0, 5 * 16 * 64},
+		{ugraph.OpReduction, ugraph.Attr{Dim: 1}, []ugraph.Shape{sh(16, 64)}, sh(16, 1), fp16, 0, 16 * 64},
+		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []ugraph.Shape{sh(16, 64)}, sh(16, 64), fp16, 0, 3 * 16 * 64},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, []ugraph.Shape{sh(16, 64)}, sh(16, 1), fp16, 0, 2 * 16 * 64},
+		{ugraph.OpForloopAccum, ugraph.Attr{}, []ugraph.Shape{sh(16, 64)}, sh(16, 64), fp16, 0, 16 * 64},
+		{ugraph.OpConcat, ugraph.Attr{Dim: 1}, []ugraph.Shape{sh(16, 64), sh(16, 64)}, sh(16, 128), fp16, 0, 0},
+	}
+	for _, tt := range tests {
+		tf, cf := opFlops(tt.op, tt.attr, tt.in, tt.out, tt.dt)
+		if tf != tt.tensor || cf != tt.cudaCore {
+			t.Errorf("%v%v %v: %d tensor, %d CUDA-core flops; want %d, %d", tt.op, tt.in, tt.dt, tf, cf, tt.tensor, tt.cudaCore)
+		}
+	}
+}
+
+// Small element-wise kernels are dominated by the launch.
+func TestSmallKernelIsLaunchBound(t *testing.T) {
+	g := kernel.New()
+	x := check[kernel.TensorID](t)(g.AddInput(sh(16, 64), fp16))
+	y := check[kernel.TensorID](t)(g.Add(ugraph.OpExp, ugraph.Attr{}, x))
+	if err := g.MarkOutput(y); err != nil {
+		t.Fatal(err)
+	}
+	for _, arch := range Archs() {
+		e := estimate(t, g, arch)
+		k := e.Kernels[0]
+		if e.Launches != 1 || k.Bound != BoundLaunch || k.Bytes != 2*16*64*2 {
+			t.Errorf("%s: %d launches, %s-bound, %d bytes; want 1, launch-bound, %d", arch.Name, e.Launches, k.Bound, k.Bytes, 2*16*64*2)
+		}
+		if want := arch.LaunchMicros + waveMicros; !within(e.Micros, want, 0.01) {
+			t.Errorf("%s: %.2f µs, want %.2f", arch.Name, e.Micros, want)
+		}
+	}
+}
+
+// An op reading one tensor twice reads it once.
+func TestLibraryKernelReadsEachInputOnce(t *testing.T) {
+	g := kernel.New()
+	x := check[kernel.TensorID](t)(g.AddInput(sh(1024, 1024), fp16))
+	check[kernel.TensorID](t)(g.Add(ugraph.OpMul, ugraph.Attr{}, x, x))
+	k := estimate(t, g, mustArch(t, "sm_80")).Kernels[0]
+	if want := int64(2 * 1024 * 1024 * 2); k.Bytes != want || k.DRAMBytes != want {
+		t.Errorf("Bytes %d, DRAMBytes %d, want %d", k.Bytes, k.DRAMBytes, want)
+	}
+}
+
+func TestEstimateSumsKernels(t *testing.T) {
+	e := estimate(t, loadExample(t, "gqa.py"), mustArch(t, "sm_90"))
+	var bytes, flops int64
+	var micros float64
+	for _, k := range e.Kernels {
+		bytes += k.Bytes
+		flops += k.TensorFlops + k.CUDAFlops
+		micros += k.Micros
+	}
+	if e.Launches != 5 || len(e.Kernels) != 5 || e.Bytes != bytes || e.Flops != flops || !within(e.Micros, micros, 1e-12) {
+		t.Errorf("estimate %+v does not sum its kernels", e)
+	}
+	if e.Arch != "sm_90" || e.Speedup(e) != 1 {
+		t.Errorf("arch %q, self speedup %v", e.Arch, e.Speedup(e))
+	}
+}

@@ -1,0 +1,53 @@
+package cost
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// blockPlan is what the model needs of how a block graph runs on a block's
+// threads, as ugraph/thread plans it.
+type blockPlan struct {
+	smem      int    // shared memory per block, bytes
+	dead      []bool // per op: not run, since no output depends on it
+	mma       []bool // per op: a matmul on tensor cores (else SIMT, fp32)
+	freeAccum []bool // per op: a None accumulator that the mma does in its registers
+}
+
+// PlanOptions are the options with which the model derives the thread plan
+// of a block graph for arch: the code generator must plan alike for the
+// model to describe the code it emits.
+func PlanOptions(arch Arch) thread.Options {
+	return thread.Options{MaxSmemBytes: arch.MaxSmemPerBlock}
+}
+
+// planBlock plans b for arch.
+func planBlock(b *block.Graph, arch Arch) (blockPlan, error) {
+	tg, err := thread.Derive(b, PlanOptions(arch))
+	if se := (*thread.SmemError)(nil); errors.As(err, &se) {
+		return blockPlan{}, fmt.Errorf("%w: a block needs %d bytes of shared memory, %s allows %d", ErrDoesNotFit, se.Bytes, arch, se.Limit)
+	}
+	if err != nil {
+		return blockPlan{}, err
+	}
+	n := len(b.Ops)
+	p := blockPlan{smem: tg.SmemBytes, dead: make([]bool, n), mma: make([]bool, n), freeAccum: make([]bool, n)}
+	for i, op := range tg.Ops {
+		p.dead[i] = op.Role == thread.RoleDead
+		p.mma[i] = op.MMA != nil
+		if b.Ops[i].Kind != ugraph.OpForloopAccum || b.Ops[i].Attr.Accum != ugraph.AccumNone || op.Role != thread.RoleFused {
+			continue
+		}
+		// mma.sync adds into its accumulator registers: when the
+		// accumulator directly follows the matmul and stays in registers
+		// across the loop, accumulating costs nothing more.
+		gr := &tg.Groups[op.Group]
+		head := tg.Ops[gr.Head].MMA
+		p.freeAccum[i] = head != nil && head.Persistent && gr.Chain[0] == i
+	}
+	return p, nil
+}

@@ -1,0 +1,172 @@
+package cost
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// ProfileVersion is the version of the profile format this package reads
+// and writes.
+const ProfileVersion = 1
+
+// Profile is one profile file: median times measured on one GPU.
+type Profile struct {
+	Version      int           `json:"version"`
+	Arch         string        `json:"arch"` // "sm_80": the model's arch it refines
+	GPU          string        `json:"gpu"`  // the device name, as CUDA reports it
+	Measurements []Measurement `json:"measurements"`
+}
+
+// Measurement is the measured time of one candidate μGraph of a program.
+type Measurement struct {
+	Program      string  `json:"program"`        // the program's name (frontend.Program.Name)
+	Hash         string  `json:"hash"`           // GraphHash of the candidate
+	MedianMicros float64 `json:"median_us"`      // median over the runs of the whole graph
+	Runs         int     `json:"runs,omitempty"` // how many timed runs the median is of
+}
+
+// GraphHash is the key of g in profiles: kernel.Hash as 16 lower-case hex
+// digits.
+func GraphHash(g *kernel.Graph) string { return fmt.Sprintf("%016x", kernel.Hash(g)) }
+
+// ReadProfile decodes and checks one profile. Fields it does not know are
+// ignored, so a harness may record more (driver, clocks).
+func ReadProfile(r io.Reader) (*Profile, error) {
+	var p Profile
+	if err := json.NewDecoder(r).Decode(&p); err != nil {
+		return nil, err
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Write encodes p, indented, after checking it.
+func (p *Profile) Write(w io.Writer) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+func (p *Profile) check() error {
+	if p.Version != ProfileVersion {
+		return fmt.Errorf("profile version %d, want %d", p.Version, ProfileVersion)
+	}
+	if p.Arch == "" {
+		return errors.New("profile names no arch")
+	}
+	for i, m := range p.Measurements {
+		if m.Program == "" {
+			return fmt.Errorf("measurement %d names no program", i)
+		}
+		if !validHash(m.Hash) {
+			return fmt.Errorf("measurement %d: hash %q, want 16 lower-case hex digits", i, m.Hash)
+		}
+		if !(m.MedianMicros > 0) || math.IsInf(m.MedianMicros, 0) {
+			return fmt.Errorf("measurement %d: median_us %v, want a positive time", i, m.MedianMicros)
+		}
+	}
+	return nil
+}
+
+func validHash(h string) bool {
+	if len(h) != 16 {
+		return false
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Profiles are the measurements of one or more profile files, for lookup.
+// The zero value and nil hold none.
+type Profiles struct {
+	micros map[profileKey]measured
+}
+
+type profileKey struct{ arch, program, hash string }
+
+type measured struct {
+	micros float64
+	file   string
+}
+
+// LoadProfiles reads a profile file, or every *.json file of a directory.
+// Two measurements of the same graph for the same arch are an error: which
+// one to trust is for the user to decide.
+func LoadProfiles(path string) (*Profiles, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	files := []string{path}
+	if info.IsDir() {
+		if files, err = filepath.Glob(filepath.Join(path, "*.json")); err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s: no *.json profiles", path)
+		}
+		slices.Sort(files)
+	}
+	ps := &Profiles{micros: map[profileKey]measured{}}
+	for _, f := range files {
+		if err := ps.load(f); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+func (ps *Profiles) load(file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	p, err := ReadProfile(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	for _, m := range p.Measurements {
+		k := profileKey{p.Arch, m.Program, m.Hash}
+		if prev, ok := ps.micros[k]; ok {
+			return fmt.Errorf("%s: %s %s graph %s is also measured in %s", file, p.Arch, m.Program, m.Hash, prev.file)
+		}
+		ps.micros[k] = measured{m.MedianMicros, file}
+	}
+	return nil
+}
+
+// Lookup returns the measured median time of g, a candidate for program,
+// on arch, if a profile has it.
+func (ps *Profiles) Lookup(arch, program string, g *kernel.Graph) (micros float64, ok bool) {
+	if ps == nil {
+		return 0, false
+	}
+	m, ok := ps.micros[profileKey{arch, program, GraphHash(g)}]
+	return m.micros, ok
+}
+
+// Len is the number of measurements held.
+func (ps *Profiles) Len() int {
+	if ps == nil {
+		return 0
+	}
+	return len(ps.micros)
+}

@@ -1,0 +1,134 @@
+package cost
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGraphHashIs16HexDigits(t *testing.T) {
+	g := loadExample(t, "rmsnorm_matmul_mugraph.py")
+	h := GraphHash(g)
+	if !validHash(h) || h != GraphHash(loadExample(t, "rmsnorm_matmul_mugraph.py")) {
+		t.Errorf("GraphHash = %q", h)
+	}
+	if h == GraphHash(loadExample(t, "rmsnorm_matmul.py")) {
+		t.Error("program and μGraph hash alike")
+	}
+}
+
+// A profile written by Write reads back, and measured times are found by
+// arch, program and graph.
+func TestProfilesLookup(t *testing.T) {
+	prog, fused := loadExample(t, "rmsnorm_matmul.py"), loadExample(t, "rmsnorm_matmul_mugraph.py")
+	dir := t.TempDir()
+	for _, p := range []Profile{
+		{Version: 1, Arch: "sm_80", GPU: "NVIDIA A100-SXM4-80GB", Measurements: []Measurement{
+			{Program: "rmsnorm_matmul", Hash: GraphHash(prog), MedianMicros: 41.5, Runs: 100},
+			{Program: "rmsnorm_matmul", Hash: GraphHash(fused), MedianMicros: 30.25, Runs: 100},
+		}},
+		{Version: 1, Arch: "sm_90", GPU: "NVIDIA H100 80GB HBM3", Measurements: []Measurement{
+			{Program: "rmsnorm_matmul", Hash: GraphHash(fused), MedianMicros: 19},
+		}},
+	} {
+		var buf bytes.Buffer
+		if err := p.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, p.Arch+".json"), buf.String())
+	}
+	writeFile(t, filepath.Join(dir, "notes.txt"), "not a profile")
+
+	ps, err := LoadProfiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.Len() != 3 {
+		t.Errorf("Len = %d, want 3", ps.Len())
+	}
+	tests := []struct {
+		arch, program string
+		graph         string // "prog" or "fused"
+		micros        float64
+		ok            bool
+	}{
+		{"sm_80", "rmsnorm_matmul", "prog", 41.5, true},
+		{"sm_80", "rmsnorm_matmul", "fused", 30.25, true},
+		{"sm_90", "rmsnorm_matmul", "fused", 19, true},
+		{"sm_90", "rmsnorm_matmul", "prog", 0, false},
+		{"sm_80", "gated_mlp", "fused", 0, false},
+	}
+	for _, tt := range tests {
+		g := prog
+		if tt.graph == "fused" {
+			g = fused
+		}
+		us, ok := ps.Lookup(tt.arch, tt.program, g)
+		if us != tt.micros || ok != tt.ok {
+			t.Errorf("Lookup(%s, %s, %s) = %v, %v; want %v, %v", tt.arch, tt.program, tt.graph, us, ok, tt.micros, tt.ok)
+		}
+	}
+
+	one, err := LoadProfiles(filepath.Join(dir, "sm_90.json"))
+	if err != nil || one.Len() != 1 {
+		t.Errorf("one file: %v measurements, %v", one.Len(), err)
+	}
+	var none *Profiles
+	if _, ok := none.Lookup("sm_80", "rmsnorm_matmul", fused); ok || none.Len() != 0 {
+		t.Error("nil Profiles has measurements")
+	}
+}
+
+func TestBadProfiles(t *testing.T) {
+	const good = `{"program": "p", "hash": "0123456789abcdef", "median_us": 3}`
+	profile := func(version, arch, m string) string {
+		return `{"version": ` + version + `, "arch": "` + arch + `", "gpu": "g", "extra": {"driver": "1"}, "measurements": [` + m + `]}`
+	}
+	tests := []struct {
+		name  string
+		files map[string]string
+		err   string
+	}{
+		{"version", map[string]string{"a.json": profile("2", "sm_80", good)}, "profile version 2, want 1"},
+		{"no arch", map[string]string{"a.json": profile("1", "", good)}, "names no arch"},
+		{"short hash", map[string]string{"a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123", "median_us": 3}`)}, `hash "0123"`},
+		{"upper-case hash", map[string]string{"a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789ABCDEF", "median_us": 3}`)}, "lower-case hex"},
+		{"no program", map[string]string{"a.json": profile("1", "sm_80", `{"hash": "0123456789abcdef", "median_us": 3}`)}, "names no program"},
+		{"zero time", map[string]string{"a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 0}`)}, "median_us 0"},
+		{"not json", map[string]string{"a.json": "{"}, "a.json: unexpected EOF"},
+		{"duplicate", map[string]string{"a.json": profile("1", "sm_80", good), "b.json": profile("1", "sm_80", good)}, "b.json: sm_80 p graph 0123456789abcdef is also measured in"},
+		{"empty dir", map[string]string{}, "no *.json profiles"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		for name, text := range tt.files {
+			writeFile(t, filepath.Join(dir, name), text)
+		}
+		_, err := LoadProfiles(dir)
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.err)
+		}
+	}
+	if err := (&Profile{Version: 1, Arch: "sm_80", Measurements: []Measurement{{Program: "p", Hash: "x"}}}).Write(new(bytes.Buffer)); err == nil {
+		t.Error("Write wrote an invalid profile")
+	}
+	if _, err := LoadProfiles(filepath.Join(t.TempDir(), "missing.json")); !os.IsNotExist(err) {
+		t.Errorf("missing file: %v", err)
+	}
+	// The same graph measured on two archs is no conflict.
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.json"), profile("1", "sm_80", good))
+	writeFile(t, filepath.Join(dir, "b.json"), profile("1", "sm_90", good))
+	if _, err := LoadProfiles(dir); err != nil {
+		t.Errorf("two archs: %v", err)
+	}
+}

@@ -1,0 +1,361 @@
+package search
+
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/absexpr"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// blockConfig is how a graph-defined kernel is launched and how each of its
+// inputs is tiled: the part of a threadblock graph fixed before its ops.
+type blockConfig struct {
+	grid, threads block.Dim3
+	forloop       int
+	imaps         []block.Map // per input
+	fmaps         []int       // per input
+}
+
+// blockConfigs returns the configurations for a customized op reading ins,
+// in a fixed order. Inputs are tiled by dimension classes (dims.go): each
+// grid axis of size > 1 splits one class present among the inputs (distinct
+// axes, distinct classes), and the for-loop walks one class or none; every
+// input with a dim of the chosen class is split (walked) along it, the
+// others replicated. The for-loop range is 1 exactly when nothing is
+// walked. The imaps and fmaps so made must also be in the config's lists
+// (a program's superoptimize arguments restrict them). Divisibility is left
+// to the builders.
+func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID) []blockConfig {
+	cfg := &s.cfg
+	cls := dimClasses(s.program, g)
+	var present []int32 // classes of the inputs' dims, in order of appearance
+	for _, t := range ins {
+		for _, c := range cls[t] {
+			if !slices.Contains(present, c) {
+				present = append(present, c)
+			}
+		}
+	}
+	// dimsOf lists the dims of input i in class c, or {-1} when it has none.
+	dimsOf := func(i int, c int32) []int {
+		var ds []int
+		for d, dc := range cls[ins[i]] {
+			if dc == c {
+				ds = append(ds, d)
+			}
+		}
+		if len(ds) == 0 {
+			ds = []int{-1}
+		}
+		return ds
+	}
+	n := len(ins)
+	var confs []blockConfig
+	emit := func(grid block.Dim3, f int, imaps []block.Map, fmaps []int) {
+		for i := range n {
+			if !slices.Contains(cfg.IMaps, imaps[i]) || !slices.Contains(cfg.FMaps, fmaps[i]) {
+				return
+			}
+		}
+		for _, th := range cfg.Threads {
+			confs = append(confs, blockConfig{grid: grid, threads: th, forloop: f,
+				imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps)})
+		}
+	}
+	for _, grid := range cfg.Grids {
+		for _, split := range classAssignments(grid, present) {
+			for w := -1; w < len(present); w++ {
+				ranges := []int{1}
+				if w >= 0 {
+					ranges = cfg.FRanges
+				}
+				for _, f := range ranges {
+					if w >= 0 && f == 1 {
+						continue
+					}
+					imaps := make([]block.Map, n)
+					fmaps := make([]int, n)
+					// expand picks, input by input and axis by axis (3 is
+					// the for-loop), the dim of the chosen class.
+					var expand func(i, a int)
+					expand = func(i, a int) {
+						switch {
+						case i == n:
+							emit(grid, f, imaps, fmaps)
+						case a < 3 && grid[a] == 1:
+							imaps[i][a] = -1
+							expand(i, a+1)
+						case a < 3:
+							for _, d := range dimsOf(i, split[a]) {
+								imaps[i][a] = d
+								expand(i, a+1)
+							}
+						case w < 0:
+							fmaps[i] = -1
+							expand(i+1, 0)
+						default:
+							for _, d := range dimsOf(i, present[w]) {
+								fmaps[i] = d
+								expand(i+1, 0)
+							}
+						}
+					}
+					expand(0, 0)
+				}
+			}
+		}
+	}
+	return confs
+}
+
+// classAssignments returns every way to give each axis of size > 1 of grid
+// its own class from present (entries of axes of size 1 are unused).
+func classAssignments(grid block.Dim3, present []int32) [][3]int32 {
+	var out [][3]int32
+	var cur [3]int32
+	var rec func(a int)
+	rec = func(a int) {
+		if a == 3 {
+			out = append(out, cur)
+			return
+		}
+		if grid[a] == 1 {
+			cur[a] = -1
+			rec(a + 1)
+			return
+		}
+		for _, c := range present {
+			if slices.Contains(cur[:a], c) {
+				continue
+			}
+			cur[a] = c
+			rec(a + 1)
+		}
+	}
+	rec(0)
+	return out
+}
+
+// blockState is a threadblock graph under construction inside a kernel
+// state, with what the search tracks per tile and op.
+type blockState struct {
+	k    *kernelState
+	ins  []kernel.TensorID
+	g    *block.Graph
+	expr []*absexpr.Expr // per tile
+	uses []int32         // per tile: how many ops consume it
+	keys []opKey         // per op
+}
+
+// openBlock starts a customized op on ins with configuration conf, explores
+// its threadblock graphs and, below each complete one, the kernel graph.
+func (k *kernelState) openBlock(ins []kernel.TensorID, conf blockConfig) {
+	s := k.s
+	g, err := block.New(conf.grid, conf.threads, conf.forloop, s.cfg.ReductionDimx)
+	if err != nil {
+		s.prunedShape.Add(1)
+		return
+	}
+	b := &blockState{k: k, ins: ins, g: g}
+	for i, t := range ins {
+		dt := k.g.Tensors[t]
+		if _, err := g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
+			s.prunedShape.Add(1)
+			return
+		}
+		b.expr = append(b.expr, k.expr[t]) // grid and for-loop tiling are invisible to expressions
+		b.uses = append(b.uses, 0)
+		b.keys = append(b.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
+	}
+	s.states.Add(1)
+	if !b.canFinish() {
+		s.prunedDead.Add(1)
+		return
+	}
+	b.explore()
+}
+
+// opsLeft is how many more ops (output ops aside) the size limit allows.
+func (b *blockState) opsLeft() int { return b.k.s.cfg.MaxBlockOps - len(b.g.Ops) }
+
+// canFinish reports whether the open tiles (those no op consumes) can still
+// all become outputs within the size limits: each op closes at most one
+// open tile net, and turns at most one per-iteration open tile into a
+// post-loop one (an accumulator, or a binary op merging two).
+func (b *blockState) canFinish() bool {
+	open, inLoop := 0, 0
+	for t, n := range b.uses {
+		if n == 0 {
+			open++
+			if !b.g.Tensors[t].PostLoop {
+				inLoop++
+			}
+		}
+	}
+	left := b.opsLeft()
+	return inLoop <= left && open-b.k.s.cfg.MaxBlockOutputs <= left
+}
+
+// explore tries to finish b into a customized op, then extends it by every
+// op the config allows, depth first.
+func (b *blockState) explore() {
+	s := b.k.s
+	if s.stop() {
+		return
+	}
+	b.finish()
+	if b.opsLeft() <= 0 {
+		return
+	}
+	for _, c := range s.cfg.BlockOps {
+		b.eachOperands(c, func(in []block.TensorID) { b.tryOp(c, in) })
+	}
+}
+
+// eachOperands calls f with every operand list for c in canonical order
+// after the last op. The slice is reused between calls.
+func (b *blockState) eachOperands(c OpChoice, f func([]block.TensorID)) {
+	n := block.TensorID(len(b.g.Tensors))
+	last := b.keys[len(b.keys)-1]
+	info := c.Kind.Info()
+	in := make([]block.TensorID, info.Arity)
+	var ids [2]int32
+	try := func() {
+		for i, t := range in {
+			ids[i] = int32(t)
+		}
+		if keyOf(c.Kind, c.Attr, ids[:len(in)], 0).compare(last) <= 0 {
+			b.k.s.prunedOrder.Add(1)
+			return
+		}
+		f(in)
+	}
+	switch len(in) {
+	case 1:
+		for a := range n {
+			if c.Kind == ugraph.OpForloopAccum && b.g.Tensors[a].PostLoop {
+				continue // accumulators take per-iteration tiles
+			}
+			in[0] = a
+			try()
+		}
+	case 2:
+		for a := range n {
+			for c2 := range n {
+				if info.Commutative && c2 < a {
+					continue
+				}
+				if b.g.Tensors[a].PostLoop != b.g.Tensors[c2].PostLoop {
+					continue // never valid: one phase per op
+				}
+				in[0], in[1] = a, c2
+				try()
+			}
+		}
+	}
+}
+
+// tryOp adds block op c on in, explores below it and removes it.
+func (b *blockState) tryOp(c OpChoice, in []block.TensorID) {
+	s := b.k.s
+	e, ok := s.exprs.blockOp(b, c, in)
+	if !ok {
+		s.prunedAbsexpr.Add(1)
+		return
+	}
+	out, err := b.g.Add(c.Kind, c.Attr, in...)
+	if err != nil {
+		s.prunedShape.Add(1)
+		return
+	}
+	var ids [2]int32
+	for i, t := range in {
+		ids[i] = int32(t)
+		b.uses[t]++
+	}
+	b.expr = append(b.expr, e)
+	b.uses = append(b.uses, 0)
+	b.keys = append(b.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
+	s.states.Add(1)
+	if b.canFinish() {
+		b.explore()
+	} else {
+		s.prunedDead.Add(1)
+	}
+	b.pop()
+	_ = out
+}
+
+func (b *blockState) pop() {
+	op := b.g.Ops[len(b.g.Ops)-1]
+	for _, t := range op.Operands() {
+		b.uses[t]--
+	}
+	b.g.Pop()
+	n := len(b.g.Tensors)
+	b.expr, b.uses = b.expr[:n], b.uses[:n]
+	b.keys = b.keys[:len(b.keys)-1]
+}
+
+// finish completes b when every open tile is post-loop and there are at
+// most MaxBlockOutputs of them: each becomes an output, under each output
+// map that is canonical for the grid, and the resulting customized op is
+// added to the kernel graph.
+func (b *blockState) finish() {
+	s := b.k.s
+	var open []block.TensorID
+	for t, n := range b.uses {
+		if n > 0 {
+			continue
+		}
+		if !b.g.Tensors[t].PostLoop {
+			return
+		}
+		open = append(open, block.TensorID(t))
+	}
+	if len(open) == 0 || len(open) > s.cfg.MaxBlockOutputs {
+		return
+	}
+	outExprs := make([]*absexpr.Expr, len(open))
+	for i, t := range open {
+		outExprs[i] = b.expr[t]
+	}
+	for _, omap := range s.cfg.OMaps {
+		if !omapFits(omap, b.g.Grid) {
+			continue
+		}
+		g := b.g.Clone()
+		ok := true
+		for _, t := range open {
+			if err := g.AddOutput(t, omap); err != nil {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			s.prunedShape.Add(1)
+			continue
+		}
+		if !s.fitsSmem(g) {
+			s.prunedShape.Add(1)
+			continue
+		}
+		b.k.attach(b.ins, g, outExprs)
+		if s.stop() {
+			return
+		}
+	}
+}
+
+// omapFits reports whether m is a canonical output map for grid: every axis
+// of size > 1 mapped (the builder checks that too), axes of size 1 not.
+func omapFits(m block.Map, grid block.Dim3) bool {
+	for a, d := range m {
+		if (grid[a] == 1) != (d == -1) {
+			return false
+		}
+	}
+	return true
+}

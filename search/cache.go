@@ -1,0 +1,158 @@
+package search
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/mitchellh/hashstructure/v2"
+
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// candidateMeta is what a candidate's "meta" object in a .ugraph.json
+// document holds: the figures it was ranked by.
+type candidateMeta struct {
+	Rank          int          `json:"rank"`
+	Kernels       int          `json:"kernels"`
+	Customized    int          `json:"customized"`
+	Grids         []block.Dim3 `json:"grids"`
+	ForloopRanges []int        `json:"forloop_ranges"`
+	EstimatedUs   float64      `json:"estimated_us"`
+	DeviceBytes   int64        `json:"device_bytes"`
+	Flops         int64        `json:"flops"`
+}
+
+// File returns the candidates as a μGraph document named name, best first,
+// each with its figures in its "meta" object, and meta (if not nil) as the
+// document's "meta".
+func (r *Result) File(name string, meta any) (*kernel.File, error) {
+	f := &kernel.File{Name: name}
+	for i, c := range r.Candidates {
+		m, err := json.Marshal(candidateMeta{
+			Rank: i, Kernels: c.Kernels, Customized: c.Customized,
+			Grids: nonNil(c.Grids), ForloopRanges: nonNil(c.ForloopRanges),
+			EstimatedUs: c.Estimate.Micros, DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops,
+		})
+		if err != nil {
+			return nil, err
+		}
+		f.Graphs = append(f.Graphs, kernel.Entry{Graph: c.Graph, Meta: m})
+	}
+	if meta != nil {
+		m, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		f.Meta = m
+	}
+	return f, nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Key identifies a search by what decides its result: the program, the
+// configuration (completed as Run completes it) and the options that change
+// what is found. Two searches with the same key find the same candidates.
+func Key(program *kernel.Graph, cfg Config, opts Options) string {
+	cfg.Complete(program)
+	h, err := hashstructure.Hash(struct {
+		Version    int
+		Program    uint64
+		Config     Config
+		Seed       uint64
+		MaxStates  int64
+		MaxResults int
+	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults}, hashstructure.FormatV2, nil)
+	if err != nil {
+		panic(fmt.Sprintf("search.Key: %v", err)) // Config holds only hashable types
+	}
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(h >> (56 - 8*i))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// cacheVersion changes whenever the generator changes what it finds for a
+// given key, so stale entries are never used.
+const cacheVersion = 1
+
+// Cache stores search results by key in a directory, one .ugraph.json
+// document per key with the statistics in its "meta".
+type Cache struct{ Dir string }
+
+// DefaultCacheDir is mirage's directory in the user's cache directory.
+func DefaultCacheDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "mirage-go", "search"), nil
+}
+
+type cacheMeta struct {
+	Key   string `json:"key"`
+	Stats Stats  `json:"stats"`
+}
+
+func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugraph.json") }
+
+// Load returns the cached result for key, if there is a readable one. An
+// unreadable entry is reported as an error (and can be overwritten).
+func (c Cache) Load(key string) (*Result, bool, error) {
+	data, err := os.ReadFile(c.path(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	f, err := kernel.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, false, fmt.Errorf("cache entry %s: %v", c.path(key), err)
+	}
+	var m cacheMeta
+	if err := json.Unmarshal(f.Meta, &m); err != nil || m.Key != key {
+		return nil, false, fmt.Errorf("cache entry %s: bad meta", c.path(key))
+	}
+	r := &Result{Stats: m.Stats}
+	for _, e := range f.Graphs {
+		var cm candidateMeta
+		if err := json.Unmarshal(e.Meta, &cm); err != nil {
+			return nil, false, fmt.Errorf("cache entry %s: bad candidate meta", c.path(key))
+		}
+		cand := &Candidate{Graph: e.Graph, Hash: kernel.Hash(e.Graph), Kernels: cm.Kernels, Customized: cm.Customized,
+			Grids: cm.Grids, ForloopRanges: cm.ForloopRanges,
+			Estimate: Estimate{Micros: cm.EstimatedUs, Bytes: cm.DeviceBytes, Flops: cm.Flops}}
+		r.Candidates = append(r.Candidates, cand)
+	}
+	return r, true, nil
+}
+
+// Store writes r under key, atomically. Results of searches that stopped
+// early are incomplete and not stored.
+func (c Cache) Store(key, name string, r *Result) error {
+	if r.Stats.Stopped != "" || len(r.Candidates) == 0 {
+		return nil
+	}
+	f, err := r.File(name, cacheMeta{Key: key, Stats: r.Stats})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return err
+	}
+	return kernel.WriteFile(c.path(key), f)
+}

@@ -1,0 +1,352 @@
+package search
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// OpChoice is an operator the generator may add: a kind and its attributes
+// (a reduction's dim, an accumulator's kind, ...).
+type OpChoice struct {
+	Kind ugraph.OpKind
+	Attr ugraph.Attr
+}
+
+func (c OpChoice) String() string {
+	switch c.Kind.Info().Class {
+	case ugraph.ClassAccum:
+		return fmt.Sprintf("%v(%v)", c.Kind, c.Attr.Accum)
+	case ugraph.ClassReduction, ugraph.ClassConcat:
+		return fmt.Sprintf("%v(dim %d)", c.Kind, c.Attr.Dim)
+	}
+	return c.Kind.String()
+}
+
+// Config is what the generator explores. The named configurations
+// (NamedConfig) follow Mirage's, adapted to our IR; Complete fills what a
+// program leaves open from its shapes.
+type Config struct {
+	Name string
+
+	// KernelOps are the pre-defined kernel operators to explore; graph-
+	// defined kernels are governed by MaxCustomized.
+	KernelOps []OpChoice
+	// BlockOps are the threadblock operators to explore (input and output
+	// ops are placed by the generator itself).
+	BlockOps []OpChoice
+
+	// Size limits.
+	MaxKernelOps    int // kernel ops of a candidate, inputs included (Mirage: 5)
+	MaxCustomized   int // graph-defined kernels per candidate (Mirage: 1, attention 2)
+	MaxBlockOps     int // ops of a block graph, input ops included, output ops not (Mirage: 9)
+	MaxBlockInputs  int // inputs of a graph-defined kernel (Mirage: 3)
+	MaxBlockOutputs int // outputs of a graph-defined kernel (Mirage: 1, attention 2)
+
+	// Threadblock graph candidates. Complete derives the empty ones from the
+	// program's shapes.
+	Grids         []block.Dim3
+	Threads       []block.Dim3
+	IMaps         []block.Map
+	OMaps         []block.Map
+	FMaps         []int // -1 (no for-loop dim) or a dim
+	FRanges       []int // for-loop ranges > 1; 1 is used exactly when no input is walked
+	ReductionDimx int
+
+	// MaxSmemBytes bounds the shared memory of a graph-defined kernel: the
+	// target architecture's limit per block (cost.Arch.MaxSmemPerBlock).
+	// 0 means no limit.
+	MaxSmemBytes int
+}
+
+func ops(kinds ...ugraph.OpKind) []OpChoice {
+	cs := make([]OpChoice, len(kinds))
+	for i, k := range kinds {
+		cs[i] = OpChoice{Kind: k}
+	}
+	return cs
+}
+
+func accums(as ...ugraph.Accum) []OpChoice {
+	cs := make([]OpChoice, len(as))
+	for i, a := range as {
+		cs[i] = OpChoice{Kind: ugraph.OpForloopAccum, Attr: ugraph.Attr{Accum: a}}
+	}
+	return cs
+}
+
+func reductions(k ugraph.OpKind, dims ...int) []OpChoice {
+	cs := make([]OpChoice, len(dims))
+	for i, d := range dims {
+		cs[i] = OpChoice{Kind: k, Attr: ugraph.Attr{Dim: d}}
+	}
+	return cs
+}
+
+// namedConfigs are Mirage's generator configurations (src/search/config.cc:
+// get_default_config, get_mlp_default_config, get_attention_default_config,
+// get_lora_default_config) in our terms. Their map, grid and range lists
+// are left empty where our shape-derived defaults (Complete) subsume
+// Mirage's fixed lists.
+var namedConfigs = map[string]Config{
+	"default": {
+		KernelOps: ops(ugraph.OpMatmul, ugraph.OpExp, ugraph.OpSilu, ugraph.OpAdd, ugraph.OpMul, ugraph.OpDiv),
+		BlockOps: slices.Concat(
+			ops(ugraph.OpMatmul, ugraph.OpExp, ugraph.OpSilu, ugraph.OpAdd, ugraph.OpMul, ugraph.OpDiv),
+			accums(ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumMean, ugraph.AccumSumToDimx)),
+		MaxKernelOps: 5, MaxCustomized: 1, MaxBlockOps: 9, MaxBlockInputs: 3, MaxBlockOutputs: 1,
+		FRanges: []int{4, 16, 64}, ReductionDimx: 64,
+	},
+	"mlp": {
+		KernelOps: ops(ugraph.OpMatmul, ugraph.OpExp, ugraph.OpDiv, ugraph.OpAdd, ugraph.OpMul, ugraph.OpSilu),
+		BlockOps: slices.Concat(
+			ops(ugraph.OpMatmul, ugraph.OpExp, ugraph.OpDiv, ugraph.OpSilu, ugraph.OpMul, ugraph.OpAdd),
+			accums(ugraph.AccumNone)),
+		MaxKernelOps: 5, MaxCustomized: 1, MaxBlockOps: 9, MaxBlockInputs: 3, MaxBlockOutputs: 1,
+		FRanges: []int{4, 16, 64}, ReductionDimx: 64,
+	},
+	"attention": {
+		KernelOps: slices.Concat(ops(ugraph.OpMatmul, ugraph.OpExp, ugraph.OpDiv), reductions(ugraph.OpReduction, 0, 1, 2)),
+		BlockOps: slices.Concat(
+			ops(ugraph.OpMatmul, ugraph.OpExp, ugraph.OpDiv),
+			accums(ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx)),
+		MaxKernelOps: 5, MaxCustomized: 2, MaxBlockOps: 9, MaxBlockInputs: 3, MaxBlockOutputs: 2,
+		FRanges: []int{4, 8}, ReductionDimx: 64,
+	},
+	"lora": {
+		KernelOps: slices.Concat(ops(ugraph.OpMatmul), reductions(ugraph.OpReduction, 1)),
+		BlockOps: slices.Concat(
+			ops(ugraph.OpMatmul),
+			reductions(ugraph.OpReduction, 1), reductions(ugraph.OpReductionToDimx, 1),
+			ops(ugraph.OpConcat), accums(ugraph.AccumNone)),
+		MaxKernelOps: 5, MaxCustomized: 1, MaxBlockOps: 9, MaxBlockInputs: 4, MaxBlockOutputs: 1,
+		FRanges: []int{2, 4}, ReductionDimx: 64,
+	},
+}
+
+// ConfigNames lists the named configurations.
+func ConfigNames() []string {
+	names := make([]string, 0, len(namedConfigs))
+	for n := range namedConfigs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// NamedConfig returns a copy of the named configuration ("" is "default").
+func NamedConfig(name string) (Config, error) {
+	if name == "" {
+		name = "default"
+	}
+	c, ok := namedConfigs[name]
+	if !ok {
+		return Config{}, fmt.Errorf("unknown config %q (want one of %s)", name, strings.Join(ConfigNames(), ", "))
+	}
+	c.Name = name
+	c.KernelOps = slices.Clone(c.KernelOps)
+	c.BlockOps = slices.Clone(c.BlockOps)
+	c.FRanges = slices.Clone(c.FRanges)
+	return c, nil
+}
+
+// Override replaces the candidate lists the program gave to superoptimize
+// (Mirage's griddims, blockdims, imaps, omaps, fmaps, franges).
+func (c *Config) Override(a *frontend.SuperoptArgs) {
+	if a == nil {
+		return
+	}
+	if a.GridDims != nil {
+		c.Grids = slices.Clone(a.GridDims)
+	}
+	if a.BlockDims != nil {
+		c.Threads = slices.Clone(a.BlockDims)
+	}
+	if a.IMaps != nil {
+		c.IMaps = slices.Clone(a.IMaps)
+	}
+	if a.OMaps != nil {
+		c.OMaps = slices.Clone(a.OMaps)
+	}
+	if a.FMaps != nil {
+		c.FMaps = slices.Clone(a.FMaps)
+	}
+	if a.FRanges != nil {
+		c.FRanges = slices.Clone(a.FRanges)
+	}
+}
+
+// Complete adds to c what the program itself calls for and derives the
+// candidate lists left empty from the program's shapes:
+//
+//   - Op sets gain the operators the program uses (at kernel level) and
+//     their threadblock counterparts (rms_norm brings the rms accumulator
+//     and div, reduction brings the sum accumulator), so that a program is
+//     never out of reach of its own operators.
+//   - Grids: (x, y, 1) with x one block per batch entry (the leading dim of
+//     a tensor of rank >= 3) or per 64- or 128-wide tile of an output dim,
+//     and y from gridY; at most maxBlocks blocks. Mirage's hand-picked
+//     lists ((16, 1, 1), (16, 2, 1), (64, 1, 1)) are of this kind, and this
+//     adapts them to the program's shapes.
+//   - Imaps and omaps: every map that sends x and y to distinct dims below
+//     the maximal rank (or to none); the shapes prune the rest.
+//   - Fmaps: -1 and every dim below the maximal rank.
+//   - Threads: 128 (4 warps), Mirage's default.
+func (c *Config) Complete(program *kernel.Graph) {
+	for _, op := range program.Ops {
+		c.KernelOps = addOp(c.KernelOps, kernelChoice(op))
+		for _, bc := range blockCounterparts(op) {
+			c.BlockOps = addOp(c.BlockOps, bc)
+		}
+	}
+	rank := 0
+	for _, t := range program.Tensors {
+		rank = max(rank, t.Shape.Rank())
+	}
+	if len(c.Grids) == 0 {
+		c.Grids = deriveGrids(program)
+	}
+	if len(c.Threads) == 0 {
+		c.Threads = []block.Dim3{{128, 1, 1}}
+	}
+	if len(c.IMaps) == 0 {
+		c.IMaps = allMaps(rank)
+	}
+	if len(c.OMaps) == 0 {
+		c.OMaps = allMaps(rank)
+	}
+	if len(c.FMaps) == 0 {
+		c.FMaps = []int{-1}
+		for d := range rank {
+			c.FMaps = append(c.FMaps, d)
+		}
+	}
+	if c.ReductionDimx == 0 {
+		c.ReductionDimx = 64
+	}
+}
+
+func addOp(cs []OpChoice, c OpChoice) []OpChoice {
+	if c.Kind == ugraph.OpInvalid || slices.Contains(cs, c) {
+		return cs
+	}
+	return append(cs, c)
+}
+
+// kernelChoice is the choice that recreates a program op at kernel level.
+func kernelChoice(op kernel.Op) OpChoice {
+	switch op.Kind {
+	case ugraph.OpInput, ugraph.OpCustomized:
+		return OpChoice{}
+	}
+	return OpChoice{Kind: op.Kind, Attr: op.Attr}
+}
+
+// blockCounterparts are the threadblock operators through which a kernel
+// operator's computation can be fused.
+func blockCounterparts(op kernel.Op) []OpChoice {
+	switch op.Kind {
+	case ugraph.OpInput, ugraph.OpCustomized:
+		return nil
+	case ugraph.OpMatmul:
+		return slices.Concat(ops(ugraph.OpMatmul), accums(ugraph.AccumNone))
+	case ugraph.OpReduction:
+		return accums(ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx)
+	case ugraph.OpRMSNorm:
+		return slices.Concat(ops(ugraph.OpDiv), accums(ugraph.AccumRMS))
+	}
+	if op.Kind.AllowedAt(ugraph.LevelBlock) {
+		return []OpChoice{{Kind: op.Kind, Attr: op.Attr}}
+	}
+	return nil
+}
+
+// deriveGrids returns the grids described at Complete, in a fixed order.
+func deriveGrids(program *kernel.Graph) []block.Dim3 {
+	xs := map[int]bool{}
+	for _, t := range program.Tensors {
+		if s := t.Shape; s.Rank() >= 3 && s.Dim(0) > 1 && s.Dim(0) <= 64 {
+			xs[s.Dim(0)] = true // a batch dim: one block (column) per batch entry
+		}
+	}
+	for _, o := range program.Outputs {
+		s := program.Tensors[o].Shape
+		for d := range s.Rank() {
+			for _, tile := range []int{64, 128} {
+				if n := s.Dim(d); n%tile == 0 && n/tile > 1 {
+					xs[n/tile] = true // one block per output tile
+				}
+			}
+		}
+	}
+	var grids []block.Dim3
+	for _, x := range slices.Sorted(maps.Keys(xs)) {
+		for _, y := range gridY {
+			if x*y <= maxBlocks {
+				grids = append(grids, block.Dim3{x, y, 1})
+			}
+		}
+	}
+	return grids
+}
+
+// gridY are the extents tried along the grid's y axis: a second split of
+// the work (Mirage's (16, 2, 1)), up to the 16 slices of a split-K or
+// flash-decoding kernel.
+var gridY = []int{1, 2, 4, 8, 16}
+
+// maxBlocks bounds the blocks of a derived grid: eight waves on the
+// largest GPUs we target is more than a fused kernel wants.
+const maxBlocks = 1024
+
+// allMaps returns every map sending x and y to distinct dims below rank
+// or to none, and z to none.
+func allMaps(rank int) []block.Map {
+	var ms []block.Map
+	for x := -1; x < rank; x++ {
+		for y := -1; y < rank; y++ {
+			if x >= 0 && x == y {
+				continue
+			}
+			ms = append(ms, block.Map{x, y, -1})
+		}
+	}
+	return ms
+}
+
+// Validate checks that c can drive a search.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxKernelOps < 1, c.MaxBlockOps < 1, c.MaxBlockInputs < 1, c.MaxBlockOutputs < 1, c.MaxCustomized < 0:
+		return fmt.Errorf("config %q: size limits must be positive", c.Name)
+	case c.ReductionDimx < 1:
+		return fmt.Errorf("config %q: reduction_dimx %d", c.Name, c.ReductionDimx)
+	}
+	for _, f := range c.FRanges {
+		if f < 1 {
+			return fmt.Errorf("config %q: forloop range %d", c.Name, f)
+		}
+	}
+	for _, op := range c.KernelOps {
+		if !op.Kind.AllowedAt(ugraph.LevelKernel) || op.Kind.Info().Class == ugraph.ClassIO || op.Kind == ugraph.OpCustomized {
+			return fmt.Errorf("config %q: %v is not a pre-defined kernel op", c.Name, op)
+		}
+	}
+	for _, op := range c.BlockOps {
+		if !op.Kind.AllowedAt(ugraph.LevelBlock) || op.Kind.Info().Class == ugraph.ClassIO {
+			return fmt.Errorf("config %q: %v is not a threadblock op", c.Name, op)
+		}
+	}
+	for _, g := range c.Grids {
+		if _, err := block.New(g, block.Dim3{1, 1, 1}, 1, 1); err != nil {
+			return fmt.Errorf("config %q: %v", c.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package search
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+func TestNamedConfigs(t *testing.T) {
+	for _, name := range append(ConfigNames(), "") {
+		c, err := NamedConfig(name)
+		if err != nil {
+			t.Fatalf("NamedConfig(%q): %v", name, err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("config %q: %v", name, err)
+		}
+	}
+	if _, err := NamedConfig("fast"); err == nil || !strings.Contains(err.Error(), "attention, default, lora, mlp") {
+		t.Errorf("unknown config: %v", err)
+	}
+	// NamedConfig returns copies: changing one leaves the table alone.
+	a, _ := NamedConfig("mlp")
+	a.BlockOps[0] = OpChoice{Kind: ugraph.OpGelu}
+	b, _ := NamedConfig("mlp")
+	if b.BlockOps[0].Kind != ugraph.OpMatmul {
+		t.Error("NamedConfig shares its slices")
+	}
+}
+
+// TestComplete: the program's own operators join the op sets, with their
+// threadblock counterparts; empty candidate lists are derived.
+func TestComplete(t *testing.T) {
+	p := load(t, "rmsnorm_matmul.py")
+	c, _ := NamedConfig("mlp")
+	c.Complete(p.Graph)
+	if !slices.Contains(c.KernelOps, OpChoice{Kind: ugraph.OpRMSNorm, Attr: ugraph.Attr{Dim: 1}}) {
+		t.Errorf("kernel ops lack the program's rms_norm: %v", c.KernelOps)
+	}
+	if !slices.Contains(c.BlockOps, OpChoice{Kind: ugraph.OpForloopAccum, Attr: ugraph.Attr{Accum: ugraph.AccumRMS}}) {
+		t.Errorf("block ops lack the rms accumulator: %v", c.BlockOps)
+	}
+	// One block per 64- and 128-wide tile of the 6144 output columns.
+	for _, g := range []block.Dim3{{96, 1, 1}, {48, 1, 1}, {96, 2, 1}} {
+		if !slices.Contains(c.Grids, g) {
+			t.Errorf("grids %v lack %v", c.Grids, g)
+		}
+	}
+	for _, g := range c.Grids {
+		if g.Count() > maxBlocks {
+			t.Errorf("grid %v has more than %d blocks", g, maxBlocks)
+		}
+	}
+	if len(c.Threads) != 1 || c.Threads[0] != (block.Dim3{128, 1, 1}) {
+		t.Errorf("threads %v", c.Threads)
+	}
+	if !slices.Equal(c.FMaps, []int{-1, 0, 1}) || len(c.IMaps) != 7 {
+		t.Errorf("fmaps %v, %d imaps", c.FMaps, len(c.IMaps))
+	}
+	// Batch dims of rank-3 tensors give grid x extents.
+	q := load(t, "gqa.py")
+	c, _ = NamedConfig("attention")
+	c.Complete(q.Graph)
+	if !slices.Contains(c.Grids, block.Dim3{2, 16, 1}) {
+		t.Errorf("attention grids %v lack (2, 16, 1)", c.Grids)
+	}
+}
+
+func TestOverride(t *testing.T) {
+	c, _ := NamedConfig("mlp")
+	c.Override(&frontend.SuperoptArgs{
+		GridDims: []block.Dim3{{16, 1, 1}}, IMaps: []block.Map{{0, -1, -1}}, FRanges: []int{8},
+	})
+	if len(c.Grids) != 1 || len(c.IMaps) != 1 || !slices.Equal(c.FRanges, []int{8}) {
+		t.Errorf("overrides not applied: %+v", c)
+	}
+	c.Override(&frontend.SuperoptArgs{}) // nil lists leave the config alone
+	if len(c.Grids) != 1 {
+		t.Error("a nil list cleared the grids")
+	}
+	c.Override(nil)
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		mutate func(*Config)
+		err    string
+	}{
+		{func(c *Config) { c.MaxBlockOps = 0 }, "size limits"},
+		{func(c *Config) { c.FRanges = []int{0} }, "forloop range 0"},
+		{func(c *Config) { c.KernelOps = append(c.KernelOps, OpChoice{Kind: ugraph.OpSub}) }, "sub is not a pre-defined kernel op"},
+		{func(c *Config) { c.BlockOps = append(c.BlockOps, OpChoice{Kind: ugraph.OpCustomized}) }, "not a threadblock op"},
+		{func(c *Config) { c.Grids = []block.Dim3{{0, 1, 1}} }, "grid_dim"},
+	}
+	for _, tt := range tests {
+		c, _ := NamedConfig("default")
+		tt.mutate(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("error %v, want %q", err, tt.err)
+		}
+	}
+}

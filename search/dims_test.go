@@ -1,0 +1,86 @@
+package search
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+func TestDimClasses(t *testing.T) {
+	type dim struct {
+		t kernel.TensorID
+		d int
+	}
+	tests := []struct {
+		program, mugraph string
+		same, differ     [][2]dim // pairs of dims of the μGraph's tensors
+	}{
+		// X[16,4096] (t0), W[4096,6144] (t1), O (t2): X's columns are W's rows.
+		{"rmsnorm_matmul.py", "rmsnorm_matmul_mugraph.py",
+			[][2]dim{{{0, 1}, {1, 0}}, {{1, 1}, {2, 1}}, {{0, 0}, {2, 0}}},
+			[][2]dim{{{0, 0}, {0, 1}}, {{1, 0}, {1, 1}}, {{0, 1}, {2, 1}}}},
+		// Q[2,256,64] (t0), K[2,64,4096] (t1), V[2,4096,64] (t2), partials
+		// Opart (t3), Spart (t4): batch everywhere, keys of K and V, queries
+		// of Q and the partials.
+		{"gqa.py", "gqa_mugraph.py",
+			[][2]dim{{{0, 0}, {1, 0}}, {{1, 0}, {2, 0}}, {{1, 2}, {2, 1}}, {{0, 2}, {1, 1}}, {{3, 0}, {0, 0}}, {{4, 1}, {0, 1}}, {{3, 1}, {4, 1}}},
+			[][2]dim{{{1, 2}, {0, 1}}, {{2, 2}, {1, 2}}, {{0, 0}, {0, 1}}}},
+	}
+	for _, tt := range tests {
+		p, m := load(t, tt.program), load(t, tt.mugraph)
+		cls := dimClasses(p.Graph, m.Graph)
+		for _, pr := range tt.same {
+			if cls[pr[0].t][pr[0].d] != cls[pr[1].t][pr[1].d] {
+				t.Errorf("%s: t%d dim %d and t%d dim %d should correspond", tt.mugraph, pr[0].t, pr[0].d, pr[1].t, pr[1].d)
+			}
+		}
+		for _, pr := range tt.differ {
+			if cls[pr[0].t][pr[0].d] == cls[pr[1].t][pr[1].d] {
+				t.Errorf("%s: t%d dim %d and t%d dim %d should not correspond", tt.mugraph, pr[0].t, pr[0].d, pr[1].t, pr[1].d)
+			}
+		}
+	}
+}
+
+// TestConfigsCoverHandWritten checks that the configurations the generator
+// opens include, for every graph-defined kernel of the hand-written
+// μGraphs, its exact grid, for-loop range and maps.
+func TestConfigsCoverHandWritten(t *testing.T) {
+	for _, ex := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
+		p, m := load(t, ex+".py"), load(t, ex+"_mugraph.py")
+		cfg, err := NamedConfig(p.Superopt.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Complete(p.Graph)
+		s := &searcher{cfg: cfg, program: p.Graph}
+		g := kernel.New()
+		for _, op := range m.Graph.Ops {
+			switch op.Kind {
+			case ugraph.OpInput:
+				t0 := m.Graph.Tensors[op.Out[0]]
+				g.AddInput(t0.Shape, t0.DType)
+			case ugraph.OpCustomized:
+				b := op.Block
+				want := blockConfig{grid: b.Grid, threads: b.Threads, forloop: b.ForloopRange}
+				for _, in := range b.InputOps() {
+					want.imaps = append(want.imaps, in.Input.IMap)
+					want.fmaps = append(want.fmaps, in.Input.FMap)
+				}
+				found := false
+				for _, c := range s.blockConfigs(g, op.In) {
+					found = found || (c.grid == want.grid && c.threads == want.threads && c.forloop == want.forloop &&
+						slices.Equal(c.imaps, want.imaps) && slices.Equal(c.fmaps, want.fmaps))
+				}
+				if !found {
+					t.Errorf("%s: the configurations miss %+v", ex, want)
+				}
+				if _, err := g.Customized(op.In, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package search
+
+import (
+	"slices"
+	"time"
+
+	"github.com/mirage-go/mirage/absexpr"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// kernelState is a kernel graph under construction, with what the search
+// tracks per tensor and op. It is owned by one goroutine; ops are added and
+// removed in place (push, then pop on the way back).
+type kernelState struct {
+	s     *searcher
+	g     *kernel.Graph
+	expr  []*absexpr.Expr // per tensor
+	uses  []int32         // per tensor: how many ops consume it
+	keys  []opKey         // per op
+	ncust int             // customized ops in g
+
+	// spawn, when set, receives the subtrees below customized ops instead
+	// of exploring them (the root state, which cuts the tree into tasks).
+	spawn func(*task)
+	found *[]*kernel.Graph // where complete candidates that pass the fast path go
+}
+
+func (s *searcher) newKernelState() *kernelState {
+	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph)}
+	for i, in := range s.program.Inputs() {
+		t := s.program.Tensors[in]
+		id, err := k.g.AddInput(t.Shape, t.DType)
+		if err != nil {
+			panic(err) // the program's own inputs are valid
+		}
+		k.expr = append(k.expr, s.exprs.input(i))
+		k.uses = append(k.uses, 0)
+		k.keys = append(k.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
+		_ = id
+	}
+	return k
+}
+
+// clone returns a private copy of k for a task (block graphs are shared:
+// they are immutable once attached).
+func (k *kernelState) clone() *kernelState {
+	return &kernelState{
+		s: k.s, g: k.g.Clone(), expr: slices.Clone(k.expr), uses: slices.Clone(k.uses),
+		keys: slices.Clone(k.keys), ncust: k.ncust, found: new([]*kernel.Graph),
+	}
+}
+
+// sinks returns the tensors no op consumes, in id order.
+func (k *kernelState) sinks() []kernel.TensorID {
+	var ts []kernel.TensorID
+	for t, n := range k.uses {
+		if n == 0 {
+			ts = append(ts, kernel.TensorID(t))
+		}
+	}
+	return ts
+}
+
+// opsLeft is how many more ops the size limit allows.
+func (k *kernelState) opsLeft() int { return k.s.cfg.MaxKernelOps - len(k.g.Ops) }
+
+// canComplete reports whether a state with the given open tensors and ops
+// left could still end with exactly the program's outputs: an op consumes
+// at most maxIn open tensors and opens at least one, so it closes at most
+// maxIn-1 (at least 1 for any useful op: unary ops replace one).
+func (k *kernelState) canComplete(open, left int) bool {
+	extra := open - len(k.s.outShapes)
+	if extra <= 0 {
+		return true
+	}
+	closes := 1
+	if k.ncust < k.s.cfg.MaxCustomized {
+		closes = max(closes, k.s.cfg.MaxBlockInputs-1)
+	}
+	return extra <= left*closes
+}
+
+// explore extends k by every op the config allows, depth first.
+func (k *kernelState) explore() {
+	s := k.s
+	if s.stop() {
+		return
+	}
+	if k.complete() && k.check() {
+		return
+	}
+	if k.opsLeft() <= 0 {
+		return
+	}
+	// Graph-defined kernels first: fused candidates, the point of the
+	// search, come early (and are found first under a time limit).
+	if k.ncust < s.cfg.MaxCustomized {
+		k.eachInputSet(func(ins []kernel.TensorID) {
+			for _, conf := range s.blockConfigs(k.g, ins) {
+				if k.spawn != nil {
+					k.spawn(&task{prefix: k.clone(), ins: slices.Clone(ins), conf: conf})
+					continue
+				}
+				k.openBlock(ins, conf)
+				if s.stop() {
+					return
+				}
+			}
+		})
+	}
+	for _, c := range s.cfg.KernelOps {
+		k.eachOperands(c, func(in []kernel.TensorID) { k.tryOp(c, in) })
+	}
+}
+
+// complete reports whether k's open tensors have the program's output
+// shapes.
+func (k *kernelState) complete() bool {
+	open := k.sinks()
+	if len(open) != len(k.s.outShapes) {
+		return false
+	}
+	shapes := make([]ugraph.Shape, len(open))
+	for i, t := range open {
+		shapes[i] = k.g.Tensors[t].Shape
+	}
+	slices.SortFunc(shapes, compareShapes)
+	return slices.Equal(shapes, k.s.outShapes)
+}
+
+// check runs the verifier's fast path on the complete state k; a survivor
+// is recorded. It reports whether k passed (then it is not extended
+// further: a correct graph needs nothing more).
+func (k *kernelState) check() bool {
+	s := k.s
+	g := k.g.Clone()
+	g.Outputs = k.sinks()
+	h := kernel.Hash(g)
+	if _, dup := s.checked.LoadOrStore(h, struct{}{}); dup {
+		return false
+	}
+	reject, err := s.verifier.Reject(g)
+	if err != nil || reject {
+		s.rejected.Add(1)
+		return false
+	}
+	*k.found = append(*k.found, g)
+	if k.ncust > 0 {
+		s.firstFused.CompareAndSwap(0, int64(time.Since(s.start)))
+	}
+	return true
+}
+
+// eachOperands calls f with every operand list for c in canonical order
+// after the last op. The slice is reused between calls.
+func (k *kernelState) eachOperands(c OpChoice, f func([]kernel.TensorID)) {
+	n := kernel.TensorID(len(k.g.Tensors))
+	last := k.keys[len(k.keys)-1]
+	in := make([]kernel.TensorID, c.Kind.Info().Arity)
+	try := func() {
+		ids := make([]int32, len(in))
+		for i, t := range in {
+			ids[i] = int32(t)
+		}
+		if keyOf(c.Kind, c.Attr, ids, 0).compare(last) <= 0 {
+			k.s.prunedOrder.Add(1)
+			return
+		}
+		f(in)
+	}
+	switch len(in) {
+	case 1:
+		for a := range n {
+			in[0] = a
+			try()
+		}
+	case 2:
+		for a := range n {
+			for b := range n {
+				if c.Kind.Info().Commutative && b < a {
+					continue
+				}
+				in[0], in[1] = a, b
+				try()
+			}
+		}
+	}
+}
+
+// tryOp adds pre-defined op c on in, explores below it and removes it.
+func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
+	s := k.s
+	e, ok := s.exprs.kernelOp(k, c, in)
+	if !ok {
+		s.prunedAbsexpr.Add(1)
+		return
+	}
+	out, err := k.g.Add(c.Kind, c.Attr, in...)
+	if err != nil {
+		s.prunedShape.Add(1)
+		return
+	}
+	ids := make([]int32, len(in))
+	for i, t := range in {
+		ids[i] = int32(t)
+		k.uses[t]++
+	}
+	k.expr = append(k.expr, e)
+	k.uses = append(k.uses, 0)
+	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids, 0))
+	s.states.Add(1)
+	switch {
+	case !k.canComplete(len(k.sinks()), k.opsLeft()):
+		s.prunedDead.Add(1)
+	case k.seenBefore():
+		s.prunedHash.Add(1)
+	default:
+		k.explore()
+	}
+	k.pop()
+	_ = out
+}
+
+// pop removes the last op and what the state tracks for it.
+func (k *kernelState) pop() {
+	op := k.g.Ops[len(k.g.Ops)-1]
+	for _, t := range op.In {
+		k.uses[t]--
+	}
+	k.g.Pop()
+	n := len(k.g.Tensors)
+	k.expr, k.uses = k.expr[:n], k.uses[:n]
+	k.keys = k.keys[:len(k.keys)-1]
+	if op.Kind == ugraph.OpCustomized {
+		k.ncust--
+	}
+}
+
+// seenBefore records k's graph and reports whether it was already seen.
+func (k *kernelState) seenBefore() bool {
+	_, dup := k.s.seen.LoadOrStore(kernel.Hash(k.g), struct{}{})
+	return dup
+}
+
+// eachInputSet calls f with every set of existing tensors (in id order, up
+// to MaxBlockInputs) that a customized op may read next in canonical order.
+// When the op must be the graph's last, the set must close all but one
+// fewer open tensors than the program has outputs.
+func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
+	s := k.s
+	n := len(k.g.Tensors)
+	last := k.keys[len(k.keys)-1]
+	open := k.sinks()
+	lastOp := k.opsLeft() == 1
+	var set []kernel.TensorID
+	var rec func(from int)
+	rec = func(from int) {
+		if len(set) > 0 {
+			ids := make([]int32, len(set))
+			for i, t := range set {
+				ids[i] = int32(t)
+			}
+			// A customized op may equal the last op's key up to its block
+			// graph, which is compared when the block graph is complete.
+			key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, 0)
+			if key.compare(last) < 0 && !(key.newest == last.newest && key.in == last.in && last.kind == ugraph.OpCustomized) {
+				s.prunedOrder.Add(1)
+			} else if lastOp && len(open)-countIn(open, set)+1 > len(s.outShapes) {
+				s.prunedDead.Add(1)
+			} else {
+				f(set)
+			}
+		}
+		if len(set) == s.cfg.MaxBlockInputs {
+			return
+		}
+		for t := from; t < n; t++ {
+			set = append(set, kernel.TensorID(t))
+			rec(t + 1)
+			set = set[:len(set)-1]
+		}
+	}
+	rec(0)
+}
+
+func countIn(ts, set []kernel.TensorID) int {
+	n := 0
+	for _, t := range ts {
+		if slices.Contains(set, t) {
+			n++
+		}
+	}
+	return n
+}
+
+// attach adds the customized op running b (complete, with its output ops)
+// on ins, explores below it and removes it. outExprs are the expressions of
+// b's outputs, in order.
+func (k *kernelState) attach(ins []kernel.TensorID, b *block.Graph, outExprs []*absexpr.Expr) {
+	s := k.s
+	ids := make([]int32, len(ins))
+	for i, t := range ins {
+		ids[i] = int32(t)
+	}
+	key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, block.Hash(b))
+	if key.compare(k.keys[len(k.keys)-1]) <= 0 {
+		s.prunedOrder.Add(1)
+		return
+	}
+	outs, err := k.g.Customized(ins, b)
+	if err != nil {
+		s.prunedShape.Add(1)
+		return
+	}
+	for _, t := range ins {
+		k.uses[t]++
+	}
+	for i := range outs {
+		k.expr = append(k.expr, outExprs[i])
+		k.uses = append(k.uses, 0)
+	}
+	k.keys = append(k.keys, key)
+	k.ncust++
+	s.states.Add(1)
+	switch {
+	case k.opsLeft() == 0 && !k.complete():
+		s.prunedDead.Add(1)
+	case !k.canComplete(len(k.sinks()), k.opsLeft()):
+		s.prunedDead.Add(1)
+	case k.seenBefore():
+		s.prunedHash.Add(1)
+	default:
+		k.explore()
+	}
+	k.pop()
+}

@@ -1,0 +1,394 @@
+// Package search is the μGraph generator: given a program (a kernel graph of
+// pre-defined ops), it enumerates kernel graphs and graph-defined kernels
+// (threadblock graphs) that could compute the same function, prunes them
+// with abstract expressions, verifies the complete ones with finite-field
+// fingerprints, and returns every verified μGraph, best first.
+//
+// The enumeration is a depth-first search over ops added one at a time, at
+// two levels: kernel ops (pre-defined ops and customized ops), and, inside a
+// customized op, threadblock ops. Each candidate op goes through, in order:
+//
+//  1. the canonical order (opKey): every graph is generated exactly once;
+//  2. abstract-expression pruning (absexpr): the op's expression must be a
+//     subexpression of an output expression of the program;
+//  3. the shape rules (the ugraph builders);
+//  4. dead-end bounds: a state that can no longer become a complete graph
+//     within the size limits is dropped.
+//
+// A kernel state whose open tensors (those no op consumes) have the
+// program's output shapes is a complete candidate: the verifier's fast path
+// rejects most wrong ones at once; survivors are ranked and the best are
+// verified in full.
+//
+// Work is split into tasks at the first customized op of each kernel
+// prefix (one task per input set and threadblock configuration); workers
+// run tasks in parallel and their results are merged in task order, so the
+// result does not depend on the number of workers.
+package search
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mirage-go/mirage/absexpr"
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Options control a run of the generator (as opposed to Config, which says
+// what it explores).
+type Options struct {
+	Workers   int    // parallel workers; 0 means 1
+	Seed      uint64 // seed of the verifier's random draws
+	MaxStates int64  // stop after this many states; 0 means no limit
+	// MaxResults bounds how many candidates are verified in full and
+	// returned: the best MaxResults by rank. 0 means all.
+	MaxResults int
+	// Estimate, when set, gives a candidate's estimated run time and the
+	// figures shown with it; candidates are ranked by estimated time. When
+	// nil, they are ranked by kernel launches. (The cost model lives on
+	// this package's floor, so the caller supplies it.)
+	Estimate func(*kernel.Graph) (Estimate, error)
+	// Progress, when set, is called about every ProgressEvery with the
+	// statistics so far (from a separate goroutine).
+	Progress      func(Stats)
+	ProgressEvery time.Duration
+}
+
+// Estimate is what a cost model says of a candidate.
+type Estimate struct {
+	Micros float64 // estimated run time
+	Bytes  int64   // moved through device memory
+	Flops  int64
+}
+
+// Stats count what the generator did.
+type Stats struct {
+	States        int64   `json:"states"`         // states created (ops added, threadblock configurations opened)
+	PrunedOrder   int64   `json:"pruned_order"`   // candidate ops out of canonical order
+	PrunedHash    int64   `json:"pruned_hash"`    // states equal to one already seen
+	PrunedAbsexpr int64   `json:"pruned_absexpr"` // ops whose expression no program output contains
+	PrunedShape   int64   `json:"pruned_shape"`   // ops the shape rules reject
+	PrunedDead    int64   `json:"pruned_dead"`    // states that cannot complete within the size limits
+	Rejected      int64   `json:"rejected"`       // complete candidates the verifier rejected
+	Verified      int64   `json:"verified"`       // complete candidates verified equivalent
+	Unchecked     int64   `json:"unchecked"`      // fast-path survivors beyond MaxResults, not verified in full
+	Seconds       float64 `json:"seconds"`
+	FirstFused    float64 `json:"first_fused_seconds"` // when the first fused candidate passed the fast path; -1 if none
+	Stopped       string  `json:"stopped,omitempty"`   // why the search stopped early, if it did
+}
+
+// Result is the outcome of a search.
+type Result struct {
+	Candidates []*Candidate // verified, best first
+	Stats      Stats
+	Oracle     absexpr.Stats // the abstract-expression oracle's work
+}
+
+// Candidate is a verified μGraph with the figures it is ranked by.
+type Candidate struct {
+	Graph         *kernel.Graph
+	Hash          uint64
+	Kernels       int          // kernel launches (customized and pre-defined ops)
+	Customized    int          // graph-defined kernels
+	Grids         []block.Dim3 // of the graph-defined kernels, in order
+	ForloopRanges []int
+	Estimate      Estimate // zero without Options.Estimate
+}
+
+// ErrNoProgress is returned when the program has nothing to search: no
+// output computed by an op.
+var ErrNoProgress = errors.New("search: the program computes nothing (its outputs are inputs)")
+
+// Run searches for μGraphs equivalent to program. It stops early, keeping
+// what it found, when ctx is done or Options.MaxStates is reached; Stats
+// then says why.
+func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (*Result, error) {
+	start := time.Now()
+	cfg.Complete(program)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxBlockInputs > len(opKey{}.in) {
+		return nil, fmt.Errorf("config %q: at most %d inputs per graph-defined kernel", cfg.Name, len(opKey{}.in))
+	}
+	s, err := newSearcher(ctx, program, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	stopProgress := s.reportProgress(start)
+
+	// Enumerate the kernel prefixes, cutting the tree into tasks at their
+	// first customized op; workers run the tasks as they come (spawn blocks
+	// while all are busy). Tasks keep their order for the merge.
+	root := s.newKernelState()
+	var tasks []*task
+	var workers errgroup.Group
+	workers.SetLimit(s.opts.Workers)
+	root.spawn = func(t *task) {
+		tasks = append(tasks, t)
+		workers.Go(func() error {
+			if !s.stop() {
+				t.run()
+			}
+			return nil
+		})
+	}
+	root.explore()
+	workers.Wait()
+	stopProgress()
+
+	found := s.merge(root, tasks)
+	res := &Result{Candidates: s.verifyBest(found)}
+	res.Stats = s.snapshot()
+	res.Oracle = s.exprs.oracle.Stats()
+	res.Stats.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// searcher holds what every worker shares: the program, its expressions,
+// the verifier, the set of seen states and the counters.
+type searcher struct {
+	ctx       context.Context
+	cfg       Config
+	opts      Options
+	program   *kernel.Graph
+	outShapes []ugraph.Shape // the program's output shapes, sorted
+	exprs     *exprs
+	verifier  *ffverify.Verifier
+	start     time.Time
+
+	seen    sync.Map // kernel.Hash of kernel states -> struct{}
+	checked sync.Map // kernel.Hash of complete candidates -> struct{}
+
+	states, prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64
+	rejected, verified, unchecked                                           atomic.Int64
+	firstFused                                                              atomic.Int64 // ns since start; 0 = none yet
+	stopped                                                                 atomic.Pointer[string]
+}
+
+func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (*searcher, error) {
+	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now()}
+	if opts.Workers < 1 {
+		s.opts.Workers = 1
+	}
+	for _, t := range program.Outputs {
+		s.outShapes = append(s.outShapes, program.Tensors[t].Shape)
+		if op, _ := program.Producer(t); program.Ops[op].Kind == ugraph.OpInput {
+			return nil, ErrNoProgress
+		}
+	}
+	slices.SortFunc(s.outShapes, compareShapes)
+	var err error
+	if s.exprs, err = newExprs(program); err != nil {
+		return nil, err
+	}
+	if s.verifier, err = ffverify.New(program, ffverify.Options{Seed: opts.Seed}); err != nil {
+		s.exprs.close()
+		return nil, fmt.Errorf("search: fingerprinting the program: %v", err)
+	}
+	return s, nil
+}
+
+func (s *searcher) close() { s.exprs.close() }
+
+func compareShapes(a, b ugraph.Shape) int {
+	return slices.Compare(a.Dims(), b.Dims())
+}
+
+// stop reports whether the search must stop, recording why the first time.
+// It is cheap enough to call at every state.
+func (s *searcher) stop() bool {
+	if s.stopped.Load() != nil {
+		return true
+	}
+	why := ""
+	switch {
+	case s.ctx.Err() != nil:
+		why = "interrupted"
+		if errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
+			why = "time limit"
+		}
+	case s.opts.MaxStates > 0 && s.states.Load() >= s.opts.MaxStates:
+		why = "state budget"
+	default:
+		return false
+	}
+	s.stopped.CompareAndSwap(nil, &why)
+	return true
+}
+
+func (s *searcher) snapshot() Stats {
+	st := Stats{
+		States: s.states.Load(), PrunedOrder: s.prunedOrder.Load(), PrunedHash: s.prunedHash.Load(),
+		PrunedAbsexpr: s.prunedAbsexpr.Load(), PrunedShape: s.prunedShape.Load(), PrunedDead: s.prunedDead.Load(),
+		Rejected: s.rejected.Load(), Verified: s.verified.Load(), Unchecked: s.unchecked.Load(),
+		Seconds: time.Since(s.start).Seconds(), FirstFused: -1,
+	}
+	if ns := s.firstFused.Load(); ns > 0 {
+		st.FirstFused = time.Duration(ns).Seconds()
+	}
+	if why := s.stopped.Load(); why != nil {
+		st.Stopped = *why
+	}
+	return st
+}
+
+func (s *searcher) reportProgress(start time.Time) (stop func()) {
+	if s.opts.Progress == nil {
+		return func() {}
+	}
+	every := s.opts.ProgressEvery
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				s.opts.Progress(s.snapshot())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// task is the subtree below one customized op opened on a kernel prefix:
+// its input set and threadblock configuration.
+type task struct {
+	prefix *kernelState // a private copy of the kernel state
+	ins    []kernel.TensorID
+	conf   blockConfig
+	found  []*kernel.Graph // complete candidates that passed the fast path
+}
+
+// run explores the task's subtree, keeping its fast-path survivors.
+func (t *task) run() {
+	k := t.prefix
+	k.found = &t.found
+	k.openBlock(t.ins, t.conf)
+}
+
+// merge gathers the fast-path survivors of the root (graphs of pre-defined
+// ops only) and of the tasks, in task order, without duplicates.
+func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
+	var all []*kernel.Graph
+	seen := map[uint64]bool{}
+	add := func(gs []*kernel.Graph) {
+		for _, g := range gs {
+			if h := kernel.Hash(g); !seen[h] {
+				seen[h] = true
+				all = append(all, g)
+			}
+		}
+	}
+	add(*root.found)
+	for _, t := range tasks {
+		add(t.found)
+	}
+	return all
+}
+
+// verifyBest ranks the fast-path survivors, verifies them in full in rank
+// order (in parallel) and returns the first MaxResults that pass.
+func (s *searcher) verifyBest(found []*kernel.Graph) []*Candidate {
+	var cands []*Candidate
+	for _, g := range found {
+		if c := s.describe(g); c != nil {
+			cands = append(cands, c)
+		}
+	}
+	slices.SortFunc(cands, compareCandidates)
+	limit := s.opts.MaxResults
+	if limit <= 0 {
+		limit = len(cands)
+	}
+	var best []*Candidate
+	// Verify in batches of the worker count, in rank order, until enough
+	// have passed: the result is the same for any number of workers.
+	done := 0
+	for done < len(cands) && len(best) < limit {
+		batch := cands[done:min(done+s.opts.Workers, len(cands))]
+		ok := make([]bool, len(batch))
+		var wg sync.WaitGroup
+		for j, c := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := s.verifier.Verify(c.Graph)
+				ok[j] = err == nil && r.Equivalent
+			}()
+		}
+		wg.Wait()
+		for j, c := range batch {
+			switch {
+			case !ok[j]:
+				s.rejected.Add(1)
+			case len(best) < limit:
+				s.verified.Add(1)
+				best = append(best, c)
+			default:
+				s.unchecked.Add(1) // passed, but beyond the limit
+			}
+		}
+		done += len(batch)
+	}
+	s.unchecked.Add(int64(len(cands) - done))
+	return best
+}
+
+// describe computes the figures a candidate is ranked by. A candidate the
+// cost model cannot place (it does not fit the target) is dropped: nil.
+func (s *searcher) describe(g *kernel.Graph) *Candidate {
+	c := &Candidate{Graph: g, Hash: kernel.Hash(g)}
+	for _, op := range g.Ops {
+		if op.Kind == ugraph.OpInput {
+			continue
+		}
+		c.Kernels++
+		if op.Kind == ugraph.OpCustomized {
+			c.Customized++
+			c.Grids = append(c.Grids, op.Block.Grid)
+			c.ForloopRanges = append(c.ForloopRanges, op.Block.ForloopRange)
+		}
+	}
+	if s.opts.Estimate != nil {
+		e, err := s.opts.Estimate(g)
+		if err != nil {
+			return nil
+		}
+		c.Estimate = e
+	}
+	return c
+}
+
+// compareCandidates ranks by estimated time, then kernel launches, then
+// hash (a total order, so ranks never depend on timing).
+func compareCandidates(a, b *Candidate) int {
+	if c := cmp.Compare(a.Estimate.Micros, b.Estimate.Micros); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Kernels, b.Kernels); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Hash, b.Hash)
+}

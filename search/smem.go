@@ -1,0 +1,13 @@
+package search
+
+import (
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// fitsSmem reports whether a complete threadblock graph fits the target's
+// shared memory per block, as the code generator will lay it out.
+func (s *searcher) fitsSmem(g *block.Graph) bool {
+	_, err := thread.Derive(g, thread.Options{MaxSmemBytes: s.cfg.MaxSmemBytes})
+	return err == nil
+}

@@ -1,0 +1,280 @@
+package thread
+
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+// store decides where every tile lives and which mma accumulators stay in
+// registers across the for-loop.
+func (d *deriver) store() error {
+	g, out := d.g, d.out
+	budget := d.opts.RegFloats
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		p := out.Ops[gr.Head].MMA
+		if p == nil || gr.Accum < 0 || gr.Accum == gr.Head {
+			continue
+		}
+		if f := p.Floats(); f <= budget {
+			budget -= f
+			p.Persistent = true
+			out.RegFloats += f
+			if gr.Chain[0] == gr.Accum { // mma accumulates straight into the registers
+				p.ChunkM, p.ChunkN = p.MPer, p.NPer
+			}
+		}
+	}
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if !d.live[i] || op.Out < 0 {
+			continue
+		}
+		t := &out.Tiles[op.Out]
+		t.DType = g.Tensors[op.Out].DType
+		if op.Kind == ugraph.OpForloopAccum {
+			t.DType = ugraph.Float32 // sums are kept in fp32, in registers or in shared memory
+		}
+		if op.Kind == ugraph.OpInput {
+			t.Storage = Shared
+			if g.ForloopRange == 1 && !d.readByMMA(op.Out) {
+				t.Storage = Device
+			}
+			continue
+		}
+		gr := &out.Groups[out.Ops[i].Group]
+		persistent := out.Ops[gr.Head].MMA != nil && out.Ops[gr.Head].MMA.Persistent
+		switch {
+		case op.Kind == ugraph.OpForloopAccum && !(persistent && i != gr.Head):
+			t.Storage, t.Accum = Shared, true
+		case op.Out != gr.Result:
+			t.Storage = Registers
+		case d.readByNonStore(op.Out):
+			t.Storage = Shared
+		default:
+			t.Storage = Registers
+		}
+	}
+	return nil
+}
+
+func (d *deriver) readByMMA(t block.TensorID) bool {
+	for _, c := range d.uses[t] {
+		if d.out.Ops[c].MMA != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *deriver) readByNonStore(t block.TensorID) bool {
+	for _, c := range d.uses[t] {
+		if d.g.Ops[c].Kind != ugraph.OpOutput {
+			return true
+		}
+	}
+	return false
+}
+
+// schedule orders the groups' parts and computes the live interval of every
+// shared tile.
+func (d *deriver) schedule() error {
+	g, out := d.g, d.out
+	type part struct{ group, pos int }
+	var loop, post []part
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		if out.InLoop(gr.Head) {
+			pos := gr.Head
+			if gr.InLoop > 0 {
+				pos = gr.Chain[gr.InLoop-1]
+			}
+			loop = append(loop, part{gi, pos})
+		}
+		if pos, ok := d.postPosition(gr); ok {
+			post = append(post, part{gi, pos})
+		}
+	}
+	byPos := func(a, b part) int { return a.pos - b.pos }
+	slices.SortFunc(loop, byPos)
+	slices.SortFunc(post, byPos)
+	for k, p := range loop {
+		out.Groups[p.group].Loop = k
+		out.Loop = append(out.Loop, p.group)
+	}
+	for k, p := range post {
+		out.Groups[p.group].Post = k
+		out.Post = append(out.Post, p.group)
+	}
+
+	// step returns the step at which op i runs (an accumulator: its
+	// for-loop part, where it reads its operand).
+	step := func(i int) int {
+		gr := &out.Groups[out.Ops[i].Group]
+		if g.Ops[i].Kind != ugraph.OpOutput && out.InLoop(i) {
+			return out.LoopStep(gr.Loop)
+		}
+		return out.PostStep(gr.Post)
+	}
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if !d.live[i] || op.Out < 0 || out.Tiles[op.Out].Storage != Shared {
+			continue
+		}
+		t := &out.Tiles[op.Out]
+		switch {
+		case op.Kind == ugraph.OpInput:
+			t.Live = Interval{0, out.LoopEnd()}
+		case t.Accum:
+			t.Live = Interval{0, out.LoopEnd()}
+			if gr := &out.Groups[out.Ops[i].Group]; gr.Post >= 0 {
+				t.Live.Last = out.PostStep(gr.Post)
+			}
+		case op.Kind == ugraph.OpForloopAccum: // written out from registers after the loop
+			t.Live = Interval{out.PostStep(out.Groups[out.Ops[i].Group].Post), 0}
+		default:
+			t.Live = Interval{step(i), 0}
+		}
+		for _, c := range d.uses[op.Out] {
+			t.Live.Last = max(t.Live.Last, step(c))
+		}
+		t.Live.Last = max(t.Live.Last, t.Live.First)
+	}
+	return nil
+}
+
+// postPosition says whether a group has a post-loop part, and its position.
+// A group has one when ops of it run after the loop (its chain past the
+// accumulator, its stores, a post-loop head), when its head is a mean or
+// rms accumulator (whose value is finished in place), or when its result
+// is an mma accumulator held in registers that an op reads from shared
+// memory. The part runs at the position of its last op other than a store:
+// stores read only the group's own values, and an op that reads the result
+// (after the last member, before the stores) must see it finished.
+func (d *deriver) postPosition(gr *Group) (int, bool) {
+	out := d.out
+	pos, needed := -1, len(gr.Stores) > 0
+	if !out.InLoop(gr.Head) {
+		pos, needed = gr.Head, true
+	}
+	if gr.Accum >= 0 {
+		pos = max(pos, gr.Accum)
+		res := &out.Tiles[gr.Result]
+		switch a := d.g.Ops[gr.Accum].Attr.Accum; {
+		case gr.Accum == gr.Head && (a == ugraph.AccumMean || a == ugraph.AccumRMS):
+			needed = true
+		case gr.Accum != gr.Head && res.Storage == Shared && !res.Accum:
+			needed = true
+		}
+	}
+	for _, c := range gr.Chain[gr.InLoop:] {
+		pos, needed = max(pos, c), true
+	}
+	return pos, needed
+}
+
+// allocate lays out the shared tiles and places them, lowering the pipeline
+// depth until the plan fits Options.MaxSmemBytes.
+func (d *deriver) allocate() error {
+	stages := min(d.opts.Stages, d.g.ForloopRange)
+	for {
+		d.layout(stages)
+		place(d.out)
+		limit := d.opts.MaxSmemBytes
+		if limit <= 0 || d.out.SmemBytes <= limit {
+			return nil
+		}
+		if stages == 1 {
+			return &SmemError{Bytes: d.out.SmemBytes, Limit: limit}
+		}
+		stages--
+	}
+}
+
+// layout sets the rows, pitch, stages and bytes of every shared tile.
+func (d *deriver) layout(stages int) {
+	g, out := d.g, d.out
+	out.Stages = 1
+	pad := make([]int, len(g.Tensors)) // extra rows for mma A operands
+	for i := range g.Ops {
+		if p := out.Ops[i].MMA; p != nil {
+			a := g.Ops[i].In[0]
+			pad[a] = max(pad[a], roundUp(p.M, MMATileM)-p.M)
+		}
+	}
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if !d.live[i] || op.Out < 0 || out.Tiles[op.Out].Storage != Shared {
+			continue
+		}
+		t := &out.Tiles[op.Out]
+		shape := g.Tensors[op.Out].Shape
+		t.Rows = shape.NumElements()/shape.Last() + pad[op.Out]
+		t.Pitch = Pitch(shape.Last(), t.DType)
+		t.Stages = 1
+		if op.Kind == ugraph.OpInput && op.Input.FMap >= 0 && stages > 1 {
+			t.Stages = stages
+			out.Stages = stages
+		}
+		t.StageBytes = roundUp(t.Rows*t.Pitch*t.DType.Size(), SmemAlign)
+		t.Bytes = t.StageBytes * t.Stages
+	}
+}
+
+// Pitch is the row pitch, in elements, of a shared tile whose rows hold n
+// elements of type dt: a row of a multiple of 16 bytes is padded to an odd
+// multiple of 16 bytes, so that eight consecutive rows start in eight
+// different 16-byte bank groups (ldmatrix and cp.async of 16-byte chunks
+// are then free of bank conflicts); other rows are not padded.
+func Pitch(n int, dt ugraph.DType) int {
+	b := n * dt.Size()
+	if b%16 != 0 {
+		return n
+	}
+	if (b/16)%2 == 0 {
+		b += 16
+	}
+	return b / dt.Size()
+}
+
+// place assigns offsets first-fit: tiles in order of first step (then
+// larger first, then by id), each at the lowest aligned offset where it
+// overlaps no placed tile that is live at the same time.
+func place(out *Graph) {
+	var ids []int
+	for i := range out.Tiles {
+		if out.Tiles[i].Storage == Shared {
+			ids = append(ids, i)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int) int {
+		ta, tb := &out.Tiles[a], &out.Tiles[b]
+		if ta.Live.First != tb.Live.First {
+			return ta.Live.First - tb.Live.First
+		}
+		if ta.Bytes != tb.Bytes {
+			return tb.Bytes - ta.Bytes
+		}
+		return a - b
+	})
+	out.SmemBytes = 0
+	var placed []int
+	for _, id := range ids {
+		t := &out.Tiles[id]
+		t.Offset = 0
+		for moved := true; moved; {
+			moved = false
+			for _, o := range placed {
+				u := &out.Tiles[o]
+				if u.Live.Overlaps(t.Live) && t.Offset < u.Offset+u.Bytes && u.Offset < t.Offset+t.Bytes {
+					t.Offset = roundUp(u.Offset+u.Bytes, SmemAlign)
+					moved = true
+				}
+			}
+		}
+		placed = append(placed, id)
+		out.SmemBytes = max(out.SmemBytes, t.Offset+t.Bytes)
+	}
+}

@@ -1,0 +1,279 @@
+package thread
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+// Options tune a plan. The zero value asks for the defaults.
+type Options struct {
+	// Stages is the most buffers an input tile the for-loop walks gets (the
+	// depth of the cp.async pipeline); 0 means DefaultStages. A graph with
+	// F iterations uses at most F.
+	Stages int
+	// MaxSmemBytes, when > 0, is the shared memory one block may use.
+	// Derive lowers the pipeline depth, down to one buffer, until the plan
+	// fits, and returns a *SmemError when it does not fit even then.
+	MaxSmemBytes int
+	// RegFloats bounds the fp32 registers per thread that mma accumulators
+	// held across the for-loop may take, all groups together; 0 means
+	// DefaultRegFloats. Accumulators past the budget live in shared memory.
+	RegFloats int
+}
+
+// Defaults of Options.
+const (
+	DefaultStages    = 4
+	DefaultRegFloats = 128
+)
+
+// Layout constants of the plan.
+const (
+	WarpSize  = 32
+	SmemAlign = 128 // bytes; every shared tile (and every stage) starts on this boundary
+	MMATileM  = 16  // rows of one mma.sync m16n8k16 output tile
+	MMATileN  = 8   // columns of one output tile
+	MMATileK  = 16  // the reduction extent of one mma.sync
+)
+
+// Shared-memory limits per block (the opt-in maximum of dynamic shared
+// memory) of the architectures we emit code for.
+const (
+	SmemSM80 = 166912 // A100: 163 KiB
+	SmemSM90 = 232448 // H100: 227 KiB
+)
+
+// Role says how an op of the block graph runs.
+type Role uint8
+
+const (
+	RoleDead  Role = iota // no output depends on it; not run
+	RoleLoad              // input op: its tile is copied in from device memory, or read in place
+	RoleHead              // produces values into registers and starts a group
+	RoleFused             // runs in registers in its group's epilogue
+	RoleStore             // output op: stores its group's result from registers to device memory
+)
+
+var roleNames = [...]string{"dead", "load", "head", "fused", "store"}
+
+func (r Role) String() string {
+	if int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// Op is the thread-level view of the block op with the same index.
+type Op struct {
+	Role  Role
+	Group int  // the group of a head, fused or store op; -1 for the others
+	MMA   *MMA // set for a matmul that runs on tensor cores
+}
+
+// MMA says how a matmul runs on tensor cores with mma.sync m16n8k16.
+//
+// The output [Batch][M][N] is cut into MTiles 16-row tiles (each batch's
+// rows rounded up to a multiple of 16; rows past M are computed from
+// padding and discarded) and NTiles 8-column tiles. Warp w of the block
+// owns the m-tiles [wm·MPer, (wm+1)·MPer) ∩ [0, MTiles) and the n-tiles
+// [wn·NPer, (wn+1)·NPer), where wm = w / WarpsN and wn = w % WarpsN; warps
+// past WarpsM·WarpsN, and m-tiles past MTiles, do nothing. A warp computes
+// its tiles ChunkM × ChunkN at a time, unless Persistent.
+type MMA struct {
+	Batch, M, N, K int
+	MTiles, NTiles int
+	WarpsM, WarpsN int
+	MPer, NPer     int
+	ChunkM, ChunkN int
+	// Persistent: the warp's whole MPer × NPer tile stays in registers
+	// across the for-loop, as the None accumulator fused into the group.
+	Persistent bool
+}
+
+// MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
+func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, MMATileM) }
+
+// Floats is the fp32 registers per thread that the warp's whole tile takes.
+func (m *MMA) Floats() int { return m.MPer * m.NPer * 4 }
+
+// Group is a head op and the ops fused into its epilogue.
+type Group struct {
+	Head   int            // the producing op
+	Chain  []int          // ops fused into the head's epilogue, in order
+	Stores []int          // output ops that store Result from registers
+	Accum  int            // the forloop_accum op (Head or in Chain), or -1
+	Result block.TensorID // the tile of the group's last op
+	Loop   int            // index in Graph.Loop of the for-loop part, or -1
+	Post   int            // index in Graph.Post of the post-loop part, or -1
+	InLoop int            // how many Chain ops run in the for-loop
+}
+
+// Ops returns the head and the chain, in order.
+func (gr *Group) Ops() []int { return append([]int{gr.Head}, gr.Chain...) }
+
+// Storage says where a tile lives.
+type Storage uint8
+
+const (
+	StorageNone Storage = iota // a dead tile, or the (absent) result of an output op
+	Registers                  // only in the registers of its group
+	Shared                     // in shared memory at Tile.Offset
+	Device                     // an input tile read in place from device memory
+)
+
+var storageNames = [...]string{"none", "registers", "shared", "device"}
+
+func (s Storage) String() string {
+	if int(s) < len(storageNames) {
+		return storageNames[s]
+	}
+	return fmt.Sprintf("Storage(%d)", uint8(s))
+}
+
+// Tile is where one tile of the block graph lives. Rows, Pitch, Stages,
+// Offset, Bytes and Live are set for Shared tiles only.
+type Tile struct {
+	Storage Storage
+	// DType is the element type as stored: the tile's, except float32 for
+	// accumulators.
+	DType ugraph.DType
+	// Rows is the number of rows held: the product of all dims but the
+	// last, plus padding rows when the tile is the A operand of an mma
+	// matmul whose M is not a multiple of 16.
+	Rows int
+	// Pitch is the distance, in elements, between consecutive rows.
+	Pitch int
+	// Stages is the number of buffers: more than 1 for an input tile that
+	// the for-loop walks with a cp.async pipeline.
+	Stages int
+	// Offset is the byte offset of the first buffer in shared memory.
+	Offset int
+	// StageBytes is the size of one buffer (a multiple of SmemAlign);
+	// buffer s starts at Offset + s·StageBytes.
+	StageBytes int
+	// Bytes is StageBytes · Stages.
+	Bytes int
+	// Live is the interval of schedule steps during which the bytes are
+	// reserved.
+	Live Interval
+	// Accum marks an accumulator in shared memory: zeroed in the prologue,
+	// added into by its group during the for-loop.
+	Accum bool
+}
+
+// Interval is a closed interval of schedule steps.
+type Interval struct{ First, Last int }
+
+// Overlaps reports whether the intervals share a step.
+func (a Interval) Overlaps(b Interval) bool { return a.First <= b.Last && b.First <= a.Last }
+
+// Graph is the thread-level plan of a block graph.
+type Graph struct {
+	Block   *block.Graph
+	Threads int // threads per block: Block.Threads.Count() rounded up to a whole warp
+	Ops     []Op
+	Tiles   []Tile
+	Groups  []Group
+	// Loop and Post list the groups whose for-loop and post-loop parts run,
+	// in order. Step 0 is the prologue, Loop[i] runs at step 1+i, step
+	// len(Loop)+1 ends the loop, and Post[j] runs at step len(Loop)+2+j.
+	Loop, Post []int
+	// Stages is the pipeline depth of the input tiles the for-loop walks.
+	Stages int
+	// SmemBytes is the peak of shared memory: the end of the last tile.
+	SmemBytes int
+	// RegFloats is the fp32 registers per thread that persistent mma
+	// accumulators take.
+	RegFloats int
+}
+
+// Warps is the number of warps per block.
+func (g *Graph) Warps() int { return g.Threads / WarpSize }
+
+// LoopStep and PostStep are the schedule steps of a group's parts.
+func (g *Graph) LoopStep(i int) int { return 1 + i }
+func (g *Graph) PostStep(j int) int { return len(g.Loop) + 2 + j }
+
+// LoopEnd is the step that ends the for-loop.
+func (g *Graph) LoopEnd() int { return len(g.Loop) + 1 }
+
+// InLoop reports whether op i runs inside the for-loop (an accumulator
+// runs in both parts and counts as in the loop).
+func (g *Graph) InLoop(i int) bool {
+	op := &g.Block.Ops[i]
+	switch op.Kind {
+	case ugraph.OpOutput:
+		return false
+	case ugraph.OpForloopAccum, ugraph.OpInput:
+		return true
+	}
+	return !g.Block.Tensors[op.Out].PostLoop
+}
+
+// SmemError reports a plan over the shared-memory limit.
+type SmemError struct {
+	Bytes, Limit int
+}
+
+func (e *SmemError) Error() string {
+	return fmt.Sprintf("the block needs %d bytes of shared memory even with no pipelining; the limit is %d", e.Bytes, e.Limit)
+}
+
+// ErrNoOutput is returned for a block graph with no output op.
+var ErrNoOutput = errors.New("thread: the block graph has no output op")
+
+// Derive plans how g runs on a block's threads. It assumes g was built by
+// the block builders (so it is valid) and does not modify it. The result
+// depends only on g and opts.
+func Derive(g *block.Graph, opts Options) (*Graph, error) {
+	if opts.Stages <= 0 {
+		opts.Stages = DefaultStages
+	}
+	if opts.RegFloats <= 0 {
+		opts.RegFloats = DefaultRegFloats
+	}
+	d := &deriver{g: g, opts: opts, out: &Graph{
+		Block:   g,
+		Threads: ceilDiv(g.Threads.Count(), WarpSize) * WarpSize,
+		Ops:     make([]Op, len(g.Ops)),
+		Tiles:   make([]Tile, len(g.Tensors)),
+	}}
+	for _, p := range passes {
+		if err := p.run(d); err != nil {
+			return nil, fmt.Errorf("thread: %s: %w", p.name, err)
+		}
+	}
+	return d.out, nil
+}
+
+// passes are the steps of Derive, in order; each reads what the earlier
+// ones decided.
+var passes = [...]struct {
+	name string
+	run  func(*deriver) error
+}{
+	{"liveness", (*deriver).liveness}, // live ops, producers and uses of tiles
+	{"lowering", (*deriver).lower},    // mma or SIMT for each matmul
+	{"fusion", (*deriver).fuse},       // groups: heads, fused chains, stores
+	{"storage", (*deriver).store},     // registers, shared or device; persistent accumulators
+	{"schedule", (*deriver).schedule}, // loop and post steps; live intervals
+	{"allocate", (*deriver).allocate}, // rows, pitches, stages, offsets; fitting the limit
+}
+
+// deriver holds what the passes share.
+type deriver struct {
+	g    *block.Graph
+	opts Options
+	out  *Graph
+
+	live []bool  // per op
+	prod []int   // per tile: the producing op
+	uses [][]int // per tile: the live ops reading it, once per operand slot
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }

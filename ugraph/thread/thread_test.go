@@ -1,0 +1,466 @@
+package thread
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+// groupsOf summarizes the fusion decisions: one line per group, its ops
+// by kind and its stores.
+func groupsOf(g *Graph) []string {
+	var s []string
+	for gi := range g.Groups {
+		gr := &g.Groups[gi]
+		var names []string
+		for _, i := range gr.Ops() {
+			op := &g.Block.Ops[i]
+			names = append(names, op.Kind.String()+accumSuffix(op.Attr, op.Kind))
+		}
+		line := strings.Join(names, "+")
+		if n := len(gr.Stores); n > 0 {
+			line += fmt.Sprintf(" >%d", n)
+		}
+		s = append(s, line)
+	}
+	return s
+}
+
+// storageOf lists each live tile's storage in tile order: r(egisters),
+// s(hared), d(evice).
+func storageOf(g *Graph) string {
+	var b strings.Builder
+	for _, t := range g.Tiles {
+		switch t.Storage {
+		case Registers:
+			b.WriteByte('r')
+		case Shared:
+			b.WriteByte('s')
+		case Device:
+			b.WriteByte('d')
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
+}
+
+func TestFusion(t *testing.T) {
+	tests := []struct {
+		name    string
+		build   func(testing.TB) *block.Graph
+		groups  []string
+		storage string
+	}{
+		{"rmsnorm_matmul", rmsnormMatmul,
+			[]string{"matmul+forloop_accum(none)+div >1", "forloop_accum(rms)"}, "ssrrsr"},
+		// silu fuses into A1's group; mul joins it too, reading A2, which
+		// its own group writes out after the loop.
+		{"gated_mlp", gatedMLP,
+			[]string{"matmul+forloop_accum(none)+silu+mul >1", "matmul+forloop_accum(none)"}, "sssrrrsrr"},
+		// exp's tile has two uses (sum and the second matmul): it ends its
+		// group and is materialized for both.
+		{"gqa kernel 1", gqa1,
+			[]string{"matmul+exp", "forloop_accum(sum) >1", "matmul+forloop_accum(none) >1"}, "sssrssrr"},
+		{"gqa kernel 2", gqa2,
+			[]string{"forloop_accum(sum_todimx)+div >1", "forloop_accum(sum)"}, "ddssr"},
+		{"unary chain on an input starts at the first op", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 2, 1)
+			x := b.in(sh(16, 32), fp16, block.Replicate, 1)
+			y := b.op(ugraph.OpSqrt, none, b.op(ugraph.OpExp, none, x))
+			b.out(b.acc(y, ugraph.AccumNone), block.Replicate)
+			return b.g
+		}, []string{"exp+sqrt+forloop_accum(none) >1"}, "srrs"},
+		{"a tile read twice ends its chain", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+			x := b.in(sh(16, 32), fp16, block.Replicate, -1)
+			a := b.acc(x, ugraph.AccumNone)
+			e := b.op(ugraph.OpExp, none, a)
+			b.out(b.op(ugraph.OpMul, none, e, e), block.Replicate)
+			return b.g
+		}, []string{"forloop_accum(none)+exp", "mul >1"}, "dssr"},
+		{"a broadcast chain operand is not fused", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{1, 1, 1}, 64, 1, 1)
+			x := b.in(sh(16, 32), fp16, block.Replicate, -1)
+			s := b.op(ugraph.OpReduction, ugraph.Attr{Dim: 1}, x) // [16, 1]
+			e := b.op(ugraph.OpExp, none, s)
+			big := b.op(ugraph.OpSquare, none, x)
+			b.out(b.acc(b.op(ugraph.OpAdd, none, e, big), ugraph.AccumNone), block.Replicate)
+			return b.g
+		}, []string{"reduction+exp", "square+add+forloop_accum(none) >1"}, "drsrrs"},
+		{"one accumulator per group", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 4, 1)
+			x := b.in(sh(16, 32), fp16, block.Replicate, 1)
+			s := b.acc(b.op(ugraph.OpExp, none, x), ugraph.AccumMean)
+			b.out(b.op(ugraph.OpSqrt, none, s), block.Replicate)
+			return b.g
+		}, []string{"exp", "forloop_accum(mean)+sqrt >1"}, "sssr"},
+		{"dead ops are left out", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+			x := b.in(sh(16, 32), fp16, block.Replicate, -1)
+			b.op(ugraph.OpExp, none, x)
+			b.out(b.acc(x, ugraph.AccumSum), block.Replicate)
+			return b.g
+		}, []string{"forloop_accum(sum) >1"}, "d-s"},
+	}
+	for _, tt := range tests {
+		g, err := Derive(tt.build(t), Options{})
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if got := groupsOf(g); !reflect.DeepEqual(got, tt.groups) {
+			t.Errorf("%s: groups %q, want %q\n%v", tt.name, got, tt.groups, g)
+		}
+		if got := storageOf(g); got != tt.storage {
+			t.Errorf("%s: storage %q, want %q\n%v", tt.name, got, tt.storage, g)
+		}
+		checkPlan(t, tt.name, g)
+	}
+}
+
+// TestSmemBytes pins the peak shared memory of the examples and how a
+// limit lowers the pipeline depth.
+func TestSmemBytes(t *testing.T) {
+	tests := []struct {
+		name   string
+		build  func(testing.TB) *block.Graph
+		opts   Options
+		stages int
+		bytes  int
+	}{
+		// X 16x64 and W 64x64 fp16 with rows padded to 72 elements, 4
+		// buffers each, and the 16 fp32 rms sums.
+		{"rmsnorm_matmul", rmsnormMatmul, Options{}, 4, 4*(16*72*2) + 4*(64*72*2) + 128},
+		{"rmsnorm_matmul 2 stages", rmsnormMatmul, Options{Stages: 2}, 2, 2*(16*72*2) + 2*(64*72*2) + 128},
+		// X has 8 rows padded to 16 for mma; A2 (8x64 fp32) reuses the
+		// input buffers after the loop.
+		{"gated_mlp", gatedMLP, Options{}, 4, 4*(16*72*2) + 2*4*(64*72*2)},
+		{"gqa kernel 1", gqa1, Options{}, 4, 256*72*2 + 2*4*(64*72*2) + 256*4 + 256*72*2},
+		{"gqa kernel 1 on sm_80 with a tight limit", gqa1, Options{MaxSmemBytes: 120000}, 2, 256*72*2 + 2*2*(64*72*2) + 256*4 + 256*72*2},
+		// The inputs stay in device memory: one iteration, no mma.
+		{"gqa kernel 2", gqa2, Options{}, 1, 64*68*4 + 256},
+	}
+	for _, tt := range tests {
+		g, err := Derive(tt.build(t), tt.opts)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if g.Stages != tt.stages || g.SmemBytes != tt.bytes {
+			t.Errorf("%s: %d stages, %d bytes; want %d, %d\n%v", tt.name, g.Stages, g.SmemBytes, tt.stages, tt.bytes, g)
+		}
+	}
+	_, err := Derive(gqa1(t), Options{MaxSmemBytes: 48 << 10})
+	var se *SmemError
+	if !errors.As(err, &se) || se.Limit != 48<<10 || se.Bytes != 256*72*2+2*(64*72*2)+256*4+256*72*2 {
+		t.Errorf("gqa kernel 1 under 48 KiB: error %v, want a *SmemError with the 1-stage bytes", err)
+	}
+}
+
+func TestPitch(t *testing.T) {
+	tests := []struct {
+		n    int
+		dt   ugraph.DType
+		want int
+	}{
+		{64, ugraph.Float16, 72},   // 128 B -> 144 B
+		{8, ugraph.Float16, 8},     // 16 B is already odd
+		{16, ugraph.Float16, 24},   // 32 B -> 48 B
+		{24, ugraph.Float16, 24},   // 48 B
+		{64, ugraph.Float32, 68},   // 256 B -> 272 B
+		{1, ugraph.Float32, 1},     // not a multiple of 16 B: packed
+		{100, ugraph.Float16, 100}, // 200 B: packed
+		{1024, ugraph.BFloat16, 1032},
+	}
+	for _, tt := range tests {
+		if got := Pitch(tt.n, tt.dt); got != tt.want {
+			t.Errorf("Pitch(%d, %v) = %d, want %d", tt.n, tt.dt, got, tt.want)
+		}
+	}
+}
+
+func TestWarpGrid(t *testing.T) {
+	tests := []struct {
+		mTiles, nTiles, warps int
+		wm, wn                int
+	}{
+		{1, 8, 4, 1, 4},  // 16x64: each warp takes 16 columns
+		{16, 8, 4, 4, 1}, // 256x64: each warp takes 64 rows
+		{4, 16, 4, 2, 2}, // 64x128
+		{8, 1, 4, 4, 1},  // N = 8: only one warp along N
+		{1, 1, 8, 8, 1},  // a single tile: the other warps idle
+		{2, 6, 4, 2, 2},  // 6 n-tiles do not split 4 ways
+		{3, 4, 1, 1, 1},  // one warp does everything
+	}
+	for _, tt := range tests {
+		if wm, wn := warpGrid(tt.mTiles, tt.nTiles, tt.warps); wm != tt.wm || wn != tt.wn {
+			t.Errorf("warpGrid(%d, %d, %d) = %d, %d; want %d, %d", tt.mTiles, tt.nTiles, tt.warps, wm, wn, tt.wm, tt.wn)
+		}
+	}
+}
+
+func TestMMALowering(t *testing.T) {
+	mm := func(dt ugraph.DType, a, b ugraph.Shape) *block.Graph {
+		bd := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+		x := bd.in(a, dt, block.Replicate, -1)
+		y := bd.in(b, dt, block.Replicate, -1)
+		bd.out(bd.acc(bd.op(ugraph.OpMatmul, none, x, y), ugraph.AccumNone), block.Replicate)
+		return bd.g
+	}
+	tests := []struct {
+		name string
+		g    *block.Graph
+		mma  bool
+	}{
+		{"fp16 16x64x64", mm(ugraph.Float16, sh(16, 64), sh(64, 64)), true},
+		{"bf16 batched", mm(ugraph.BFloat16, sh(2, 3, 32, 16), sh(2, 3, 16, 8)), true},
+		{"M not a multiple of 16", mm(ugraph.Float16, sh(5, 16), sh(16, 8)), true},
+		{"fp32", mm(ugraph.Float32, sh(16, 64), sh(64, 64)), false},
+		{"K = 8", mm(ugraph.Float16, sh(16, 8), sh(8, 64)), false},
+		{"N = 12", mm(ugraph.Float16, sh(16, 16), sh(16, 12)), false},
+	}
+	for _, tt := range tests {
+		g, err := Derive(tt.g, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		p := g.Ops[2].MMA
+		if (p != nil) != tt.mma {
+			t.Errorf("%s: mma %v, want %v", tt.name, p != nil, tt.mma)
+		}
+		// Input tiles an mma reads are copied to shared memory, even with
+		// one iteration; the others stay in device memory.
+		want := Device
+		if tt.mma {
+			want = Shared
+		}
+		if s := g.Tiles[0].Storage; s != want {
+			t.Errorf("%s: operand storage %v, want %v", tt.name, s, want)
+		}
+		checkPlan(t, tt.name, g)
+	}
+}
+
+// TestRegisterBudget: accumulators past the budget go to shared memory.
+func TestRegisterBudget(t *testing.T) {
+	g, err := Derive(gqa1(t), Options{RegFloats: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := g.Ops[6].MMA; p.Persistent || g.RegFloats != 0 {
+		t.Errorf("E·V accumulator (128 floats) stays in registers under a 64-float budget")
+	}
+	if tl := g.Tiles[7]; tl.Storage != Shared || !tl.Accum || tl.DType != ugraph.Float32 {
+		t.Errorf("the accumulator tile is %+v, want a shared fp32 accumulator", tl)
+	}
+	checkPlan(t, "gqa kernel 1, small budget", g)
+}
+
+// TestRandomGraphs checks the plan's invariants on many valid block graphs.
+func TestRandomGraphs(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 0
+	for range 12000 {
+		bg := randomGraph(r)
+		if bg == nil {
+			continue
+		}
+		n++
+		opts := Options{Stages: 1 + r.IntN(4), RegFloats: 16 + r.IntN(128)}
+		g, err := Derive(bg, opts)
+		if err != nil {
+			t.Fatalf("Derive: %v", err)
+		}
+		checkPlan(t, fmt.Sprintf("random graph %d", n), g)
+		if again, _ := Derive(bg, opts); !reflect.DeepEqual(again, g) {
+			t.Fatalf("random graph %d: two derivations differ", n)
+		}
+	}
+	if n < 500 {
+		t.Fatalf("only %d random graphs built", n)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	a, _ := Derive(gqa1(t), Options{})
+	b, _ := Derive(gqa1(t), Options{})
+	a.Block, b.Block = nil, nil
+	if !reflect.DeepEqual(a, b) {
+		t.Error("two derivations of the same graph differ")
+	}
+}
+
+func TestNoOutput(t *testing.T) {
+	b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+	b.in(sh(4), fp16, block.Replicate, -1)
+	if _, err := Derive(b.g, Options{}); !errors.Is(err, ErrNoOutput) {
+		t.Errorf("error %v, want ErrNoOutput", err)
+	}
+}
+
+// checkPlan checks the invariants every plan keeps.
+func checkPlan(t *testing.T, name string, g *Graph) {
+	t.Helper()
+	bg := g.Block
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Errorf("%s: %s\n%v", name, fmt.Sprintf(format, args...), g)
+	}
+	end := 0
+	for i := range g.Tiles {
+		ti := &g.Tiles[i]
+		if ti.Storage != Shared {
+			continue
+		}
+		end = max(end, ti.Offset+ti.Bytes)
+		if ti.Offset%SmemAlign != 0 || ti.StageBytes%SmemAlign != 0 || ti.Bytes != ti.StageBytes*ti.Stages {
+			fail("tile s%d: offset %d, stage bytes %d, bytes %d", i, ti.Offset, ti.StageBytes, ti.Bytes)
+		}
+		shape := bg.Tensors[i].Shape
+		if ti.Pitch < shape.Last() || ti.Rows < shape.NumElements()/shape.Last() || ti.StageBytes < ti.Rows*ti.Pitch*ti.DType.Size() {
+			fail("tile s%d %v: %d rows of pitch %d in %d bytes", i, shape, ti.Rows, ti.Pitch, ti.StageBytes)
+		}
+		for j := range i {
+			tj := &g.Tiles[j]
+			if tj.Storage == Shared && ti.Live.Overlaps(tj.Live) && ti.Offset < tj.Offset+tj.Bytes && tj.Offset < ti.Offset+ti.Bytes {
+				fail("tiles s%d and s%d are live together and overlap", j, i)
+			}
+		}
+	}
+	if end != g.SmemBytes {
+		fail("SmemBytes %d, but the tiles end at %d", g.SmemBytes, end)
+	}
+	// Every op of a group runs in one of its parts; every shared tile is
+	// live where it is produced and where it is read.
+	stepOf := func(i int) int {
+		gr := &g.Groups[g.Ops[i].Group]
+		if bg.Ops[i].Kind != ugraph.OpOutput && g.InLoop(i) {
+			return g.LoopStep(gr.Loop)
+		}
+		return g.PostStep(gr.Post)
+	}
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		role := g.Ops[i].Role
+		if role == RoleDead || role == RoleLoad {
+			continue
+		}
+		gr := &g.Groups[g.Ops[i].Group]
+		if (g.InLoop(i) && op.Kind != ugraph.OpOutput && gr.Loop < 0) || ((!g.InLoop(i) || op.Kind == ugraph.OpOutput) && gr.Post < 0) {
+			fail("op %d (%v) of group %d has no step to run in", i, op.Kind, g.Ops[i].Group)
+			continue
+		}
+		for _, x := range op.Operands() {
+			tx := &g.Tiles[x]
+			switch tx.Storage {
+			case Shared:
+				if s := stepOf(i); s < tx.Live.First || s > tx.Live.Last {
+					fail("op %d reads s%d at step %d, outside its live steps %v", i, x, s, tx.Live)
+				}
+			case Registers:
+				if g.Ops[i].Group != groupOfTile(g, x) {
+					fail("op %d reads s%d from another group's registers", i, x)
+				}
+			case StorageNone:
+				fail("op %d reads s%d, which is nowhere", i, x)
+			}
+		}
+		if op.Out >= 0 && g.Tiles[op.Out].Storage == Shared && !g.Tiles[op.Out].Accum && op.Kind != ugraph.OpForloopAccum {
+			if s := stepOf(i); s < g.Tiles[op.Out].Live.First {
+				fail("op %d writes s%d at step %d, before its live steps %v", i, op.Out, s, g.Tiles[op.Out].Live)
+			}
+		}
+		if role == RoleFused || role == RoleHead {
+			if g.Ops[i].MMA != nil && role != RoleHead {
+				fail("mma op %d is fused", i)
+			}
+		}
+	}
+	// A group's parts run after the groups that produce what it reads.
+	for gi := range g.Groups {
+		gr := &g.Groups[gi]
+		for _, i := range append(gr.Ops(), gr.Stores...) {
+			for _, x := range bg.Ops[i].Operands() {
+				p := groupOfTile(g, x)
+				if p < 0 || p == gi {
+					continue
+				}
+				pg := &g.Groups[p]
+				if gr.Loop >= 0 && g.InLoop(i) && bg.Ops[i].Kind != ugraph.OpOutput && (pg.Loop < 0 || pg.Loop >= gr.Loop) {
+					fail("group %d reads s%d in the loop before group %d produces it", gi, x, p)
+				}
+				if !g.InLoop(i) && pg.Post >= 0 && pg.Post >= gr.Post {
+					fail("group %d reads s%d after the loop before group %d finishes it", gi, x, p)
+				}
+			}
+		}
+	}
+}
+
+func groupOfTile(g *Graph, x block.TensorID) int {
+	for i := range g.Block.Ops {
+		if g.Block.Ops[i].Out == x {
+			return g.Ops[i].Group
+		}
+	}
+	return -1
+}
+
+// randomGraph builds a random valid block graph with the builders, or nil.
+func randomGraph(r *rand.Rand) *block.Graph {
+	dims := []int{1, 2, 4, 8, 16, 32, 64}
+	pick := func(xs []int) int { return xs[r.IntN(len(xs))] }
+	grid := block.Dim3{pick([]int{1, 1, 2, 4}), pick([]int{1, 1, 2}), 1}
+	g, err := block.New(grid, block.Dim3{pick([]int{32, 64, 100, 128, 256}), 1, 1}, pick([]int{1, 2, 4}), pick([]int{1, 2, 4, 8}))
+	if err != nil {
+		return nil
+	}
+	dt := []ugraph.DType{ugraph.Float16, ugraph.BFloat16, ugraph.Float32}[r.IntN(3)]
+	rank := 1 + r.IntN(3)
+	for range 1 + r.IntN(3) {
+		d := make([]int, rank)
+		for i := range d {
+			d[i] = pick(dims) * 4
+		}
+		imap := block.Map{r.IntN(rank+1) - 1, r.IntN(rank+1) - 1, -1}
+		g.AddInput(ugraph.MustShape(d...), dt, imap, r.IntN(rank+1)-1)
+	}
+	if len(g.Tensors) == 0 {
+		return nil
+	}
+	kinds := ugraph.OpKinds(ugraph.LevelBlock)
+	for range 4 + r.IntN(10) {
+		k := kinds[r.IntN(len(kinds))]
+		info := k.Info()
+		if info.Class == ugraph.ClassIO {
+			continue
+		}
+		var xs []block.TensorID
+		for range info.Arity {
+			xs = append(xs, block.TensorID(r.IntN(len(g.Tensors))))
+		}
+		a := ugraph.Attr{Dim: r.IntN(4), Accum: ugraph.Accum(r.IntN(5)), Scalars: [2]float64{-1, 1}}
+		g.Add(k, a, xs...)
+	}
+	for range 1 + r.IntN(2) {
+		x := block.TensorID(r.IntN(len(g.Tensors)))
+		omap := block.Map{-1, -1, -1}
+		for a := range 2 {
+			if grid[a] > 1 {
+				omap[a] = r.IntN(g.Tensors[x].Shape.Rank())
+			}
+		}
+		g.AddOutput(x, omap)
+	}
+	if len(g.OutputOps()) == 0 {
+		return nil
+	}
+	return g
+}
