@@ -63,7 +63,7 @@ func reportMedian(b *testing.B, f func(i int)) {
 }
 
 // BenchmarkUncached is a query the cache has not seen: the Go checks, then
-// Z3 for what they leave (33 of the table's 57 queries).
+// Z3 for what they leave (2 of the table's queries).
 func BenchmarkUncached(b *testing.B) {
 	jobs := tableJobs(b, all)
 	reportMedian(b, func(i int) {

@@ -30,8 +30,10 @@
 // ForKernel, ForBlock and ForOp give μGraph tensors their expressions
 // (derive.go); Targets gives a program's. An Oracle, made from the targets,
 // answers IsSubexpr: whether an expression is a subexpression of a target
-// modulo the axioms (axioms.go), deciding easy cases in Go (filter.go) and
-// the rest with Z3 (prover.go, through package z3). Unknown counts as no.
+// modulo the axioms (axioms.go). It decides in Go what a model of the
+// axioms settles (filter.go, normal.go), which on the search's workload is
+// every query, and asks Z3 the rest (prover.go, through package z3).
+// Unknown counts as no.
 package absexpr
 
 import (

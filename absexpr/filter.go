@@ -6,7 +6,7 @@ import (
 	"unique"
 )
 
-// The Go-side decisions, made before Z3 is asked.
+// The Go-side decisions, made before Z3 is asked, cheapest first.
 //
 // Yes, by structure: q is a subterm of a target, or q = add(Q) (mul(Q))
 // where a target has add(S) (mul(S)) with Q a sub-multiset of S (by
@@ -18,6 +18,10 @@ import (
 // signature that equal expressions share and that a subexpression's can
 // only shrink from. A query whose signature is not within the targets' is
 // not a subexpression. TestSignatureInvariant checks this against every law.
+//
+// Between the two, normal forms (normal.go) decide yes or no exactly, save
+// where a query divides by a sum of several monomials or a normal form
+// grows too large; the signature is what is left for those.
 
 // targetIndex is what the decisions need from the targets.
 type targetIndex struct {
@@ -27,6 +31,7 @@ type targetIndex struct {
 	// sumSizes lists the sizes at which each expression is summed.
 	sumSizes map[unique.Handle[string]][]int
 	sig      signature // union of the targets' signatures
+	nf       *nfIndex  // nil when a target's normal form is too large
 }
 
 func newTargetIndex(targets []*Expr) *targetIndex {
@@ -51,13 +56,18 @@ func newTargetIndex(targets []*Expr) *targetIndex {
 		})
 		ix.sig.add(signatureOf(t, make(map[unique.Handle[string]]signature)))
 	}
+	ix.nf = newNFIndex(targets)
 	return ix
 }
 
-// decide answers q when the structure or the signature settles it.
+// decide answers q when the structure, the normal forms or the signature
+// settle it.
 func (ix *targetIndex) decide(q *Expr) (isSubexpr, decided bool) {
 	if ix.containsStructurally(q) {
 		return true, true
+	}
+	if v := ix.nf.decide(q); v != maybe {
+		return v == yes, true
 	}
 	if !ix.sig.covers(signatureOf(q, make(map[unique.Handle[string]]signature))) {
 		return false, true

@@ -17,13 +17,17 @@ import (
 // Options tune an Oracle. The zero value takes every default.
 type Options struct {
 	// MaxInstances caps the quantifier instances of one Z3 query
-	// (smt.qi.max_instances). It is the bound that normally ends a hard
-	// query, and unlike a timeout it does not depend on the machine's load.
-	// Default 5000: the queries mirage's tests know the answer to need
-	// fewer than 300.
+	// (smt.qi.max_instances). A query Z3 cannot prove normally ends when
+	// E-matching has nothing left to instantiate, or else at this cap:
+	// both are counted, not timed, so unlike a timeout they do not depend
+	// on the machine's load. Default 5000: the queries mirage's tests know
+	// the answer to need fewer than 300.
 	MaxInstances uint
-	// Timeout bounds one Z3 query in wall-clock time, the backstop behind
-	// MaxInstances. Default 250ms.
+	// Timeout bounds one Z3 query in wall-clock time. It is a backstop, far
+	// above what queries take (the slowest recorded search query takes
+	// 75ms alone, 300ms on a loaded machine), so that it does not decide
+	// answers: a query that reaches it counts as "no", and whether it
+	// reaches it depends on the load. Default 2s.
 	Timeout time.Duration
 	// Provers caps the Z3 contexts the oracle keeps (one per goroutine in a
 	// query at a time). Default GOMAXPROCS.
@@ -32,7 +36,7 @@ type Options struct {
 
 const (
 	defaultMaxInstances = 5000
-	defaultTimeout      = 250 * time.Millisecond
+	defaultTimeout      = 2 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -52,8 +56,8 @@ func (o Options) withDefaults() Options {
 type Stats struct {
 	Queries       int64         // IsSubexpr calls
 	CacheHits     int64         // answered from the cache
-	FastYes       int64         // decided yes in Go, by structure
-	FastNo        int64         // decided no in Go, by signature
+	FastYes       int64         // decided yes in Go (filter.go, normal.go)
+	FastNo        int64         // decided no in Go
 	Z3Calls       int64         // decided by Z3
 	Z3Unknown     int64         // of which Z3 gave up (counted as no)
 	Z3Interrupted int64         // of which Z3 overran its timeout (see z3.ErrInterrupted)
@@ -66,15 +70,20 @@ type Stats struct {
 // axioms, of one of the targets (the program's output expressions). It is
 // safe for concurrent use; every answer is cached.
 //
-// Go decides what it can first (filter.go). The rest goes to Z3, on one of
-// a pool of contexts that each hold the axioms and the targets; a query is
-// pushed, checked and popped, so a goroutine never shares a context and no
-// query pays for setting one up.
+// Go decides what it can first (filter.go, normal.go): on the search's
+// workload, every query. The rest goes to Z3, on one of a pool of contexts
+// that each hold the axioms and the targets; a query is pushed, checked and
+// popped, so a goroutine never shares a context and no query pays for
+// setting one up.
 //
 // Answers are deterministic as long as no query reaches Options.Timeout:
-// the instance cap is counted, not timed, and a prover's answers do not
-// depend on the queries it answered before (TestStress checks both under
-// load). A query that does reach the timeout counts as "no".
+// the Go decisions are functions of the query, Z3's instance cap is
+// counted, not timed, and a prover's answers do not depend on the queries it
+// answered before (TestStress checks both under load). The residual risk is
+// a query that Go leaves to Z3 (a denominator divided by a sum of several
+// monomials) and that Z3 neither settles nor gives up on within the
+// timeout: it counts as "no" when it times out, so its answer may depend on
+// the machine's load.
 type Oracle struct {
 	targets []*Expr
 	index   *targetIndex
@@ -175,9 +184,16 @@ func (o *Oracle) decide(e *Expr) (bool, error) {
 }
 
 func (o *Oracle) askZ3(e *Expr) (bool, error) {
+	r, err := o.prove(e)
+	return r == z3.Unsat, err
+}
+
+// prove asks Z3 whether e is a subexpression: Unsat means it is, Sat that
+// it is not, Unknown that Z3 gave up.
+func (o *Oracle) prove(e *Expr) (z3.Result, error) {
 	p, err := o.pool.get()
 	if err != nil {
-		return false, err
+		return z3.Unknown, err
 	}
 	start := time.Now()
 	r, err := p.check(e)
@@ -191,7 +207,7 @@ func (o *Oracle) askZ3(e *Expr) (bool, error) {
 		r = z3.Unknown
 	case err != nil:
 		o.pool.discard(p) // its state is unknown after a Z3 error
-		return false, fmt.Errorf("absexpr: Z3 on %s: %w", e, err)
+		return z3.Unknown, fmt.Errorf("absexpr: Z3 on %s: %w", e, err)
 	default:
 		o.pool.put(p)
 	}
@@ -201,7 +217,7 @@ func (o *Oracle) askZ3(e *Expr) (bool, error) {
 	if r == z3.Unknown {
 		o.z3Unknown.Add(1)
 	}
-	return r == z3.Unsat, nil
+	return r, nil
 }
 
 // storeMax raises m to v if v is larger.
