@@ -1,0 +1,174 @@
+package cuda
+
+import "strings"
+
+// emuCase is a small program that exercises fast paths and fallbacks of the
+// emitted code; each runs in the emulator and compiles with nvcc.
+type emuCase struct {
+	name  string
+	scale float64 // inputs are drawn from [-scale, scale)
+	src   []string
+	opts  Options
+}
+
+// tb returns the lines of a one-kernel μGraph program: inputs (name,
+// dims, dtype), a threadblock graph header, its body, and the customized
+// call.
+func oneKernel(inputs [][3]string, header string, body ...string) []string {
+	var lines []string
+	lines = append(lines, "g = mi.new_kernel_graph()")
+	var names []string
+	for _, in := range inputs {
+		lines = append(lines, in[0]+" = g.new_input(dims="+in[1]+", dtype=mi."+in[2]+")")
+		names = append(names, in[0])
+	}
+	lines = append(lines, "tb = mi.new_threadblock_graph("+header+")")
+	lines = append(lines, body...)
+	lines = append(lines, "outs = g.customized(["+strings.Join(names, ", ")+"], tb)")
+	lines = append(lines, "for o in outs:", "    g.mark_output(o)")
+	return lines
+}
+
+var emuCases = []emuCase{
+	// The running example, scaled down, in bf16: mma with a 4-stage
+	// pipeline, persistent accumulator, rms accumulator, fused div.
+	{name: "rmsnorm_bf16", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(16, 256)", "bfloat16"}, {"W", "(256, 128)", "bfloat16"}},
+		"grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=4, reduction_dimx=64",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)`,
+		`tb.new_output(stensor=tb.div(tb.forloop_accum(tb.matmul(tX, tW)), tb.forloop_accum(tX, "rms")), output_map=(1, -1, -1))`)},
+	// fp32 tiles: the SIMT matmul, a mean accumulator, mul_scalar.
+	{name: "fp32_simt", scale: 1, src: oneKernel(
+		[][3]string{{"A", "(8, 96)", "float32"}, {"B", "(96, 40)", "float32"}},
+		"grid_dim=(2, 1, 1), block_dim=(64, 1, 1), forloop_range=3, reduction_dimx=4",
+		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tB = tb.new_input(dtensor=B, input_map=(1, -1, -1), forloop_dim=0)`,
+		`m = tb.forloop_accum(tb.matmul(tA, tB))`,
+		`s = tb.forloop_accum(tA, "mean")`,
+		`tb.new_output(stensor=tb.mul_scalar(tb.add(m, s), 0.5), output_map=(1, -1, -1))`)},
+	// Odd mma shapes: M = 5 (padding rows), N = 24 (three n-tiles: an
+	// ldmatrix.x2 for the last), K = 16; 100 threads (rounded up to 4 warps).
+	{name: "mma_odd", scale: 1, src: oneKernel(
+		[][3]string{{"A", "(5, 64)", "float16"}, {"B", "(64, 48)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(100, 1, 1), forloop_range=4, reduction_dimx=1",
+		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tB = tb.new_input(dtensor=B, input_map=(1, -1, -1), forloop_dim=0)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tA, tB)), output_map=(1, -1, -1))`)},
+	// Batched rank-4 mma, M = 12 per batch: m-tiles read the next batch's
+	// rows as padding; the exp before the accumulator keeps it out of the
+	// mma registers (streamed, added into a register accumulator).
+	{name: "mma_batched", scale: 0.5, src: oneKernel(
+		[][3]string{{"A", "(2, 3, 12, 32)", "float16"}, {"B", "(2, 3, 32, 16)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=2, reduction_dimx=1",
+		`tA = tb.new_input(dtensor=A, input_map=(0, -1, -1), forloop_dim=3)`,
+		`tB = tb.new_input(dtensor=B, input_map=(0, -1, -1), forloop_dim=2)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.exp(tb.matmul(tA, tB))), output_map=(0, -1, -1))`)},
+	// Past the register budget the mma accumulator lives in shared memory
+	// (fp32), added into by the streamed epilogue.
+	{name: "mma_smem_accum", scale: 0.5, opts: Options{Stages: 2}, src: oneKernel(
+		[][3]string{{"A", "(128, 64)", "float16"}, {"B", "(64, 256)", "float16"}},
+		"grid_dim=(1, 1, 1), block_dim=(128, 1, 1), forloop_range=2, reduction_dimx=1",
+		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tB = tb.new_input(dtensor=B, input_map=(-1, -1, -1), forloop_dim=0)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tA, tB)), output_map=(-1, -1, -1))`)},
+	// A matmul after the loop, of tiles computed after it.
+	{name: "mma_post_loop", scale: 0.5, src: oneKernel(
+		[][3]string{{"A", "(32, 32)", "float16"}, {"B", "(64, 16)", "float16"}},
+		"grid_dim=(1, 1, 1), block_dim=(64, 1, 1), forloop_range=2, reduction_dimx=1",
+		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=0)`,
+		`tB = tb.new_input(dtensor=B, input_map=(-1, -1, -1), forloop_dim=0)`,
+		`a = tb.exp(tb.forloop_accum(tA))`,
+		`b = tb.relu(tb.forloop_accum(tB))`,
+		`tb.new_output(stensor=tb.matmul(a, b), output_map=(-1, -1, -1))`)},
+	// Every element-wise op, broadcasting binary ops, and a chain that
+	// crosses the loop through a None accumulator on a SIMT head.
+	{name: "elementwise", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(4, 64)", "float16"}, {"Y", "(4, 1)", "float16"}, {"Z", "(1, 64)", "float16"}},
+		"grid_dim=(1, 1, 1), block_dim=(128, 1, 1), forloop_range=2, reduction_dimx=1",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tY = tb.new_input(dtensor=Y, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tZ = tb.new_input(dtensor=Z, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`a = tb.silu(tb.gelu(tb.clamp(tb.exp(tX), 0.5, 2.0)))`,
+		`b = tb.add(tb.mul(a, tY), tZ)`,
+		`c = tb.forloop_accum(tb.sqrt(tb.square(b)))`,
+		`d = tb.div(tb.log(tb.exp(c)), tb.forloop_accum(tY))`,
+		`e = tb.sub(tb.pow(tb.exp(d), tb.forloop_accum(tZ)), tb.relu(tb.mul_scalar(d, -3.0)))`,
+		`tb.new_output(stensor=e, output_map=(-1, -1, -1))`)},
+	// Every accumulator kind, and post-loop ops on their results.
+	{name: "accumulators", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(2, 16, 128)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(96, 1, 1), forloop_range=4, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=2)`,
+		`s = tb.forloop_accum(tX, "sum")`,
+		`m = tb.forloop_accum(tX, "mean")`,
+		`r = tb.forloop_accum(tX, "rms")`,
+		`d = tb.forloop_accum(tX, "sum_todimx")`,
+		`n = tb.forloop_accum(tX)`,
+		`tb.new_output(stensor=tb.add(tb.mul(s, m), r), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.mul(d, r), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=n, output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=r, output_map=(0, -1, -1))`)},
+	// Block reductions (a warp per row, and element-wise), rms_norm,
+	// concat, reduction_to_dimx; tiles read in place (one iteration).
+	{name: "reductions", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(8, 96)", "float16"}, {"Y", "(8, 32)", "float16"}},
+		"grid_dim=(1, 2, 1), block_dim=(64, 1, 1), forloop_range=1, reduction_dimx=16",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, 0, -1), forloop_dim=-1)`,
+		`tY = tb.new_input(dtensor=Y, input_map=(-1, 0, -1), forloop_dim=-1)`,
+		`c = tb.concat(tX, tY, 1)`,
+		`a = tb.forloop_accum(tb.rms_norm(c))`,
+		`r1 = tb.reduction(a, 1)`,
+		`r0 = tb.reduction(a, 0)`,
+		`rd = tb.reduction_to_dimx(a, 1)`,
+		`tb.new_output(stensor=tb.add(a, r1), output_map=(-1, 0, -1))`,
+		`tb.new_output(stensor=tb.mul(rd, tb.reduction(rd, 0)), output_map=(-1, 0, -1))`,
+		`tb.new_output(stensor=tb.exp(r0), output_map=(-1, 0, -1))`)},
+	// Copies that are not 16-byte: rows of 4 and 3 fp16 elements (8-byte
+	// and element-wise copies), 6 fp32 (8-byte); a grid along two axes, the
+	// for-loop walking a partitioned dim; one buffer per tile.
+	{name: "copies", scale: 1, opts: Options{Stages: 1}, src: oneKernel(
+		[][3]string{{"A", "(4, 16, 8)", "float16"}, {"B", "(4, 16, 3)", "float16"}, {"C", "(4, 16, 6)", "float32"}},
+		"grid_dim=(2, 2, 1), block_dim=(32, 1, 1), forloop_range=2, reduction_dimx=1",
+		`tA = tb.new_input(dtensor=A, input_map=(0, 1, -1), forloop_dim=2)`,
+		`tB = tb.new_input(dtensor=B, input_map=(0, 1, -1), forloop_dim=1)`,
+		`tC = tb.new_input(dtensor=C, input_map=(0, 1, -1), forloop_dim=1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tA, "sum"), output_map=(0, 1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tB), output_map=(0, 1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tC, "rms"), output_map=(0, 1, -1))`)},
+	// Pipelines deeper than 2 with F not a multiple of the depth.
+	{name: "pipeline", scale: 1, opts: Options{Stages: 3}, src: oneKernel(
+		[][3]string{{"X", "(16, 80)", "float16"}, {"W", "(80, 32)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(64, 1, 1), forloop_range=5, reduction_dimx=1",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(1, -1, -1))`)},
+	// Every pre-defined kernel op.
+	{name: "predefined", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"A = g.new_input(dims=(2, 24, 40), dtype=mi.float16)",
+		"B = g.new_input(dims=(2, 40, 16), dtype=mi.float16)",
+		"C = g.new_input(dims=(2, 24, 1), dtype=mi.float16)",
+		"M = g.matmul(A, B)",
+		"E = g.add(g.exp(g.mul_scalar(M, 0.1)), C)",
+		"R = g.rms_norm(E, normalized_shape=(24, 16))",
+		"S = g.reduction(g.square(R), 1)",
+		"T = g.reduction(g.relu(R), 2)",
+		"U = g.div(g.mul(g.sqrt(g.exp(g.clamp(R, -2.0, 2.0))), S), g.gelu(g.silu(g.exp(T))))",
+		"g.mark_output(g.pow(g.exp(g.mul_scalar(U, 0.01)), g.log(g.exp(C))))",
+		"g.mark_output(M)",
+		"g.mark_output(A)",
+	}},
+	{name: "predefined_fallbacks", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"A = g.new_input(dims=(20, 12), dtype=mi.float16)",
+		"B = g.new_input(dims=(12, 24), dtype=mi.float16)",
+		"X = g.new_input(dims=(3, 40, 33), dtype=mi.float32)",
+		"Y = g.new_input(dims=(3, 33, 16), dtype=mi.float32)",
+		"P = g.new_input(dims=(36, 64), dtype=mi.bfloat16)",
+		"Q = g.new_input(dims=(64, 136), dtype=mi.bfloat16)",
+		"g.mark_output(g.matmul(A, B))",
+		"g.mark_output(g.matmul(X, Y))",
+		"g.mark_output(g.matmul(P, Q))",
+	}},
+}

@@ -1,0 +1,623 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mirage-go/mirage/templates"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// Arch is a GPU architecture the emitted code targets.
+type Arch string
+
+const (
+	SM80 Arch = "sm_80" // A100
+	SM90 Arch = "sm_90" // H100
+)
+
+// ParseArch returns the architecture named s ("sm_80" or "sm_90").
+func ParseArch(s string) (Arch, error) {
+	switch a := Arch(s); a {
+	case SM80, SM90:
+		return a, nil
+	}
+	return "", fmt.Errorf("unknown architecture %q (want sm_80 or sm_90)", s)
+}
+
+// SmemLimit is the most dynamic shared memory one block may use.
+func (a Arch) SmemLimit() int {
+	if a == SM80 {
+		return thread.SmemSM80
+	}
+	return thread.SmemSM90
+}
+
+// Options control Emit.
+type Options struct {
+	Arch Arch // default SM90
+	// SingleFile inlines the device runtime into NAME.cu instead of writing
+	// it beside it.
+	SingleFile bool
+	// Stages is the cp.async pipeline depth to aim for (0: the thread
+	// package's default); Emit lowers it where shared memory runs out.
+	Stages int
+	// Source names where the program came from, for the files' comments.
+	Source string
+}
+
+// File is one emitted file.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Kernel describes one kernel launch of the emitted program.
+type Kernel struct {
+	Name      string // the __global__ function
+	Op        int    // the kernel op it runs
+	What      string // "graph-defined", or the pre-defined op ("matmul", "exp", ...)
+	Grid      [3]int
+	Threads   int
+	SmemBytes int // dynamic shared memory per block
+	// Plan is the thread-level plan of a graph-defined kernel.
+	Plan *thread.Graph
+	// Barriers counts the __syncthreads() the hazard tracking placed in a
+	// graph-defined kernel's parts (the pipeline's own are not counted).
+	Barriers int
+	// Schedule lists, in order, the parts of a graph-defined kernel and the
+	// barriers between them: "loop: g0: ..." or "post: __syncthreads()".
+	Schedule []string
+	// Notes says which fast paths and fallbacks a kernel takes.
+	Notes []string
+}
+
+// Result is what Emit produces.
+type Result struct {
+	Name           string // the C identifier in mirage_NAME
+	Files          []File // NAME.cu, NAME.h, and the runtime unless SingleFile
+	Kernels        []Kernel
+	WorkspaceBytes int
+	Arch           Arch
+}
+
+// ErrNoOutputs is returned for a graph with nothing to compute.
+var ErrNoOutputs = errors.New("the graph has no outputs")
+
+// workspaceAlign is the alignment of each intermediate tensor in the
+// workspace.
+const workspaceAlign = 256
+
+// Emit lowers kernel graph g to CUDA: NAME.cu with one __global__ per
+// graph-defined kernel and the host entry point mirage_NAME, NAME.h
+// declaring it, and the device runtime. name is sanitized into a C
+// identifier. Emit fails when a kernel needs more shared memory than the
+// architecture allows, even without pipelining.
+func Emit(name string, g *kernel.Graph, opts Options) (*Result, error) {
+	if opts.Arch == "" {
+		opts.Arch = SM90
+	}
+	if _, err := ParseArch(string(opts.Arch)); err != nil {
+		return nil, err
+	}
+	if g == nil || len(g.Outputs) == 0 {
+		return nil, ErrNoOutputs
+	}
+	p := &program{name: Sanitize(name), g: g, opts: opts, res: &Result{Name: Sanitize(name), Arch: opts.Arch}}
+	for _, step := range programPasses {
+		if err := step.run(p); err != nil {
+			return nil, err
+		}
+	}
+	return p.res, nil
+}
+
+// programPasses are the steps of Emit, in order.
+var programPasses = [...]struct {
+	name string
+	run  func(*program) error
+}{
+	{"liveness", (*program).liveness}, // the ops the outputs need
+	{"storage", (*program).storage},   // inputs, outputs, workspace offsets
+	{"kernels", (*program).kernels},   // a __global__ per graph-defined kernel, launches for all
+	{"files", (*program).files},       // NAME.cu, NAME.h, the runtime
+}
+
+// program is the state of one Emit.
+type program struct {
+	name string
+	g    *kernel.Graph
+	opts Options
+	res  *Result
+
+	live    []bool   // per op
+	cname   []string // per tensor: its C pointer in the host function
+	decls   []string // host declarations of the tensor pointers
+	globals []string // source of the __global__ functions
+	host    writer   // body of the host function after the declarations
+}
+
+func (p *program) liveness() error {
+	g := p.g
+	p.live = make([]bool, len(g.Ops))
+	need := make([]bool, len(g.Tensors))
+	for _, t := range g.Outputs {
+		need[t] = true
+	}
+	for i := len(g.Ops) - 1; i >= 0; i-- {
+		op := &g.Ops[i]
+		for _, t := range op.Out {
+			if need[t] {
+				p.live[i] = true
+			}
+		}
+		if p.live[i] {
+			for _, t := range op.In {
+				need[t] = true
+			}
+		}
+	}
+	return nil
+}
+
+// storage names every tensor the host function touches: inputs[k],
+// outputs[j], or a slice of the workspace.
+func (p *program) storage() error {
+	g := p.g
+	p.cname = make([]string, len(g.Tensors))
+	outOf := map[kernel.TensorID]int{}
+	for j, t := range g.Outputs {
+		outOf[t] = j
+	}
+	for k, t := range g.Inputs() {
+		p.cname[t] = fmt.Sprintf("t%d", t)
+		p.decls = append(p.decls, fmt.Sprintf("const %s* const t%d = static_cast<const %s*>(inputs[%d]);  // input %d %v",
+			ctype(g.Tensors[t].DType), t, ctype(g.Tensors[t].DType), k, k, g.Tensors[t].Shape))
+	}
+	ws := 0
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if op.Kind == ugraph.OpInput || !p.live[i] {
+			continue
+		}
+		for _, t := range op.Out {
+			ct := ctype(g.Tensors[t].DType)
+			p.cname[t] = fmt.Sprintf("t%d", t)
+			if j, ok := outOf[t]; ok {
+				p.decls = append(p.decls, fmt.Sprintf("%s* const t%d = static_cast<%s*>(outputs[%d]);  // output %d %v", ct, t, ct, j, j, g.Tensors[t].Shape))
+				continue
+			}
+			p.decls = append(p.decls, fmt.Sprintf("%s* const t%d = reinterpret_cast<%s*>(ws + %d);  // intermediate %v", ct, t, ct, ws, g.Tensors[t].Shape))
+			ws += roundUp(g.Tensors[t].Bytes(), workspaceAlign)
+		}
+	}
+	p.res.WorkspaceBytes = ws
+	return nil
+}
+
+func roundUp(a, b int) int { return (a + b - 1) / b * b }
+
+// kernels writes a __global__ per graph-defined kernel and the host code
+// that launches every op.
+func (p *program) kernels() error {
+	g := p.g
+	h := &p.host
+	h.indent = 1
+	outOf := map[kernel.TensorID]int{}
+	for j, t := range g.Outputs {
+		outOf[t] = j
+	}
+	// Outputs that are inputs are copies.
+	for j, t := range g.Outputs {
+		if op, _ := g.Producer(t); op >= 0 && g.Ops[op].Kind == ugraph.OpInput {
+			h.comment(fmt.Sprintf("Output %d is input t%d: copy it.", j, t))
+			h.line("err = cudaMemcpyAsync(outputs[%d], t%d, %d, cudaMemcpyDeviceToDevice, stream);", j, t, g.Tensors[t].Bytes())
+			h.line("if (err != cudaSuccess) return err;")
+		}
+	}
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if op.Kind == ugraph.OpInput || !p.live[i] {
+			continue
+		}
+		var err error
+		if op.Kind == ugraph.OpCustomized {
+			err = p.graphDefined(i)
+		} else {
+			err = p.predefined(i)
+		}
+		if err != nil {
+			return fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
+		}
+	}
+	return nil
+}
+
+// graphDefined plans and writes the kernel of customized op i.
+func (p *program) graphDefined(i int) error {
+	g := p.g
+	op := &g.Ops[i]
+	tg, err := thread.Derive(op.Block, thread.Options{Stages: p.opts.Stages, MaxSmemBytes: p.opts.Arch.SmemLimit()})
+	var se *thread.SmemError
+	if errors.As(err, &se) {
+		return fmt.Errorf("the graph-defined kernel needs %d bytes of shared memory per block; %s allows %d", se.Bytes, p.opts.Arch, se.Limit)
+	}
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s_kernel%d", p.name, countGraphDefined(p.res.Kernels))
+	var ins, outs []string
+	for _, t := range op.In {
+		ins = append(ins, p.cname[t])
+	}
+	for _, t := range op.Out {
+		outs = append(outs, p.cname[t])
+	}
+	bk := newBlockKernel(name, tg, ins, outs)
+	src, err := bk.emit()
+	if err != nil {
+		return err
+	}
+	p.globals = append(p.globals, src)
+	b := op.Block
+	kinfo := Kernel{Name: name, Op: i, What: "graph-defined", Grid: [3]int(b.Grid), Threads: tg.Threads,
+		SmemBytes: tg.SmemBytes, Plan: tg, Barriers: bk.barriers, Schedule: bk.trace, Notes: planNotes(tg)}
+	p.res.Kernels = append(p.res.Kernels, kinfo)
+
+	h := &p.host
+	h.line("")
+	h.comment(fmt.Sprintf("op %d: graph-defined kernel -> %s", i, strings.Join(outs, ", ")))
+	if tg.SmemBytes > 48<<10 {
+		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", name, tg.SmemBytes)
+		h.line("if (err != cudaSuccess) return err;")
+	}
+	args := append(append([]string(nil), ins...), outs...)
+	h.line("err = mirage::launch(%s, dim3(%d, %d, %d), dim3(%d), %d, stream, %s);", name, b.Grid[0], b.Grid[1], b.Grid[2], tg.Threads, tg.SmemBytes, strings.Join(args, ", "))
+	h.line("if (err != cudaSuccess) return err;")
+	return nil
+}
+
+func countGraphDefined(ks []Kernel) int {
+	n := 0
+	for _, k := range ks {
+		if k.What == "graph-defined" {
+			n++
+		}
+	}
+	return n
+}
+
+// planNotes lists a graph-defined kernel's fast paths and fallbacks.
+func planNotes(tg *thread.Graph) []string {
+	var notes []string
+	bg := tg.Block
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		if tg.Ops[i].Role == thread.RoleDead {
+			continue
+		}
+		switch {
+		case op.Kind == ugraph.OpInput:
+			t := &tg.Tiles[op.Out]
+			switch t.Storage {
+			case thread.Device:
+				notes = append(notes, fmt.Sprintf("s%d: read in place from device memory", op.Out))
+			case thread.Shared:
+				vec := copyVector(bg.Tensors[op.Out].Shape, op.Input.DShape, t.DType.Size())
+				n := copyNote(vec)
+				if t.Stages > 1 {
+					n += fmt.Sprintf(", %d-stage pipeline", t.Stages)
+				}
+				notes = append(notes, fmt.Sprintf("s%d: %s", op.Out, n))
+			}
+		case op.Kind == ugraph.OpMatmul:
+			if m := tg.Ops[i].MMA; m != nil {
+				mode := fmt.Sprintf("streamed %dx%d tiles at a time", m.ChunkM, m.ChunkN)
+				if m.Persistent {
+					mode = "accumulated in registers across the for-loop"
+				}
+				notes = append(notes, fmt.Sprintf("s%d: mma.sync m16n8k16, %dx%d warps of %dx%d tiles, %s", op.Out, m.WarpsM, m.WarpsN, m.MPer, m.NPer, mode))
+			} else {
+				notes = append(notes, fmt.Sprintf("s%d: SIMT matmul (no tensor-core path for %v %v x %v)", op.Out, bg.Tensors[op.Out].DType, bg.Tensors[op.In[0]].Shape, bg.Tensors[op.In[1]].Shape))
+			}
+		}
+	}
+	return notes
+}
+
+// elementwiseBlocks is the grid of the runtime's element-wise kernels.
+func elementwiseBlocks(n int) int { return max(1, min((n+255)/256, 65535)) }
+
+// opName is the runtime's mirage::Op of an element-wise kernel op.
+var opNames = map[ugraph.OpKind]string{
+	ugraph.OpExp: "Exp", ugraph.OpSquare: "Square", ugraph.OpSqrt: "Sqrt", ugraph.OpSilu: "Silu", ugraph.OpGelu: "Gelu",
+	ugraph.OpRelu: "Relu", ugraph.OpClamp: "Clamp", ugraph.OpMulScalar: "MulScalar", ugraph.OpLog: "Log",
+	ugraph.OpAdd: "Add", ugraph.OpSub: "Sub", ugraph.OpMul: "Mul", ugraph.OpDiv: "Div", ugraph.OpPow: "Pow",
+}
+
+// predefined writes the launch of pre-defined op i: a small kernel of the
+// runtime, with the launch shape decided here.
+func (p *program) predefined(i int) error {
+	g := p.g
+	op := &g.Ops[i]
+	out := g.Tensors[op.Out[0]]
+	ct := ctype(out.DType)
+	h := &p.host
+	x := g.Tensors[op.In[0]]
+	var kname string
+	var grid [3]int
+	threads, smem := 256, 0
+	var args []string
+	var notes []string
+	attr := false
+	switch op.Kind.Info().Class {
+	case ugraph.ClassUnary:
+		n := out.Shape.NumElements()
+		s0, s1 := "0.0f", "0.0f"
+		var err error
+		if nsc := op.Kind.Info().Scalars; nsc > 0 {
+			if s0, err = floatLit(op.Attr.Scalars[0]); err != nil {
+				return err
+			}
+			if nsc > 1 {
+				if s1, err = floatLit(op.Attr.Scalars[1]); err != nil {
+					return err
+				}
+			}
+		}
+		kname = fmt.Sprintf("mirage::unary_kernel<%s, mirage::Op::%s>", ct, opNames[op.Kind])
+		grid = [3]int{elementwiseBlocks(n), 1, 1}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", n), s0, s1}
+	case ugraph.ClassBinary:
+		n := out.Shape.NumElements()
+		y := g.Tensors[op.In[1]]
+		kname = fmt.Sprintf("mirage::binary_kernel<%s, mirage::Op::%s>", ct, opNames[op.Kind])
+		grid = [3]int{elementwiseBlocks(n), 1, 1}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprintf("%dLL", n),
+			dims4(pad4(out.Shape), nil), dims4(broadcastStrides(x.Shape, out.Shape), nil), dims4(broadcastStrides(y.Shape, out.Shape), nil)}
+	case ugraph.ClassReduction:
+		outer, n, inner := split(x.Shape, op.Attr.Dim)
+		if inner == 1 {
+			kname = fmt.Sprintf("mirage::reduce_rows_kernel<%s>", ct)
+			grid = [3]int{max(1, min((outer+7)/8, 65535)), 1, 1}
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", outer), fmt.Sprint(n)}
+		} else {
+			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
+			grid = [3]int{elementwiseBlocks(outer * inner), 1, 1}
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", outer), fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
+		}
+	case ugraph.ClassNorm:
+		rows, n, inner := split(x.Shape, op.Attr.Dim)
+		n *= inner
+		kname = fmt.Sprintf("mirage::rms_norm_kernel<%s>", ct)
+		grid = [3]int{max(1, min(rows, 65535)), 1, 1}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", rows), fmt.Sprint(n)}
+	case ugraph.ClassMatmul:
+		r := x.Shape.Rank()
+		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
+		batch := x.Shape.NumElements() / (m * kd)
+		if batch > 65535 {
+			return fmt.Errorf("%d batched matrices; at most 65535", batch)
+		}
+		cfg, tc := gemmConfig(out.DType, m, n, kd)
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprint(m), fmt.Sprint(n), fmt.Sprint(kd)}
+		if tc {
+			kname = fmt.Sprintf("mirage::gemm_kernel<%s, %d, %d, %d, %d, %d>", ct, cfg.bm, cfg.bn, cfg.wm, cfg.wn, gemmStages)
+			grid = [3]int{(n + cfg.bn - 1) / cfg.bn, (m + cfg.bm - 1) / cfg.bm, batch}
+			threads = cfg.wm * cfg.wn * 32
+			smem = gemmStages * (cfg.bm*(32+8) + 32*(cfg.bn+8)) * out.DType.Size()
+			attr = smem > 48<<10
+			notes = append(notes, fmt.Sprintf("tensor cores (mma.sync), %dx%d block tiles, %d-stage cp.async pipeline", cfg.bm, cfg.bn, gemmStages))
+		} else {
+			kname = fmt.Sprintf("mirage::gemm_simt_kernel<%s>", ct)
+			grid = [3]int{(n + 15) / 16, (m + 15) / 16, batch}
+			notes = append(notes, "SIMT fallback (16x16 tiles)")
+		}
+	default:
+		return fmt.Errorf("no runtime kernel for %v", op.Kind)
+	}
+	if grid[1] > 65535 || grid[2] > 65535 {
+		return fmt.Errorf("grid %v is too large", grid)
+	}
+	p.res.Kernels = append(p.res.Kernels, Kernel{Name: kname, Op: i, What: op.Kind.String(), Grid: grid, Threads: threads, SmemBytes: smem, Notes: notes})
+	h.line("")
+	h.comment(fmt.Sprintf("op %d: %s -> %s %v", i, kernelCall(g, i), p.cname[op.Out[0]], out.Shape))
+	if attr {
+		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", kname, smem)
+		h.line("if (err != cudaSuccess) return err;")
+	}
+	h.line("err = mirage::launch(%s, dim3(%d, %d, %d), dim3(%d), %d, stream, %s);", kname, grid[0], grid[1], grid[2], threads, smem, strings.Join(args, ", "))
+	h.line("if (err != cudaSuccess) return err;")
+	return nil
+}
+
+// kernelCall prints kernel op i as "matmul(t2, t1)".
+func kernelCall(g *kernel.Graph, i int) string {
+	op := &g.Ops[i]
+	var args []string
+	for _, t := range op.In {
+		args = append(args, fmt.Sprintf("t%d", t))
+	}
+	switch op.Kind.Info().Class {
+	case ugraph.ClassReduction, ugraph.ClassNorm:
+		args = append(args, fmt.Sprintf("dim=%d", op.Attr.Dim))
+	}
+	for k := range op.Kind.Info().Scalars {
+		args = append(args, fmt.Sprint(op.Attr.Scalars[k]))
+	}
+	return fmt.Sprintf("%v(%s)", op.Kind, strings.Join(args, ", "))
+}
+
+// gemmStages is the pipeline depth of the runtime GEMM.
+const gemmStages = 3
+
+type gemmTile struct{ bm, bn, wm, wn int }
+
+// gemmConfig picks the runtime GEMM's block tile from M (decode-sized M
+// gets 16-row tiles), and says whether tensor cores apply: fp16/bf16 with K
+// and N multiples of 8 (16-byte rows for cp.async).
+func gemmConfig(dt ugraph.DType, m, n, k int) (gemmTile, bool) {
+	if dt == ugraph.Float32 || k%8 != 0 || n%8 != 0 {
+		return gemmTile{}, false
+	}
+	switch {
+	case m <= 16:
+		return gemmTile{16, 64, 1, 4}, true
+	case m <= 32:
+		return gemmTile{32, 64, 2, 2}, true
+	case m <= 64:
+		return gemmTile{64, 64, 2, 2}, true
+	}
+	return gemmTile{128, 128, 2, 2}, true
+}
+
+// split views s as [outer, n, inner] around dim.
+func split(s ugraph.Shape, dim int) (outer, n, inner int) {
+	outer, inner = 1, 1
+	for i := range dim {
+		outer *= s.Dim(i)
+	}
+	for i := dim + 1; i < s.Rank(); i++ {
+		inner *= s.Dim(i)
+	}
+	return outer, s.Dim(dim), inner
+}
+
+// pad4 left-pads s's extents with 1s to rank 4.
+func pad4(s ugraph.Shape) [4]int {
+	d := [4]int{1, 1, 1, 1}
+	r := s.Rank()
+	for i := range r {
+		d[4-r+i] = s.Dim(i)
+	}
+	return d
+}
+
+// broadcastStrides are x's padded strides with 0 wherever x has extent 1
+// and out does not.
+func broadcastStrides(x, out ugraph.Shape) [4]int {
+	d, o := pad4(x), pad4(out)
+	var st [4]int
+	acc := 1
+	for i := 3; i >= 0; i-- {
+		st[i] = acc
+		acc *= d[i]
+		if d[i] == 1 && o[i] != 1 {
+			st[i] = 0
+		}
+	}
+	return st
+}
+
+func dims4(d [4]int, _ []int) string {
+	return fmt.Sprintf("mirage::Dims4{{%d, %d, %d, %d}}", d[0], d[1], d[2], d[3])
+}
+
+// files assembles NAME.cu, NAME.h and the runtime.
+func (p *program) files() error {
+	g := p.g
+	name := p.name
+	src := p.opts.Source
+	if src == "" {
+		src = "a μGraph"
+	}
+	var cu writer
+	cu.comment(fmt.Sprintf("%s.cu: generated by mirage from %s for %s. Do not edit.", name, src, p.opts.Arch),
+		"",
+		"Build: nvcc -arch="+string(p.opts.Arch)+" -c "+name+".cu (CUDA toolkit only). The API is in "+name+".h.")
+	cu.line("")
+	if p.opts.SingleFile {
+		cu.raw(templates.Runtime)
+		cu.line("")
+	} else {
+		cu.line("#include %q", templates.RuntimeName)
+	}
+	cu.line("#include %q", name+".h")
+	cu.line("")
+	cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800")
+	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
+	cu.line("#endif")
+	if len(p.globals) > 0 {
+		cu.line("")
+		cu.line("namespace {")
+		for _, k := range p.globals {
+			cu.line("")
+			cu.raw(k)
+		}
+		cu.line("")
+		cu.line("}  // namespace")
+	}
+	cu.line("")
+	cu.line("extern \"C\" size_t mirage_%s_workspace_bytes(void) { return %d; }", name, p.res.WorkspaceBytes)
+	cu.line("")
+	cu.open("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream)", name)
+	check := "outputs == nullptr || inputs == nullptr"
+	if p.res.WorkspaceBytes > 0 {
+		check += " || workspace == nullptr"
+	}
+	cu.line("if (%s) return cudaErrorInvalidValue;", check)
+	if p.res.WorkspaceBytes > 0 {
+		cu.line("unsigned char* const ws = static_cast<unsigned char*>(workspace);")
+	} else {
+		cu.line("(void)workspace;")
+	}
+	for _, d := range p.decls {
+		cu.line("%s", d)
+	}
+	cu.line("cudaError_t err = cudaSuccess;")
+	cu.raw(p.host.String())
+	cu.line("return err;")
+	cu.close()
+
+	hdr := header(name, src, g, p.res)
+	p.res.Files = append(p.res.Files, File{Name: name + ".cu", Data: []byte(cu.String())}, File{Name: name + ".h", Data: []byte(hdr)})
+	if !p.opts.SingleFile {
+		p.res.Files = append(p.res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
+	}
+	return nil
+}
+
+// header is NAME.h: the entry points, with the tensors they take.
+func header(name, src string, g *kernel.Graph, res *Result) string {
+	var w writer
+	guard := "MIRAGE_" + strings.ToUpper(name) + "_H"
+	w.comment(fmt.Sprintf("%s.h: generated by mirage from %s. Do not edit.", name, src),
+		"",
+		fmt.Sprintf("mirage_%s(outputs, inputs, workspace, stream) runs the program on stream,", name),
+		"asynchronously, and returns the first CUDA error (launch errors included; it",
+		"prints nothing). inputs[k] and outputs[j] are device pointers to dense",
+		"row-major tensors, 16-byte aligned; strides below are in elements:",
+		"")
+	for k, t := range g.Inputs() {
+		w.comment(fmt.Sprintf("  inputs[%d]   %-8v %-16v strides %v", k, g.Tensors[t].DType, g.Tensors[t].Shape, g.Tensors[t].Shape.Strides()))
+	}
+	for j, t := range g.Outputs {
+		w.comment(fmt.Sprintf("  outputs[%d]  %-8v %-16v strides %v", j, g.Tensors[t].DType, g.Tensors[t].Shape, g.Tensors[t].Shape.Strides()))
+	}
+	w.comment("",
+		fmt.Sprintf("workspace: mirage_%s_workspace_bytes() bytes of device memory (%d),", name, res.WorkspaceBytes),
+		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",
+		"must not be shared by calls that run at the same time.")
+	w.line("#ifndef %s", guard)
+	w.line("#define %s", guard)
+	w.line("")
+	w.line("#include <cuda_runtime.h>")
+	w.line("#include <stddef.h>")
+	w.line("")
+	w.line("#ifdef __cplusplus")
+	w.line("extern \"C\" {")
+	w.line("#endif")
+	w.line("")
+	w.line("size_t mirage_%s_workspace_bytes(void);", name)
+	w.line("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream);", name)
+	w.line("")
+	w.line("#ifdef __cplusplus")
+	w.line("}")
+	w.line("#endif")
+	w.line("")
+	w.line("#endif  // %s", guard)
+	return w.String()
+}

@@ -1,0 +1,40 @@
+package cuda
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// TestGolden pins the structure of the emitted code for the examples (the
+// kernels, their launches, shared memory, fast paths, tile placement and
+// barriers), in a summary a human can check, rather than the whole .cu.
+// Regenerate with go test ./codegen/cuda -run TestGolden -update.
+func TestGolden(t *testing.T) {
+	for _, ex := range examples {
+		for _, arch := range []Arch{SM90, SM80} {
+			res, err := Emit(ex, loadExample(t, ex), Options{Arch: arch, Source: "examples/" + ex + ".py"})
+			if err != nil {
+				t.Fatalf("%s: %v", ex, err)
+			}
+			path := filepath.Join("testdata", ex+"."+string(arch)+".golden")
+			got := res.Summary()
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("%s for %s: the summary differs from %s (run with -update if the change is intended):\n%s", ex, arch, path, got)
+			}
+		}
+	}
+}

@@ -1,0 +1,709 @@
+package cuda
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// blockKernel emits the __global__ function of one graph-defined kernel: the
+// block graph bg, planned by tg, reading the device tensors ins and writing
+// outs (kernel tensor names, one per input op and output op in order).
+type blockKernel struct {
+	name     string
+	tg       *thread.Graph
+	bg       *block.Graph
+	ins      []string // per input op, the kernel parameter
+	outs     []string // per output op
+	w        *writer
+	cur      []string // per tile: the C pointer naming its current buffer
+	outIndex map[int]int
+	inIndex  map[int]int
+	hz       hazards
+	barriers int      // __syncthreads() the hazard tracking emitted
+	trace    []string // what the kernel does, in order, for Kernel.Schedule
+	phase    string   // "loop" or "post", for the trace
+}
+
+func newBlockKernel(name string, tg *thread.Graph, ins, outs []string) *blockKernel {
+	k := &blockKernel{name: name, tg: tg, bg: tg.Block, ins: ins, outs: outs, w: &writer{},
+		cur: make([]string, len(tg.Tiles)), outIndex: map[int]int{}, inIndex: map[int]int{}}
+	for i := range k.bg.Ops {
+		switch k.bg.Ops[i].Kind {
+		case ugraph.OpInput:
+			k.inIndex[i] = len(k.inIndex)
+		case ugraph.OpOutput:
+			k.outIndex[i] = len(k.outIndex)
+		}
+	}
+	for t := range tg.Tiles {
+		k.cur[t] = fmt.Sprintf("s%d", t)
+	}
+	return k
+}
+
+func tileName(t block.TensorID) string { return fmt.Sprintf("s%d", t) }
+
+// tile is the view of tile t as the current code reads it.
+func (k *blockKernel) tile(t block.TensorID) view {
+	pt := &k.tg.Tiles[t]
+	s := k.bg.Tensors[t].Shape
+	if pt.Storage == thread.Device {
+		in := &k.bg.Ops[k.producer(t)].Input
+		return view{ptr: k.cur[t], ctype: ctype(pt.DType), shape: s, strides: in.DShape.Strides()}
+	}
+	return sharedView(k.cur[t], s, pt)
+}
+
+func (k *blockKernel) producer(t block.TensorID) int {
+	for i := range k.bg.Ops {
+		if k.bg.Ops[i].Out == t {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("tile s%d has no producer", t))
+}
+
+// emit writes the kernel.
+func (k *blockKernel) emit() (string, error) {
+	w := k.w
+	bg, tg := k.bg, k.tg
+	k.header()
+	var params []string
+	for i, in := range bg.InputOps() {
+		params = append(params, fmt.Sprintf("const %s* __restrict__ %s", ctype(bg.Tensors[in.Out].DType), k.ins[i]))
+	}
+	for i, out := range bg.OutputOps() {
+		params = append(params, fmt.Sprintf("%s* __restrict__ %s", ctype(bg.Tensors[out.In[0]].DType), k.outs[i]))
+	}
+	w.line("__global__ void __launch_bounds__(%d)", tg.Threads)
+	w.open("%s(%s)", k.name, strings.Join(params, ", "))
+	// Declare only the block coordinates the body uses.
+	coords := []decl{
+		{"tid", vr("threadIdx.x", tg.Threads)}, {"warp", div(vr("tid", tg.Threads), thread.WarpSize)},
+		{"lane", mod(vr("tid", tg.Threads), thread.WarpSize)},
+		{"bx", vr("blockIdx.x", bg.Grid[0])}, {"by", vr("blockIdx.y", bg.Grid[1])}, {"bz", vr("blockIdx.z", bg.Grid[2])},
+	}
+	if err := k.scoped(coords, k.body); err != nil {
+		return "", err
+	}
+	w.close()
+	return w.String(), nil
+}
+
+var commentRE = regexp.MustCompile(`//[^\n]*`)
+
+// usesIdent reports whether the C text mentions the identifier name
+// outside comments.
+func usesIdent(text, name string) bool {
+	text = commentRE.ReplaceAllString(text, "")
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
+	return re.MatchString(text)
+}
+
+// header writes the comment above the kernel: the launch and the plan.
+func (k *blockKernel) header() {
+	bg, tg := k.bg, k.tg
+	w := k.w
+	w.comment(fmt.Sprintf("%s: grid %v, %d threads, forloop_range %d, %d bytes of shared memory%s.",
+		k.name, bg.Grid, tg.Threads, bg.ForloopRange, tg.SmemBytes, stagesNote(tg.Stages)))
+	for _, line := range strings.Split(strings.TrimRight(tg.String(), "\n"), "\n")[1:] {
+		w.comment(strings.TrimSpace(line))
+	}
+}
+
+func stagesNote(s int) string {
+	if s > 1 {
+		return fmt.Sprintf(", %d-stage cp.async pipeline", s)
+	}
+	return ""
+}
+
+// body writes everything inside the kernel's braces.
+func (k *blockKernel) body() error {
+	w := k.w
+	bg, tg := k.bg, k.tg
+	if tg.SmemBytes > 0 {
+		w.line("MIRAGE_DYNAMIC_SMEM(smem);")
+	}
+	// Shared tiles, device tiles read in place, and output tiles.
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		if op.Out < 0 || tg.Ops[i].Role == thread.RoleDead {
+			continue
+		}
+		t := &tg.Tiles[op.Out]
+		switch t.Storage {
+		case thread.Shared:
+			what := fmt.Sprintf("%v %v", describeOp(bg, i), bg.Tensors[op.Out].Shape)
+			if t.Stages > 1 {
+				what += fmt.Sprintf(", %d buffers", t.Stages)
+			}
+			w.line("%s* const %s = reinterpret_cast<%s*>(smem + %d);  // %s", ctype(t.DType), tileName(op.Out), ctype(t.DType), t.Offset, what)
+		case thread.Device:
+			in := &op.Input
+			origin := blockOrigin(bg.Grid, in.IMap, in.FMap, bg.ForloopRange, bg.Tensors[op.Out].Shape, in.DShape)
+			w.line("const %s* const %s = %s + %s;  // %s, read in place", ctype(t.DType), tileName(op.Out), k.ins[k.inIndex[i]], wide(origin, in.DShape), describeOp(bg, i))
+		}
+	}
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		if op.Kind != ugraph.OpOutput {
+			continue
+		}
+		tile := bg.Tensors[op.In[0]].Shape
+		origin := blockOrigin(bg.Grid, op.Output.OMap, -1, 1, tile, op.Output.DShape)
+		j := k.outIndex[i]
+		w.line("%s* const o%d = %s + %s;  // this block's %v tile of output %d", ctype(bg.Tensors[op.In[0]].DType), j, k.outs[j], wide(origin, op.Output.DShape), tile, j)
+	}
+	// Register accumulators held across the loop.
+	for gi := range tg.Groups {
+		gr := &tg.Groups[gi]
+		if p := tg.Ops[gr.Head].MMA; p != nil && p.Persistent {
+			w.line("float %s[%d][%d][4] = {};  // %s: this warp's %dx%d mma tiles, summed over the for-loop",
+				accName(gr), p.MPer, p.NPer, describeOp(bg, gr.Accum), p.MPer, p.NPer)
+		}
+	}
+	loads, err := k.loadLambdas()
+	if err != nil {
+		return err
+	}
+	w.line("")
+	k.prologue(loads)
+	if err := k.loop(loads); err != nil {
+		return err
+	}
+	if len(tg.Post) > 0 {
+		w.line("")
+		w.comment("After the loop.")
+		k.hz.reset()
+		for _, gi := range tg.Post {
+			if err := k.part(gi, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func accName(gr *thread.Group) string { return fmt.Sprintf("acc%d", gr.Head) }
+
+// describeOp names block op i the way show prints it: "s3 = matmul(s1, s2)".
+func describeOp(bg *block.Graph, i int) string {
+	op := &bg.Ops[i]
+	var args []string
+	for _, x := range op.Operands() {
+		args = append(args, tileName(x))
+	}
+	call := op.Kind.String()
+	switch op.Kind {
+	case ugraph.OpForloopAccum:
+		args = append(args, op.Attr.Accum.String())
+	case ugraph.OpReduction, ugraph.OpReductionToDimx, ugraph.OpConcat:
+		args = append(args, fmt.Sprintf("dim=%d", op.Attr.Dim))
+	case ugraph.OpInput:
+		args = append(args, "...")
+	}
+	s := fmt.Sprintf("%s(%s)", call, strings.Join(args, ", "))
+	if op.Out >= 0 {
+		s = tileName(op.Out) + " = " + s
+	}
+	return s
+}
+
+// wide prints an offset into a device tensor of shape s, in 64-bit
+// arithmetic when the tensor has 2^31 elements or more.
+func wide(o *expr, s ugraph.Shape) string {
+	if int64(s.NumElements()) >= 1<<31 {
+		return "static_cast<long long>(" + o.String() + ")" // each term stays below 2^31 (dims are at most 2^30)
+	}
+	return o.String()
+}
+
+// --- loads -----------------------------------------------------------------
+
+// loadLambdas writes a lambda per input tile copied to shared memory,
+// load_sN(it, dst), that starts the copy of iteration it's tile into dst.
+// It returns the input ops whose tiles the for-loop walks and the others.
+type inputLoads struct{ walked, once []int }
+
+func (k *blockKernel) loadLambdas() (inputLoads, error) {
+	var l inputLoads
+	bg, tg := k.bg, k.tg
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		if op.Kind != ugraph.OpInput || tg.Ops[i].Role == thread.RoleDead || tg.Tiles[op.Out].Storage != thread.Shared {
+			continue
+		}
+		if tg.Tiles[op.Out].Stages > 1 || (op.Input.FMap >= 0 && bg.ForloopRange > 1) {
+			l.walked = append(l.walked, i)
+		} else {
+			l.once = append(l.once, i)
+		}
+		k.loadLambda(i)
+	}
+	return l, nil
+}
+
+// copyVector is the widest cp.async (16, 8 or 4 bytes) that every row of
+// the tile splits into with aligned addresses in both memories, or 0 when
+// rows are only 2-byte aligned (the copy is then synchronous).
+func copyVector(tile, dshape ugraph.Shape, esize int) int {
+	for _, v := range []int{16, 8, 4} {
+		if tile.Last()*esize%v == 0 && dshape.Last()*esize%v == 0 {
+			return v
+		}
+	}
+	return 0
+}
+
+func (k *blockKernel) loadLambda(i int) {
+	w := k.w
+	bg, tg := k.bg, k.tg
+	op := &bg.Ops[i]
+	in := &op.Input
+	t := &tg.Tiles[op.Out]
+	tile := bg.Tensors[op.Out].Shape
+	ct := ctype(t.DType)
+	esize := t.DType.Size()
+	origin := blockOrigin(bg.Grid, in.IMap, in.FMap, bg.ForloopRange, tile, in.DShape)
+	rows := rowsOf(tile)
+	dst := in.DShape.Strides()
+	// The device offset of tile row r: the leading dims of r, by the device strides.
+	r := vr("r", rows)
+	lead := tile.WithDim(tile.Rank()-1, 1)
+	rowIdx := indexOf(r, lead)
+	rowOff := cst(0)
+	for d := 0; d+1 < tile.Rank(); d++ {
+		rowOff = add(rowOff, mul(rowIdx[d], dst[d]))
+	}
+	vec := copyVector(tile, in.DShape, esize)
+	w.line("")
+	w.comment(fmt.Sprintf("%s: tile %v of %s %v; %s.", describeOp(bg, i), tile, k.ins[k.inIndex[i]], in.DShape, copyNote(vec)))
+	w.open("auto load_%s = [&](int it, %s* dst)", tileName(op.Out), ct)
+	w.line("const %s* src = %s + %s;", ct, k.ins[k.inIndex[i]], wide(origin, in.DShape))
+	if !usesIdent(origin.String(), "it") {
+		w.line("(void)it;")
+	}
+	if vec == 0 {
+		n := tile.NumElements()
+		c := vr("c", n)
+		rr, col := div(c, tile.Last()), mod(c, tile.Last())
+		w.open("for (int c = tid; c < %d; c += %d)", n, tg.Threads)
+		w.line("const int r = %s, j = %s;", rr, col)
+		w.line("dst[%s] = src[%s];", add(mul(r, t.Pitch), vr("j", tile.Last())), add(rowOff, vr("j", tile.Last())))
+		w.close()
+	} else {
+		per := tile.Last() * esize / vec // chunks per row
+		n := rows * per
+		elems := vec / esize
+		c := vr("c", n)
+		w.open("for (int c = tid; c < %d; c += %d)", n, tg.Threads)
+		w.line("const int r = %s, v = %s;", div(c, per), mod(c, per))
+		v := vr("v", per)
+		w.line("mirage::cp_async<%d>(dst + %s, src + %s);", vec, add(mul(r, t.Pitch), mul(v, elems)), add(rowOff, mul(v, elems)))
+		w.close()
+	}
+	w.close(";")
+}
+
+func copyNote(vec int) string {
+	if vec == 0 {
+		return "rows are not 4-byte aligned: copied element by element"
+	}
+	return fmt.Sprintf("%d-byte cp.async", vec)
+}
+
+// prologue zeroes the shared accumulators and starts the first loads.
+func (k *blockKernel) prologue(l inputLoads) {
+	w := k.w
+	bg, tg := k.bg, k.tg
+	var zeroed bool
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		if op.Out < 0 || tg.Ops[i].Role == thread.RoleDead {
+			continue
+		}
+		t := &tg.Tiles[op.Out]
+		if t.Storage == thread.Shared && t.Accum {
+			if !zeroed {
+				w.comment("Zero the accumulators in shared memory.")
+				zeroed = true
+			}
+			w.line("for (int e = tid; e < %d; e += %d) %s[e] = 0.0f;", t.Rows*t.Pitch, tg.Threads, tileName(op.Out))
+		}
+	}
+	if len(l.walked)+len(l.once) == 0 {
+		return
+	}
+	s := tg.Stages
+	if s > 1 {
+		w.comment(fmt.Sprintf("Start the loads of the first %s (one cp.async group each; the tiles loaded once go with the first).", plural(s-1, "iteration")))
+	} else {
+		w.comment("Start the loads of the first iteration.")
+	}
+	for _, i := range l.once {
+		t := bg.Ops[i].Out
+		w.line("load_%s(0, %s);", tileName(t), tileName(t))
+	}
+	if s > 1 {
+		w.open("for (int p = 0; p < %d; ++p)", s-1)
+		if len(l.walked) > 0 {
+			w.open("if (p < %d)", bg.ForloopRange)
+			for _, i := range l.walked {
+				t := bg.Ops[i].Out
+				w.line("load_%s(p, %s + p * %d);", tileName(t), tileName(t), tg.Tiles[t].StageBytes/tg.Tiles[t].DType.Size())
+			}
+			w.close()
+		}
+		w.line("mirage::cp_async_commit();")
+		w.close()
+	} else {
+		for _, i := range l.walked {
+			t := bg.Ops[i].Out
+			w.line("load_%s(0, %s);", tileName(t), tileName(t))
+		}
+		w.line("mirage::cp_async_commit();")
+	}
+}
+
+// loop writes the for-loop.
+func (k *blockKernel) loop(l inputLoads) error {
+	w := k.w
+	bg, tg := k.bg, k.tg
+	s := tg.Stages
+	loads := len(l.walked)+len(l.once) > 0
+	w.line("")
+	w.open("for (int it = 0; it < %d; ++it)", bg.ForloopRange)
+	if loads {
+		if s > 1 {
+			w.line("mirage::cp_async_wait<%d>();  // this thread's copies for iteration it have landed", s-2)
+		} else {
+			w.line("mirage::cp_async_wait<0>();  // this thread's copies for iteration it have landed")
+		}
+	}
+	w.line("__syncthreads();  // everyone's copies are visible; everyone is done with iteration it-1")
+	if s > 1 && len(l.walked) > 0 {
+		w.comment(fmt.Sprintf("Refill the buffers iteration it-1 used with iteration it+%d's tiles.", s-1))
+		w.open("if (it + %d < %d)", s-1, bg.ForloopRange)
+		for _, i := range l.walked {
+			t := bg.Ops[i].Out
+			w.line("load_%s(it + %d, %s + (it + %d) %% %d * %d);", tileName(t), s-1, tileName(t), s-1, s, tg.Tiles[t].StageBytes/tg.Tiles[t].DType.Size())
+		}
+		w.close()
+		w.line("mirage::cp_async_commit();  // every thread commits a group, empty or not")
+	}
+	for _, i := range l.walked {
+		t := bg.Ops[i].Out
+		if tg.Tiles[t].Stages > 1 {
+			pt := &tg.Tiles[t]
+			k.cur[t] = tileName(t) + "_it"
+			w.line("const %s* const %s = %s + it %% %d * %d;  // the buffer holding iteration it's tile", ctype(pt.DType), k.cur[t], tileName(t), s, pt.StageBytes/pt.DType.Size())
+		}
+	}
+	k.hz.reset()
+	k.phase = "loop"
+	for _, gi := range tg.Loop {
+		if err := k.part(gi, false); err != nil {
+			return err
+		}
+	}
+	if s == 1 && len(l.walked) > 0 {
+		w.open("if (it + 1 < %d)", bg.ForloopRange)
+		w.line("__syncthreads();  // everyone is done with iteration it's tiles")
+		for _, i := range l.walked {
+			t := bg.Ops[i].Out
+			w.line("load_%s(it + 1, %s);", tileName(t), tileName(t))
+		}
+		w.line("mirage::cp_async_commit();")
+		w.close()
+	}
+	w.close()
+	for t := range k.cur {
+		k.cur[t] = fmt.Sprintf("s%d", t)
+	}
+	if loads {
+		w.line("mirage::cp_async_wait<0>();  // (only empty groups remain)")
+	}
+	if len(tg.Post) > 0 {
+		w.line("__syncthreads();  // the loop's results are visible; its buffers may be reused")
+	}
+	return nil
+}
+
+// --- hazards ---------------------------------------------------------------
+
+// hazards tracks the shared bytes read and written since the last barrier,
+// so that a part waits (__syncthreads) only when it reads what another
+// thread may have written, or writes what another may still read.
+type hazards struct{ reads, writes [][2]int }
+
+func (h *hazards) reset() { h.reads, h.writes = nil, nil }
+
+func overlapsAny(a [][2]int, b [2]int) bool {
+	for _, x := range a {
+		if x[0] < b[1] && b[0] < x[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// conflict reports whether a part reading r and writing wr must wait.
+func (h *hazards) conflict(r, wr [][2]int) bool {
+	for _, x := range r {
+		if overlapsAny(h.writes, x) {
+			return true
+		}
+	}
+	for _, x := range wr {
+		if overlapsAny(h.writes, x) || overlapsAny(h.reads, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *hazards) add(r, wr [][2]int) {
+	h.reads = append(h.reads, r...)
+	h.writes = append(h.writes, wr...)
+}
+
+// span is the bytes of shared tile t.
+func (k *blockKernel) span(t block.TensorID) ([2]int, bool) {
+	pt := &k.tg.Tiles[t]
+	if pt.Storage != thread.Shared {
+		return [2]int{}, false
+	}
+	return [2]int{pt.Offset, pt.Offset + pt.Bytes}, true
+}
+
+// access lists the shared bytes a group's part reads and writes.
+func (k *blockKernel) access(gi int, post bool) (reads, writes [][2]int) {
+	tg, bg := k.tg, k.bg
+	gr := &tg.Groups[gi]
+	read := func(t block.TensorID) {
+		if s, ok := k.span(t); ok {
+			reads = append(reads, s)
+		}
+	}
+	write := func(t block.TensorID) {
+		if s, ok := k.span(t); ok {
+			writes = append(writes, s)
+		}
+	}
+	var ops []int
+	headInLoop := tg.InLoop(gr.Head)
+	if post {
+		if !headInLoop {
+			ops = append(ops, gr.Head)
+		} else if gr.Accum >= 0 {
+			read(bg.Ops[gr.Accum].Out) // the accumulator is the source
+			if a := bg.Ops[gr.Accum].Attr.Accum; gr.Accum == gr.Head && len(gr.Chain) == 0 && (a == ugraph.AccumMean || a == ugraph.AccumRMS) {
+				write(bg.Ops[gr.Accum].Out) // finished in place
+			}
+		}
+		ops = append(ops, gr.Chain[gr.InLoop:]...)
+	} else {
+		ops = append([]int{gr.Head}, gr.Chain[:gr.InLoop]...)
+	}
+	for _, i := range ops {
+		op := &bg.Ops[i]
+		for _, x := range op.Operands() {
+			read(x)
+		}
+		if tg.Tiles[op.Out].Storage == thread.Shared {
+			write(op.Out)
+		}
+	}
+	if post && tg.Tiles[gr.Result].Storage == thread.Shared {
+		write(gr.Result)
+	}
+	return reads, writes
+}
+
+// part writes the for-loop part or the post-loop part of group gi, after a
+// barrier if it needs one.
+func (k *blockKernel) part(gi int, post bool) error {
+	r, wr := k.access(gi, post)
+	if k.hz.conflict(r, wr) {
+		k.w.line("__syncthreads();")
+		k.barriers++
+		k.hz.reset()
+		k.trace = append(k.trace, k.phase+": __syncthreads()")
+	}
+	k.hz.add(r, wr)
+	k.w.line("")
+	gr := &k.tg.Groups[gi]
+	if post {
+		return k.postPart(gr)
+	}
+	return k.loopPart(gr)
+}
+
+// --- parts -------------------------------------------------------------------
+
+func (k *blockKernel) loopPart(gr *thread.Group) error {
+	if gr.Accum == gr.Head {
+		return k.accumulate(gr)
+	}
+	chain := gr.Chain[:gr.InLoop]
+	acc := -1
+	if len(chain) > 0 && chain[len(chain)-1] == gr.Accum {
+		chain, acc = chain[:len(chain)-1], gr.Accum
+	}
+	return k.runHead(gr, chain, acc, false)
+}
+
+func (k *blockKernel) postPart(gr *thread.Group) error {
+	if !k.tg.InLoop(gr.Head) {
+		return k.runHead(gr, gr.Chain, -1, true)
+	}
+	chain := gr.Chain[gr.InLoop:]
+	if p := k.tg.Ops[gr.Head].MMA; p != nil && p.Persistent {
+		return k.mmaPost(gr, chain)
+	}
+	return k.fromAccumulator(gr, chain)
+}
+
+// runHead computes the head's values and runs chain on them; the values
+// then go into the accumulator acc (when >= 0) or to the group's sinks.
+func (k *blockKernel) runHead(gr *thread.Group, chain []int, acc int, post bool) error {
+	op := &k.bg.Ops[gr.Head]
+	switch {
+	case k.tg.Ops[gr.Head].MMA != nil:
+		return k.mmaRun(gr, chain, acc, post)
+	case op.Kind == ugraph.OpRMSNorm, op.Kind == ugraph.OpReduction && k.rowReduction(op):
+		return k.rowRun(gr, chain, acc, post)
+	}
+	return k.simtRun(gr, chain, acc, post)
+}
+
+// rowReduction reports whether a reduction sums whole rows (the last dim,
+// at least a warp wide), which a warp per row does best.
+func (k *blockKernel) rowReduction(op *block.Op) bool {
+	x := k.bg.Tensors[op.In[0]].Shape
+	return op.Attr.Dim == x.Rank()-1 && x.Last() >= 32
+}
+
+// elem is one element (or, in an mma epilogue, two consecutive elements
+// along the last dim) flowing through a group's chain.
+type elem struct {
+	vals []string // the variables holding the values
+	idx  []*expr  // the index of vals[0] in the current tile
+	regs []string // for a register accumulator: the lvalues vals add into
+}
+
+func (e elem) at(n int) []*expr {
+	if n == 0 {
+		return e.idx
+	}
+	return withLast(e.idx, add(e.idx[len(e.idx)-1], cst(n)))
+}
+
+// flow writes the chain ops on e, whose values are those of tile in, then
+// its sinks: adding into acc, or writing the group's result to shared
+// memory (unless it is src, the shared tile the values were read from) and,
+// after the loop, to the outputs.
+func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e elem, in, src block.TensorID) error {
+	w := k.w
+	bg, tg := k.bg, k.tg
+	cur := in
+	for _, i := range chain {
+		op := &bg.Ops[i]
+		w.comment(describeOp(bg, i))
+		for n, v := range e.vals {
+			call, err := k.elementwise(op, cur, v, e.at(n))
+			if err != nil {
+				return err
+			}
+			w.line("%s = %s;", v, call)
+		}
+		cur = op.Out
+	}
+	if acc >= 0 {
+		a := bg.Ops[acc].Out
+		if e.regs != nil {
+			for n, v := range e.vals {
+				w.line("%s += %s;", e.regs[n], v)
+			}
+			return nil
+		}
+		vw := sharedView(tileName(a), bg.Tensors[a].Shape, &tg.Tiles[a])
+		if len(e.vals) == 2 {
+			w.line("mirage::add2(%s + %s, %s, %s);  // %s", vw.ptr, vw.offset(e.idx), e.vals[0], e.vals[1], describeOp(bg, acc))
+		} else {
+			w.line("%s += %s;  // %s", vw.at(e.idx), e.vals[0], describeOp(bg, acc))
+		}
+		return nil
+	}
+	if t := &tg.Tiles[cur]; t.Storage == thread.Shared && cur != src {
+		k.store(sharedView(tileName(cur), bg.Tensors[cur].Shape, t), e, "")
+	}
+	if post {
+		for _, s := range gr.Stores {
+			j := k.outIndex[s]
+			out := &bg.Ops[s].Output
+			k.store(view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(bg.Tensors[cur].DType), shape: bg.Tensors[cur].Shape, strides: out.DShape.Strides()}, e, fmt.Sprintf("output %d", j))
+		}
+	}
+	return nil
+}
+
+// store writes e's values into v at e's index.
+func (k *blockKernel) store(v view, e elem, note string) {
+	w := k.w
+	if note != "" {
+		note = "  // " + note
+	}
+	if len(e.vals) == 2 {
+		w.line("mirage::store2(%s + %s, %s, %s);%s", v.ptr, v.offset(e.idx), e.vals[0], e.vals[1], note)
+		return
+	}
+	val := e.vals[0]
+	if v.ctype != "float" {
+		val = fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
+	}
+	w.line("%s = %s;%s", v.at(e.idx), val, note)
+}
+
+// elementwise is the C expression of element-wise op applied to the value
+// v of tile cur at index idx (the other operand of a binary op is read).
+func (k *blockKernel) elementwise(op *block.Op, cur block.TensorID, v string, idx []*expr) (string, error) {
+	name := "mirage::op_" + op.Kind.String()
+	switch op.Kind.Info().Class {
+	case ugraph.ClassUnary:
+		switch op.Kind {
+		case ugraph.OpClamp:
+			lo, err := floatLit(op.Attr.Scalars[0])
+			if err != nil {
+				return "", err
+			}
+			hi, err := floatLit(op.Attr.Scalars[1])
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s(%s, %s, %s)", name, v, lo, hi), nil
+		case ugraph.OpMulScalar:
+			s, err := floatLit(op.Attr.Scalars[0])
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s(%s, %s)", name, v, s), nil
+		}
+		return fmt.Sprintf("%s(%s)", name, v), nil
+	case ugraph.ClassBinary:
+		x, y := v, ""
+		if op.In[0] == cur {
+			y = k.tile(op.In[1]).load(idx)
+		} else {
+			x, y = k.tile(op.In[0]).load(idx), v
+		}
+		return fmt.Sprintf("%s(%s, %s)", name, x, y), nil
+	}
+	return "", fmt.Errorf("%v is not element-wise", op.Kind)
+}

@@ -1,0 +1,97 @@
+package cuda
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// This file compiles emitted code with the CUDA toolkit's nvcc, for every
+// architecture we target, as users will: nvcc -arch=sm_XX -c NAME.cu, with
+// the runtime header beside it. No GPU is needed.
+//
+// Where nvcc is missing the tests skip, unless MIRAGE_REQUIRE_NVCC is set
+// (CI sets it: there, a skip would hide that the toolkit failed to install).
+
+// needNVCC returns nvcc's path, or skips (fails under MIRAGE_REQUIRE_NVCC).
+func needNVCC(t *testing.T) string {
+	t.Helper()
+	nvcc, err := exec.LookPath("nvcc")
+	if err != nil {
+		if os.Getenv("MIRAGE_REQUIRE_NVCC") != "" {
+			t.Fatal("MIRAGE_REQUIRE_NVCC is set but nvcc is not on PATH (Debian: apt-get install nvidia-cuda-toolkit, component non-free)")
+		}
+		t.Skip("nvcc is not on PATH: the CUDA compile tests need the CUDA toolkit (set MIRAGE_REQUIRE_NVCC to make this a failure)")
+	}
+	return nvcc
+}
+
+// nvccCompile emits g for arch into a temporary directory and compiles it
+// to an object file. Compiler warnings fail the test: the emitted code is
+// meant to compile cleanly.
+func nvccCompile(t *testing.T, nvcc, name string, g *kernel.Graph, opts Options) {
+	t.Helper()
+	res, err := Emit(name, g, opts)
+	if err != nil {
+		t.Fatalf("%s for %s: %v", name, opts.Arch, err)
+	}
+	dir := t.TempDir()
+	for _, f := range res.Files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(nvcc, "-arch="+string(opts.Arch), "-std=c++17", "-O3",
+		"-Xcompiler", "-Wall", "-Xptxas", "-warn-spills",
+		"-c", res.Name+".cu", "-o", res.Name+".o")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s for %s: nvcc: %v\n%s", name, opts.Arch, err, out)
+	}
+	if msg := strings.TrimSpace(string(out)); msg != "" {
+		t.Errorf("%s for %s: nvcc warnings:\n%s", name, opts.Arch, msg)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, res.Name+".o")); err != nil || fi.Size() == 0 {
+		t.Errorf("%s for %s: nvcc wrote no object file (%v)", name, opts.Arch, err)
+	}
+}
+
+// TestNVCCExamples compiles the examples' emitted code (programs and
+// hand-written μGraphs) for sm_80 and sm_90, as separate files and as one.
+func TestNVCCExamples(t *testing.T) {
+	nvcc := needNVCC(t)
+	for _, ex := range examples {
+		g := loadExample(t, ex)
+		for _, arch := range []Arch{SM80, SM90} {
+			t.Run(ex+"/"+string(arch), func(t *testing.T) {
+				t.Parallel()
+				nvccCompile(t, nvcc, ex, g, Options{Arch: arch, SingleFile: strings.HasPrefix(ex, "gqa")})
+			})
+		}
+	}
+}
+
+// TestNVCCCases compiles the emulator's cases, which cover the fast paths
+// and the fallbacks, for both architectures.
+func TestNVCCCases(t *testing.T) {
+	nvcc := needNVCC(t)
+	if testing.Short() {
+		t.Skip("-short: the cases take a minute of nvcc")
+	}
+	for _, c := range emuCases {
+		g := loadSource(t, c.name, c.src...)
+		for _, arch := range []Arch{SM80, SM90} {
+			t.Run(c.name+"/"+string(arch), func(t *testing.T) {
+				t.Parallel()
+				opts := c.opts
+				opts.Arch = arch
+				nvccCompile(t, nvcc, c.name, g, opts)
+			})
+		}
+	}
+}

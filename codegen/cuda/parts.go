@@ -1,0 +1,513 @@
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// decl is a local constant that emitted code may use.
+type decl struct {
+	name string
+	def  *expr
+}
+
+// scoped writes what body writes, preceded by the declarations it uses
+// (directly or through a later declaration). Declarations come in order;
+// each may use the earlier ones.
+func (k *blockKernel) scoped(decls []decl, body func() error) error {
+	outer := k.w
+	k.w = &writer{indent: outer.indent}
+	err := body()
+	text := k.w.String()
+	k.w = outer
+	if err != nil {
+		return err
+	}
+	need := make([]bool, len(decls))
+	for i := len(decls) - 1; i >= 0; i-- {
+		need[i] = usesIdent(text, decls[i].name)
+		for j := i + 1; j < len(decls) && !need[i]; j++ {
+			need[i] = need[j] && decls[j].def.uses(decls[i].name)
+		}
+	}
+	for i, d := range decls {
+		if need[i] {
+			k.w.line("const int %s = %s;", d.name, d.def)
+		}
+	}
+	k.w.raw(text)
+	return nil
+}
+
+// indexDecls declares i0, i1, ... as the multi-index in shape s of the flat
+// element e, and returns them.
+func indexDecls(e *expr, s ugraph.Shape) ([]decl, []*expr) {
+	defs := indexOf(e, s)
+	vars := idxVars(s)
+	ds := make([]decl, len(defs))
+	for d := range defs {
+		ds[d] = decl{vars[d].name, defs[d]}
+	}
+	return ds, vars
+}
+
+// elementLoop writes a loop in which each thread takes elements tid,
+// tid + threads, ... of shape s, with i0, i1, ... its index, and body
+// writes what to do with it.
+func (k *blockKernel) elementLoop(s ugraph.Shape, body func(idx []*expr) error) error {
+	n := s.NumElements()
+	decls, idx := indexDecls(vr("e", n), s)
+	k.w.open("for (int e = tid; e < %d; e += %d)", n, k.tg.Threads)
+	if err := k.scoped(decls, func() error { return body(idx) }); err != nil {
+		return err
+	}
+	k.w.close()
+	return nil
+}
+
+// rowLoop writes a loop in which each warp takes rows warp, warp + warps,
+// ... of shape s (a row: all dims but the last), with i0, i1, ... the index
+// of the row's first element.
+func (k *blockKernel) rowLoop(s ugraph.Shape, body func(idx []*expr) error) error {
+	rows := rowsOf(s)
+	lead := s.WithDim(s.Rank()-1, 1)
+	decls, idx := indexDecls(vr("row", rows), lead)
+	k.w.open("for (int row = warp; row < %d; row += %d)", rows, k.tg.Warps())
+	if err := k.scoped(decls, func() error { return body(idx) }); err != nil {
+		return err
+	}
+	k.w.close()
+	return nil
+}
+
+// partComment opens the braces of a part with a line saying what it does.
+func (k *blockKernel) partComment(gr *thread.Group, what string) {
+	line := fmt.Sprintf("%s: %s", groupName(k.tg, gr), what)
+	k.trace = append(k.trace, k.phase+": "+line)
+	k.w.comment(line)
+	k.w.open("")
+}
+
+func groupName(tg *thread.Graph, gr *thread.Group) string {
+	for gi := range tg.Groups {
+		if &tg.Groups[gi] == gr {
+			return fmt.Sprintf("g%d", gi)
+		}
+	}
+	return "g?"
+}
+
+// --- accumulators in shared memory ------------------------------------------
+
+// accumulate writes the for-loop part of a group headed by an accumulator:
+// it adds this iteration's operand into the accumulator in shared memory.
+func (k *blockKernel) accumulate(gr *thread.Group) error {
+	bg := k.bg
+	op := &bg.Ops[gr.Head]
+	x := k.tile(op.In[0])
+	xs := bg.Tensors[op.In[0]].Shape
+	a := sharedView(tileName(op.Out), bg.Tensors[op.Out].Shape, &k.tg.Tiles[op.Out])
+	n := xs.Last()
+	switch acc := op.Attr.Accum; acc {
+	case ugraph.AccumNone:
+		k.partComment(gr, describeOp(bg, gr.Head)+": add the tile into the accumulator")
+		if err := k.elementLoop(xs, func(idx []*expr) error {
+			k.w.line("%s += %s;", a.at(idx), x.load(idx))
+			return nil
+		}); err != nil {
+			return err
+		}
+	case ugraph.AccumSum, ugraph.AccumMean, ugraph.AccumRMS:
+		what := "sum"
+		if acc == ugraph.AccumRMS {
+			what = "sum of squares"
+		}
+		k.partComment(gr, fmt.Sprintf("%s: a warp per row adds the row's %s into the accumulator", describeOp(bg, gr.Head), what))
+		if err := k.rowLoop(xs, func(idx []*expr) error {
+			j := vr("j", n)
+			k.w.line("float s = 0.0f;")
+			if acc == ugraph.AccumRMS {
+				k.w.open("for (int j = lane; j < %d; j += 32)", n)
+				k.w.line("const float x = %s;", x.load(withLast(idx, j)))
+				k.w.line("s += x * x;")
+				k.w.close()
+			} else {
+				k.w.line("for (int j = lane; j < %d; j += 32) s += %s;", n, x.load(withLast(idx, j)))
+			}
+			k.w.line("s = mirage::warp_sum(s);")
+			k.w.line("if (lane == 0) %s += s;", a.at(idx))
+			return nil
+		}); err != nil {
+			return err
+		}
+	case ugraph.AccumSumToDimx:
+		d := bg.Tensors[op.Out].Shape.Last()
+		k.partComment(gr, fmt.Sprintf("%s: element j of a row sums elements j, j+%d, ... of the tile's row", describeOp(bg, gr.Head), d))
+		if err := k.elementLoop(bg.Tensors[op.Out].Shape, func(idx []*expr) error {
+			if n == d {
+				k.w.line("%s += %s;", a.at(idx), x.load(idx))
+				return nil
+			}
+			last := idx[len(idx)-1]
+			t := vr("t", n/d)
+			k.w.line("float s = 0.0f;")
+			k.w.line("for (int t = 0; t < %d; ++t) s += %s;", n/d, x.load(withLast(idx, add(mul(t, d), last))))
+			k.w.line("%s += s;", a.at(idx))
+			return nil
+		}); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown accumulator %v", acc)
+	}
+	k.w.close()
+	return nil
+}
+
+// fromAccumulator writes the post-loop part of a group whose accumulator
+// is in shared memory: each element's final value (mean and rms finish
+// here) runs through the rest of the chain to the group's sinks.
+func (k *blockKernel) fromAccumulator(gr *thread.Group, chain []int) error {
+	bg, tg := k.bg, k.tg
+	aop := &bg.Ops[gr.Accum]
+	at := aop.Out
+	a := sharedView(tileName(at), bg.Tensors[at].Shape, &tg.Tiles[at])
+	count := bg.ForloopRange * bg.Tensors[aop.In[0]].Shape.Last()
+	finish := ""
+	switch aop.Attr.Accum {
+	case ugraph.AccumMean:
+		finish = fmt.Sprintf("v /= %d.0f;  // mean: over %d iterations of %d elements", count, bg.ForloopRange, count/bg.ForloopRange)
+	case ugraph.AccumRMS:
+		finish = fmt.Sprintf("v = sqrtf(v / %d.0f);  // rms: over %d iterations of %d elements", count, bg.ForloopRange, count/bg.ForloopRange)
+	}
+	inPlace := finish != "" && len(chain) == 0 && k.readByOps(at)
+	what := "the accumulated values"
+	if len(chain) > 0 {
+		what += " through the fused ops"
+	}
+	k.partComment(gr, what+sinkNote(tg, gr, inPlace))
+	if err := k.elementLoop(bg.Tensors[at].Shape, func(idx []*expr) error {
+		k.w.line("float v = %s;", a.load(idx))
+		if finish != "" {
+			k.w.line("%s", finish)
+		}
+		if inPlace {
+			k.w.line("%s = v;", a.at(idx))
+		}
+		return k.flow(gr, chain, -1, true, elem{vals: []string{"v"}, idx: idx}, at, at)
+	}); err != nil {
+		return err
+	}
+	k.w.close()
+	return nil
+}
+
+func sinkNote(tg *thread.Graph, gr *thread.Group, inPlace bool) string {
+	var to []string
+	if inPlace {
+		to = append(to, "shared memory (in place)")
+	} else if tg.Tiles[gr.Result].Storage == thread.Shared && gr.Accum >= 0 && tg.Block.Ops[gr.Accum].Out != gr.Result {
+		to = append(to, "shared memory")
+	}
+	if n := len(gr.Stores); n > 0 {
+		to = append(to, plural(n, "output"))
+	}
+	if len(to) == 0 {
+		return ""
+	}
+	s := " to " + to[0]
+	if len(to) > 1 {
+		s += " and " + to[1]
+	}
+	return s
+}
+
+// readByOps reports whether a live op other than an output op reads t.
+func (k *blockKernel) readByOps(t block.TensorID) bool {
+	for i := range k.bg.Ops {
+		op := &k.bg.Ops[i]
+		if k.tg.Ops[i].Role == thread.RoleDead || op.Kind == ugraph.OpOutput {
+			continue
+		}
+		for _, x := range op.Operands() {
+			if x == t {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// --- SIMT heads -----------------------------------------------------------------
+
+// simtRun writes a part whose head computes each element of its tile on
+// its own: element-wise ops, SIMT matmuls, reductions, concat.
+func (k *blockKernel) simtRun(gr *thread.Group, chain []int, acc int, post bool) error {
+	bg := k.bg
+	op := &bg.Ops[gr.Head]
+	k.partComment(gr, describeChain(bg, gr.Head, chain, acc)+", an element per thread")
+	if err := k.elementLoop(bg.Tensors[op.Out].Shape, func(idx []*expr) error {
+		if err := k.headValue(op, idx); err != nil {
+			return err
+		}
+		return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: idx}, op.Out, -1)
+	}); err != nil {
+		return err
+	}
+	k.w.close()
+	return nil
+}
+
+// describeChain names the head and the ops fused into it.
+func describeChain(bg *block.Graph, head int, chain []int, acc int) string {
+	s := describeOp(bg, head)
+	for _, i := range chain {
+		s += ", " + describeOp(bg, i)
+	}
+	if acc >= 0 {
+		s += ", " + describeOp(bg, acc)
+	}
+	return s
+}
+
+// headValue writes `float v = ...;`, the head's value at idx.
+func (k *blockKernel) headValue(op *block.Op, idx []*expr) error {
+	w := k.w
+	bg := k.bg
+	out := bg.Tensors[op.Out].Shape
+	r := out.Rank()
+	switch op.Kind.Info().Class {
+	case ugraph.ClassUnary:
+		w.line("float v = %s;", k.tile(op.In[0]).load(idx))
+		call, err := k.elementwise(op, op.In[0], "v", idx)
+		if err != nil {
+			return err
+		}
+		w.line("v = %s;", call)
+	case ugraph.ClassBinary:
+		w.line("float v = mirage::op_%s(%s, %s);", op.Kind, k.tile(op.In[0]).load(idx), k.tile(op.In[1]).load(idx))
+	case ugraph.ClassMatmul:
+		kd := bg.Tensors[op.In[0]].Shape.Last()
+		kk := vr("kk", kd)
+		a := withLast(idx, kk)
+		b := append(append([]*expr(nil), idx[:r-2]...), kk, idx[r-1])
+		w.line("float v = 0.0f;")
+		w.line("for (int kk = 0; kk < %d; ++kk) v += %s * %s;", kd, k.tile(op.In[0]).load(a), k.tile(op.In[1]).load(b))
+	case ugraph.ClassReduction:
+		d := op.Attr.Dim
+		n := bg.Tensors[op.In[0]].Shape.Dim(d)
+		o := out.Dim(d)
+		t := vr("t", n/o)
+		at := append([]*expr(nil), idx...)
+		at[d] = add(mul(t, o), idx[d])
+		w.line("float v = 0.0f;")
+		w.line("for (int t = 0; t < %d; ++t) v += %s;", n/o, k.tile(op.In[0]).load(at))
+	case ugraph.ClassConcat:
+		d := op.Attr.Dim
+		n := bg.Tensors[op.In[0]].Shape.Dim(d)
+		second := append([]*expr(nil), idx...)
+		second[d] = subc(idx[d], n)
+		w.line("float v = %s < %d ? %s : %s;", idx[d], n, k.tile(op.In[0]).load(idx), k.tile(op.In[1]).load(second))
+	default:
+		return fmt.Errorf("no SIMT lowering of %v", op.Kind)
+	}
+	return nil
+}
+
+// rowRun writes a part whose head works a row at a time, a warp per row:
+// rms_norm, and a reduction of the last dim.
+func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) error {
+	bg := k.bg
+	op := &bg.Ops[gr.Head]
+	x := k.tile(op.In[0])
+	xs := bg.Tensors[op.In[0]].Shape
+	n := xs.Last()
+	k.partComment(gr, describeChain(bg, gr.Head, chain, acc)+", a warp per row")
+	if err := k.rowLoop(xs, func(idx []*expr) error {
+		w := k.w
+		j := vr("j", n)
+		w.line("float s = 0.0f;")
+		if op.Kind == ugraph.OpRMSNorm {
+			w.open("for (int j = lane; j < %d; j += 32)", n)
+			w.line("const float x = %s;", x.load(withLast(idx, j)))
+			w.line("s += x * x;")
+			w.close()
+			w.line("const float scale = 1.0f / sqrtf(mirage::warp_sum(s) / %d.0f);  // 1 / rms of the row (no epsilon)", n)
+			w.open("for (int j = lane; j < %d; j += 32)", n)
+			w.line("float v = %s * scale;", x.load(withLast(idx, j)))
+			if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, j)}, op.Out, -1); err != nil {
+				return err
+			}
+			w.close()
+			return nil
+		}
+		w.line("for (int j = lane; j < %d; j += 32) s += %s;", n, x.load(withLast(idx, j)))
+		w.line("s = mirage::warp_sum(s);")
+		w.open("if (lane == 0)")
+		w.line("float v = s;")
+		if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, cst(0))}, op.Out, -1); err != nil {
+			return err
+		}
+		w.close()
+		return nil
+	}); err != nil {
+		return err
+	}
+	k.w.close()
+	return nil
+}
+
+// --- tensor cores -----------------------------------------------------------------
+
+// mmaCall is the mma_tiles call computing a cm x cn chunk into frag.
+func (k *blockKernel) mmaCall(op *block.Op, p *thread.MMA, frag string, cm, cn int, mt, nt string) string {
+	a, b := op.In[0], op.In[1]
+	return fmt.Sprintf("mirage::mma_tiles<%s, %d, %d, %d, %d, %d, %d, %d, %d>(%s, %s, %s, %s, %s, lane);",
+		ctype(k.bg.Tensors[a].DType), cm, cn, p.M, p.K, k.tg.Tiles[a].Pitch, k.tg.Tiles[b].Pitch,
+		p.MTilesPerBatch(), p.MTiles, frag, k.cur[a], k.cur[b], mt, nt)
+}
+
+// warpTiles declares mt0 and nt0, the warp's first m-tile and n-tile.
+func warpTiles(p *thread.MMA, warps int) []decl {
+	warp := vr("warp", warps)
+	return []decl{{"mt0", mul(div(warp, p.WarpsN), p.MPer)}, {"nt0", mul(mod(warp, p.WarpsN), p.NPer)}}
+}
+
+// mmaRun writes a part headed by a tensor-core matmul.
+func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) error {
+	bg, tg := k.bg, k.tg
+	op := &bg.Ops[gr.Head]
+	p := tg.Ops[gr.Head].MMA
+	w := k.w
+	if acc >= 0 && p.Persistent && len(chain) == 0 {
+		k.partComment(gr, fmt.Sprintf("%s on tensor cores, summed in registers (%s)", describeOp(bg, gr.Head), describeOp(bg, acc)))
+		err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
+			k.w.line("%s", k.mmaCall(op, p, accName(gr), p.MPer, p.NPer, "mt0", "nt0"))
+			return nil
+		})
+		w.close()
+		return err
+	}
+	k.partComment(gr, fmt.Sprintf("%s on tensor cores, %dx%d tiles at a time", describeChain(bg, gr.Head, chain, acc), p.ChunkM, p.ChunkN))
+	err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
+		w := k.w
+		unroll := "#pragma unroll 1"
+		if acc >= 0 && p.Persistent {
+			unroll = "#pragma unroll" // the register accumulator needs constant indices
+		}
+		w.line("%s", unroll)
+		w.open("for (int cm = 0; cm < %d; cm += %d)", p.MPer, p.ChunkM)
+		w.line("%s", unroll)
+		w.open("for (int cn = 0; cn < %d; cn += %d)", p.NPer, p.ChunkN)
+		w.line("float frag[%d][%d][4] = {};", p.ChunkM, p.ChunkN)
+		w.line("%s", k.mmaCall(op, p, "frag", p.ChunkM, p.ChunkN, "mt0 + cm", "nt0 + cn"))
+		regs := ""
+		if acc >= 0 && p.Persistent {
+			regs = accName(gr) + "[cm + i][cn + j]"
+		}
+		if err := k.fragLoop(p, bg.Tensors[op.Out].Shape, "frag", "cm", "cn", p.ChunkM, p.ChunkN, func(e elem) error {
+			if regs != "" {
+				e.regs = []string{regs + "[2 * h]", regs + "[2 * h + 1]"}
+			}
+			return k.flow(gr, chain, acc, post, e, op.Out, -1)
+		}); err != nil {
+			return err
+		}
+		w.close()
+		w.close()
+		return nil
+	})
+	w.close()
+	return err
+}
+
+// mmaPost writes the post-loop part of a group whose mma accumulator is in
+// registers.
+func (k *blockKernel) mmaPost(gr *thread.Group, chain []int) error {
+	p := k.tg.Ops[gr.Head].MMA
+	k.partComment(gr, "the register accumulator"+map[bool]string{true: " through the fused ops", false: ""}[len(chain) > 0]+sinkNote(k.tg, gr, false))
+	err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
+		return k.fragLoop(p, k.bg.Tensors[k.bg.Ops[gr.Head].Out].Shape, accName(gr), "", "", p.MPer, p.NPer, func(e elem) error {
+			return k.flow(gr, chain, -1, true, e, k.bg.Ops[gr.Accum].Out, -1)
+		})
+	})
+	k.w.close()
+	return err
+}
+
+// fragLoop writes loops over the fragments frag[cm][cn] of the warp's
+// m-tiles mt0+cm+i and n-tiles nt0+cn+j (chunk offsets cm and cn may be ""),
+// handing each pair of consecutive elements (row, col) and (row, col+1),
+// with their index in the matmul's output tile, to body.
+func (k *blockKernel) fragLoop(p *thread.MMA, out ugraph.Shape, frag, cm, cn string, CM, CN int, body func(elem) error) error {
+	w := k.w
+	w.line("#pragma unroll")
+	w.open("for (int i = 0; i < %d; ++i)", CM)
+	mt := vr("mt", p.MTiles)
+	first := vr("mt0", 0)
+	if cm != "" {
+		first = add(first, vr(cm, 0))
+	}
+	decls := []decl{{"mt", add(first, vr("i", CM))}}
+	var batch *expr
+	if p.Batch > 1 {
+		batch = vr("b", p.Batch)
+		decls = append(decls, decl{"b", div(mt, p.MTilesPerBatch())})
+	}
+	decls = append(decls, decl{"row0", add(mul(mod(mt, p.MTilesPerBatch()), thread.MMATileM), vr("lane / 4", 0))})
+	err := k.scoped(decls, func() error {
+		if p.MPer*p.WarpsM > p.MTiles {
+			k.w.line("if (mt >= %d) break;  // past the last m-tile", p.MTiles)
+		}
+		return k.fragInner(p, out, frag, cn, CN, batch, body)
+	})
+	w.close()
+	return err
+}
+
+// fragInner writes the loops over a fragment row's n-tiles and halves.
+func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string, CN int, batch *expr, body func(elem) error) error {
+	w := k.w
+	nt := vr("nt0", 0)
+	if cn != "" {
+		nt = add(nt, vr(cn, 0))
+	}
+	col := decl{"col", add(mul(add(nt, vr("j", CN)), thread.MMATileN), vr("lane % 4 * 2", 0))}
+	row := decl{"row", add(vr("row0", 0), mul(vr("h", 2), 8))}
+	// The output tile's index: the batch dims, then row and col.
+	var idx []*expr
+	if r := out.Rank(); r > 2 {
+		if batch == nil {
+			batch = cst(0)
+		}
+		idx = indexOf(batch, ugraph.MustShape(out.Dims()[:r-2]...))
+	}
+	idx = append(idx, vr("row", p.M), vr("col", p.N))
+	w.line("#pragma unroll")
+	w.open("for (int j = 0; j < %d; ++j)", CN)
+	err := k.scoped([]decl{col}, func() error {
+		k.w.line("#pragma unroll")
+		k.w.open("for (int h = 0; h < 2; ++h)")
+		err := k.scoped([]decl{row}, func() error {
+			guarded := p.M%thread.MMATileM != 0
+			if guarded {
+				k.w.open("if (row < %d)", p.M)
+			}
+			k.w.line("float v0 = %s[i][j][2 * h], v1 = %s[i][j][2 * h + 1];", frag, frag)
+			if err := body(elem{vals: []string{"v0", "v1"}, idx: idx}); err != nil {
+				return err
+			}
+			if guarded {
+				k.w.close()
+			}
+			return nil
+		})
+		k.w.close()
+		return err
+	})
+	w.close()
+	return err
+}

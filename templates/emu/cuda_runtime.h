@@ -1,0 +1,537 @@
+// cuda_runtime.h for mirage's CPU emulator: a stand-in for the CUDA runtime
+// under which the code mirage emits compiles with a host C++17 compiler and
+// runs on the CPU, so that tests can check it against the float64
+// interpreter on a machine without a GPU. Build with
+//
+//   g++ -std=c++17 -DMIRAGE_EMULATE -I<dir of this file> ... NAME.cu
+//
+// Blocks run one after another. Each CUDA thread of a block is a coroutine
+// (ucontext) on the one OS thread; __syncthreads and the warp collectives
+// (shuffles, ldmatrix, mma.sync) switch between them. The collectives follow
+// the PTX ISA's fragment layouts, written here independently of the runtime's
+// use of them. What the emulator checks, aborting with a message:
+//   - barrier divergence and deadlock (threads that wait forever),
+//   - warp collectives called by fewer than 32 lanes,
+//   - dynamic shared memory over the kernel's limit (48 KiB unless raised
+//     with cudaFuncSetAttribute), as a launch error,
+//   - reads of shared memory nobody wrote: it starts filled with 0xff bytes
+//     (NaN in every float type), which poisons the outputs.
+// Environment: MIRAGE_EMU_ORDER=forward|reverse|greedy|greedy-reverse|random
+// (which thread runs next when one blocks; races show up as different or
+// NaN outputs, see run_block), and
+// MIRAGE_EMU_CPASYNC=lazy|eager (cp.async copies land at the wait, or at
+// once).
+#ifndef MIRAGE_EMU_CUDA_RUNTIME_H
+#define MIRAGE_EMU_CUDA_RUNTIME_H
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __align__(n) alignas(n)
+#define __restrict__ __restrict
+
+struct dim3 {
+  unsigned x, y, z;
+  dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct uint3 {
+  unsigned x, y, z;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorLaunchFailure = 719,
+};
+typedef struct mirage_emu_stream* cudaStream_t;
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+enum cudaMemcpyKind { cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyDefault };
+
+namespace mirage_emu {
+
+[[noreturn]] inline void fail(const std::string& msg) {
+  std::fprintf(stderr, "mirage emulator: %s\n", msg.c_str());
+  std::abort();
+}
+
+template <typename T> struct is_bf16 : std::false_type {};
+template <> struct is_bf16<__nv_bfloat16> : std::true_type {};
+
+struct Copy {
+  void* dst;
+  const void* src;
+  int bytes, src_bytes;
+  void run() const {
+    std::memcpy(dst, src, src_bytes);
+    std::memset(static_cast<char*>(dst) + src_bytes, 0, bytes - src_bytes);
+  }
+};
+
+enum Wait { Running, AtBlock, AtWarp, Done };
+
+// Context switches: a few instructions on x86-64 (callee-saved registers
+// and the stack pointer); ucontext elsewhere (much slower: it saves the
+// signal mask with a system call).
+#if defined(__x86_64__)
+extern "C" void mirage_emu_switch(void** save_sp, void* load_sp);
+asm(R"(
+.text
+.weak mirage_emu_switch
+.type mirage_emu_switch,@function
+mirage_emu_switch:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+.size mirage_emu_switch, .-mirage_emu_switch
+.section .note.GNU-stack,"",@progbits
+.text
+)");
+struct Context {
+  void* sp = nullptr;
+};
+#else
+struct Context {
+  ucontext_t uc;
+};
+#endif
+
+struct Thread {
+  Context ctx;
+  std::vector<char> stack;
+  uint3 idx;
+  int tid;
+  Wait wait = Running;
+  unsigned long gen = 0;  // barrier generation waited for
+  std::vector<Copy> open;
+  std::vector<std::vector<Copy>> groups;
+};
+
+struct Warp {
+  int arrived = 0;
+  unsigned long gen = 0;
+  // Per-lane slots of a collective, double-buffered by generation parity.
+  uint64_t slot[2][32][8];
+};
+
+struct State {
+  std::vector<Thread> threads;
+  std::vector<Warp> warps;
+  int nthreads = 0, cur = -1, block_arrived = 0;
+  unsigned long block_gen = 0;
+  Context sched;
+  std::vector<unsigned char> smem;
+  uint3 block_idx{0, 0, 0};
+  dim3 block_dim, grid_dim;
+  std::mt19937 rng{12345};
+  std::string order = "forward";
+  bool lazy = true;
+  cudaError_t last = cudaSuccess;
+  std::map<const void*, int> max_smem;  // per kernel, raised by cudaFuncSetAttribute
+  int lo = 0, hi = 0;                    // the scheduler's bounds on runnable threads
+  void (*body)() = nullptr;
+};
+
+inline State state;
+inline State& st() { return state; }
+inline Thread& me() { return st().threads[st().cur]; }
+inline unsigned char* dynamic_smem() { return st().smem.data(); }
+
+inline void switch_to(Context& from, Context& to) {
+#if defined(__x86_64__)
+  mirage_emu_switch(&from.sp, to.sp);
+#else
+  swapcontext(&from.uc, &to.uc);
+#endif
+}
+
+inline void yield() { switch_to(me().ctx, st().sched); }
+
+inline void sync_block() {
+  State& s = st();
+  Thread& t = me();
+  t.wait = AtBlock;
+  t.gen = s.block_gen;
+  if (++s.block_arrived == s.nthreads) {
+    s.block_arrived = 0;
+    s.block_gen++;
+    s.lo = 0;
+    s.hi = s.nthreads - 1;
+  }
+  while (t.wait == AtBlock && t.gen == s.block_gen) yield();
+  t.wait = Running;
+}
+
+// warp_collective: every lane of the calling warp deposits n words; when
+// all 32 have, the last to arrive runs once(slots) (which may rewrite the
+// slots, e.g. with each lane's results) and each lane gets a pointer to the
+// 32 lanes' slots.
+template <typename F>
+inline uint64_t (*warp_collective(const uint64_t* in, int n, F&& once))[8] {
+  State& s = st();
+  Thread& t = me();
+  if (s.block_dim.x * s.block_dim.y * s.block_dim.z % 32 != 0) fail("a warp collective in a block that is not whole warps");
+  Warp& w = s.warps[t.tid / 32];
+  const unsigned long gen = w.gen;
+  std::memcpy(w.slot[gen % 2][t.tid % 32], in, n * sizeof(uint64_t));
+  t.wait = AtWarp;
+  t.gen = gen;
+  if (++w.arrived == 32) {
+    once(w.slot[gen % 2]);
+    w.arrived = 0;
+    w.gen++;
+    s.lo = std::min(s.lo, t.tid / 32 * 32);
+    s.hi = std::max(s.hi, t.tid / 32 * 32 + 31);
+  }
+  while (t.wait == AtWarp && t.gen == w.gen) yield();
+  t.wait = Running;
+  return w.slot[gen % 2];
+}
+
+inline uint64_t (*warp_exchange(const uint64_t* in, int n))[8] {
+  return warp_collective(in, n, [](uint64_t(*)[8]) {});
+}
+
+inline void entry() {
+  st().body();
+  me().wait = Done;
+  me().open.clear();
+  me().groups.clear();
+#if defined(__x86_64__)
+  yield();  // never resumed
+  fail("a finished thread was resumed");
+#endif
+}
+
+// start prepares t to run entry() on its own stack when first switched to.
+inline void start(Thread& t) {
+#if defined(__x86_64__)
+  uintptr_t top = (reinterpret_cast<uintptr_t>(t.stack.data()) + t.stack.size()) & ~uintptr_t(15);
+  void** sp = reinterpret_cast<void**>(top - 64);
+  for (int i = 0; i < 6; i++) sp[i] = nullptr;  // r15 r14 r13 r12 rbx rbp
+  sp[6] = reinterpret_cast<void*>(&entry);     // where the first switch "returns" to
+  sp[7] = nullptr;
+  t.ctx.sp = sp;
+#else
+  getcontext(&t.ctx.uc);
+  t.ctx.uc.uc_stack.ss_sp = t.stack.data();
+  t.ctx.uc.uc_stack.ss_size = t.stack.size();
+  t.ctx.uc.uc_link = &st().sched.uc;
+  makecontext(&t.ctx.uc, entry, 0);
+#endif
+}
+
+// run_block runs every thread of the current block to completion.
+inline void run_block() {
+  State& s = st();
+  for (int i = 0; i < s.nthreads; i++) {
+    Thread& t = s.threads[i];
+    t.wait = Running;
+    t.open.clear();
+    t.groups.clear();
+    start(t);
+  }
+  auto runnable = [&](int i) {
+    const Thread& t = s.threads[i];
+    switch (t.wait) {
+      case Done: return false;
+      case AtBlock: return t.gen != s.block_gen;
+      case AtWarp: return t.gen != s.warps[i / 32].gen;
+      default: return true;
+    }
+  };
+  // pick chooses the next thread to run. "greedy" runs the lowest runnable
+  // thread, so that warp 0 gets as far ahead of the others as it can (a
+  // read of another warp's data before a barrier then sees stale data);
+  // "greedy-reverse" the highest; "forward" and "reverse" go round;
+  // "random" picks at random.
+  // lo and hi bound the runnable threads: none is below lo or above hi
+  // (releases at barriers widen them again; see release()).
+  int last = -1;
+  const int kind = s.order == "greedy" ? 0 : s.order == "greedy-reverse" ? 1 : s.order == "reverse" ? 2 : s.order == "random" ? 3 : 4;
+  s.lo = 0;
+  s.hi = s.nthreads - 1;
+  auto pick = [&]() {
+    const int n = s.nthreads;
+    if (kind == 0) {
+      for (; s.lo < n; s.lo++)
+        if (runnable(s.lo)) return s.lo;
+      return -1;
+    }
+    if (kind == 1) {
+      for (; s.hi >= 0; s.hi--)
+        if (runnable(s.hi)) return s.hi;
+      return -1;
+    }
+    const int from = kind == 3 ? std::uniform_int_distribution<int>(0, n - 1)(s.rng) : last + 1;
+    for (int k = 0; k < n; k++) {
+      const int i = kind == 2 ? ((last < 0 ? 0 : last) - 1 - k + 2 * n) % n : (from + k) % n;
+      if (runnable(i)) return i;
+    }
+    return -1;
+  };
+  for (;;) {
+    const int i = pick();
+    if (i < 0) break;
+    last = s.cur = i;
+    switch_to(s.sched, s.threads[i].ctx);
+  }
+  int at_block = 0, at_warp = 0, done = 0;
+  for (auto& t : s.threads) {
+    at_block += t.wait == AtBlock;
+    at_warp += t.wait == AtWarp;
+    done += t.wait == Done;
+  }
+  if (done != s.nthreads) {
+    fail("deadlock in block (" + std::to_string(s.block_idx.x) + "," + std::to_string(s.block_idx.y) + "," +
+         std::to_string(s.block_idx.z) + "): " + std::to_string(at_block) + " threads at __syncthreads, " +
+         std::to_string(at_warp) + " in warp collectives, " + std::to_string(done) + " exited");
+  }
+}
+
+template <typename... P, typename... A>
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t, A... args) {
+  State& s = st();
+  const char* order = std::getenv("MIRAGE_EMU_ORDER");
+  s.order = order ? order : "forward";
+  const char* cp = std::getenv("MIRAGE_EMU_CPASYNC");
+  s.lazy = !cp || std::string(cp) != "eager";
+  const unsigned n = block.x * block.y * block.z;
+  int limit = 48 * 1024;
+  auto it = s.max_smem.find(reinterpret_cast<const void*>(kernel));
+  if (it != s.max_smem.end()) limit = it->second;
+  if (n == 0 || n > 1024 || grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
+    return s.last = cudaErrorInvalidConfiguration;
+  }
+  if (smem > static_cast<size_t>(limit)) return s.last = cudaErrorInvalidValue;
+  std::tuple<P...> params(static_cast<P>(args)...);
+  static std::tuple<P...>* current;
+  static void (*fn)(P...);
+  current = &params;
+  fn = kernel;
+  s.body = [] { std::apply(fn, *current); };
+  s.nthreads = n;
+  s.block_dim = block;
+  s.grid_dim = grid;
+  s.threads.resize(n);
+  s.warps.assign((n + 31) / 32, Warp{});
+  s.block_arrived = 0;
+  for (unsigned i = 0; i < n; i++) {
+    Thread& t = s.threads[i];
+    if (t.stack.size() < (256u << 10)) t.stack.assign(256u << 10, 0);
+    t.tid = i;
+    t.idx = uint3{i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
+  }
+  for (unsigned z = 0; z < grid.z; z++)
+    for (unsigned y = 0; y < grid.y; y++)
+      for (unsigned x = 0; x < grid.x; x++) {
+        s.block_idx = uint3{x, y, z};
+        s.smem.assign(smem, 0xff);
+        run_block();
+      }
+  return cudaSuccess;
+}
+
+// --- cp.async -------------------------------------------------------------
+
+inline void cp_async(void* dst, const void* src, int bytes, int src_bytes) {
+  if (reinterpret_cast<uintptr_t>(dst) % bytes != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % bytes != 0))
+    fail("cp.async of " + std::to_string(bytes) + " bytes at a misaligned address");
+  unsigned char* lo = st().smem.data();
+  if (static_cast<unsigned char*>(dst) < lo || static_cast<unsigned char*>(dst) + bytes > lo + st().smem.size())
+    fail("cp.async outside the dynamic shared memory");
+  Copy c{dst, src, bytes, src_bytes};
+  if (st().lazy) {
+    me().open.push_back(c);
+  } else {
+    c.run();
+  }
+}
+inline void cp_async_commit() {
+  me().groups.push_back(std::move(me().open));
+  me().open.clear();
+}
+inline void cp_async_wait(int n) {
+  auto& g = me().groups;
+  while (static_cast<int>(g.size()) > n) {
+    for (const Copy& c : g.front()) c.run();
+    g.erase(g.begin());
+  }
+}
+
+// --- warp collectives (PTX ISA layouts) -----------------------------------
+
+inline float half_bits_to_float(uint16_t h, bool bf16) {
+  if (bf16) {
+    uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t i = 0; i < 65536; i++) {
+      __half_raw r;
+      r.x = static_cast<uint16_t>(i);
+      t[i] = __half2float(__half(r));
+    }
+    return t;
+  }();
+  return table[h];
+}
+
+// ldmatrix .m8n8 .b16: lanes 8i..8i+7 give the row addresses of matrix i;
+// lane l receives, in register i, row l/4, columns 2(l%4) and 2(l%4)+1 of
+// matrix i (the low half holds the lower column); .trans transposes.
+inline void ldmatrix(uint32_t* r, int num, bool trans, const void* p) {
+  uint64_t mine = reinterpret_cast<uintptr_t>(p);
+  unsigned char* lo = st().smem.data();
+  auto lanes = warp_exchange(&mine, 1);
+  const int l = me().tid % 32;
+  for (int i = 0; i < num; i++) {
+    uint16_t e[2];
+    for (int k = 0; k < 2; k++) {
+      const int row = trans ? 2 * (l % 4) + k : l / 4;
+      const int col = trans ? l / 4 : 2 * (l % 4) + k;
+      const unsigned char* a = reinterpret_cast<const unsigned char*>(lanes[8 * i + row][0]);
+      if (reinterpret_cast<uintptr_t>(a) % 16 != 0) fail("ldmatrix row address not 16-byte aligned");
+      if (a < lo || a + 16 > lo + st().smem.size()) fail("ldmatrix outside the dynamic shared memory");
+      std::memcpy(&e[k], a + 2 * col, 2);
+    }
+    r[i] = static_cast<uint32_t>(e[0]) | static_cast<uint32_t>(e[1]) << 16;
+  }
+}
+
+// mma.m16n8k16.row.col.f32: with g = lane/4, t = lane%4, register i of a
+// holds A[g + 8·(i%2)][2t + 8·(i/2) + h] (h = 0 low, 1 high); register i of b
+// holds B[2t + 8i + h][g]; d[r] is D[g + 8·(r/2)][2t + r%2].
+inline void mma_16816(float* d, const uint32_t* a, const uint32_t* b, bool bf16) {
+  uint64_t mine[8];
+  for (int i = 0; i < 4; i++) mine[i] = a[i];
+  for (int i = 0; i < 2; i++) mine[4 + i] = b[i];
+  for (int r = 0; r < 4; r++) {
+    uint32_t bits;
+    std::memcpy(&bits, &d[r], 4);
+    mine[6 + r / 2] = r % 2 == 0 ? bits : (mine[6 + r / 2] | static_cast<uint64_t>(bits) << 32);
+  }
+  // The last lane to arrive computes D = A·B + C for the warp and leaves
+  // each lane's four results in its slot.
+  auto lanes = warp_collective(mine, 8, [bf16](uint64_t (*sl)[8]) {
+    float A[16][16], B[16][8];
+    for (int row = 0; row < 16; row++)
+      for (int col = 0; col < 16; col++) {
+        const int lane = (row % 8) * 4 + (col % 8) / 2, reg = row / 8 + 2 * (col / 8);
+        A[row][col] = half_bits_to_float(static_cast<uint16_t>(sl[lane][reg] >> (16 * (col % 2))), bf16);
+      }
+    for (int k = 0; k < 16; k++)
+      for (int n = 0; n < 8; n++) {
+        const int lane = n * 4 + (k % 8) / 2, reg = k / 8;
+        B[k][n] = half_bits_to_float(static_cast<uint16_t>(sl[lane][4 + reg] >> (16 * (k % 2))), bf16);
+      }
+    float out[32][4];
+    for (int l = 0; l < 32; l++)
+      for (int r = 0; r < 4; r++) {
+        const int row = l / 4 + 8 * (r / 2), col = 2 * (l % 4) + r % 2;
+        float c;
+        const uint32_t bits = static_cast<uint32_t>(sl[l][6 + r / 2] >> (32 * (r % 2)));
+        std::memcpy(&c, &bits, 4);
+        float acc = 0.0f;
+        for (int k = 0; k < 16; k++) acc += A[row][k] * B[k][col];
+        out[l][r] = c + acc;
+      }
+    for (int l = 0; l < 32; l++) std::memcpy(sl[l], out[l], sizeof out[l]);
+  });
+  std::memcpy(d, lanes[me().tid % 32], 4 * sizeof(float));
+}
+
+template <typename T> T shfl(T v, int src_of_lane(int, int), int arg) {
+  static_assert(sizeof(T) <= 8, "shuffle of a value wider than 8 bytes");
+  uint64_t mine = 0;
+  std::memcpy(&mine, &v, sizeof(T));
+  auto lanes = warp_exchange(&mine, 1);
+  T out;
+  std::memcpy(&out, &lanes[src_of_lane(me().tid % 32, arg)][0], sizeof(T));
+  return out;
+}
+
+}  // namespace mirage_emu
+
+#define threadIdx (mirage_emu::me().idx)
+#define blockIdx (mirage_emu::st().block_idx)
+#define blockDim (mirage_emu::st().block_dim)
+#define gridDim (mirage_emu::st().grid_dim)
+
+inline void __syncthreads() { mirage_emu::sync_block(); }
+
+template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int m) {
+  if (mask != 0xffffffffu) mirage_emu::fail("partial-warp shuffle");
+  return mirage_emu::shfl<T>(v, [](int lane, int x) { return lane ^ x; }, m);
+}
+template <typename T> inline T __shfl_sync(unsigned mask, T v, int src) {
+  if (mask != 0xffffffffu) mirage_emu::fail("partial-warp shuffle");
+  return mirage_emu::shfl<T>(v, [](int, int x) { return x; }, src);
+}
+
+inline cudaError_t cudaGetLastError() {
+  cudaError_t e = mirage_emu::st().last;
+  mirage_emu::st().last = cudaSuccess;
+  return e;
+}
+inline cudaError_t cudaPeekAtLastError() { return mirage_emu::st().last; }
+inline const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated CUDA error"; }
+
+template <typename F> cudaError_t cudaFuncSetAttribute(F* kernel, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0) return cudaErrorInvalidValue;
+  if (value > 232448) return cudaErrorInvalidValue;  // an H100's opt-in limit
+  mirage_emu::st().max_smem[reinterpret_cast<const void*>(kernel)] = value;
+  return cudaSuccess;
+}
+
+inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind, cudaStream_t = nullptr) {
+  std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t = nullptr) {
+  std::memset(dst, v, n);
+  return cudaSuccess;
+}
+
+#endif  // MIRAGE_EMU_CUDA_RUNTIME_H

@@ -1,0 +1,489 @@
+// mirage_runtime.cuh: the device runtime of the CUDA code that mirage emits.
+//
+// Header-only. It needs the CUDA toolkit alone (no CUTLASS, no CuTe) and an
+// sm_80 or newer GPU: tiles are loaded with cp.async, multiplied with
+// ldmatrix + mma.sync m16n8k16 (fp16 or bf16 in, fp32 accumulate).
+//
+//   Section 1  element types and conversions
+//   Section 2  the math of the element-wise ops (fp32), warp reductions
+//   Section 3  PTX wrappers: cp.async, ldmatrix, mma.sync
+//   Section 4  warp-level tensor-core tiles (used by graph-defined kernels and the GEMM)
+//   Section 5  pre-defined kernel ops: element-wise, reduction, rms_norm, matmul
+//
+// Conventions: tensors are dense and row-major; every device pointer must be
+// 16-byte aligned (cudaMalloc's are); tiles in shared memory are row-major
+// with a row pitch in elements. Compute is fp32 whatever the storage type.
+//
+// Defining MIRAGE_EMULATE builds the code for mirage's CPU emulator (its
+// tests); nothing else changes.
+#ifndef MIRAGE_RUNTIME_CUH
+#define MIRAGE_RUNTIME_CUH
+
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// MIRAGE_DYNAMIC_SMEM(name) declares the kernel's dynamic shared memory.
+#if defined(MIRAGE_EMULATE)
+#define MIRAGE_DYNAMIC_SMEM(name) unsigned char* name = mirage_emu::dynamic_smem()
+#else
+#define MIRAGE_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
+#endif
+
+namespace mirage {
+
+// ---------------------------------------------------------------------------
+// Section 1: element types and conversions
+// ---------------------------------------------------------------------------
+
+typedef __half f16;
+typedef __nv_bfloat16 bf16;
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// from_f32<T>(x) rounds x to T (round to nearest even).
+template <typename T> __device__ __forceinline__ T from_f32(float x);
+template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// store2 writes a and b to p[0] and p[1]; p must be aligned to two elements.
+__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
+__device__ __forceinline__ void store2(__half* p, float a, float b) { *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b); }
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+// add2 adds a and b to p[0] and p[1] (fp32 accumulators; p 8-byte aligned).
+__device__ __forceinline__ void add2(float* p, float a, float b) {
+  float2 v = *reinterpret_cast<float2*>(p);
+  v.x += a;
+  v.y += b;
+  *reinterpret_cast<float2*>(p) = v;
+}
+
+// ---------------------------------------------------------------------------
+// Section 2: element-wise math (DESIGN §3; NaN propagates through every op)
+// ---------------------------------------------------------------------------
+
+__device__ __forceinline__ float op_exp(float x) { return expf(x); }
+__device__ __forceinline__ float op_square(float x) { return x * x; }
+__device__ __forceinline__ float op_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ float op_silu(float x) { return x / (1.0f + expf(-x)); }
+// The exact gelu (erf), not the tanh approximation.
+__device__ __forceinline__ float op_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float op_relu(float x) { return x < 0.0f ? 0.0f : x; }
+__device__ __forceinline__ float op_clamp(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+__device__ __forceinline__ float op_mul_scalar(float x, float s) { return x * s; }
+__device__ __forceinline__ float op_log(float x) { return logf(x); }
+__device__ __forceinline__ float op_add(float x, float y) { return x + y; }
+__device__ __forceinline__ float op_sub(float x, float y) { return x - y; }
+__device__ __forceinline__ float op_mul(float x, float y) { return x * y; }
+__device__ __forceinline__ float op_div(float x, float y) { return x / y; }
+__device__ __forceinline__ float op_pow(float x, float y) { return powf(x, y); }
+
+// Element-wise op codes of the pre-defined kernel ops (Section 5).
+enum class Op : int { Exp, Square, Sqrt, Silu, Gelu, Relu, Clamp, MulScalar, Log, Add, Sub, Mul, Div, Pow };
+
+template <Op OP> __device__ __forceinline__ float unary(float x, float s0, float s1) {
+  switch (OP) {
+    case Op::Exp: return op_exp(x);
+    case Op::Square: return op_square(x);
+    case Op::Sqrt: return op_sqrt(x);
+    case Op::Silu: return op_silu(x);
+    case Op::Gelu: return op_gelu(x);
+    case Op::Relu: return op_relu(x);
+    case Op::Clamp: return op_clamp(x, s0, s1);
+    case Op::MulScalar: return op_mul_scalar(x, s0);
+    default: return op_log(x);
+  }
+}
+
+template <Op OP> __device__ __forceinline__ float binary(float x, float y) {
+  switch (OP) {
+    case Op::Add: return op_add(x, y);
+    case Op::Sub: return op_sub(x, y);
+    case Op::Mul: return op_mul(x, y);
+    case Op::Div: return op_div(x, y);
+    default: return op_pow(x, y);
+  }
+}
+
+// warp_sum returns the sum of v over the 32 lanes of the warp, in every lane.
+// All 32 lanes must call it.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Section 3: PTX wrappers (sm_80+)
+// ---------------------------------------------------------------------------
+
+#if defined(MIRAGE_EMULATE)
+
+template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const void* src) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  mirage_emu::cp_async(dst, src, BYTES, BYTES);
+}
+__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
+  mirage_emu::cp_async(dst, src, 16, valid ? 16 : 0);
+}
+__device__ __forceinline__ void cp_async_commit() { mirage_emu::cp_async_commit(); }
+template <int N> __device__ __forceinline__ void cp_async_wait() { mirage_emu::cp_async_wait(N); }
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) { mirage_emu::ldmatrix(r, 4, false, p); }
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) { mirage_emu::ldmatrix(r, 4, true, p); }
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* p) { mirage_emu::ldmatrix(r, 2, true, p); }
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  mirage_emu::mma_16816(d, a, b, mirage_emu::is_bf16<T>::value);
+}
+template <typename... P, typename... A>
+inline cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
+  return mirage_emu::launch(kernel, grid, block, smem, stream, args...);
+}
+
+#else
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// cp_async<BYTES> starts an asynchronous copy of BYTES (4, 8 or 16) bytes from
+// global to shared memory; both addresses must be aligned to BYTES.
+template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const void* src) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  if (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(smem_u32(dst)), "l"(src), "n"(BYTES) : "memory");
+  }
+}
+
+// cp_async16_zfill copies 16 bytes, or writes 16 zero bytes when !valid (src
+// is then not read, but must still be a valid address).
+__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+// Every thread must commit the same number of groups (empty ones included),
+// so that cp_async_wait<N> counts the same groups in all threads.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// cp_async_wait<N> waits until at most N of this thread's most recent groups
+// are pending. Other threads' copies are visible only after a barrier.
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// ldmatrix: lanes 8i..8i+7 give the row addresses of 8x8 matrix i (16
+// bytes each, 16-byte aligned); register i receives this lane's fragment
+// of matrix i: row lane/4, columns 2(lane%4) and +1 (.trans: the transpose).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_u32(p)));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(smem_u32(p)));
+}
+
+// mma_16816<T>: d += a·b for one 16x8x16 tile (T = __half or __nv_bfloat16),
+// fp32 accumulators. Fragments (PTX ISA, mma.m16n8k16): with g = lane/4 and
+// t = lane%4, a holds A rows g and g+8 at columns 2t, 2t+1, 2t+8, 2t+9; b
+// holds B rows 2t, 2t+1, 2t+8, 2t+9 of column g; d[r] is the element at row
+// g + 8·(r/2), column 2t + r%2.
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]);
+template <>
+__device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&d)[4], const uint32_t (&a)[4],
+                                                         const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// launch runs kernel on stream and returns the launch's error, which it
+// clears (the caller owns it; nothing is printed).
+template <typename... P, typename... A>
+inline cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
+  kernel<<<grid, block, smem, stream>>>(static_cast<P>(args)...);
+  return cudaGetLastError();
+}
+
+#endif  // MIRAGE_EMULATE
+
+// ---------------------------------------------------------------------------
+// Section 4: warp-level tensor-core tiles
+// ---------------------------------------------------------------------------
+
+// mma_tiles: one warp computes acc[i][j] += A·B for the m-tiles mt0+i
+// (i < CM) and the n-tiles nt0+j (j < CN) of C[batch][M][N] =
+// A[batch][M][K] · B[batch][K][N], with A and B row-major in shared memory at
+// row pitches LDA and LDB (elements; multiples of 8). m-tile q covers rows
+// (q % MTPB)·16 .. +15 of batch q / MTPB; rows past M read the next batch or
+// the padding rows after A, and their results are to be discarded. m-tiles
+// >= MTILES are skipped. All 32 lanes must call it with the same arguments
+// but lane.
+template <typename T, int CM, int CN, int M, int K, int LDA, int LDB, int MTPB, int MTILES>
+__device__ __forceinline__ void mma_tiles(float (&acc)[CM][CN][4], const T* A, const T* B, int mt0, int nt0, int lane) {
+  static_assert(K % 16 == 0, "K must be a multiple of 16");
+  const int r16 = lane % 16;        // the row of the 16-row block this lane addresses
+  const int c8 = (lane / 16) * 8;   // and the 8-column half
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    uint32_t b[CN][2];
+#pragma unroll
+    for (int i = 0; i < CM; ++i) {
+      const int mt = mt0 + i;
+      if (mt >= MTILES) break;  // warp-uniform
+      const int batch = MTILES == MTPB ? 0 : mt / MTPB;
+      const bool new_batch = i == 0 || batch != (MTILES == MTPB ? 0 : (mt - 1) / MTPB);
+      if (new_batch) {
+        const T* Bk = B + (batch * K + k0 + r16) * LDB;
+#pragma unroll
+        for (int j = 0; j + 1 < CN; j += 2) {
+          uint32_t r[4];
+          ldmatrix_x4_trans(r, Bk + (nt0 + j) * 8 + c8);
+          b[j][0] = r[0];
+          b[j][1] = r[1];
+          b[j + 1][0] = r[2];
+          b[j + 1][1] = r[3];
+        }
+        if (CN % 2 == 1) {
+          uint32_t r[2];
+          ldmatrix_x2_trans(r, Bk + (nt0 + CN - 1) * 8);
+          b[CN - 1][0] = r[0];
+          b[CN - 1][1] = r[1];
+        }
+      }
+      uint32_t a[4];
+      ldmatrix_x4(a, A + (batch * M + (mt % MTPB) * 16 + r16) * LDA + k0 + c8);
+#pragma unroll
+      for (int j = 0; j < CN; ++j) mma_16816<T>(acc[i][j], a, b[j]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Section 5: pre-defined kernel ops
+// ---------------------------------------------------------------------------
+//
+// Each op is a small self-contained kernel; the emitted host code picks the
+// launch shape and starts it with mirage::launch. None needs cuBLAS or any
+// other library, so the emitted code links with nothing but the CUDA runtime.
+
+// Up to rank-4 shapes, left-padded with 1s; strides are in elements, 0 along
+// a broadcast dim.
+struct Dims4 {
+  long long d[4];
+};
+
+template <typename T, Op OP>
+__global__ void __launch_bounds__(256) unary_kernel(T* __restrict__ out, const T* __restrict__ x, long long n, float s0,
+                                                    float s1) {
+  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x)
+    out[e] = from_f32<T>(unary<OP>(to_f32(x[e]), s0, s1));
+}
+
+template <typename T, Op OP>
+__global__ void __launch_bounds__(256) binary_kernel(T* __restrict__ out, const T* __restrict__ x,
+                                                     const T* __restrict__ y, long long n, Dims4 shape, Dims4 xs,
+                                                     Dims4 ys) {
+  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) {
+    long long r = e, xo = 0, yo = 0;
+#pragma unroll
+    for (int d = 3; d >= 0; --d) {
+      const long long i = r % shape.d[d];
+      r /= shape.d[d];
+      xo += i * xs.d[d];
+      yo += i * ys.d[d];
+    }
+    out[e] = from_f32<T>(binary<OP>(to_f32(x[xo]), to_f32(y[yo])));
+  }
+}
+
+// reduce_rows_kernel: out[r] = Σ_j x[r][j] (reduction over the last dim): a
+// warp per row.
+template <typename T>
+__global__ void __launch_bounds__(256) reduce_rows_kernel(T* __restrict__ out, const T* __restrict__ x,
+                                                          long long rows, int n) {
+  const int lane = threadIdx.x % 32;
+  for (long long r = blockIdx.x * 8ll + threadIdx.x / 32; r < rows; r += 8ll * gridDim.x) {
+    float s = 0.0f;
+    for (int j = lane; j < n; j += 32) s += to_f32(x[r * n + j]);
+    s = warp_sum(s);
+    if (lane == 0) out[r] = from_f32<T>(s);
+  }
+}
+
+// reduce_mid_kernel: out[o][i] = Σ_j x[o][j][i]: a thread per output, lanes
+// along the contiguous inner dim.
+template <typename T>
+__global__ void __launch_bounds__(256) reduce_mid_kernel(T* __restrict__ out, const T* __restrict__ x,
+                                                         long long outer, int n, long long inner) {
+  const long long total = outer * inner;
+  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < total; e += 256ll * gridDim.x) {
+    const long long o = e / inner, i = e % inner;
+    const T* p = x + o * n * inner + i;
+    float s = 0.0f;
+    for (int j = 0; j < n; ++j) s += to_f32(p[j * inner]);
+    out[e] = from_f32<T>(s);
+  }
+}
+
+// rms_norm_kernel: a block per row of n elements; out = x / sqrt(mean(x²)),
+// with no epsilon (DESIGN §3: an all-zero row gives NaN).
+template <typename T>
+__global__ void __launch_bounds__(256) rms_norm_kernel(T* __restrict__ out, const T* __restrict__ x, long long rows,
+                                                       int n) {
+  __shared__ float partial[8];
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * n;
+    float s = 0.0f;
+    for (int j = threadIdx.x; j < n; j += 256) {
+      const float v = to_f32(xr[j]);
+      s += v * v;
+    }
+    s = warp_sum(s);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
+    __syncthreads();
+    float ss = 0.0f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) ss += partial[w];
+    __syncthreads();  // partial is rewritten by the next row
+    const float inv = 1.0f / sqrtf(ss / static_cast<float>(n));
+    for (int j = threadIdx.x; j < n; j += 256) out[r * n + j] = from_f32<T>(to_f32(xr[j]) * inv);
+  }
+}
+
+// gemm_kernel: C[b] = A[b] · B[b] for row-major A [M][K], B [K][N], C [M][N]
+// (b = blockIdx.z), on tensor cores (T = __half or __nv_bfloat16). A block
+// of WM x WN warps computes a BM x BN tile of C, walking K in steps of 32
+// with a STAGES-deep cp.async pipeline; rows and columns past M, N and K
+// are zero-filled. Needs K and N to be multiples of 8 (16-byte rows), and
+// STAGES·(BM·40 + 32·(BN+8))·2 bytes of dynamic shared memory.
+template <typename T, int BM, int BN, int WM, int WN, int STAGES>
+__global__ void __launch_bounds__(WM* WN * 32) gemm_kernel(T* __restrict__ C, const T* __restrict__ A,
+                                                          const T* __restrict__ B, int M, int N, int K) {
+  constexpr int BK = 32;
+  constexpr int THREADS = WM * WN * 32;
+  constexpr int LDA = BK + 8;  // 80-byte rows: an odd number of 16-byte units
+  constexpr int LDB = BN + 8;
+  constexpr int MPER = BM / 16 / WM, NPER = BN / 8 / WN;
+  MIRAGE_DYNAMIC_SMEM(smem);
+  T* sA = reinterpret_cast<T*>(smem);
+  T* sB = sA + STAGES * BM * LDA;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const long long batch = blockIdx.z;
+  A += batch * M * K;
+  B += batch * K * N;
+  C += batch * M * N;
+  const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  const int ktiles = (K + BK - 1) / BK;
+
+  auto load = [&](int kt, int stage) {
+    T* a = sA + stage * BM * LDA;
+    T* b = sB + stage * BK * LDB;
+    for (int c = tid; c < BM * BK / 8; c += THREADS) {
+      const int r = c / (BK / 8), v = c % (BK / 8);
+      const int gr = m0 + r, gc = kt * BK + v * 8;
+      const bool ok = gr < M && gc < K;
+      cp_async16_zfill(a + r * LDA + v * 8, ok ? A + static_cast<long long>(gr) * K + gc : A, ok);
+    }
+    for (int c = tid; c < BK * BN / 8; c += THREADS) {
+      const int r = c / (BN / 8), v = c % (BN / 8);
+      const int gr = kt * BK + r, gc = n0 + v * 8;
+      const bool ok = gr < K && gc < N;
+      cp_async16_zfill(b + r * LDB + v * 8, ok ? B + static_cast<long long>(gr) * N + gc : B, ok);
+    }
+  };
+
+  float acc[MPER][NPER][4];
+#pragma unroll
+  for (int i = 0; i < MPER; ++i)
+#pragma unroll
+    for (int j = 0; j < NPER; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ktiles) load(s, s);
+    cp_async_commit();
+  }
+  const int mt0 = (warp / WN) * MPER, nt0 = (warp % WN) * NPER;
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // tile kt is visible; every warp is done with tile kt-1
+    const int next = kt + STAGES - 1;
+    if (next < ktiles) load(next, next % STAGES);
+    cp_async_commit();
+    const int st = kt % STAGES;
+    mma_tiles<T, MPER, NPER, BM, BK, LDA, LDB, BM / 16, BM / 16>(acc, sA + st * BM * LDA, sB + st * BK * LDB, mt0,
+                                                                 nt0, lane);
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int i = 0; i < MPER; ++i)
+#pragma unroll
+    for (int j = 0; j < NPER; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = m0 + (mt0 + i) * 16 + lane / 4 + 8 * h;
+        const int col = n0 + (nt0 + j) * 8 + (lane % 4) * 2;
+        if (row < M && col < N) store2(C + static_cast<long long>(row) * N + col, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+      }
+}
+
+// gemm_simt_kernel: the fallback for any dtype and shape; 16x16 tiles of C
+// per block, fp32 accumulation.
+template <typename T>
+__global__ void __launch_bounds__(256) gemm_simt_kernel(T* __restrict__ C, const T* __restrict__ A,
+                                                        const T* __restrict__ B, int M, int N, int K) {
+  __shared__ float sa[16][17], sb[16][17];
+  const long long batch = blockIdx.z;
+  A += batch * M * K;
+  B += batch * K * N;
+  C += batch * M * N;
+  const int tr = threadIdx.x / 16, tc = threadIdx.x % 16;
+  const int row = blockIdx.y * 16 + tr, col = blockIdx.x * 16 + tc;
+  float s = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    sa[tr][tc] = row < M && k0 + tc < K ? to_f32(A[static_cast<long long>(row) * K + k0 + tc]) : 0.0f;
+    sb[tr][tc] = k0 + tr < K && col < N ? to_f32(B[static_cast<long long>(k0 + tr) * N + col]) : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < 16; ++k) s += sa[tr][k] * sb[k][tc];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[static_cast<long long>(row) * N + col] = from_f32<T>(s);
+}
+
+}  // namespace mirage
+
+#endif  // MIRAGE_RUNTIME_CUH
