@@ -153,6 +153,10 @@ func (e *Expr) Key() string { return e.key.Value() }
 // String is Key.
 func (e *Expr) String() string { return e.key.Value() }
 
+// Handle identifies e's canonical text: equal expressions, and only they,
+// have equal handles. It is a cheap map key.
+func (e *Expr) Handle() unique.Handle[string] { return e.key }
+
 // Equal reports whether e and f are the same expression (in O(1)).
 func (e *Expr) Equal(f *Expr) bool { return e.key == f.key }
 

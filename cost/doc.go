@@ -57,7 +57,7 @@
 // # Profiles
 //
 // Where a GPU is at hand, the harness in bench/gpu measures candidates and
-// writes a profile; --profile FILE or DIR (every *.json file in it) lets
+// writes a profile; --profile FILE or DIR (every profile*.json in it) lets
 // the measured times override the model. A profile is JSON:
 //
 //	{

@@ -106,7 +106,8 @@ type measured struct {
 	file   string
 }
 
-// LoadProfiles reads a profile file, or every *.json file of a directory.
+// LoadProfiles reads a profile file, or every profile*.json file of a
+// directory (bench/gpu writes profile_ARCH.json beside its other results).
 // Two measurements of the same graph for the same arch are an error: which
 // one to trust is for the user to decide.
 func LoadProfiles(path string) (*Profiles, error) {
@@ -116,11 +117,11 @@ func LoadProfiles(path string) (*Profiles, error) {
 	}
 	files := []string{path}
 	if info.IsDir() {
-		if files, err = filepath.Glob(filepath.Join(path, "*.json")); err != nil {
+		if files, err = filepath.Glob(filepath.Join(path, "profile*.json")); err != nil {
 			return nil, err
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%s: no *.json profiles", path)
+			return nil, fmt.Errorf("%s: no profile*.json files", path)
 		}
 		slices.Sort(files)
 	}

@@ -44,9 +44,11 @@ func TestProfilesLookup(t *testing.T) {
 		if err := p.Write(&buf); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(dir, p.Arch+".json"), buf.String())
+		writeFile(t, filepath.Join(dir, "profile_"+p.Arch+".json"), buf.String())
 	}
+	// Beside profiles, bench/gpu writes other results: not read.
 	writeFile(t, filepath.Join(dir, "notes.txt"), "not a profile")
+	writeFile(t, filepath.Join(dir, "gpu.json"), `{"rows": []}`)
 
 	ps, err := LoadProfiles(dir)
 	if err != nil {
@@ -78,7 +80,7 @@ func TestProfilesLookup(t *testing.T) {
 		}
 	}
 
-	one, err := LoadProfiles(filepath.Join(dir, "sm_90.json"))
+	one, err := LoadProfiles(filepath.Join(dir, "profile_sm_90.json"))
 	if err != nil || one.Len() != 1 {
 		t.Errorf("one file: %v measurements, %v", one.Len(), err)
 	}
@@ -98,15 +100,15 @@ func TestBadProfiles(t *testing.T) {
 		files map[string]string
 		err   string
 	}{
-		{"version", map[string]string{"a.json": profile("2", "sm_80", good)}, "profile version 2, want 1"},
-		{"no arch", map[string]string{"a.json": profile("1", "", good)}, "names no arch"},
-		{"short hash", map[string]string{"a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123", "median_us": 3}`)}, `hash "0123"`},
-		{"upper-case hash", map[string]string{"a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789ABCDEF", "median_us": 3}`)}, "lower-case hex"},
-		{"no program", map[string]string{"a.json": profile("1", "sm_80", `{"hash": "0123456789abcdef", "median_us": 3}`)}, "names no program"},
-		{"zero time", map[string]string{"a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 0}`)}, "median_us 0"},
-		{"not json", map[string]string{"a.json": "{"}, "a.json: unexpected EOF"},
-		{"duplicate", map[string]string{"a.json": profile("1", "sm_80", good), "b.json": profile("1", "sm_80", good)}, "b.json: sm_80 p graph 0123456789abcdef is also measured in"},
-		{"empty dir", map[string]string{}, "no *.json profiles"},
+		{"version", map[string]string{"profile_a.json": profile("2", "sm_80", good)}, "profile version 2, want 1"},
+		{"no arch", map[string]string{"profile_a.json": profile("1", "", good)}, "names no arch"},
+		{"short hash", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123", "median_us": 3}`)}, `hash "0123"`},
+		{"upper-case hash", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789ABCDEF", "median_us": 3}`)}, "lower-case hex"},
+		{"no program", map[string]string{"profile_a.json": profile("1", "sm_80", `{"hash": "0123456789abcdef", "median_us": 3}`)}, "names no program"},
+		{"zero time", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 0}`)}, "median_us 0"},
+		{"not json", map[string]string{"profile_a.json": "{"}, "profile_a.json: unexpected EOF"},
+		{"duplicate", map[string]string{"profile_a.json": profile("1", "sm_80", good), "profile_b.json": profile("1", "sm_80", good)}, "profile_b.json: sm_80 p graph 0123456789abcdef is also measured in"},
+		{"empty dir", map[string]string{}, "no profile*.json files"},
 	}
 	for _, tt := range tests {
 		dir := t.TempDir()
@@ -126,8 +128,8 @@ func TestBadProfiles(t *testing.T) {
 	}
 	// The same graph measured on two archs is no conflict.
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.json"), profile("1", "sm_80", good))
-	writeFile(t, filepath.Join(dir, "b.json"), profile("1", "sm_90", good))
+	writeFile(t, filepath.Join(dir, "profile_a.json"), profile("1", "sm_80", good))
+	writeFile(t, filepath.Join(dir, "profile_b.json"), profile("1", "sm_90", good))
 	if _, err := LoadProfiles(dir); err != nil {
 		t.Errorf("two archs: %v", err)
 	}

@@ -2,6 +2,7 @@ package search
 
 import (
 	"slices"
+	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
 	"github.com/mirage-go/mirage/ugraph"
@@ -24,12 +25,16 @@ type blockConfig struct {
 // axes, distinct classes), and the for-loop walks one class or none; every
 // input with a dim of the chosen class is split (walked) along it, the
 // others replicated. The for-loop range is 1 exactly when nothing is
-// walked. The imaps and fmaps so made must also be in the config's lists
+// walked. When the customized op is to be the kernel graph's last (last),
+// its outputs are the program's: each grid axis then splits a class of the
+// program's outputs, for blocks that split another class (the summed keys
+// of attention, say) write partial results, which a last kernel cannot
+// leave unsummed. The imaps and fmaps so made must also be in the config's lists
 // (a program's superoptimize arguments restrict them). Divisibility is left
 // to the builders.
-func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID) []blockConfig {
+func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last bool) []blockConfig {
 	cfg := &s.cfg
-	cls := dimClasses(s.program, g)
+	cls, outCls := dimClassesAndOutputs(s.program, g)
 	var present []int32 // classes of the inputs' dims, in order of appearance
 	for _, t := range ins {
 		for _, c := range cls[t] {
@@ -64,8 +69,17 @@ func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID) []blockC
 				imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps)})
 		}
 	}
+	splittable := present
+	if last {
+		splittable = nil
+		for _, c := range present {
+			if slices.Contains(outCls, c) {
+				splittable = append(splittable, c)
+			}
+		}
+	}
 	for _, grid := range cfg.Grids {
-		for _, split := range classAssignments(grid, present) {
+		for _, split := range classAssignments(grid, splittable) {
 			for w := -1; w < len(present); w++ {
 				ranges := []int{1}
 				if w >= 0 {
@@ -147,18 +161,76 @@ type blockState struct {
 	expr []*absexpr.Expr // per tile
 	uses []int32         // per tile: how many ops consume it
 	keys []opKey         // per op
+	done []completeBlock // the complete graphs found, in order
+}
+
+// completeBlock is a threadblock graph ready to attach, with the
+// expressions of its outputs.
+type completeBlock struct {
+	g        *block.Graph
+	outExprs []*absexpr.Expr
+}
+
+// blockSearchKey is everything the threadblock search of one customized op
+// depends on: the configuration and, per input, its expression, shape and
+// dtype (not which kernel tensor it is, nor how that was computed). Below a
+// first graph-defined kernel, the second's search meets the same key for
+// many first kernels (other grids computing the same partial results, say),
+// and replays the graphs found the first time instead of searching again.
+type blockSearchKey struct {
+	grid, threads block.Dim3
+	forloop       int
+	n             int
+	imaps         [len(opKey{}.in)]block.Map
+	fmaps         [len(opKey{}.in)]int
+	exprs         [len(opKey{}.in)]unique.Handle[string]
+	shapes        [len(opKey{}.in)]ugraph.Shape
+	dtypes        [len(opKey{}.in)]ugraph.DType
+}
+
+// maxReplayedBlocks bounds the complete threadblock graphs kept for replay,
+// over all keys (each costs a kilobyte or two).
+const maxReplayedBlocks = 1 << 19
+
+func (k *kernelState) blockSearchKey(ins []kernel.TensorID, conf blockConfig) blockSearchKey {
+	key := blockSearchKey{grid: conf.grid, threads: conf.threads, forloop: conf.forloop, n: len(ins)}
+	for i, t := range ins {
+		key.imaps[i], key.fmaps[i] = conf.imaps[i], conf.fmaps[i]
+		if e := k.expr[t]; e != nil {
+			key.exprs[i] = e.Handle()
+		}
+		key.shapes[i], key.dtypes[i] = k.g.Tensors[t].Shape, k.g.Tensors[t].DType
+	}
+	return key
 }
 
 // openBlock starts a customized op on ins with configuration conf, explores
 // its threadblock graphs and, below each complete one, the kernel graph.
+// A search already done for the same key is replayed.
 func (k *kernelState) openBlock(ins []kernel.TensorID, conf blockConfig) {
 	s := k.s
+	key := k.blockSearchKey(ins, conf)
+	if done, ok := s.blockSearches.Load(key); ok {
+		for _, c := range done.([]completeBlock) {
+			k.attach(ins, c.g, c.outExprs)
+			if s.stop() {
+				return
+			}
+		}
+		return
+	}
 	g, err := block.New(conf.grid, conf.threads, conf.forloop, s.cfg.ReductionDimx)
 	if err != nil {
 		s.prunedShape.Add(1)
 		return
 	}
 	b := &blockState{k: k, ins: ins, g: g}
+	defer func() {
+		// A search cut short is not complete: only a whole one is kept.
+		if !s.stop() && s.replayedBlocks.Add(int64(len(b.done))) <= maxReplayedBlocks {
+			s.blockSearches.Store(key, b.done)
+		}
+	}()
 	for i, t := range ins {
 		dt := k.g.Tensors[t]
 		if _, err := g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
@@ -318,6 +390,10 @@ func (b *blockState) finish() {
 	if len(open) == 0 || len(open) > s.cfg.MaxBlockOutputs {
 		return
 	}
+	if b.copiesOnly() {
+		s.prunedDead.Add(1)
+		return
+	}
 	outExprs := make([]*absexpr.Expr, len(open))
 	for i, t := range open {
 		outExprs[i] = b.expr[t]
@@ -342,11 +418,35 @@ func (b *blockState) finish() {
 			s.prunedShape.Add(1)
 			continue
 		}
+		b.done = append(b.done, completeBlock{g, outExprs})
 		b.k.attach(b.ins, g, outExprs)
 		if s.stop() {
 			return
 		}
 	}
+}
+
+// copiesOnly reports whether b computes nothing: inputs stored as they
+// were loaded, through accumulators that change no value (none, or sum,
+// mean or sum_todimx over a single iteration of a tile already dimx wide:
+// those whose expression is their operand's). Such a kernel only copies
+// (or re-tiles) tensors that the kernel graph could read directly, and
+// below it the search would explore again, on the copies, everything it
+// explores on the originals.
+func (b *blockState) copiesOnly() bool {
+	for _, op := range b.g.Ops {
+		switch op.Kind {
+		case ugraph.OpInput:
+		case ugraph.OpForloopAccum:
+			x, y := b.expr[op.In[0]], b.expr[op.Out]
+			if x == nil || y == nil || !x.Equal(y) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // omapFits reports whether m is a canonical output map for grid: every axis

@@ -186,8 +186,8 @@ func (c *Config) Override(a *frontend.SuperoptArgs) {
 // candidate lists left empty from the program's shapes:
 //
 //   - Op sets gain the operators the program uses (at kernel level) and
-//     their threadblock counterparts (rms_norm brings the rms accumulator
-//     and div, reduction brings the sum accumulator), so that a program is
+//     their threadblock counterparts (rms_norm brings itself, the rms
+//     accumulator and div; reduction the sum accumulators), so that a program is
 //     never out of reach of its own operators.
 //   - Grids: (x, y, 1) with x one block per batch entry (the leading dim of
 //     a tensor of rank >= 3) or per 64- or 128-wide tile of an output dim,
@@ -259,7 +259,8 @@ func blockCounterparts(op kernel.Op) []OpChoice {
 	case ugraph.OpReduction:
 		return accums(ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx)
 	case ugraph.OpRMSNorm:
-		return slices.Concat(ops(ugraph.OpDiv), accums(ugraph.AccumRMS))
+		// Over a whole row in one tile, or accumulated over the for-loop.
+		return slices.Concat(ops(ugraph.OpRMSNorm, ugraph.OpDiv), accums(ugraph.AccumRMS))
 	}
 	if op.Kind.AllowedAt(ugraph.LevelBlock) {
 		return []OpChoice{{Kind: op.Kind, Attr: op.Attr}}

@@ -166,6 +166,13 @@ func (l *dimLinker) block(b *block.Graph, devIn, devOut []int32) {
 // candidate g (indexed [tensor][dim]), computed from the program and g
 // together: g's k-th input is the program's k-th input.
 func dimClasses(program, g *kernel.Graph) [][]int32 {
+	cls, _ := dimClassesAndOutputs(program, g)
+	return cls
+}
+
+// dimClassesAndOutputs is dimClasses, and the classes of the program's
+// outputs' dims besides.
+func dimClassesAndOutputs(program, g *kernel.Graph) (cls [][]int32, outputs []int32) {
 	var l dimLinker
 	pbase := l.kernel(program)
 	gbase := l.kernel(g)
@@ -175,12 +182,17 @@ func dimClasses(program, g *kernel.Graph) [][]int32 {
 			l.same(pbase[pin[i]]+int32(d), gbase[gin[i]]+int32(d))
 		}
 	}
-	cls := make([][]int32, len(g.Tensors))
+	cls = make([][]int32, len(g.Tensors))
 	for t, ten := range g.Tensors {
 		cls[t] = make([]int32, ten.Shape.Rank())
 		for d := range cls[t] {
 			cls[t][d] = l.uf.find(gbase[t] + int32(d))
 		}
 	}
-	return cls
+	for _, t := range program.Outputs {
+		for d := range program.Tensors[t].Shape.Rank() {
+			outputs = append(outputs, l.uf.find(pbase[t]+int32(d)))
+		}
+	}
+	return cls, outputs
 }

@@ -3,6 +3,7 @@ package search
 import (
 	"errors"
 	"fmt"
+	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
 	"github.com/mirage-go/mirage/ugraph"
@@ -15,6 +16,28 @@ import (
 type exprs struct {
 	inputs []*absexpr.Expr // per program input
 	oracle *absexpr.Oracle
+}
+
+// judgeMemo memoises judge for one goroutine: the search asks about the
+// same op on the same expressions in many states, and deriving an
+// expression (its canonical text) costs more than the oracle's cached
+// answer. Each worker owns one, so lookups need no locks.
+type judgeMemo map[judgeKey]judgement
+
+// maxJudgeMemo bounds a memo's entries (it is cleared when full).
+const maxJudgeMemo = 1 << 20
+
+// judgeKey is what judge's answer depends on.
+type judgeKey struct {
+	choice OpChoice
+	args   [2]unique.Handle[string]
+	shapes [2]ugraph.Shape
+	loop   absexpr.Loop
+}
+
+type judgement struct {
+	e  *absexpr.Expr
+	ok bool
 }
 
 func newExprs(program *kernel.Graph) (*exprs, error) {
@@ -45,7 +68,7 @@ func (x *exprs) kernelOp(k *kernelState, c OpChoice, in []kernel.TensorID) (*abs
 	for i, t := range in {
 		args[i], shapes[i] = k.expr[t], k.g.Tensors[t].Shape
 	}
-	return x.judge(c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
+	return x.judge(k.memo, c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
 }
 
 // blockOp returns the expression of threadblock op c on the tiles in, and
@@ -57,7 +80,8 @@ func (x *exprs) blockOp(b *blockState, c OpChoice, in []block.TensorID) (*absexp
 		args[i], shapes[i] = b.expr[t], b.g.Tensors[t].Shape
 	}
 	loop := absexpr.Loop{Range: b.g.ForloopRange, ReductionDimx: b.g.ReductionDimx}
-	return x.judge(c, args[:len(in)], shapes[:len(in)], loop)
+	c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
+	return x.judge(b.k.memo, c, args[:len(in)], shapes[:len(in)], loop)
 }
 
 // judge derives the expression and consults the oracle. An op without an
@@ -66,7 +90,30 @@ func (x *exprs) blockOp(b *blockState, c OpChoice, in []block.TensorID) (*absexp
 // (its shapes break a rule the builder will report) or that no output
 // contains is pruned. Z3 errors count as "not contained", as DESIGN §5
 // says of unknown answers.
-func (x *exprs) judge(c OpChoice, args []*absexpr.Expr, shapes []ugraph.Shape, loop absexpr.Loop) (*absexpr.Expr, bool) {
+func (x *exprs) judge(memo judgeMemo, c OpChoice, args []*absexpr.Expr, shapes []ugraph.Shape, loop absexpr.Loop) (*absexpr.Expr, bool) {
+	key := judgeKey{choice: c}
+	if c.Kind == ugraph.OpForloopAccum || c.Kind == ugraph.OpReductionToDimx {
+		key.loop = loop // no other op's expression depends on it
+	}
+	for i, a := range args {
+		if a == nil {
+			return nil, true // computed from an op without an expression
+		}
+		key.args[i] = a.Handle()
+		key.shapes[i] = shapes[i]
+	}
+	if j, ok := memo[key]; ok {
+		return j.e, j.ok
+	}
+	e, ok := x.derive(c, args, shapes, loop)
+	if len(memo) >= maxJudgeMemo {
+		clear(memo)
+	}
+	memo[key] = judgement{e, ok}
+	return e, ok
+}
+
+func (x *exprs) derive(c OpChoice, args []*absexpr.Expr, shapes []ugraph.Shape, loop absexpr.Loop) (*absexpr.Expr, bool) {
 	e, err := absexpr.ForOp(c.Kind, c.Attr, args, shapes, loop)
 	switch {
 	case errors.Is(err, absexpr.ErrNoExpr):

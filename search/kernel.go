@@ -20,6 +20,7 @@ type kernelState struct {
 	uses  []int32         // per tensor: how many ops consume it
 	keys  []opKey         // per op
 	ncust int             // customized ops in g
+	memo  judgeMemo       // the owning goroutine's
 
 	// spawn, when set, receives the subtrees below customized ops instead
 	// of exploring them (the root state, which cuts the tree into tasks).
@@ -28,7 +29,7 @@ type kernelState struct {
 }
 
 func (s *searcher) newKernelState() *kernelState {
-	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph)}
+	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph), memo: judgeMemo{}}
 	for i, in := range s.program.Inputs() {
 		t := s.program.Tensors[in]
 		id, err := k.g.AddInput(t.Shape, t.DType)
@@ -98,7 +99,7 @@ func (k *kernelState) explore() {
 	// search, come early (and are found first under a time limit).
 	if k.ncust < s.cfg.MaxCustomized {
 		k.eachInputSet(func(ins []kernel.TensorID) {
-			for _, conf := range s.blockConfigs(k.g, ins) {
+			for _, conf := range s.blockConfigs(k.g, ins, k.opsLeft() == 1) {
 				if k.spawn != nil {
 					k.spawn(&task{prefix: k.clone(), ins: slices.Clone(ins), conf: conf})
 					continue
@@ -247,13 +248,16 @@ func (k *kernelState) seenBefore() bool {
 // eachInputSet calls f with every set of existing tensors (in id order, up
 // to MaxBlockInputs) that a customized op may read next in canonical order.
 // When the op must be the graph's last, the set must close all but one
-// fewer open tensors than the program has outputs.
+// fewer open tensors than the program has outputs. Larger sets come first:
+// a kernel that reads all the program's inputs is the likeliest to fuse it
+// whole, and under a time limit it is searched first.
 func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
 	s := k.s
 	n := len(k.g.Tensors)
 	last := k.keys[len(k.keys)-1]
 	open := k.sinks()
 	lastOp := k.opsLeft() == 1
+	var sets [][]kernel.TensorID
 	var set []kernel.TensorID
 	var rec func(from int)
 	rec = func(from int) {
@@ -270,7 +274,7 @@ func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
 			} else if lastOp && len(open)-countIn(open, set)+1 > len(s.outShapes) {
 				s.prunedDead.Add(1)
 			} else {
-				f(set)
+				sets = append(sets, slices.Clone(set))
 			}
 		}
 		if len(set) == s.cfg.MaxBlockInputs {
@@ -283,6 +287,10 @@ func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
 		}
 	}
 	rec(0)
+	slices.SortStableFunc(sets, func(a, b []kernel.TensorID) int { return len(b) - len(a) })
+	for _, set := range sets {
+		f(set)
+	}
 }
 
 func countIn(ts, set []kernel.TensorID) int {

@@ -136,11 +136,17 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	var tasks []*task
 	var workers errgroup.Group
 	workers.SetLimit(s.opts.Workers)
+	memos := make(chan judgeMemo, s.opts.Workers) // one per running worker
+	for range s.opts.Workers {
+		memos <- judgeMemo{}
+	}
 	root.spawn = func(t *task) {
 		tasks = append(tasks, t)
 		workers.Go(func() error {
 			if !s.stop() {
+				t.prefix.memo = <-memos
 				t.run()
+				memos <- t.prefix.memo
 			}
 			return nil
 		})
@@ -171,6 +177,9 @@ type searcher struct {
 
 	seen    sync.Map // kernel.Hash of kernel states -> struct{}
 	checked sync.Map // kernel.Hash of complete candidates -> struct{}
+
+	blockSearches  sync.Map     // blockSearchKey -> []completeBlock, see openBlock
+	replayedBlocks atomic.Int64 // the complete blocks blockSearches holds
 
 	states, prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64
 	rejected, verified, unchecked                                           atomic.Int64

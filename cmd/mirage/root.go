@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 )
@@ -19,10 +22,37 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --cpuprofile is for developers of mirage: where a search spends its
+	// time (go tool pprof mirage FILE).
+	var cpuprofile string
+	var profile *os.File
+	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE`")
+	_ = root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if cpuprofile == "" {
+			return nil
+		}
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		profile = f
+		return pprof.StartCPUProfile(f)
+	}
+	// Stopped on every way out, failures included.
+	cobra.OnFinalize(func() {
+		if profile != nil {
+			pprof.StopCPUProfile()
+			profile.Close()
+			profile = nil
+		}
+	})
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
 		newSuperoptCmd(),
+		newEmitCmd(),
+		newBenchCmd(),
 		newShowCmd(),
 		newEvalCmd(),
 		newVerifyCmd(),

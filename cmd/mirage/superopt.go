@@ -14,7 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -35,6 +37,8 @@ type superoptFlags struct {
 	maxResults int
 	cacheDir   string
 	noCache    bool
+	noEmit     bool
+	profile    string
 	asJSON     bool
 }
 
@@ -57,7 +61,10 @@ restrict the candidates.
 
 Results are cached by program and configuration (--cache, --no-cache). With
 --time-limit, or on Ctrl-C, the search stops early and still writes what it
-found. --json prints {"stats": {...}, "candidates": [...], "output": PATH}.
+found. The best candidate that lowers to CUDA is also emitted into DIR, as
+mirage emit would (--no-emit skips it). --json prints {"stats": {...},
+"baseline_us": N, "candidates": [...], "output": PATH, "emitted":
+{"candidate": N, "files": [...]}}.
 
 Exit status: 0 when at least one candidate was found, 1 when none was, 2
 for unusable input.`,
@@ -76,6 +83,8 @@ for unusable input.`,
 	fl.IntVar(&f.maxResults, "max-candidates", 16, "verify in full and keep the best N candidates (0: all)")
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
+	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
+	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics and candidates as one JSON object")
 	return cmd
 }
@@ -89,34 +98,20 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 		return err
 	}
 	prog := in.Program
-	name := f.config
-	if name == "" && prog.Superopt != nil {
-		name = prog.Superopt.Config
-	}
-	cfg, err := search.NamedConfig(name)
-	if err != nil {
-		return err
-	}
-	cfg.Override(prog.Superopt)
-	arch, err := cost.LookupArch(f.arch)
-	if err != nil {
-		return fmt.Errorf("--arch: %v", err)
-	}
-	cfg.MaxSmemBytes = arch.MaxSmemPerBlock
 	if f.workers < 1 {
 		return fmt.Errorf("--workers %d: want at least 1", f.workers)
 	}
-	baseline, err := cost.EstimateGraph(prog.Graph, arch)
+	var profiles *cost.Profiles
+	if f.profile != "" {
+		if profiles, err = cost.LoadProfiles(f.profile); err != nil {
+			return fmt.Errorf("--profile: %v", err)
+		}
+	}
+	pl, err := newPlan(prog, f.config, f.arch, profiles, search.Options{Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, MaxResults: f.maxResults})
 	if err != nil {
-		return fmt.Errorf("%s: estimating the program: %v", path, err)
+		return fmt.Errorf("%s: %v", path, err)
 	}
-	opts := search.Options{
-		Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, MaxResults: f.maxResults,
-		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
-			e, err := cost.EstimateGraph(g, arch)
-			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
-		},
-	}
+	cfg, opts, arch, baseline := pl.cfg, pl.opts, pl.arch, pl.baseline
 
 	cache, key := f.cache(cmd, prog.Graph, cfg, opts)
 	var res *search.Result
@@ -129,10 +124,12 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 		}
 	}
 	if res == nil {
-		if res, err = f.search(cmd, prog.Graph, cfg, opts); err != nil {
+		if res, err = runSearch(cmd, prog.Graph, cfg, opts, f.timeLimit); err != nil {
 			return fmt.Errorf("%s: %v", path, err)
 		}
-		if cache != nil {
+		// A search cut short (time limit, state budget, Ctrl-C) is not the
+		// search's result: a later run, with a longer limit, must not get it.
+		if cache != nil && res.Stats.Stopped == "" {
 			if err := cache.Store(key, in.Name, res); err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: cache: %v\n", err)
 			}
@@ -157,10 +154,17 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 			return err
 		}
 	}
+	var emitted *emittedJSON
+	if !f.noEmit && len(res.Candidates) > 0 {
+		emitted = f.emitBest(cmd, in.Name, path, res)
+	}
 	if f.asJSON {
-		err = printSuperoptJSON(cmd.OutOrStdout(), res, baseline.Micros, out)
+		err = printSuperoptJSON(cmd.OutOrStdout(), res, baseline.Micros, out, emitted)
 	} else {
 		printSuperoptTable(cmd.OutOrStdout(), res, arch, baseline.Micros, out)
+		if emitted != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "CUDA for candidate %d: %s\n", emitted.Candidate, strings.Join(emitted.Files, ", "))
+		}
 	}
 	if err != nil {
 		return err
@@ -171,10 +175,86 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	return nil
 }
 
+// emittedJSON says which candidate superopt wrote CUDA for.
+type emittedJSON struct {
+	Candidate int      `json:"candidate"`
+	Files     []string `json:"files"`
+}
+
+// emitBest writes CUDA for the best candidate that lowers for the target
+// into the output directory; a candidate that does not (a kernel over the
+// shared-memory limit of the code generator's plan) is skipped with a
+// warning. It returns nil when none lowers.
+func (f *superoptFlags) emitBest(cmd *cobra.Command, name, source string, res *search.Result) *emittedJSON {
+	arch, err := cuda.ParseArch(f.arch)
+	if err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: no CUDA emitted: %v\n", err)
+		return nil
+	}
+	for i, c := range res.Candidates {
+		r, err := emitFiles(name, c.Graph, cuda.Options{Arch: arch, Source: source}, f.outDir)
+		if err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: candidate %d: no CUDA: %v\n", i, err)
+			continue
+		}
+		e := &emittedJSON{Candidate: i}
+		for _, file := range r.Files {
+			e.Files = append(e.Files, filepath.Join(f.outDir, file.Name))
+		}
+		return e
+	}
+	return nil
+}
+
+// plan is what a search of one program needs: its configuration (named by
+// the flag, else by the program's superoptimize call, and restricted by
+// that call's arguments), the target, the cost model's estimate of the
+// unfused program, and the search options with the model plugged in.
+type plan struct {
+	cfg      search.Config
+	arch     cost.Arch
+	baseline cost.Estimate
+	opts     search.Options
+}
+
+// newPlan makes the plan; profiles, when not nil, override the model's
+// estimate of every graph they measured on the arch.
+func newPlan(prog *frontend.Program, config, archName string, profiles *cost.Profiles, opts search.Options) (*plan, error) {
+	name := config
+	if name == "" && prog.Superopt != nil {
+		name = prog.Superopt.Config
+	}
+	cfg, err := search.NamedConfig(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Override(prog.Superopt)
+	arch, err := cost.LookupArch(archName)
+	if err != nil {
+		return nil, fmt.Errorf("--arch: %v", err)
+	}
+	cfg.MaxSmemBytes = arch.MaxSmemPerBlock
+	baseline, err := cost.EstimateGraph(prog.Graph, arch)
+	if err != nil {
+		return nil, fmt.Errorf("estimating the program: %v", err)
+	}
+	if us, ok := profiles.Lookup(arch.Name, prog.Name, prog.Graph); ok {
+		baseline.Micros = us
+	}
+	opts.Estimate = func(g *kernel.Graph) (search.Estimate, error) {
+		e, err := cost.EstimateGraph(g, arch)
+		if us, ok := profiles.Lookup(arch.Name, prog.Name, g); ok && err == nil {
+			e.Micros = us // measured
+		}
+		return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
+	}
+	return &plan{cfg: cfg, arch: arch, baseline: baseline, opts: opts}, nil
+}
+
 // cache returns the result cache to use and the search's key, or nil when
 // caching is off.
 func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options) (*search.Cache, string) {
-	if f.noCache {
+	if f.noCache || f.profile != "" { // measured times change the ranking the cache holds
 		return nil, ""
 	}
 	dir := f.cacheDir
@@ -189,14 +269,14 @@ func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg sea
 	return &search.Cache{Dir: dir}, search.Key(program, cfg, opts)
 }
 
-// search runs the generator, stopping on Ctrl-C or at the time limit, with
-// a progress line on stderr when stderr is a terminal.
-func (f *superoptFlags) search(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options) (*search.Result, error) {
+// runSearch runs the generator, stopping on Ctrl-C or after limit (0: no
+// limit), with a progress line on stderr when stderr is a terminal.
+func runSearch(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options, limit time.Duration) (*search.Result, error) {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 	defer stop()
-	if f.timeLimit > 0 {
+	if limit > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, f.timeLimit)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	errw := cmd.ErrOrStderr()
@@ -232,7 +312,7 @@ type candidateJSON struct {
 	Speedup       float64 `json:"speedup"`
 }
 
-func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out string) error {
+func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out string, emitted *emittedJSON) error {
 	cands := make([]candidateJSON, len(res.Candidates))
 	for i, c := range res.Candidates {
 		cj := candidateJSON{
@@ -253,7 +333,8 @@ func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out 
 		BaselineUs float64         `json:"baseline_us"`
 		Candidates []candidateJSON `json:"candidates"`
 		Output     string          `json:"output,omitempty"`
-	}{res.Stats, baselineUs, cands, out})
+		Emitted    *emittedJSON    `json:"emitted,omitempty"`
+	}{res.Stats, baselineUs, cands, out, emitted})
 }
 
 func printSuperoptTable(w io.Writer, res *search.Result, arch cost.Arch, baselineUs float64, out string) {

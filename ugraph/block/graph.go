@@ -281,7 +281,7 @@ func (g *Graph) Add(k ugraph.OpKind, a ugraph.Attr, operands ...TensorID) (Tenso
 	var shapes [2]ugraph.Shape
 	var dtypes [2]ugraph.DType
 	var ts [2]Tensor
-	op := Op{Kind: k, In: [2]TensorID{NoTensor, NoTensor}, Out: NoTensor, Attr: ugraph.Canonical(k, a)}
+	op := Op{Kind: k, In: [2]TensorID{NoTensor, NoTensor}, Out: NoTensor}
 	for i, x := range operands {
 		t, err := g.tensor(k, x)
 		if err != nil {
@@ -305,9 +305,7 @@ func (g *Graph) Add(k ugraph.OpKind, a ugraph.Attr, operands ...TensorID) (Tenso
 		}
 		post = true
 	}
-	if k == ugraph.OpRMSNorm {
-		op.Attr.Dim = shapes[0].Rank() - 1 // a block rms_norm normalizes the last dim
-	}
+	op.Attr = OpAttr(k, a, shapes[0])
 	shape, err := ugraph.InferShape(k, op.Attr, in, g.ReductionDimx)
 	if err != nil {
 		return NoTensor, err
@@ -317,6 +315,18 @@ func (g *Graph) Add(k ugraph.OpKind, a ugraph.Attr, operands ...TensorID) (Tenso
 		return NoTensor, err
 	}
 	return g.push(op, Tensor{Shape: shape, DType: dt, PostLoop: post}), nil
+}
+
+// OpAttr returns the attributes a compute op of kind k with attributes a
+// has in a block graph, on a first operand of shape x: the canonical ones
+// (ugraph.Canonical), with rms_norm normalizing the last dim, the only one a
+// threadblock rms_norm normalizes.
+func OpAttr(k ugraph.OpKind, a ugraph.Attr, x ugraph.Shape) ugraph.Attr {
+	a = ugraph.Canonical(k, a)
+	if k == ugraph.OpRMSNorm && x.Valid() {
+		a.Dim = x.Rank() - 1
+	}
+	return a
 }
 
 // Hash returns a hash of g's structure (launch parameters, ops, tiles),

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# bench/gpu/prepare.sh OUTDIR: write the CUDA sources that bench/gpu/run.sh
+# builds and times. Needs Go (or MIRAGE=path/to/mirage), no GPU.
+#
+# For each target architecture (MIRAGE_ARCHS) and each of the six workloads
+# it writes, under OUTDIR/ARCH/:
+#
+#   WORKLOAD.unfused/     mirage emit of the program itself (one kernel per op)
+#   WORKLOAD.mugraph/     mirage emit of the hand-written fused μGraph
+#                         (examples/WORKLOAD_mugraph.py; the examples only)
+#   WORKLOAD.cN/          mirage emit --candidate N of the superopt result,
+#                         N = 0 .. MIRAGE_TOP_K-1 (0 = the model's best)
+#   superopt/WORKLOAD.json   superopt --json (estimated_us of every candidate)
+#   superopt/WORKLOAD.log    its stderr
+#   superopt/WORKLOAD/WORKLOAD.ugraph.json   the candidates
+#   prepare.txt           how and from what this was made
+#
+# Each entry directory holds NAME.cu, NAME.h, mirage_runtime.cuh,
+# manifest.json (emit --json) and meta.json (workload, variant, candidate).
+# An emit that fails leaves meta.json and emit.log but no manifest.json;
+# the harness reports such an entry as FAIL. OUTDIR is relocatable: nothing
+# in it refers to another path of this machine that the harness reads.
+#
+# Environment (all optional):
+#   MIRAGE                  the mirage binary (default: go build -o bin/mirage ./cmd/mirage)
+#   MIRAGE_ARCHS            architectures to emit for (default "sm_90"; "sm_80 sm_90" for both)
+#   MIRAGE_TOP_K            superopt candidates to emit per workload (default 4)
+#   MIRAGE_CANDIDATES       which candidates instead, by index (e.g. "0 1 5 15": the
+#                           model ties many of the best, and spread-out ones test its order)
+#   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
+#   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
+#                           result may come from a search with another time limit)
+#   MIRAGE_WORKLOADS        which workloads (default: all six: rmsnorm_matmul gated_mlp
+#                           gqa qknorm_gqa lora ntrans)
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case $#:${1:-} in
+1:-h | 1:--help) usage; exit 0 ;;
+1:-*) usage >&2; exit 2 ;;
+1:*) ;;
+*) usage >&2; exit 2 ;;
+esac
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+mkdir -p "$1"
+out=$(cd "$1" && pwd)
+
+archs=${MIRAGE_ARCHS:-sm_90}
+top_k=${MIRAGE_TOP_K:-4}
+time_limit=${MIRAGE_TIME_LIMIT:-60s}
+superopt_flags=${MIRAGE_SUPEROPT_FLAGS---no-cache}
+workloads=${MIRAGE_WORKLOADS:-rmsnorm_matmul gated_mlp gqa qknorm_gqa lora ntrans}
+
+case $top_k in '' | *[!0-9]*) echo "prepare.sh: MIRAGE_TOP_K=$top_k is not a number" >&2; exit 2 ;; esac
+
+cd "$repo" # so that the manifests name their sources relative to the repository
+
+mirage=${MIRAGE:-}
+if [ -z "$mirage" ]; then
+	command -v go >/dev/null || { echo "prepare.sh: needs Go on PATH (or MIRAGE=path/to/mirage)" >&2; exit 2; }
+	echo "building bin/mirage"
+	go build -o bin/mirage ./cmd/mirage
+	mirage=$repo/bin/mirage
+fi
+
+# source_of WORKLOAD: the program's .py file.
+source_of() {
+	local f
+	for f in "examples/$1.py" "bench/workloads/$1.py"; do
+		[ -f "$f" ] && { echo "$f"; return 0; }
+	done
+	return 1
+}
+
+# json_str S: S as a JSON string (the names here need no more than quotes).
+json_str() { printf '"%s"' "${1//\"/\\\"}"; }
+
+# write_meta EDIR ENTRY WORKLOAD VARIANT SOURCE ARCH CANDIDATE|"" SUPEROPT_JSON|"" EMITTED
+write_meta() {
+	local edir=$1 entry=$2 workload=$3 variant=$4 source=$5 arch=$6 cand=$7 sojson=$8 ok=$9
+	{
+		printf '{\n'
+		printf '  "entry": %s,\n' "$(json_str "$entry")"
+		printf '  "workload": %s,\n' "$(json_str "$workload")"
+		printf '  "variant": %s,\n' "$(json_str "$variant")"
+		printf '  "candidate": %s,\n' "${cand:-null}"
+		printf '  "source": %s,\n' "$(json_str "$source")"
+		printf '  "arch": %s,\n' "$(json_str "$arch")"
+		if [ -n "$sojson" ]; then printf '  "superopt": %s,\n' "$(json_str "$sojson")"; else printf '  "superopt": null,\n'; fi
+		printf '  "emitted": %s\n' "$ok"
+		printf '}\n'
+	} >"$edir/meta.json"
+}
+
+# emit_entry ARCHDIR ARCH ENTRY WORKLOAD VARIANT FILE CANDIDATE|"" SUPEROPT_JSON|""
+# FILE is the path emit reads; the meta records it relative to ARCHDIR when
+# it lies there, else as given (relative to the repository).
+emit_entry() {
+	local dir=$1 arch=$2 entry=$3 workload=$4 variant=$5 file=$6 cand=$7 sojson=$8
+	local edir=$dir/$entry
+	rm -rf "$edir"
+	mkdir -p "$edir"
+	local args=(emit "$file" -o "$edir" --arch "$arch" --json)
+	[ -n "$cand" ] && args+=(--candidate "$cand")
+	local ok=true
+	if "$mirage" "${args[@]}" >"$edir/manifest.json.tmp" 2>"$edir/emit.log"; then
+		mv "$edir/manifest.json.tmp" "$edir/manifest.json"
+		printf '  %-24s %s\n' "$entry" "ok"
+	else
+		ok=false
+		rm -f "$edir/manifest.json.tmp"
+		printf '  %-24s EMIT FAILED: %s\n' "$entry" "$(tail -n 1 "$edir/emit.log")"
+	fi
+	write_meta "$edir" "$entry" "$workload" "$variant" "${file#"$dir"/}" "$arch" "$cand" "$sojson" "$ok"
+}
+
+for arch in $archs; do
+	dir=$out/$arch
+	mkdir -p "$dir/superopt"
+	{
+		echo "prepared by bench/gpu/prepare.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "mirage: $("$mirage" version 2>&1 | head -n 1)"
+		echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+		echo "arch: $arch; top K: $top_k; superopt --time-limit $time_limit $superopt_flags"
+		echo "workloads: $workloads"
+	} >"$dir/prepare.txt"
+	for w in $workloads; do
+		src=$(source_of "$w") || { echo "prepare.sh: no program for workload $w" >&2; exit 2; }
+		echo "== $arch $w ($src)"
+		emit_entry "$dir" "$arch" "$w.unfused" "$w" unfused "$src" "" ""
+		if [ -f "examples/${w}_mugraph.py" ]; then
+			emit_entry "$dir" "$arch" "$w.mugraph" "$w" mugraph "examples/${w}_mugraph.py" "" ""
+		fi
+		[ "$top_k" -gt 0 ] || [ -n "${MIRAGE_CANDIDATES:-}" ] || continue
+		sodir=$dir/superopt/$w
+		rm -rf "$sodir" "$dir/superopt/$w.failed" "$dir/$w".c[0-9]*
+		echo "  superopt --time-limit $time_limit ..."
+		rc=0
+		# shellcheck disable=SC2086 # superopt_flags is a list of flags
+		"$mirage" superopt "$src" -o "$sodir" --json --arch "$arch" --time-limit "$time_limit" $superopt_flags \
+			>"$dir/superopt/$w.json" 2>"$dir/superopt/$w.log" || rc=$?
+		n=0
+		if [ $rc -eq 0 ]; then
+			# One "estimated_us" key per candidate (the baseline's is "baseline_us").
+			n=$(grep -o '"estimated_us"' "$dir/superopt/$w.json" | wc -l)
+		fi
+		ugraph=
+		for f in "$sodir"/*.ugraph.json; do [ -f "$f" ] && ugraph=$f && break; done
+		if [ "$n" -eq 0 ] || [ -z "$ugraph" ]; then
+			# Leave an entry that the harness reports as failed, so that a
+			# search that found nothing is seen in the table.
+			echo "superopt found no candidate (exit $rc, --time-limit $time_limit): $(tail -n 1 "$dir/superopt/$w.log")" >"$dir/superopt/$w.failed"
+			mkdir -p "$dir/$w.c0"
+			cp "$dir/superopt/$w.failed" "$dir/$w.c0/emit.log"
+			write_meta "$dir/$w.c0" "$w.c0" "$w" superopt "$src" "$arch" 0 "superopt/$w.json" false
+			printf '  %-24s %s\n' "$w.c*" "$(cat "$dir/superopt/$w.failed")"
+			continue
+		fi
+		echo "  $n candidate(s) ($(grep -o '"stopped": "[^"]*"' "$dir/superopt/$w.json" || echo 'search completed'))"
+		for i in ${MIRAGE_CANDIDATES:-$(seq 0 $((top_k - 1)))}; do
+			[ "$i" -lt "$n" ] || continue
+			emit_entry "$dir" "$arch" "$w.c$i" "$w" superopt "$ugraph" "$i" "superopt/$w.json"
+		done
+	done
+done
+metas=("$out"/*/*/meta.json)
+[ -f "${metas[0]}" ] || metas=()
+echo "prepared ${#metas[@]} entries under $out"

@@ -1,0 +1,576 @@
+"""Tests of bench/gpu/harness.py that need no GPU.
+
+    python3 -m unittest discover -s bench/gpu -p 'test_*.py'
+    (or, in bench/gpu: python3 -m unittest test_harness)
+
+The pure-Python parts (entries, Kendall's tau, the table, the profile) run
+anywhere; the reference programs are checked where torch is importable
+(CPU is enough). With MIRAGE_GPU_EMULATE_BUILD=DIR (an arch directory of
+prepare.sh's output, e.g. /tmp/gpubuild/sm_90) and torch and g++ at hand,
+the harness also runs DIR's ntrans and lora entries end to end in mirage's
+CPU emulator.
+"""
+
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def write_json(path, doc):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def manifest(name, program, hash_, inputs, outputs, kernels=1):
+    return {
+        "name": name,
+        "program": program,
+        "source": "x",
+        "candidate": 0,
+        "hash": hash_,
+        "arch": "sm_90",
+        "dir": "/elsewhere",
+        "files": [name + ".cu", name + ".h", "mirage_runtime.cuh"],
+        "workspace_bytes": 0,
+        "inputs": [{"shape": list(s), "dtype": "float16"} for s in inputs],
+        "outputs": [{"shape": list(s), "dtype": "float16"} for s in outputs],
+        "kernels": [{"name": "k%d" % i, "what": "graph-defined", "grid": [1, 1, 1], "threads": 128, "smem_bytes": 0}
+                    for i in range(kernels)],
+    }
+
+
+def result(entry, workload="lora", variant="superopt", candidate=0, status="ok", est=None, us=None, hash_="0123456789abcdef",
+           program="lora"):
+    return {"entry": entry, "workload": workload, "variant": variant, "candidate": candidate, "label": str(candidate),
+            "program": program, "hash": hash_, "kernels": 1, "status": status, "reason": "" if status == "ok" else "bad",
+            "max_rel_err": 1e-3, "mirage_us": us, "estimated_us": est, "eager_us": 10.0, "compile_us": None, "runs": 200}
+
+
+class KendallTest(unittest.TestCase):
+    def test_extremes(self):
+        self.assertEqual(harness.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]), 1.0)
+        self.assertEqual(harness.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]), -1.0)
+
+    def test_known_value_with_ties(self):
+        # scipy.stats.kendalltau's documented example (tau-b).
+        tau = harness.kendall_tau([12, 2, 1, 12, 2], [1, 4, 7, 1, 0])
+        self.assertAlmostEqual(tau, -0.47140452079103173, places=12)
+
+    def test_brute_force(self):
+        import itertools
+        import random
+
+        rnd = random.Random(3)
+        for _ in range(50):
+            n = rnd.randint(2, 7)
+            xs = [rnd.randint(0, 3) for _ in range(n)]
+            ys = [rnd.randint(0, 3) for _ in range(n)]
+            c = d = tx = ty = 0
+            for i, j in itertools.combinations(range(n), 2):
+                sx = (xs[i] > xs[j]) - (xs[i] < xs[j])
+                sy = (ys[i] > ys[j]) - (ys[i] < ys[j])
+                c += sx * sy > 0
+                d += sx * sy < 0
+                tx += sx == 0
+                ty += sy == 0
+            n0 = n * (n - 1) // 2
+            want = None if (n0 - tx) * (n0 - ty) == 0 else (c - d) / math.sqrt((n0 - tx) * (n0 - ty))
+            got = harness.kendall_tau(xs, ys)
+            if want is None:
+                self.assertIsNone(got)
+            else:
+                self.assertAlmostEqual(got, want, places=12)
+
+    def test_undefined(self):
+        self.assertIsNone(harness.kendall_tau([1], [2]))
+        self.assertIsNone(harness.kendall_tau([], []))
+        self.assertIsNone(harness.kendall_tau([4.36, 4.36, 4.36], [1.0, 2.0, 3.0]))
+        with self.assertRaises(ValueError):
+            harness.kendall_tau([1, 2], [1])
+
+    def test_by_workload(self):
+        rs = [
+            result("lora.unfused", variant="unfused", candidate=None, est=15.0, us=30.0),
+            result("lora.c0", candidate=0, est=4.0, us=6.0),
+            result("lora.c1", candidate=1, est=5.0, us=5.0),
+            result("lora.c2", candidate=2, est=6.0, us=9.0),
+            result("lora.c3", candidate=3, est=7.0, us=1.0, status="FAIL"),  # failed: left out
+            result("ntrans.c0", workload="ntrans", candidate=0, est=4.0, us=3.0),
+            result("ntrans.c1", workload="ntrans", candidate=1, est=4.0, us=2.0),
+            result("gqa.mugraph", workload="gqa", variant="mugraph", candidate=None, us=9.0),
+        ]
+        taus = {t["workload"]: t for t in harness.kendall_by_workload(rs)}
+        self.assertEqual(set(taus), {"lora", "ntrans"})
+        self.assertEqual(taus["lora"]["candidates"], [0, 1, 2])
+        self.assertAlmostEqual(taus["lora"]["tau"], 1 / 3)
+        self.assertEqual(taus["lora"]["best_measured"], 1)
+        self.assertIsNone(taus["ntrans"]["tau"])
+        self.assertIn("ties", taus["ntrans"]["note"])
+        # with unfused: est 4, 5, 6, 15 against 6, 5, 9, 30: 4 of 6 pairs concordant.
+        self.assertAlmostEqual(taus["lora"]["tau_with_unfused"], 2 / 3)
+        self.assertIsNone(taus["ntrans"]["tau_with_unfused"])
+        table = harness.format_kendall(list(taus.values()))
+        self.assertIn("| lora | 3 | 0.33 | 0.67 |", table)
+        self.assertIn("n/a (the model ties all candidates)", table)
+
+
+class FakeCuda:
+    """torch.cuda's timing surface, on a simulated GPU clock: _sleep and the
+    timed callable advance it; events read it."""
+
+    def __init__(self):
+        self.now_us = 0.0
+        self.sleeps = []
+        self.syncs = 0
+
+    def _sleep(self, cycles):
+        self.sleeps.append(cycles)
+        self.now_us += cycles / 1000.0  # a 1 GHz clock
+
+    def synchronize(self):
+        self.syncs += 1
+
+    def get_device_properties(self, i):
+        return type("P", (), {"L2_cache_size": 1 << 20})()
+
+    def Event(self, enable_timing=False):
+        cuda = self
+
+        class Ev:
+            t = None
+
+            def record(self):
+                self.t = cuda.now_us
+
+            def synchronize(self):
+                pass
+
+            def elapsed_time(self, other):
+                return (other.t - self.t) / 1000.0  # ms
+
+        return Ev()
+
+
+class TimerTest(unittest.TestCase):
+    """Timer's CUDA-event loop, on a fake torch.cuda."""
+
+    def setUp(self):
+        self.saved = harness.torch
+        self.cuda = FakeCuda()
+        harness.torch = type("T", (), {"cuda": self.cuda})
+
+    def tearDown(self):
+        harness.torch = self.saved
+
+    def test_median_of_individual_runs(self):
+        t = harness.Timer("cuda", runs=201, warmup=10)
+        self.assertAlmostEqual(t.cycles_per_us, 1000.0)
+        n = [0]
+
+        def fn():
+            n[0] += 1
+            self.cuda.now_us += 5.0 if n[0] % 2 else 7.0  # alternate 5 and 7 µs
+
+        r = t.time(fn)
+        self.assertEqual(n[0], 211)
+        self.assertEqual(r["runs"], 201)
+        self.assertIn(r["median_us"], (5.0, 7.0))
+        self.assertEqual(r["min_us"], 5.0)
+        self.assertGreater(r["pad_us"], 20)
+        # one pad before every timed run, after the calibration's four sleeps
+        self.assertEqual(len(self.cuda.sleeps), 4 + 201)
+        self.assertTrue(all(c > 20 * 1000 for c in self.cuda.sleeps[4:]))
+
+    def test_no_pad(self):
+        t = harness.Timer("cuda", runs=200, warmup=0, pad=False)
+        r = t.time(lambda: setattr(self.cuda, "now_us", self.cuda.now_us + 3.0))
+        self.assertEqual(self.cuda.sleeps, [])
+        self.assertIsNone(r["pad_us"])
+        self.assertAlmostEqual(r["median_us"], 3.0)
+
+    def test_cold_l2(self):
+        zeroed = []
+        harness.torch.empty = staticmethod(lambda n, dtype=None, device=None: type("B", (), {"zero_": lambda self: zeroed.append(n)})())
+        harness.torch.uint8 = "uint8"
+        t = harness.Timer("cuda", runs=200, warmup=2, cold_l2=True)
+        t.time(lambda: None)
+        self.assertEqual(zeroed, [2 << 20] * 200)
+
+    def test_wall(self):
+        r = harness.Timer("cpu", runs=3, warmup=1).time(lambda: None)
+        self.assertEqual(r["runs"], 3)
+        self.assertIsNone(r["pad_us"])
+
+
+class EntriesTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        lora_in = [(16, 256), (256, 4096), (256, 16), (16, 4096)]
+        lora_out = [(16, 4096)]
+        for i in (1, 0, 10):
+            d = os.path.join(self.dir, "lora.c%d" % i)
+            write_json(os.path.join(d, "manifest.json"), manifest("lora", "lora", "%016x" % i, lora_in, lora_out, kernels=1))
+            write_json(os.path.join(d, "meta.json"), {"entry": "lora.c%d" % i, "workload": "lora", "variant": "superopt",
+                                                      "candidate": i, "superopt": "superopt/lora.json"})
+        d = os.path.join(self.dir, "lora.unfused")
+        write_json(os.path.join(d, "manifest.json"), manifest("lora", "lora", "f" * 16, lora_in, lora_out, kernels=4))
+        write_json(os.path.join(d, "meta.json"), {"entry": "lora.unfused", "workload": "lora", "variant": "unfused",
+                                                  "candidate": None, "superopt": None})
+        # An emit that failed: meta, no manifest.
+        write_json(os.path.join(self.dir, "gqa.c0", "meta.json"), {"entry": "gqa.c0", "workload": "gqa", "variant": "superopt",
+                                                                    "candidate": 0, "emitted": False})
+        # A bare emit directory, without meta.json: the workload comes from the program name.
+        write_json(os.path.join(self.dir, "x", "manifest.json"),
+                   manifest("rmsnorm_matmul_mugraph", "rmsnorm_matmul_mugraph", "1" * 16, [(16, 4096), (4096, 6144)], [(16, 6144)]))
+        os.makedirs(os.path.join(self.dir, "superopt"))  # not an entry
+        write_json(os.path.join(self.dir, "superopt", "lora.json"),
+                   {"baseline_us": 15.0, "candidates": [{"estimated_us": 4.0}, {"estimated_us": 4.5}]})
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_load_and_order(self):
+        es = harness.load_entries(self.dir)
+        self.assertEqual([e.name for e in es], ["x", "gqa.c0", "lora.unfused", "lora.c0", "lora.c1", "lora.c10"])
+        x = es[0]
+        self.assertEqual(x.workload, "rmsnorm_matmul")
+        self.assertEqual(x.lib_name, "rmsnorm_matmul_mugraph")
+        self.assertIsNone(es[1].manifest)
+        self.assertEqual([e.label() for e in es[2:]], ["unfused", "0", "1", "10"])
+
+    def test_patterns(self):
+        es = harness.load_entries(self.dir, ["lora.c*"])
+        self.assertEqual([e.name for e in es], ["lora.c0", "lora.c1", "lora.c10"])
+
+    def test_estimated(self):
+        es = {e.name: e for e in harness.load_entries(self.dir)}
+        cache = {}
+        self.assertEqual(harness.estimated_us(self.dir, es["lora.c1"], cache), 4.5)
+        self.assertIsNone(harness.estimated_us(self.dir, es["lora.c10"], cache))  # past the candidates
+        self.assertEqual(harness.estimated_us(self.dir, es["lora.unfused"], cache), 15.0)
+        self.assertIsNone(harness.estimated_us(self.dir, es["x"], cache))
+        self.assertIsNone(harness.estimated_us(self.dir, es["gqa.c0"], cache))  # no superopt json
+
+    def test_base_result_of_failed_emit(self):
+        e = {e.name: e for e in harness.load_entries(self.dir)}["gqa.c0"]
+        r = harness.fail(harness.base_result(e), "emit: boom")
+        self.assertEqual(r["status"], "FAIL")
+        self.assertIsNone(r["kernels"])
+        self.assertIn("FAIL: emit: boom", harness.format_table([r]))
+
+
+class TableTest(unittest.TestCase):
+    def test_table(self):
+        rs = [result("lora.c0", est=4.36, us=5.5), result("lora.c1", candidate=1, us=None, status="FAIL")]
+        rs[1]["max_rel_err"] = math.inf
+        rs[1]["reason"] = "max rel err inf >= 0.01 | x"
+        harness.merge_baselines(rs, {"eager": {"median_us": 11.0}, "compile": {"error": "no triton"}})
+        t = harness.format_table(rs)
+        lines = t.strip().splitlines()
+        self.assertEqual(len(lines), 4)
+        ncols = len(harness.TABLE_COLUMNS)
+        for l in lines:
+            self.assertEqual(len(re.findall(r"(?<!\\)\|", l)), ncols + 1, l)
+        self.assertIn("| lora.c0 | lora | 0 | 1 | 1.0e-03 | 5.50 | 4.36 | 11.00 | n/a | 2.00x | ok |", t)
+        self.assertIn("| inf |", lines[3])
+        self.assertIn("FAIL: max rel err inf >= 0.01 \\| x", lines[3])
+        self.assertAlmostEqual(rs[0]["speedup_vs_eager"], 2.0)
+        self.assertIsNone(rs[0]["speedup_vs_compile"])
+
+    def test_baseline_notes(self):
+        t = harness.format_baseline_notes({
+            "lora": {"eager": {"median_us": 3.0, "max_rel_err": 2e-3}, "compile": {"error": "BackendCompilerFailed: x"}},
+            "gqa": None,
+        })
+        self.assertIn("- lora eager: max rel err 2.0e-03", t)
+        self.assertIn("- lora compile: n/a: BackendCompilerFailed: x", t)
+        self.assertIn("- gqa eager: n/a: not run", t)
+        self.assertEqual(harness.format_baseline_notes({}), "")
+
+    def test_formats(self):
+        self.assertEqual(harness.fmt_us(None), "n/a")
+        self.assertEqual(harness.fmt_us(3.14159), "3.14")
+        self.assertEqual(harness.fmt_us(123.45), "123.5")
+        self.assertEqual(harness.fmt_us(12345.6), "12346")
+        self.assertEqual(harness.fmt_err(math.nan), "inf")
+        self.assertEqual(harness.fmt_speedup(10, 0), "n/a")
+
+    def test_json_safe(self):
+        doc = harness.json_safe({"a": [1.0, math.inf, {"b": math.nan}], "c": (2, "x")})
+        self.assertEqual(json.loads(json.dumps(doc, allow_nan=False)), {"a": [1.0, "inf", {"b": "nan"}], "c": [2, "x"]})
+
+
+class ProfileTest(unittest.TestCase):
+    def test_profile(self):
+        rs = [
+            result("lora.unfused", variant="unfused", candidate=None, us=30.0, hash_="aaaaaaaaaaaaaaaa"),
+            result("lora.c0", us=6.0, hash_="bbbbbbbbbbbbbbbb"),
+            result("lora.c1", candidate=1, us=5.0, hash_="aaaaaaaaaaaaaaaa"),  # the same graph as unfused
+            result("lora.c2", candidate=2, us=4.0, hash_="cccccccccccccccc", status="FAIL"),
+            result("lora.c3", candidate=3, us=None, hash_="dddddddddddddddd"),
+            result("lora.mugraph", variant="mugraph", us=7.0, hash_="aaaaaaaaaaaaaaaa", program="lora_mugraph"),
+        ]
+        p = harness.make_profile(rs, "sm_90", "NVIDIA H100 80GB HBM3", {"torch": "2.11", "version": 99})
+        self.assertEqual(p["version"], 1)  # extra fields never override the format's
+        self.assertEqual(p["arch"], "sm_90")
+        self.assertEqual(p["torch"], "2.11")
+        ms = {(m["program"], m["hash"]): m for m in p["measurements"]}
+        self.assertEqual(len(ms), 3)
+        self.assertEqual(ms[("lora", "aaaaaaaaaaaaaaaa")]["median_us"], 5.0)
+        self.assertEqual(ms[("lora", "bbbbbbbbbbbbbbbb")]["runs"], 200)
+        self.assertIn(("lora_mugraph", "aaaaaaaaaaaaaaaa"), ms)
+        for m in p["measurements"]:
+            self.assertRegex(m["hash"], r"^[0-9a-f]{16}$")
+            self.assertGreater(m["median_us"], 0)
+
+
+class WorkloadTableTest(unittest.TestCase):
+    """The harness's shapes agree with the programs' .py files."""
+
+    def shapes_of(self, path):
+        with open(path) as f:
+            src = f.read()
+        return [tuple(int(x) for x in m.split(",") if x.strip())
+                for m in re.findall(r"new_input\(dims=\(([^)]*)\)", src)]
+
+    def test_inputs_match_programs(self):
+        for name, w in harness.WORKLOADS.items():
+            for p in ("examples/%s.py" % name, "bench/workloads/%s.py" % name):
+                path = os.path.join(REPO, p)
+                if os.path.exists(path):
+                    break
+            else:
+                self.fail("no program for workload %s" % name)
+            self.assertEqual(self.shapes_of(path), w.inputs, name)
+            mug = os.path.join(REPO, "examples", name + "_mugraph.py")
+            if os.path.exists(mug):
+                self.assertEqual(self.shapes_of(mug), w.inputs, name + "_mugraph")
+
+    def test_prepare_workloads_known(self):
+        with open(os.path.join(HERE, "prepare.sh")) as f:
+            m = re.search(r"MIRAGE_WORKLOADS:-([^}]*)\}", f.read())
+        self.assertEqual(m.group(1).split(), harness.WORKLOAD_ORDER)
+
+    def test_workload_of_program(self):
+        self.assertEqual(harness.workload_of_program("gqa_mugraph"), "gqa")
+        self.assertEqual(harness.workload_of_program("lora"), "lora")
+
+
+class CommandLineTest(unittest.TestCase):
+    def test_help_without_torch(self):
+        # -S -I: no site packages, so no torch even where it is installed.
+        p = subprocess.run([sys.executable, "-S", "-I", os.path.join(HERE, "harness.py"), "--help"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(b"--results", p.stdout)
+
+    def test_bad_build_dir(self):
+        p = subprocess.run([sys.executable, "-S", "-I", os.path.join(HERE, "harness.py"), "--build", "/nonexistent/x",
+                            "--results", "/tmp/x"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.assertEqual(p.returncode, 2)
+
+    def test_scripts_parse(self):
+        for s in ("prepare.sh", "run.sh"):
+            p = subprocess.run(["bash", "-n", os.path.join(HERE, s)], stderr=subprocess.PIPE)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            p = subprocess.run(["bash", os.path.join(HERE, s), "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(b"bench/gpu/" + s.encode(), p.stdout)
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed")
+class ReferenceTest(unittest.TestCase):
+    def setUp(self):
+        harness._import_torch()
+        self.torch = harness.torch
+
+    def test_rms_norm(self):
+        t = self.torch
+        x = t.tensor([[3.0, 4.0], [1.0, -1.0]], dtype=t.float64)
+        y = harness.rms_norm(x)
+        want = t.tensor([[3 / math.sqrt(12.5), 4 / math.sqrt(12.5)], [1.0, -1.0]], dtype=t.float64)
+        self.assertTrue(t.allclose(y, want))
+        z = harness.rms_norm(t.ones(2, 3, 4, dtype=t.float64) * 5, ndim=2)
+        self.assertTrue(t.allclose(z, t.ones(2, 3, 4, dtype=t.float64)))
+
+    def test_small_programs(self):
+        t = self.torch
+        g = t.Generator().manual_seed(0)
+        X = t.rand(3, 5, generator=g, dtype=t.float64)
+        W = t.rand(5, 4, generator=g, dtype=t.float64)
+        W2 = t.rand(5, 4, generator=g, dtype=t.float64)
+        (o,) = harness.ref_rmsnorm_matmul(X, W)
+        rms = (X * X).mean(1, keepdim=True).sqrt()
+        self.assertTrue(t.allclose(o, (X / rms) @ W))
+        (o,) = harness.ref_gated_mlp(X, W, W2)
+        a = X @ W
+        self.assertTrue(t.allclose(o, a / (1 + t.exp(-a)) * (X @ W2)))
+        Q = t.rand(2, 3, 4, generator=g, dtype=t.float64)
+        K = t.rand(2, 4, 6, generator=g, dtype=t.float64)
+        V = t.rand(2, 6, 4, generator=g, dtype=t.float64)
+        (o,) = harness.ref_gqa(Q, K, V)
+        self.assertTrue(t.allclose(o, t.softmax(Q @ K, dim=-1) @ V))
+        (o,) = harness.ref_qknorm_gqa(Q, K, V)
+        qn = Q / (Q * Q).mean(-1, keepdim=True).sqrt()
+        kn = K / (K * K).mean(-1, keepdim=True).sqrt()
+        self.assertTrue(t.allclose(o, t.softmax(qn @ kn, dim=-1) @ V))
+        A = t.rand(5, 2, generator=g, dtype=t.float64)
+        B = t.rand(2, 4, generator=g, dtype=t.float64)
+        (o,) = harness.ref_lora(X, W, A, B)
+        self.assertTrue(t.allclose(o, X @ (W + A @ B)))
+        H, Y, al = (t.rand(3, 5, generator=g, dtype=t.float64) for _ in range(3))
+        (o,) = harness.ref_ntrans(H, Y, al)
+        nrm = lambda v: v / (v * v).mean(-1, keepdim=True).sqrt()  # noqa: E731
+        self.assertTrue(t.allclose(o, nrm(Y + al * (nrm(H) + Y))))
+
+    def test_inputs_deterministic_and_rounded(self):
+        w = harness.WORKLOADS["lora"]
+        a = harness.make_inputs(w, ["float16"] * 4, 1)
+        b = harness.make_inputs(w, ["float16"] * 4, 1)
+        c = harness.make_inputs(w, ["float16"] * 4, 2)
+        t = self.torch
+        self.assertEqual([tuple(x.shape) for x in a], w.inputs)
+        for x, y in zip(a, b):
+            self.assertTrue(t.equal(x, y))
+            self.assertEqual(x.dtype, t.float64)
+            self.assertTrue(t.equal(x, x.half().double()))  # already rounded
+            self.assertLess(float(x.abs().max()), 1.0 + 1e-9)
+        self.assertFalse(t.equal(a[0], c[0]))
+
+    def test_attention_inputs_in_fp16_range(self):
+        t = self.torch
+        for name in ("gqa", "qknorm_gqa"):
+            w = harness.WORKLOADS[name]
+            Q, K, V = harness.make_inputs(w, ["float16"] * 3, 1)
+            f = harness.rms_norm if name == "qknorm_gqa" else (lambda x: x)
+            A = t.matmul(f(Q), f(K))
+            E = t.exp(A)
+            S = E.sum(-1)
+            self.assertLess(float(E.max()), 6e4, name)
+            self.assertLess(float(S.max()), 6e4, name)
+            self.assertGreater(float(A.std()), 0.1, name)  # the softmax is not flat
+            # The fp16 program gives a finite answer close to the reference.
+            (ref,) = w.ref(Q, K, V)
+            Ah = t.matmul(f(Q.float()).half().float(), f(K.float()).half().float()).half()
+            Eh = t.exp(Ah.float()).half()
+            Sh = Eh.float().sum(-1, keepdim=True).half()
+            Oh = t.matmul((Eh.float() / Sh.float()).half().float(), V.float())
+            self.assertLess(harness.rel_err(Oh, ref), 1e-2, name)
+
+    def test_rel_err(self):
+        t = self.torch
+        ref = t.tensor([1.0, -2.0, 4.0], dtype=t.float64)
+        self.assertEqual(harness.rel_err(ref.clone(), ref), 0.0)
+        self.assertAlmostEqual(harness.rel_err(t.tensor([1.0, -2.0, 4.4]), ref), 0.1, places=6)
+        self.assertEqual(harness.rel_err(t.tensor([1.0, float("nan"), 4.0]), ref), math.inf)
+        self.assertEqual(harness.rel_err(t.tensor([1.0, 2.0]), ref), math.inf)
+
+
+FAKE_ENTRY = r"""
+#include <cstdlib>
+#include <cstddef>
+#include <cstring>
+extern "C" size_t mirage_ntrans_workspace_bytes(void) { return WS; }
+extern "C" int mirage_ntrans(void* const* outputs, void const* const* inputs, void* workspace, void* stream) {
+  MODE
+}
+"""
+
+FAKE_MODES = {
+    # (mode, body): what the fake entry point does
+    "abort": "std::abort();",
+    "error": "return 700;",
+    "nowrite": "return 0;",
+    "copy": "std::memcpy(outputs[0], inputs[1], 32 * 4096 * 2); return 0;",  # X instead of the answer
+}
+
+
+@unittest.skipUnless(HAVE_TORCH and shutil.which("g++"), "needs torch and g++")
+class FailureTest(unittest.TestCase):
+    """Entries that crash, return an error, or compute the wrong thing fail
+    alone: the harness goes on with the others (fake ntrans entry points,
+    built with g++, run with --emulate on the CPU)."""
+
+    def test_failures_are_isolated(self):
+        build = tempfile.mkdtemp()
+        res = tempfile.mkdtemp()
+        try:
+            shape = [32, 4096]
+            for i, mode in enumerate(["abort", "error", "nowrite", "copy", "abort"]):
+                d = os.path.join(build, "ntrans.c%d" % i)
+                os.makedirs(d)
+                with open(os.path.join(d, "ntrans.cu"), "w") as f:
+                    f.write(FAKE_ENTRY.replace("MODE", FAKE_MODES[mode]).replace("WS", "64" if i == 2 else "0"))
+                m = manifest("ntrans", "ntrans", "%016x" % i, [shape] * 3, [shape])
+                m["workspace_bytes"] = 64 if i == 2 else 0
+                write_json(os.path.join(d, "manifest.json"), m)
+                write_json(os.path.join(d, "meta.json"), {"entry": "ntrans.c%d" % i, "workload": "ntrans",
+                                                          "variant": "superopt", "candidate": i})
+            p = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "--build", build, "--results", res,
+                                "--emulate", "--runs", "2", "--warmup", "0"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            out = p.stdout.decode()
+            self.assertEqual(p.returncode, 1, out)
+            with open(os.path.join(res, "gpu.json")) as f:
+                doc = json.load(f)
+            rs = {r["entry"]: r for r in doc["entries"]}
+            self.assertEqual(len(rs), 5, out)
+            for r in rs.values():
+                self.assertEqual(r["status"], "FAIL", r)
+            self.assertIn("worker died", rs["ntrans.c0"]["reason"])
+            self.assertIn("worker died", rs["ntrans.c4"]["reason"])
+            self.assertIn("700 (cudaErrorIllegalAddress)", rs["ntrans.c1"]["reason"])
+            self.assertEqual(rs["ntrans.c2"]["max_rel_err"], "inf")
+            self.assertIn("max rel err", rs["ntrans.c3"]["reason"])
+            self.assertGreater(rs["ntrans.c3"]["max_rel_err"], 0.1)
+            # The baselines ran once, before the first crash.
+            self.assertIsNotNone(rs["ntrans.c3"]["eager_us"])
+            self.assertEqual(doc["failed"], ["ntrans.c%d" % i for i in range(5)])
+            with open(os.path.join(res, "gpu.md")) as f:
+                self.assertIn("5 entries, 5 failed.", f.read())
+        finally:
+            shutil.rmtree(build)
+            shutil.rmtree(res)
+
+
+@unittest.skipUnless(HAVE_TORCH and shutil.which("g++") and os.environ.get("MIRAGE_GPU_EMULATE_BUILD"),
+                     "set MIRAGE_GPU_EMULATE_BUILD=DIR (needs torch and g++)")
+class EmulateTest(unittest.TestCase):
+    def test_emulate(self):
+        build = os.environ["MIRAGE_GPU_EMULATE_BUILD"]
+        res = tempfile.mkdtemp()
+        try:
+            p = subprocess.run([sys.executable, os.path.join(HERE, "harness.py"), "--build", build, "--results", res,
+                                "--emulate", "--runs", "1", "--warmup", "0", "--entries", "ntrans.*", "--entries", "lora.*"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out = p.stdout.decode()
+            self.assertEqual(p.returncode, 0, out)
+            with open(os.path.join(res, "gpu.json")) as f:
+                doc = json.load(f)
+            self.assertTrue(doc["entries"])
+            for r in doc["entries"]:
+                self.assertEqual(r["status"], "ok", r)
+                self.assertLess(r["max_rel_err"], 1e-2)
+            self.assertTrue(os.path.exists(os.path.join(res, "gpu.md")))
+        finally:
+            shutil.rmtree(res)
+
+
+if __name__ == "__main__":
+    unittest.main()

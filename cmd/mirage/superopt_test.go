@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ntrans is the quickest workload to search whole (a few seconds).
+var ntrans = filepath.Join("..", "..", "bench", "workloads", "ntrans.py")
+
+// superoptJSON is the part of superopt --json the tests read, with the
+// statistics kept as raw numbers to check their types.
+type superoptJSON struct {
+	Stats      map[string]json.RawMessage `json:"stats"`
+	BaselineUs float64                    `json:"baseline_us"`
+	Candidates []struct {
+		Kernels       int     `json:"kernels"`
+		Customized    int     `json:"customized"`
+		Grids         [][]int `json:"grids"`
+		ForloopRanges []int   `json:"forloop_ranges"`
+		DeviceBytes   int64   `json:"device_bytes"`
+		EstimatedUs   float64 `json:"estimated_us"`
+		Speedup       float64 `json:"speedup"`
+	} `json:"candidates"`
+	Output  string `json:"output"`
+	Emitted struct {
+		Candidate int      `json:"candidate"`
+		Files     []string `json:"files"`
+	} `json:"emitted"`
+}
+
+func TestSuperopt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a whole search")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := mirage(t, "superopt", ntrans, "-o", dir, "--no-cache", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res superoptJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
+	}
+	for _, field := range []string{"states", "pruned_order", "pruned_hash", "pruned_absexpr", "pruned_shape", "rejected", "verified", "seconds"} {
+		raw, ok := res.Stats[field]
+		var n float64
+		if !ok || json.Unmarshal(raw, &n) != nil {
+			t.Errorf("stats.%s missing or not a number: %s", field, raw)
+		}
+	}
+	if len(res.Candidates) == 0 || res.BaselineUs <= 0 {
+		t.Fatalf("no candidates, or no baseline: %s", stdout)
+	}
+	best := res.Candidates[0]
+	if best.Kernels < 1 || best.Customized != len(best.Grids) || best.EstimatedUs <= 0 || best.DeviceBytes <= 0 {
+		t.Errorf("best candidate's figures are off: %+v", best)
+	}
+	for i := 1; i < len(res.Candidates); i++ {
+		if res.Candidates[i].EstimatedUs < res.Candidates[i-1].EstimatedUs {
+			t.Errorf("candidate %d is estimated faster than candidate %d: not ranked", i, i-1)
+		}
+	}
+	if want := filepath.Join(dir, "ntrans.ugraph.json"); res.Output != want {
+		t.Errorf("output %q, want %q", res.Output, want)
+	}
+	// The best candidate's CUDA is written beside it.
+	if len(res.Emitted.Files) != 3 || res.Emitted.Candidate != 0 {
+		t.Errorf("emitted %+v, want the 3 files of candidate 0", res.Emitted)
+	}
+	for _, f := range res.Emitted.Files {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// The written file holds every candidate, each equivalent to the
+	// program.
+	for _, c := range []string{"0", "1"} {
+		if code, out, errs := mirage(t, "verify", "--method", "float", ntrans, res.Output, "--candidate", c); code != 0 {
+			t.Errorf("verify --candidate %s: exit %d\n%s%s", c, code, out, errs)
+		}
+	}
+	// And emit reads it.
+	code, stdout, stderr = mirage(t, "emit", res.Output, "-o", filepath.Join(dir, "emit"), "--candidate", "1", "--json")
+	if code != 0 {
+		t.Fatalf("emit: exit %d: %s", code, stderr)
+	}
+	var m manifest
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+		t.Fatalf("emit --json: %v", err)
+	}
+	if m.Candidate != 1 || m.Name != "ntrans" || len(m.Inputs) != 3 || len(m.Outputs) != 1 || len(m.Kernels) < 1 {
+		t.Errorf("manifest: %+v", m)
+	}
+}
+
+func TestSuperoptWorkersGiveTheSameFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: whole searches")
+	}
+	var files [][]byte
+	for _, w := range []string{"1", "2"} {
+		dir := t.TempDir()
+		if code, _, stderr := mirage(t, "superopt", ntrans, "-o", dir, "--no-cache", "--no-emit", "--workers", w); code != 0 {
+			t.Fatalf("--workers %s: exit %d: %s", w, code, stderr)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "ntrans.ugraph.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, data)
+	}
+	if !bytes.Equal(files[0], files[1]) {
+		t.Error("--workers 1 and --workers 2 wrote different ugraph.json files")
+	}
+}
+
+func TestSuperoptCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a whole search")
+	}
+	cache, out := t.TempDir(), t.TempDir()
+	args := []string{"superopt", ntrans, "-o", out, "--cache", cache, "--no-emit"}
+	if code, _, stderr := mirage(t, args...); code != 0 || strings.Contains(stderr, "cached") {
+		t.Fatalf("first run: exit %d, %s", code, stderr)
+	}
+	first, _ := os.ReadFile(filepath.Join(out, "ntrans.ugraph.json"))
+	code, _, stderr := mirage(t, args...)
+	if code != 0 || !strings.Contains(stderr, "using cached result") {
+		t.Fatalf("second run: exit %d, did not use the cache: %s", code, stderr)
+	}
+	second, _ := os.ReadFile(filepath.Join(out, "ntrans.ugraph.json"))
+	if !bytes.Equal(first, second) {
+		t.Error("the cached result wrote a different file")
+	}
+}
+
+func TestSuperoptUnusableInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.py")
+	os.WriteFile(bad, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nx = g.new_input(dims=(4, 4))\ny = g.matmul(x, g.new_input(dims=(5, 4)))\n"), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"superopt", "missing.py"}, "missing.py"},
+		{[]string{"superopt", examplePath("rmsnorm_matmul.py"), "--config", "nope"}, "nope"},
+		{[]string{"superopt", examplePath("rmsnorm_matmul.py"), "--arch", "sm_70"}, "sm_70"},
+		{[]string{"superopt", examplePath("rmsnorm_matmul.py"), "--workers", "0"}, "--workers"},
+		{[]string{"superopt", bad}, "bad.py:4"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := mirage(t, append(tt.args, "-o", dir)...)
+		if code != exitUnusable || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, %q; want %d and a message naming %q", tt.args, code, stderr, exitUnusable, tt.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("failed runs left files behind: %v", entries)
+	}
+}
+
+func TestEmit(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := mirage(t, "emit", examplePath("rmsnorm_matmul_mugraph.py"), "-o", dir, "--arch", "sm_80")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var names []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"mirage_runtime.cuh", "rmsnorm_matmul_mugraph.cu", "rmsnorm_matmul_mugraph.h"}; !slices.Equal(names, want) {
+		t.Errorf("wrote %v, want %v", names, want)
+	}
+	if !strings.Contains(stdout, "1 kernel") {
+		t.Errorf("summary: %s", stdout)
+	}
+	h, _ := os.ReadFile(filepath.Join(dir, "rmsnorm_matmul_mugraph.h"))
+	for _, want := range []string{
+		"cudaError_t mirage_rmsnorm_matmul_mugraph(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream);",
+		"size_t mirage_rmsnorm_matmul_mugraph_workspace_bytes(void);",
+		"inputs[0]   float16  [16, 4096]",
+	} {
+		if !strings.Contains(string(h), want) {
+			t.Errorf("the header lacks %q", want)
+		}
+	}
+
+	single := t.TempDir()
+	if code, _, stderr := mirage(t, "emit", examplePath("gqa_mugraph.py"), "-o", single, "--single-file"); code != 0 {
+		t.Fatalf("--single-file: exit %d: %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(single); len(entries) != 2 {
+		t.Errorf("--single-file wrote %d files, want the .cu and the .h", len(entries))
+	}
+}
+
+func TestEmitUnusableInput(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"emit", examplePath("gqa_mugraph.py"), "--arch", "sm_75"}, "sm_75"},
+		{[]string{"emit", examplePath("gqa_mugraph.py"), "--candidate", "1"}, "no candidate 1"},
+		{[]string{"emit", "nothing.ugraph.json"}, "nothing.ugraph.json"},
+		{[]string{"emit", "prog.txt"}, "unknown kind of file"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := mirage(t, append(tt.args, "-o", filepath.Join(dir, "out"))...)
+		if code != exitUnusable || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, %q; want %d and a message naming %q", tt.args, code, stderr, exitUnusable, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Error("failed runs wrote files")
+	}
+}
+
+func TestBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a whole search")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := mirage(t, "bench", "--workload", "ntrans", "-o", dir, "--json", "--time-limit", "60s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Arch string           `json:"arch"`
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Rows) != 1 {
+		t.Fatalf("--json: %v: %s", err, stdout)
+	}
+	if res.Rows[0]["workload"] != "ntrans" {
+		t.Errorf("row: %v", res.Rows[0])
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "latest.md"))
+	if err != nil || !strings.Contains(string(md), "ntrans") {
+		t.Errorf("latest.md: %v\n%s", err, md)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "speedup.svg"))
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(svg)), "<svg") {
+		t.Errorf("speedup.svg: %v\n%.200s", err, svg)
+	}
+	if code, _, stderr := mirage(t, "bench", "--workload", "nope", "-o", dir); code != exitUnusable || !strings.Contains(stderr, "nope") {
+		t.Errorf("unknown workload: exit %d, %s", code, stderr)
+	}
+}

@@ -1,0 +1,10 @@
+// Package examples embeds the example programs and their hand-written
+// μGraphs, so that tools and tests can use them from any directory.
+package examples
+
+import "embed"
+
+// FS holds every .py file of this directory.
+//
+//go:embed *.py
+var FS embed.FS

@@ -1,0 +1,275 @@
+package search_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// These tests run whole searches on the bundled examples, as mirage
+// superopt does (ranked by the cost model for sm_90), and check what the
+// search must find. Each search runs once and is shared.
+
+func loadProgram(t testing.TB, name string) *frontend.Program {
+	t.Helper()
+	p, err := frontend.LoadFile(filepath.Join("..", "examples", name), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run searches program p under its own configuration.
+func run(t testing.TB, p *frontend.Program, workers int, limit time.Duration) *search.Result {
+	t.Helper()
+	name := ""
+	if p.Superopt != nil {
+		name = p.Superopt.Config
+	}
+	cfg, err := search.NamedConfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Override(p.Superopt)
+	arch, err := cost.LookupArch("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxSmemBytes = arch.MaxSmemPerBlock
+	opts := search.Options{Workers: workers, Seed: 1, MaxResults: 16,
+		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
+			e, err := cost.EstimateGraph(g, arch)
+			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
+		}}
+	ctx := context.Background()
+	if limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	res, err := search.Run(ctx, p.Graph, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// searched holds one complete two-worker search per example.
+var searched sync.Map // example name -> func() *search.Result
+
+func searchedExample(t *testing.T, name string) (*frontend.Program, *search.Result) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: whole searches take a while")
+	}
+	p := loadProgram(t, name)
+	f, _ := searched.LoadOrStore(name, sync.OnceValue(func() *search.Result { return run(t, p, 2, 0) }))
+	res := f.(func() *search.Result)()
+	if res.Stats.Stopped != "" {
+		t.Fatalf("%s: the search stopped early (%s)", name, res.Stats.Stopped)
+	}
+	if len(res.Candidates) == 0 {
+		t.Fatalf("%s: no candidates", name)
+	}
+	return p, res
+}
+
+// opsOf counts the ops of b by kind, accumulators by accumulator kind.
+func opsOf(b *block.Graph) (kinds map[ugraph.OpKind]int, accums map[ugraph.Accum]int) {
+	kinds, accums = map[ugraph.OpKind]int{}, map[ugraph.Accum]int{}
+	for _, op := range b.Ops {
+		kinds[op.Kind]++
+		if op.Kind == ugraph.OpForloopAccum {
+			accums[op.Attr.Accum]++
+		}
+	}
+	return kinds, accums
+}
+
+// onlyKernel returns the block graph of a candidate that is one
+// graph-defined kernel, or fails.
+func onlyKernel(t *testing.T, c *search.Candidate) *block.Graph {
+	t.Helper()
+	if c.Kernels != 1 || c.Customized != 1 {
+		t.Fatalf("best candidate: %d kernels, %d graph-defined; want one graph-defined kernel:\n%s", c.Kernels, c.Customized, sprint(c.Graph))
+	}
+	for _, op := range c.Graph.Ops {
+		if op.Kind == ugraph.OpCustomized {
+			return op.Block
+		}
+	}
+	panic("unreachable")
+}
+
+func TestRMSNormMatmulFusesIntoOneKernel(t *testing.T) {
+	_, res := searchedExample(t, "rmsnorm_matmul.py")
+	b := onlyKernel(t, res.Candidates[0])
+	kinds, accums := opsOf(b)
+	// The rms and the matmul in one for-loop, the division after it.
+	if b.ForloopRange < 2 || kinds[ugraph.OpMatmul] != 1 || accums[ugraph.AccumRMS] != 1 || kinds[ugraph.OpDiv] != 1 {
+		t.Fatalf("best candidate is not rms and matmul accumulated over one for-loop:\n%s", sprint(res.Candidates[0].Graph))
+	}
+	for _, op := range b.Ops {
+		post := op.Out != block.NoTensor && b.Tensors[op.Out].PostLoop
+		switch {
+		case op.Kind == ugraph.OpMatmul && post:
+			t.Error("the matmul runs after the for-loop, not in it")
+		case op.Kind == ugraph.OpDiv && !post:
+			t.Error("the division runs in the for-loop, not after it")
+		}
+	}
+}
+
+func TestGatedMLPFusesIntoOneKernel(t *testing.T) {
+	_, res := searchedExample(t, "gated_mlp.py")
+	b := onlyKernel(t, res.Candidates[0])
+	kinds, _ := opsOf(b)
+	if kinds[ugraph.OpMatmul] != 2 || kinds[ugraph.OpSilu] != 1 || kinds[ugraph.OpMul] != 1 {
+		t.Fatalf("best candidate does not fuse both matmuls, silu and mul:\n%s", sprint(res.Candidates[0].Graph))
+	}
+}
+
+// TestCandidatesAgreeInFloat runs every reported candidate through the
+// float64 interpreter against its program, as mirage verify --method float
+// does.
+func TestCandidatesAgreeInFloat(t *testing.T) {
+	for _, name := range []string{"rmsnorm_matmul.py", "gated_mlp.py"} {
+		p, res := searchedExample(t, name)
+		ins := interp.RandomInputs(p.Graph, 7)
+		want, err := interp.Run(p.Graph, ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range res.Candidates {
+			got, err := interp.Run(c.Graph, ins)
+			if err != nil {
+				t.Fatalf("%s candidate %d: %v", name, i, err)
+			}
+			d, err := interp.CompareAll(want, got)
+			if err != nil || d.MaxRelErr > interp.DefaultTolerance {
+				t.Errorf("%s candidate %d differs from the program: %+v %v\n%s", name, i, d, err, sprint(c.Graph))
+			}
+		}
+	}
+}
+
+// encode is what superopt writes for a result.
+func encode(t *testing.T, res *search.Result) []byte {
+	t.Helper()
+	f, err := res.File("rmsnorm_matmul", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := f.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestWorkerCountDoesNotChangeResults(t *testing.T) {
+	p, two := searchedExample(t, "rmsnorm_matmul.py")
+	one := run(t, p, 1, 0)
+	if a, b := encode(t, one), encode(t, two); !bytes.Equal(a, b) {
+		t.Errorf("1 and 2 workers found different results (%d and %d candidates)", len(one.Candidates), len(two.Candidates))
+	}
+}
+
+func TestCacheRoundTrip(t *testing.T) {
+	p, res := searchedExample(t, "rmsnorm_matmul.py")
+	cache := search.Cache{Dir: t.TempDir()}
+	cfg, _ := search.NamedConfig("")
+	key := search.Key(p.Graph, cfg, search.Options{Seed: 1})
+	if other := search.Key(p.Graph, cfg, search.Options{Seed: 2}); other == key {
+		t.Error("the key does not depend on the seed")
+	}
+	if mlp, _ := search.NamedConfig("mlp"); search.Key(p.Graph, mlp, search.Options{Seed: 1}) == key {
+		t.Error("the key does not depend on the configuration")
+	}
+	if _, hit, err := cache.Load(key); hit || err != nil {
+		t.Fatalf("empty cache: hit %v, %v", hit, err)
+	}
+	if err := cache.Store(key, "rmsnorm_matmul", res); err != nil {
+		t.Fatal(err)
+	}
+	got, hit, err := cache.Load(key)
+	if !hit || err != nil {
+		t.Fatalf("after Store: hit %v, %v", hit, err)
+	}
+	if !bytes.Equal(encode(t, got), encode(t, res)) || got.Stats.States != res.Stats.States {
+		t.Error("the cached result differs from the stored one")
+	}
+
+	// A damaged entry is an error, not a crash, and Store replaces it.
+	path := filepath.Join(cache.Dir, key+".ugraph.json")
+	if err := os.WriteFile(path, []byte(`{"version": 1, "graphs": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, hit, err := cache.Load(key); hit || err == nil {
+		t.Errorf("damaged entry: hit %v, error %v", hit, err)
+	}
+	if err := cache.Store(key, "rmsnorm_matmul", res); err != nil {
+		t.Fatal(err)
+	}
+	if _, hit, err := cache.Load(key); !hit || err != nil {
+		t.Errorf("after replacing the damaged entry: hit %v, %v", hit, err)
+	}
+
+	// Results of searches cut short are not stored.
+	short := *res
+	short.Stats.Stopped = "time limit"
+	other := search.Key(p.Graph, cfg, search.Options{Seed: 3})
+	if err := cache.Store(other, "rmsnorm_matmul", &short); err != nil {
+		t.Fatal(err)
+	}
+	if _, hit, _ := cache.Load(other); hit {
+		t.Error("a search stopped by its time limit was cached")
+	}
+}
+
+func TestStopsOnBudgetAndDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	p := loadProgram(t, "gqa.py")
+	cfg, _ := search.NamedConfig("attention")
+	res, err := search.Run(context.Background(), p.Graph, cfg, search.Options{Workers: 2, MaxStates: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Stopped != "state budget" {
+		t.Errorf("with a state budget: stopped %q", res.Stats.Stopped)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err = search.Run(ctx, p.Graph, cfg, search.Options{Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Stopped != "time limit" {
+		t.Errorf("with a deadline: stopped %q", res.Stats.Stopped)
+	}
+	// Stopping is prompt: what is left is verifying what was found.
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("the search ran %v past a 2s deadline", d)
+	}
+}
+
+func sprint(g *kernel.Graph) string {
+	var b bytes.Buffer
+	kernel.Fprint(&b, g)
+	return b.String()
+}
