@@ -16,7 +16,9 @@ scripts/apt-install.sh libz3-dev
 go build -o bin/mirage ./cmd/mirage
 echo "setup: built bin/mirage ($(bin/mirage version))"
 
-# The main job on a bundled example: check the hand-written fused μGraph
-# against the RMSNorm+MatMul program.
+# The main job on a bundled example: superoptimize RMSNorm+MatMul into out/
+# (out/rmsnorm_matmul.ugraph.json, ranked, and the best candidate's CUDA),
+# then check the best candidate against the program in float64.
 set -x
-bin/mirage verify examples/rmsnorm_matmul.py examples/rmsnorm_matmul_mugraph.py
+bin/mirage superopt examples/rmsnorm_matmul.py -o out --time-limit 120s
+bin/mirage verify --method float examples/rmsnorm_matmul.py out/rmsnorm_matmul.ugraph.json

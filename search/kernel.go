@@ -98,22 +98,64 @@ func (k *kernelState) explore() {
 	// Graph-defined kernels first: fused candidates, the point of the
 	// search, come early (and are found first under a time limit).
 	if k.ncust < s.cfg.MaxCustomized {
-		k.eachInputSet(func(ins []kernel.TensorID) {
-			for _, conf := range s.blockConfigs(k.g, ins, k.opsLeft() == 1) {
-				if k.spawn != nil {
-					k.spawn(&task{prefix: k.clone(), ins: slices.Clone(ins), conf: conf})
-					continue
+		if k.spawn != nil {
+			k.spawnTasks()
+		} else {
+			k.eachInputSet(func(ins []kernel.TensorID) {
+				for _, conf := range s.blockConfigs(k.g, ins, k.opsLeft() == 1) {
+					k.openBlock(ins, conf)
+					if s.stop() {
+						return
+					}
 				}
-				k.openBlock(ins, conf)
-				if s.stop() {
-					return
-				}
-			}
-		})
+			})
+		}
 	}
 	for _, c := range s.cfg.KernelOps {
 		k.eachOperands(c, func(in []kernel.TensorID) { k.tryOp(c, in) })
 	}
+}
+
+// spawnTasks cuts the tree below k's customized ops into tasks, one per
+// input set and configuration. The order only decides what is searched
+// first under a time limit (every task runs when there is none): larger
+// input sets first (eachInputSet), each set's configurations cheapest
+// first.
+func (k *kernelState) spawnTasks() {
+	k.eachInputSet(func(ins []kernel.TensorID) {
+		confs := k.s.blockConfigs(k.g, ins, k.opsLeft() == 1)
+		k.cheapestFirst(ins, confs)
+		for _, conf := range confs {
+			k.spawn(&task{prefix: k.clone(), ins: slices.Clone(ins), conf: conf})
+		}
+	})
+}
+
+// cheapestFirst orders the configurations of a customized op on ins by the
+// device memory their blocks read (an input is read once per block that
+// does not split it), least first, stably. It is a lower bound on the
+// kernel's traffic, so under a time limit the tasks likeliest to be fast
+// kernels run first (for attention, the blocks that split the keys read K
+// and V once, the partial-sum form); the set searched is unchanged.
+func (k *kernelState) cheapestFirst(ins []kernel.TensorID, confs []blockConfig) {
+	slices.SortStableFunc(confs, func(a, b blockConfig) int { return k.readBytes(ins, a) - k.readBytes(ins, b) })
+}
+
+// readBytes is the device memory that the blocks of a customized op on ins
+// under configuration c read: each input once per block that does not
+// split it.
+func (k *kernelState) readBytes(ins []kernel.TensorID, c blockConfig) int {
+	n := 0
+	for i, t := range ins {
+		reads := 1
+		for a, size := range c.grid {
+			if c.imaps[i][a] == -1 {
+				reads *= size
+			}
+		}
+		n += k.g.Tensors[t].Bytes() * reads
+	}
+	return n
 }
 
 // complete reports whether k's open tensors have the program's output

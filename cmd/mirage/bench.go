@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -129,6 +130,9 @@ func benchOne(cmd *cobra.Command, w bench.Workload, arch string, workers int, li
 	}
 	s := res.Stats
 	row.Seconds, row.States, row.Stopped, row.FirstFusedSec = s.Seconds, s.States, s.Stopped, s.FirstFused
+	if s.Seconds > 0 {
+		row.StatesPerCore = float64(s.States) / s.Seconds / float64(min(workers, runtime.GOMAXPROCS(0)))
+	}
 	if judged := s.PrunedAbsexpr + s.PrunedShape + s.PrunedDead + s.States; judged > 0 {
 		row.PrunedShare = float64(s.PrunedAbsexpr) / float64(judged)
 	}

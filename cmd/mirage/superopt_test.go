@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // ntrans is the quickest workload to search whole (a few seconds).
@@ -254,5 +257,91 @@ func TestBench(t *testing.T) {
 	}
 	if code, _, stderr := mirage(t, "bench", "--workload", "nope", "-o", dir); code != exitUnusable || !strings.Contains(stderr, "nope") {
 		t.Errorf("unknown workload: exit %d, %s", code, stderr)
+	}
+}
+
+func TestShowAbsexpr(t *testing.T) {
+	code, stdout, stderr := mirage(t, "show", "--absexpr", examplePath("rmsnorm_matmul_mugraph.py"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Each line: name, op, expression.
+	got := map[string][2]string{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			t.Fatalf("line %q: want name, op, expression", line)
+		}
+		got[f[0]] = [2]string{f[1], strings.Join(f[2:], " ")}
+	}
+	// The fused kernel: per-iteration matmul tiles over 64 of the 4096,
+	// accumulated; the rms accumulated; their quotient.
+	want := map[string][2]string{
+		"t0": {"input", "in0"},
+		"t1": {"input", "in1"},
+		"s2": {"matmul", "sum(64, mul(in0, in1))"},
+		"s3": {"forloop_accum(none)", "sum(4096, mul(in0, in1))"},
+		"s4": {"forloop_accum(rms)", "rms(4096, in0)"},
+		"s5": {"div", "div(sum(4096, mul(in0, in1)), rms(4096, in0))"},
+		"t2": {"customized", "div(sum(4096, mul(in0, in1)), rms(4096, in0))"},
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %q, want %q", name, got[name], w)
+		}
+	}
+	if code, _, stderr := mirage(t, "show", "--absexpr", "--json", examplePath("gqa.py")); code != exitUnusable || !strings.Contains(stderr, "exclude") {
+		t.Errorf("--absexpr --json: exit %d, %s", code, stderr)
+	}
+}
+
+// TestSuperoptProfileOverridesTheModel measures (pretends to) the worst
+// candidate as the fastest: with --profile it must rank first, with its
+// measured time.
+func TestSuperoptProfileOverridesTheModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: whole searches")
+	}
+	dir := t.TempDir()
+	if code, _, stderr := mirage(t, "superopt", ntrans, "-o", dir, "--no-cache", "--no-emit"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	file, err := kernel.ReadFile(filepath.Join(dir, "ntrans.ugraph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Graphs) < 2 {
+		t.Skipf("ntrans has %d candidate(s): nothing to reorder", len(file.Graphs))
+	}
+	last := file.Graphs[len(file.Graphs)-1].Graph
+	profile := filepath.Join(dir, "profile_sm_90.json")
+	p := &cost.Profile{Version: cost.ProfileVersion, Arch: "sm_90", GPU: "test",
+		Measurements: []cost.Measurement{{Program: "ntrans", Hash: cost.GraphHash(last), MedianMicros: 0.5, Runs: 200}}}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(profile, buf.Bytes(), 0o644)
+
+	code, stdout, stderr := mirage(t, "superopt", ntrans, "-o", dir, "--no-emit", "--json", "--profile", profile)
+	if code != 0 {
+		t.Fatalf("--profile: exit %d: %s", code, stderr)
+	}
+	var res superoptJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) == 0 || res.Candidates[0].EstimatedUs != 0.5 {
+		t.Fatalf("the measured candidate is not first: %+v", res.Candidates)
+	}
+	again, err := kernel.ReadFile(filepath.Join(dir, "ntrans.ugraph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost.GraphHash(again.Graphs[0].Graph) != cost.GraphHash(last) {
+		t.Error("the first graph written is not the measured one")
+	}
+	if code, _, stderr := mirage(t, "superopt", ntrans, "-o", dir, "--profile", filepath.Join(dir, "none.json")); code != exitUnusable || !strings.Contains(stderr, "--profile") {
+		t.Errorf("missing profile: exit %d, %s", code, stderr)
 	}
 }
