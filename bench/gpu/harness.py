@@ -98,9 +98,10 @@ def ref_gqa(Q, K, V):
 
 
 def ref_qknorm_gqa(Q, K, V):
-    E = torch.exp(torch.matmul(rms_norm(Q), rms_norm(K)))
+    # Mirage's benchmark program: Q and V normalized over the head dim.
+    E = torch.exp(torch.matmul(rms_norm(Q), K))
     S = torch.sum(E, dim=2, keepdim=True)
-    return (torch.matmul(E / S, V),)
+    return (torch.matmul(E / S, rms_norm(V)),)
 
 
 def ref_lora(X, W, A, B):
@@ -127,24 +128,13 @@ def gen_uniform(scale):
 def gen_qknorm_gqa(g, shapes):
     """Inputs for rms-normalized attention whose scores stay in fp16 range.
 
-    rms_norm undoes any scaling of Q and K, so scaling the inputs cannot help:
-    with independent uniform entries the scores Qn @ Kn have a standard
-    deviation of sqrt(64) = 8 and reach about 40, and exp overflows fp16
-    (and their row sums, over 4096 keys, must stay under 65504 too). So:
-    every row of Q is (v, -v) times a random row scale, which sums to zero
-    over the 64 features; every row of K is a shared row u plus 0.1 times
-    noise, times a random row scale. Then Qn @ Kn is about 0.1 * Qn @ noise:
-    scores of standard deviation about 0.8 (max about 4, row sums of exp
-    about 6000), a softmax whose weights still differ by a factor of ~100,
-    and both rms_norms still do real work (the row scales)."""
-    (b, m, d), (b2, d2, n), vshape = shapes
-    assert b == b2 and d == d2 and d % 2 == 0, shapes
-    v = _uniform(g, (b, m, d // 2))
-    Q = torch.cat([v, -v], dim=-1) * (0.5 + torch.rand((b, m, 1), generator=g, dtype=torch.float64))
-    u = _uniform(g, (b, 1, n))
-    K = (u + 0.1 * _uniform(g, (b, d, n))) * (0.5 + torch.rand((b, d, 1), generator=g, dtype=torch.float64))
-    V = _uniform(g, vshape)
-    return [Q, K, V]
+    rms_norm undoes any scaling of Q (and V), so only K's scale sets the
+    scores: with uniform entries, rms_norm(Q) @ K over 64 features has a
+    standard deviation of about 8 * 0.58 * scale; K scaled by 0.25 keeps it
+    near 1.2, the largest score near 6 and the row sums of exp (over 4096
+    keys) near 8000, under fp16's 65504."""
+    qshape, kshape, vshape = shapes
+    return [_uniform(g, qshape), _uniform(g, kshape, 0.25), _uniform(g, vshape)]
 
 
 class Workload:
@@ -168,7 +158,7 @@ WORKLOADS = {
         ),
         Workload(
             "qknorm_gqa", [(2, 256, 64), (2, 64, 4096), (2, 4096, 64)], [(2, 256, 64)], ref_qknorm_gqa, gen_qknorm_gqa,
-            note="structured inputs (see gen_qknorm_gqa)",
+            note="K scaled by 0.25 (see gen_qknorm_gqa)",
         ),
         Workload("lora", [(16, 256), (256, 4096), (256, 16), (16, 4096)], [(16, 4096)], ref_lora, gen_uniform(1.0)),
         Workload("ntrans", [(32, 4096)] * 3, [(32, 4096)], ref_ntrans, gen_uniform(1.0)),
