@@ -48,7 +48,7 @@ func TestDimClasses(t *testing.T) {
 // opens include, for every graph-defined kernel of the hand-written
 // μGraphs, its exact grid, for-loop range and maps.
 func TestConfigsCoverHandWritten(t *testing.T) {
-	for _, ex := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
+	for _, ex := range []string{"rmsnorm_matmul", "gated_mlp", "gqa", "../bench/workloads/qknorm_gqa"} {
 		p, m := load(t, ex+".py"), load(t, ex+"_mugraph.py")
 		cfg, err := NamedConfig(p.Superopt.Config)
 		if err != nil {
@@ -78,10 +78,35 @@ func TestConfigsCoverHandWritten(t *testing.T) {
 				if !found {
 					t.Errorf("%s: the configurations miss %+v", ex, want)
 				}
+				// And its ops are within the configuration's limits.
+				nops, nout := 0, 0
+				for _, bop := range b.Ops {
+					switch bop.Kind {
+					case ugraph.OpOutput:
+						nout++
+					case ugraph.OpInput:
+						nops++
+					default:
+						nops++
+						allowed := func(o OpChoice) bool {
+							return o.Kind == bop.Kind && (o.Kind != ugraph.OpForloopAccum || o.Attr.Accum == bop.Attr.Accum)
+						}
+						if !slices.ContainsFunc(cfg.BlockOps, allowed) {
+							t.Errorf("%s: block op %v (%v) is not in the configuration", ex, bop.Kind, bop.Attr.Accum)
+						}
+					}
+				}
+				if nops > cfg.MaxBlockOps || len(op.In) > cfg.MaxBlockInputs || nout > cfg.MaxBlockOutputs {
+					t.Errorf("%s: a graph-defined kernel of %d ops, %d inputs, %d outputs exceeds the limits %d, %d, %d",
+						ex, nops, len(op.In), nout, cfg.MaxBlockOps, cfg.MaxBlockInputs, cfg.MaxBlockOutputs)
+				}
 				if _, err := g.Customized(op.In, b); err != nil {
 					t.Fatal(err)
 				}
 			}
+		}
+		if len(m.Graph.Ops) > cfg.MaxKernelOps {
+			t.Errorf("%s: %d kernel ops, the limit is %d", ex, len(m.Graph.Ops), cfg.MaxKernelOps)
 		}
 	}
 }

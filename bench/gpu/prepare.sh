@@ -7,7 +7,8 @@
 #
 #   WORKLOAD.unfused/     mirage emit of the program itself (one kernel per op)
 #   WORKLOAD.mugraph/     mirage emit of the hand-written fused μGraph
-#                         (examples/WORKLOAD_mugraph.py; the examples only)
+#                         (examples/ or bench/workloads/WORKLOAD_mugraph.py,
+#                         where there is one)
 #   WORKLOAD.cN/          mirage emit --candidate N of the superopt result,
 #                         N = 0 .. MIRAGE_TOP_K-1 (0 = the model's best)
 #   superopt/WORKLOAD.json   superopt --json (estimated_us of every candidate)
@@ -130,9 +131,11 @@ for arch in $archs; do
 		src=$(source_of "$w") || { echo "prepare.sh: no program for workload $w" >&2; exit 2; }
 		echo "== $arch $w ($src)"
 		emit_entry "$dir" "$arch" "$w.unfused" "$w" unfused "$src" "" ""
-		if [ -f "examples/${w}_mugraph.py" ]; then
-			emit_entry "$dir" "$arch" "$w.mugraph" "$w" mugraph "examples/${w}_mugraph.py" "" ""
-		fi
+		for m in "examples/${w}_mugraph.py" "bench/workloads/${w}_mugraph.py"; do
+			if [ -f "$m" ]; then
+				emit_entry "$dir" "$arch" "$w.mugraph" "$w" mugraph "$m" "" ""
+			fi
+		done
 		[ "$top_k" -gt 0 ] || [ -n "${MIRAGE_CANDIDATES:-}" ] || continue
 		sodir=$dir/superopt/$w
 		rm -rf "$sodir" "$dir/superopt/$w.failed" "$dir/$w".c[0-9]*
