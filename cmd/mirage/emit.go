@@ -23,6 +23,7 @@ type emitFlags struct {
 	arch       string
 	candidate  int
 	singleFile bool
+	name       string
 	asJSON     bool
 }
 
@@ -57,6 +58,7 @@ kernels with their launches, and the tensors the entry point takes.`,
 	fl.StringVar(&f.arch, "arch", defaultArch, "target architecture: sm_80 (A100) or sm_90 (H100)")
 	fl.IntVar(&f.candidate, "candidate", 0, "which graph of a .ugraph.json file (0: the first, the best)")
 	fl.BoolVar(&f.singleFile, "single-file", false, "inline the device runtime into NAME.cu")
+	fl.StringVar(&f.name, "name", "", "the NAME of the files and of mirage_NAME (default: the program's name), so that several candidates can be linked together")
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
 	return cmd
 }
@@ -74,7 +76,11 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	res, err := emitFiles(in.Name, g, cuda.Options{Arch: arch, SingleFile: f.singleFile, Source: path}, f.outDir)
+	name := in.Name
+	if f.name != "" {
+		name = f.name
+	}
+	res, err := emitFiles(name, g, cuda.Options{Arch: arch, SingleFile: f.singleFile, Source: path}, f.outDir)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}

@@ -197,6 +197,15 @@ func TestEmit(t *testing.T) {
 		}
 	}
 
+	// --name renames the files and the entry point.
+	named := t.TempDir()
+	if code, _, stderr := mirage(t, "emit", examplePath("rmsnorm_matmul_mugraph.py"), "-o", named, "--name", "cand1"); code != 0 {
+		t.Fatalf("--name: exit %d: %s", code, stderr)
+	}
+	if h, err := os.ReadFile(filepath.Join(named, "cand1.h")); err != nil || !strings.Contains(string(h), "cudaError_t mirage_cand1(") {
+		t.Errorf("--name cand1: %v\n%s", err, h)
+	}
+
 	single := t.TempDir()
 	if code, _, stderr := mirage(t, "emit", examplePath("gqa_mugraph.py"), "-o", single, "--single-file"); code != 0 {
 		t.Fatalf("--single-file: exit %d: %s", code, stderr)
