@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/mirage-go/mirage/ugraph"
-	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -17,7 +16,7 @@ import (
 // op by op (see check); anything else is an error, as are inputs that do not
 // match.
 func Run(g *kernel.Graph, inputs []*Tensor) ([]*Tensor, error) {
-	if err := check(g); err != nil {
+	if err := kernel.Validate(g); err != nil {
 		return nil, fmt.Errorf("interp: invalid graph: %w", err)
 	}
 	ids := g.Inputs()
@@ -65,92 +64,4 @@ func Run(g *kernel.Graph, inputs []*Tensor) ([]*Tensor, error) {
 		}
 	}
 	return outs, nil
-}
-
-// check replays g through the kernel and block builders, which enforce every
-// rule of DESIGN §3, and fails unless the replay rebuilds g exactly. The
-// evaluation then relies on what the builders guarantee (operands precede
-// their ops, result shapes follow the shape rules, PostLoop marks the tiles
-// computed after the for-loop, an output op covers every grid axis) and
-// never re-derives it.
-func check(g *kernel.Graph) error {
-	if g == nil {
-		return fmt.Errorf("nil graph")
-	}
-	r := kernel.New()
-	for i := range g.Ops {
-		op := &g.Ops[i]
-		var outs []kernel.TensorID
-		var err error
-		switch op.Kind {
-		case ugraph.OpInput:
-			if len(op.Out) != 1 || int(op.Out[0]) != len(r.Tensors) || int(op.Out[0]) >= len(g.Tensors) {
-				return fmt.Errorf("op %d: input results %v are out of order", i, op.Out)
-			}
-			t := g.Tensors[op.Out[0]]
-			var id kernel.TensorID
-			id, err = r.AddInput(t.Shape, t.DType)
-			outs = []kernel.TensorID{id}
-		case ugraph.OpCustomized:
-			if err = checkBlock(op.Block); err == nil {
-				outs, err = r.Customized(op.In, op.Block)
-			}
-		default:
-			var id kernel.TensorID
-			id, err = r.Add(op.Kind, op.Attr, op.In...)
-			outs = []kernel.TensorID{id}
-		}
-		if err != nil {
-			return fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
-		}
-		if !slices.Equal(outs, op.Out) || op.Attr != r.Ops[i].Attr {
-			return fmt.Errorf("op %d (%v) differs from what the builder makes of it", i, op.Kind)
-		}
-	}
-	if !slices.Equal(r.Tensors, g.Tensors) {
-		return fmt.Errorf("the tensors differ from those the ops produce")
-	}
-	for _, id := range g.Outputs {
-		if err := r.MarkOutput(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkBlock is check for a block graph.
-func checkBlock(b *block.Graph) error {
-	if b == nil {
-		return fmt.Errorf("no threadblock graph")
-	}
-	r, err := block.New(b.Grid, b.Threads, b.ForloopRange, b.ReductionDimx)
-	if err != nil {
-		return err
-	}
-	for i := range b.Ops {
-		op := &b.Ops[i]
-		switch {
-		case op.Kind == ugraph.OpInput:
-			if op.Out < 0 || int(op.Out) >= len(b.Tensors) {
-				return fmt.Errorf("block op %d (input): tile %d out of range", i, op.Out)
-			}
-			_, err = r.AddInput(op.Input.DShape, b.Tensors[op.Out].DType, op.Input.IMap, op.Input.FMap)
-		case op.Kind == ugraph.OpOutput:
-			err = r.AddOutput(op.In[0], op.Output.OMap)
-		case op.Kind.AllowedAt(ugraph.LevelBlock):
-			_, err = r.Add(op.Kind, op.Attr, op.Operands()...)
-		default:
-			err = fmt.Errorf("not a threadblock op")
-		}
-		if err != nil {
-			return fmt.Errorf("block op %d (%v): %w", i, op.Kind, err)
-		}
-		if r.Ops[i] != *op {
-			return fmt.Errorf("block op %d (%v) differs from what the builder makes of it", i, op.Kind)
-		}
-	}
-	if !slices.Equal(r.Tensors, b.Tensors) {
-		return fmt.Errorf("the block graph's tiles differ from those its ops produce")
-	}
-	return nil
 }
