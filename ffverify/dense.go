@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 // The dense evaluator computes every element of a result. Each function
@@ -52,8 +53,8 @@ func binary(dst, x, y *tensor, f func(a, b elem) elem) {
 		}
 		return
 	}
-	od := pad(dst.shape)
-	xs, ys := broadcastStrides(x.shape, od), broadcastStrides(y.shape, od)
+	od := layout.Pad(dst.shape)
+	xs, ys := layout.BroadcastStrides(x.shape, od), layout.BroadcastStrides(y.shape, od)
 	i := 0
 	for a := range od[0] {
 		for b := range od[1] {
@@ -113,7 +114,7 @@ func matmul(dst, a, b *tensor) {
 // n, in strided groups: dst[..,j,..] = Σ_t x[..,t·d+j,..]. d = 1 is
 // reduction; d = reduction_dimx is reduction_to_dimx.
 func reduce(dst, x *tensor, dim int) {
-	outer, n, inner := split(x.shape, dim)
+	outer, n, inner := layout.Split(x.shape, dim)
 	d := dst.shape.Dim(dim)
 	clear(dst.v)
 	for o := range outer {
@@ -130,7 +131,7 @@ func reduce(dst, x *tensor, dim int) {
 // rmsNorm computes x / rms(x) with the rms over the dims from dim to the
 // last (no epsilon, as in interp).
 func rmsNorm(dst, x *tensor, dim int) {
-	_, n, inner := split(x.shape, dim)
+	_, n, inner := layout.Split(x.shape, dim)
 	m := n * inner
 	for o := 0; o < len(x.v); o += m {
 		row := x.v[o:][:m]
@@ -152,10 +153,10 @@ func sumSquares(xs []elem) elem {
 
 // concat lays x and then y along dim into dst.
 func concat(dst, x, y *tensor, dim int) {
-	var at dims4
-	at[padDim(dim, x.shape.Rank())] = x.shape.Dim(dim)
-	copyBox(dst, dims4{}, x, dims4{}, pad(x.shape))
-	copyBox(dst, at, y, dims4{}, pad(y.shape))
+	var at layout.Dims
+	at[layout.PadDim(dim, x.shape.Rank())] = x.shape.Dim(dim)
+	copyBox(dst, layout.Dims{}, x, layout.Dims{}, layout.Pad(x.shape))
+	copyBox(dst, at, y, layout.Dims{}, layout.Pad(y.shape))
 }
 
 // accumulate adds the tile x of one for-loop iteration into the running sum

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 // lazy evaluates single elements on demand: only the cone of values that an
@@ -97,15 +98,15 @@ func (l *lazy) customizedAt(kop, r, idx int) elem {
 	bp := l.p.blocks[kop]
 	op := &bp.g.Ops[bp.outputs[r]]
 	ts := bp.g.Tensors[op.In[0]].Shape
-	x := pad(op.Output.DShape).index(idx)
+	x := layout.Pad(op.Output.DShape).Index(idx)
 	var b block.Dim3
 	for a, d := range op.Output.OMap {
 		if d >= 0 && bp.g.Grid[a] > 1 {
-			pd := padDim(d, ts.Rank())
+			pd := layout.PadDim(d, ts.Rank())
 			b[a], x[pd] = x[pd]/ts.Dim(d), x[pd]%ts.Dim(d)
 		}
 	}
-	return l.tile(site{bp: bp, kop: kop, b: b, it: -1}, int(op.In[0]), pad(ts).offset(x))
+	return l.tile(site{bp: bp, kop: kop, b: b, it: -1}, int(op.In[0]), layout.Pad(ts).Offset(x))
 }
 
 // tile returns element idx of tile t of s's block graph, in s's block at
@@ -117,12 +118,12 @@ func (l *lazy) tile(s site, t, idx int) elem {
 	if op.Kind == ugraph.OpInput {
 		// A tile of a device tensor: read the device tensor itself.
 		ts := g.Tensors[t].Shape
-		x := pad(ts).index(idx)
+		x := layout.Pad(ts).Index(idx)
 		off := bp.inputOffset(op, s.b, s.it)
 		for i := range x {
 			x[i] += off[i]
 		}
-		return l.at(int(l.p.g.Ops[s.kop].In[bp.operand[s.op]]), pad(op.Input.DShape).offset(x))
+		return l.at(int(l.p.g.Ops[s.kop].In[bp.operand[s.op]]), layout.Pad(op.Input.DShape).Offset(x))
 	}
 	if g.Tensors[t].PostLoop {
 		s.it = -1
@@ -199,15 +200,15 @@ func (l *lazy) tensorStrip(t, start, stride int, dst []elem) {
 func (l *lazy) tileStrip(s site, t, start, stride int, dst []elem) {
 	bp := s.bp
 	if op := &bp.g.Ops[bp.producer[t]]; op.Kind == ugraph.OpInput {
-		ts := pad(bp.g.Tensors[t].Shape)
-		x := ts.index(start)
+		ts := layout.Pad(bp.g.Tensors[t].Shape)
+		x := ts.Index(start)
 		if d, ok := stripDim(ts, x, stride, len(dst)); ok {
 			off := bp.inputOffset(op, s.b, s.it)
 			for i := range x {
 				x[i] += off[i]
 			}
-			dev := pad(op.Input.DShape)
-			l.tensorStrip(int(l.p.g.Ops[s.kop].In[bp.operand[bp.producer[t]]]), dev.offset(x), dev.strides()[d], dst)
+			dev := layout.Pad(op.Input.DShape)
+			l.tensorStrip(int(l.p.g.Ops[s.kop].In[bp.operand[bp.producer[t]]]), dev.Offset(x), dev.Strides()[d], dst)
 			return
 		}
 	}
@@ -218,11 +219,11 @@ func (l *lazy) tileStrip(s site, t, start, stride int, dst []elem) {
 
 // stripDim returns the dim along which a strip of n elements with the given
 // stride runs from index x of a tensor with extents ts, if it stays in one.
-func stripDim(ts dims4, x dims4, stride, n int) (int, bool) {
+func stripDim(ts layout.Dims, x layout.Dims, stride, n int) (int, bool) {
 	if n <= 1 {
 		return ugraph.MaxRank - 1, true
 	}
-	st := ts.strides()
+	st := ts.Strides()
 	for d := range ts {
 		if st[d] == stride && ts[d] > 1 {
 			return d, x[d]+n <= ts[d]
@@ -286,9 +287,9 @@ func (l *lazy) element(s site, idx int) elem {
 	case ugraph.ClassUnary:
 		return f.unary(l.operand(s, 0, idx))
 	case ugraph.ClassBinary:
-		od := pad(l.outShape(s))
-		x := od.index(idx)
-		xs, ys := broadcastStrides(l.inShape(s, 0), od), broadcastStrides(l.inShape(s, 1), od)
+		od := layout.Pad(l.outShape(s))
+		x := od.Index(idx)
+		xs, ys := layout.BroadcastStrides(l.inShape(s, 0), od), layout.BroadcastStrides(l.inShape(s, 1), od)
 		var xo, yo int
 		for i := range x {
 			xo += x[i] * xs[i]
@@ -309,7 +310,7 @@ func (l *lazy) element(s site, idx int) elem {
 		}
 		return sum
 	case ugraph.ClassReduction:
-		_, n, inner := split(l.inShape(s, 0), f.attr.Dim)
+		_, n, inner := layout.Split(l.inShape(s, 0), f.attr.Dim)
 		d := l.outShape(s).Dim(f.attr.Dim)
 		o, j, in := idx/(d*inner), idx/inner%d, idx%inner
 		terms := make([]elem, n/d)
@@ -320,7 +321,7 @@ func (l *lazy) element(s site, idx int) elem {
 		}
 		return sum
 	case ugraph.ClassNorm:
-		_, n, inner := split(l.inShape(s, 0), f.attr.Dim)
+		_, n, inner := layout.Split(l.inShape(s, 0), f.attr.Dim)
 		m := n * inner
 		grp := idx / m
 		inv := l.group(s, grp, func() elem {
@@ -331,13 +332,13 @@ func (l *lazy) element(s site, idx int) elem {
 		return l.operand(s, 0, idx).mul(inv)
 	case ugraph.ClassConcat:
 		a, b := l.inShape(s, 0), l.inShape(s, 1)
-		x := pad(l.outShape(s)).index(idx)
-		pd := padDim(f.attr.Dim, a.Rank())
+		x := layout.Pad(l.outShape(s)).Index(idx)
+		pd := layout.PadDim(f.attr.Dim, a.Rank())
 		if na := a.Dim(f.attr.Dim); x[pd] >= na {
 			x[pd] -= na
-			return l.operand(s, 1, pad(b).offset(x))
+			return l.operand(s, 1, layout.Pad(b).Offset(x))
 		}
-		return l.operand(s, 0, pad(a).offset(x))
+		return l.operand(s, 0, layout.Pad(a).Offset(x))
 	}
 	panic("ffverify: no element rule for " + f.kind.String())
 }

@@ -3,6 +3,7 @@ package ffverify
 import (
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 // run evaluates the plan's graph densely on draw tr and returns its outputs
@@ -70,12 +71,12 @@ func (s source) dense() *tensor {
 }
 
 // load fills dst with the box of its shape at offset off of s.
-func (s source) load(dst *tensor, off dims4) {
+func (s source) load(dst *tensor, off layout.Dims) {
 	if s.t != nil {
-		copyBox(dst, dims4{}, s.t, off, pad(dst.shape))
+		copyBox(dst, layout.Dims{}, s.t, off, layout.Pad(dst.shape))
 		return
 	}
-	box, ss := pad(dst.shape), pad(s.shape).strides()
+	box, ss := layout.Pad(dst.shape), layout.Pad(s.shape).Strides()
 	d := 0
 	for a := range box[0] {
 		for b := range box[1] {
@@ -146,7 +147,7 @@ func (bp *blockPlan) run(fns []fn, ins []source) []*tensor {
 						}
 					case ugraph.OpOutput:
 						t := tile[op.In[0]]
-						copyBox(outs[bp.result(i)], bp.outputOffset(op, b), t, dims4{}, pad(t.shape))
+						copyBox(outs[bp.result(i)], bp.outputOffset(op, b), t, layout.Dims{}, layout.Pad(t.shape))
 					default:
 						eval(i)
 					}
@@ -178,17 +179,17 @@ func (bp *blockPlan) result(i int) int {
 // axis a partitions, block b owns the b[a]-th of Grid[a] equal chunks; along
 // the for-loop dim the loop walks that chunk (or the whole dim) in F tiles,
 // so the tile index there is b[a]·F + it, as DESIGN §3 states.
-func (bp *blockPlan) inputOffset(op *block.Op, b block.Dim3, it int) dims4 {
+func (bp *blockPlan) inputOffset(op *block.Op, b block.Dim3, it int) layout.Dims {
 	in := op.Input
 	r := in.DShape.Rank()
-	var off dims4
+	var off layout.Dims
 	for a, d := range in.IMap {
 		if d >= 0 && bp.g.Grid[a] > 1 {
-			off[padDim(d, r)] = b[a] * (in.DShape.Dim(d) / bp.g.Grid[a])
+			off[layout.PadDim(d, r)] = b[a] * (in.DShape.Dim(d) / bp.g.Grid[a])
 		}
 	}
 	if in.FMap >= 0 {
-		off[padDim(in.FMap, r)] += it * bp.g.Tensors[op.Out].Shape.Dim(in.FMap)
+		off[layout.PadDim(in.FMap, r)] += it * bp.g.Tensors[op.Out].Shape.Dim(in.FMap)
 	}
 	return off
 }
@@ -196,12 +197,12 @@ func (bp *blockPlan) inputOffset(op *block.Op, b block.Dim3, it int) dims4 {
 // outputOffset is where, in its device tensor, output op stores block b's
 // tile: the blocks' tiles lie side by side, in block order, along each dim
 // the output map names.
-func (bp *blockPlan) outputOffset(op *block.Op, b block.Dim3) dims4 {
+func (bp *blockPlan) outputOffset(op *block.Op, b block.Dim3) layout.Dims {
 	t := bp.g.Tensors[op.In[0]].Shape
-	var off dims4
+	var off layout.Dims
 	for a, d := range op.Output.OMap {
 		if d >= 0 && bp.g.Grid[a] > 1 {
-			off[padDim(d, t.Rank())] = b[a] * t.Dim(d)
+			off[layout.PadDim(d, t.Rank())] = b[a] * t.Dim(d)
 		}
 	}
 	return off

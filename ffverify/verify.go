@@ -7,6 +7,7 @@ import (
 
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 const (
@@ -352,7 +353,7 @@ func (m *matcher) verdict(trial int) (Result, bool) {
 		r := Result{Output: i, Trial: trial}
 		for _, idx := range m.diff[i] {
 			if idx >= 0 {
-				r.Index = unpadIndex(pad(m.shapes[i]).index(idx), m.shapes[i].Rank())
+				r.Index = layout.UnpadIndex(layout.Pad(m.shapes[i]).Index(idx), m.shapes[i].Rank())
 				break
 			}
 		}

@@ -3,6 +3,7 @@ package interp
 import (
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 // blockRun evaluates one graph-defined kernel (DESIGN §3): every block of the
@@ -147,7 +148,7 @@ func (r *blockRun) load(op *block.Op, dev *Tensor, b block.Dim3, it int) {
 	if in.FMap >= 0 {
 		off[in.FMap] += it * t.Shape.Dim(in.FMap)
 	}
-	copyBox(t, dims4{}, dev, padIndex(off[:t.Shape.Rank()]), pad(t.Shape))
+	copyBox(t, layout.Dims{}, dev, layout.PadIndex(off[:t.Shape.Rank()]), layout.Pad(t.Shape))
 }
 
 // store copies block b's post-loop tile into device tensor dev: the blocks'
@@ -161,5 +162,5 @@ func (r *blockRun) store(op *block.Op, dev *Tensor, b block.Dim3) {
 			off[d] = b[a] * t.Shape.Dim(d)
 		}
 	}
-	copyBox(dev, padIndex(off[:t.Shape.Rank()]), t, dims4{}, pad(t.Shape))
+	copyBox(dev, layout.PadIndex(off[:t.Shape.Rank()]), t, layout.Dims{}, layout.Pad(t.Shape))
 }

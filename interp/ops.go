@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 // This file holds the math of every operator, written once for both levels:
@@ -115,8 +116,8 @@ func binary(dst, x, y *Tensor, f func(x, y float64) float64) {
 		}
 		return
 	}
-	od := pad(dst.Shape)
-	xs, ys := broadcastStrides(x.Shape, od), broadcastStrides(y.Shape, od)
+	od := layout.Pad(dst.Shape)
+	xs, ys := layout.BroadcastStrides(x.Shape, od), layout.BroadcastStrides(y.Shape, od)
 	out := dst.Data
 	i := 0
 	for a := range od[0] {
@@ -131,19 +132,6 @@ func binary(dst, x, y *Tensor, f func(x, y float64) float64) {
 			}
 		}
 	}
-}
-
-// broadcastStrides returns s's padded strides with 0 wherever s has extent
-// 1 and the result does not.
-func broadcastStrides(s ugraph.Shape, out dims4) dims4 {
-	d := pad(s)
-	st := d.strides()
-	for i := range st {
-		if d[i] == 1 && out[i] != 1 {
-			st[i] = 0
-		}
-	}
-	return st
 }
 
 // matmul computes dst[..,i,j] = Σ_l a[..,i,l]·b[..,l,j], batched over the
@@ -187,7 +175,7 @@ func matmul(dst, a, b *Tensor) {
 // d = 1 is reduction; d = reduction_dimx is reduction_to_dimx, whose strided
 // grouping sums, element-wise, partial results that blocks laid side by side.
 func reduce(dst, x *Tensor, dim int) {
-	outer, n, inner := split(x.Shape, dim)
+	outer, n, inner := layout.Split(x.Shape, dim)
 	d := dst.Shape.Dim(dim)
 	clear(dst.Data)
 	for o := range outer {
@@ -207,7 +195,7 @@ func reduce(dst, x *Tensor, dim int) {
 // without one, and the interpreter is the ground truth for exact
 // equivalence. An all-zero group therefore yields NaN (0/0).
 func rmsNorm(dst, x *Tensor, dim int) {
-	_, n, inner := split(x.Shape, dim)
+	_, n, inner := layout.Split(x.Shape, dim)
 	m := n * inner
 	for o := 0; o < len(x.Data); o += m {
 		row := x.Data[o:][:m]
@@ -227,8 +215,8 @@ func rmsNorm(dst, x *Tensor, dim int) {
 func concat(dst, x, y *Tensor, dim int) {
 	var at [ugraph.MaxRank]int
 	at[dim] = x.Shape.Dim(dim)
-	copyBox(dst, dims4{}, x, dims4{}, pad(x.Shape))
-	copyBox(dst, padIndex(at[:x.Shape.Rank()]), y, dims4{}, pad(y.Shape))
+	copyBox(dst, layout.Dims{}, x, layout.Dims{}, layout.Pad(x.Shape))
+	copyBox(dst, layout.PadIndex(at[:x.Shape.Rank()]), y, layout.Dims{}, layout.Pad(y.Shape))
 }
 
 // accumulate adds the tile x of one for-loop iteration into the accumulator

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/layout"
 )
 
 // Tensor is a dense row-major tensor of float64 values: a device tensor of a
@@ -84,62 +85,7 @@ func (t *Tensor) String() string {
 	return fmt.Sprintf("%v%v ...]", t.Shape, strings.TrimSuffix(fmt.Sprint(t.Data[:show]), "]"))
 }
 
-// The loops of this package view every tensor as rank 4, its extents
-// left-padded with 1s, so that one loop nest serves all ranks.
-type dims4 [ugraph.MaxRank]int
-
-func pad(s ugraph.Shape) dims4 {
-	d := dims4{1, 1, 1, 1}
-	r := s.Rank()
-	for i := range r {
-		d[ugraph.MaxRank-r+i] = s.Dim(i)
-	}
-	return d
-}
-
-// padIndex left-pads a per-dim index or offset of a rank-r tensor with 0s.
-func padIndex(x []int) dims4 {
-	var d dims4
-	copy(d[ugraph.MaxRank-len(x):], x)
-	return d
-}
-
-func (d dims4) strides() dims4 {
-	var s dims4
-	acc := 1
-	for i := ugraph.MaxRank - 1; i >= 0; i-- {
-		s[i] = acc
-		acc *= d[i]
-	}
-	return s
-}
-
-// split views s as [outer, n, inner] around dim: n is the extent of dim,
-// outer and inner the products of the extents before and after it.
-func split(s ugraph.Shape, dim int) (outer, n, inner int) {
-	outer, inner = 1, 1
-	for i := range dim {
-		outer *= s.Dim(i)
-	}
-	for i := dim + 1; i < s.Rank(); i++ {
-		inner *= s.Dim(i)
-	}
-	return outer, s.Dim(dim), inner
-}
-
-// copyBox copies the box of extents box at offset srcOff of src to offset
-// dstOff of dst (all in padded coordinates). Loading a tile, storing one and
-// concat are all this one copy.
-func copyBox(dst *Tensor, dstOff dims4, src *Tensor, srcOff dims4, box dims4) {
-	ds, ss := pad(dst.Shape).strides(), pad(src.Shape).strides()
-	row := box[3]
-	for a := range box[0] {
-		for b := range box[1] {
-			for c := range box[2] {
-				d := (dstOff[0]+a)*ds[0] + (dstOff[1]+b)*ds[1] + (dstOff[2]+c)*ds[2] + dstOff[3]
-				s := (srcOff[0]+a)*ss[0] + (srcOff[1]+b)*ss[1] + (srcOff[2]+c)*ss[2] + srcOff[3]
-				copy(dst.Data[d:d+row], src.Data[s:s+row])
-			}
-		}
-	}
+// copyBox is layout.CopyBox on tensors.
+func copyBox(dst *Tensor, dstOff layout.Dims, src *Tensor, srcOff, box layout.Dims) {
+	layout.CopyBox(dst.Data, dst.Shape, dstOff, src.Data, src.Shape, srcOff, box)
 }

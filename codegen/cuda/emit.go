@@ -8,6 +8,7 @@ import (
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/layout"
 	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
@@ -377,9 +378,9 @@ func (p *program) predefined(i int) error {
 		kname = fmt.Sprintf("mirage::binary_kernel<%s, mirage::Op::%s>", ct, opNames[op.Kind])
 		grid = [3]int{elementwiseBlocks(n), 1, 1}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprintf("%dLL", n),
-			dims4(pad4(out.Shape), nil), dims4(broadcastStrides(x.Shape, out.Shape), nil), dims4(broadcastStrides(y.Shape, out.Shape), nil)}
+			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape)))}
 	case ugraph.ClassReduction:
-		outer, n, inner := split(x.Shape, op.Attr.Dim)
+		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		if inner == 1 {
 			kname = fmt.Sprintf("mirage::reduce_rows_kernel<%s>", ct)
 			grid = [3]int{max(1, min((outer+7)/8, 65535)), 1, 1}
@@ -390,7 +391,7 @@ func (p *program) predefined(i int) error {
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", outer), fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
 		}
 	case ugraph.ClassNorm:
-		rows, n, inner := split(x.Shape, op.Attr.Dim)
+		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
 		kname = fmt.Sprintf("mirage::rms_norm_kernel<%s>", ct)
 		grid = [3]int{max(1, min(rows, 65535)), 1, 1}
@@ -474,45 +475,8 @@ func gemmConfig(dt ugraph.DType, m, n, k int) (gemmTile, bool) {
 	return gemmTile{128, 128, 2, 2}, true
 }
 
-// split views s as [outer, n, inner] around dim.
-func split(s ugraph.Shape, dim int) (outer, n, inner int) {
-	outer, inner = 1, 1
-	for i := range dim {
-		outer *= s.Dim(i)
-	}
-	for i := dim + 1; i < s.Rank(); i++ {
-		inner *= s.Dim(i)
-	}
-	return outer, s.Dim(dim), inner
-}
-
-// pad4 left-pads s's extents with 1s to rank 4.
-func pad4(s ugraph.Shape) [4]int {
-	d := [4]int{1, 1, 1, 1}
-	r := s.Rank()
-	for i := range r {
-		d[4-r+i] = s.Dim(i)
-	}
-	return d
-}
-
-// broadcastStrides are x's padded strides with 0 wherever x has extent 1
-// and out does not.
-func broadcastStrides(x, out ugraph.Shape) [4]int {
-	d, o := pad4(x), pad4(out)
-	var st [4]int
-	acc := 1
-	for i := 3; i >= 0; i-- {
-		st[i] = acc
-		acc *= d[i]
-		if d[i] == 1 && o[i] != 1 {
-			st[i] = 0
-		}
-	}
-	return st
-}
-
-func dims4(d [4]int, _ []int) string {
+// dims4 is d as the runtime's mirage::Dims4.
+func dims4(d layout.Dims) string {
 	return fmt.Sprintf("mirage::Dims4{{%d, %d, %d, %d}}", d[0], d[1], d[2], d[3])
 }
 
