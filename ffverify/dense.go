@@ -46,28 +46,7 @@ func apply(f *fn, dst, x, y *tensor) {
 
 // binary applies f element-wise, broadcasting through size-1 dims.
 func binary(dst, x, y *tensor, f func(a, b elem) elem) {
-	if x.shape == y.shape {
-		yv := y.v[:len(x.v)]
-		for i, v := range x.v {
-			dst.v[i] = f(v, yv[i])
-		}
-		return
-	}
-	od := layout.Pad(dst.shape)
-	xs, ys := layout.BroadcastStrides(x.shape, od), layout.BroadcastStrides(y.shape, od)
-	i := 0
-	for a := range od[0] {
-		for b := range od[1] {
-			for c := range od[2] {
-				xo := a*xs[0] + b*xs[1] + c*xs[2]
-				yo := a*ys[0] + b*ys[1] + c*ys[2]
-				for d := range od[3] {
-					dst.v[i] = f(x.v[xo+d*xs[3]], y.v[yo+d*ys[3]])
-					i++
-				}
-			}
-		}
-	}
+	layout.Binary(dst.v, dst.shape, x.v, x.shape, y.v, y.shape, f)
 }
 
 // matmul computes dst[..,i,j] = Σ_l a[..,i,l]·b[..,l,j], batched over the

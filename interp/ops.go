@@ -104,34 +104,10 @@ func unary(dst, x *Tensor, f func(float64) float64) {
 	}
 }
 
-// binary applies f element-wise, broadcasting operands of equal rank
-// through their size-1 dims: such a dim has stride 0, so every index along
-// the result's dim reads the same element.
+// binary applies f element-wise, broadcasting through size-1 dims
+// (layout.Binary).
 func binary(dst, x, y *Tensor, f func(x, y float64) float64) {
-	if x.Shape == y.Shape {
-		out := dst.Data[:len(x.Data)]
-		yd := y.Data[:len(x.Data)]
-		for i, v := range x.Data {
-			out[i] = f(v, yd[i])
-		}
-		return
-	}
-	od := layout.Pad(dst.Shape)
-	xs, ys := layout.BroadcastStrides(x.Shape, od), layout.BroadcastStrides(y.Shape, od)
-	out := dst.Data
-	i := 0
-	for a := range od[0] {
-		for b := range od[1] {
-			for c := range od[2] {
-				xo := a*xs[0] + b*xs[1] + c*xs[2]
-				yo := a*ys[0] + b*ys[1] + c*ys[2]
-				for d := range od[3] {
-					out[i] = f(x.Data[xo+d*xs[3]], y.Data[yo+d*ys[3]])
-					i++
-				}
-			}
-		}
-	}
+	layout.Binary(dst.Data, dst.Shape, x.Data, x.Shape, y.Data, y.Shape, f)
 }
 
 // matmul computes dst[..,i,j] = Σ_l a[..,i,l]·b[..,l,j], batched over the

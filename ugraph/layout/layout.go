@@ -105,3 +105,32 @@ func CopyBox[T any](dst []T, dstShape ugraph.Shape, dstOff Dims, src []T, srcSha
 		}
 	}
 }
+
+// Binary sets dst[i] = f(x[i'], y[i”]) for every position of dst (shape
+// dstShape), where x (shape xShape) and y (shape yShape) are broadcast
+// through their size-1 dims: such a dim has stride 0, so every index along
+// the result's dim reads the same element.
+func Binary[T any](dst []T, dstShape ugraph.Shape, x []T, xShape ugraph.Shape, y []T, yShape ugraph.Shape, f func(a, b T) T) {
+	if xShape == yShape {
+		out, yd := dst[:len(x)], y[:len(x)]
+		for i, v := range x {
+			out[i] = f(v, yd[i])
+		}
+		return
+	}
+	od := Pad(dstShape)
+	xs, ys := BroadcastStrides(xShape, od), BroadcastStrides(yShape, od)
+	i := 0
+	for a := range od[0] {
+		for b := range od[1] {
+			for c := range od[2] {
+				xo := a*xs[0] + b*xs[1] + c*xs[2]
+				yo := a*ys[0] + b*ys[1] + c*ys[2]
+				for d := range od[3] {
+					dst[i] = f(x[xo+d*xs[3]], y[yo+d*ys[3]])
+					i++
+				}
+			}
+		}
+	}
+}

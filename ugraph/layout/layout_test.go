@@ -59,3 +59,22 @@ func TestCopyBox(t *testing.T) {
 		t.Errorf("got %v, want %v", dst, want)
 	}
 }
+
+func TestBinary(t *testing.T) {
+	// A 2x3 matrix plus a 2x1 column and plus a 1x3 row.
+	x := []int{1, 2, 3, 4, 5, 6}
+	add := func(a, b int) int { return a + b }
+	dst := make([]int, 6)
+	Binary(dst, ugraph.MustShape(2, 3), x, ugraph.MustShape(2, 3), []int{10, 20}, ugraph.MustShape(2, 1), add)
+	if want := []int{11, 12, 13, 24, 25, 26}; !slices.Equal(dst, want) {
+		t.Errorf("column: %v, want %v", dst, want)
+	}
+	Binary(dst, ugraph.MustShape(2, 3), []int{100, 200, 300}, ugraph.MustShape(1, 3), x, ugraph.MustShape(2, 3), add)
+	if want := []int{101, 202, 303, 104, 205, 306}; !slices.Equal(dst, want) {
+		t.Errorf("row: %v, want %v", dst, want)
+	}
+	Binary(dst, ugraph.MustShape(2, 3), x, ugraph.MustShape(2, 3), x, ugraph.MustShape(2, 3), add)
+	if want := []int{2, 4, 6, 8, 10, 12}; !slices.Equal(dst, want) {
+		t.Errorf("same shape: %v, want %v", dst, want)
+	}
+}
