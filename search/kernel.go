@@ -202,12 +202,12 @@ func (k *kernelState) eachOperands(c OpChoice, f func([]kernel.TensorID)) {
 	n := kernel.TensorID(len(k.g.Tensors))
 	last := k.keys[len(k.keys)-1]
 	in := make([]kernel.TensorID, c.Kind.Info().Arity)
+	var ids [2]int32 // operands of a pre-defined op: at most 2
 	try := func() {
-		ids := make([]int32, len(in))
 		for i, t := range in {
 			ids[i] = int32(t)
 		}
-		if keyOf(c.Kind, c.Attr, ids, 0).compare(last) <= 0 {
+		if keyOf(c.Kind, c.Attr, ids[:len(in)], 0).compare(last) <= 0 {
 			k.s.prunedOrder.Add(1)
 			return
 		}
@@ -245,14 +245,14 @@ func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
 		s.prunedShape.Add(1)
 		return
 	}
-	ids := make([]int32, len(in))
+	var ids [2]int32
 	for i, t := range in {
 		ids[i] = int32(t)
 		k.uses[t]++
 	}
 	k.expr = append(k.expr, e)
 	k.uses = append(k.uses, 0)
-	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids, 0))
+	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
 	s.states.Add(1)
 	switch {
 	case !k.canComplete(len(k.sinks()), k.opsLeft()):
