@@ -168,6 +168,7 @@ type blockState struct {
 // expressions of its outputs.
 type completeBlock struct {
 	g        *block.Graph
+	hash     uint64 // block.Hash(g), computed once for every replay
 	outExprs []*absexpr.Expr
 }
 
@@ -212,7 +213,7 @@ func (k *kernelState) openBlock(ins []kernel.TensorID, conf blockConfig) {
 	key := k.blockSearchKey(ins, conf)
 	if done, ok := s.blockSearches.Load(key); ok {
 		for _, c := range done.([]completeBlock) {
-			k.attach(ins, c.g, c.outExprs)
+			k.attach(ins, c)
 			if s.stop() {
 				return
 			}
@@ -337,7 +338,7 @@ func (b *blockState) tryOp(c OpChoice, in []block.TensorID) {
 		s.prunedAbsexpr.Add(1)
 		return
 	}
-	out, err := b.g.Add(c.Kind, c.Attr, in...)
+	_, err := b.g.Add(c.Kind, c.Attr, in...)
 	if err != nil {
 		s.prunedShape.Add(1)
 		return
@@ -357,7 +358,6 @@ func (b *blockState) tryOp(c OpChoice, in []block.TensorID) {
 		s.prunedDead.Add(1)
 	}
 	b.pop()
-	_ = out
 }
 
 func (b *blockState) pop() {
@@ -418,8 +418,9 @@ func (b *blockState) finish() {
 			s.prunedShape.Add(1)
 			continue
 		}
-		b.done = append(b.done, completeBlock{g, outExprs})
-		b.k.attach(b.ins, g, outExprs)
+		c := completeBlock{g: g, hash: block.Hash(g), outExprs: outExprs}
+		b.done = append(b.done, c)
+		b.k.attach(b.ins, c)
 		if s.stop() {
 			return
 		}

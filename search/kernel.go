@@ -6,7 +6,6 @@ import (
 
 	"github.com/mirage-go/mirage/absexpr"
 	"github.com/mirage-go/mirage/ugraph"
-	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -240,7 +239,7 @@ func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
 		s.prunedAbsexpr.Add(1)
 		return
 	}
-	out, err := k.g.Add(c.Kind, c.Attr, in...)
+	_, err := k.g.Add(c.Kind, c.Attr, in...)
 	if err != nil {
 		s.prunedShape.Add(1)
 		return
@@ -253,9 +252,16 @@ func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
 	k.expr = append(k.expr, e)
 	k.uses = append(k.uses, 0)
 	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
+	k.descend()
+}
+
+// descend explores below the op just pushed, unless the state cannot end
+// with the program's outputs or was seen before, and pops the op.
+func (k *kernelState) descend() {
+	s := k.s
 	s.states.Add(1)
 	switch {
-	case !k.canComplete(len(k.sinks()), k.opsLeft()):
+	case k.opsLeft() == 0 && !k.complete(), !k.canComplete(len(k.sinks()), k.opsLeft()):
 		s.prunedDead.Add(1)
 	case k.seenBefore():
 		s.prunedHash.Add(1)
@@ -263,7 +269,6 @@ func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
 		k.explore()
 	}
 	k.pop()
-	_ = out
 }
 
 // pop removes the last op and what the state tracks for it.
@@ -345,21 +350,20 @@ func countIn(ts, set []kernel.TensorID) int {
 	return n
 }
 
-// attach adds the customized op running b (complete, with its output ops)
-// on ins, explores below it and removes it. outExprs are the expressions of
-// b's outputs, in order.
-func (k *kernelState) attach(ins []kernel.TensorID, b *block.Graph, outExprs []*absexpr.Expr) {
+// attach adds the customized op running c.g (complete, with its output
+// ops) on ins, explores below it and removes it.
+func (k *kernelState) attach(ins []kernel.TensorID, c completeBlock) {
 	s := k.s
 	ids := make([]int32, len(ins))
 	for i, t := range ins {
 		ids[i] = int32(t)
 	}
-	key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, block.Hash(b))
+	key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, c.hash)
 	if key.compare(k.keys[len(k.keys)-1]) <= 0 {
 		s.prunedOrder.Add(1)
 		return
 	}
-	outs, err := k.g.Customized(ins, b)
+	outs, err := k.g.Customized(ins, c.g)
 	if err != nil {
 		s.prunedShape.Add(1)
 		return
@@ -368,21 +372,10 @@ func (k *kernelState) attach(ins []kernel.TensorID, b *block.Graph, outExprs []*
 		k.uses[t]++
 	}
 	for i := range outs {
-		k.expr = append(k.expr, outExprs[i])
+		k.expr = append(k.expr, c.outExprs[i])
 		k.uses = append(k.uses, 0)
 	}
 	k.keys = append(k.keys, key)
 	k.ncust++
-	s.states.Add(1)
-	switch {
-	case k.opsLeft() == 0 && !k.complete():
-		s.prunedDead.Add(1)
-	case !k.canComplete(len(k.sinks()), k.opsLeft()):
-		s.prunedDead.Add(1)
-	case k.seenBefore():
-		s.prunedHash.Add(1)
-	default:
-		k.explore()
-	}
-	k.pop()
+	k.descend()
 }
