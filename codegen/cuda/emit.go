@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -29,12 +30,14 @@ func ParseArch(s string) (Arch, error) {
 	return "", fmt.Errorf("unknown architecture %q (want sm_80 or sm_90)", s)
 }
 
-// SmemLimit is the most dynamic shared memory one block may use.
+// SmemLimit is the most dynamic shared memory one block may use, from the
+// architecture table of the cost model (cost.Arch.MaxSmemPerBlock).
 func (a Arch) SmemLimit() int {
-	if a == SM80 {
-		return thread.SmemSM80
+	arch, err := cost.LookupArch(string(a))
+	if err != nil {
+		panic(err) // every Arch constant is in the table (TestArchs)
 	}
-	return thread.SmemSM90
+	return arch.MaxSmemPerBlock
 }
 
 // Options control Emit.

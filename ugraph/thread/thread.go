@@ -39,13 +39,6 @@ const (
 	MMATileK  = 16  // the reduction extent of one mma.sync
 )
 
-// Shared-memory limits per block (the opt-in maximum of dynamic shared
-// memory) of the architectures we emit code for.
-const (
-	SmemSM80 = 166912 // A100: 163 KiB
-	SmemSM90 = 232448 // H100: 227 KiB
-)
-
 // Role says how an op of the block graph runs.
 type Role uint8
 
