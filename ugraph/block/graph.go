@@ -100,26 +100,39 @@ const MaxGridAxis = 1 << 16
 
 // New returns an empty block graph, checking its launch parameters.
 func New(grid, threads Dim3, forloopRange, reductionDimx int) (*Graph, error) {
+	g := new(Graph)
+	if err := g.Reset(grid, threads, forloopRange, reductionDimx); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// Reset makes g an empty block graph with the given launch parameters, as
+// New does, keeping the memory of its ops and tensors (a generator reuses
+// one graph for many). g is unchanged when the parameters are invalid.
+func (g *Graph) Reset(grid, threads Dim3, forloopRange, reductionDimx int) error {
 	for a, n := range grid {
 		if n < 1 || n > MaxGridAxis {
-			return nil, fmt.Errorf("grid_dim %v: axis %d is %d, want 1 to %d", grid, a, n, MaxGridAxis)
+			return fmt.Errorf("grid_dim %v: axis %d is %d, want 1 to %d", grid, a, n, MaxGridAxis)
 		}
 	}
 	for a, n := range threads {
 		if n < 1 || n > MaxThreads { // bounding each axis keeps Count from overflowing
-			return nil, fmt.Errorf("block_dim %v: axis %d is %d, want 1 to %d", threads, a, n, MaxThreads)
+			return fmt.Errorf("block_dim %v: axis %d is %d, want 1 to %d", threads, a, n, MaxThreads)
 		}
 	}
 	if threads.Count() > MaxThreads {
-		return nil, fmt.Errorf("block_dim %v: %d threads, at most %d", threads, threads.Count(), MaxThreads)
+		return fmt.Errorf("block_dim %v: %d threads, at most %d", threads, threads.Count(), MaxThreads)
 	}
 	if forloopRange < 1 {
-		return nil, fmt.Errorf("forloop_range %d, want >= 1", forloopRange)
+		return fmt.Errorf("forloop_range %d, want >= 1", forloopRange)
 	}
 	if reductionDimx < 1 {
-		return nil, fmt.Errorf("reduction_dimx %d, want >= 1", reductionDimx)
+		return fmt.Errorf("reduction_dimx %d, want >= 1", reductionDimx)
 	}
-	return &Graph{Grid: grid, Threads: threads, ForloopRange: forloopRange, ReductionDimx: reductionDimx}, nil
+	*g = Graph{Grid: grid, Threads: threads, ForloopRange: forloopRange, ReductionDimx: reductionDimx,
+		Tensors: g.Tensors[:0], Ops: g.Ops[:0]}
+	return nil
 }
 
 // Clone returns a copy of g that shares nothing mutable with it.
