@@ -13,10 +13,24 @@ import (
 // iteration and index). Its results equal the dense evaluator's, element
 // for element; the fast path of the verifier relies on that.
 type lazy struct {
-	p      *plan
-	tr     *trial
-	memo   map[memoKey]elem
-	budget int // the most values memo may hold; see errBudget
+	p  *plan
+	tr *trial
+	// pages hold the memoised values, one dense page per tensor, or per
+	// tile of a block graph in one block at one iteration: most demands
+	// read runs of the same tile, which then cost an index rather than a
+	// hash lookup. lastKey and lastPage cache the page used last.
+	pages    map[pageKey]*page
+	lastKey  pageKey
+	lastPage *page
+	groups   map[pageKey]map[int]elem // per-group statistics (rms_norm's inverse rms)
+	// tensors are the pages of kernel tensors, by tensor, taken from cache
+	// when there is one (sigs name the tensors there).
+	tensors []*page
+	cache   *Cache
+	sigs    []uint64
+	// budget bounds the values computed (see errBudget), and room the
+	// elements of the pages allocated (a dense evaluation's worth).
+	budget, computed, room int
 	// last holds, per input, the last strip read from it: consecutive
 	// elements of a matmul read the same row of one operand (rows of an
 	// attention score tile share a row of Q), which this saves rehashing.
@@ -28,21 +42,62 @@ type strip struct {
 	v             []elem
 }
 
-// memoKey names one memoised value. node is a kernel tensor, or a tile of a
-// block graph (blockPlan.base + tile), or ^node for a per-group statistic of
-// the op producing node (rms_norm's inverse rms). block and iter are the
-// linear block index and the for-loop iteration (-1 after the loop) of a
-// tile, zero at kernel level.
-type memoKey struct {
+// pageKey names the page of a tile: node is blockPlan.base + the tile,
+// block and iter the linear block index and the for-loop iteration (-1
+// after the loop); or, for group statistics, of a kernel tensor (node,
+// zero).
+type pageKey struct {
 	node, block, iter int32
-	idx               int
+}
+
+// page holds the values of one tensor or tile computed so far, in chunks
+// allocated when first written (a demand touches few of them).
+type page struct {
+	chunks []*chunk
+}
+
+const chunkBits = 10 // a chunk holds 1 << chunkBits values
+
+type chunk struct {
+	v   [1 << chunkBits]elem
+	has [1 << chunkBits / 64]uint64 // bit i: v[i] is computed
 }
 
 // newLazy returns a demand-driven evaluator of p on draw tr that computes
 // at most budget values (memoised ones; the products inside a matmul and
-// the reads of inputs do not count).
-func newLazy(p *plan, tr *trial, budget int) *lazy {
-	return &lazy{p: p, tr: tr, memo: make(map[memoKey]elem), budget: budget, last: make([]strip, len(tr.inputs))}
+// the reads of inputs do not count), in pages of at most p.denseSize()
+// elements in all.
+func newLazy(p *plan, tr *trial, budget int, cache *Cache) *lazy {
+	l := &lazy{p: p, tr: tr, pages: map[pageKey]*page{}, groups: map[pageKey]map[int]elem{},
+		budget: budget, room: p.denseSize(), last: make([]strip, len(tr.inputs)),
+		tensors: make([]*page, len(p.g.Tensors)), cache: cache}
+	if cache != nil {
+		l.sigs = p.signatures(tr.key)
+	}
+	return l
+}
+
+func newPage(size int) *page {
+	return &page{chunks: make([]*chunk, (size+1<<chunkBits-1)>>chunkBits)}
+}
+
+// tensorPage returns the page of kernel tensor t.
+func (l *lazy) tensorPage(t int) *page {
+	if pg := l.tensors[t]; pg != nil {
+		return pg
+	}
+	size := l.p.g.Tensors[t].Shape.NumElements()
+	var pg *page
+	if l.cache != nil {
+		pg = l.cache.page(l.sigs[t], size)
+	} else {
+		if l.room -= size; l.room < 0 {
+			panic(errBudget)
+		}
+		pg = newPage(size)
+	}
+	l.tensors[t] = pg
+	return pg
 }
 
 // errBudget is the panic value of a lazy evaluation that exceeds its
@@ -51,11 +106,48 @@ func newLazy(p *plan, tr *trial, budget int) *lazy {
 // the caller recovers it.
 var errBudget = errors.New("ffverify: demand-driven evaluation over budget")
 
-func (l *lazy) remember(key memoKey, v elem) {
-	if len(l.memo) >= l.budget {
+// page returns the page of key, of size elements, allocating it if need be.
+func (l *lazy) page(key pageKey, size int) *page {
+	if l.lastPage != nil && l.lastKey == key {
+		return l.lastPage
+	}
+	pg := l.pages[key]
+	if pg == nil {
+		if l.room -= size; l.room < 0 {
+			panic(errBudget)
+		}
+		pg = newPage(size)
+		l.pages[key] = pg
+	}
+	l.lastKey, l.lastPage = key, pg
+	return pg
+}
+
+func (pg *page) get(i int) (elem, bool) {
+	c := pg.chunks[i>>chunkBits]
+	if c == nil {
+		return elem{}, false
+	}
+	i &= 1<<chunkBits - 1
+	if c.has[i>>6]&(1<<(i&63)) == 0 {
+		return elem{}, false
+	}
+	return c.v[i], true
+}
+
+// remember stores value i of page pg.
+func (l *lazy) remember(pg *page, i int, v elem) {
+	if l.computed++; l.computed > l.budget {
 		panic(errBudget)
 	}
-	l.memo[key] = v
+	c := pg.chunks[i>>chunkBits]
+	if c == nil {
+		c = new(chunk)
+		pg.chunks[i>>chunkBits] = c
+	}
+	i &= 1<<chunkBits - 1
+	c.v[i] = v
+	c.has[i>>6] |= 1 << (i & 63)
 }
 
 // site is where an op runs: kernel op op (bp == nil), or block op op of the
@@ -78,8 +170,8 @@ func (l *lazy) at(t, idx int) elem {
 	if k := p.inputPos[t]; k >= 0 {
 		return l.tr.input(k, idx)
 	}
-	key := memoKey{node: int32(t), idx: idx}
-	if v, ok := l.memo[key]; ok {
+	pg := l.tensorPage(t)
+	if v, ok := pg.get(idx); ok {
 		return v
 	}
 	var v elem
@@ -88,7 +180,7 @@ func (l *lazy) at(t, idx int) elem {
 	} else {
 		v = l.element(site{kop: i, op: i}, idx)
 	}
-	l.remember(key, v)
+	l.remember(pg, idx, v)
 	return v
 }
 
@@ -128,8 +220,8 @@ func (l *lazy) tile(s site, t, idx int) elem {
 	if g.Tensors[t].PostLoop {
 		s.it = -1
 	}
-	key := memoKey{node: int32(bp.base + t), block: bp.blockIndex(s.b), iter: int32(s.it), idx: idx}
-	if v, ok := l.memo[key]; ok {
+	pg := l.page(pageKey{node: int32(bp.base + t), block: bp.blockIndex(s.b), iter: int32(s.it)}, g.Tensors[t].Shape.NumElements())
+	if v, ok := pg.get(idx); ok {
 		return v
 	}
 	var v elem
@@ -138,7 +230,7 @@ func (l *lazy) tile(s site, t, idx int) elem {
 	} else {
 		v = l.element(s, idx)
 	}
-	l.remember(key, v)
+	l.remember(pg, idx, v)
 	return v
 }
 
@@ -265,17 +357,23 @@ func (l *lazy) operand(s site, i, idx int) elem {
 
 // group returns the memoised per-group statistic of the op at s.
 func (l *lazy) group(s site, grp int, compute func() elem) elem {
-	var key memoKey
+	var key pageKey
 	if bp := s.bp; bp != nil {
-		key = memoKey{node: ^int32(bp.base + int(bp.g.Ops[s.op].Out)), block: bp.blockIndex(s.b), iter: int32(s.it), idx: grp}
+		key = pageKey{node: int32(bp.base + int(bp.g.Ops[s.op].Out)), block: bp.blockIndex(s.b), iter: int32(s.it)}
 	} else {
-		key = memoKey{node: ^int32(l.p.g.Ops[s.op].Out[0]), idx: grp}
+		key = pageKey{node: int32(l.p.g.Ops[s.op].Out[0])}
 	}
-	if v, ok := l.memo[key]; ok {
+	if v, ok := l.groups[key][grp]; ok {
 		return v
 	}
 	v := compute()
-	l.remember(key, v)
+	if l.computed++; l.computed > l.budget {
+		panic(errBudget)
+	}
+	if l.groups[key] == nil {
+		l.groups[key] = map[int]elem{}
+	}
+	l.groups[key][grp] = v
 	return v
 }
 

@@ -194,3 +194,45 @@ func TestFullCheckDecides(t *testing.T) {
 		t.Errorf("the fast path missed %d of 32 seeds; want some but not all", missed)
 	}
 }
+
+// TestRejectCachedAgrees checks that the fast path gives the same verdict
+// with a cache shared by many candidates (mutants of the catalogue's
+// correct μGraphs, which share most of their ops) as without one, and
+// that the cache is used.
+func TestRejectCachedAgrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	checked := 0
+	for _, e := range catalogue() {
+		if !e.equivalent {
+			continue
+		}
+		program, base := e.program(), e.candidate()
+		v := must(ffverify.New(program, ffverify.Options{Seed: 2}))
+		cache := ffverify.NewCache(1 << 20)
+		cands := []*kernel.Graph{base}
+		for range 12 {
+			if m, err := mutate(base, randomEdit(rng, base)); err == nil {
+				cands = append(cands, m)
+			}
+		}
+		for round := range 2 { // the second round finds every value cached
+			for i, c := range cands {
+				want, err := v.Reject(c)
+				if err != nil {
+					continue // not a candidate of this program
+				}
+				got := must(v.RejectCached(cache, c))
+				if got != want {
+					t.Errorf("%s, candidate %d, round %d: RejectCached = %v, Reject = %v", e.name, i, round, got, want)
+				}
+				checked++
+			}
+		}
+		if cache.Len() == 0 {
+			t.Errorf("%s: nothing cached", e.name)
+		}
+	}
+	if checked < 100 {
+		t.Errorf("only %d checks", checked)
+	}
+}

@@ -138,11 +138,17 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 // fails on an invalid candidate or one whose inputs differ from the
 // program's.
 func (v *Verifier) Reject(candidate *kernel.Graph) (bool, error) {
+	return v.RejectCached(nil, candidate)
+}
+
+// RejectCached is Reject, keeping in c (if not nil) the values it computes
+// for the next calls, and using those kept by the previous ones.
+func (v *Verifier) RejectCached(c *Cache, candidate *kernel.Graph) (bool, error) {
 	p, err := v.plan(candidate)
 	if err != nil {
 		return false, err
 	}
-	_, rejected := v.fast(p)
+	_, rejected := v.fast(p, c)
 	return rejected, nil
 }
 
@@ -154,7 +160,7 @@ func (v *Verifier) Verify(candidate *kernel.Graph) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if r, rejected := v.fast(p); rejected {
+	if r, rejected := v.fast(p, nil); rejected {
 		return r, nil
 	}
 	return v.full(p), nil
@@ -200,7 +206,7 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 // The demand-driven evaluation may compute at most 1/16 of the values a
 // dense evaluation computes (it costs some ten times as much per value);
 // beyond that the fast path gives up and the full check decides.
-func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
+func (v *Verifier) fast(p *plan, c *Cache) (r Result, rejected bool) {
 	if v.shapesDiffer(p) {
 		return Result{Output: -1, Trial: -1}, true
 	}
@@ -215,7 +221,7 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 			r, rejected = Result{}, false
 		}
 	}()
-	l := newLazy(p, p.trial(v.opts.Seed, 0), max(p.denseSize()/16, 1<<12))
+	l := newLazy(p, p.trial(v.opts.Seed, 0), max(p.denseSize()/16, 1<<12), c)
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {
