@@ -2,6 +2,7 @@ package search
 
 import (
 	"slices"
+	"sync"
 	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
@@ -17,6 +18,9 @@ type blockConfig struct {
 	forloop       int
 	imaps         []block.Map // per input
 	fmaps         []int       // per input
+	classes       *inputClasses
+	split         [3]int8 // per grid axis, the label of the class it splits; -1 for none
+	id            uint32  // the interned confKey
 }
 
 // blockConfigs returns the configurations for a customized op reading ins,
@@ -25,24 +29,80 @@ type blockConfig struct {
 // axes, distinct classes), and the for-loop walks one class or none; every
 // input with a dim of the chosen class is split (walked) along it, the
 // others replicated. The for-loop range is 1 exactly when nothing is
-// walked. When the customized op is to be the kernel graph's last (last),
-// its outputs are the program's: each grid axis then splits a class of the
-// program's outputs, for blocks that split another class (the summed keys
-// of attention, say) write partial results, which a last kernel cannot
-// leave unsummed. The imaps and fmaps so made must also be in the config's lists
-// (a program's superoptimize arguments restrict them). Divisibility is left
-// to the builders.
+// walked. Three rules narrow the choice:
+//
+//   - The for-loop never walks a free class (classes.free). Every post-loop
+//     tile is a sum over the iterations, which would add up values of
+//     different positions of the class, where a program output depends on
+//     one position only.
+//   - When the customized op is to be the kernel graph's last (last), its
+//     outputs are the program's: each grid axis then splits a class of the
+//     program's outputs, for blocks that split another class (the summed
+//     keys of attention, say) write partial results, which a last kernel
+//     cannot leave unsummed.
+//   - Of two configurations that differ only by which grid axis splits
+//     which class, one is kept (mirrored).
+//
+// The imaps and fmaps so made must also be in the config's lists (a
+// program's superoptimize arguments restrict them). Divisibility is
+// checked when a configuration is opened (kernelState.divides).
+//
+// The configurations depend only on the classes of the inputs' dims (which
+// are free, which are the outputs'), and last: they are computed once for
+// each such signature (configsKey) and shared, read-only. Each is numbered
+// (confKey) for blockSearchKey.
 func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last bool) []blockConfig {
-	cfg := &s.cfg
-	cls, outCls := dimClassesAndOutputs(s.program, g)
-	var present []int32 // classes of the inputs' dims, in order of appearance
-	for _, t := range ins {
-		for _, c := range cls[t] {
-			if !slices.Contains(present, c) {
-				present = append(present, c)
-			}
+	classes := classify(s.program, g)
+	inCls, present := classes.inputs(ins) // present: the classes by label
+	key := configsKey{n: len(ins), last: last}
+	for i, labels := range inCls.label {
+		copy(key.labels[i][:], labels)
+	}
+	for l, c := range present {
+		if inCls.free[l] {
+			key.free |= 1 << l
+		}
+		if slices.Contains(classes.outputs, c) {
+			key.outputs |= 1 << l
 		}
 	}
+	if confs, ok := s.configLists.Load(key); ok {
+		return confs.([]blockConfig)
+	}
+	confs := s.makeBlockConfigs(classes, ins, inCls, present, last)
+	for i, c := range confs {
+		ck := confKey{grid: c.grid, threads: c.threads, forloop: c.forloop, n: len(ins), labels: key.labels, free: key.free}
+		copy(ck.imaps[:], c.imaps)
+		copy(ck.fmaps[:], c.fmaps)
+		confs[i].id = s.intern(ck)
+	}
+	actual, _ := s.configLists.LoadOrStore(key, confs)
+	return actual.([]blockConfig)
+}
+
+// confKey is a configuration as its threadblock searches see it: its
+// launch parameters and maps, and the classes of the inputs' dims.
+type confKey struct {
+	grid, threads block.Dim3
+	forloop, n    int
+	imaps         [len(opKey{}.in)]block.Map
+	fmaps         [len(opKey{}.in)]int
+	labels        [len(opKey{}.in)][ugraph.MaxRank]int8
+	free          uint64
+}
+
+// configsKey is what blockConfigs depends on (besides the Config).
+type configsKey struct {
+	n       int
+	labels  [len(opKey{}.in)][ugraph.MaxRank]int8 // inputClasses.label
+	free    uint64                                // bit l: label l is a free class
+	outputs uint64                                // bit l: label l is a class of the program's outputs
+	last    bool
+}
+
+func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCls *inputClasses, present []int32, last bool) []blockConfig {
+	cfg := &s.cfg
+	cls, outCls := classes.of, classes.outputs
 	// dimsOf lists the dims of input i in class c, or {-1} when it has none.
 	dimsOf := func(i int, c int32) []int {
 		var ds []int
@@ -58,15 +118,22 @@ func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last boo
 	}
 	n := len(ins)
 	var confs []blockConfig
-	emit := func(grid block.Dim3, f int, imaps []block.Map, fmaps []int) {
+	emit := func(grid block.Dim3, split [3]int32, f int, imaps []block.Map, fmaps []int) {
 		for i := range n {
 			if !slices.Contains(cfg.IMaps, imaps[i]) || !slices.Contains(cfg.FMaps, fmaps[i]) {
 				return
 			}
 		}
+		var labels [3]int8
+		for a, c := range split {
+			labels[a] = int8(slices.Index(present, c)) // -1 for none
+		}
+		if mirrored(grid, labels, cfg.Grids) {
+			return
+		}
 		for _, th := range cfg.Threads {
 			confs = append(confs, blockConfig{grid: grid, threads: th, forloop: f,
-				imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps)})
+				imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps), classes: inCls, split: labels})
 		}
 	}
 	splittable := present
@@ -81,6 +148,9 @@ func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last boo
 	for _, grid := range cfg.Grids {
 		for _, split := range classAssignments(grid, splittable) {
 			for w := -1; w < len(present); w++ {
+				if w >= 0 && slices.Contains(classes.free, present[w]) {
+					continue // see above
+				}
 				ranges := []int{1}
 				if w >= 0 {
 					ranges = cfg.FRanges
@@ -97,7 +167,7 @@ func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last boo
 					expand = func(i, a int) {
 						switch {
 						case i == n:
-							emit(grid, f, imaps, fmaps)
+							emit(grid, split, f, imaps, fmaps)
 						case a < 3 && grid[a] == 1:
 							imaps[i][a] = -1
 							expand(i, a+1)
@@ -122,6 +192,26 @@ func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last boo
 		}
 	}
 	return confs
+}
+
+// mirrored reports whether the configuration with grid axes a < b swapped
+// (grid and class labels split) is also generated, and comes first: it
+// is the same kernel with its blocks numbered the other way round, so only
+// the one that splits the lower label along the lower axis is kept.
+func mirrored(grid block.Dim3, split [3]int8, grids []block.Dim3) bool {
+	for a := range 3 {
+		for b := a + 1; b < 3; b++ {
+			if grid[a] == 1 || grid[b] == 1 || split[a] < split[b] {
+				continue
+			}
+			swapped := grid
+			swapped[a], swapped[b] = grid[b], grid[a]
+			if slices.Contains(grids, swapped) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // classAssignments returns every way to give each axis of size > 1 of grid
@@ -156,12 +246,20 @@ func classAssignments(grid block.Dim3, present []int32) [][3]int32 {
 // state, with what the search tracks per tile and op.
 type blockState struct {
 	k    *kernelState
+	conf blockConfig
 	ins  []kernel.TensorID
 	g    *block.Graph
 	expr []*absexpr.Expr // per tile
+	ids  []uint32        // per tile: its operand id in the kernel state's memo
 	uses []int32         // per tile: how many ops consume it
-	keys []opKey         // per op
-	done []completeBlock // the complete graphs found, in order
+	// varies, per tile: whether it changes from one iteration to the next
+	// (some input it is computed from is walked by the for-loop).
+	varies []bool
+	cands  []blockCand     // a stack of the candidate ops of the states on the path (addCands)
+	done   []completeBlock // the complete graphs found, in order
+	// want, when the customized op is the kernel graph's last, are the
+	// shapes its outputs must have, sorted (kernelState.lastOutputs).
+	want []ugraph.Shape
 }
 
 // completeBlock is a threadblock graph ready to attach, with the
@@ -173,46 +271,131 @@ type completeBlock struct {
 }
 
 // blockSearchKey is everything the threadblock search of one customized op
-// depends on: the configuration and, per input, its expression, shape and
-// dtype (not which kernel tensor it is, nor how that was computed). Below a
-// first graph-defined kernel, the second's search meets the same key for
-// many first kernels (other grids computing the same partial results, say),
-// and replays the graphs found the first time instead of searching again.
+// depends on: its inputs (inputSig) and the configuration (confKey), each
+// interned. Below a first graph-defined kernel, the second's search
+// meets the same key for many first kernels (other grids computing the
+// same partial results, say), and replays the graphs found the first time
+// instead of searching again.
 type blockSearchKey struct {
-	grid, threads block.Dim3
-	forloop       int
-	n             int
-	imaps         [len(opKey{}.in)]block.Map
-	fmaps         [len(opKey{}.in)]int
-	exprs         [len(opKey{}.in)]unique.Handle[string]
-	shapes        [len(opKey{}.in)]ugraph.Shape
-	dtypes        [len(opKey{}.in)]ugraph.DType
+	inputs, conf uint32
+}
+
+// blockSearches maps blockSearchKeys to the complete graphs found, for
+// every worker: a map in shards, each with its lock.
+type blockSearches struct {
+	shards [64]struct {
+		sync.Mutex
+		m map[blockSearchKey][]completeBlock
+	}
+}
+
+func (r *blockSearches) shard(key blockSearchKey) int { return int((key.inputs*31 + key.conf) % 64) }
+
+func (r *blockSearches) load(key blockSearchKey) ([]completeBlock, bool) {
+	sh := &r.shards[r.shard(key)]
+	sh.Lock()
+	done, ok := sh.m[key]
+	sh.Unlock()
+	return done, ok
+}
+
+func (r *blockSearches) store(key blockSearchKey, done []completeBlock) {
+	sh := &r.shards[r.shard(key)]
+	sh.Lock()
+	if sh.m == nil {
+		sh.m = map[blockSearchKey][]completeBlock{}
+	}
+	sh.m[key] = done
+	sh.Unlock()
+}
+
+// inputSig is what a customized op's search needs to know of its inputs:
+// per input, its expression, shape and dtype (not which kernel tensor it
+// is, nor how that was computed), and the shapes its outputs must have
+// (blockState.want). searcher.intern numbers them.
+type inputSig struct {
+	n      int
+	exprs  [len(opKey{}.in)]unique.Handle[string]
+	shapes [len(opKey{}.in)]ugraph.Shape
+	dtypes [len(opKey{}.in)]ugraph.DType
+	nwant  int
+	want   [maxOutputs]ugraph.Shape
+}
+
+// openInputs are the inputs of a customized op about to be opened.
+type openInputs struct {
+	ins  []kernel.TensorID
+	want []ugraph.Shape // blockState.want
+	sig  uint32         // the interned inputSig
+}
+
+// openInputs describes ins as the inputs of a customized op to add to k;
+// false when that op cannot complete the graph.
+func (k *kernelState) openInputs(ins []kernel.TensorID) (openInputs, bool) {
+	want, ok := k.lastOutputs(ins)
+	if !ok {
+		return openInputs{}, false
+	}
+	sig := inputSig{n: len(ins), nwant: len(want)}
+	copy(sig.want[:], want)
+	for i, t := range ins {
+		if e := k.expr[t]; e != nil {
+			sig.exprs[i] = e.Handle()
+		}
+		sig.shapes[i], sig.dtypes[i] = k.g.Tensors[t].Shape, k.g.Tensors[t].DType
+	}
+	return openInputs{ins: ins, want: want, sig: k.s.intern(sig)}, true
+}
+
+// intern numbers input signatures and configurations (distinct numbers
+// for distinct keys, the same for equal ones in every worker).
+func (s *searcher) intern(key any) uint32 {
+	if id, ok := s.interned.Load(key); ok {
+		return id.(uint32)
+	}
+	id, _ := s.interned.LoadOrStore(key, s.nextID.Add(1))
+	return id.(uint32)
+}
+
+// maxOutputs bounds Config.MaxBlockOutputs (blockSearchKey holds as many
+// output shapes).
+const maxOutputs = 4
+
+// lastOutputs returns, when a customized op on ins is to be the kernel
+// graph's last op, the shapes its outputs must have: those of the
+// program's outputs that the open tensors it leaves do not have. It
+// reports false when no outputs can complete the graph.
+func (k *kernelState) lastOutputs(ins []kernel.TensorID) ([]ugraph.Shape, bool) {
+	if k.opsLeft() != 1 {
+		return nil, true
+	}
+	want := slices.Clone(k.s.outShapes)
+	for _, t := range k.sinks() {
+		if slices.Contains(ins, t) {
+			continue
+		}
+		i := slices.Index(want, k.g.Tensors[t].Shape)
+		if i < 0 {
+			return nil, false
+		}
+		want = slices.Delete(want, i, i+1)
+	}
+	return want, len(want) > 0 && len(want) <= k.s.cfg.MaxBlockOutputs
 }
 
 // maxReplayedBlocks bounds the complete threadblock graphs kept for replay,
 // over all keys (each costs a kilobyte or two).
 const maxReplayedBlocks = 1 << 19
 
-func (k *kernelState) blockSearchKey(ins []kernel.TensorID, conf blockConfig) blockSearchKey {
-	key := blockSearchKey{grid: conf.grid, threads: conf.threads, forloop: conf.forloop, n: len(ins)}
-	for i, t := range ins {
-		key.imaps[i], key.fmaps[i] = conf.imaps[i], conf.fmaps[i]
-		if e := k.expr[t]; e != nil {
-			key.exprs[i] = e.Handle()
-		}
-		key.shapes[i], key.dtypes[i] = k.g.Tensors[t].Shape, k.g.Tensors[t].DType
-	}
-	return key
-}
-
-// openBlock starts a customized op on ins with configuration conf, explores
-// its threadblock graphs and, below each complete one, the kernel graph.
-// A search already done for the same key is replayed.
-func (k *kernelState) openBlock(ins []kernel.TensorID, conf blockConfig) {
+// openBlock starts a customized op on in.ins with configuration conf,
+// explores its threadblock graphs and, below each complete one, the kernel
+// graph. A search already done for the same key is replayed.
+func (k *kernelState) openBlock(in openInputs, conf blockConfig) {
 	s := k.s
-	key := k.blockSearchKey(ins, conf)
-	if done, ok := s.blockSearches.Load(key); ok {
-		for _, c := range done.([]completeBlock) {
+	ins := in.ins
+	key := blockSearchKey{inputs: in.sig, conf: conf.id}
+	if done, ok := s.blockSearches.load(key); ok {
+		for _, c := range done {
 			k.attach(ins, c)
 			if s.stop() {
 				return
@@ -220,34 +403,102 @@ func (k *kernelState) openBlock(ins []kernel.TensorID, conf blockConfig) {
 		}
 		return
 	}
-	g, err := block.New(conf.grid, conf.threads, conf.forloop, s.cfg.ReductionDimx)
+	if !k.divides(ins, conf) {
+		s.prunedShape.Add(1)
+		return
+	}
+	b, err := k.newBlockState(ins, conf, in.want)
 	if err != nil {
 		s.prunedShape.Add(1)
 		return
 	}
-	b := &blockState{k: k, ins: ins, g: g}
 	defer func() {
 		// A search cut short is not complete: only a whole one is kept.
 		if !s.stop() && s.replayedBlocks.Add(int64(len(b.done))) <= maxReplayedBlocks {
-			s.blockSearches.Store(key, b.done)
+			s.blockSearches.store(key, b.done)
 		}
 	}()
-	for i, t := range ins {
-		dt := k.g.Tensors[t]
-		if _, err := g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
-			s.prunedShape.Add(1)
-			return
-		}
-		b.expr = append(b.expr, k.expr[t]) // grid and for-loop tiling are invisible to expressions
-		b.uses = append(b.uses, 0)
-		b.keys = append(b.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
-	}
 	s.states.Add(1)
 	if !b.canFinish() {
 		s.prunedDead.Add(1)
 		return
 	}
-	b.explore()
+	b.explore(0, len(b.cands))
+}
+
+// divides reports whether the grid and for-loop of conf divide the dims of
+// ins they split: most configurations that the builder would reject fail
+// this, which costs no allocation.
+func (k *kernelState) divides(ins []kernel.TensorID, conf blockConfig) bool {
+	for i, t := range ins {
+		shape := k.g.Tensors[t].Shape
+		var dims [ugraph.MaxRank]int
+		for d := range shape.Rank() {
+			dims[d] = shape.Dim(d)
+		}
+		for a, d := range conf.imaps[i] {
+			if d >= 0 && d < shape.Rank() && conf.grid[a] > 1 {
+				if dims[d]%conf.grid[a] != 0 {
+					return false
+				}
+				dims[d] /= conf.grid[a]
+			}
+		}
+		if f := conf.fmaps[i]; f >= 0 && f < shape.Rank() && dims[f]%conf.forloop != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// newBlockState starts the threadblock graph of a customized op on ins with
+// configuration conf: its input ops, and the candidates for its first op.
+func (k *kernelState) newBlockState(ins []kernel.TensorID, conf blockConfig, want []ugraph.Shape) (*blockState, error) {
+	// One block state per nesting level is reused, with its memory.
+	for len(k.blocks) <= k.ncust {
+		k.blocks = append(k.blocks, &blockState{g: new(block.Graph)})
+	}
+	b := k.blocks[k.ncust]
+	if err := b.g.Reset(conf.grid, conf.threads, conf.forloop, k.s.cfg.ReductionDimx); err != nil {
+		return nil, err
+	}
+	*b = blockState{k: k, ins: ins, g: b.g, conf: conf, want: want,
+		expr: b.expr[:0], ids: b.ids[:0], uses: b.uses[:0], varies: b.varies[:0], cands: b.cands[:0]}
+	for i, t := range ins {
+		dt := k.g.Tensors[t]
+		if _, err := b.g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
+			return nil, err
+		}
+		b.expr = append(b.expr, k.expr[t]) // grid and for-loop tiling are invisible to expressions
+		b.ids = append(b.ids, k.memo.id(k.expr[t], b.g.Tensors[len(b.g.Tensors)-1].Shape))
+		b.uses = append(b.uses, 0)
+		b.varies = append(b.varies, conf.fmaps[i] >= 0 && conf.forloop > 1)
+	}
+	b.inputCands()
+	return b, nil
+}
+
+// inputCands sets b.cands, for a block state of input ops alone, to the ops
+// on its inputs. They depend only on what the inputs are (their operand
+// ids), which of them vary and the for-loop, so the memo keeps them.
+func (b *blockState) inputCands() {
+	key := inputCandsKey{n: len(b.ids), loop: [2]int32{int32(b.g.ForloopRange), int32(b.g.ReductionDimx)}}
+	for t, id := range b.ids {
+		key.ids[t] = id
+		key.varies[t] = b.varies[t]
+	}
+	m := b.k.memo
+	if cs, ok := m.inputCands[key]; ok {
+		b.cands = append(b.cands, cs...)
+		return
+	}
+	for t := range b.g.Tensors {
+		b.addCands(block.TensorID(t))
+	}
+	if len(m.inputCands) >= maxInputCands {
+		clear(m.inputCands)
+	}
+	m.inputCands[key] = slices.Clone(b.cands)
 }
 
 // opsLeft is how many more ops (output ops aside) the size limit allows.
@@ -268,12 +519,23 @@ func (b *blockState) canFinish() bool {
 		}
 	}
 	left := b.opsLeft()
-	return inLoop <= left && open-b.k.s.cfg.MaxBlockOutputs <= left
+	return inLoop <= left && open-b.maxOutputs() <= left
+}
+
+// blockCand is an op that may be added to a block state: a choice of
+// Config.BlockOps on operands in canonical order after the last op, whose
+// expression the oracle accepted.
+type blockCand struct {
+	choice int32
+	arity  int32
+	in     [2]block.TensorID
+	e      *absexpr.Expr
 }
 
 // explore tries to finish b into a customized op, then extends it by every
-// op the config allows, depth first.
-func (b *blockState) explore() {
+// op of cands (those that may follow its last op, in canonical order),
+// depth first.
+func (b *blockState) explore(from, to int) {
 	s := b.k.s
 	if s.stop() {
 		return
@@ -282,84 +544,127 @@ func (b *blockState) explore() {
 	if b.opsLeft() <= 0 {
 		return
 	}
-	for _, c := range s.cfg.BlockOps {
-		b.eachOperands(c, func(in []block.TensorID) { b.tryOp(c, in) })
+	for j := from; j < to; j++ {
+		b.tryOp(b.cands[j], j+1, to)
 	}
 }
 
-// eachOperands calls f with every operand list for c in canonical order
-// after the last op. The slice is reused between calls.
-func (b *blockState) eachOperands(c OpChoice, f func([]block.TensorID)) {
-	n := block.TensorID(len(b.g.Tensors))
-	last := b.keys[len(b.keys)-1]
-	info := c.Kind.Info()
-	in := make([]block.TensorID, info.Arity)
-	var ids [2]int32
-	try := func() {
-		for i, t := range in {
-			ids[i] = int32(t)
-		}
-		if keyOf(c.Kind, c.Attr, ids[:len(in)], 0).compare(last) <= 0 {
-			b.k.s.prunedOrder.Add(1)
-			return
-		}
-		f(in)
-	}
-	switch len(in) {
-	case 1:
-		for a := range n {
-			if c.Kind == ugraph.OpForloopAccum && b.g.Tensors[a].PostLoop {
-				continue // accumulators take per-iteration tiles
-			}
-			in[0] = a
-			try()
-		}
-	case 2:
-		for a := range n {
-			for c2 := range n {
-				if info.Commutative && c2 < a {
-					continue
-				}
-				if b.g.Tensors[a].PostLoop != b.g.Tensors[c2].PostLoop {
-					continue // never valid: one phase per op
-				}
-				in[0], in[1] = a, c2
-				try()
-			}
-		}
-	}
-}
-
-// tryOp adds block op c on in, explores below it and removes it.
-func (b *blockState) tryOp(c OpChoice, in []block.TensorID) {
+// addCands appends to b.cands the ops whose newest operand is tile t, in
+// canonical order: (a, t) for a < t, then unary ops on t, then (t, a) for
+// a <= t; at equal operands, by kind and attributes (Config.blockOrder).
+// Every op of an older state that follows its last op still follows the
+// op that made t, whose key is less than theirs, and ops on t follow all
+// of them: so a state's candidates are its parent's after the op taken,
+// then addCands of the new tile. Each op is judged once, when its newest
+// operand appears, rather than in every state below.
+func (b *blockState) addCands(t block.TensorID) {
 	s := b.k.s
-	e, ok := s.exprs.blockOp(b, c, in)
-	if !ok {
-		s.prunedAbsexpr.Add(1)
-		return
+	postT := b.g.Tensors[t].PostLoop
+	add := func(id int32, list []int, in0, in1 block.TensorID) {
+		j := s.exprs.blockOps(b, id, list, in0, in1)
+		for k, i := range list {
+			if !j[k].ok {
+				s.prunedAbsexpr.Add(1)
+				continue
+			}
+			b.cands = append(b.cands, blockCand{choice: int32(i), arity: int32(arityOf(in1)), in: [2]block.TensorID{in0, in1}, e: j[k].e})
+		}
 	}
-	_, err := b.g.Add(c.Kind, c.Attr, in...)
-	if err != nil {
+	binary := s.blockBinary
+	for a := range t {
+		if b.g.Tensors[a].PostLoop == postT { // one phase per op
+			add(blockBinaryList, binary, a, t)
+		}
+	}
+	unary := s.blockUnary
+	j := s.exprs.blockOps(b, blockUnaryList, unary, t, -1)
+	for k, i := range unary {
+		c := s.cfg.BlockOps[i]
+		switch {
+		case c.Kind == ugraph.OpForloopAccum && (postT || b.scales(c.Attr.Accum, t)): // accumulators take per-iteration tiles
+		case !j[k].ok:
+			s.prunedAbsexpr.Add(1)
+		default:
+			b.cands = append(b.cands, blockCand{choice: int32(i), arity: 1, in: [2]block.TensorID{t, -1}, e: j[k].e})
+		}
+	}
+	for a := range t + 1 {
+		if b.g.Tensors[a].PostLoop != postT {
+			continue
+		}
+		if a < t {
+			add(blockNoncommutativeList, s.blockNoncommutative, t, a) // (a, t) was tried for the others
+		} else {
+			add(blockBinaryList, binary, t, a)
+		}
+	}
+}
+
+func arityOf(in1 block.TensorID) int {
+	if in1 < 0 {
+		return 1
+	}
+	return 2
+}
+
+// scales reports whether accumulator a on tile t (per-iteration) would
+// only scale it: a sum over F > 1 iterations of a tile that does not
+// change between them is F times the tile (or its row sums). A candidate
+// would need a division by F to undo that, and the same values come from
+// the tile itself in a block without the loop; so the generator does not
+// add it. (mean and rms divide by F: they are kept.)
+func (b *blockState) scales(a ugraph.Accum, t block.TensorID) bool {
+	switch a {
+	case ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx:
+		return b.g.ForloopRange > 1 && !b.varies[t]
+	}
+	return false
+}
+
+// tryOp adds block op c, explores below it (its candidates are
+// b.cands[from:to] and those on its result) and removes it.
+func (b *blockState) tryOp(c blockCand, from, to int) {
+	s := b.k.s
+	out, ok := b.push(c)
+	if !ok {
 		s.prunedShape.Add(1)
 		return
 	}
-	var ids [2]int32
-	for i, t := range in {
-		ids[i] = int32(t)
-		b.uses[t]++
-	}
-	b.expr = append(b.expr, e)
-	b.uses = append(b.uses, 0)
-	b.keys = append(b.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
 	s.states.Add(1)
 	if b.canFinish() {
-		b.explore()
+		start := len(b.cands)
+		b.cands = append(b.cands, b.cands[from:to]...)
+		b.addCands(out)
+		b.explore(start, len(b.cands))
+		b.cands = b.cands[:start]
 	} else {
 		s.prunedDead.Add(1)
 	}
 	b.pop()
 }
 
+// push adds op c to b's graph, unless the shape rules reject it, and
+// returns its result.
+func (b *blockState) push(c blockCand) (block.TensorID, bool) {
+	choice := b.k.s.cfg.BlockOps[c.choice]
+	in := c.in[:c.arity]
+	out, err := b.g.Add(choice.Kind, choice.Attr, in...)
+	if err != nil {
+		return 0, false
+	}
+	varies := false
+	for _, t := range in {
+		b.uses[t]++
+		varies = varies || b.varies[t]
+	}
+	b.expr = append(b.expr, c.e)
+	b.ids = append(b.ids, b.k.memo.id(c.e, b.g.Tensors[out].Shape))
+	b.uses = append(b.uses, 0)
+	b.varies = append(b.varies, varies && choice.Kind != ugraph.OpForloopAccum)
+	return out, true
+}
+
+// pop removes the last op pushed.
 func (b *blockState) pop() {
 	op := b.g.Ops[len(b.g.Ops)-1]
 	for _, t := range op.Operands() {
@@ -367,8 +672,15 @@ func (b *blockState) pop() {
 	}
 	b.g.Pop()
 	n := len(b.g.Tensors)
-	b.expr, b.uses = b.expr[:n], b.uses[:n]
-	b.keys = b.keys[:len(b.keys)-1]
+	b.expr, b.ids, b.uses, b.varies = b.expr[:n], b.ids[:n], b.uses[:n], b.varies[:n]
+}
+
+// maxOutputs is how many outputs b may have.
+func (b *blockState) maxOutputs() int {
+	if b.want != nil {
+		return len(b.want)
+	}
+	return b.k.s.cfg.MaxBlockOutputs
 }
 
 // finish completes b when every open tile is post-loop and there are at
@@ -387,19 +699,20 @@ func (b *blockState) finish() {
 		}
 		open = append(open, block.TensorID(t))
 	}
-	if len(open) == 0 || len(open) > s.cfg.MaxBlockOutputs {
+	if len(open) == 0 || len(open) > b.maxOutputs() || b.want != nil && len(open) != len(b.want) {
 		return
 	}
 	if b.copiesOnly() {
 		s.prunedDead.Add(1)
 		return
 	}
+	dims := b.conf.classes.outputDims(b.g, b.conf.split, open)
 	outExprs := make([]*absexpr.Expr, len(open))
 	for i, t := range open {
 		outExprs[i] = b.expr[t]
 	}
 	for _, omap := range s.cfg.OMaps {
-		if !omapFits(omap, b.g.Grid) {
+		if !omapFits(omap, b.g.Grid, dims) {
 			continue
 		}
 		g := b.g.Clone()
@@ -410,7 +723,7 @@ func (b *blockState) finish() {
 				break
 			}
 		}
-		if !ok {
+		if !ok || !b.wanted(g) {
 			s.prunedShape.Add(1)
 			continue
 		}
@@ -425,6 +738,21 @@ func (b *blockState) finish() {
 			return
 		}
 	}
+}
+
+// wanted reports whether the outputs of the complete graph g have the
+// shapes b.want asks for, if it asks.
+func (b *blockState) wanted(g *block.Graph) bool {
+	if b.want == nil {
+		return true
+	}
+	var shapes [maxOutputs]ugraph.Shape
+	outs := g.OutputOps()
+	for i, op := range outs {
+		shapes[i] = op.Output.DShape
+	}
+	slices.SortFunc(shapes[:len(outs)], compareShapes)
+	return slices.Equal(shapes[:len(outs)], b.want)
 }
 
 // copiesOnly reports whether b computes nothing: inputs stored as they
@@ -451,10 +779,11 @@ func (b *blockState) copiesOnly() bool {
 }
 
 // omapFits reports whether m is a canonical output map for grid: every axis
-// of size > 1 mapped (the builder checks that too), axes of size 1 not.
-func omapFits(m block.Map, grid block.Dim3) bool {
+// of size > 1 mapped (the builder checks that too) to one of the dims that
+// the classes allow (inputClasses.outputDims), axes of size 1 not.
+func omapFits(m block.Map, grid block.Dim3, dims [3]uint8) bool {
 	for a, d := range m {
-		if (grid[a] == 1) != (d == -1) {
+		if (grid[a] == 1) != (d == -1) || d >= 0 && dims[a]&(1<<d) == 0 {
 			return false
 		}
 	}

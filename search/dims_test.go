@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -72,8 +73,21 @@ func TestConfigsCoverHandWritten(t *testing.T) {
 				}
 				found := false
 				for _, c := range s.blockConfigs(g, op.In, last) {
-					found = found || (c.grid == want.grid && c.threads == want.threads && c.forloop == want.forloop &&
-						slices.Equal(c.imaps, want.imaps) && slices.Equal(c.fmaps, want.fmaps))
+					if c.grid == want.grid && c.threads == want.threads && c.forloop == want.forloop &&
+						slices.Equal(c.imaps, want.imaps) && slices.Equal(c.fmaps, want.fmaps) {
+						found = true
+						// Its output maps are among those the classes allow.
+						var open []block.TensorID
+						for _, out := range b.OutputOps() {
+							open = append(open, out.In[0])
+						}
+						dims := c.classes.outputDims(b, c.split, open)
+						for _, out := range b.OutputOps() {
+							if !omapFits(out.Output.OMap, b.Grid, dims) {
+								t.Errorf("%s: output map %v is not among those allowed (%v)", ex, out.Output.OMap, dims)
+							}
+						}
+					}
 				}
 				if !found {
 					t.Errorf("%s: the configurations miss %+v", ex, want)

@@ -22,22 +22,101 @@ type exprs struct {
 // same op on the same expressions in many states, and deriving an
 // expression (its canonical text) costs more than the oracle's cached
 // answer. Each worker owns one, so lookups need no locks.
-type judgeMemo map[judgeKey]judgement
-
-// maxJudgeMemo bounds a memo's entries (it is cleared when full).
-const maxJudgeMemo = 1 << 20
-
-// judgeKey is what judge's answer depends on.
-type judgeKey struct {
-	choice OpChoice
-	args   [2]unique.Handle[string]
-	shapes [2]ugraph.Shape
-	loop   absexpr.Loop
+//
+// Operands are named by small ids of (expression, shape) pairs, given to
+// each tensor or tile as it is created (judgeMemo.id), so that a lookup
+// hashes a few words rather than expressions and shapes.
+type judgeMemo struct {
+	ids    map[operandKey]uint32
+	next   uint32 // the last id given; ids are never reused, even after a clear
+	judged map[judgeKey]judgement
+	// ops are the judgements of threadblock ops, all the unary or all
+	// the binary choices at once (exprs.blockOps).
+	ops     map[opsKey][]judgement
+	allKept []judgement // see unjudged
+	// inputCands are the candidate ops of block states of input ops alone
+	// (blockState.inputCands).
+	inputCands map[inputCandsKey][]blockCand
 }
 
+// inputCandsKey is what the ops on the inputs of a block depend on.
+type inputCandsKey struct {
+	n      int
+	ids    [len(opKey{}.in)]uint32
+	varies [len(opKey{}.in)]bool
+	loop   [2]int32
+}
+
+// maxInputCands bounds a memo's inputCands.
+const maxInputCands = 1 << 16
+
+// maxJudgeMemo bounds a memo's entries (its maps are cleared when full).
+const maxJudgeMemo = 1 << 20
+
+// operandKey is what an operand contributes to a judgement.
+type operandKey struct {
+	expr  unique.Handle[string]
+	shape ugraph.Shape
+}
+
+// opsKey is what the judgements of all the unary or all the binary
+// threadblock choices on some tiles depend on.
+type opsKey struct {
+	list  int32 // which choices: see the block*List constants, or a single choice's index
+	unary bool
+	args  [2]uint32 // operand ids
+	loop  [2]int32  // unary: for-loop range and reduction_dimx (accumulators depend on them)
+}
+
+// Names of the lists of threadblock op choices (searcher.blockUnary, ...)
+// for opsKey.
+const (
+	blockUnaryList = -1 - iota
+	blockBinaryList
+	blockNoncommutativeList
+)
+
+// unjudged returns n judgements that keep their ops, without expressions.
+func (m *judgeMemo) unjudged(n int) []judgement {
+	for len(m.allKept) < n {
+		m.allKept = append(m.allKept, judgement{ok: true})
+	}
+	return m.allKept[:n]
+}
+
+// judgeKey is what the judgement of a pre-defined op depends on.
+type judgeKey struct {
+	choice int32     // index into Config.KernelOps
+	args   [2]uint32 // operand ids
+}
+
+// judgement is the judgement of one op: its expression, and whether the
+// op may be added.
 type judgement struct {
 	e  *absexpr.Expr
 	ok bool
+}
+
+func newJudgeMemo() *judgeMemo {
+	return &judgeMemo{ids: map[operandKey]uint32{}, judged: map[judgeKey]judgement{}, ops: map[opsKey][]judgement{}, inputCands: map[inputCandsKey][]blockCand{}}
+}
+
+// id names an operand of expression e and shape s; 0 is the operand
+// without an expression.
+func (m *judgeMemo) id(e *absexpr.Expr, s ugraph.Shape) uint32 {
+	if e == nil {
+		return 0
+	}
+	key := operandKey{e.Handle(), s}
+	if id, ok := m.ids[key]; ok {
+		return id
+	}
+	if len(m.ids) >= maxJudgeMemo {
+		clear(m.ids)
+	}
+	m.next++
+	m.ids[key] = m.next
+	return m.next
 }
 
 func newExprs(program *kernel.Graph) (*exprs, error) {
@@ -60,60 +139,85 @@ func (x *exprs) close() { x.oracle.Close() }
 
 func (x *exprs) input(i int) *absexpr.Expr { return x.inputs[i] }
 
-// kernelOp returns the expression of pre-defined op c on the kernel tensors
-// in, and whether the op may be added.
-func (x *exprs) kernelOp(k *kernelState, c OpChoice, in []kernel.TensorID) (*absexpr.Expr, bool) {
-	var args [2]*absexpr.Expr
-	var shapes [2]ugraph.Shape
-	for i, t := range in {
-		args[i], shapes[i] = k.expr[t], k.g.Tensors[t].Shape
-	}
-	return x.judge(k.memo, c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
-}
-
-// blockOp returns the expression of threadblock op c on the tiles in, and
-// whether the op may be added.
-func (x *exprs) blockOp(b *blockState, c OpChoice, in []block.TensorID) (*absexpr.Expr, bool) {
-	var args [2]*absexpr.Expr
-	var shapes [2]ugraph.Shape
-	for i, t := range in {
-		args[i], shapes[i] = b.expr[t], b.g.Tensors[t].Shape
-	}
-	loop := absexpr.Loop{Range: b.g.ForloopRange, ReductionDimx: b.g.ReductionDimx}
-	c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
-	return x.judge(b.k.memo, c, args[:len(in)], shapes[:len(in)], loop)
-}
-
-// judge derives the expression and consults the oracle. An op without an
-// expression (concat, or anything computed from one) cannot be judged and
-// is kept, with a nil expression; an op whose expression cannot be derived
-// (its shapes break a rule the builder will report) or that no output
-// contains is pruned. Z3 errors count as "not contained", as DESIGN §5
-// says of unknown answers.
-func (x *exprs) judge(memo judgeMemo, c OpChoice, args []*absexpr.Expr, shapes []ugraph.Shape, loop absexpr.Loop) (*absexpr.Expr, bool) {
-	key := judgeKey{choice: c}
-	if c.Kind == ugraph.OpForloopAccum || c.Kind == ugraph.OpReductionToDimx {
-		key.loop = loop // no other op's expression depends on it
-	}
-	for i, a := range args {
-		if a == nil {
+// kernelOp returns the expression of pre-defined op choice i (of
+// Config.KernelOps) on the kernel tensors in, and whether the op may be
+// added.
+func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID) (*absexpr.Expr, bool) {
+	key := judgeKey{choice: int32(i)}
+	for j, t := range in {
+		if key.args[j] = k.ids[t]; key.args[j] == 0 {
 			return nil, true // computed from an op without an expression
 		}
-		key.args[i] = a.Handle()
-		key.shapes[i] = shapes[i]
 	}
-	if j, ok := memo[key]; ok {
+	if j, ok := k.memo.judged[key]; ok {
 		return j.e, j.ok
 	}
-	e, ok := x.derive(c, args, shapes, loop)
-	if len(memo) >= maxJudgeMemo {
-		clear(memo)
+	var args [2]*absexpr.Expr
+	var shapes [2]ugraph.Shape
+	for j, t := range in {
+		args[j], shapes[j] = k.expr[t], k.g.Tensors[t].Shape
 	}
-	memo[key] = judgement{e, ok}
+	e, ok := x.judge(c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
+	return k.memo.store(key, e, ok)
+}
+
+// blockOps judges the threadblock op choices list (indices of
+// Config.BlockOps, all unary or all binary; id names the list for the
+// memo) on tiles in0 and in1 (-1 for unary ops): their expressions, and
+// whether each may be added.
+func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.TensorID) []judgement {
+	m := b.k.memo
+	key := opsKey{list: id, unary: in1 < 0}
+	in := [2]block.TensorID{in0, in1}
+	n := 2
+	if key.unary {
+		n = 1
+	}
+	for j, t := range in[:n] {
+		if key.args[j] = b.ids[t]; key.args[j] == 0 {
+			return m.unjudged(len(list)) // computed from an op without an expression
+		}
+	}
+	loop := absexpr.Loop{Range: b.g.ForloopRange, ReductionDimx: b.g.ReductionDimx}
+	if key.unary {
+		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)} // accumulators depend on it
+	}
+	if js, ok := m.ops[key]; ok {
+		return js
+	}
+	var args [2]*absexpr.Expr
+	var shapes [2]ugraph.Shape
+	for j, t := range in[:n] {
+		args[j], shapes[j] = b.expr[t], b.g.Tensors[t].Shape
+	}
+	js := make([]judgement, len(list))
+	for k, i := range list {
+		c := b.k.s.cfg.BlockOps[i]
+		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
+		js[k].e, js[k].ok = x.judge(c, args[:n], shapes[:n], loop)
+	}
+	if len(m.ops) >= maxJudgeMemo {
+		clear(m.ops)
+	}
+	m.ops[key] = js
+	return js
+}
+
+func (m *judgeMemo) store(key judgeKey, e *absexpr.Expr, ok bool) (*absexpr.Expr, bool) {
+	if len(m.judged) >= maxJudgeMemo {
+		clear(m.judged)
+	}
+	m.judged[key] = judgement{e, ok}
 	return e, ok
 }
 
-func (x *exprs) derive(c OpChoice, args []*absexpr.Expr, shapes []ugraph.Shape, loop absexpr.Loop) (*absexpr.Expr, bool) {
+// judge derives the expression of c on args and consults the oracle. An
+// op without an expression (concat) cannot be judged and is kept, with a
+// nil expression; an op whose expression cannot be derived (its shapes
+// break a rule the builder will report) or that no output contains is
+// pruned. Z3 errors count as "not contained", as DESIGN §5 says of unknown
+// answers.
+func (x *exprs) judge(c OpChoice, args []*absexpr.Expr, shapes []ugraph.Shape, loop absexpr.Loop) (*absexpr.Expr, bool) {
 	e, err := absexpr.ForOp(c.Kind, c.Attr, args, shapes, loop)
 	switch {
 	case errors.Is(err, absexpr.ErrNoExpr):

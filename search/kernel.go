@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/absexpr"
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -16,10 +17,17 @@ type kernelState struct {
 	s     *searcher
 	g     *kernel.Graph
 	expr  []*absexpr.Expr // per tensor
+	ids   []uint32        // per tensor: its operand id in memo
 	uses  []int32         // per tensor: how many ops consume it
 	keys  []opKey         // per op
 	ncust int             // customized ops in g
-	memo  judgeMemo       // the owning goroutine's
+	memo  *judgeMemo      // the owning goroutine's
+	// blocks[i] is the block state of the (i+1)-th customized op, reused
+	// (newBlockState).
+	blocks []*blockState
+	// checks keeps the values the verifier's fast path computes, for the
+	// next candidates of the same task (which share their first kernels).
+	checks *ffverify.Cache
 
 	// spawn, when set, receives the subtrees below customized ops instead
 	// of exploring them (the root state, which cuts the tree into tasks).
@@ -28,7 +36,7 @@ type kernelState struct {
 }
 
 func (s *searcher) newKernelState() *kernelState {
-	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph), memo: judgeMemo{}}
+	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph), memo: newJudgeMemo()}
 	for i, in := range s.program.Inputs() {
 		t := s.program.Tensors[in]
 		id, err := k.g.AddInput(t.Shape, t.DType)
@@ -36,6 +44,7 @@ func (s *searcher) newKernelState() *kernelState {
 			panic(err) // the program's own inputs are valid
 		}
 		k.expr = append(k.expr, s.exprs.input(i))
+		k.ids = append(k.ids, k.memo.id(s.exprs.input(i), t.Shape))
 		k.uses = append(k.uses, 0)
 		k.keys = append(k.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
 		_ = id
@@ -44,11 +53,20 @@ func (s *searcher) newKernelState() *kernelState {
 }
 
 // clone returns a private copy of k for a task (block graphs are shared:
-// they are immutable once attached).
+// they are immutable once attached). Its operand ids are k's memo's until
+// it takes a memo of its own (useMemo).
 func (k *kernelState) clone() *kernelState {
 	return &kernelState{
-		s: k.s, g: k.g.Clone(), expr: slices.Clone(k.expr), uses: slices.Clone(k.uses),
+		s: k.s, g: k.g.Clone(), expr: slices.Clone(k.expr), ids: slices.Clone(k.ids), uses: slices.Clone(k.uses),
 		keys: slices.Clone(k.keys), ncust: k.ncust, found: new([]*kernel.Graph),
+	}
+}
+
+// useMemo makes m k's memo, naming k's tensors anew in it.
+func (k *kernelState) useMemo(m *judgeMemo) {
+	k.memo = m
+	for t, e := range k.expr {
+		k.ids[t] = m.id(e, k.g.Tensors[t].Shape)
 	}
 }
 
@@ -101,8 +119,13 @@ func (k *kernelState) explore() {
 			k.spawnTasks()
 		} else {
 			k.eachInputSet(func(ins []kernel.TensorID) {
+				in, ok := k.openInputs(ins)
+				if !ok {
+					s.prunedDead.Add(1)
+					return
+				}
 				for _, conf := range s.blockConfigs(k.g, ins, k.opsLeft() == 1) {
-					k.openBlock(ins, conf)
+					k.openBlock(in, conf)
 					if s.stop() {
 						return
 					}
@@ -110,8 +133,8 @@ func (k *kernelState) explore() {
 			})
 		}
 	}
-	for _, c := range s.cfg.KernelOps {
-		k.eachOperands(c, func(in []kernel.TensorID) { k.tryOp(c, in) })
+	for i, c := range s.cfg.KernelOps {
+		k.eachOperands(c, func(in []kernel.TensorID) { k.tryOp(i, c, in) })
 	}
 }
 
@@ -122,10 +145,16 @@ func (k *kernelState) explore() {
 // first.
 func (k *kernelState) spawnTasks() {
 	k.eachInputSet(func(ins []kernel.TensorID) {
-		confs := k.s.blockConfigs(k.g, ins, k.opsLeft() == 1)
+		ins = slices.Clone(ins)
+		in, ok := k.openInputs(ins)
+		if !ok {
+			k.s.prunedDead.Add(1)
+			return
+		}
+		confs := slices.Clone(k.s.blockConfigs(k.g, ins, k.opsLeft() == 1))
 		k.cheapestFirst(ins, confs)
 		for _, conf := range confs {
-			k.spawn(&task{prefix: k.clone(), ins: slices.Clone(ins), conf: conf})
+			k.spawn(&task{prefix: k.clone(), in: in, conf: conf})
 		}
 	})
 }
@@ -183,7 +212,10 @@ func (k *kernelState) check() bool {
 	if _, dup := s.checked.LoadOrStore(h, struct{}{}); dup {
 		return false
 	}
-	reject, err := s.verifier.Reject(g)
+	if k.checks == nil {
+		k.checks = ffverify.NewCache(checkCacheElements)
+	}
+	reject, err := s.verifier.RejectCached(k.checks, g)
 	if err != nil || reject {
 		s.rejected.Add(1)
 		return false
@@ -194,6 +226,10 @@ func (k *kernelState) check() bool {
 	}
 	return true
 }
+
+// checkCacheElements bounds the values a task's kernelState.checks holds
+// (16 bytes each, with their bookkeeping).
+const checkCacheElements = 1 << 22
 
 // eachOperands calls f with every operand list for c in canonical order
 // after the last op. The slice is reused between calls.
@@ -231,15 +267,16 @@ func (k *kernelState) eachOperands(c OpChoice, f func([]kernel.TensorID)) {
 	}
 }
 
-// tryOp adds pre-defined op c on in, explores below it and removes it.
-func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
+// tryOp adds pre-defined op c (choice i) on in, explores below it and
+// removes it.
+func (k *kernelState) tryOp(i int, c OpChoice, in []kernel.TensorID) {
 	s := k.s
-	e, ok := s.exprs.kernelOp(k, c, in)
+	e, ok := s.exprs.kernelOp(k, i, c, in)
 	if !ok {
 		s.prunedAbsexpr.Add(1)
 		return
 	}
-	_, err := k.g.Add(c.Kind, c.Attr, in...)
+	out, err := k.g.Add(c.Kind, c.Attr, in...)
 	if err != nil {
 		s.prunedShape.Add(1)
 		return
@@ -250,6 +287,7 @@ func (k *kernelState) tryOp(c OpChoice, in []kernel.TensorID) {
 		k.uses[t]++
 	}
 	k.expr = append(k.expr, e)
+	k.ids = append(k.ids, k.memo.id(e, k.g.Tensors[out].Shape))
 	k.uses = append(k.uses, 0)
 	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
 	k.descend()
@@ -279,7 +317,7 @@ func (k *kernelState) pop() {
 	}
 	k.g.Pop()
 	n := len(k.g.Tensors)
-	k.expr, k.uses = k.expr[:n], k.uses[:n]
+	k.expr, k.ids, k.uses = k.expr[:n], k.ids[:n], k.uses[:n]
 	k.keys = k.keys[:len(k.keys)-1]
 	if op.Kind == ugraph.OpCustomized {
 		k.ncust--
@@ -371,8 +409,9 @@ func (k *kernelState) attach(ins []kernel.TensorID, c completeBlock) {
 	for _, t := range ins {
 		k.uses[t]++
 	}
-	for i := range outs {
+	for i, t := range outs {
 		k.expr = append(k.expr, c.outExprs[i])
+		k.ids = append(k.ids, k.memo.id(c.outExprs[i], k.g.Tensors[t].Shape))
 		k.uses = append(k.uses, 0)
 	}
 	k.keys = append(k.keys, key)

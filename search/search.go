@@ -75,7 +75,7 @@ type Estimate struct {
 // Stats count what the generator did.
 type Stats struct {
 	States        int64   `json:"states"`         // states created (ops added, threadblock configurations opened)
-	PrunedOrder   int64   `json:"pruned_order"`   // candidate ops out of canonical order
+	PrunedOrder   int64   `json:"pruned_order"`   // candidate kernel ops out of canonical order (threadblock ops are generated in order)
 	PrunedHash    int64   `json:"pruned_hash"`    // states equal to one already seen
 	PrunedAbsexpr int64   `json:"pruned_absexpr"` // ops whose expression no program output contains
 	PrunedShape   int64   `json:"pruned_shape"`   // ops the shape rules reject
@@ -122,6 +122,9 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if cfg.MaxBlockInputs > len(opKey{}.in) {
 		return nil, fmt.Errorf("config %q: at most %d inputs per graph-defined kernel", cfg.Name, len(opKey{}.in))
 	}
+	if cfg.MaxBlockOutputs > maxOutputs {
+		return nil, fmt.Errorf("config %q: at most %d outputs per graph-defined kernel", cfg.Name, maxOutputs)
+	}
 	s, err := newSearcher(ctx, program, cfg, opts)
 	if err != nil {
 		return nil, err
@@ -136,15 +139,15 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	var tasks []*task
 	var workers errgroup.Group
 	workers.SetLimit(s.opts.Workers)
-	memos := make(chan judgeMemo, s.opts.Workers) // one per running worker
+	memos := make(chan *judgeMemo, s.opts.Workers) // one per running worker
 	for range s.opts.Workers {
-		memos <- judgeMemo{}
+		memos <- newJudgeMemo()
 	}
 	root.spawn = func(t *task) {
 		tasks = append(tasks, t)
 		workers.Go(func() error {
 			if !s.stop() {
-				t.prefix.memo = <-memos
+				t.prefix.useMemo(<-memos)
 				t.run()
 				memos <- t.prefix.memo
 			}
@@ -173,13 +176,20 @@ type searcher struct {
 	outShapes []ugraph.Shape // the program's output shapes, sorted
 	exprs     *exprs
 	verifier  *ffverify.Verifier
-	start     time.Time
+	// blockUnary, blockBinary and blockNoncommutative list the indices of
+	// the unary, binary and non-commutative binary cfg.BlockOps by kind and
+	// attributes, the canonical order of ops on the same operands.
+	blockUnary, blockBinary, blockNoncommutative []int
+	start                                        time.Time
 
 	seen    sync.Map // kernel.Hash of kernel states -> struct{}
 	checked sync.Map // kernel.Hash of complete candidates -> struct{}
 
-	blockSearches  sync.Map     // blockSearchKey -> []completeBlock, see openBlock
-	replayedBlocks atomic.Int64 // the complete blocks blockSearches holds
+	blockSearches  blockSearches // see openBlock
+	configLists    sync.Map      // configsKey -> []blockConfig, see blockConfigs
+	interned       sync.Map      // inputSig or confKey -> uint32, see intern
+	nextID         atomic.Uint32 // the last number interned
+	replayedBlocks atomic.Int64  // the complete blocks blockSearches holds
 
 	states, prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64
 	rejected, verified, unchecked                                           atomic.Int64
@@ -199,6 +209,25 @@ func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Op
 		}
 	}
 	slices.SortFunc(s.outShapes, compareShapes)
+	var order []int
+	for i := range cfg.BlockOps {
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := cfg.BlockOps[i], cfg.BlockOps[j]
+		return keyOf(a.Kind, a.Attr, nil, 0).compare(keyOf(b.Kind, b.Attr, nil, 0))
+	})
+	for _, i := range order {
+		switch info := cfg.BlockOps[i].Kind.Info(); {
+		case info.Arity == 1:
+			s.blockUnary = append(s.blockUnary, i)
+		case !info.Commutative:
+			s.blockNoncommutative = append(s.blockNoncommutative, i)
+			fallthrough
+		default:
+			s.blockBinary = append(s.blockBinary, i)
+		}
+	}
 	var err error
 	if s.exprs, err = newExprs(program); err != nil {
 		return nil, err
@@ -222,7 +251,7 @@ func (s *searcher) stop() bool {
 	if s.stopped.Load() != nil {
 		return true
 	}
-	why := ""
+	var why string
 	switch {
 	case s.ctx.Err() != nil:
 		why = "interrupted"
@@ -285,7 +314,7 @@ func (s *searcher) reportProgress(start time.Time) (stop func()) {
 // its input set and threadblock configuration.
 type task struct {
 	prefix *kernelState // a private copy of the kernel state
-	ins    []kernel.TensorID
+	in     openInputs
 	conf   blockConfig
 	found  []*kernel.Graph // complete candidates that passed the fast path
 }
@@ -294,7 +323,7 @@ type task struct {
 func (t *task) run() {
 	k := t.prefix
 	k.found = &t.found
-	k.openBlock(t.ins, t.conf)
+	k.openBlock(t.in, t.conf)
 }
 
 // merge gathers the fast-path survivors of the root (graphs of pre-defined
