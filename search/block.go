@@ -564,7 +564,7 @@ func (b *blockState) addCands(t block.TensorID) {
 		j := s.exprs.blockOps(b, id, list, in0, in1)
 		for k, i := range list {
 			if !j[k].ok {
-				s.prunedAbsexpr.Add(1)
+				s.pruned(j[k])
 				continue
 			}
 			b.cands = append(b.cands, blockCand{choice: int32(i), arity: int32(arityOf(in1)), in: [2]block.TensorID{in0, in1}, e: j[k].e})
@@ -583,7 +583,7 @@ func (b *blockState) addCands(t block.TensorID) {
 		switch {
 		case c.Kind == ugraph.OpForloopAccum && (postT || b.scales(c.Attr.Accum, t)): // accumulators take per-iteration tiles
 		case !j[k].ok:
-			s.prunedAbsexpr.Add(1)
+			s.pruned(j[k])
 		default:
 			b.cands = append(b.cands, blockCand{choice: int32(i), arity: 1, in: [2]block.TensorID{t, -1}, e: j[k].e})
 		}
@@ -597,6 +597,15 @@ func (b *blockState) addCands(t block.TensorID) {
 		} else {
 			add(blockBinaryList, binary, t, a)
 		}
+	}
+}
+
+// pruned counts an op the judgement j rejects.
+func (s *searcher) pruned(j judgement) {
+	if j.badShape {
+		s.prunedShape.Add(1)
+	} else {
+		s.prunedAbsexpr.Add(1)
 	}
 }
 

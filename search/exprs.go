@@ -91,10 +91,11 @@ type judgeKey struct {
 }
 
 // judgement is the judgement of one op: its expression, and whether the
-// op may be added.
+// op may be added (if not, whether because the shape rules reject it).
 type judgement struct {
-	e  *absexpr.Expr
-	ok bool
+	e        *absexpr.Expr
+	ok       bool
+	badShape bool
 }
 
 func newJudgeMemo() *judgeMemo {
@@ -195,6 +196,12 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 		c := b.k.s.cfg.BlockOps[i]
 		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
 		js[k].e, js[k].ok = x.judge(c, args[:n], shapes[:n], loop)
+		if js[k].ok {
+			// The shapes are part of the key: check them here once,
+			// rather than in every state that would add the op.
+			_, err := ugraph.InferShape(c.Kind, c.Attr, shapes[:n], b.g.ReductionDimx)
+			js[k].ok, js[k].badShape = err == nil, err != nil
+		}
 	}
 	if len(m.ops) >= maxJudgeMemo {
 		clear(m.ops)
@@ -207,7 +214,7 @@ func (m *judgeMemo) store(key judgeKey, e *absexpr.Expr, ok bool) (*absexpr.Expr
 	if len(m.judged) >= maxJudgeMemo {
 		clear(m.judged)
 	}
-	m.judged[key] = judgement{e, ok}
+	m.judged[key] = judgement{e: e, ok: ok}
 	return e, ok
 }
 
