@@ -551,8 +551,8 @@ func (b *blockState) explore(from, to int) {
 
 // addCands appends to b.cands the ops whose newest operand is tile t, in
 // canonical order: (a, t) for a < t, then unary ops on t, then (t, a) for
-// a <= t; at equal operands, by kind and attributes (searcher.blockUnary and the others).
-// Every op of an older state that follows its last op still follows the
+// a <= t; at equal operands, by kind and attributes (the order of
+// searcher.blockUnary and the other lists). Every op of an older state that follows its last op still follows the
 // op that made t, whose key is less than theirs, and ops on t follow all
 // of them: so a state's candidates are its parent's after the op taken,
 // then addCands of the new tile. Each op is judged once, when its newest
