@@ -3,6 +3,7 @@ package search
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
@@ -32,7 +33,8 @@ type judgeMemo struct {
 	judged map[judgeKey]judgement
 	// ops are the judgements of threadblock ops, all the unary or all
 	// the binary choices at once (exprs.blockOps).
-	ops     map[opsKey][]judgement
+	ops     map[opsKey]span // in arena: the map holds no pointers, which the GC need not scan
+	arena   []judgement
 	allKept []judgement // see unjudged
 	// inputCands are the candidate ops of block states of input ops alone
 	// (blockState.inputCands).
@@ -76,6 +78,9 @@ const (
 	blockNoncommutativeList
 )
 
+// span is a run of judgements in judgeMemo.arena.
+type span struct{ off, n uint32 }
+
 // unjudged returns n judgements that keep their ops, without expressions.
 func (m *judgeMemo) unjudged(n int) []judgement {
 	for len(m.allKept) < n {
@@ -99,7 +104,7 @@ type judgement struct {
 }
 
 func newJudgeMemo() *judgeMemo {
-	return &judgeMemo{ids: map[operandKey]uint32{}, judged: map[judgeKey]judgement{}, ops: map[opsKey][]judgement{}, inputCands: map[inputCandsKey][]blockCand{}}
+	return &judgeMemo{ids: map[operandKey]uint32{}, judged: map[judgeKey]judgement{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{}}
 }
 
 // id names an operand of expression e and shape s; 0 is the operand
@@ -183,15 +188,21 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 	if key.unary {
 		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)} // accumulators depend on it
 	}
-	if js, ok := m.ops[key]; ok {
-		return js
+	if sp, ok := m.ops[key]; ok {
+		return m.arena[sp.off : sp.off+sp.n]
 	}
 	var args [2]*absexpr.Expr
 	var shapes [2]ugraph.Shape
 	for j, t := range in[:n] {
 		args[j], shapes[j] = b.expr[t], b.g.Tensors[t].Shape
 	}
-	js := make([]judgement, len(list))
+	if len(m.ops) >= maxJudgeMemo {
+		clear(m.ops)
+		m.arena = nil // not truncated: slices of it may still be read
+	}
+	off := uint32(len(m.arena))
+	m.arena = slices.Grow(m.arena, len(list))[:int(off)+len(list)]
+	js := m.arena[off:]
 	for k, i := range list {
 		c := b.k.s.cfg.BlockOps[i]
 		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
@@ -203,10 +214,7 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 			js[k].ok, js[k].badShape = err == nil, err != nil
 		}
 	}
-	if len(m.ops) >= maxJudgeMemo {
-		clear(m.ops)
-	}
-	m.ops[key] = js
+	m.ops[key] = span{off, uint32(len(list))}
 	return js
 }
 
