@@ -203,6 +203,33 @@ func (g *Graph) checkMap(name string, m Map, r int) error {
 	return nil
 }
 
+// TileShape returns the tile that a block reads, at one iteration, of a
+// device tensor of shape dshape: dim imap[a] divided by grid[a] for every
+// axis a of size > 1, then dim fmap divided by forloopRange (the maps must
+// be in range; AddInput checks them). When a division is not exact, it
+// returns the tile divided so far and the step that fails: the grid axis,
+// or 3 for the for-loop; otherwise -1. It allocates nothing, so that a
+// generator can test many tilings.
+func TileShape(dshape ugraph.Shape, grid Dim3, forloopRange int, imap Map, fmap int) (tile ugraph.Shape, failed int) {
+	tile = dshape
+	for a, d := range imap {
+		if d < 0 || grid[a] == 1 {
+			continue
+		}
+		if tile.Dim(d)%grid[a] != 0 {
+			return tile, a
+		}
+		tile = tile.WithDim(d, tile.Dim(d)/grid[a])
+	}
+	if fmap >= 0 {
+		if tile.Dim(fmap)%forloopRange != 0 {
+			return tile, 3
+		}
+		tile = tile.WithDim(fmap, tile.Dim(fmap)/forloopRange)
+	}
+	return tile, -1
+}
+
 // AddInput adds an input op that loads tiles of a device tensor with shape
 // dshape. The tile is dshape with dim imap[a] divided by Grid[a] for every
 // axis a of size > 1, and then dim fmap divided by ForloopRange.
@@ -222,21 +249,14 @@ func (g *Graph) AddInput(dshape ugraph.Shape, dt ugraph.DType, imap Map, fmap in
 	if fmap < -1 || fmap >= dshape.Rank() {
 		return fail("forloop_dim %d, want -1 or a dim in [0, %d)", fmap, dshape.Rank())
 	}
-	tile := dshape
-	for a, d := range imap {
-		if d < 0 || g.Grid[a] == 1 {
-			continue
-		}
-		var err error
-		if tile, err = tile.DivDim(d, g.Grid[a]); err != nil {
-			return fail("input_map %v: grid axis %d (%d blocks): %v", imap, a, g.Grid[a], err)
-		}
-	}
-	if fmap >= 0 {
-		var err error
-		if tile, err = tile.DivDim(fmap, g.ForloopRange); err != nil {
-			return fail("forloop_dim %d with forloop_range %d: %v", fmap, g.ForloopRange, err)
-		}
+	tile, failed := TileShape(dshape, g.Grid, g.ForloopRange, imap, fmap)
+	switch {
+	case failed == 3:
+		_, err := tile.DivDim(fmap, g.ForloopRange)
+		return fail("forloop_dim %d with forloop_range %d: %v", fmap, g.ForloopRange, err)
+	case failed >= 0:
+		_, err := tile.DivDim(imap[failed], g.Grid[failed])
+		return fail("input_map %v: grid axis %d (%d blocks): %v", imap, failed, g.Grid[failed], err)
 	}
 	op := Op{Kind: ugraph.OpInput, In: [2]TensorID{NoTensor, NoTensor}, Input: InputOp{DShape: dshape, IMap: imap, FMap: fmap}}
 	return g.push(op, Tensor{Shape: tile, DType: dt}), nil

@@ -84,6 +84,29 @@ func TestInputTiles(t *testing.T) {
 	}
 }
 
+func TestTileShape(t *testing.T) {
+	tests := []struct {
+		grid   Dim3
+		f      int
+		dshape ugraph.Shape
+		imap   Map
+		fmap   int
+		tile   ugraph.Shape // the tile divided so far, when a step fails
+		failed int
+	}{
+		{Dim3{2, 16, 1}, 4, sh(2, 64, 4096), Map{0, 2, -1}, 2, sh(1, 64, 64), -1},
+		{Dim3{4, 1, 1}, 1, sh(8, 8), Map{0, 1, 1}, -1, sh(2, 8), -1},
+		{Dim3{2, 3, 1}, 1, sh(16, 64), Map{0, 1, -1}, -1, sh(8, 64), 1},
+		{Dim3{32, 1, 1}, 4, sh(16, 64), Map{1, -1, -1}, 1, sh(16, 2), 3},
+	}
+	for _, tt := range tests {
+		tile, failed := TileShape(tt.dshape, tt.grid, tt.f, tt.imap, tt.fmap)
+		if tile != tt.tile || failed != tt.failed {
+			t.Errorf("TileShape(%v, %v, %d, %v, %d) = %v, %d; want %v, %d", tt.dshape, tt.grid, tt.f, tt.imap, tt.fmap, tile, failed, tt.tile, tt.failed)
+		}
+	}
+}
+
 func TestOutputs(t *testing.T) {
 	tests := []struct {
 		name   string
