@@ -431,20 +431,7 @@ func (k *kernelState) openBlock(in openInputs, conf blockConfig) {
 // this, which costs no allocation.
 func (k *kernelState) divides(ins []kernel.TensorID, conf blockConfig) bool {
 	for i, t := range ins {
-		shape := k.g.Tensors[t].Shape
-		var dims [ugraph.MaxRank]int
-		for d := range shape.Rank() {
-			dims[d] = shape.Dim(d)
-		}
-		for a, d := range conf.imaps[i] {
-			if d >= 0 && d < shape.Rank() && conf.grid[a] > 1 {
-				if dims[d]%conf.grid[a] != 0 {
-					return false
-				}
-				dims[d] /= conf.grid[a]
-			}
-		}
-		if f := conf.fmaps[i]; f >= 0 && f < shape.Rank() && dims[f]%conf.forloop != 0 {
+		if _, failed := block.TileShape(k.g.Tensors[t].Shape, conf.grid, conf.forloop, conf.imaps[i], conf.fmaps[i]); failed >= 0 {
 			return false
 		}
 	}
@@ -527,9 +514,16 @@ func (b *blockState) canFinish() bool {
 // expression the oracle accepted.
 type blockCand struct {
 	choice int32
-	arity  int32
-	in     [2]block.TensorID
+	in     [2]block.TensorID // in[1] is -1 for a unary op
 	e      *absexpr.Expr
+}
+
+// operands returns the op's operands.
+func (c *blockCand) operands() []block.TensorID {
+	if c.in[1] < 0 {
+		return c.in[:1]
+	}
+	return c.in[:2]
 }
 
 // explore tries to finish b into a customized op, then extends it by every
@@ -567,7 +561,7 @@ func (b *blockState) addCands(t block.TensorID) {
 				s.pruned(j[k])
 				continue
 			}
-			b.cands = append(b.cands, blockCand{choice: int32(i), arity: int32(arityOf(in1)), in: [2]block.TensorID{in0, in1}, e: j[k].e})
+			b.cands = append(b.cands, blockCand{choice: int32(i), in: [2]block.TensorID{in0, in1}, e: j[k].e})
 		}
 	}
 	binary := s.blockBinary
@@ -585,7 +579,7 @@ func (b *blockState) addCands(t block.TensorID) {
 		case !j[k].ok:
 			s.pruned(j[k])
 		default:
-			b.cands = append(b.cands, blockCand{choice: int32(i), arity: 1, in: [2]block.TensorID{t, -1}, e: j[k].e})
+			b.cands = append(b.cands, blockCand{choice: int32(i), in: [2]block.TensorID{t, -1}, e: j[k].e})
 		}
 	}
 	for a := range t + 1 {
@@ -607,13 +601,6 @@ func (s *searcher) pruned(j judgement) {
 	} else {
 		s.prunedAbsexpr.Add(1)
 	}
-}
-
-func arityOf(in1 block.TensorID) int {
-	if in1 < 0 {
-		return 1
-	}
-	return 2
 }
 
 // scales reports whether accumulator a on tile t (per-iteration) would
@@ -656,7 +643,7 @@ func (b *blockState) tryOp(c blockCand, from, to int) {
 // returns its result.
 func (b *blockState) push(c blockCand) (block.TensorID, bool) {
 	choice := b.k.s.cfg.BlockOps[c.choice]
-	in := c.in[:c.arity]
+	in := c.operands()
 	out, err := b.g.Add(choice.Kind, choice.Attr, in...)
 	if err != nil {
 		return 0, false

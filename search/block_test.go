@@ -99,9 +99,9 @@ func TestBlockCandidatesAreTheCanonicalOnes(t *testing.T) {
 
 func candKey(s *searcher, c blockCand) opKey {
 	ch := s.cfg.BlockOps[c.choice]
-	ids := make([]int32, c.arity)
-	for i := range ids {
-		ids[i] = int32(c.in[i])
+	var ids []int32
+	for _, t := range c.operands() {
+		ids = append(ids, int32(t))
 	}
 	return keyOf(ch.Kind, ch.Attr, ids, 0)
 }
@@ -130,7 +130,7 @@ func fromScratch(b *blockState, last opKey) []blockCand {
 			}
 		}
 		for _, in := range lists {
-			c := blockCand{choice: int32(i), arity: int32(info.Arity), in: in}
+			c := blockCand{choice: int32(i), in: in}
 			if candKey(s, c).compare(last) <= 0 {
 				continue
 			}

@@ -204,13 +204,6 @@ func (l *dimLinker) block(b *block.Graph, devIn, devOut []int32) []int32 {
 	return base
 }
 
-// dimClasses returns the class of every dim of every tensor of the
-// candidate g (indexed [tensor][dim]), computed from the program and g
-// together: g's k-th input is the program's k-th input.
-func dimClasses(program, g *kernel.Graph) [][]int32 {
-	return classify(program, g).of
-}
-
 // classes is what the generator knows of the dims of a candidate.
 type classes struct {
 	of      [][]int32 // per tensor of the candidate, per dim
@@ -223,7 +216,8 @@ type classes struct {
 }
 
 // classify computes the classes of the candidate g's dims, and of the
-// program's outputs, from the program and g together.
+// program's outputs, from the program and g together (g's k-th input is
+// the program's k-th input).
 func classify(program, g *kernel.Graph) classes {
 	var l dimLinker
 	pbase := l.kernel(program)

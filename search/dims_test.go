@@ -31,7 +31,7 @@ func TestDimClasses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		p, m := load(t, tt.program), load(t, tt.mugraph)
-		cls := dimClasses(p.Graph, m.Graph)
+		cls := classify(p.Graph, m.Graph).of
 		for _, pr := range tt.same {
 			if cls[pr[0].t][pr[0].d] != cls[pr[1].t][pr[1].d] {
 				t.Errorf("%s: t%d dim %d and t%d dim %d should correspond", tt.mugraph, pr[0].t, pr[0].d, pr[1].t, pr[1].d)

@@ -28,11 +28,10 @@ type exprs struct {
 // each tensor or tile as it is created (judgeMemo.id), so that a lookup
 // hashes a few words rather than expressions and shapes.
 type judgeMemo struct {
-	ids    map[operandKey]uint32
-	next   uint32 // the last id given; ids are never reused, even after a clear
-	judged map[judgeKey]judgement
-	// ops are the judgements of threadblock ops, all the unary or all
-	// the binary choices at once (exprs.blockOps).
+	ids  map[operandKey]uint32
+	next uint32 // the last id given; ids are never reused, even after a clear
+	// ops are the judgements of a list of op choices on some operands
+	// (exprs.blockOps, exprs.kernelOp).
 	ops     map[opsKey]span // in arena: the map holds no pointers, which the GC need not scan
 	arena   []judgement
 	allKept []judgement // see unjudged
@@ -61,21 +60,23 @@ type operandKey struct {
 	shape ugraph.Shape
 }
 
-// opsKey is what the judgements of all the unary or all the binary
-// threadblock choices on some tiles depend on.
+// opsKey is what the judgements of a list of op choices on some operands
+// depend on.
 type opsKey struct {
-	list  int32 // which choices: see the block*List constants, or a single choice's index
+	list  int32 // which choices: see the *List constants, or a single choice's index
 	unary bool
 	args  [2]uint32 // operand ids
 	loop  [2]int32  // unary: for-loop range and reduction_dimx (accumulators depend on them)
 }
 
-// Names of the lists of threadblock op choices (searcher.blockUnary, ...)
-// for opsKey.
+// Names of the lists of op choices for opsKey: the threadblock ones
+// (searcher.blockUnary, ...); kernelList + i is pre-defined op choice i
+// (of Config.KernelOps) alone, and i alone threadblock op choice i.
 const (
 	blockUnaryList = -1 - iota
 	blockBinaryList
 	blockNoncommutativeList
+	kernelList = 1 << 16
 )
 
 // span is a run of judgements in judgeMemo.arena.
@@ -89,12 +90,6 @@ func (m *judgeMemo) unjudged(n int) []judgement {
 	return m.allKept[:n]
 }
 
-// judgeKey is what the judgement of a pre-defined op depends on.
-type judgeKey struct {
-	choice int32     // index into Config.KernelOps
-	args   [2]uint32 // operand ids
-}
-
 // judgement is the judgement of one op: its expression, and whether the
 // op may be added (if not, whether because the shape rules reject it).
 type judgement struct {
@@ -104,7 +99,7 @@ type judgement struct {
 }
 
 func newJudgeMemo() *judgeMemo {
-	return &judgeMemo{ids: map[operandKey]uint32{}, judged: map[judgeKey]judgement{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{}}
+	return &judgeMemo{ids: map[operandKey]uint32{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{}}
 }
 
 // id names an operand of expression e and shape s; 0 is the operand
@@ -149,22 +144,22 @@ func (x *exprs) input(i int) *absexpr.Expr { return x.inputs[i] }
 // Config.KernelOps) on the kernel tensors in, and whether the op may be
 // added.
 func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID) (*absexpr.Expr, bool) {
-	key := judgeKey{choice: int32(i)}
+	key := opsKey{list: kernelList + int32(i), unary: len(in) == 1}
 	for j, t := range in {
 		if key.args[j] = k.ids[t]; key.args[j] == 0 {
 			return nil, true // computed from an op without an expression
 		}
 	}
-	if j, ok := k.memo.judged[key]; ok {
-		return j.e, j.ok
+	js, ok := k.memo.lookup(key, 1)
+	if !ok {
+		var args [2]*absexpr.Expr
+		var shapes [2]ugraph.Shape
+		for j, t := range in {
+			args[j], shapes[j] = k.expr[t], k.g.Tensors[t].Shape
+		}
+		js[0].e, js[0].ok = x.judge(c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
 	}
-	var args [2]*absexpr.Expr
-	var shapes [2]ugraph.Shape
-	for j, t := range in {
-		args[j], shapes[j] = k.expr[t], k.g.Tensors[t].Shape
-	}
-	e, ok := x.judge(c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
-	return k.memo.store(key, e, ok)
+	return js[0].e, js[0].ok
 }
 
 // blockOps judges the threadblock op choices list (indices of
@@ -188,21 +183,15 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 	if key.unary {
 		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)} // accumulators depend on it
 	}
-	if sp, ok := m.ops[key]; ok {
-		return m.arena[sp.off : sp.off+sp.n]
+	js, ok := m.lookup(key, len(list))
+	if ok {
+		return js
 	}
 	var args [2]*absexpr.Expr
 	var shapes [2]ugraph.Shape
 	for j, t := range in[:n] {
 		args[j], shapes[j] = b.expr[t], b.g.Tensors[t].Shape
 	}
-	if len(m.ops) >= maxJudgeMemo {
-		clear(m.ops)
-		m.arena = nil // not truncated: slices of it may still be read
-	}
-	off := uint32(len(m.arena))
-	m.arena = slices.Grow(m.arena, len(list))[:int(off)+len(list)]
-	js := m.arena[off:]
 	for k, i := range list {
 		c := b.k.s.cfg.BlockOps[i]
 		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
@@ -214,16 +203,23 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 			js[k].ok, js[k].badShape = err == nil, err != nil
 		}
 	}
-	m.ops[key] = span{off, uint32(len(list))}
 	return js
 }
 
-func (m *judgeMemo) store(key judgeKey, e *absexpr.Expr, ok bool) (*absexpr.Expr, bool) {
-	if len(m.judged) >= maxJudgeMemo {
-		clear(m.judged)
+// lookup returns the n judgements of key, and true; or, the first time,
+// n zero judgements, kept under key, for the caller to fill, and false.
+func (m *judgeMemo) lookup(key opsKey, n int) ([]judgement, bool) {
+	if sp, ok := m.ops[key]; ok {
+		return m.arena[sp.off : sp.off+sp.n], true
 	}
-	m.judged[key] = judgement{e: e, ok: ok}
-	return e, ok
+	if len(m.ops) >= maxJudgeMemo {
+		clear(m.ops)
+		m.arena = nil // not truncated: slices of it may still be read
+	}
+	off := len(m.arena)
+	m.arena = slices.Grow(m.arena, n)[:off+n]
+	m.ops[key] = span{uint32(off), uint32(n)}
+	return m.arena[off:], false
 }
 
 // judge derives the expression of c on args and consults the oracle. An

@@ -118,13 +118,8 @@ func (k *kernelState) explore() {
 		if k.spawn != nil {
 			k.spawnTasks()
 		} else {
-			k.eachInputSet(func(ins []kernel.TensorID) {
-				in, ok := k.openInputs(ins)
-				if !ok {
-					s.prunedDead.Add(1)
-					return
-				}
-				for _, conf := range s.blockConfigs(k.g, ins, k.opsLeft() == 1) {
+			k.eachInputSet(func(in openInputs) {
+				for _, conf := range s.blockConfigs(k.g, in.ins, k.opsLeft() == 1) {
 					k.openBlock(in, conf)
 					if s.stop() {
 						return
@@ -144,15 +139,9 @@ func (k *kernelState) explore() {
 // input sets first (eachInputSet), each set's configurations cheapest
 // first.
 func (k *kernelState) spawnTasks() {
-	k.eachInputSet(func(ins []kernel.TensorID) {
-		ins = slices.Clone(ins)
-		in, ok := k.openInputs(ins)
-		if !ok {
-			k.s.prunedDead.Add(1)
-			return
-		}
-		confs := slices.Clone(k.s.blockConfigs(k.g, ins, k.opsLeft() == 1))
-		k.cheapestFirst(ins, confs)
+	k.eachInputSet(func(in openInputs) {
+		confs := slices.Clone(k.s.blockConfigs(k.g, in.ins, k.opsLeft() == 1)) // sorted below: the lists are shared
+		k.cheapestFirst(in.ins, confs)
 		for _, conf := range confs {
 			k.spawn(&task{prefix: k.clone(), in: in, conf: conf})
 		}
@@ -331,17 +320,14 @@ func (k *kernelState) seenBefore() bool {
 }
 
 // eachInputSet calls f with every set of existing tensors (in id order, up
-// to MaxBlockInputs) that a customized op may read next in canonical order.
-// When the op must be the graph's last, the set must close all but one
-// fewer open tensors than the program has outputs. Larger sets come first:
-// a kernel that reads all the program's inputs is the likeliest to fuse it
+// to MaxBlockInputs) that a customized op may read next in canonical order
+// and that can complete the graph (openInputs). Larger sets come first: a
+// kernel that reads all the program's inputs is the likeliest to fuse it
 // whole, and under a time limit it is searched first.
-func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
+func (k *kernelState) eachInputSet(f func(openInputs)) {
 	s := k.s
 	n := len(k.g.Tensors)
 	last := k.keys[len(k.keys)-1]
-	open := k.sinks()
-	lastOp := k.opsLeft() == 1
 	var sets [][]kernel.TensorID
 	var set []kernel.TensorID
 	var rec func(from int)
@@ -356,8 +342,6 @@ func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
 			key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, 0)
 			if key.compare(last) < 0 && !(key.newest == last.newest && key.in == last.in && last.kind == ugraph.OpCustomized) {
 				s.prunedOrder.Add(1)
-			} else if lastOp && len(open)-countIn(open, set)+1 > len(s.outShapes) {
-				s.prunedDead.Add(1)
 			} else {
 				sets = append(sets, slices.Clone(set))
 			}
@@ -374,18 +358,12 @@ func (k *kernelState) eachInputSet(f func([]kernel.TensorID)) {
 	rec(0)
 	slices.SortStableFunc(sets, func(a, b []kernel.TensorID) int { return len(b) - len(a) })
 	for _, set := range sets {
-		f(set)
-	}
-}
-
-func countIn(ts, set []kernel.TensorID) int {
-	n := 0
-	for _, t := range ts {
-		if slices.Contains(set, t) {
-			n++
+		if in, ok := k.openInputs(set); ok {
+			f(in)
+		} else {
+			s.prunedDead.Add(1)
 		}
 	}
-	return n
 }
 
 // attach adds the customized op running c.g (complete, with its output
