@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,9 +86,7 @@ speedups to DIR/speedup.svg. The cache is not used.
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeJSON(out, struct {
 					Arch string      `json:"arch"`
 					Rows []bench.Row `json:"rows"`
 				}{arch, rows})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -85,7 +84,7 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	if f.asJSON {
-		return writeManifest(cmd.OutOrStdout(), newManifest(res, in.Name, path, f.candidate, g, f.outDir))
+		return writeJSON(cmd.OutOrStdout(), newManifest(res, in.Name, path, f.candidate, g, f.outDir))
 	}
 	printEmitSummary(cmd.OutOrStdout(), res, f.outDir)
 	return nil
@@ -175,10 +174,4 @@ func newManifest(res *cuda.Result, program, source string, candidate int, g *ker
 		m.Kernels = append(m.Kernels, manifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes})
 	}
 	return m
-}
-
-func writeManifest(w io.Writer, m manifest) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(m)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 
@@ -63,9 +62,7 @@ largest magnitude. --json prints {"seed": N, "outputs": [...]}.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(struct {
+				return writeJSON(w, struct {
 					Seed    int64     `json:"seed"`
 					Outputs []summary `json:"outputs"`
 				}{seed, sums})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -59,4 +60,11 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 		newVersionCmd(),
 	)
 	return root
+}
+
+// writeJSON writes v to w as indented JSON, the form of every --json output.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

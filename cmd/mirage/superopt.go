@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -326,9 +325,7 @@ func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out 
 		cj.ForloopRanges = append(cj.ForloopRanges, c.ForloopRanges...)
 		cands[i] = cj
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
+	return writeJSON(w, struct {
 		Stats      search.Stats    `json:"stats"`
 		BaselineUs float64         `json:"baseline_us"`
 		Candidates []candidateJSON `json:"candidates"`
