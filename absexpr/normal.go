@@ -318,7 +318,8 @@ const (
 
 // nfIndex decides queries by normal forms (see the comment at the top).
 type nfIndex struct {
-	pieces []*poly
+	pieces  []*poly
+	targets []string // the targets' normal forms' keys
 	// provable reports that a yes is provable: no target has rms(1, x).
 	provable bool
 }
@@ -352,6 +353,7 @@ func newNFIndex(targets []*Expr) *nfIndex {
 		if err != nil {
 			return nil
 		}
+		ix.targets = append(ix.targets, p.key)
 		add(p)
 	}
 	ix.provable = !nz.unitRms
@@ -380,6 +382,23 @@ func (ix *nfIndex) decide(q *Expr) verdict {
 		return maybe
 	}
 	return v
+}
+
+// equalsTarget reports whether q equals a target: no when q's normal form
+// is none of theirs (the laws equate only expressions with one normal
+// form), maybe when a normal form is too large, and otherwise yes.
+func (ix *nfIndex) equalsTarget(q *Expr) verdict {
+	if ix == nil {
+		return maybe
+	}
+	p, err := newNormalizer().normal(q)
+	if err != nil {
+		return maybe
+	}
+	if slices.Contains(ix.targets, p.key) {
+		return yes
+	}
+	return no
 }
 
 // within reports whether q·c ⊆ w for some cofactor c.

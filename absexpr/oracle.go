@@ -170,6 +170,15 @@ func (o *Oracle) IsSubexpr(e *Expr) (bool, error) {
 	return v.(bool), nil
 }
 
+// MayEqualTarget reports whether e may equal a target modulo the axioms. It
+// is false only when the normal forms prove that the laws cannot make them
+// equal (normal.go), and true when a normal form is too large to tell. The
+// search asks it of a complete candidate's outputs: every intermediate
+// being a subexpression does not make the last one the whole.
+func (o *Oracle) MayEqualTarget(e *Expr) bool {
+	return o.index.nf.equalsTarget(e) != no
+}
+
 // decide answers without the cache: in Go when it can, else with Z3.
 func (o *Oracle) decide(e *Expr) (bool, error) {
 	if ok, decided := o.index.decide(e); decided {

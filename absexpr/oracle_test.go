@@ -243,3 +243,42 @@ func TestClosedOracle(t *testing.T) {
 	}
 	o.Close() // idempotent
 }
+
+func TestMayEqualTarget(t *testing.T) {
+	requireZ3(t)
+	terms := func(prefix string) string {
+		var s []string
+		for i := range 20 {
+			s = append(s, prefix+string(rune('a'+i)))
+		}
+		return "add(" + strings.Join(s, ", ") + ")"
+	}
+	tooLarge := MustParse("mul(" + terms("A") + ", " + terms("B") + ")") // 400 monomials
+	for _, tt := range []struct {
+		target *Expr
+		query  string
+		want   bool
+	}{
+		{attention, attention.String(), true},
+		// The partial-sum form: both sums split, the division last.
+		{attention, "div(sum(8, sum(512, mul(exp($S), V))), sum(8, sum(512, exp($S))))", true},
+		{attention, "sum(4096, mul(exp($S), V))", false}, // unnormalised
+		{attention, "sum(4096, exp($S))", false},         // a subexpression only
+		{attention, "div(sum(2048, mul(exp($S), V)), sum(4096, exp($S)))", false},
+		{rmsNormMatMul, "div(sum(4096, mul(X, W)), rms(4096, X))", true},
+		{rmsNormMatMul, "sum(4096, mul(X, W))", false},
+		{twoSums, "div(div(X, add(A, B)), add(C, D))", true},
+		{twoSums, "div(X, add(A, B))", false},
+		{tooLarge, "Aa", true}, // no normal form to tell by
+	} {
+		o, err := NewOracle([]*Expr{tt.target}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := MustParse(expand(tt.query))
+		if got := o.MayEqualTarget(q); got != tt.want {
+			t.Errorf("target %s: MayEqualTarget(%s) = %v, want %v", tt.target, q, got, tt.want)
+		}
+		o.Close()
+	}
+}

@@ -23,11 +23,7 @@ type lazy struct {
 	lastKey  pageKey
 	lastPage *page
 	groups   map[pageKey]map[int]elem // per-group statistics (rms_norm's inverse rms)
-	// tensors are the pages of kernel tensors, by tensor, taken from cache
-	// when there is one (sigs name the tensors there).
-	tensors []*page
-	cache   *Cache
-	sigs    []uint64
+	tensors  []*page                  // the pages of kernel tensors, by tensor
 	// budget bounds the values computed (see errBudget), and room the
 	// elements of the pages allocated (a dense evaluation's worth).
 	budget, computed, room int
@@ -67,14 +63,10 @@ type chunk struct {
 // at most budget values (memoised ones; the products inside a matmul and
 // the reads of inputs do not count), in pages of at most p.denseSize()
 // elements in all.
-func newLazy(p *plan, tr *trial, budget int, cache *Cache) *lazy {
-	l := &lazy{p: p, tr: tr, pages: map[pageKey]*page{}, groups: map[pageKey]map[int]elem{},
+func newLazy(p *plan, tr *trial, budget int) *lazy {
+	return &lazy{p: p, tr: tr, pages: map[pageKey]*page{}, groups: map[pageKey]map[int]elem{},
 		budget: budget, room: p.denseSize(), last: make([]strip, len(tr.inputs)),
-		tensors: make([]*page, len(p.g.Tensors)), cache: cache}
-	if cache != nil {
-		l.sigs = p.signatures(tr.key)
-	}
-	return l
+		tensors: make([]*page, len(p.g.Tensors))}
 }
 
 func newPage(size int) *page {
@@ -87,15 +79,10 @@ func (l *lazy) tensorPage(t int) *page {
 		return pg
 	}
 	size := l.p.g.Tensors[t].Shape.NumElements()
-	var pg *page
-	if l.cache != nil {
-		pg = l.cache.page(l.sigs[t], size)
-	} else {
-		if l.room -= size; l.room < 0 {
-			panic(errBudget)
-		}
-		pg = newPage(size)
+	if l.room -= size; l.room < 0 {
+		panic(errBudget)
 	}
+	pg := newPage(size)
 	l.tensors[t] = pg
 	return pg
 }

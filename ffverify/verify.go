@@ -138,17 +138,11 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 // fails on an invalid candidate or one whose inputs differ from the
 // program's.
 func (v *Verifier) Reject(candidate *kernel.Graph) (bool, error) {
-	return v.RejectCached(nil, candidate)
-}
-
-// RejectCached is Reject, keeping in c (if not nil) the values it computes
-// for the next calls, and using those kept by the previous ones.
-func (v *Verifier) RejectCached(c *Cache, candidate *kernel.Graph) (bool, error) {
 	p, err := v.plan(candidate)
 	if err != nil {
 		return false, err
 	}
-	_, rejected := v.fast(p, c)
+	_, rejected := v.fast(p)
 	return rejected, nil
 }
 
@@ -160,21 +154,8 @@ func (v *Verifier) Verify(candidate *kernel.Graph) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if r, rejected := v.fast(p, nil); rejected {
+	if r, rejected := v.fast(p); rejected {
 		return r, nil
-	}
-	return v.full(p), nil
-}
-
-// VerifyFull is Verify without the fast path, for a candidate that passed
-// Reject already: it compares every output position on every draw.
-func (v *Verifier) VerifyFull(candidate *kernel.Graph) (Result, error) {
-	p, err := v.plan(candidate)
-	if err != nil {
-		return Result{}, err
-	}
-	if v.shapesDiffer(p) {
-		return Result{Output: -1, Trial: -1}, nil
 	}
 	return v.full(p), nil
 }
@@ -219,7 +200,7 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 // The demand-driven evaluation may compute at most 1/16 of the values a
 // dense evaluation computes (it costs some ten times as much per value);
 // beyond that the fast path gives up and the full check decides.
-func (v *Verifier) fast(p *plan, c *Cache) (r Result, rejected bool) {
+func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 	if v.shapesDiffer(p) {
 		return Result{Output: -1, Trial: -1}, true
 	}
@@ -234,7 +215,7 @@ func (v *Verifier) fast(p *plan, c *Cache) (r Result, rejected bool) {
 			r, rejected = Result{}, false
 		}
 	}()
-	l := newLazy(p, p.trial(v.opts.Seed, 0), max(p.denseSize()/16, 1<<12), c)
+	l := newLazy(p, p.trial(v.opts.Seed, 0), max(p.denseSize()/16, 1<<12))
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {

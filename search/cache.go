@@ -87,7 +87,7 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 
 // cacheVersion changes whenever the generator changes what it finds for a
 // given key, so stale entries are never used.
-const cacheVersion = 3
+const cacheVersion = 4
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/absexpr"
-	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -25,14 +24,11 @@ type kernelState struct {
 	// blocks[i] is the block state of the (i+1)-th customized op, reused
 	// (newBlockState).
 	blocks []*blockState
-	// checks keeps the values the verifier's fast path computes, for the
-	// next candidates of the same task (which share their first kernels).
-	checks *ffverify.Cache
 
 	// spawn, when set, receives the subtrees below customized ops instead
 	// of exploring them (the root state, which cuts the tree into tasks).
 	spawn func(*task)
-	found *[]*kernel.Graph // where complete candidates that pass the fast path go
+	found *[]*kernel.Graph // where complete candidates go (record)
 }
 
 func (s *searcher) newKernelState() *kernelState {
@@ -106,8 +102,8 @@ func (k *kernelState) explore() {
 	if s.stop() {
 		return
 	}
-	if k.complete() && k.check() {
-		return
+	if k.complete() {
+		k.record()
 	}
 	if k.opsLeft() <= 0 {
 		return
@@ -190,35 +186,37 @@ func (k *kernelState) complete() bool {
 	return slices.Equal(shapes, k.s.outShapes)
 }
 
-// check runs the verifier's fast path on the complete state k; a survivor
-// is recorded. It reports whether k passed (then it is not extended
-// further: a correct graph needs nothing more).
-func (k *kernelState) check() bool {
+// record keeps the complete state k as a candidate, unless its outputs'
+// expressions cannot equal the program's. Each op on the way was a
+// subexpression of the program, but a subexpression is not yet the whole
+// (for attention, the unnormalised exp(QK)·V); the premise is the one the
+// pruning makes of every op: a correct graph's outputs equal the program's
+// modulo the axioms. The verifier judges candidates after the search, best
+// first (verifyBest): most are correct, and proving all of them so would
+// cost more than the search.
+func (k *kernelState) record() {
 	s := k.s
+	outs := k.sinks()
+	for _, t := range outs {
+		if !s.exprs.oracle.MayEqualTarget(k.expr[t]) {
+			s.prunedAbsexpr.Add(1)
+			return
+		}
+	}
 	g := k.g.Clone()
-	g.Outputs = k.sinks()
-	h := kernel.Hash(g)
-	if _, dup := s.checked.LoadOrStore(h, struct{}{}); dup {
-		return false
-	}
-	if k.checks == nil {
-		k.checks = ffverify.NewCache(checkCacheElements)
-	}
-	reject, err := s.verifier.RejectCached(k.checks, g)
-	if err != nil || reject {
-		s.rejected.Add(1)
-		return false
+	g.Outputs = outs
+	if _, dup := s.checked.LoadOrStore(kernel.Hash(g), struct{}{}); dup {
+		return
 	}
 	*k.found = append(*k.found, g)
-	if k.ncust > 0 {
-		s.firstFused.CompareAndSwap(0, int64(time.Since(s.start)))
+	if k.ncust > 0 && s.firstFused.Load() == 0 {
+		// Until a fused candidate has passed the fast path, each is tried,
+		// for Stats.FirstFused.
+		if reject, err := s.verifier.Reject(g); err == nil && !reject {
+			s.firstFused.CompareAndSwap(0, int64(time.Since(s.start)))
+		}
 	}
-	return true
 }
-
-// checkCacheElements bounds the values a task's kernelState.checks holds
-// (16 bytes each, with their bookkeeping).
-const checkCacheElements = 1 << 22
 
 // eachOperands calls f with every operand list for c in canonical order
 // after the last op. The slice is reused between calls.

@@ -292,7 +292,10 @@ func TestStopsOnBudgetAndDeadline(t *testing.T) {
 	}
 	p := loadProgram(t, "gqa.py")
 	cfg, _ := search.NamedConfig("attention")
-	res, err := search.Run(context.Background(), p.Graph, cfg, search.Options{Workers: 2, MaxStates: 20000})
+	// Candidates are verified after the search stops, best first: a limit
+	// on how many (the CLI's default) keeps that part short.
+	opts := search.Options{Workers: 2, MaxStates: 20000, MaxResults: 16}
+	res, err := search.Run(context.Background(), p.Graph, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +305,8 @@ func TestStopsOnBudgetAndDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	res, err = search.Run(ctx, p.Graph, cfg, search.Options{Workers: 2})
+	opts.MaxStates = 0
+	res, err = search.Run(ctx, p.Graph, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,10 @@
 //     within the size limits is dropped.
 //
 // A kernel state whose open tensors (those no op consumes) have the
-// program's output shapes is a complete candidate: the verifier's fast path
-// rejects most wrong ones at once; survivors are ranked and the best are
-// verified in full.
+// program's output shapes, and whose expressions can equal the program's,
+// is a complete candidate. Candidates are ranked after the search and
+// verified best first (the verifier's fast path rejects most wrong ones at
+// once), until enough have passed.
 //
 // Work is split into tasks at the first customized op of each kernel
 // prefix (one task per input set and threadblock configuration); workers
@@ -51,8 +52,9 @@ type Options struct {
 	Workers   int    // parallel workers; 0 means 1
 	Seed      uint64 // seed of the verifier's random draws
 	MaxStates int64  // stop after this many states; 0 means no limit
-	// MaxResults bounds how many candidates are verified in full and
-	// returned: the best MaxResults by rank. 0 means all.
+	// MaxResults bounds how many candidates are returned: candidates are
+	// verified in rank order until MaxResults have passed. 0 means all,
+	// which verifies every candidate (about a second each for attention).
 	MaxResults int
 	// Estimate, when set, gives a candidate's estimated run time and the
 	// figures shown with it; candidates are ranked by estimated time. When
@@ -77,12 +79,12 @@ type Stats struct {
 	States        int64   `json:"states"`         // states created (ops added, threadblock configurations opened)
 	PrunedOrder   int64   `json:"pruned_order"`   // candidate kernel ops out of canonical order (threadblock ops are generated in order)
 	PrunedHash    int64   `json:"pruned_hash"`    // states equal to one already seen
-	PrunedAbsexpr int64   `json:"pruned_absexpr"` // ops whose expression no program output contains
+	PrunedAbsexpr int64   `json:"pruned_absexpr"` // ops whose expression no program output contains; complete states whose outputs' expressions are not the program's
 	PrunedShape   int64   `json:"pruned_shape"`   // ops the shape rules reject
 	PrunedDead    int64   `json:"pruned_dead"`    // states that cannot complete within the size limits
 	Rejected      int64   `json:"rejected"`       // complete candidates the verifier rejected
 	Verified      int64   `json:"verified"`       // complete candidates verified equivalent
-	Unchecked     int64   `json:"unchecked"`      // fast-path survivors beyond MaxResults, not verified in full
+	Unchecked     int64   `json:"unchecked"`      // candidates beyond MaxResults, not verified
 	Seconds       float64 `json:"seconds"`
 	FirstFused    float64 `json:"first_fused_seconds"` // when the first fused candidate passed the fast path; -1 if none
 	Stopped       string  `json:"stopped,omitempty"`   // why the search stopped early, if it did
@@ -316,17 +318,17 @@ type task struct {
 	prefix *kernelState // a private copy of the kernel state
 	in     openInputs
 	conf   blockConfig
-	found  []*kernel.Graph // complete candidates that passed the fast path
+	found  []*kernel.Graph // complete candidates
 }
 
-// run explores the task's subtree, keeping its fast-path survivors.
+// run explores the task's subtree, keeping its complete candidates.
 func (t *task) run() {
 	k := t.prefix
 	k.found = &t.found
 	k.openBlock(t.in, t.conf)
 }
 
-// merge gathers the fast-path survivors of the root (graphs of pre-defined
+// merge gathers the complete candidates of the root (graphs of pre-defined
 // ops only) and of the tasks, in task order, without duplicates.
 func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
 	var all []*kernel.Graph
@@ -346,8 +348,9 @@ func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
 	return all
 }
 
-// verifyBest ranks the fast-path survivors, verifies them in full in rank
-// order (in parallel) and returns the first MaxResults that pass.
+// verifyBest ranks the candidates, verifies them in rank order (in
+// parallel; the fast path, then the full check) and returns the first
+// MaxResults that pass.
 func (s *searcher) verifyBest(found []*kernel.Graph) []*Candidate {
 	var cands []*Candidate
 	for _, g := range found {
@@ -372,7 +375,7 @@ func (s *searcher) verifyBest(found []*kernel.Graph) []*Candidate {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r, err := s.verifier.VerifyFull(c.Graph) // the fast path passed in check
+				r, err := s.verifier.Verify(c.Graph)
 				ok[j] = err == nil && r.Equivalent
 			}()
 		}

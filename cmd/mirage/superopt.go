@@ -79,7 +79,7 @@ for unusable input.`,
 	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop after this many search states (0: no limit)")
-	fl.IntVar(&f.maxResults, "max-candidates", 16, "verify in full and keep the best N candidates (0: all)")
+	fl.IntVar(&f.maxResults, "max-candidates", 16, "verify candidates best first and keep the first N that pass (0: all, about a second each)")
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
