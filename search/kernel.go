@@ -198,7 +198,9 @@ func (k *kernelState) record() {
 	s := k.s
 	outs := k.sinks()
 	for _, t := range outs {
-		if !s.exprs.oracle.MayEqualTarget(k.expr[t]) {
+		// A nil expression is one that cannot be derived (concat's): it
+		// might be anything.
+		if e := k.expr[t]; e != nil && !s.exprs.oracle.MayEqualTarget(e) {
 			s.prunedAbsexpr.Add(1)
 			return
 		}

@@ -145,6 +145,27 @@ func TestGatedMLPFusesIntoOneKernel(t *testing.T) {
 	}
 }
 
+// TestLoRAFusesIntoOneKernel searches the LoRA workload, whose config
+// has concat: ops without an abstract expression, so complete candidates
+// whose outputs have none.
+func TestLoRAFusesIntoOneKernel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: whole searches take a while")
+	}
+	p, err := frontend.LoadFile(filepath.Join("..", "bench", "workloads", "lora.py"), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, p, 2, 0)
+	if res.Stats.Stopped != "" || len(res.Candidates) == 0 {
+		t.Fatalf("stopped %q with %d candidates", res.Stats.Stopped, len(res.Candidates))
+	}
+	kinds, _ := opsOf(onlyKernel(t, res.Candidates[0]))
+	if kinds[ugraph.OpMatmul] < 2 {
+		t.Fatalf("best candidate does not hold both the base and the adapter matmuls:\n%s", sprint(res.Candidates[0].Graph))
+	}
+}
+
 // TestGQAFindsPartialSums checks that attention is found in the
 // flash-decoding form: a first kernel whose blocks split the keys, each
 // writing its partial numerator and denominator, and a second that sums
