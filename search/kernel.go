@@ -211,6 +211,7 @@ func (k *kernelState) record() {
 		return
 	}
 	*k.found = append(*k.found, g)
+	s.complete.Add(1)
 	if k.ncust > 0 && s.firstFused.Load() == 0 {
 		// Until a fused candidate has passed the fast path, each is tried,
 		// for Stats.FirstFused.

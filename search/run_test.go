@@ -346,3 +346,43 @@ func sprint(g *kernel.Graph) string {
 	kernel.Fprint(&b, g)
 	return b.String()
 }
+
+// TestProgressCoversVerification checks that progress is reported through
+// the verification after the search, which is when candidates are
+// verified: the last report has the final counts.
+func TestProgressCoversVerification(t *testing.T) {
+	p, err := frontend.LoadFile(filepath.Join("..", "bench", "workloads", "ntrans.py"), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := search.NamedConfig(p.Superopt.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var last search.Stats
+	reports := 0
+	opts := search.Options{Workers: 2, MaxResults: 4, ProgressEvery: time.Millisecond, Progress: func(s search.Stats) {
+		mu.Lock()
+		defer mu.Unlock()
+		last = s
+		reports++
+	}}
+	res, err := search.Run(context.Background(), p.Graph, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reports == 0 {
+		t.Fatal("no progress reported")
+	}
+	want := res.Stats
+	if last.Verified != want.Verified || last.Complete != want.Complete || last.States != want.States {
+		t.Errorf("last report: %d states, %d candidates, %d verified; the result: %d, %d, %d",
+			last.States, last.Complete, last.Verified, want.States, want.Complete, want.Verified)
+	}
+	if want.Verified == 0 || want.Complete < want.Verified {
+		t.Errorf("%d candidates, %d verified", want.Complete, want.Verified)
+	}
+}

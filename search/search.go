@@ -62,7 +62,8 @@ type Options struct {
 	// this package's floor, so the caller supplies it.)
 	Estimate func(*kernel.Graph) (Estimate, error)
 	// Progress, when set, is called about every ProgressEvery with the
-	// statistics so far (from a separate goroutine).
+	// statistics so far (from a separate goroutine), through the search
+	// and the verification after it, and once more at the end.
 	Progress      func(Stats)
 	ProgressEvery time.Duration
 }
@@ -82,6 +83,7 @@ type Stats struct {
 	PrunedAbsexpr int64   `json:"pruned_absexpr"` // ops whose expression no program output contains; complete states whose outputs' expressions are not the program's
 	PrunedShape   int64   `json:"pruned_shape"`   // ops the shape rules reject
 	PrunedDead    int64   `json:"pruned_dead"`    // states that cannot complete within the size limits
+	Complete      int64   `json:"complete"`       // complete candidates found, to be verified best first
 	Rejected      int64   `json:"rejected"`       // complete candidates the verifier rejected
 	Verified      int64   `json:"verified"`       // complete candidates verified equivalent
 	Unchecked     int64   `json:"unchecked"`      // candidates beyond MaxResults, not verified
@@ -158,10 +160,10 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	}
 	root.explore()
 	workers.Wait()
-	stopProgress()
 
 	found := s.merge(root, tasks)
 	res := &Result{Candidates: s.verifyBest(found)}
+	stopProgress()
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
 	res.Stats.Seconds = time.Since(start).Seconds()
@@ -194,7 +196,7 @@ type searcher struct {
 	replayedBlocks atomic.Int64  // the complete blocks blockSearches holds
 
 	states, prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64
-	rejected, verified, unchecked                                           atomic.Int64
+	complete, rejected, verified, unchecked                                 atomic.Int64
 	firstFused                                                              atomic.Int64 // ns since start; 0 = none yet
 	stopped                                                                 atomic.Pointer[string]
 }
@@ -273,7 +275,7 @@ func (s *searcher) snapshot() Stats {
 	st := Stats{
 		States: s.states.Load(), PrunedOrder: s.prunedOrder.Load(), PrunedHash: s.prunedHash.Load(),
 		PrunedAbsexpr: s.prunedAbsexpr.Load(), PrunedShape: s.prunedShape.Load(), PrunedDead: s.prunedDead.Load(),
-		Rejected: s.rejected.Load(), Verified: s.verified.Load(), Unchecked: s.unchecked.Load(),
+		Complete: s.complete.Load(), Rejected: s.rejected.Load(), Verified: s.verified.Load(), Unchecked: s.unchecked.Load(),
 		Seconds: time.Since(s.start).Seconds(), FirstFused: -1,
 	}
 	if ns := s.firstFused.Load(); ns > 0 {
@@ -309,7 +311,7 @@ func (s *searcher) reportProgress(start time.Time) (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done); wg.Wait() }
+	return func() { close(done); wg.Wait(); s.opts.Progress(s.snapshot()) }
 }
 
 // task is the subtree below one customized op opened on a kernel prefix:

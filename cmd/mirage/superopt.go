@@ -281,8 +281,8 @@ func runSearch(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opt
 	errw := cmd.ErrOrStderr()
 	if isTerminal(errw) {
 		opts.Progress = func(s search.Stats) {
-			fmt.Fprintf(errw, "\r%.1fs  %d states (%.0f/s)  pruned: %d order, %d absexpr, %d shape  verified %d  ",
-				s.Seconds, s.States, float64(s.States)/max(s.Seconds, 1e-3), s.PrunedOrder, s.PrunedAbsexpr, s.PrunedShape, s.Verified)
+			fmt.Fprintf(errw, "\r%.1fs  %d states (%.0f/s)  pruned: %d order, %d absexpr, %d shape  %d candidates, %d verified  ",
+				s.Seconds, s.States, float64(s.States)/max(s.Seconds, 1e-3), s.PrunedOrder, s.PrunedAbsexpr, s.PrunedShape, s.Complete, s.Verified)
 		}
 		defer fmt.Fprint(errw, "\r\033[K")
 	}
@@ -340,8 +340,8 @@ func printSuperoptTable(w io.Writer, res *search.Result, arch cost.Arch, baselin
 	if s.Stopped != "" {
 		fmt.Fprintf(w, " (stopped: %s)", s.Stopped)
 	}
-	fmt.Fprintf(w, "; pruned %d by order, %d by expression, %d by shape, %d as dead ends, %d as duplicates; %d verified, %d rejected\n",
-		s.PrunedOrder, s.PrunedAbsexpr, s.PrunedShape, s.PrunedDead, s.PrunedHash, s.Verified, s.Rejected)
+	fmt.Fprintf(w, "; pruned %d by order, %d by expression, %d by shape, %d as dead ends, %d as duplicates; %d candidates: %d verified, %d rejected, %d not verified\n",
+		s.PrunedOrder, s.PrunedAbsexpr, s.PrunedShape, s.PrunedDead, s.PrunedHash, s.Complete, s.Verified, s.Rejected, s.Unchecked)
 	if len(res.Candidates) == 0 {
 		return
 	}
