@@ -247,3 +247,25 @@ func floatEquivalent(program, candidate *kernel.Graph, positive bool) (bool, err
 	}
 	return match(0), nil
 }
+
+// TestSharedInputsAgree checks that verdicts are the same whether the
+// verifier shares its draws' inputs between candidates or computes them in
+// each check.
+func TestSharedInputsAgree(t *testing.T) {
+	for _, e := range catalogue() {
+		program, candidate := e.program(), e.candidate()
+		shared := must(ffverify.New(program, ffverify.Options{Seed: 3, Samples: -1}))
+		own := must(ffverify.New(program, ffverify.Options{Seed: 3, Samples: -1, SharedInputs: -1}))
+		if !ffverify.SharesInputs(shared) || ffverify.SharesInputs(own) {
+			t.Fatalf("%s: shared %v and %v, want true and false", e.name, ffverify.SharesInputs(shared), ffverify.SharesInputs(own))
+		}
+		a, errA := shared.Verify(candidate)
+		b, errB := own.Verify(candidate)
+		if (errA == nil) != (errB == nil) || a.String() != b.String() {
+			t.Errorf("%s: with shared inputs %v (%v), without %v (%v)", e.name, a, errA, b, errB)
+		}
+		if errA == nil && a.Equivalent != e.equivalent {
+			t.Errorf("%s: %v, want equivalent = %v", e.name, a, e.equivalent)
+		}
+	}
+}

@@ -28,3 +28,7 @@ func LazyMismatch(g *kernel.Graph, seed uint64, t, limit int) error {
 	}
 	return nil
 }
+
+// SharesInputs reports whether v shares its draws' inputs between
+// candidates.
+func SharesInputs(v *Verifier) bool { return v.dense != nil }

@@ -72,8 +72,8 @@ func (s source) dense() *tensor {
 
 // load fills dst with the box of its shape at offset off of s.
 func (s source) load(dst *tensor, off layout.Dims) {
-	if s.t != nil {
-		copyBox(dst, layout.Dims{}, s.t, off, layout.Pad(dst.shape))
+	if s.t != nil || s.tr.dense != nil {
+		copyBox(dst, layout.Dims{}, s.dense(), off, layout.Pad(dst.shape))
 		return
 	}
 	box, ss := layout.Pad(dst.shape), layout.Pad(s.shape).Strides()

@@ -7,8 +7,11 @@ import "github.com/mirage-go/mirage/ugraph"
 type trial struct {
 	key    uint64
 	inputs []uint64 // per input: the key of its elements
-	ops    []fn     // per kernel op
-	block  [][]fn   // per kernel op: per block op, for customized ops
+	// dense, when not nil, gives each input materialised: the Verifier's,
+	// shared by every candidate's dense evaluation (read-only).
+	dense []func() *tensor
+	ops   []fn   // per kernel op
+	block [][]fn // per kernel op: per block op, for customized ops
 }
 
 // trialKey derives the key of draw t from the seed.
@@ -40,8 +43,17 @@ func (tr *trial) input(k, idx int) elem {
 	return uniform(tr.inputs[k] + uint64(idx)*0x9e3779b97f4a7c15)
 }
 
-// inputTensor materialises input k of draw tr.
+// inputTensor materialises input k of draw tr: a new tensor, unless the
+// inputs are shared (dense).
 func (tr *trial) inputTensor(k int, s ugraph.Shape) *tensor {
+	if tr.dense != nil {
+		return tr.dense[k]()
+	}
+	return tr.newInputTensor(k, s)
+}
+
+// newInputTensor computes input k of draw tr into a new tensor.
+func (tr *trial) newInputTensor(k int, s ugraph.Shape) *tensor {
 	t := newTensor(s)
 	for i := range t.v {
 		t.v[i] = tr.input(k, i)

@@ -22,6 +22,10 @@ const (
 	// so a few positions reject it; one that differs in few places passes
 	// them and is caught by the full check.
 	DefaultSamples = 8
+	// DefaultSharedInputs bounds the input elements, over all draws, that
+	// a Verifier keeps for every candidate's full check (8 bytes each, so
+	// 1 GiB). Evaluating the program on New holds them all at once anyway.
+	DefaultSharedInputs = 1 << 27
 )
 
 // Options configure a Verifier.
@@ -35,6 +39,12 @@ type Options struct {
 	// compares; 0 means DefaultSamples, a negative value turns the fast
 	// path off (Verify then runs the full check only).
 	Samples int
+	// SharedInputs bounds the input elements, over all draws, that the
+	// Verifier materialises once and shares between candidates, rather
+	// than computing them in every full check: if the program's inputs
+	// have more, none are shared. 0 means DefaultSharedInputs; negative,
+	// none.
+	SharedInputs int
 }
 
 func (o Options) normalized() (Options, error) {
@@ -47,6 +57,9 @@ func (o Options) normalized() (Options, error) {
 	if o.Samples == 0 {
 		o.Samples = DefaultSamples
 	}
+	if o.SharedInputs == 0 {
+		o.SharedInputs = DefaultSharedInputs
+	}
 	return o, nil
 }
 
@@ -58,6 +71,11 @@ type Verifier struct {
 	inputs  []ugraph.Shape // the program's input shapes, in order
 	outputs []ugraph.Shape // the program's output shapes, in order
 	prints  [][]*tensor    // per trial: the program's outputs
+	// dense holds, per trial, the inputs materialised on first use, when
+	// they are few enough (Options.SharedInputs): candidates' full checks
+	// then copy tiles rather than hash every element they read, and no
+	// longer fill fresh memory with a weight each.
+	dense [][]func() *tensor
 }
 
 // New evaluates program on every draw (in parallel) and returns a Verifier
@@ -79,12 +97,40 @@ func New(program *kernel.Graph, opts Options) (*Verifier, error) {
 	for _, id := range program.Outputs {
 		v.outputs = append(v.outputs, program.Tensors[id].Shape)
 	}
+	v.shareInputs(p)
 	var wg sync.WaitGroup
 	for t := range opts.Trials {
-		wg.Go(func() { v.prints[t] = p.run(p.trial(opts.Seed, t)) })
+		wg.Go(func() { v.prints[t] = p.run(v.trial(p, t)) })
 	}
 	wg.Wait()
 	return v, nil
+}
+
+// shareInputs sets up v.dense for p's inputs, if they are small enough.
+func (v *Verifier) shareInputs(p *plan) {
+	n := 0
+	for _, s := range v.inputs {
+		n += s.NumElements()
+	}
+	if n*v.opts.Trials > v.opts.SharedInputs {
+		return
+	}
+	v.dense = make([][]func() *tensor, v.opts.Trials)
+	for t := range v.dense {
+		tr := p.trial(v.opts.Seed, t)
+		for k, s := range v.inputs {
+			v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
+		}
+	}
+}
+
+// trial compiles p for draw t, with the shared inputs.
+func (v *Verifier) trial(p *plan, t int) *trial {
+	tr := p.trial(v.opts.Seed, t)
+	if v.dense != nil {
+		tr.dense = v.dense[t]
+	}
+	return tr
 }
 
 // Options returns the options in effect, defaults filled in.
@@ -249,7 +295,7 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 func (v *Verifier) full(p *plan) Result {
 	m := newMatcher(p, v.outputs)
 	for t := range v.opts.Trials {
-		outs := p.run(p.trial(v.opts.Seed, t))
+		outs := p.run(v.trial(p, t))
 		for i, got := range outs {
 			for j, want := range v.prints[t] {
 				if !m.ok[i][j] {
