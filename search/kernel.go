@@ -207,7 +207,7 @@ func (k *kernelState) record() {
 	}
 	g := k.g.Clone()
 	g.Outputs = outs
-	if _, dup := s.checked.LoadOrStore(kernel.Hash(g), struct{}{}); dup {
+	if _, dup := s.recorded.LoadOrStore(kernel.Hash(g), struct{}{}); dup {
 		return
 	}
 	*k.found = append(*k.found, g)

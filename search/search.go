@@ -23,8 +23,8 @@
 //
 // Work is split into tasks at the first customized op of each kernel
 // prefix (one task per input set and threadblock configuration); workers
-// run tasks in parallel and their results are merged in task order, so the
-// result does not depend on the number of workers.
+// run tasks in parallel, and their candidates are ranked in a total order,
+// so the result does not depend on the number of workers.
 package search
 
 import (
@@ -186,8 +186,8 @@ type searcher struct {
 	blockUnary, blockBinary, blockNoncommutative []int
 	start                                        time.Time
 
-	seen    sync.Map // kernel.Hash of kernel states -> struct{}
-	checked sync.Map // kernel.Hash of complete candidates -> struct{}
+	seen     sync.Map // kernel.Hash of kernel states -> struct{}
+	recorded sync.Map // kernel.Hash of complete candidates -> struct{}, see record
 
 	blockSearches  blockSearches // see openBlock
 	configLists    sync.Map      // configsKey -> []blockConfig, see blockConfigs
@@ -331,21 +331,13 @@ func (t *task) run() {
 }
 
 // merge gathers the complete candidates of the root (graphs of pre-defined
-// ops only) and of the tasks, in task order, without duplicates.
+// ops only) and of the tasks. Each graph is there once (record keeps one of
+// each hash), and which task found it does not matter: verifyBest's order
+// is total.
 func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
-	var all []*kernel.Graph
-	seen := map[uint64]bool{}
-	add := func(gs []*kernel.Graph) {
-		for _, g := range gs {
-			if h := kernel.Hash(g); !seen[h] {
-				seen[h] = true
-				all = append(all, g)
-			}
-		}
-	}
-	add(*root.found)
+	all := slices.Clone(*root.found)
 	for _, t := range tasks {
-		add(t.found)
+		all = append(all, t.found...)
 	}
 	return all
 }
