@@ -12,6 +12,7 @@ import (
 
 	"github.com/mitchellh/hashstructure/v2"
 
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -62,10 +63,13 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// Key identifies a search by what decides its result: the program, the
-// configuration (completed as Run completes it) and the options that change
-// what is found. Two searches with the same key find the same candidates.
-func Key(program *kernel.Graph, cfg Config, opts Options) string {
+// Key identifies a search by what decides its result: the program (its
+// canonical hash covers every op, attribute, shape and dtype), the
+// configuration (completed as Run completes it), the options that change
+// what is found, and the architecture whose cost model ranked the
+// candidates. Two searches with the same key find the same candidates in
+// the same order.
+func Key(program *kernel.Graph, cfg Config, opts Options, arch string) string {
 	cfg.Complete(program)
 	h, err := hashstructure.Hash(struct {
 		Version    int
@@ -74,7 +78,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 		Seed       uint64
 		MaxStates  int64
 		MaxResults int
-	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults}, hashstructure.FormatV2, nil)
+		Arch       string
+	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults, arch}, hashstructure.FormatV2, nil)
 	if err != nil {
 		panic(fmt.Sprintf("search.Key: %v", err)) // Config holds only hashable types
 	}
@@ -86,8 +91,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 }
 
 // cacheVersion changes whenever the generator changes what it finds for a
-// given key, so stale entries are never used.
-const cacheVersion = 4
+// given key, so stale entries are never used. Version 5: keys before it
+// ignored shapes (kernel.Hash skipped ugraph.Shape's fields).
+const cacheVersion = 5
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
@@ -109,9 +115,12 @@ type cacheMeta struct {
 
 func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugraph.json") }
 
-// Load returns the cached result for key, if there is a readable one. An
-// unreadable entry is reported as an error (and can be overwritten).
-func (c Cache) Load(key string) (*Result, bool, error) {
+// Load returns the cached result for key, if there is a readable one whose
+// every candidate passes the verifier's fast path against program (with the
+// draws of seed): an entry edited by hand, or written for another program,
+// is an error, never an answer. An unreadable or refused entry is reported
+// as an error (and can be overwritten).
+func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bool, error) {
 	data, err := os.ReadFile(c.path(key))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -137,6 +146,22 @@ func (c Cache) Load(key string) (*Result, bool, error) {
 			Grids: cm.Grids, ForloopRanges: cm.ForloopRanges,
 			Estimate: Estimate{Micros: cm.EstimatedUs, Bytes: cm.DeviceBytes, Flops: cm.Flops}}
 		r.Candidates = append(r.Candidates, cand)
+	}
+	if len(r.Candidates) == 0 {
+		return nil, false, fmt.Errorf("cache entry %s: no candidates", c.path(key))
+	}
+	v, err := ffverify.New(program, ffverify.Options{Seed: seed})
+	if err != nil {
+		return nil, false, err
+	}
+	for i, cand := range r.Candidates {
+		rejected, err := v.Reject(cand.Graph)
+		if err != nil {
+			return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
+		}
+		if rejected {
+			return nil, false, fmt.Errorf("cache entry %s: candidate %d does not compute the program", c.path(key), i)
+		}
 	}
 	return r, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -260,20 +261,41 @@ func TestCacheRoundTrip(t *testing.T) {
 	p, res := searchedExample(t, "rmsnorm_matmul.py")
 	cache := search.Cache{Dir: t.TempDir()}
 	cfg, _ := search.NamedConfig("")
-	key := search.Key(p.Graph, cfg, search.Options{Seed: 1})
-	if other := search.Key(p.Graph, cfg, search.Options{Seed: 2}); other == key {
+	key := search.Key(p.Graph, cfg, search.Options{Seed: 1}, "sm_90")
+	if other := search.Key(p.Graph, cfg, search.Options{Seed: 2}, "sm_90"); other == key {
 		t.Error("the key does not depend on the seed")
 	}
-	if mlp, _ := search.NamedConfig("mlp"); search.Key(p.Graph, mlp, search.Options{Seed: 1}) == key {
+	if mlp, _ := search.NamedConfig("mlp"); search.Key(p.Graph, mlp, search.Options{Seed: 1}, "sm_90") == key {
 		t.Error("the key does not depend on the configuration")
 	}
-	if _, hit, err := cache.Load(key); hit || err != nil {
+	if search.Key(p.Graph, cfg, search.Options{Seed: 1}, "sm_80") == key {
+		t.Error("the key does not depend on the arch (the ranking's cost model)")
+	}
+	// The same program at other shapes (#15: the key once ignored them).
+	src, err := os.ReadFile(filepath.Join("..", "examples", "rmsnorm_matmul.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dims := range [][3]string{{"(32, 4096)", "(4096, 6144)", "(4096,)"}, {"(64, 1024)", "(1024, 6144)", "(1024,)"}} {
+		variant := strings.NewReplacer("(16, 4096)", dims[0], "(4096, 6144)", dims[1], "(4096,)", dims[2]).Replace(string(src))
+		q, err := frontend.Load("rmsnorm_matmul.py", []byte(variant), frontend.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Graph.Tensors[0].Shape == p.Graph.Tensors[0].Shape {
+			t.Fatalf("the variant %v did not change the program's shapes", dims)
+		}
+		if search.Key(q.Graph, cfg, search.Options{Seed: 1}, "sm_90") == key {
+			t.Errorf("the program at %v has the key of the program at (16, 4096)", dims)
+		}
+	}
+	if _, hit, err := cache.Load(key, p.Graph, 1); hit || err != nil {
 		t.Fatalf("empty cache: hit %v, %v", hit, err)
 	}
 	if err := cache.Store(key, "rmsnorm_matmul", res); err != nil {
 		t.Fatal(err)
 	}
-	got, hit, err := cache.Load(key)
+	got, hit, err := cache.Load(key, p.Graph, 1)
 	if !hit || err != nil {
 		t.Fatalf("after Store: hit %v, %v", hit, err)
 	}
@@ -281,29 +303,46 @@ func TestCacheRoundTrip(t *testing.T) {
 		t.Error("the cached result differs from the stored one")
 	}
 
-	// A damaged entry is an error, not a crash, and Store replaces it.
+	// An entry edited to compute something else is refused: a cache hit
+	// passes the verifier's fast path before it is used.
 	path := filepath.Join(cache.Dir, key+".ugraph.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`"op": "div"`)) {
+		t.Fatal(`the cached entry has no "div" op to edit`)
+	}
+	edited := bytes.Replace(data, []byte(`"op": "div"`), []byte(`"op": "mul"`), 1)
+	if err := os.WriteFile(path, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, hit, err := cache.Load(key, p.Graph, 1); hit || err == nil || !strings.Contains(err.Error(), "does not compute the program") {
+		t.Errorf("edited entry (div -> mul): hit %v, error %v", hit, err)
+	}
+
+	// A damaged entry is an error, not a crash, and Store replaces it.
 	if err := os.WriteFile(path, []byte(`{"version": 1, "graphs": [`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, err := cache.Load(key); hit || err == nil {
+	if _, hit, err := cache.Load(key, p.Graph, 1); hit || err == nil {
 		t.Errorf("damaged entry: hit %v, error %v", hit, err)
 	}
 	if err := cache.Store(key, "rmsnorm_matmul", res); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, err := cache.Load(key); !hit || err != nil {
+	if _, hit, err := cache.Load(key, p.Graph, 1); !hit || err != nil {
 		t.Errorf("after replacing the damaged entry: hit %v, %v", hit, err)
 	}
 
 	// Results of searches cut short are not stored.
 	short := *res
 	short.Stats.Stopped = "time limit"
-	other := search.Key(p.Graph, cfg, search.Options{Seed: 3})
+	other := search.Key(p.Graph, cfg, search.Options{Seed: 3}, "sm_90")
 	if err := cache.Store(other, "rmsnorm_matmul", &short); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, _ := cache.Load(other); hit {
+	if _, hit, _ := cache.Load(other, p.Graph, 1); hit {
 		t.Error("a search stopped by its time limit was cached")
 	}
 }

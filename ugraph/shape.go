@@ -52,6 +52,28 @@ func MustShape(dims ...int) Shape {
 	return s
 }
 
+// Hash returns a hash of the rank and every extent. Shape's fields are
+// unexported, and hashstructure (which kernel.Hash and block.Hash use) skips
+// unexported fields: without this method every shape would hash alike, and
+// the result cache would serve one program's answer to the same program at
+// other shapes. hashstructure calls it through its Hashable interface.
+func (s Shape) Hash() (uint64, error) {
+	// FNV-1a over the rank and the four extents (zero past the rank, as
+	// every Shape keeps them).
+	h := uint64(14695981039346656037)
+	mix := func(v uint32) {
+		for i := 0; i < 4; i++ {
+			h ^= uint64(byte(v >> (8 * i)))
+			h *= 1099511628211
+		}
+	}
+	mix(uint32(s.rank))
+	for _, d := range s.dims {
+		mix(uint32(d))
+	}
+	return h, nil
+}
+
 // Rank is the number of dimensions.
 func (s Shape) Rank() int { return int(s.rank) }
 

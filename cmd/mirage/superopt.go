@@ -112,11 +112,11 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	}
 	cfg, opts, arch, baseline := pl.cfg, pl.opts, pl.arch, pl.baseline
 
-	cache, key := f.cache(cmd, prog.Graph, cfg, opts)
+	cache, key := f.cache(cmd, prog.Graph, cfg, opts, arch.Name)
 	var res *search.Result
 	if cache != nil {
-		if r, hit, err := cache.Load(key); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", err)
+		if r, hit, err := cache.Load(key, prog.Graph, opts.Seed); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: ignoring the cache: %v\n", err)
 		} else if hit {
 			res = r
 			fmt.Fprintf(cmd.ErrOrStderr(), "using cached result %s\n", key)
@@ -252,7 +252,7 @@ func newPlan(prog *frontend.Program, config, archName string, profiles *cost.Pro
 
 // cache returns the result cache to use and the search's key, or nil when
 // caching is off.
-func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options) (*search.Cache, string) {
+func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options, arch string) (*search.Cache, string) {
 	if f.noCache || f.profile != "" { // measured times change the ranking the cache holds
 		return nil, ""
 	}
@@ -265,7 +265,7 @@ func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg sea
 		}
 		dir = d
 	}
-	return &search.Cache{Dir: dir}, search.Key(program, cfg, opts)
+	return &search.Cache{Dir: dir}, search.Key(program, cfg, opts, arch)
 }
 
 // runSearch runs the generator, stopping on Ctrl-C or after limit (0: no

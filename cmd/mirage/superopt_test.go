@@ -144,6 +144,78 @@ func TestSuperoptCache(t *testing.T) {
 	}
 }
 
+// TestSuperoptCacheKnowsShapes: the same program at another batch size,
+// with the same cache, is searched afresh and answered at its own shapes
+// (#15: the key ignored shapes and served the first batch's μGraph); an
+// entry edited to compute something else is refused and replaced.
+func TestSuperoptCacheKnowsShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: whole searches")
+	}
+	src, err := os.ReadFile(ntrans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	var files []string
+	for _, rows := range []string{"32", "64"} {
+		prog := filepath.Join(t.TempDir(), "ntrans.py")
+		os.WriteFile(prog, []byte(strings.ReplaceAll(string(src), "(32, 4096)", "("+rows+", 4096)")), 0o644)
+		out := t.TempDir()
+		code, stdout, stderr := mirage(t, "superopt", prog, "-o", out, "--cache", cache, "--json")
+		if code != 0 || strings.Contains(stderr, "cached") {
+			t.Fatalf("%s rows: exit %d, %s", rows, code, stderr)
+		}
+		file, err := kernel.ReadFile(filepath.Join(out, "ntrans.ugraph.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range file.Graphs {
+			for _, id := range e.Graph.Outputs {
+				if s := e.Graph.Tensors[id].Shape; s.Dims()[0] != map[string]int{"32": 32, "64": 64}[rows] {
+					t.Errorf("%s rows: candidate %d's output is %v", rows, i, s)
+				}
+			}
+		}
+		var res superoptJSON
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Emitted.Files) == 0 {
+			t.Fatalf("%s rows: %v, emitted %v", rows, err, res.Emitted)
+		}
+		h, _ := os.ReadFile(strings.TrimSuffix(res.Emitted.Files[0], ".cu") + ".h")
+		if !strings.Contains(string(h), "["+rows+", 4096]") {
+			t.Errorf("%s rows: the header does not declare [%s, 4096] tensors:\n%s", rows, rows, h)
+		}
+		files = append(files, prog)
+	}
+
+	// Edit the cached entry of the 64-row program: add -> mul.
+	entries, _ := filepath.Glob(filepath.Join(cache, "*.ugraph.json"))
+	if len(entries) != 2 {
+		t.Fatalf("cache holds %d entries, want one per shape", len(entries))
+	}
+	edited := 0
+	for _, e := range entries {
+		data, _ := os.ReadFile(e)
+		if !bytes.Contains(data, []byte(`[64, 4096]`)) {
+			continue
+		}
+		data = bytes.Replace(data, []byte(`"op": "add"`), []byte(`"op": "mul"`), 1)
+		os.WriteFile(e, data, 0o644)
+		edited++
+	}
+	if edited != 1 {
+		t.Fatalf("edited %d entries", edited)
+	}
+	code, _, stderr := mirage(t, "superopt", files[1], "-o", t.TempDir(), "--cache", cache, "--no-emit")
+	if code != 0 || strings.Contains(stderr, "using cached result") || !strings.Contains(stderr, "does not compute the program") {
+		t.Errorf("edited entry: exit %d, %s", code, stderr)
+	}
+	// The search's own result replaced it.
+	if code, _, stderr := mirage(t, "superopt", files[1], "-o", t.TempDir(), "--cache", cache, "--no-emit"); code != 0 || !strings.Contains(stderr, "using cached result") {
+		t.Errorf("after the edited entry was replaced: exit %d, %s", code, stderr)
+	}
+}
+
 func TestSuperoptUnusableInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.py")

@@ -1,6 +1,10 @@
 package kernel_test
 
 import (
+	"fmt"
+	"reflect"
+	"unsafe"
+
 	"testing"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -46,4 +50,99 @@ func TestHash(t *testing.T) {
 			t.Errorf("changing the %s leaves the hash unchanged", name)
 		}
 	}
+}
+
+// TestHashCoversEveryField changes every number and flag a graph holds, one
+// at a time, exported or not (a Shape's extents are unexported), and checks
+// that the hash changes each time. A field that the hash skips, as
+// hashstructure skips unexported fields unless their type hashes itself,
+// fails here: the result cache, the search's dedup and GPU profiles are all
+// keyed by this hash, so a skipped field is a wrong answer served from the
+// cache.
+func TestHashCoversEveryField(t *testing.T) {
+	for name, g := range map[string]*kernel.Graph{
+		"every_op": everyOp(),
+		"rmsnorm":  rmsnormKernel(96, 64, ugraph.AccumRMS),
+	} {
+		base := kernel.Hash(g)
+		n := 0
+		eachLeaf(reflect.ValueOf(g).Elem(), "Graph", func(path string, v reflect.Value) {
+			n++
+			restore := perturb(v)
+			if kernel.Hash(g) == base {
+				t.Errorf("%s: changing %s leaves kernel.Hash unchanged", name, path)
+			}
+			restore()
+		})
+		if kernel.Hash(g) != base {
+			t.Fatalf("%s: the walk did not restore the graph", name)
+		}
+		if n < 50 {
+			t.Errorf("%s: only %d leaves walked; the walk misses fields", name, n)
+		}
+	}
+	// block.Hash is the replay key of complete threadblock graphs.
+	var b *block.Graph
+	for _, op := range everyOp().Ops {
+		if op.Block != nil {
+			b = op.Block
+		}
+	}
+	if b == nil {
+		t.Fatal("every_op has no customized op")
+	}
+	base := block.Hash(b)
+	eachLeaf(reflect.ValueOf(b).Elem(), "block.Graph", func(path string, v reflect.Value) {
+		restore := perturb(v)
+		if block.Hash(b) == base {
+			t.Errorf("changing %s leaves block.Hash unchanged", path)
+		}
+		restore()
+	})
+}
+
+// eachLeaf calls f on every number and bool reachable from v through
+// structs (unexported fields too), arrays, slices and pointers, each once.
+func eachLeaf(v reflect.Value, path string, f func(string, reflect.Value)) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			eachLeaf(v.Elem(), path, f)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			fv := v.Field(i)
+			if !fv.CanSet() { // unexported: reach it through its address
+				fv = reflect.NewAt(fv.Type(), unsafe.Pointer(fv.UnsafeAddr())).Elem()
+			}
+			eachLeaf(fv, path+"."+v.Type().Field(i).Name, f)
+		}
+	case reflect.Array, reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			eachLeaf(v.Index(i), fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		f(path, v)
+	default:
+		panic(fmt.Sprintf("%s: eachLeaf does not know %v; teach it, and make sure the hash covers it", path, v.Kind()))
+	}
+}
+
+// perturb changes the leaf v and returns the function that restores it.
+func perturb(v reflect.Value) (restore func()) {
+	old := reflect.New(v.Type()).Elem()
+	old.Set(v)
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(v.Float() + 1)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() + 1)
+	default:
+		v.SetInt(v.Int() + 1)
+	}
+	return func() { v.Set(old) }
 }
