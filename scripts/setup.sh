@@ -10,8 +10,9 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 
-# System packages: Z3 for the abstract-expression oracle.
-scripts/apt-install.sh libz3-dev
+# System packages: Z3 for the abstract-expression oracle, gcc for its cgo
+# binding, g++ for the CPU emulator that runs emitted CUDA in the tests.
+scripts/apt-install.sh libz3-dev gcc g++
 
 go build -o bin/mirage ./cmd/mirage
 echo "setup: built bin/mirage ($(bin/mirage version))"

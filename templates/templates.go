@@ -2,13 +2,20 @@
 // emits includes (mirage_runtime.cuh), embedded in the binary so that
 // codegen/cuda can write it beside the emitted .cu file or inline it.
 //
-// It also holds the CPU emulator's stand-in for cuda_runtime.h
-// (emu/cuda_runtime.h), under which the emitted code compiles with a host
+// It also holds the CPU emulator's stand-ins for cuda_runtime.h,
+// cuda_fp16.h and cuda_bf16.h (emu/), under which the emitted code compiles with a host
 // C++ compiler and runs on the CPU: mirage's tests use it to check emitted
 // kernels against the float64 interpreter where there is no GPU.
 package templates
 
-import _ "embed"
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
 
 // RuntimeName is the file name the runtime is written under.
 const RuntimeName = "mirage_runtime.cuh"
@@ -18,11 +25,38 @@ const RuntimeName = "mirage_runtime.cuh"
 //go:embed mirage_runtime.cuh
 var Runtime string
 
-// EmulatorName is the file name of the emulator's header: it must be found
-// as <cuda_runtime.h> (put its directory first on the include path).
-const EmulatorName = "cuda_runtime.h"
-
-// Emulator is the text of emu/cuda_runtime.h.
+// Emulator holds the emulator's headers under emu/: its cuda_runtime.h and
+// its own cuda_fp16.h and cuda_bf16.h, so that emulation needs no CUDA
+// toolkit. WriteEmulator copies them out.
 //
-//go:embed emu/cuda_runtime.h
-var Emulator string
+//go:embed emu/*.h
+var Emulator embed.FS
+
+// WriteEmulator writes the emulator's headers into dir, which must exist:
+// put dir first on the include path (g++ -I dir), before any CUDA toolkit's.
+func WriteEmulator(dir string) error {
+	files, err := fs.ReadDir(Emulator, "emu")
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := Emulator.ReadFile("emu/" + f.Name())
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EmulatorCompiler returns the host C++17 compiler that builds emulated
+// programs: g++ on PATH. scripts/setup.sh installs it.
+func EmulatorCompiler() (string, error) {
+	gxx, err := exec.LookPath("g++")
+	if err != nil {
+		return "", fmt.Errorf("the CPU emulator needs g++ (a host C++17 compiler); scripts/setup.sh installs it: %w", err)
+	}
+	return gxx, nil
+}
