@@ -24,8 +24,8 @@
 // fit in half the L2, each of their tiles comes from DRAM once in the
 // kernel; otherwise once per wave that reads it.
 //
-// How a block runs comes from ugraph/thread's plan (derived with
-// PlanOptions, as the code generator must): its shared memory, which
+// How a block runs comes from ugraph/thread's plan (derived with the
+// default options, as the code generator does): its shared memory, which
 // matmuls run on tensor cores, which ops are dead. The shared memory, the
 // threads and the arch's limits give the resident blocks per SM:
 //
@@ -51,8 +51,8 @@
 // factors
 // (memEfficiency 0.85, tensorEfficiency 0.75, cudaEfficiency 0.8,
 // l2HitSpeedup 3.5, memSaturation 0.5, waveMicros 0.5) are documented where
-// they are defined; the GPU figures, with their sources, are the arch
-// table (Archs).
+// they are defined; the GPU figures, with their sources, are package
+// target's table.
 //
 // # Profiles
 //

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -14,9 +15,9 @@ const fp16 = ugraph.Float16
 
 func sh(dims ...int) ugraph.Shape { return ugraph.MustShape(dims...) }
 
-func mustArch(t *testing.T, name string) Arch {
+func mustArch(t *testing.T, name string) target.Arch {
 	t.Helper()
-	a, err := LookupArch(name)
+	a, err := target.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func loadExample(t *testing.T, file string) *kernel.Graph {
 	return p.Graph
 }
 
-func estimate(t *testing.T, g *kernel.Graph, arch Arch) Estimate {
+func estimate(t *testing.T, g *kernel.Graph, arch target.Arch) Estimate {
 	t.Helper()
 	e, err := EstimateGraph(g, arch)
 	if err != nil {
@@ -56,12 +57,12 @@ func check[T any](t *testing.T) func(T, error) T {
 func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*math.Abs(want) }
 
 // hbmMicros is the time to move bytes at the achievable HBM bandwidth.
-func hbmMicros(arch Arch, bytes int64) float64 {
+func hbmMicros(arch target.Arch, bytes int64) float64 {
 	return float64(bytes) / (arch.MemBandwidth * memEfficiency) * 1e6
 }
 
 // tensorMicros is the time of flops at the achievable tensor-core rate.
-func tensorMicros(arch Arch, flops int64) float64 {
+func tensorMicros(arch target.Arch, flops int64) float64 {
 	return float64(flops) / (arch.TensorFLOPS * tensorEfficiency) * 1e6
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -38,10 +39,6 @@ const (
 	// load before the first tile arrives, that no roofline overlaps.
 	waveMicros = 0.5
 )
-
-// The tensor-core instruction shape (mma.m16n8k16 for fp16/bf16): a
-// matmul whose tile is smaller still costs whole instructions.
-const mmaM, mmaN, mmaK = 16, 8, 16
 
 // maxEnumBlocks bounds the grids whose waves the model walks block by
 // block to find the tiles they share (see dramPerWave).
@@ -112,7 +109,7 @@ func (e Estimate) Speedup(baseline Estimate) float64 { return baseline.Micros / 
 // EstimateGraph models g on arch: every op but the inputs is one kernel
 // launch. The unfused program and a μGraph are costed alike: a pre-defined
 // op is a library kernel, a customized op a graph-defined one.
-func EstimateGraph(g *kernel.Graph, arch Arch) (Estimate, error) {
+func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
 	e := Estimate{Arch: arch.Name}
 	for i := range g.Ops {
 		op := &g.Ops[i]
@@ -142,7 +139,7 @@ func EstimateGraph(g *kernel.Graph, arch Arch) (Estimate, error) {
 // libraryKernel costs a pre-defined op as a library kernel (cuBLAS-like
 // for matmul): it reads each distinct input once, writes its output once,
 // and spreads its work over the whole GPU in one wave.
-func libraryKernel(g *kernel.Graph, op *kernel.Op, arch Arch) Kernel {
+func libraryKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch) Kernel {
 	var k Kernel
 	seen := map[kernel.TensorID]bool{}
 	in := make([]kernel.Tensor, len(op.In))
@@ -160,7 +157,7 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, arch Arch) Kernel {
 	for i, t := range in {
 		shapes[i] = t.Shape
 	}
-	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType)
+	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
 
 	n := float64(arch.SMs)
 	per := work{traffic: float64(k.Bytes) / n, tensor: float64(k.TensorFlops) / n, cuda: float64(k.CUDAFlops) / n}
@@ -170,7 +167,7 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, arch Arch) Kernel {
 }
 
 // graphKernel costs a customized op from its threadblock graph.
-func graphKernel(op *kernel.Op, arch Arch) (Kernel, error) {
+func graphKernel(op *kernel.Op, arch target.Arch) (Kernel, error) {
 	b := op.Block
 	if b == nil {
 		return Kernel{}, errors.New("customized op without a threadblock graph")
@@ -216,7 +213,7 @@ type wave struct {
 // bandwidth and all requested bytes at the L2 hit bandwidth, scaled down
 // when the wave occupies fewer than memSaturation of the SMs. The wave
 // takes the larger of its memory and compute times.
-func (k *Kernel) finish(arch Arch, per work, waves []wave) {
+func (k *Kernel) finish(arch target.Arch, per work, waves []wave) {
 	sms := float64(arch.SMs)
 	hbm := arch.MemBandwidth * memEfficiency
 	l2 := hbm * l2HitSpeedup
@@ -249,7 +246,7 @@ func (k *Kernel) finish(arch Arch, per work, waves []wave) {
 
 // blocksPerSM is how many blocks of smem bytes of shared memory and the
 // given threads an SM holds at once. Threads are allocated by whole warps.
-func blocksPerSM(arch Arch, smem, threads int) (int, error) {
+func blocksPerSM(arch target.Arch, smem, threads int) (int, error) {
 	if smem > arch.MaxSmemPerBlock {
 		return 0, fmt.Errorf("%w: a block needs %d bytes of shared memory, %s allows %d", ErrDoesNotFit, smem, arch, arch.MaxSmemPerBlock)
 	}
@@ -284,7 +281,7 @@ func blockWork(b *block.Graph, p blockPlan) work {
 			shapes[j] = b.Tensors[id].Shape
 		}
 		out := b.Tensors[op.Out]
-		tf, cf := opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType)
+		tf, cf := opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, p.instr)
 		if op.Kind == ugraph.OpMatmul && !p.mma[i] {
 			tf, cf = 0, tf+cf // SIMT: the same products on CUDA cores
 		}
@@ -309,7 +306,7 @@ func blockWork(b *block.Graph, p blockPlan) work {
 // from DRAM once in the whole kernel; otherwise once per wave that reads
 // it, since later waves find it evicted. Blocks are taken to run in the
 // order of their linear index, x fastest.
-func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch Arch) ([]wave, int64) {
+func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch target.Arch) ([]wave, int64) {
 	blocks := b.Grid.Count()
 	iters := int64(b.ForloopRange)
 	var own, replicated int64 // per-block bytes of unshared tiles; footprint of replicated inputs
@@ -421,9 +418,10 @@ func distinctTiles(grid block.Dim3, imap block.Map, slots int) []int {
 func tileBytes(t block.Tensor) int64 { return int64(t.Shape.NumElements() * t.DType.Size()) }
 
 // opFlops is the work of one execution of a compute op with the given
-// operand and result shapes: tensor-core flops for fp16/bf16 matmul
-// (padded to whole mma instructions), CUDA-core flops for the rest.
-func opFlops(k ugraph.OpKind, a ugraph.Attr, in []ugraph.Shape, out ugraph.Shape, dt ugraph.DType) (tensor, cuda int64) {
+// operand and result shapes: tensor-core flops for fp16/bf16 matmul, on
+// the arch's instruction mma (a tile smaller than its shape still costs
+// whole instructions), CUDA-core flops for the rest.
+func opFlops(k ugraph.OpKind, a ugraph.Attr, in []ugraph.Shape, out ugraph.Shape, dt ugraph.DType, mma target.MMA) (tensor, cuda int64) {
 	elems := int64(out.NumElements())
 	switch k.Info().Class {
 	case ugraph.ClassMatmul:
@@ -434,7 +432,7 @@ func opFlops(k ugraph.OpKind, a ugraph.Attr, in []ugraph.Shape, out ugraph.Shape
 		if dt == ugraph.Float32 {
 			return 0, 2 * batch * int64(m) * int64(n) * int64(kk)
 		}
-		return 2 * batch * roundUp(m, mmaM) * roundUp(n, mmaN) * roundUp(kk, mmaK), 0
+		return 2 * batch * roundUp(m, mma.M) * roundUp(n, mma.N) * roundUp(kk, mma.K), 0
 	case ugraph.ClassUnary, ugraph.ClassBinary:
 		return 0, elems * elementCost(k)
 	case ugraph.ClassReduction:
@@ -452,27 +450,13 @@ func opFlops(k ugraph.OpKind, a ugraph.Attr, in []ugraph.Shape, out ugraph.Shape
 }
 
 // elementCost is the CUDA-core work of one element of an element-wise op,
-// in fp32 flops. Special functions (exp, log, sqrt, reciprocal) run on the
-// SFU at a quarter of the fp32 rate or less ([CUDA-CG] arithmetic
-// instruction throughput: 16 vs 64+ results per clock per SM), so each
-// counts 4.
+// in fp32 flops: the op table's (ugraph.Elementwise.Flops).
 func elementCost(k ugraph.OpKind) int64 {
-	const sfu = 4
-	switch k {
-	case ugraph.OpExp, ugraph.OpLog, ugraph.OpSqrt:
-		return sfu
-	case ugraph.OpSilu: // x / (1 + exp(-x)): exp, add, reciprocal, mul
-		return 2*sfu + 2
-	case ugraph.OpGelu: // tanh approximation: a few FMAs and a tanh
-		return sfu + 8
-	case ugraph.OpClamp:
-		return 2
-	case ugraph.OpDiv: // reciprocal, mul
-		return sfu + 1
-	case ugraph.OpPow: // exp2(y * log2(x))
-		return 2*sfu + 1
+	f := k.Info().Elem.Flops
+	if f <= 0 {
+		panic(fmt.Sprintf("cost: %v has no cost per element", k)) // TestEveryElementwiseOpHasACost
 	}
-	return 1 // square, relu, mul_scalar, add, sub, mul
+	return int64(f)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

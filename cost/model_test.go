@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -21,7 +22,7 @@ func TestFusedRMSNormMatmulIsOnTheBandwidthRoofline(t *testing.T) {
 		o = 16 * 6144 * 2   // bytes of the output
 	)
 	g := loadExample(t, "rmsnorm_matmul_mugraph.py")
-	for _, arch := range Archs() {
+	for _, arch := range target.Archs() {
 		t.Run(arch.Name, func(t *testing.T) {
 			e := estimate(t, g, arch)
 			if len(e.Kernels) != 1 {
@@ -99,7 +100,7 @@ func TestSmallTilesAreL2Bound(t *testing.T) {
 func TestMuGraphsBeatTheirPrograms(t *testing.T) {
 	for _, name := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
 		program, fused := loadExample(t, name+".py"), loadExample(t, name+"_mugraph.py")
-		for _, arch := range Archs() {
+		for _, arch := range target.Archs() {
 			base, opt := estimate(t, program, arch), estimate(t, fused, arch)
 			t.Logf("%s on %s: program %.1f µs in %d launches, μGraph %.1f µs in %d, speedup %.2f",
 				name, arch.Name, base.Micros, base.Launches, opt.Micros, opt.Launches, opt.Speedup(base))
@@ -293,7 +294,7 @@ func TestOpFlops(t *testing.T) {
 		{ugraph.OpConcat, ugraph.Attr{Dim: 1}, []ugraph.Shape{sh(16, 64), sh(16, 64)}, sh(16, 128), fp16, 0, 0},
 	}
 	for _, tt := range tests {
-		tf, cf := opFlops(tt.op, tt.attr, tt.in, tt.out, tt.dt)
+		tf, cf := opFlops(tt.op, tt.attr, tt.in, tt.out, tt.dt, target.MustLookup("sm_80").MMA)
 		if tf != tt.tensor || cf != tt.cudaCore {
 			t.Errorf("%v%v %v: %d tensor, %d CUDA-core flops; want %d, %d", tt.op, tt.in, tt.dt, tf, cf, tt.tensor, tt.cudaCore)
 		}
@@ -308,7 +309,7 @@ func TestSmallKernelIsLaunchBound(t *testing.T) {
 	if err := g.MarkOutput(y); err != nil {
 		t.Fatal(err)
 	}
-	for _, arch := range Archs() {
+	for _, arch := range target.Archs() {
 		e := estimate(t, g, arch)
 		k := e.Kernels[0]
 		if e.Launches != 1 || k.Bound != BoundLaunch || k.Bytes != 2*16*64*2 {
@@ -345,5 +346,21 @@ func TestEstimateSumsKernels(t *testing.T) {
 	}
 	if e.Arch != "sm_90" || e.Speedup(e) != 1 {
 		t.Errorf("arch %q, self speedup %v", e.Arch, e.Speedup(e))
+	}
+}
+
+// TestEveryElementwiseOpHasACost ranges over the op table: every
+// element-wise op costs CUDA-core work per element, and no tensor-core work.
+func TestEveryElementwiseOpHasACost(t *testing.T) {
+	s := ugraph.MustShape(16, 64)
+	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
+		if !k.IsElementwise() {
+			continue
+		}
+		in := []ugraph.Shape{s, s}[:k.Info().Arity]
+		tf, cf := opFlops(k, ugraph.Attr{}, in, s, ugraph.Float16, target.MustLookup("sm_90").MMA)
+		if tf != 0 || cf < int64(s.NumElements()) {
+			t.Errorf("%v: %d tensor-core, %d CUDA-core flops on %v", k, tf, cf, s)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/thread"
@@ -12,22 +13,17 @@ import (
 // blockPlan is what the model needs of how a block graph runs on a block's
 // threads, as ugraph/thread plans it.
 type blockPlan struct {
-	smem      int    // shared memory per block, bytes
-	dead      []bool // per op: not run, since no output depends on it
-	mma       []bool // per op: a matmul on tensor cores (else SIMT, fp32)
-	freeAccum []bool // per op: a None accumulator that the mma does in its registers
+	instr     target.MMA // the arch's tensor-core instruction
+	smem      int        // shared memory per block, bytes
+	dead      []bool     // per op: not run, since no output depends on it
+	mma       []bool     // per op: a matmul on tensor cores (else SIMT, fp32)
+	freeAccum []bool     // per op: a None accumulator that the mma does in its registers
 }
 
-// PlanOptions are the options with which the model derives the thread plan
-// of a block graph for arch: the code generator must plan alike for the
-// model to describe the code it emits.
-func PlanOptions(arch Arch) thread.Options {
-	return thread.Options{MaxSmemBytes: arch.MaxSmemPerBlock}
-}
-
-// planBlock plans b for arch.
-func planBlock(b *block.Graph, arch Arch) (blockPlan, error) {
-	tg, err := thread.Derive(b, PlanOptions(arch))
+// planBlock plans b for arch, with the default options, as the code
+// generator plans it (the model describes the code it emits).
+func planBlock(b *block.Graph, arch target.Arch) (blockPlan, error) {
+	tg, err := thread.Derive(b, arch, thread.Options{})
 	if se := (*thread.SmemError)(nil); errors.As(err, &se) {
 		return blockPlan{}, fmt.Errorf("%w: a block needs %d bytes of shared memory, %s allows %d", ErrDoesNotFit, se.Bytes, arch, se.Limit)
 	}
@@ -35,7 +31,7 @@ func planBlock(b *block.Graph, arch Arch) (blockPlan, error) {
 		return blockPlan{}, err
 	}
 	n := len(b.Ops)
-	p := blockPlan{smem: tg.SmemBytes, dead: make([]bool, n), mma: make([]bool, n), freeAccum: make([]bool, n)}
+	p := blockPlan{instr: arch.MMA, smem: tg.SmemBytes, dead: make([]bool, n), mma: make([]bool, n), freeAccum: make([]bool, n)}
 	for i, op := range tg.Ops {
 		p.dead[i] = op.Role == thread.RoleDead
 		p.mma[i] = op.MMA != nil

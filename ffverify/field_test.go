@@ -1,6 +1,7 @@
 package ffverify
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -289,5 +290,44 @@ func TestEveryOpHasAModel(t *testing.T) {
 		default:
 			t.Errorf("%v: class %v has no evaluation scheme", k, k.Info().Class)
 		}
+	}
+}
+
+// TestEveryElementwiseOpIsModelled ranges over the op table: every
+// element-wise op compiles to a function of its arity, which tells it apart
+// from every other op on a few inputs (an op silently modelled as another
+// would let a candidate that swaps them pass).
+func TestEveryElementwiseOpIsModelled(t *testing.T) {
+	xs := samples(8)
+	seen := map[string]ugraph.OpKind{}
+	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
+		if !k.IsElementwise() {
+			continue
+		}
+		f := compileFn(k, ugraph.Attr{Scalars: [2]float64{0.5, 2}}, 12345)
+		var vals []elem
+		switch k.Info().Class {
+		case ugraph.ClassUnary:
+			if f.unary == nil {
+				t.Errorf("%v has no unary model", k)
+				continue
+			}
+			for _, x := range xs {
+				vals = append(vals, f.unary(x))
+			}
+		case ugraph.ClassBinary:
+			if f.bin == nil {
+				t.Errorf("%v has no binary model", k)
+				continue
+			}
+			for i, x := range xs {
+				vals = append(vals, f.bin(x, xs[(i+3)%len(xs)]))
+			}
+		}
+		key := fmt.Sprint(vals)
+		if other, dup := seen[key]; dup {
+			t.Errorf("%v and %v are modelled alike", k, other)
+		}
+		seen[key] = k
 	}
 }

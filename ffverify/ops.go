@@ -1,6 +1,7 @@
 package ffverify
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -21,23 +22,26 @@ type fn struct {
 	bin   func(a, b elem) elem
 }
 
-// opaqueKinds are the operators with no algebraic structure over a field:
-// each is modelled as an independent random function of its argument (and
-// of its scalars, for clamp).
-var opaqueKinds = map[ugraph.OpKind]bool{
-	ugraph.OpSilu: true, ugraph.OpGelu: true, ugraph.OpRelu: true,
-	ugraph.OpClamp: true, ugraph.OpLog: true, ugraph.OpPow: true,
-}
-
 // compileFn returns the model of op kind k with attributes a on the trial
 // whose random-function key is key. Only the element-wise kinds need one;
 // the others (matmul, reductions, rms_norm, concat, accumulators) are sums,
 // products and the shared helpers below.
+//
+// An op the table marks opaque (ugraph.Elementwise.Opaque) has no algebraic
+// structure over a field: it is an independent random function of its
+// operands and its scalars. The others are modelled exactly, below.
 func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	f := fn{kind: k, attr: a}
-	if opaqueKinds[k] {
+	info := k.Info()
+	if info.Elem.Opaque {
 		key = hash(hash(key, uint64(k)), math.Float64bits(a.Scalars[0]))
 		key = hash(key, math.Float64bits(a.Scalars[1]))
+		if info.Class == ugraph.ClassBinary {
+			f.bin = func(a, b elem) elem { return uniform(hash(hash(key, a.pack()), b.pack())) }
+		} else {
+			f.unary = func(x elem) elem { return uniform(hash(key, x.pack())) }
+		}
+		return f
 	}
 	switch k {
 	case ugraph.OpExp:
@@ -52,8 +56,6 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 			panic("ffverify: " + err.Error()) // validate rejects non-finite scalars
 		}
 		f.unary = func(x elem) elem { return x.mul(s) }
-	case ugraph.OpSilu, ugraph.OpGelu, ugraph.OpRelu, ugraph.OpClamp, ugraph.OpLog:
-		f.unary = func(x elem) elem { return uniform(hash(key, x.pack())) }
 	case ugraph.OpAdd:
 		f.bin = elem.add
 	case ugraph.OpSub:
@@ -62,8 +64,10 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 		f.bin = elem.mul
 	case ugraph.OpDiv:
 		f.bin = func(a, b elem) elem { return a.mul(b.inv()) }
-	case ugraph.OpPow:
-		f.bin = func(a, b elem) elem { return uniform(hash(hash(key, a.pack()), b.pack())) }
+	default:
+		if k.IsElementwise() {
+			panic(fmt.Sprintf("ffverify: %v is neither opaque nor modelled", k)) // TestEveryElementwiseOpIsModelled
+		}
 	}
 	return f
 }

@@ -245,22 +245,22 @@ func (kg *kgraph) superoptimize(th *starlark.Thread, fn string, args starlark.Tu
 		}
 		sa.Config = s
 	}
-	if sa.GridDims, err = listOf(fn, "griddims", griddims, gridDim); err != nil {
+	if sa.Lists.Grids, err = listOf(fn, "griddims", griddims, gridDim); err != nil {
 		return nil, err
 	}
-	if sa.BlockDims, err = listOf(fn, "blockdims", blockdims, blockDim); err != nil {
+	if sa.Lists.Threads, err = listOf(fn, "blockdims", blockdims, blockDim); err != nil {
 		return nil, err
 	}
-	if sa.IMaps, err = listOf(fn, "imaps", imaps, tensorMap); err != nil {
+	if sa.Lists.IMaps, err = listOf(fn, "imaps", imaps, tensorMap); err != nil {
 		return nil, err
 	}
-	if sa.OMaps, err = listOf(fn, "omaps", omaps, tensorMap); err != nil {
+	if sa.Lists.OMaps, err = listOf(fn, "omaps", omaps, tensorMap); err != nil {
 		return nil, err
 	}
-	if sa.FMaps, err = listOf(fn, "fmaps", fmaps, intIn(-1, ugraph.MaxRank-1)); err != nil {
+	if sa.Lists.FMaps, err = listOf(fn, "fmaps", fmaps, intIn(-1, ugraph.MaxRank-1)); err != nil {
 		return nil, err
 	}
-	if sa.FRanges, err = listOf(fn, "franges", franges, intIn(1, ugraph.MaxDim)); err != nil {
+	if sa.Lists.FRanges, err = listOf(fn, "franges", franges, intIn(1, ugraph.MaxDim)); err != nil {
 		return nil, err
 	}
 	kg.superopt, kg.superoptPos, kg.l.super = &sa, pos, kg

@@ -49,15 +49,20 @@ type Program struct {
 }
 
 // SuperoptArgs are the arguments a program passed to superoptimize, for the
-// search to honor. A nil slice means the argument was not given (None).
+// search to honor.
 type SuperoptArgs struct {
-	Config    string // "mlp", "attention", ...; "" when not given
-	GridDims  []block.Dim3
-	BlockDims []block.Dim3
-	IMaps     []block.Map
-	OMaps     []block.Map
-	FMaps     []int
-	FRanges   []int
+	Config string // "mlp", "attention", ...; "" when not given
+	Lists  Lists
+}
+
+// Lists are superoptimize's candidate lists: griddims, blockdims, imaps,
+// omaps, fmaps and franges. A nil slice means the argument was not given
+// (None). search.Restrictions has the same fields, so the caller that
+// configures a search converts: search.Restrictions(args.Lists).
+type Lists struct {
+	Grids, Threads []block.Dim3
+	IMaps, OMaps   []block.Map
+	FMaps, FRanges []int
 }
 
 // Error is an error in a program, at a position of its source. Line is 0

@@ -269,15 +269,14 @@ func TestSuperoptArgs(t *testing.T) {
 		"    fail('inert values iterate as empty')",
 		"t = opt.elapsed_time(opt) / 1000 + 1",
 	), Options{})
-	want := &SuperoptArgs{
-		Config:    "mlp",
-		GridDims:  []block.Dim3{{96, 1, 1}, {48, 2, 1}},
-		BlockDims: []block.Dim3{{128, 1, 1}},
-		IMaps:     []block.Map{block.Replicate, {1, -1, -1}},
-		OMaps:     []block.Map{{1, -1, -1}},
-		FMaps:     []int{1, 0, -1},
-		FRanges:   []int{},
-	}
+	want := &SuperoptArgs{Config: "mlp", Lists: Lists{
+		Grids:   []block.Dim3{{96, 1, 1}, {48, 2, 1}},
+		Threads: []block.Dim3{{128, 1, 1}},
+		IMaps:   []block.Map{block.Replicate, {1, -1, -1}},
+		OMaps:   []block.Map{{1, -1, -1}},
+		FMaps:   []int{1, 0, -1},
+		FRanges: []int{},
+	}}
 	if !reflect.DeepEqual(p.Superopt, want) {
 		t.Errorf("Superopt = %+v\nwant %+v", p.Superopt, want)
 	}

@@ -38,63 +38,25 @@ func eval(k ugraph.OpKind, a ugraph.Attr, dst, x, y *Tensor) {
 	}
 }
 
-// unaryFunc returns the scalar function of the element-wise unary op k.
-// NaN propagates through every one of them (relu and clamp included), so a
-// NaN in a result always traces back to an input or a NaN-producing op.
+// unaryFunc returns the scalar function of the element-wise unary op k
+// with attributes a: its meaning on reals, from the op table.
 func unaryFunc(k ugraph.OpKind, a ugraph.Attr) func(float64) float64 {
-	switch k {
-	case ugraph.OpExp:
-		return math.Exp
-	case ugraph.OpSquare:
-		return func(x float64) float64 { return x * x }
-	case ugraph.OpSqrt:
-		return math.Sqrt
-	case ugraph.OpSilu:
-		return func(x float64) float64 { return x / (1 + math.Exp(-x)) } // x·sigmoid(x)
-	case ugraph.OpGelu:
-		return func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) } // exact, not the tanh approximation
-	case ugraph.OpRelu:
-		return func(x float64) float64 {
-			if x < 0 {
-				return 0
-			}
-			return x
-		}
-	case ugraph.OpClamp:
-		lo, hi := a.Scalars[0], a.Scalars[1]
-		return func(x float64) float64 {
-			switch {
-			case x < lo:
-				return lo
-			case x > hi:
-				return hi
-			}
-			return x
-		}
-	case ugraph.OpMulScalar:
-		s := a.Scalars[0]
-		return func(x float64) float64 { return x * s }
-	case ugraph.OpLog:
-		return math.Log
-	}
-	panic(fmt.Sprintf("interp: %v is not a unary op", k))
+	f := realFunc(k)
+	return func(x float64) float64 { return f(x, 0, a.Scalars) }
 }
 
 // binaryFunc returns the scalar function of the element-wise binary op k.
 func binaryFunc(k ugraph.OpKind) func(x, y float64) float64 {
-	switch k {
-	case ugraph.OpAdd:
-		return func(x, y float64) float64 { return x + y }
-	case ugraph.OpSub:
-		return func(x, y float64) float64 { return x - y }
-	case ugraph.OpMul:
-		return func(x, y float64) float64 { return x * y }
-	case ugraph.OpDiv:
-		return func(x, y float64) float64 { return x / y }
-	case ugraph.OpPow:
-		return math.Pow
+	f := realFunc(k)
+	return func(x, y float64) float64 { return f(x, y, [2]float64{}) }
+}
+
+func realFunc(k ugraph.OpKind) ugraph.RealFunc {
+	f := k.Info().Elem.Real
+	if f == nil {
+		panic(fmt.Sprintf("interp: %v is not element-wise", k))
 	}
-	panic(fmt.Sprintf("interp: %v is not a binary op", k))
+	return f
 }
 
 func unary(dst, x *Tensor, f func(float64) float64) {

@@ -248,3 +248,22 @@ func TestReplicatedInput(t *testing.T) {
 	ins := []*interp.Tensor{a, w}
 	expectClose(t, ten(dims(2, 4), 1, 2, 4, -1, 3, 4, 10, -1), run(t, blockKernel(b, ins), ins)[0], 0)
 }
+
+// TestEveryOpHasACase ranges over the op table: every compute op, at
+// whichever level, has a hand-worked case above (accumulators have tests
+// of their own).
+func TestEveryOpHasACase(t *testing.T) {
+	covered := map[ugraph.OpKind]bool{}
+	for _, c := range opCases {
+		covered[c.kind] = true
+	}
+	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
+		switch k.Info().Class {
+		case ugraph.ClassIO, ugraph.ClassCustomized, ugraph.ClassAccum:
+			continue
+		}
+		if !covered[k] {
+			t.Errorf("%v has no case in opCases", k)
+		}
+	}
+}

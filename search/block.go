@@ -245,18 +245,13 @@ func classAssignments(grid block.Dim3, present []int32) [][3]int32 {
 // blockState is a threadblock graph under construction inside a kernel
 // state, with what the search tracks per tile and op.
 type blockState struct {
-	k    *kernelState
-	conf blockConfig
-	ins  []kernel.TensorID
-	g    *block.Graph
-	expr []*absexpr.Expr // per tile
-	ids  []uint32        // per tile: its operand id in the kernel state's memo
-	uses []int32         // per tile: how many ops consume it
-	// varies, per tile: whether it changes from one iteration to the next
-	// (some input it is computed from is walked by the for-loop).
-	varies []bool
-	cands  []blockCand     // a stack of the candidate ops of the states on the path (addCands)
-	done   []completeBlock // the complete graphs found, in order
+	k     *kernelState
+	conf  blockConfig
+	ins   []kernel.TensorID
+	g     *block.Graph
+	tiles []tensorInfo    // per tile of g; ids are in the kernel state's memo
+	cands []blockCand     // a stack of the candidate ops of the states on the path (addCands)
+	done  []completeBlock // the complete graphs found, in order
 	// want, when the customized op is the kernel graph's last, are the
 	// shapes its outputs must have, sorted (kernelState.lastOutputs).
 	want []ugraph.Shape
@@ -339,7 +334,7 @@ func (k *kernelState) openInputs(ins []kernel.TensorID) (openInputs, bool) {
 	sig := inputSig{n: len(ins), nwant: len(want)}
 	copy(sig.want[:], want)
 	for i, t := range ins {
-		if e := k.expr[t]; e != nil {
+		if e := k.tensors[t].expr; e != nil {
 			sig.exprs[i] = e.Handle()
 		}
 		sig.shapes[i], sig.dtypes[i] = k.g.Tensors[t].Shape, k.g.Tensors[t].DType
@@ -450,16 +445,14 @@ func (k *kernelState) newBlockState(ins []kernel.TensorID, conf blockConfig, wan
 		return nil, err
 	}
 	*b = blockState{k: k, ins: ins, g: b.g, conf: conf, want: want,
-		expr: b.expr[:0], ids: b.ids[:0], uses: b.uses[:0], varies: b.varies[:0], cands: b.cands[:0]}
+		tiles: b.tiles[:0], cands: b.cands[:0]}
 	for i, t := range ins {
 		dt := k.g.Tensors[t]
 		if _, err := b.g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
 			return nil, err
 		}
-		b.expr = append(b.expr, k.expr[t]) // grid and for-loop tiling are invisible to expressions
-		b.ids = append(b.ids, k.memo.id(k.expr[t], b.g.Tensors[len(b.g.Tensors)-1].Shape))
-		b.uses = append(b.uses, 0)
-		b.varies = append(b.varies, conf.fmaps[i] >= 0 && conf.forloop > 1)
+		// Grid and for-loop tiling are invisible to expressions.
+		b.pushTile(block.TensorID(i), k.tensors[t].expr, conf.fmaps[i] >= 0 && conf.forloop > 1)
 	}
 	b.inputCands()
 	return b, nil
@@ -469,10 +462,10 @@ func (k *kernelState) newBlockState(ins []kernel.TensorID, conf blockConfig, wan
 // on its inputs. They depend only on what the inputs are (their operand
 // ids), which of them vary and the for-loop, so the memo keeps them.
 func (b *blockState) inputCands() {
-	key := inputCandsKey{n: len(b.ids), loop: [2]int32{int32(b.g.ForloopRange), int32(b.g.ReductionDimx)}}
-	for t, id := range b.ids {
-		key.ids[t] = id
-		key.varies[t] = b.varies[t]
+	key := inputCandsKey{n: len(b.tiles), loop: [2]int32{int32(b.g.ForloopRange), int32(b.g.ReductionDimx)}}
+	for t, info := range b.tiles {
+		key.ids[t] = info.id
+		key.varies[t] = info.varies
 	}
 	m := b.k.memo
 	if cs, ok := m.inputCands[key]; ok {
@@ -497,8 +490,8 @@ func (b *blockState) opsLeft() int { return b.k.s.cfg.MaxBlockOps - len(b.g.Ops)
 // post-loop one (an accumulator, or a binary op merging two).
 func (b *blockState) canFinish() bool {
 	open, inLoop := 0, 0
-	for t, n := range b.uses {
-		if n == 0 {
+	for t, info := range b.tiles {
+		if info.uses == 0 {
 			open++
 			if !b.g.Tensors[t].PostLoop {
 				inLoop++
@@ -612,7 +605,7 @@ func (s *searcher) pruned(j judgement) {
 func (b *blockState) scales(a ugraph.Accum, t block.TensorID) bool {
 	switch a {
 	case ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx:
-		return b.g.ForloopRange > 1 && !b.varies[t]
+		return b.g.ForloopRange > 1 && !b.tiles[t].varies
 	}
 	return false
 }
@@ -650,25 +643,26 @@ func (b *blockState) push(c blockCand) (block.TensorID, bool) {
 	}
 	varies := false
 	for _, t := range in {
-		b.uses[t]++
-		varies = varies || b.varies[t]
+		b.tiles[t].uses++
+		varies = varies || b.tiles[t].varies
 	}
-	b.expr = append(b.expr, c.e)
-	b.ids = append(b.ids, b.k.memo.id(c.e, b.g.Tensors[out].Shape))
-	b.uses = append(b.uses, 0)
-	b.varies = append(b.varies, varies && choice.Kind != ugraph.OpForloopAccum)
+	b.pushTile(out, c.e, varies && choice.Kind != ugraph.OpForloopAccum)
 	return out, true
+}
+
+// pushTile tracks the tile t just added, with expression e.
+func (b *blockState) pushTile(t block.TensorID, e *absexpr.Expr, varies bool) {
+	b.tiles = append(b.tiles, tensorInfo{expr: e, id: b.k.memo.id(e, b.g.Tensors[t].Shape), varies: varies})
 }
 
 // pop removes the last op pushed.
 func (b *blockState) pop() {
 	op := b.g.Ops[len(b.g.Ops)-1]
 	for _, t := range op.Operands() {
-		b.uses[t]--
+		b.tiles[t].uses--
 	}
 	b.g.Pop()
-	n := len(b.g.Tensors)
-	b.expr, b.ids, b.uses, b.varies = b.expr[:n], b.ids[:n], b.uses[:n], b.varies[:n]
+	b.tiles = b.tiles[:len(b.g.Tensors)]
 }
 
 // maxOutputs is how many outputs b may have.
@@ -686,8 +680,8 @@ func (b *blockState) maxOutputs() int {
 func (b *blockState) finish() {
 	s := b.k.s
 	var open []block.TensorID
-	for t, n := range b.uses {
-		if n > 0 {
+	for t, info := range b.tiles {
+		if info.uses > 0 {
 			continue
 		}
 		if !b.g.Tensors[t].PostLoop {
@@ -705,7 +699,7 @@ func (b *blockState) finish() {
 	dims := b.conf.classes.outputDims(b.g, b.conf.split, open)
 	outExprs := make([]*absexpr.Expr, len(open))
 	for i, t := range open {
-		outExprs[i] = b.expr[t]
+		outExprs[i] = b.tiles[t].expr
 	}
 	for _, omap := range s.cfg.OMaps {
 		if !omapFits(omap, b.g.Grid, dims) {
@@ -763,7 +757,7 @@ func (b *blockState) copiesOnly() bool {
 		switch op.Kind {
 		case ugraph.OpInput:
 		case ugraph.OpForloopAccum:
-			x, y := b.expr[op.In[0]], b.expr[op.Out]
+			x, y := b.tiles[op.In[0]].expr, b.tiles[op.Out].expr
 			if x == nil || y == nil || !x.Equal(y) {
 				return false
 			}

@@ -17,7 +17,7 @@ func newTestSearcher(t *testing.T, name string, maxOps int) *searcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Override(p.Superopt)
+	cfg.Restrict(Restrictions(p.Superopt.Lists))
 	cfg.Complete(p.Graph)
 	cfg.MaxBlockOps = maxOps
 	s, err := newSearcher(t.Context(), p.Graph, cfg, Options{})

@@ -65,11 +65,11 @@ func nonNil[T any](s []T) []T {
 
 // Key identifies a search by what decides its result: the program (its
 // canonical hash covers every op, attribute, shape and dtype), the
-// configuration (completed as Run completes it), the options that change
-// what is found, and the architecture whose cost model ranked the
-// candidates. Two searches with the same key find the same candidates in
-// the same order.
-func Key(program *kernel.Graph, cfg Config, opts Options, arch string) string {
+// configuration (completed as Run completes it; its Arch is also the one
+// whose cost model ranks the candidates) and the options that change what
+// is found. Two searches with the same key find the same candidates in the
+// same order.
+func Key(program *kernel.Graph, cfg Config, opts Options) string {
 	cfg.Complete(program)
 	h, err := hashstructure.Hash(struct {
 		Version    int
@@ -78,8 +78,7 @@ func Key(program *kernel.Graph, cfg Config, opts Options, arch string) string {
 		Seed       uint64
 		MaxStates  int64
 		MaxResults int
-		Arch       string
-	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults, arch}, hashstructure.FormatV2, nil)
+	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults}, hashstructure.FormatV2, nil)
 	if err != nil {
 		panic(fmt.Sprintf("search.Key: %v", err)) // Config holds only hashable types
 	}
@@ -91,8 +90,11 @@ func Key(program *kernel.Graph, cfg Config, opts Options, arch string) string {
 }
 
 // cacheVersion changes whenever the generator changes what it finds for a
-// given key, so stale entries are never used. Version 5: keys before it
-// ignored shapes (kernel.Hash skipped ugraph.Shape's fields).
+// given key, so stale entries are never used: any change to a pruning
+// rule, the enumeration order or the ranking. TestCacheVersionFollowsTheGenerator
+// fails when one forgets (it records what two searches find, per version).
+// Version 5: keys before it ignored shapes (kernel.Hash skipped
+// ugraph.Shape's fields).
 const cacheVersion = 5
 
 // Cache stores search results by key in a directory, one .ugraph.json

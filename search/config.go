@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -59,10 +59,10 @@ type Config struct {
 	FRanges       []int // for-loop ranges > 1; 1 is used exactly when no input is walked
 	ReductionDimx int
 
-	// MaxSmemBytes bounds the shared memory of a graph-defined kernel: the
-	// target architecture's limit per block (cost.Arch.MaxSmemPerBlock).
-	// 0 means no limit.
-	MaxSmemBytes int
+	// Arch is the target: a graph-defined kernel must fit its shared memory
+	// per block, as the code generator lays the kernel out. Complete sets
+	// the zero Arch to target.Default.
+	Arch target.Arch
 }
 
 func ops(kinds ...ugraph.OpKind) []OpChoice {
@@ -160,29 +160,28 @@ func NamedConfig(name string) (Config, error) {
 	return c, nil
 }
 
-// Override replaces the candidate lists the program gave to superoptimize
-// (Mirage's griddims, blockdims, imaps, omaps, fmaps, franges).
-func (c *Config) Override(a *frontend.SuperoptArgs) {
-	if a == nil {
-		return
-	}
-	if a.GridDims != nil {
-		c.Grids = slices.Clone(a.GridDims)
-	}
-	if a.BlockDims != nil {
-		c.Threads = slices.Clone(a.BlockDims)
-	}
-	if a.IMaps != nil {
-		c.IMaps = slices.Clone(a.IMaps)
-	}
-	if a.OMaps != nil {
-		c.OMaps = slices.Clone(a.OMaps)
-	}
-	if a.FMaps != nil {
-		c.FMaps = slices.Clone(a.FMaps)
-	}
-	if a.FRanges != nil {
-		c.FRanges = slices.Clone(a.FRanges)
+// Restrictions are candidate lists that replace a configuration's: what a
+// program passes to superoptimize (Mirage's griddims, blockdims, imaps,
+// omaps, fmaps, franges). A nil list leaves the configuration's.
+type Restrictions struct {
+	Grids, Threads []block.Dim3
+	IMaps, OMaps   []block.Map
+	FMaps, FRanges []int
+}
+
+// Restrict replaces c's candidate lists with r's non-nil ones.
+func (c *Config) Restrict(r Restrictions) {
+	restrict(&c.Grids, r.Grids)
+	restrict(&c.Threads, r.Threads)
+	restrict(&c.IMaps, r.IMaps)
+	restrict(&c.OMaps, r.OMaps)
+	restrict(&c.FMaps, r.FMaps)
+	restrict(&c.FRanges, r.FRanges)
+}
+
+func restrict[T any](list *[]T, r []T) {
+	if r != nil {
+		*list = slices.Clone(r)
 	}
 }
 
@@ -233,6 +232,9 @@ func (c *Config) Complete(program *kernel.Graph) {
 	}
 	if c.ReductionDimx == 0 {
 		c.ReductionDimx = 64
+	}
+	if c.Arch.Name == "" {
+		c.Arch = target.MustLookup(target.Default)
 	}
 }
 

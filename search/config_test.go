@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 )
@@ -70,19 +69,18 @@ func TestComplete(t *testing.T) {
 	}
 }
 
-func TestOverride(t *testing.T) {
+func TestRestrict(t *testing.T) {
 	c, _ := NamedConfig("mlp")
-	c.Override(&frontend.SuperoptArgs{
-		GridDims: []block.Dim3{{16, 1, 1}}, IMaps: []block.Map{{0, -1, -1}}, FRanges: []int{8},
+	c.Restrict(Restrictions{
+		Grids: []block.Dim3{{16, 1, 1}}, IMaps: []block.Map{{0, -1, -1}}, FRanges: []int{8},
 	})
 	if len(c.Grids) != 1 || len(c.IMaps) != 1 || !slices.Equal(c.FRanges, []int{8}) {
-		t.Errorf("overrides not applied: %+v", c)
+		t.Errorf("restrictions not applied: %+v", c)
 	}
-	c.Override(&frontend.SuperoptArgs{}) // nil lists leave the config alone
-	if len(c.Grids) != 1 {
-		t.Error("a nil list cleared the grids")
+	c.Restrict(Restrictions{}) // nil lists leave the config alone
+	if len(c.Grids) != 1 || len(c.FRanges) != 1 {
+		t.Error("a nil list cleared a list")
 	}
-	c.Override(nil)
 }
 
 func TestValidate(t *testing.T) {

@@ -149,7 +149,7 @@ func (x *exprs) input(i int) *absexpr.Expr { return x.inputs[i] }
 func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID) (*absexpr.Expr, bool) {
 	key := opsKey{list: kernelList + int32(i), unary: len(in) == 1}
 	for j, t := range in {
-		if key.args[j] = k.ids[t]; key.args[j] == 0 {
+		if key.args[j] = k.tensors[t].id; key.args[j] == 0 {
 			return nil, true // computed from an op without an expression
 		}
 	}
@@ -158,7 +158,7 @@ func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID
 		var args [2]*absexpr.Expr
 		var shapes [2]ugraph.Shape
 		for j, t := range in {
-			args[j], shapes[j] = k.expr[t], k.g.Tensors[t].Shape
+			args[j], shapes[j] = k.tensors[t].expr, k.g.Tensors[t].Shape
 		}
 		js[0].e, js[0].ok = x.judge(c, args[:len(in)], shapes[:len(in)], absexpr.Loop{})
 	}
@@ -178,7 +178,7 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 		n = 1
 	}
 	for j, t := range in[:n] {
-		if key.args[j] = b.ids[t]; key.args[j] == 0 {
+		if key.args[j] = b.tiles[t].id; key.args[j] == 0 {
 			return m.unjudged(len(list)) // computed from an op without an expression
 		}
 	}
@@ -193,7 +193,7 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 	var args [2]*absexpr.Expr
 	var shapes [2]ugraph.Shape
 	for j, t := range in[:n] {
-		args[j], shapes[j] = b.expr[t], b.g.Tensors[t].Shape
+		args[j], shapes[j] = b.tiles[t].expr, b.g.Tensors[t].Shape
 	}
 	for k, i := range list {
 		c := b.k.s.cfg.BlockOps[i]

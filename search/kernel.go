@@ -13,14 +13,12 @@ import (
 // tracks per tensor and op. It is owned by one goroutine; ops are added and
 // removed in place (push, then pop on the way back).
 type kernelState struct {
-	s     *searcher
-	g     *kernel.Graph
-	expr  []*absexpr.Expr // per tensor
-	ids   []uint32        // per tensor: its operand id in memo
-	uses  []int32         // per tensor: how many ops consume it
-	keys  []opKey         // per op
-	ncust int             // customized ops in g
-	memo  *judgeMemo      // the owning goroutine's
+	s       *searcher
+	g       *kernel.Graph
+	tensors []tensorInfo // per tensor of g
+	keys    []opKey      // per op
+	ncust   int          // customized ops in g
+	memo    *judgeMemo   // the owning goroutine's
 	// blocks[i] is the block state of the (i+1)-th customized op, reused
 	// (newBlockState).
 	blocks []*blockState
@@ -31,6 +29,24 @@ type kernelState struct {
 	found *[]*kernel.Graph // where complete candidates go (record)
 }
 
+// tensorInfo is what a state tracks of one of its tensors (or tiles): its
+// expression, its operand id in the memo (of the expression and shape),
+// how many ops consume it and, for a tile, whether it changes from one
+// iteration of the for-loop to the next (some input it is computed from is
+// walked). States push one when an op adds a tensor and cut the slice back
+// when they pop the op.
+type tensorInfo struct {
+	expr   *absexpr.Expr
+	id     uint32
+	uses   int32
+	varies bool
+}
+
+// pushTensor tracks the tensor t just added, with expression e.
+func (k *kernelState) pushTensor(t kernel.TensorID, e *absexpr.Expr) {
+	k.tensors = append(k.tensors, tensorInfo{expr: e, id: k.memo.id(e, k.g.Tensors[t].Shape)})
+}
+
 func (s *searcher) newKernelState() *kernelState {
 	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph), memo: newJudgeMemo()}
 	for i, in := range s.program.Inputs() {
@@ -39,9 +55,7 @@ func (s *searcher) newKernelState() *kernelState {
 		if err != nil {
 			panic(err) // the program's own inputs are valid
 		}
-		k.expr = append(k.expr, s.exprs.input(i))
-		k.ids = append(k.ids, k.memo.id(s.exprs.input(i), t.Shape))
-		k.uses = append(k.uses, 0)
+		k.pushTensor(id, s.exprs.input(i))
 		k.keys = append(k.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
 		_ = id
 	}
@@ -53,7 +67,7 @@ func (s *searcher) newKernelState() *kernelState {
 // it takes a memo of its own (useMemo).
 func (k *kernelState) clone() *kernelState {
 	return &kernelState{
-		s: k.s, g: k.g.Clone(), expr: slices.Clone(k.expr), ids: slices.Clone(k.ids), uses: slices.Clone(k.uses),
+		s: k.s, g: k.g.Clone(), tensors: slices.Clone(k.tensors),
 		keys: slices.Clone(k.keys), ncust: k.ncust, found: new([]*kernel.Graph),
 	}
 }
@@ -61,16 +75,16 @@ func (k *kernelState) clone() *kernelState {
 // useMemo makes m k's memo, naming k's tensors anew in it.
 func (k *kernelState) useMemo(m *judgeMemo) {
 	k.memo = m
-	for t, e := range k.expr {
-		k.ids[t] = m.id(e, k.g.Tensors[t].Shape)
+	for t := range k.tensors {
+		k.tensors[t].id = m.id(k.tensors[t].expr, k.g.Tensors[t].Shape)
 	}
 }
 
 // sinks returns the tensors no op consumes, in id order.
 func (k *kernelState) sinks() []kernel.TensorID {
 	var ts []kernel.TensorID
-	for t, n := range k.uses {
-		if n == 0 {
+	for t, info := range k.tensors {
+		if info.uses == 0 {
 			ts = append(ts, kernel.TensorID(t))
 		}
 	}
@@ -200,7 +214,7 @@ func (k *kernelState) record() {
 	for _, t := range outs {
 		// A nil expression is one that cannot be derived (concat's): it
 		// might be anything.
-		if e := k.expr[t]; e != nil && !s.exprs.oracle.MayEqualTarget(e) {
+		if e := k.tensors[t].expr; e != nil && !s.exprs.oracle.MayEqualTarget(e) {
 			s.prunedAbsexpr.Add(1)
 			return
 		}
@@ -274,11 +288,9 @@ func (k *kernelState) tryOp(i int, c OpChoice, in []kernel.TensorID) {
 	var ids [2]int32
 	for i, t := range in {
 		ids[i] = int32(t)
-		k.uses[t]++
+		k.tensors[t].uses++
 	}
-	k.expr = append(k.expr, e)
-	k.ids = append(k.ids, k.memo.id(e, k.g.Tensors[out].Shape))
-	k.uses = append(k.uses, 0)
+	k.pushTensor(out, e)
 	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
 	k.descend()
 }
@@ -303,11 +315,10 @@ func (k *kernelState) descend() {
 func (k *kernelState) pop() {
 	op := k.g.Ops[len(k.g.Ops)-1]
 	for _, t := range op.In {
-		k.uses[t]--
+		k.tensors[t].uses--
 	}
 	k.g.Pop()
-	n := len(k.g.Tensors)
-	k.expr, k.ids, k.uses = k.expr[:n], k.ids[:n], k.uses[:n]
+	k.tensors = k.tensors[:len(k.g.Tensors)]
 	k.keys = k.keys[:len(k.keys)-1]
 	if op.Kind == ugraph.OpCustomized {
 		k.ncust--
@@ -386,12 +397,10 @@ func (k *kernelState) attach(ins []kernel.TensorID, c completeBlock) {
 		return
 	}
 	for _, t := range ins {
-		k.uses[t]++
+		k.tensors[t].uses++
 	}
 	for i, t := range outs {
-		k.expr = append(k.expr, c.outExprs[i])
-		k.ids = append(k.ids, k.memo.id(c.outExprs[i], k.g.Tensors[t].Shape))
-		k.uses = append(k.uses, 0)
+		k.pushTensor(t, c.outExprs[i])
 	}
 	k.keys = append(k.keys, key)
 	k.ncust++

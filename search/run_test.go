@@ -14,6 +14,7 @@ import (
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -43,12 +44,11 @@ func run(t testing.TB, p *frontend.Program, workers int, limit time.Duration) *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Override(p.Superopt)
-	arch, err := cost.LookupArch("sm_90")
-	if err != nil {
-		t.Fatal(err)
+	if p.Superopt != nil {
+		cfg.Restrict(search.Restrictions(p.Superopt.Lists))
 	}
-	cfg.MaxSmemBytes = arch.MaxSmemPerBlock
+	arch := target.MustLookup("sm_90")
+	cfg.Arch = arch
 	opts := search.Options{Workers: workers, Seed: 1, MaxResults: 16,
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := cost.EstimateGraph(g, arch)
@@ -261,14 +261,16 @@ func TestCacheRoundTrip(t *testing.T) {
 	p, res := searchedExample(t, "rmsnorm_matmul.py")
 	cache := search.Cache{Dir: t.TempDir()}
 	cfg, _ := search.NamedConfig("")
-	key := search.Key(p.Graph, cfg, search.Options{Seed: 1}, "sm_90")
-	if other := search.Key(p.Graph, cfg, search.Options{Seed: 2}, "sm_90"); other == key {
+	key := search.Key(p.Graph, cfg, search.Options{Seed: 1})
+	if other := search.Key(p.Graph, cfg, search.Options{Seed: 2}); other == key {
 		t.Error("the key does not depend on the seed")
 	}
-	if mlp, _ := search.NamedConfig("mlp"); search.Key(p.Graph, mlp, search.Options{Seed: 1}, "sm_90") == key {
+	if mlp, _ := search.NamedConfig("mlp"); search.Key(p.Graph, mlp, search.Options{Seed: 1}) == key {
 		t.Error("the key does not depend on the configuration")
 	}
-	if search.Key(p.Graph, cfg, search.Options{Seed: 1}, "sm_80") == key {
+	sm80 := cfg
+	sm80.Arch = target.MustLookup("sm_80")
+	if search.Key(p.Graph, sm80, search.Options{Seed: 1}) == key {
 		t.Error("the key does not depend on the arch (the ranking's cost model)")
 	}
 	// The same program at other shapes (#15: the key once ignored them).
@@ -285,7 +287,7 @@ func TestCacheRoundTrip(t *testing.T) {
 		if q.Graph.Tensors[0].Shape == p.Graph.Tensors[0].Shape {
 			t.Fatalf("the variant %v did not change the program's shapes", dims)
 		}
-		if search.Key(q.Graph, cfg, search.Options{Seed: 1}, "sm_90") == key {
+		if search.Key(q.Graph, cfg, search.Options{Seed: 1}) == key {
 			t.Errorf("the program at %v has the key of the program at (16, 4096)", dims)
 		}
 	}
@@ -338,7 +340,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	// Results of searches cut short are not stored.
 	short := *res
 	short.Stats.Stopped = "time limit"
-	other := search.Key(p.Graph, cfg, search.Options{Seed: 3}, "sm_90")
+	other := search.Key(p.Graph, cfg, search.Options{Seed: 3})
 	if err := cache.Store(other, "rmsnorm_matmul", &short); err != nil {
 		t.Fatal(err)
 	}

@@ -162,8 +162,12 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	workers.Wait()
 
 	found := s.merge(root, tasks)
-	res := &Result{Candidates: s.verifyBest(found)}
+	best, err := s.verifyBest(found)
 	stopProgress()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Candidates: best}
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
 	res.Stats.Seconds = time.Since(start).Seconds()
@@ -344,8 +348,10 @@ func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
 
 // verifyBest ranks the candidates, verifies them in rank order (in
 // parallel; the fast path, then the full check) and returns the first
-// MaxResults that pass.
-func (s *searcher) verifyBest(found []*kernel.Graph) []*Candidate {
+// MaxResults that pass. The verifier failing on a candidate (one the
+// generator built, so valid by construction) is a bug, reported as an
+// error rather than counted as a rejection.
+func (s *searcher) verifyBest(found []*kernel.Graph) ([]*Candidate, error) {
 	var cands []*Candidate
 	for _, g := range found {
 		if c := s.describe(g); c != nil {
@@ -364,16 +370,20 @@ func (s *searcher) verifyBest(found []*kernel.Graph) []*Candidate {
 	for done < len(cands) && len(best) < limit {
 		batch := cands[done:min(done+s.opts.Workers, len(cands))]
 		ok := make([]bool, len(batch))
-		var wg sync.WaitGroup
+		var g errgroup.Group
 		for j, c := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			g.Go(func() error {
 				r, err := s.verifier.Verify(c.Graph)
-				ok[j] = err == nil && r.Equivalent
-			}()
+				if err != nil {
+					return fmt.Errorf("search: verifying a candidate: %w", err)
+				}
+				ok[j] = r.Equivalent
+				return nil
+			})
 		}
-		wg.Wait()
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
 		for j, c := range batch {
 			switch {
 			case !ok[j]:
@@ -388,7 +398,7 @@ func (s *searcher) verifyBest(found []*kernel.Graph) []*Candidate {
 		done += len(batch)
 	}
 	s.unchecked.Add(int64(len(cands) - done))
-	return best
+	return best, nil
 }
 
 // describe computes the figures a candidate is ranked by. A candidate the

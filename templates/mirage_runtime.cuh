@@ -69,6 +69,9 @@ __device__ __forceinline__ void add2(float* p, float a, float b) {
 // ---------------------------------------------------------------------------
 // Section 2: element-wise math (DESIGN §3; NaN propagates through every op)
 // ---------------------------------------------------------------------------
+//
+// One device function per element-wise op, named by its Runtime entry in
+// ugraph's op table: op_NAME(x, scalars...) or op_NAME(x, y), on floats.
 
 __device__ __forceinline__ float op_exp(float x) { return expf(x); }
 __device__ __forceinline__ float op_square(float x) { return x * x; }
@@ -85,33 +88,6 @@ __device__ __forceinline__ float op_sub(float x, float y) { return x - y; }
 __device__ __forceinline__ float op_mul(float x, float y) { return x * y; }
 __device__ __forceinline__ float op_div(float x, float y) { return x / y; }
 __device__ __forceinline__ float op_pow(float x, float y) { return powf(x, y); }
-
-// Element-wise op codes of the pre-defined kernel ops (Section 5).
-enum class Op : int { Exp, Square, Sqrt, Silu, Gelu, Relu, Clamp, MulScalar, Log, Add, Sub, Mul, Div, Pow };
-
-template <Op OP> __device__ __forceinline__ float unary(float x, float s0, float s1) {
-  switch (OP) {
-    case Op::Exp: return op_exp(x);
-    case Op::Square: return op_square(x);
-    case Op::Sqrt: return op_sqrt(x);
-    case Op::Silu: return op_silu(x);
-    case Op::Gelu: return op_gelu(x);
-    case Op::Relu: return op_relu(x);
-    case Op::Clamp: return op_clamp(x, s0, s1);
-    case Op::MulScalar: return op_mul_scalar(x, s0);
-    default: return op_log(x);
-  }
-}
-
-template <Op OP> __device__ __forceinline__ float binary(float x, float y) {
-  switch (OP) {
-    case Op::Add: return op_add(x, y);
-    case Op::Sub: return op_sub(x, y);
-    case Op::Mul: return op_mul(x, y);
-    case Op::Div: return op_div(x, y);
-    default: return op_pow(x, y);
-  }
-}
 
 // warp_sum returns the sum of v over the 32 lanes of the warp, in every lane.
 // All 32 lanes must call it.
@@ -302,17 +278,18 @@ struct Dims4 {
   long long d[4];
 };
 
-template <typename T, Op OP>
-__global__ void __launch_bounds__(256) unary_kernel(T* __restrict__ out, const T* __restrict__ x, long long n, float s0,
-                                                    float s1) {
-  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x)
-    out[e] = from_f32<T>(unary<OP>(to_f32(x[e]), s0, s1));
+// unary_kernel and binary_kernel apply f, a function object the emitted
+// code defines (float operator()(float[, float]) const, calling an op_NAME
+// above with the op's scalars), to every element.
+template <typename T, typename F>
+__global__ void __launch_bounds__(256) unary_kernel(T* __restrict__ out, const T* __restrict__ x, long long n, F f) {
+  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) out[e] = from_f32<T>(f(to_f32(x[e])));
 }
 
-template <typename T, Op OP>
+template <typename T, typename F>
 __global__ void __launch_bounds__(256) binary_kernel(T* __restrict__ out, const T* __restrict__ x,
                                                      const T* __restrict__ y, long long n, Dims4 shape, Dims4 xs,
-                                                     Dims4 ys) {
+                                                     Dims4 ys, F f) {
   for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) {
     long long r = e, xo = 0, yo = 0;
 #pragma unroll
@@ -322,7 +299,7 @@ __global__ void __launch_bounds__(256) binary_kernel(T* __restrict__ out, const 
       xo += i * xs.d[d];
       yo += i * ys.d[d];
     }
-    out[e] = from_f32<T>(binary<OP>(to_f32(x[xo]), to_f32(y[yo])));
+    out[e] = from_f32<T>(f(to_f32(x[xo]), to_f32(y[yo])));
   }
 }
 

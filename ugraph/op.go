@@ -1,6 +1,9 @@
 package ugraph
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // OpKind names an operator. Every level of a μGraph draws its operators
 // from this one list; OpKind.Info tells which levels allow each.
@@ -77,33 +80,134 @@ type OpInfo struct {
 	// Commutative binary operators compute the same for swapped operands;
 	// the search generates them with ordered operands only.
 	Commutative bool
+	// Elem is what an element-wise op (ClassUnary, ClassBinary) computes;
+	// the zero Elementwise for the others.
+	Elem Elementwise
 }
 
-// Columns: name, class, arity, levels, scalars, commutative.
+// Elementwise is the meaning of an element-wise op, written once here for
+// every backend: the interpreter, the verifier, abstract expressions, the
+// cost model and the code generator each read their part, and each has a
+// test that ranges over every op kind. Adding an element-wise op is a line
+// of this table and a device function in mirage_runtime.cuh.
+type Elementwise struct {
+	// Real is the op on reals: the float64 interpreter's, the reference
+	// every check compares with. NaN propagates through every op.
+	Real RealFunc
+	// Runtime is the op's device function in mirage_runtime.cuh, taking
+	// and returning float: Runtime(x, scalars...) for a unary op,
+	// Runtime(x, y) for a binary one.
+	Runtime string
+	// Flops is the CUDA-core work of one element in fp32 flops. Special
+	// functions (exp, log, sqrt, reciprocal, tanh) run on the SFU at a
+	// quarter of the fp32 rate or less ([CUDA-CG] arithmetic instruction
+	// throughput: 16 vs 64+ results per clock per SM), so each counts sfu.
+	Flops int
+	// Opaque ops have no exact meaning over a finite field: the verifier
+	// models each as a random function of its operands (and scalars), drawn
+	// afresh per trial. The others it computes exactly (ffverify/ops.go).
+	Opaque bool
+	// Expr is the op's abstract expression (package absexpr).
+	Expr ExprForm
+}
+
+// RealFunc is an element-wise op on reals: x and, for a binary op, y,
+// with the op's scalars s (Attr.Scalars).
+type RealFunc func(x, y float64, s [2]float64) float64
+
+// ExprForm is how abstract expressions see an element-wise op.
+type ExprForm uint8
+
+const (
+	// ExprOpaque: an uninterpreted function of its operands, and of its
+	// scalars when it has any (clamp's bounds).
+	ExprOpaque ExprForm = iota
+	// ExprOperand: its first operand's expression. A scalar factor, which
+	// abstract expressions forget (mul_scalar).
+	ExprOperand
+	// ExprAdd: the sum of its operands; sub too, since a - b = a + (-1)·b
+	// and scalars are forgotten.
+	ExprAdd
+	ExprMul // the product of its operands
+	ExprDiv // the quotient
+)
+
+// sfu is the flops an SFU function counts for (see Elementwise.Flops).
+const sfu = 4
+
+// unary makes a RealFunc of a function of one real.
+func unary(f func(float64) float64) RealFunc {
+	return func(x, _ float64, _ [2]float64) float64 { return f(x) }
+}
+
+// binary makes a RealFunc of a function of two reals.
+func binary(f func(x, y float64) float64) RealFunc {
+	return func(x, y float64, _ [2]float64) float64 { return f(x, y) }
+}
+
 var opTable = [numOpKinds]OpInfo{
-	OpInput:           {"input", ClassIO, 0, levelBoth, 0, false},
-	OpOutput:          {"output", ClassIO, 1, LevelBlock, 0, false},
-	OpExp:             {"exp", ClassUnary, 1, levelBoth, 0, false},
-	OpSquare:          {"square", ClassUnary, 1, levelBoth, 0, false},
-	OpSqrt:            {"sqrt", ClassUnary, 1, levelBoth, 0, false},
-	OpSilu:            {"silu", ClassUnary, 1, levelBoth, 0, false},
-	OpGelu:            {"gelu", ClassUnary, 1, levelBoth, 0, false},
-	OpRelu:            {"relu", ClassUnary, 1, levelBoth, 0, false},
-	OpClamp:           {"clamp", ClassUnary, 1, levelBoth, 2, false},
-	OpMulScalar:       {"mul_scalar", ClassUnary, 1, levelBoth, 1, false},
-	OpLog:             {"log", ClassUnary, 1, levelBoth, 0, false},
-	OpAdd:             {"add", ClassBinary, 2, levelBoth, 0, true},
-	OpSub:             {"sub", ClassBinary, 2, LevelBlock, 0, false},
-	OpMul:             {"mul", ClassBinary, 2, levelBoth, 0, true},
-	OpDiv:             {"div", ClassBinary, 2, levelBoth, 0, false},
-	OpPow:             {"pow", ClassBinary, 2, levelBoth, 0, false},
-	OpMatmul:          {"matmul", ClassMatmul, 2, levelBoth, 0, false},
-	OpReduction:       {"reduction", ClassReduction, 1, levelBoth, 0, false},
-	OpReductionToDimx: {"reduction_to_dimx", ClassReduction, 1, LevelBlock, 0, false},
-	OpRMSNorm:         {"rms_norm", ClassNorm, 1, levelBoth, 0, false},
-	OpConcat:          {"concat", ClassConcat, 2, LevelBlock, 0, false},
-	OpForloopAccum:    {"forloop_accum", ClassAccum, 1, LevelBlock, 0, false},
-	OpCustomized:      {"customized", ClassCustomized, -1, LevelKernel, 0, false},
+	OpInput:  {Name: "input", Class: ClassIO, Arity: 0, Levels: levelBoth},
+	OpOutput: {Name: "output", Class: ClassIO, Arity: 1, Levels: LevelBlock},
+
+	OpExp: {Name: "exp", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(math.Exp), Runtime: "op_exp", Flops: sfu}},
+	OpSquare: {Name: "square", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(func(x float64) float64 { return x * x }), Runtime: "op_square", Flops: 1}},
+	OpSqrt: {Name: "sqrt", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(math.Sqrt), Runtime: "op_sqrt", Flops: sfu}},
+	// x·sigmoid(x) = x / (1 + exp(-x)): exp, add, reciprocal, mul.
+	OpSilu: {Name: "silu", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(func(x float64) float64 { return x / (1 + math.Exp(-x)) }), Runtime: "op_silu", Flops: 2*sfu + 2, Opaque: true}},
+	// The exact gelu (erf), not the tanh approximation: an SFU function and
+	// a few FMAs.
+	OpGelu: {Name: "gelu", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }), Runtime: "op_gelu", Flops: sfu + 8, Opaque: true}},
+	OpRelu: {Name: "relu", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(relu), Runtime: "op_relu", Flops: 1, Opaque: true}},
+	OpClamp: {Name: "clamp", Class: ClassUnary, Arity: 1, Levels: levelBoth, Scalars: 2, // {min, max}
+		Elem: Elementwise{Real: clamp, Runtime: "op_clamp", Flops: 2, Opaque: true}},
+	OpMulScalar: {Name: "mul_scalar", Class: ClassUnary, Arity: 1, Levels: levelBoth, Scalars: 1, // {factor}
+		Elem: Elementwise{Real: func(x, _ float64, s [2]float64) float64 { return x * s[0] }, Runtime: "op_mul_scalar", Flops: 1, Expr: ExprOperand}},
+	OpLog: {Name: "log", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(math.Log), Runtime: "op_log", Flops: sfu, Opaque: true}},
+
+	OpAdd: {Name: "add", Class: ClassBinary, Arity: 2, Levels: levelBoth, Commutative: true,
+		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x + y }), Runtime: "op_add", Flops: 1, Expr: ExprAdd}},
+	OpSub: {Name: "sub", Class: ClassBinary, Arity: 2, Levels: LevelBlock,
+		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x - y }), Runtime: "op_sub", Flops: 1, Expr: ExprAdd}},
+	OpMul: {Name: "mul", Class: ClassBinary, Arity: 2, Levels: levelBoth, Commutative: true,
+		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x * y }), Runtime: "op_mul", Flops: 1, Expr: ExprMul}},
+	// A reciprocal and a mul.
+	OpDiv: {Name: "div", Class: ClassBinary, Arity: 2, Levels: levelBoth,
+		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x / y }), Runtime: "op_div", Flops: sfu + 1, Expr: ExprDiv}},
+	// exp2(y · log2(x)).
+	OpPow: {Name: "pow", Class: ClassBinary, Arity: 2, Levels: levelBoth,
+		Elem: Elementwise{Real: binary(math.Pow), Runtime: "op_pow", Flops: 2*sfu + 1, Opaque: true}},
+
+	OpMatmul:          {Name: "matmul", Class: ClassMatmul, Arity: 2, Levels: levelBoth},
+	OpReduction:       {Name: "reduction", Class: ClassReduction, Arity: 1, Levels: levelBoth},
+	OpReductionToDimx: {Name: "reduction_to_dimx", Class: ClassReduction, Arity: 1, Levels: LevelBlock},
+	OpRMSNorm:         {Name: "rms_norm", Class: ClassNorm, Arity: 1, Levels: levelBoth},
+	OpConcat:          {Name: "concat", Class: ClassConcat, Arity: 2, Levels: LevelBlock},
+	OpForloopAccum:    {Name: "forloop_accum", Class: ClassAccum, Arity: 1, Levels: LevelBlock},
+	OpCustomized:      {Name: "customized", Class: ClassCustomized, Arity: -1, Levels: LevelKernel},
+}
+
+func relu(x float64) float64 {
+	if x < 0 {
+		return 0
+	}
+	return x
+}
+
+func clamp(x, _ float64, s [2]float64) float64 {
+	switch lo, hi := s[0], s[1]; {
+	case x < lo:
+		return lo
+	case x > hi:
+		return hi
+	}
+	return x
 }
 
 // Info returns the description of k; the zero OpInfo for an invalid kind.

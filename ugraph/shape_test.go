@@ -1,6 +1,9 @@
 package ugraph
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestNewShape(t *testing.T) {
 	tests := []struct {
@@ -79,6 +82,45 @@ func TestOpTable(t *testing.T) {
 		}
 		if got, ok := LookupOp(info.Name); !ok || got != k {
 			t.Errorf("LookupOp(%q) = %v, %v", info.Name, got, ok)
+		}
+		// Every element-wise op says what it computes, for every backend;
+		// no other op does.
+		e := info.Elem
+		switch {
+		case k.IsElementwise() && (e.Real == nil || e.Runtime == "" || e.Flops <= 0):
+			t.Errorf("%v: incomplete element-wise meaning %+v", k, e)
+		case !k.IsElementwise() && (e.Real != nil || e.Runtime != "" || e.Flops != 0 || e.Opaque || e.Expr != ExprOpaque):
+			t.Errorf("%v is not element-wise but has an element-wise meaning %+v", k, e)
+		case k.IsElementwise() && info.Arity != map[Class]int{ClassUnary: 1, ClassBinary: 2}[info.Class]:
+			t.Errorf("%v: arity %d for class %v", k, info.Arity, info.Class)
+		}
+	}
+	// A few values of the meanings, against their definitions.
+	for _, tt := range []struct {
+		k    OpKind
+		x, y float64
+		s    [2]float64
+		want float64
+	}{
+		{OpExp, 1, 0, [2]float64{}, math.E},
+		{OpSquare, -3, 0, [2]float64{}, 9},
+		{OpSilu, 2, 0, [2]float64{}, 2 / (1 + math.Exp(-2))},
+		{OpGelu, 1, 0, [2]float64{}, 0.8413447460685429},
+		{OpRelu, -2, 0, [2]float64{}, 0},
+		{OpClamp, 5, 0, [2]float64{-1, 2}, 2},
+		{OpClamp, -5, 0, [2]float64{-1, 2}, -1},
+		{OpMulScalar, 3, 0, [2]float64{0.5}, 1.5},
+		{OpSub, 3, 5, [2]float64{}, -2},
+		{OpDiv, 3, 4, [2]float64{}, 0.75},
+		{OpPow, 2, 10, [2]float64{}, 1024},
+	} {
+		if got := tt.k.Info().Elem.Real(tt.x, tt.y, tt.s); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("%v(%v, %v, %v) = %v, want %v", tt.k, tt.x, tt.y, tt.s, got, tt.want)
+		}
+	}
+	for _, k := range OpKinds(LevelKernel | LevelBlock) {
+		if f := k.Info().Elem.Real; f != nil && !math.IsNaN(f(math.NaN(), math.NaN(), [2]float64{-1, 1})) {
+			t.Errorf("%v does not propagate NaN", k)
 		}
 	}
 	if OpSub.AllowedAt(LevelKernel) || !OpSub.AllowedAt(LevelBlock) {

@@ -17,12 +17,13 @@ import (
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
 )
 
 func newBenchCmd() *cobra.Command {
 	var (
 		outDir    string
-		arch      string
+		arch      archFlag
 		timeLimit time.Duration
 		workers   int
 		only      []string
@@ -65,14 +66,14 @@ speedups to DIR/speedup.svg. The cache is not used.
 			var rows []bench.Row
 			for _, w := range ws {
 				fmt.Fprintf(cmd.ErrOrStderr(), "bench: %s\n", w.Name)
-				rows = append(rows, benchOne(cmd, w, arch, workers, timeLimit, profiles))
+				rows = append(rows, benchOne(cmd, w, arch.Arch, workers, timeLimit, profiles))
 			}
-			title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", arch, workers, timeLimit)
+			title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", arch.Name, workers, timeLimit)
 			var md, svg bytes.Buffer
 			if err := bench.WriteMarkdown(&md, title, rows); err != nil {
 				return err
 			}
-			if err := bench.WriteSVG(&svg, "Estimated speedup over the unfused program ("+arch+")", rows); err != nil {
+			if err := bench.WriteSVG(&svg, "Estimated speedup over the unfused program ("+arch.Name+")", rows); err != nil {
 				return err
 			}
 			if err := os.MkdirAll(outDir, 0o755); err != nil {
@@ -89,7 +90,7 @@ speedups to DIR/speedup.svg. The cache is not used.
 				return writeJSON(out, struct {
 					Arch string      `json:"arch"`
 					Rows []bench.Row `json:"rows"`
-				}{arch, rows})
+				}{arch.Name, rows})
 			}
 			_, err = out.Write(md.Bytes())
 			return err
@@ -97,7 +98,7 @@ speedups to DIR/speedup.svg. The cache is not used.
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&outDir, "out", "o", filepath.Join("bench", "results"), "directory for latest.md and speedup.svg")
-	fl.StringVar(&arch, "arch", defaultArch, "target architecture for the cost model: sm_80 or sm_90")
+	registerArch(cmd, &arch, "the cost model")
 	fl.DurationVar(&timeLimit, "time-limit", 4*time.Minute, "search time limit per workload (gqa's whole space takes about 45 s on 2 cores, qknorm_gqa's more than 4 minutes)")
 	fl.IntVar(&workers, "workers", 2, "parallel search workers")
 	fl.StringSliceVar(&only, "workload", nil, "run only these workloads (comma-separated names)")
@@ -107,7 +108,7 @@ speedups to DIR/speedup.svg. The cache is not used.
 }
 
 // benchOne searches one workload; a failure is reported in its row.
-func benchOne(cmd *cobra.Command, w bench.Workload, arch string, workers int, limit time.Duration, profiles *cost.Profiles) bench.Row {
+func benchOne(cmd *cobra.Command, w bench.Workload, arch target.Arch, workers int, limit time.Duration, profiles *cost.Profiles) bench.Row {
 	row := bench.Row{Workload: w.Name, FirstFusedSec: -1}
 	prog, err := frontend.Load(w.File, w.Source, frontend.Options{Stdout: cmd.ErrOrStderr()})
 	if err != nil {

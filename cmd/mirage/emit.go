@@ -19,7 +19,7 @@ import (
 type emitFlags struct {
 	load       loadFlags
 	outDir     string
-	arch       string
+	arch       archFlag
 	candidate  int
 	singleFile bool
 	name       string
@@ -52,9 +52,9 @@ kernels with their launches, and the tensors the entry point takes.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.load.register(cmd)
+	registerArch(cmd, &f.arch, "shared memory per block")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write the files into")
-	fl.StringVar(&f.arch, "arch", defaultArch, "target architecture: sm_80 (A100) or sm_90 (H100)")
 	fl.IntVar(&f.candidate, "candidate", 0, "which graph of a .ugraph.json file (0: the first, the best)")
 	fl.BoolVar(&f.singleFile, "single-file", false, "inline the device runtime into NAME.cu")
 	fl.StringVar(&f.name, "name", "", "the NAME of the files and of mirage_NAME (default: the program's name), so that several candidates can be linked together")
@@ -63,10 +63,6 @@ kernels with their launches, and the tensors the entry point takes.`,
 }
 
 func (f *emitFlags) run(cmd *cobra.Command, path string) error {
-	arch, err := cuda.ParseArch(f.arch)
-	if err != nil {
-		return fmt.Errorf("--arch: %v", err)
-	}
 	in, err := f.load.load(cmd, path)
 	if err != nil {
 		return err
@@ -79,7 +75,7 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	if f.name != "" {
 		name = f.name
 	}
-	res, err := emitFiles(name, g, cuda.Options{Arch: arch, SingleFile: f.singleFile, Source: path}, f.outDir)
+	res, err := emitFiles(name, g, cuda.Options{Arch: f.arch.Arch, SingleFile: f.singleFile, Source: path}, f.outDir)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
@@ -154,7 +150,7 @@ type manifestKernel struct {
 func newManifest(res *cuda.Result, program, source string, candidate int, g *kernel.Graph, dir string) manifest {
 	m := manifest{
 		Name: res.Name, Program: program, Source: source, Candidate: candidate,
-		Hash: cost.GraphHash(g), Arch: string(res.Arch), Dir: dir, WorkspaceBytes: res.WorkspaceBytes,
+		Hash: cost.GraphHash(g), Arch: res.Arch, Dir: dir, WorkspaceBytes: res.WorkspaceBytes,
 		Files: []string{}, Inputs: []manifestTensor{}, Outputs: []manifestTensor{}, Kernels: []manifestKernel{},
 	}
 	for _, file := range res.Files {

@@ -17,18 +17,16 @@ import (
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
-
-// defaultArch is the target when --arch is not given.
-const defaultArch = "sm_90"
 
 // superoptFlags are the flags of mirage superopt.
 type superoptFlags struct {
 	load       loadFlags
 	outDir     string
 	config     string
-	arch       string
+	arch       archFlag
 	timeLimit  time.Duration
 	workers    int
 	seed       uint64
@@ -71,10 +69,10 @@ for unusable input.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.load.register(cmd)
+	registerArch(cmd, &f.arch, "shared memory per block and the cost model")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write NAME.ugraph.json into")
 	fl.StringVar(&f.config, "config", "", "search configuration (default: the program's, else default)")
-	fl.StringVar(&f.arch, "arch", defaultArch, "target architecture: sm_80 (A100) or sm_90 (H100): shared-memory limit and cost model")
 	fl.DurationVar(&f.timeLimit, "time-limit", 0, "stop the search after this long (e.g. 30s; 0: no limit)")
 	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
@@ -106,13 +104,13 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 			return fmt.Errorf("--profile: %v", err)
 		}
 	}
-	pl, err := newPlan(prog, f.config, f.arch, profiles, search.Options{Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, MaxResults: f.maxResults})
+	pl, err := newPlan(prog, f.config, f.arch.Arch, profiles, search.Options{Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, MaxResults: f.maxResults})
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	cfg, opts, arch, baseline := pl.cfg, pl.opts, pl.arch, pl.baseline
 
-	cache, key := f.cache(cmd, prog.Graph, cfg, opts, arch.Name)
+	cache, key := f.cache(cmd, prog.Graph, cfg, opts)
 	var res *search.Result
 	if cache != nil {
 		if r, hit, err := cache.Load(key, prog.Graph, opts.Seed); err != nil {
@@ -141,7 +139,7 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 			Config string `json:"config"`
 			Arch   string `json:"arch"`
 			Seed   uint64 `json:"seed"`
-		}{cfg.Name, f.arch, f.seed})
+		}{cfg.Name, f.arch.Name, f.seed})
 		if err != nil {
 			return err
 		}
@@ -185,13 +183,8 @@ type emittedJSON struct {
 // shared-memory limit of the code generator's plan) is skipped with a
 // warning. It returns nil when none lowers.
 func (f *superoptFlags) emitBest(cmd *cobra.Command, name, source string, res *search.Result) *emittedJSON {
-	arch, err := cuda.ParseArch(f.arch)
-	if err != nil {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: no CUDA emitted: %v\n", err)
-		return nil
-	}
 	for i, c := range res.Candidates {
-		r, err := emitFiles(name, c.Graph, cuda.Options{Arch: arch, Source: source}, f.outDir)
+		r, err := emitFiles(name, c.Graph, cuda.Options{Arch: f.arch.Arch, Source: source}, f.outDir)
 		if err != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: candidate %d: no CUDA: %v\n", i, err)
 			continue
@@ -211,14 +204,14 @@ func (f *superoptFlags) emitBest(cmd *cobra.Command, name, source string, res *s
 // unfused program, and the search options with the model plugged in.
 type plan struct {
 	cfg      search.Config
-	arch     cost.Arch
+	arch     target.Arch
 	baseline cost.Estimate
 	opts     search.Options
 }
 
 // newPlan makes the plan; profiles, when not nil, override the model's
 // estimate of every graph they measured on the arch.
-func newPlan(prog *frontend.Program, config, archName string, profiles *cost.Profiles, opts search.Options) (*plan, error) {
+func newPlan(prog *frontend.Program, config string, arch target.Arch, profiles *cost.Profiles, opts search.Options) (*plan, error) {
 	name := config
 	if name == "" && prog.Superopt != nil {
 		name = prog.Superopt.Config
@@ -227,12 +220,10 @@ func newPlan(prog *frontend.Program, config, archName string, profiles *cost.Pro
 	if err != nil {
 		return nil, err
 	}
-	cfg.Override(prog.Superopt)
-	arch, err := cost.LookupArch(archName)
-	if err != nil {
-		return nil, fmt.Errorf("--arch: %v", err)
+	if prog.Superopt != nil {
+		cfg.Restrict(search.Restrictions(prog.Superopt.Lists))
 	}
-	cfg.MaxSmemBytes = arch.MaxSmemPerBlock
+	cfg.Arch = arch
 	baseline, err := cost.EstimateGraph(prog.Graph, arch)
 	if err != nil {
 		return nil, fmt.Errorf("estimating the program: %v", err)
@@ -252,7 +243,7 @@ func newPlan(prog *frontend.Program, config, archName string, profiles *cost.Pro
 
 // cache returns the result cache to use and the search's key, or nil when
 // caching is off.
-func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options, arch string) (*search.Cache, string) {
+func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options) (*search.Cache, string) {
 	if f.noCache || f.profile != "" { // measured times change the ranking the cache holds
 		return nil, ""
 	}
@@ -265,7 +256,7 @@ func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg sea
 		}
 		dir = d
 	}
-	return &search.Cache{Dir: dir}, search.Key(program, cfg, opts, arch)
+	return &search.Cache{Dir: dir}, search.Key(program, cfg, opts)
 }
 
 // runSearch runs the generator, stopping on Ctrl-C or after limit (0: no
@@ -334,7 +325,7 @@ func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out 
 	}{res.Stats, baselineUs, cands, out, emitted})
 }
 
-func printSuperoptTable(w io.Writer, res *search.Result, arch cost.Arch, baselineUs float64, out string) {
+func printSuperoptTable(w io.Writer, res *search.Result, arch target.Arch, baselineUs float64, out string) {
 	s := res.Stats
 	fmt.Fprintf(w, "searched %d states in %.1fs", s.States, s.Seconds)
 	if s.Stopped != "" {

@@ -1,6 +1,11 @@
 package cuda
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mirage-go/mirage/ugraph"
+)
 
 // emuCase is a small program that exercises fast paths and fallbacks of the
 // emitted code; each runs in the emulator and compiles with nvcc.
@@ -143,6 +148,9 @@ var emuCases = []emuCase{
 		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
 		`tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(1, -1, -1))`)},
+	// Every element-wise op of the op table, as a pre-defined kernel op
+	// and as a threadblock op.
+	{name: "every_elementwise", scale: 1, src: everyElementwise()},
 	// Every pre-defined kernel op.
 	{name: "predefined", scale: 1, src: []string{
 		"g = mi.new_kernel_graph()",
@@ -171,4 +179,38 @@ var emuCases = []emuCase{
 		"g.mark_output(g.matmul(X, Y))",
 		"g.mark_output(g.matmul(P, Q))",
 	}},
+}
+
+// everyElementwise is a program that applies every element-wise op of the
+// op table to positive values (exp of the inputs), at kernel level where
+// the op is allowed there, and at threadblock level in one graph-defined
+// kernel; ops with scalars get 0.5 and 2.0.
+func everyElementwise() []string {
+	lines := []string{
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(4, 64), dtype=mi.float16)",
+		"Y = g.new_input(dims=(4, 64), dtype=mi.float16)",
+		"tb = mi.new_threadblock_graph(grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=64)",
+		"tX = tb.exp(tb.forloop_accum(tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)))",
+		"tY = tb.exp(tb.forloop_accum(tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)))",
+		"eX, eY = g.exp(X), g.exp(Y)",
+	}
+	call := func(graph string, k ugraph.OpKind, x, y string) string {
+		args := []string{x}
+		if k.Info().Class == ugraph.ClassBinary {
+			args = append(args, y)
+		}
+		args = append(args, []string{"0.5", "2.0"}[:k.Info().Scalars]...)
+		return fmt.Sprintf("%s.%v(%s)", graph, k, strings.Join(args, ", "))
+	}
+	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
+		if !k.IsElementwise() {
+			continue
+		}
+		if k.AllowedAt(ugraph.LevelKernel) {
+			lines = append(lines, "g.mark_output("+call("g", k, "eX", "eY")+")")
+		}
+		lines = append(lines, "tb.new_output(stensor="+call("tb", k, "tX", "tY")+", output_map=(0, -1, -1))")
+	}
+	return append(lines, "for o in g.customized([X, Y], tb):", "    g.mark_output(o)")
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -13,36 +13,16 @@ import (
 	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
-// Arch is a GPU architecture the emitted code targets.
-type Arch string
-
-const (
-	SM80 Arch = "sm_80" // A100
-	SM90 Arch = "sm_90" // H100
-)
-
-// ParseArch returns the architecture named s ("sm_80" or "sm_90").
-func ParseArch(s string) (Arch, error) {
-	switch a := Arch(s); a {
-	case SM80, SM90:
-		return a, nil
-	}
-	return "", fmt.Errorf("unknown architecture %q (want sm_80 or sm_90)", s)
-}
-
-// SmemLimit is the most dynamic shared memory one block may use, from the
-// architecture table of the cost model (cost.Arch.MaxSmemPerBlock).
-func (a Arch) SmemLimit() int {
-	arch, err := cost.LookupArch(string(a))
-	if err != nil {
-		panic(err) // every Arch constant is in the table (TestArchs)
-	}
-	return arch.MaxSmemPerBlock
-}
+// runtimeMMA is the tensor-core instruction that mirage_runtime.cuh's
+// fragments and GEMM are written for; an arch that plans matmuls with
+// another one cannot be emitted for.
+var runtimeMMA = target.MMA{M: 16, N: 8, K: 16, PTX: "mma.sync.aligned.m16n8k16"}
 
 // Options control Emit.
 type Options struct {
-	Arch Arch // default SM90
+	// Arch is the target (the zero Arch: target.Default): its shared memory
+	// per block, and the instruction paths the runtime must have.
+	Arch target.Arch
 	// SingleFile inlines the device runtime into NAME.cu instead of writing
 	// it beside it.
 	SingleFile bool
@@ -85,7 +65,7 @@ type Result struct {
 	Files          []File // NAME.cu, NAME.h, and the runtime unless SingleFile
 	Kernels        []Kernel
 	WorkspaceBytes int
-	Arch           Arch
+	Arch           string // the target's name, as nvcc takes it: "sm_90"
 }
 
 // ErrNoOutputs is returned for a graph with nothing to compute.
@@ -101,16 +81,16 @@ const workspaceAlign = 256
 // identifier. Emit fails when a kernel needs more shared memory than the
 // architecture allows, even without pipelining.
 func Emit(name string, g *kernel.Graph, opts Options) (*Result, error) {
-	if opts.Arch == "" {
-		opts.Arch = SM90
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
 	}
-	if _, err := ParseArch(string(opts.Arch)); err != nil {
-		return nil, err
+	if a := opts.Arch; a.MMA != runtimeMMA || !a.AsyncCopy || !a.LdMatrix {
+		return nil, fmt.Errorf("%s: the CUDA runtime is written for %s with cp.async and ldmatrix", a.Name, runtimeMMA.PTX)
 	}
 	if g == nil || len(g.Outputs) == 0 {
 		return nil, ErrNoOutputs
 	}
-	p := &program{name: Sanitize(name), g: g, opts: opts, res: &Result{Name: Sanitize(name), Arch: opts.Arch}}
+	p := &program{name: Sanitize(name), g: g, opts: opts, res: &Result{Name: Sanitize(name), Arch: opts.Arch.Name}}
 	for _, step := range programPasses {
 		if err := step.run(p); err != nil {
 			return nil, err
@@ -244,10 +224,10 @@ func (p *program) kernels() error {
 func (p *program) graphDefined(i int) error {
 	g := p.g
 	op := &g.Ops[i]
-	tg, err := thread.Derive(op.Block, thread.Options{Stages: p.opts.Stages, MaxSmemBytes: p.opts.Arch.SmemLimit()})
+	tg, err := thread.Derive(op.Block, p.opts.Arch, thread.Options{Stages: p.opts.Stages})
 	var se *thread.SmemError
 	if errors.As(err, &se) {
-		return fmt.Errorf("the graph-defined kernel needs %d bytes of shared memory per block; %s allows %d", se.Bytes, p.opts.Arch, se.Limit)
+		return fmt.Errorf("the graph-defined kernel needs %d bytes of shared memory per block; %s allows %d", se.Bytes, p.opts.Arch.Name, se.Limit)
 	}
 	if err != nil {
 		return err
@@ -274,7 +254,7 @@ func (p *program) graphDefined(i int) error {
 	h := &p.host
 	h.line("")
 	h.comment(fmt.Sprintf("op %d: graph-defined kernel -> %s", i, strings.Join(outs, ", ")))
-	if tg.SmemBytes > 48<<10 {
+	if tg.SmemBytes > target.StaticSmemPerBlock {
 		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", name, tg.SmemBytes)
 		h.line("if (err != cudaSuccess) return err;")
 	}
@@ -333,13 +313,56 @@ func planNotes(tg *thread.Graph) []string {
 }
 
 // elementwiseBlocks is the grid of the runtime's element-wise kernels.
-func elementwiseBlocks(n int) int { return max(1, min((n+255)/256, 65535)) }
+func elementwiseBlocks(n int) int { return max(1, min((n+255)/256, maxStrideBlocks)) }
 
-// opName is the runtime's mirage::Op of an element-wise kernel op.
-var opNames = map[ugraph.OpKind]string{
-	ugraph.OpExp: "Exp", ugraph.OpSquare: "Square", ugraph.OpSqrt: "Sqrt", ugraph.OpSilu: "Silu", ugraph.OpGelu: "Gelu",
-	ugraph.OpRelu: "Relu", ugraph.OpClamp: "Clamp", ugraph.OpMulScalar: "MulScalar", ugraph.OpLog: "Log",
-	ugraph.OpAdd: "Add", ugraph.OpSub: "Sub", ugraph.OpMul: "Mul", ugraph.OpDiv: "Div", ugraph.OpPow: "Pow",
+// maxStrideBlocks bounds the grid of the runtime's grid-stride kernels:
+// more blocks than this loop instead (CUDA allows far more along x; this
+// many fill any GPU in the table many times over).
+const maxStrideBlocks = target.MaxGridYZ
+
+// elementFunctor defines, among the .cu file's globals, the function
+// object that the runtime's unary_kernel or binary_kernel applies for
+// element-wise op i, and returns its name.
+func (p *program) elementFunctor(i int) (string, error) {
+	op := &p.g.Ops[i]
+	params, call := "float x", ""
+	var err error
+	if op.Kind.Info().Class == ugraph.ClassBinary {
+		params = "float x, float y"
+		call, err = elementCall(op.Kind, op.Attr, "x", "y")
+	} else {
+		call, err = elementCall(op.Kind, op.Attr, "x", "")
+	}
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("op%d_fn", i)
+	p.globals = append(p.globals, fmt.Sprintf("// op %d: %v\nstruct %s {\n  __device__ __forceinline__ float operator()(%s) const { return %s; }\n};\n",
+		i, op.Kind, name, params, call))
+	return name, nil
+}
+
+// elementCall is the C expression of element-wise op k with attributes a
+// on the float values x (and y, for a binary op): a call of the op's
+// device function in the runtime (ugraph.Elementwise.Runtime), with the
+// op's scalars after its operands.
+func elementCall(k ugraph.OpKind, a ugraph.Attr, x, y string) (string, error) {
+	info := k.Info()
+	if info.Elem.Runtime == "" {
+		return "", fmt.Errorf("%v is not element-wise", k)
+	}
+	args := []string{x}
+	if info.Class == ugraph.ClassBinary {
+		args = append(args, y)
+	}
+	for _, s := range a.Scalars[:info.Scalars] {
+		lit, err := floatLit(s)
+		if err != nil {
+			return "", err
+		}
+		args = append(args, lit)
+	}
+	return "mirage::" + info.Elem.Runtime + "(" + strings.Join(args, ", ") + ")", nil
 }
 
 // predefined writes the launch of pre-defined op i: a small kernel of the
@@ -360,33 +383,30 @@ func (p *program) predefined(i int) error {
 	switch op.Kind.Info().Class {
 	case ugraph.ClassUnary:
 		n := out.Shape.NumElements()
-		s0, s1 := "0.0f", "0.0f"
-		var err error
-		if nsc := op.Kind.Info().Scalars; nsc > 0 {
-			if s0, err = floatLit(op.Attr.Scalars[0]); err != nil {
-				return err
-			}
-			if nsc > 1 {
-				if s1, err = floatLit(op.Attr.Scalars[1]); err != nil {
-					return err
-				}
-			}
+		fn, err := p.elementFunctor(i)
+		if err != nil {
+			return err
 		}
-		kname = fmt.Sprintf("mirage::unary_kernel<%s, mirage::Op::%s>", ct, opNames[op.Kind])
+		kname = fmt.Sprintf("mirage::unary_kernel<%s, %s>", ct, fn)
 		grid = [3]int{elementwiseBlocks(n), 1, 1}
-		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", n), s0, s1}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", n), fn + "{}"}
 	case ugraph.ClassBinary:
 		n := out.Shape.NumElements()
 		y := g.Tensors[op.In[1]]
-		kname = fmt.Sprintf("mirage::binary_kernel<%s, mirage::Op::%s>", ct, opNames[op.Kind])
+		fn, err := p.elementFunctor(i)
+		if err != nil {
+			return err
+		}
+		kname = fmt.Sprintf("mirage::binary_kernel<%s, %s>", ct, fn)
 		grid = [3]int{elementwiseBlocks(n), 1, 1}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprintf("%dLL", n),
-			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape)))}
+			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape))),
+			fn + "{}"}
 	case ugraph.ClassReduction:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		if inner == 1 {
 			kname = fmt.Sprintf("mirage::reduce_rows_kernel<%s>", ct)
-			grid = [3]int{max(1, min((outer+7)/8, 65535)), 1, 1}
+			grid = [3]int{max(1, min((outer+7)/8, maxStrideBlocks)), 1, 1}
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", outer), fmt.Sprint(n)}
 		} else {
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
@@ -397,23 +417,23 @@ func (p *program) predefined(i int) error {
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
 		kname = fmt.Sprintf("mirage::rms_norm_kernel<%s>", ct)
-		grid = [3]int{max(1, min(rows, 65535)), 1, 1}
+		grid = [3]int{max(1, min(rows, maxStrideBlocks)), 1, 1}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", rows), fmt.Sprint(n)}
 	case ugraph.ClassMatmul:
 		r := x.Shape.Rank()
 		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
 		batch := x.Shape.NumElements() / (m * kd)
-		if batch > 65535 {
-			return fmt.Errorf("%d batched matrices; at most 65535", batch)
+		if batch > target.MaxGridYZ { // the batch is the grid's z axis
+			return fmt.Errorf("%d batched matrices; at most %d", batch, target.MaxGridYZ)
 		}
 		cfg, tc := gemmConfig(out.DType, m, n, kd)
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprint(m), fmt.Sprint(n), fmt.Sprint(kd)}
 		if tc {
 			kname = fmt.Sprintf("mirage::gemm_kernel<%s, %d, %d, %d, %d, %d>", ct, cfg.bm, cfg.bn, cfg.wm, cfg.wn, gemmStages)
 			grid = [3]int{(n + cfg.bn - 1) / cfg.bn, (m + cfg.bm - 1) / cfg.bm, batch}
-			threads = cfg.wm * cfg.wn * 32
+			threads = cfg.wm * cfg.wn * target.WarpSize
 			smem = gemmStages * (cfg.bm*(32+8) + 32*(cfg.bn+8)) * out.DType.Size()
-			attr = smem > 48<<10
+			attr = smem > target.StaticSmemPerBlock
 			notes = append(notes, fmt.Sprintf("tensor cores (mma.sync), %dx%d block tiles, %d-stage cp.async pipeline", cfg.bm, cfg.bn, gemmStages))
 		} else {
 			kname = fmt.Sprintf("mirage::gemm_simt_kernel<%s>", ct)
@@ -423,7 +443,7 @@ func (p *program) predefined(i int) error {
 	default:
 		return fmt.Errorf("no runtime kernel for %v", op.Kind)
 	}
-	if grid[1] > 65535 || grid[2] > 65535 {
+	if grid[1] > target.MaxGridYZ || grid[2] > target.MaxGridYZ {
 		return fmt.Errorf("grid %v is too large", grid)
 	}
 	p.res.Kernels = append(p.res.Kernels, Kernel{Name: kname, Op: i, What: op.Kind.String(), Grid: grid, Threads: threads, SmemBytes: smem, Notes: notes})
@@ -492,9 +512,9 @@ func (p *program) files() error {
 		src = "a μGraph"
 	}
 	var cu writer
-	cu.comment(fmt.Sprintf("%s.cu: generated by mirage from %s for %s. Do not edit.", name, src, p.opts.Arch),
+	cu.comment(fmt.Sprintf("%s.cu: generated by mirage from %s for %s. Do not edit.", name, src, p.opts.Arch.Name),
 		"",
-		"Build: nvcc -arch="+string(p.opts.Arch)+" -c "+name+".cu (CUDA toolkit only). The API is in "+name+".h.")
+		"Build: nvcc -arch="+p.opts.Arch.Name+" -c "+name+".cu (CUDA toolkit only). The API is in "+name+".h.")
 	cu.line("")
 	if p.opts.SingleFile {
 		cu.raw(templates.Runtime)

@@ -48,7 +48,7 @@ func TestEmulateExamples(t *testing.T) {
 	}
 	for _, ex := range examples {
 		t.Run(ex, func(t *testing.T) {
-			emuRun(t, ex, loadExample(t, ex), exampleScale(ex), Options{Arch: SM80})
+			emuRun(t, ex, loadExample(t, ex), exampleScale(ex), Options{Arch: sm80})
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mirage-go/mirage/target"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -15,12 +17,12 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // Regenerate with go test ./codegen/cuda -run TestGolden -update.
 func TestGolden(t *testing.T) {
 	for _, ex := range examples {
-		for _, arch := range []Arch{SM90, SM80} {
+		for _, arch := range []target.Arch{sm90, sm80} {
 			res, err := Emit(ex, loadExample(t, ex), Options{Arch: arch, Source: "examples/" + ex + ".py"})
 			if err != nil {
 				t.Fatalf("%s: %v", ex, err)
 			}
-			path := filepath.Join("testdata", ex+"."+string(arch)+".golden")
+			path := filepath.Join("testdata", ex+"."+arch.Name+".golden")
 			got := res.Summary()
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -33,7 +35,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("%v (run with -update to create it)", err)
 			}
 			if got != string(want) {
-				t.Errorf("%s for %s: the summary differs from %s (run with -update if the change is intended):\n%s", ex, arch, path, got)
+				t.Errorf("%s for %s: the summary differs from %s (run with -update if the change is intended):\n%s", ex, arch.Name, path, got)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/thread"
@@ -84,8 +85,8 @@ func (k *blockKernel) emit() (string, error) {
 	w.open("%s(%s)", k.name, strings.Join(params, ", "))
 	// Declare only the block coordinates the body uses.
 	coords := []decl{
-		{"tid", vr("threadIdx.x", tg.Threads)}, {"warp", div(vr("tid", tg.Threads), thread.WarpSize)},
-		{"lane", mod(vr("tid", tg.Threads), thread.WarpSize)},
+		{"tid", vr("threadIdx.x", tg.Threads)}, {"warp", div(vr("tid", tg.Threads), target.WarpSize)},
+		{"lane", mod(vr("tid", tg.Threads), target.WarpSize)},
 		{"bx", vr("blockIdx.x", bg.Grid[0])}, {"by", vr("blockIdx.y", bg.Grid[1])}, {"bz", vr("blockIdx.z", bg.Grid[2])},
 	}
 	if err := k.scoped(coords, k.body); err != nil {
@@ -587,7 +588,7 @@ func (k *blockKernel) runHead(gr *thread.Group, chain []int, acc int, post bool)
 // at least a warp wide), which a warp per row does best.
 func (k *blockKernel) rowReduction(op *block.Op) bool {
 	x := k.bg.Tensors[op.In[0]].Shape
-	return op.Attr.Dim == x.Rank()-1 && x.Last() >= 32
+	return op.Attr.Dim == x.Rank()-1 && x.Last() >= target.WarpSize
 }
 
 // elem is one element (or, in an mma epilogue, two consecutive elements
@@ -674,36 +675,13 @@ func (k *blockKernel) store(v view, e elem, note string) {
 // elementwise is the C expression of element-wise op applied to the value
 // v of tile cur at index idx (the other operand of a binary op is read).
 func (k *blockKernel) elementwise(op *block.Op, cur block.TensorID, v string, idx []*expr) (string, error) {
-	name := "mirage::op_" + op.Kind.String()
-	switch op.Kind.Info().Class {
-	case ugraph.ClassUnary:
-		switch op.Kind {
-		case ugraph.OpClamp:
-			lo, err := floatLit(op.Attr.Scalars[0])
-			if err != nil {
-				return "", err
-			}
-			hi, err := floatLit(op.Attr.Scalars[1])
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s(%s, %s, %s)", name, v, lo, hi), nil
-		case ugraph.OpMulScalar:
-			s, err := floatLit(op.Attr.Scalars[0])
-			if err != nil {
-				return "", err
-			}
-			return fmt.Sprintf("%s(%s, %s)", name, v, s), nil
-		}
-		return fmt.Sprintf("%s(%s)", name, v), nil
-	case ugraph.ClassBinary:
-		x, y := v, ""
+	x, y := v, ""
+	if op.Kind.Info().Class == ugraph.ClassBinary {
 		if op.In[0] == cur {
 			y = k.tile(op.In[1]).load(idx)
 		} else {
 			x, y = k.tile(op.In[0]).load(idx), v
 		}
-		return fmt.Sprintf("%s(%s, %s)", name, x, y), nil
 	}
-	return "", fmt.Errorf("%v is not element-wise", op.Kind)
+	return elementCall(op.Kind, op.Attr, x, y)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -45,7 +46,7 @@ func nvccCompile(t *testing.T, nvcc, name string, g *kernel.Graph, opts Options)
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(nvcc, "-arch="+string(opts.Arch), "-std=c++17", "-O3",
+	cmd := exec.Command(nvcc, "-arch="+opts.Arch.Name, "-std=c++17", "-O3",
 		"-Xcompiler", "-Wall", "-Xptxas", "-warn-spills",
 		"-c", res.Name+".cu", "-o", res.Name+".o")
 	cmd.Dir = dir
@@ -67,8 +68,8 @@ func TestNVCCExamples(t *testing.T) {
 	nvcc := needNVCC(t)
 	for _, ex := range examples {
 		g := loadExample(t, ex)
-		for _, arch := range []Arch{SM80, SM90} {
-			t.Run(ex+"/"+string(arch), func(t *testing.T) {
+		for _, arch := range []target.Arch{sm80, sm90} {
+			t.Run(ex+"/"+arch.Name, func(t *testing.T) {
 				t.Parallel()
 				nvccCompile(t, nvcc, ex, g, Options{Arch: arch, SingleFile: strings.HasPrefix(ex, "gqa")})
 			})
@@ -85,8 +86,8 @@ func TestNVCCCases(t *testing.T) {
 	}
 	for _, c := range emuCases {
 		g := loadSource(t, c.name, c.src...)
-		for _, arch := range []Arch{SM80, SM90} {
-			t.Run(c.name+"/"+string(arch), func(t *testing.T) {
+		for _, arch := range []target.Arch{sm80, sm90} {
+			t.Run(c.name+"/"+arch.Name, func(t *testing.T) {
 				t.Parallel()
 				opts := c.opts
 				opts.Arch = arch

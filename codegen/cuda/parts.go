@@ -457,7 +457,7 @@ func (k *blockKernel) fragLoop(p *thread.MMA, out ugraph.Shape, frag, cm, cn str
 		batch = vr("b", p.Batch)
 		decls = append(decls, decl{"b", div(mt, p.MTilesPerBatch())})
 	}
-	decls = append(decls, decl{"row0", add(mul(mod(mt, p.MTilesPerBatch()), thread.MMATileM), vr("lane / 4", 0))})
+	decls = append(decls, decl{"row0", add(mul(mod(mt, p.MTilesPerBatch()), p.Instr.M), vr("lane / 4", 0))})
 	err := k.scoped(decls, func() error {
 		if p.MPer*p.WarpsM > p.MTiles {
 			k.w.line("if (mt >= %d) break;  // past the last m-tile", p.MTiles)
@@ -475,7 +475,7 @@ func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string
 	if cn != "" {
 		nt = add(nt, vr(cn, 0))
 	}
-	col := decl{"col", add(mul(add(nt, vr("j", CN)), thread.MMATileN), vr("lane % 4 * 2", 0))}
+	col := decl{"col", add(mul(add(nt, vr("j", CN)), p.Instr.N), vr("lane % 4 * 2", 0))}
 	row := decl{"row", add(vr("row0", 0), mul(vr("h", 2), 8))}
 	// The output tile's index: the batch dims, then row and col.
 	var idx []*expr
@@ -492,7 +492,7 @@ func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string
 		k.w.line("#pragma unroll")
 		k.w.open("for (int h = 0; h < 2; ++h)")
 		err := k.scoped([]decl{row}, func() error {
-			guarded := p.M%thread.MMATileM != 0
+			guarded := p.M%p.Instr.M != 0
 			if guarded {
 				k.w.open("if (row < %d)", p.M)
 			}

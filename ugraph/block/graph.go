@@ -14,6 +14,7 @@ import (
 
 	"github.com/mitchellh/hashstructure/v2"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 )
 
@@ -92,11 +93,11 @@ type Graph struct {
 }
 
 // MaxThreads is CUDA's limit on threads per block.
-const MaxThreads = 1024
+const MaxThreads = target.MaxThreadsPerBlock
 
-// MaxGridAxis bounds each grid axis (CUDA's limit on the y and z axes,
-// applied to x too: no kernel we search wants more blocks along one axis).
-const MaxGridAxis = 1 << 16
+// MaxGridAxis bounds each grid axis: CUDA's limit on the y and z axes,
+// applied to x too (no kernel we search wants more blocks along one axis).
+const MaxGridAxis = target.MaxGridYZ
 
 // New returns an empty block graph, checking its launch parameters.
 func New(grid, threads Dim3, forloopRange, reductionDimx int) (*Graph, error) {

@@ -107,7 +107,7 @@ func gqa2(t testing.TB) *block.Graph {
 
 func TestPrintExamples(t *testing.T) {
 	for _, f := range []func(testing.TB) *block.Graph{rmsnormMatmul, gatedMLP, gqa1, gqa2} {
-		g, err := Derive(f(t), Options{})
+		g, err := Derive(f(t), sm90, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,8 +63,8 @@ func (d *deriver) lower() error {
 }
 
 // mmaPlan returns the tensor-core plan of a matmul, or nil when it must run
-// as SIMT loops: operands that are not 16-bit floats, K not a multiple of
-// 16 or N not a multiple of 8.
+// as SIMT loops: operands that are not 16-bit floats, an arch without an
+// MMA instruction, or K or N not a multiple of the instruction's.
 func (d *deriver) mmaPlan(op *block.Op) *MMA {
 	a, b := d.g.Tensors[op.In[0]], d.g.Tensors[op.In[1]]
 	if a.DType != ugraph.Float16 && a.DType != ugraph.BFloat16 {
@@ -72,11 +72,12 @@ func (d *deriver) mmaPlan(op *block.Op) *MMA {
 	}
 	r := a.Shape.Rank()
 	m, k, n := a.Shape.Dim(r-2), a.Shape.Dim(r-1), b.Shape.Dim(r-1)
-	if k%MMATileK != 0 || n%MMATileN != 0 {
+	in := d.arch.MMA
+	if in.M == 0 || k%in.K != 0 || n%in.N != 0 {
 		return nil
 	}
 	batch := a.Shape.NumElements() / (m * k)
-	p := &MMA{Batch: batch, M: m, N: n, K: k, MTiles: batch * ceilDiv(m, MMATileM), NTiles: n / MMATileN}
+	p := &MMA{Instr: in, Batch: batch, M: m, N: n, K: k, MTiles: batch * ceilDiv(m, in.M), NTiles: n / in.N}
 	p.WarpsM, p.WarpsN = warpGrid(p.MTiles, p.NTiles, d.out.Warps())
 	p.MPer = ceilDiv(p.MTiles, p.WarpsM)
 	p.NPer = p.NTiles / p.WarpsN

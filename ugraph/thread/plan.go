@@ -176,13 +176,13 @@ func (d *deriver) postPosition(gr *Group) (int, bool) {
 }
 
 // allocate lays out the shared tiles and places them, lowering the pipeline
-// depth until the plan fits Options.MaxSmemBytes.
+// depth until the plan fits the arch's shared memory per block.
 func (d *deriver) allocate() error {
 	stages := min(d.opts.Stages, d.g.ForloopRange)
 	for {
 		d.layout(stages)
 		place(d.out)
-		limit := d.opts.MaxSmemBytes
+		limit := d.arch.MaxSmemPerBlock
 		if limit <= 0 || d.out.SmemBytes <= limit {
 			return nil
 		}
@@ -201,7 +201,7 @@ func (d *deriver) layout(stages int) {
 	for i := range g.Ops {
 		if p := out.Ops[i].MMA; p != nil {
 			a := g.Ops[i].In[0]
-			pad[a] = max(pad[a], roundUp(p.M, MMATileM)-p.M)
+			pad[a] = max(pad[a], roundUp(p.M, p.Instr.M)-p.M)
 		}
 	}
 	for i := range g.Ops {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 )
@@ -14,10 +15,6 @@ type Options struct {
 	// depth of the cp.async pipeline); 0 means DefaultStages. A graph with
 	// F iterations uses at most F.
 	Stages int
-	// MaxSmemBytes, when > 0, is the shared memory one block may use.
-	// Derive lowers the pipeline depth, down to one buffer, until the plan
-	// fits, and returns a *SmemError when it does not fit even then.
-	MaxSmemBytes int
 	// RegFloats bounds the fp32 registers per thread that mma accumulators
 	// held across the for-loop may take, all groups together; 0 means
 	// DefaultRegFloats. Accumulators past the budget live in shared memory.
@@ -30,14 +27,9 @@ const (
 	DefaultRegFloats = 128
 )
 
-// Layout constants of the plan.
-const (
-	WarpSize  = 32
-	SmemAlign = 128 // bytes; every shared tile (and every stage) starts on this boundary
-	MMATileM  = 16  // rows of one mma.sync m16n8k16 output tile
-	MMATileN  = 8   // columns of one output tile
-	MMATileK  = 16  // the reduction extent of one mma.sync
-)
+// SmemAlign is the alignment, in bytes, of every shared tile (and every
+// stage of one).
+const SmemAlign = 128
 
 // Role says how an op of the block graph runs.
 type Role uint8
@@ -66,16 +58,19 @@ type Op struct {
 	MMA   *MMA // set for a matmul that runs on tensor cores
 }
 
-// MMA says how a matmul runs on tensor cores with mma.sync m16n8k16.
+// MMA says how a matmul runs on tensor cores with the arch's warp-level
+// instruction Instr (mma.sync m16n8k16 on sm_80 and sm_90).
 //
-// The output [Batch][M][N] is cut into MTiles 16-row tiles (each batch's
-// rows rounded up to a multiple of 16; rows past M are computed from
-// padding and discarded) and NTiles 8-column tiles. Warp w of the block
+// The output [Batch][M][N] is cut into MTiles Instr.M-row tiles (each
+// batch's rows rounded up to a multiple of Instr.M; rows past M are
+// computed from padding and discarded) and NTiles Instr.N-column tiles.
+// Warp w of the block
 // owns the m-tiles [wm·MPer, (wm+1)·MPer) ∩ [0, MTiles) and the n-tiles
 // [wn·NPer, (wn+1)·NPer), where wm = w / WarpsN and wn = w % WarpsN; warps
 // past WarpsM·WarpsN, and m-tiles past MTiles, do nothing. A warp computes
 // its tiles ChunkM × ChunkN at a time, unless Persistent.
 type MMA struct {
+	Instr          target.MMA
 	Batch, M, N, K int
 	MTiles, NTiles int
 	WarpsM, WarpsN int
@@ -87,10 +82,10 @@ type MMA struct {
 }
 
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
-func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, MMATileM) }
+func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, m.Instr.M) }
 
 // Floats is the fp32 registers per thread that the warp's whole tile takes.
-func (m *MMA) Floats() int { return m.MPer * m.NPer * 4 }
+func (m *MMA) Floats() int { return m.MPer * m.NPer * m.Instr.M * m.Instr.N / target.WarpSize }
 
 // Group is a head op and the ops fused into its epilogue.
 type Group struct {
@@ -184,7 +179,7 @@ type Graph struct {
 }
 
 // Warps is the number of warps per block.
-func (g *Graph) Warps() int { return g.Threads / WarpSize }
+func (g *Graph) Warps() int { return g.Threads / target.WarpSize }
 
 // LoopStep and PostStep are the schedule steps of a group's parts.
 func (g *Graph) LoopStep(i int) int { return 1 + i }
@@ -218,19 +213,23 @@ func (e *SmemError) Error() string {
 // ErrNoOutput is returned for a block graph with no output op.
 var ErrNoOutput = errors.New("thread: the block graph has no output op")
 
-// Derive plans how g runs on a block's threads. It assumes g was built by
-// the block builders (so it is valid) and does not modify it. The result
-// depends only on g and opts.
-func Derive(g *block.Graph, opts Options) (*Graph, error) {
+// Derive plans how g runs on a block's threads on arch: matmuls use the
+// arch's MMA instruction where their operands allow, and the plan fits the
+// shared memory one block may use (arch.MaxSmemPerBlock; 0: no limit):
+// Derive lowers the pipeline depth, down to one buffer, until it fits, and
+// returns a *SmemError when it does not fit even then. It assumes g was
+// built by the block builders (so it is valid) and does not modify it. The
+// result depends only on g, arch and opts.
+func Derive(g *block.Graph, arch target.Arch, opts Options) (*Graph, error) {
 	if opts.Stages <= 0 {
 		opts.Stages = DefaultStages
 	}
 	if opts.RegFloats <= 0 {
 		opts.RegFloats = DefaultRegFloats
 	}
-	d := &deriver{g: g, opts: opts, out: &Graph{
+	d := &deriver{g: g, arch: arch, opts: opts, out: &Graph{
 		Block:   g,
-		Threads: ceilDiv(g.Threads.Count(), WarpSize) * WarpSize,
+		Threads: roundUp(g.Threads.Count(), target.WarpSize),
 		Ops:     make([]Op, len(g.Ops)),
 		Tiles:   make([]Tile, len(g.Tensors)),
 	}}
@@ -259,6 +258,7 @@ var passes = [...]struct {
 // deriver holds what the passes share.
 type deriver struct {
 	g    *block.Graph
+	arch target.Arch
 	opts Options
 	out  *Graph
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 )
@@ -110,7 +111,7 @@ func TestFusion(t *testing.T) {
 		}, []string{"forloop_accum(sum) >1"}, "d-s"},
 	}
 	for _, tt := range tests {
-		g, err := Derive(tt.build(t), Options{})
+		g, err := Derive(tt.build(t), sm90, Options{})
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -132,23 +133,24 @@ func TestSmemBytes(t *testing.T) {
 		name   string
 		build  func(testing.TB) *block.Graph
 		opts   Options
+		arch   target.Arch
 		stages int
 		bytes  int
 	}{
 		// X 16x64 and W 64x64 fp16 with rows padded to 72 elements, 4
 		// buffers each, and the 16 fp32 rms sums.
-		{"rmsnorm_matmul", rmsnormMatmul, Options{}, 4, 4*(16*72*2) + 4*(64*72*2) + 128},
-		{"rmsnorm_matmul 2 stages", rmsnormMatmul, Options{Stages: 2}, 2, 2*(16*72*2) + 2*(64*72*2) + 128},
+		{"rmsnorm_matmul", rmsnormMatmul, Options{}, sm90, 4, 4*(16*72*2) + 4*(64*72*2) + 128},
+		{"rmsnorm_matmul 2 stages", rmsnormMatmul, Options{Stages: 2}, sm90, 2, 2*(16*72*2) + 2*(64*72*2) + 128},
 		// X has 8 rows padded to 16 for mma; A2 (8x64 fp32) reuses the
 		// input buffers after the loop.
-		{"gated_mlp", gatedMLP, Options{}, 4, 4*(16*72*2) + 2*4*(64*72*2)},
-		{"gqa kernel 1", gqa1, Options{}, 4, 256*72*2 + 2*4*(64*72*2) + 256*4 + 256*72*2},
-		{"gqa kernel 1 on sm_80 with a tight limit", gqa1, Options{MaxSmemBytes: 120000}, 2, 256*72*2 + 2*2*(64*72*2) + 256*4 + 256*72*2},
+		{"gated_mlp", gatedMLP, Options{}, sm90, 4, 4*(16*72*2) + 2*4*(64*72*2)},
+		{"gqa kernel 1", gqa1, Options{}, sm90, 4, 256*72*2 + 2*4*(64*72*2) + 256*4 + 256*72*2},
+		{"gqa kernel 1 on sm_80 with a tight limit", gqa1, Options{}, smemLimit(120000), 2, 256*72*2 + 2*2*(64*72*2) + 256*4 + 256*72*2},
 		// The inputs stay in device memory: one iteration, no mma.
-		{"gqa kernel 2", gqa2, Options{}, 1, 64*68*4 + 256},
+		{"gqa kernel 2", gqa2, Options{}, sm90, 1, 64*68*4 + 256},
 	}
 	for _, tt := range tests {
-		g, err := Derive(tt.build(t), tt.opts)
+		g, err := Derive(tt.build(t), tt.arch, tt.opts)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -157,7 +159,7 @@ func TestSmemBytes(t *testing.T) {
 			t.Errorf("%s: %d stages, %d bytes; want %d, %d\n%v", tt.name, g.Stages, g.SmemBytes, tt.stages, tt.bytes, g)
 		}
 	}
-	_, err := Derive(gqa1(t), Options{MaxSmemBytes: 48 << 10})
+	_, err := Derive(gqa1(t), smemLimit(48<<10), Options{})
 	var se *SmemError
 	if !errors.As(err, &se) || se.Limit != 48<<10 || se.Bytes != 256*72*2+2*(64*72*2)+256*4+256*72*2 {
 		t.Errorf("gqa kernel 1 under 48 KiB: error %v, want a *SmemError with the 1-stage bytes", err)
@@ -227,7 +229,7 @@ func TestMMALowering(t *testing.T) {
 		{"N = 12", mm(ugraph.Float16, sh(16, 16), sh(16, 12)), false},
 	}
 	for _, tt := range tests {
-		g, err := Derive(tt.g, Options{})
+		g, err := Derive(tt.g, sm90, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -250,7 +252,7 @@ func TestMMALowering(t *testing.T) {
 
 // TestRegisterBudget: accumulators past the budget go to shared memory.
 func TestRegisterBudget(t *testing.T) {
-	g, err := Derive(gqa1(t), Options{RegFloats: 64})
+	g, err := Derive(gqa1(t), sm90, Options{RegFloats: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +268,7 @@ func TestRegisterBudget(t *testing.T) {
 // TestRandomGraphs checks the plan's invariants on many valid block graphs.
 func TestRandomGraphs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	unlimited := smemLimit(0) // random tiles are large
 	n := 0
 	for range 12000 {
 		bg := randomGraph(r)
@@ -274,12 +277,12 @@ func TestRandomGraphs(t *testing.T) {
 		}
 		n++
 		opts := Options{Stages: 1 + r.IntN(4), RegFloats: 16 + r.IntN(128)}
-		g, err := Derive(bg, opts)
+		g, err := Derive(bg, unlimited, opts)
 		if err != nil {
 			t.Fatalf("Derive: %v", err)
 		}
 		checkPlan(t, fmt.Sprintf("random graph %d", n), g)
-		if again, _ := Derive(bg, opts); !reflect.DeepEqual(again, g) {
+		if again, _ := Derive(bg, unlimited, opts); !reflect.DeepEqual(again, g) {
 			t.Fatalf("random graph %d: two derivations differ", n)
 		}
 	}
@@ -289,8 +292,8 @@ func TestRandomGraphs(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	a, _ := Derive(gqa1(t), Options{})
-	b, _ := Derive(gqa1(t), Options{})
+	a, _ := Derive(gqa1(t), sm90, Options{})
+	b, _ := Derive(gqa1(t), sm90, Options{})
 	a.Block, b.Block = nil, nil
 	if !reflect.DeepEqual(a, b) {
 		t.Error("two derivations of the same graph differ")
@@ -300,7 +303,7 @@ func TestDeterministic(t *testing.T) {
 func TestNoOutput(t *testing.T) {
 	b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
 	b.in(sh(4), fp16, block.Replicate, -1)
-	if _, err := Derive(b.g, Options{}); !errors.Is(err, ErrNoOutput) {
+	if _, err := Derive(b.g, sm90, Options{}); !errors.Is(err, ErrNoOutput) {
 		t.Errorf("error %v, want ErrNoOutput", err)
 	}
 }
@@ -463,4 +466,14 @@ func randomGraph(r *rand.Rand) *block.Graph {
 		return nil
 	}
 	return g
+}
+
+// sm90 is the arch the plans are made for unless a test says otherwise.
+var sm90 = target.MustLookup("sm_90")
+
+// smemLimit is sm90 with another shared-memory limit per block (0: none).
+func smemLimit(bytes int) target.Arch {
+	a := sm90
+	a.MaxSmemPerBlock = bytes
+	return a
 }

@@ -1,4 +1,10 @@
-package cost
+// Package target holds what mirage knows of each GPU architecture it
+// targets, in one table: the datasheet figures the cost model reads, the
+// shared memory the search's and the code generator's plans must fit, the
+// warp-level matrix instruction and the load paths that thread plans and
+// emitted code use, and CUDA's launch limits. cost, search, ugraph/thread
+// and codegen/cuda read it; none keeps a table of its own.
+package target
 
 import (
 	"fmt"
@@ -6,8 +12,30 @@ import (
 	"strings"
 )
 
-// Arch is what the model knows of a GPU: datasheet figures, one GPU per
-// CUDA architecture name. Rates are per second, sizes in bytes.
+// Default is the architecture a command targets when none is named.
+const Default = "sm_90"
+
+// CUDA's launch limits, the same on every architecture in the table
+// ([CUDA-CG] Technical Specifications, compute capabilities 8.0 and 9.0).
+const (
+	WarpSize           = 32
+	MaxThreadsPerBlock = 1024
+	MaxGridX           = 1<<31 - 1
+	MaxGridYZ          = 65535 // the y and z axes of a grid
+	// StaticSmemPerBlock is the shared memory a kernel may use without
+	// opting in (cudaFuncSetAttribute, MaxDynamicSharedMemorySize).
+	StaticSmemPerBlock = 48 << 10
+)
+
+// MMA is a warp-level matrix multiply-accumulate instruction: one warp
+// computes D += A·B for an M×N tile of D, reducing over K.
+type MMA struct {
+	M, N, K int
+	PTX     string // the instruction, as the PTX ISA names it
+}
+
+// Arch is one GPU architecture: a CUDA architecture name and the GPU whose
+// figures stand for it. Rates are per second, sizes in bytes.
 type Arch struct {
 	Name string // CUDA architecture, as given to nvcc: "sm_80"
 	GPU  string // the part the figures describe
@@ -26,6 +54,11 @@ type Arch struct {
 
 	LaunchMicros float64 // host overhead between back-to-back kernel launches
 
+	// The instruction paths that thread plans and emitted code use.
+	MMA       MMA  // tensor-core tile for fp16/bf16 matmuls, fp32 accumulate
+	AsyncCopy bool // cp.async global-to-shared copies
+	LdMatrix  bool // ldmatrix loads of mma fragments from shared memory
+
 	Source string // where the figures come from
 }
 
@@ -37,7 +70,12 @@ const (
 	srcH100WP = "[H100-WP] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5"
 	srcCUDA   = "[CUDA-CG] CUDA C++ Programming Guide, Technical Specifications per Compute Capability (8.0, 9.0) and the shared-memory notes for 8.x/9.0"
 	srcLaunch = "[LAUNCH] model assumption: back-to-back launches in one stream cost 2-4 µs on current drivers; to be replaced by bench/gpu measurements"
+	srcPTX    = "[PTX] PTX ISA 7.0+: mma.sync.aligned.m16n8k16 (sm_80+), cp.async (sm_80+), ldmatrix (sm_75+)"
 )
+
+// ampereMMA is the tensor-core instruction of sm_80, which sm_90 also runs
+// (Hopper's wgmma is not used yet).
+var ampereMMA = MMA{M: 16, N: 8, K: 16, PTX: "mma.sync.aligned.m16n8k16"}
 
 // archs is the table of known GPUs. Every figure names its source; a figure
 // that is not printed in a source as such says how it is derived.
@@ -56,7 +94,10 @@ var archs = []Arch{
 		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 8.0: 2048 resident threads per SM
 		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 8.0: 32 resident blocks per SM
 		LaunchMicros:    3,         // [LAUNCH]
-		Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch}, "; "),
+		MMA:             ampereMMA, // [PTX]
+		AsyncCopy:       true,      // [PTX]
+		LdMatrix:        true,      // [PTX]
+		Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch, srcPTX}, "; "),
 	},
 	{
 		Name:            "sm_90",
@@ -72,24 +113,43 @@ var archs = []Arch{
 		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
 		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
 		LaunchMicros:    3,         // [LAUNCH]
-		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch}, "; "),
+		MMA:             ampereMMA, // [PTX]
+		AsyncCopy:       true,      // [PTX]
+		LdMatrix:        true,      // [PTX]
+		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX}, "; "),
 	},
 }
 
 // Archs returns the known GPUs, ordered by name.
 func Archs() []Arch { return slices.Clone(archs) }
 
-// LookupArch returns the GPU the model uses for a CUDA architecture name
-// ("sm_80", "sm_90").
-func LookupArch(name string) (Arch, error) {
-	names := make([]string, len(archs))
-	for i, a := range archs {
+// Lookup returns the architecture with a CUDA architecture name ("sm_80",
+// "sm_90").
+func Lookup(name string) (Arch, error) {
+	for _, a := range archs {
 		if a.Name == name {
 			return a, nil
 		}
+	}
+	return Arch{}, fmt.Errorf("unknown arch %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// MustLookup is Lookup for names known to be in the table (tests).
+func MustLookup(name string) Arch {
+	a, err := Lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// Names returns the architectures' names, ordered.
+func Names() []string {
+	names := make([]string, len(archs))
+	for i, a := range archs {
 		names[i] = a.Name
 	}
-	return Arch{}, fmt.Errorf("unknown arch %q (known: %s)", name, strings.Join(names, ", "))
+	return names
 }
 
 func (a Arch) String() string { return a.Name + " (" + a.GPU + ")" }

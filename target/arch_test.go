@@ -1,4 +1,4 @@
-package cost
+package target
 
 import (
 	"go/ast"
@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func TestLookupArch(t *testing.T) {
+func TestLookup(t *testing.T) {
 	tests := []struct {
 		name, gpu string
 		err       string
@@ -21,12 +21,12 @@ func TestLookupArch(t *testing.T) {
 		{"SM_80", "", "unknown arch"},
 	}
 	for _, tt := range tests {
-		a, err := LookupArch(tt.name)
+		a, err := Lookup(tt.name)
 		switch {
 		case tt.err == "" && (err != nil || a.GPU != tt.gpu):
-			t.Errorf("LookupArch(%q) = %v, %v; want %s", tt.name, a, err, tt.gpu)
+			t.Errorf("Lookup(%q) = %v, %v; want %s", tt.name, a, err, tt.gpu)
 		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
-			t.Errorf("LookupArch(%q) error %v, want %q", tt.name, err, tt.err)
+			t.Errorf("Lookup(%q) error %v, want %q", tt.name, err, tt.err)
 		}
 	}
 }
@@ -44,6 +44,9 @@ func TestArchTableIsComplete(t *testing.T) {
 			if !(v > 0) {
 				t.Errorf("%s: figure %d is %v", a.Name, i, v)
 			}
+		}
+		if a.MMA.M <= 0 || a.MMA.N <= 0 || a.MMA.K <= 0 || a.MMA.PTX == "" {
+			t.Errorf("%s: MMA %+v", a.Name, a.MMA)
 		}
 		if a.MaxSmemPerBlock > a.SmemPerSM || a.GPU == "" || a.Source == "" {
 			t.Errorf("%s: inconsistent entry %+v", a.Name, a)
@@ -68,9 +71,9 @@ func TestArchFiguresCiteSources(t *testing.T) {
 	for _, cg := range f.Comments {
 		comments[fset.Position(cg.Pos()).Line] = cg.Text()
 	}
-	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]"}
+	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]", "[PTX]"}
 	for _, k := range keys {
-		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch, k) {
+		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch+srcPTX, k) {
 			t.Errorf("source key %s is not defined", k)
 		}
 	}

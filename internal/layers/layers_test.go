@@ -1,0 +1,175 @@
+package layers
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mirage-go/mirage"
+
+// floors places every package of the module (by its path in the module)
+// on a floor of DESIGN.md §2; a package may import only packages on lower
+// floors. Floor 1, the IR, is split in the order its packages build on one
+// another (1.0 < 1.1 < ...). A pattern ending in "/..." covers a subtree.
+var floors = map[string]float64{
+	// 0: no project imports.
+	"internal/...": 0, "absexpr/z3": 0, "examples": 0, "target": 0,
+	// 1: the IR.
+	"ugraph":              1.0,
+	"ugraph/internal/...": 1.1, "ugraph/layout": 1.1,
+	"ugraph/block":  1.2,
+	"ugraph/kernel": 1.3, "ugraph/thread": 1.3,
+	// 2: each reads or builds the IR.
+	"interp": 2, "ffverify": 2, "absexpr": 2, "frontend": 2, "templates": 2,
+	// 3: cost, the code generator and the generator.
+	"cost": 3, "codegen/cuda": 3, "search": 3,
+	// 4: the driver.
+	// 5: what wires everything; bench's workloads first.
+	"bench":      5.0,
+	"cmd/mirage": 5.1,
+}
+
+// exceptions are the imports DESIGN §2 allows within a floor: search and
+// codegen/cuda may call cost for estimates.
+var exceptions = map[[2]string]bool{
+	{"search", "cost"}:       true,
+	{"codegen/cuda", "cost"}: true,
+}
+
+// floorOf returns the floor of package p (a path in the module).
+func floorOf(p string) (float64, bool) {
+	if f, ok := floors[p]; ok {
+		return f, true
+	}
+	for pat, f := range floors {
+		if prefix, ok := strings.CutSuffix(pat, "/..."); ok && (p == prefix || strings.HasPrefix(p, prefix+"/")) {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// imports returns the module's packages (paths in the module) and what each
+// imports in its non-test files, every build configuration's files
+// together: the module's packages by their path in it, others whole.
+func imports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	pkgs := map[string][]string{}
+	err := filepath.WalkDir(root, func(file string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && file != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(file))
+		pkg := filepath.ToSlash(rel)
+		pkgs[pkg] = pkgs[pkg] // a package that imports nothing of ours is listed too
+		for _, spec := range f.Imports {
+			ip, _ := strconv.Unquote(spec.Path.Value)
+			dep, ours := strings.CutPrefix(ip, module+"/")
+			if !ours {
+				dep = "ext:" + ip
+			}
+			if !slices.Contains(pkgs[pkg], dep) {
+				pkgs[pkg] = append(pkgs[pkg], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+func TestImportsGoDown(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	pkgs := imports(t, root)
+	if len(pkgs) < 15 {
+		t.Fatalf("found only %d packages: the walk misses the tree", len(pkgs))
+	}
+	for pkg, deps := range pkgs {
+		if pkg == path.Join("internal", "layers") {
+			continue
+		}
+		f, ok := floorOf(pkg)
+		if !ok {
+			t.Errorf("%s is on no floor: place it in this test's table and in DESIGN.md §2", pkg)
+			continue
+		}
+		for _, dep := range deps {
+			if strings.HasPrefix(dep, "ext:") {
+				continue
+			}
+			g, ok := floorOf(dep)
+			if ok && (g < f || exceptions[[2]string{pkg, dep}]) {
+				continue
+			}
+			t.Errorf("%s (floor %v) imports %s (floor %v): imports go down the floors of DESIGN.md §2", pkg, f, dep, g)
+		}
+	}
+}
+
+// The check itself: an import up a floor, or across one, is caught.
+func TestFloorsCatchUpwardImports(t *testing.T) {
+	for _, tt := range []struct {
+		pkg, dep string
+		ok       bool
+	}{
+		{"search", "ugraph/kernel", true},
+		{"ugraph/thread", "target", true},
+		{"search", "frontend", true}, // a lower floor: allowed by floors, kept out by TestSearchIsFreeOfTheFrontEnd
+		{"search", "cost", true},
+		{"ugraph/block", "ugraph/kernel", false},
+		{"frontend", "search", false},
+		{"cost", "codegen/cuda", false},
+		{"ffverify", "interp", false},
+		{"target", "ugraph", false},
+	} {
+		f, _ := floorOf(tt.pkg)
+		g, _ := floorOf(tt.dep)
+		if ok := g < f || exceptions[[2]string{tt.pkg, tt.dep}]; ok != tt.ok {
+			t.Errorf("%s importing %s: allowed %v, want %v", tt.pkg, tt.dep, ok, tt.ok)
+		}
+	}
+}
+
+// The generator takes a kernel graph and a search.Config: neither the
+// front-end nor Starlark is among its dependencies, direct or not.
+func TestSearchIsFreeOfTheFrontEnd(t *testing.T) {
+	pkgs := imports(t, filepath.Join("..", ".."))
+	seen := map[string]bool{}
+	todo := []string{"search"}
+	for len(todo) > 0 {
+		p := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if p == "frontend" || strings.HasPrefix(p, "ext:go.starlark.net") {
+			t.Fatalf("search depends on %s", strings.TrimPrefix(p, "ext:"))
+		}
+		todo = append(todo, pkgs[p]...)
+	}
+}

@@ -1,0 +1,4 @@
+package search
+
+// CacheVersion is cacheVersion, for the tests of package search_test.
+const CacheVersion = cacheVersion
