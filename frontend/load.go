@@ -111,7 +111,12 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	for _, w := range warnings {
 		l.warn(w)
 	}
-	_, prog, err := starlark.SourceProgramOptions(fileOptions, filename, code, l.predeclared.Has)
+	f, err := fileOptions.Parse(filename, code, 0)
+	if err != nil {
+		return nil, l.staticError(err, toks)
+	}
+	guardFile(f)
+	prog, err := starlark.FileProgram(f, l.predeclared.Has)
 	if err != nil {
 		return nil, l.staticError(err, toks)
 	}
@@ -156,6 +161,7 @@ func newLoader(filename string, opts Options) *loader {
 	l.predeclared = starlark.StringDict{
 		"__name__": starlark.String("__main__"),
 		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
+		whileName:  starlark.True, // see guardStmt
 	}
 	return l
 }
