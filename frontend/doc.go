@@ -2,8 +2,13 @@
 // (`import mirage as mi`) into kernel graphs.
 //
 // A program runs in Starlark, a hermetic subset of Python: it cannot touch
-// files, the network or processes, and its execution steps and call depth
-// are bounded, so any file is safe to load. Python's top-level control
+// files, the network or processes. What it may use is bounded, so any file
+// is safe to load: its source to MaxSourceSize (1 MiB), its execution steps
+// to Options.MaxSteps (DefaultMaxSteps, 10,000,000), its call depth to
+// 1000, and the values it builds (strings, lists, dicts, ints: by +, *, %,
+// slices, str(), list(), join, split, ...) to Options.MaxAlloc bytes in
+// all (DefaultMaxAlloc, 64 MiB). A program past a bound stops with an
+// *Error at the line it was running. Python's top-level control
 // flow, while loops, reassignment, sets and recursion are allowed; so is
 // `if __name__ == "__main__":` (__name__ is "__main__").
 //

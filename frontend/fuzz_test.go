@@ -8,8 +8,8 @@ import (
 	"testing"
 )
 
-// FuzzLoad checks that no source makes the loader panic or hang, and that
-// every failure is a positioned *Error. Run it with
+// FuzzLoad checks that no source makes the loader panic, hang or exhaust
+// memory, and that every failure is a positioned *Error. Run it with
 //
 //	go test -fuzz=FuzzLoad ./frontend
 func FuzzLoad(f *testing.F) {
@@ -27,12 +27,15 @@ func FuzzLoad(f *testing.F) {
 	for _, tt := range errorCases {
 		f.Add(tt.src)
 	}
+	for _, tt := range boundCases {
+		f.Add(tt.src)
+	}
 	f.Add(withFused("O = g.customized([X, W], tb)", "g.mark_output(O[0])"))
 	f.Add(lenientDemo)
 
 	f.Fuzz(func(t *testing.T, src string) {
 		for _, lenient := range []bool{false, true} {
-			opts := Options{Lenient: lenient, Stdout: io.Discard, MaxSteps: 100_000}
+			opts := Options{Lenient: lenient, Stdout: io.Discard, MaxSteps: 100_000, MaxAlloc: 1 << 20}
 			p, err := Load("fuzz.py", []byte(src), opts)
 			if (p == nil) == (err == nil) {
 				t.Fatalf("Load returned %v and %v", p, err)

@@ -31,6 +31,10 @@ type Options struct {
 	// MaxSteps bounds the Starlark execution steps, so that an endless loop
 	// fails instead of hanging; 0 means DefaultMaxSteps.
 	MaxSteps uint64
+	// MaxAlloc bounds the bytes of the values the program builds, summed
+	// over the run (see bounds.go), so that a value doubled in a loop fails
+	// instead of exhausting memory; 0 means DefaultMaxAlloc.
+	MaxAlloc int64
 }
 
 // DefaultMaxSteps is the step bound when Options.MaxSteps is 0: far more
@@ -84,9 +88,15 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.Filename, e.Line, e.Col, e.Msg)
 }
 
-// LoadFile loads the program in the file at path.
+// LoadFile loads the program in the file at path. It reads no more than
+// MaxSourceSize bytes of it.
 func LoadFile(path string, opts Options) (*Program, error) {
-	src, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, MaxSourceSize+1))
 	if err != nil {
 		return nil, err
 	}
@@ -101,6 +111,9 @@ func LoadFile(path string, opts Options) (*Program, error) {
 // passed to mark_output; if none was, every op result that no op consumes
 // (Mirage's demos do not always mark outputs), in creation order.
 func Load(filename string, src []byte, opts Options) (*Program, error) {
+	if len(src) > MaxSourceSize {
+		return nil, &Error{Filename: filename, Msg: fmt.Sprintf("the program is larger than %s, the most the front-end reads", byteSize(MaxSourceSize))}
+	}
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
 	toks := lex(text)
@@ -147,10 +160,15 @@ type loader struct {
 	super       *kgraph    // the graph superoptimize was called on
 	warnings    []string
 	stopped     string // why execution was cancelled
+	alloc       int64  // bytes of values built, as bounds.go counts them
+	maxAlloc    int64
 }
 
 func newLoader(filename string, opts Options) *loader {
-	l := &loader{filename: filename, opts: opts}
+	l := &loader{filename: filename, opts: opts, maxAlloc: opts.MaxAlloc}
+	if l.maxAlloc <= 0 {
+		l.maxAlloc = DefaultMaxAlloc
+	}
 	l.module = &starlarkstruct.Module{Name: mirageModule, Members: starlark.StringDict{
 		"new_kernel_graph":      starlark.NewBuiltin("new_kernel_graph", l.newKernelGraph),
 		"new_threadblock_graph": starlark.NewBuiltin("new_threadblock_graph", l.newThreadblockGraph),
@@ -163,6 +181,7 @@ func newLoader(filename string, opts Options) *loader {
 		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
 		whileName:  starlark.True, // see guardStmt
 	}
+	l.guardPredeclared(l.predeclared)
 	return l
 }
 
