@@ -44,6 +44,9 @@ speedups to DIR/speedup.svg. The cache is not used.
 --json prints {"arch": ..., "rows": [...]} instead of the table.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkNotNegative(cmd, "time-limit"); err != nil {
+				return err
+			}
 			ws, err := bench.Workloads()
 			if err != nil {
 				return err

@@ -19,7 +19,9 @@ run hermetically in Starlark) or a μGraph file (.ugraph.json), and shows,
 evaluates or verifies it.
 
 Exit status: 0 on success, 1 when verify finds that programs differ,
-2 for unusable input (unreadable file, invalid graph, bad flag).`,
+2 for unusable input (unreadable file, invalid graph, bad flag).
+
+` + programBounds,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -64,7 +64,9 @@ mirage emit would (--no-emit skips it). --json prints {"stats": {...},
 {"candidate": N, "files": [...]}}.
 
 Exit status: 0 when at least one candidate was found, 1 when none was, 2
-for unusable input.`,
+for unusable input.
+
+` + programBounds,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
@@ -87,6 +89,9 @@ for unusable input.`,
 }
 
 func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
+	if err := checkNotNegative(cmd, "time-limit", "max-candidates", "max-states"); err != nil {
+		return err
+	}
 	if !strings.HasSuffix(path, ".py") {
 		return fmt.Errorf("%s: superopt takes a program (.py)", path)
 	}

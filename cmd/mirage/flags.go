@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mirage-go/mirage/frontend"
+)
+
+// programBounds tells users of the commands that run programs what the
+// front-end allows a program.
+var programBounds = fmt.Sprintf(`A program runs bounded: at most %d MiB of source, %d Starlark steps and
+%d MiB of values built (strings, lists, ...); a program that goes past a
+bound stops with an error at its line (exit status 2).`,
+	frontend.MaxSourceSize>>20, frontend.DefaultMaxSteps, frontend.DefaultMaxAlloc>>20)
+
+// checkNotNegative returns an error naming the first of cmd's flags names
+// (durations and ints, where 0 means no limit) that is negative.
+func checkNotNegative(cmd *cobra.Command, names ...string) error {
+	fl := cmd.Flags()
+	for _, name := range names {
+		var neg bool
+		switch f := fl.Lookup(name); f.Value.Type() {
+		case "duration":
+			d, _ := fl.GetDuration(name)
+			neg = d < 0
+		case "int":
+			n, _ := fl.GetInt(name)
+			neg = n < 0
+		case "int64":
+			n, _ := fl.GetInt64(name)
+			neg = n < 0
+		default:
+			panic("checkNotNegative: --" + name + " is a " + f.Value.Type())
+		}
+		if neg {
+			return fmt.Errorf("--%s %s: want 0 or more", name, fl.Lookup(name).Value)
+		}
+	}
+	return nil
+}
