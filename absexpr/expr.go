@@ -23,7 +23,12 @@
 //
 // Expressions are immutable and canonical: add and mul are flattened with
 // their operands sorted, sum(1, a) is a, and sum(n, sum(m, a)) is
-// sum(n·m, a). Two expressions are equal exactly when their keys are.
+// sum(n·m, a). Two expressions are equal exactly when their keys are. They
+// are also interned: equal expressions are one *Expr, each stored once
+// however many expressions it is an operand of, so an expression costs
+// space and time in proportion to its distinct subexpressions, although
+// its key, which writes every operand wherever it occurs, can be
+// exponentially longer.
 //
 // # Deriving and judging
 //
@@ -37,7 +42,6 @@
 package absexpr
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -118,14 +122,21 @@ var opByName = func() map[string]Op {
 }()
 
 // Expr is an abstract expression. It is immutable; build it with the
-// constructors (Var, Add, Sum, ...), which keep it canonical.
+// constructors (Var, Add, Sum, ...), which keep it canonical and intern it:
+// while an expression is reachable, every constructor call that builds an
+// equal one returns the same *Expr. So equality is identity, and an
+// expression shared by several operands is stored once (intern.go).
 type Expr struct {
 	op     Op
 	name   string  // OpVar
 	size   int     // OpSum, OpRms: elements reduced, >= 1
 	lo, hi float64 // OpClamp
 	args   []*Expr
-	key    unique.Handle[string]
+	head   string // the key up to the first operand: "add(", "sum(4096, "; "" for a variable
+	// id names e in the intern keys of the expressions it is an operand
+	// of; ids are never reused.
+	id     uint64
+	handle unique.Handle[string]
 }
 
 // Op is e's kind.
@@ -147,18 +158,36 @@ func (e *Expr) NumArgs() int { return len(e.args) }
 func (e *Expr) Arg(i int) *Expr { return e.args[i] }
 
 // Key is e's canonical text; equal expressions have equal keys, and Parse
-// reads it back.
-func (e *Expr) Key() string { return e.key.Value() }
+// reads it back. It writes e as a tree, each operand in full wherever it
+// occurs, so it can be exponentially longer than e is large: the package
+// never needs it, and compares expressions by identity.
+func (e *Expr) Key() string {
+	var b strings.Builder
+	writeText(&b, e, math.MaxInt)
+	return b.String()
+}
+
+// abbrev is e's key, cut short if long, for messages.
+func (e *Expr) abbrev() string {
+	const limit = 200
+	var b strings.Builder
+	writeText(&b, e, limit+1)
+	if b.Len() > limit {
+		return b.String()[:limit] + "…"
+	}
+	return b.String()
+}
 
 // String is Key.
-func (e *Expr) String() string { return e.key.Value() }
+func (e *Expr) String() string { return e.Key() }
 
-// Handle identifies e's canonical text: equal expressions, and only they,
-// have equal handles. It is a cheap map key.
-func (e *Expr) Handle() unique.Handle[string] { return e.key }
+// Handle identifies e: equal expressions, and only they, have equal
+// handles. It is a cheap map key. An expression built after an equal one
+// was garbage collected may have another handle.
+func (e *Expr) Handle() unique.Handle[string] { return e.handle }
 
 // Equal reports whether e and f are the same expression (in O(1)).
-func (e *Expr) Equal(f *Expr) bool { return e.key == f.key }
+func (e *Expr) Equal(f *Expr) bool { return e == f }
 
 // Var is the program input called name, an identifier ([A-Za-z_][A-Za-z0-9_]*).
 // It panics on any other name.
@@ -166,7 +195,7 @@ func Var(name string) *Expr {
 	if !isIdent(name) {
 		panic(fmt.Sprintf("absexpr: variable name %q is not an identifier", name))
 	}
-	return &Expr{op: OpVar, name: name, key: unique.Make(name)}
+	return intern(&Expr{op: OpVar, name: name})
 }
 
 // Add is the element-wise sum of xs (at least one).
@@ -176,7 +205,7 @@ func Add(xs ...*Expr) *Expr { return assoc(OpAdd, xs) }
 func Mul(xs ...*Expr) *Expr { return assoc(OpMul, xs) }
 
 // Div is x / y.
-func Div(x, y *Expr) *Expr { return build(&Expr{op: OpDiv, args: []*Expr{x, y}}) }
+func Div(x, y *Expr) *Expr { return intern(&Expr{op: OpDiv, args: []*Expr{x, y}}) }
 
 // Sum is x summed over n >= 1 elements. Nested sums merge: a sum over n of
 // sums over m is a sum over n·m. It panics on n < 1 or an overflowing size.
@@ -196,7 +225,7 @@ func sum(n int, x *Expr) (*Expr, error) {
 	if n == 1 {
 		return x, nil
 	}
-	return build(&Expr{op: OpSum, size: n, args: []*Expr{x}}), nil
+	return intern(&Expr{op: OpSum, size: n, args: []*Expr{x}}), nil
 }
 
 // Rms is the root mean square of x over n >= 1 elements. It panics on
@@ -207,7 +236,7 @@ func rms(n int, x *Expr) (*Expr, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("absexpr: rms over %d elements", n)
 	}
-	return build(&Expr{op: OpRms, size: n, args: []*Expr{x}}), nil
+	return intern(&Expr{op: OpRms, size: n, args: []*Expr{x}}), nil
 }
 
 // Exp is e^x.
@@ -238,13 +267,13 @@ func clamp(lo, hi float64, x *Expr) (*Expr, error) {
 	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
 		return nil, fmt.Errorf("absexpr: clamp bounds [%v, %v]", lo, hi)
 	}
-	return build(&Expr{op: OpClamp, lo: lo, hi: hi, args: []*Expr{x}}), nil
+	return intern(&Expr{op: OpClamp, lo: lo, hi: hi, args: []*Expr{x}}), nil
 }
 
 // Pow is x to the power y.
-func Pow(x, y *Expr) *Expr { return build(&Expr{op: OpPow, args: []*Expr{x, y}}) }
+func Pow(x, y *Expr) *Expr { return intern(&Expr{op: OpPow, args: []*Expr{x, y}}) }
 
-func unary(op Op, x *Expr) *Expr { return build(&Expr{op: op, args: []*Expr{x}}) }
+func unary(op Op, x *Expr) *Expr { return intern(&Expr{op: op, args: []*Expr{x}}) }
 
 // apply builds op (one without a size or bounds) on args.
 func apply(op Op, args []*Expr) *Expr {
@@ -271,45 +300,59 @@ func assoc(op Op, xs []*Expr) *Expr {
 	if len(xs) == 1 {
 		return xs[0]
 	}
-	flat := make([]*Expr, 0, len(xs))
+	// Nested operands are sorted already: merge them, for a long sum
+	// that grows by one operand at a time.
+	var flat, single []*Expr
 	for _, x := range xs {
 		if x.op == op {
-			flat = append(flat, x.args...)
+			flat = mergeSorted(flat, x.args, compareText)
 		} else {
-			flat = append(flat, x)
+			single = append(single, x)
 		}
 	}
-	slices.SortFunc(flat, compareKeys)
-	return build(&Expr{op: op, args: flat})
+	slices.SortFunc(single, compareText)
+	flat = mergeSorted(flat, single, compareText)
+	return intern(&Expr{op: op, args: flat})
 }
 
-func compareKeys(a, b *Expr) int { return cmp.Compare(a.Key(), b.Key()) }
-
-// build computes e's key: name(attributes, operands).
-func build(e *Expr) *Expr {
-	var b strings.Builder
-	b.WriteString(ops[e.op].name)
-	b.WriteByte('(')
-	sep := ""
-	if ops[e.op].sized {
-		b.WriteString(strconv.Itoa(e.size))
-		sep = ", "
+// piece is the i-th piece of e's key (see textNode): name(attributes,
+// operands).
+func (e *Expr) piece(i int) (string, *Expr, bool) {
+	if e.op == OpVar {
+		return e.name, nil, i == 0
 	}
-	if ops[e.op].bounded {
-		b.WriteString(formatFloat(e.lo))
-		b.WriteString(", ")
-		b.WriteString(formatFloat(e.hi))
-		sep = ", "
+	switch j := i - 1; {
+	case i == 0:
+		return e.head, nil, true
+	case j < 2*len(e.args)-1 && j%2 == 0:
+		return "", e.args[j/2], true
+	case j < 2*len(e.args)-1:
+		return ", ", nil, true
+	case j == 2*len(e.args)-1:
+		return ")", nil, true
 	}
-	for _, a := range e.args {
-		b.WriteString(sep)
-		b.WriteString(a.Key())
-		sep = ", "
-	}
-	b.WriteByte(')')
-	e.key = unique.Make(b.String())
-	return e
+	return "", nil, false
 }
+
+// headOf is e's key up to its first operand, for e.head.
+func headOf(e *Expr) string {
+	info := ops[e.op]
+	switch {
+	case info.sized:
+		return info.name + "(" + strconv.Itoa(e.size) + ", "
+	case info.bounded:
+		return info.name + "(" + formatFloat(e.lo) + ", " + formatFloat(e.hi) + ", "
+	}
+	return opHeads[e.op]
+}
+
+// opHeads are the heads of ops without attributes.
+var opHeads = func() (h [numOps]string) {
+	for op := range numOps {
+		h[op] = ops[op].name + "("
+	}
+	return h
+}()
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
@@ -336,7 +379,9 @@ func isIdent(s string) bool {
 }
 
 // Walk calls f on e and then on each of its operands, depth first. It stops
-// descending below a node for which f returns false.
+// descending below a node for which f returns false. An operand is visited
+// wherever it occurs, so a walk that should see each subexpression once
+// returns false for those it has seen.
 func (e *Expr) Walk(f func(*Expr) bool) {
 	if f(e) {
 		for _, a := range e.args {
@@ -348,7 +393,12 @@ func (e *Expr) Walk(f func(*Expr) bool) {
 // Vars lists the variables e mentions, sorted and without repeats.
 func (e *Expr) Vars() []string {
 	var names []string
+	seen := map[*Expr]bool{}
 	e.Walk(func(x *Expr) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
 		if x.op == OpVar {
 			names = append(names, x.name)
 		}

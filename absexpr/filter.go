@@ -1,9 +1,8 @@
 package absexpr
 
 import (
-	"slices"
-	"strings"
-	"unique"
+	"math"
+	"sync"
 )
 
 // The Go-side decisions, made before Z3 is asked, cheapest first.
@@ -25,36 +24,37 @@ import (
 
 // targetIndex is what the decisions need from the targets.
 type targetIndex struct {
-	subterms map[unique.Handle[string]]bool
+	subterms map[*Expr]bool
 	// assoc lists the add and mul subterms, for sub-multiset containment.
 	assoc []*Expr
 	// sumSizes lists the sizes at which each expression is summed.
-	sumSizes map[unique.Handle[string]][]int
-	sig      signature // union of the targets' signatures
-	nf       *nfIndex  // nil when a target's normal form is too large
+	sumSizes map[*Expr][]int
+	sigs     *sigTable
+	sig      *set     // union of the targets' signatures
+	nf       *nfIndex // nil when a target's normal form is too large
 }
 
 func newTargetIndex(targets []*Expr) *targetIndex {
 	ix := &targetIndex{
-		subterms: make(map[unique.Handle[string]]bool),
-		sumSizes: make(map[unique.Handle[string]][]int),
-		sig:      newSignature(),
+		subterms: make(map[*Expr]bool),
+		sumSizes: make(map[*Expr][]int),
+		sigs:     newSigTable(),
 	}
 	for _, t := range targets {
 		t.Walk(func(s *Expr) bool {
-			if ix.subterms[s.key] {
+			if ix.subterms[s] {
 				return false // seen, with everything below it
 			}
-			ix.subterms[s.key] = true
+			ix.subterms[s] = true
 			switch s.op {
 			case OpAdd, OpMul:
 				ix.assoc = append(ix.assoc, s)
 			case OpSum:
-				ix.sumSizes[s.args[0].key] = append(ix.sumSizes[s.args[0].key], s.size)
+				ix.sumSizes[s.args[0]] = append(ix.sumSizes[s.args[0]], s.size)
 			}
 			return true
 		})
-		ix.sig.add(signatureOf(t, make(map[unique.Handle[string]]signature)))
+		ix.sig = ix.sigs.union(ix.sig, ix.sigs.of(t))
 	}
 	ix.nf = newNFIndex(targets)
 	return ix
@@ -69,14 +69,14 @@ func (ix *targetIndex) decide(q *Expr) (isSubexpr, decided bool) {
 	if v := ix.nf.decide(q); v != maybe {
 		return v == yes, true
 	}
-	if !ix.sig.covers(signatureOf(q, make(map[unique.Handle[string]]signature))) {
+	if !subset(ix.sigs.of(q), ix.sig) {
 		return false, true
 	}
 	return false, false
 }
 
 func (ix *targetIndex) containsStructurally(q *Expr) bool {
-	if ix.subterms[q.key] {
+	if ix.subterms[q] {
 		return true
 	}
 	switch q.op {
@@ -87,7 +87,7 @@ func (ix *targetIndex) containsStructurally(q *Expr) bool {
 			}
 		}
 	case OpSum:
-		for _, n := range ix.sumSizes[q.args[0].key] {
+		for _, n := range ix.sumSizes[q.args[0]] {
 			if n%q.size == 0 {
 				return true
 			}
@@ -100,130 +100,132 @@ func (ix *targetIndex) containsStructurally(q *Expr) bool {
 func isSubMultiset(sub, super []*Expr) bool {
 	i := 0
 	for _, s := range super {
-		if i < len(sub) && sub[i].key == s.key {
+		if i < len(sub) && sub[i] == s {
 			i++
 		}
 	}
 	return i == len(sub)
 }
 
-// signature is what every expression equal to e under the laws shares:
+// A signature is what every expression equal to e under the laws shares:
 // its variables, whether it reduces (holds a sum or rms), and its opaque
-// applications, each named by the function (with clamp bounds) and its
-// operands' signatures. rms(n, x) counts as sqrt(sum(n, square(x))), which
-// rms-def makes it equal to.
-type signature struct {
-	vars    map[string]bool
-	reduces bool
-	atoms   map[string]bool
+// applications (atoms), each named by the function (with clamp bounds)
+// and its operands' signatures. rms(n, x) counts as sqrt(sum(n, square(x))),
+// which rms-def makes it equal to. A signature is a set of elements:
+// reduces, and ids that a sigTable gives variables and atoms.
+//
+// A subexpression's signature is within its expression's, so an
+// expression with a signature not within the union of the targets' is a
+// subexpression of none.
+const reduces uint32 = 0
+
+// sigAtom is an atom of a signature: an opaque function with its clamp
+// bounds (as bits, which tell -0 from 0) and its operands' signatures.
+type sigAtom struct {
+	op     Op
+	lo, hi uint64
+	args   [maxOpaqueArity]*set
 }
 
-func newSignature() signature {
-	return signature{vars: map[string]bool{}, atoms: map[string]bool{}}
-}
+// maxOpaqueArity bounds the operands of an opaque op.
+const maxOpaqueArity = 2
 
-// add makes s the signature of an expression that contains o's.
-func (s *signature) add(o signature) {
-	for v := range o.vars {
-		s.vars[v] = true
-	}
-	for a := range o.atoms {
-		s.atoms[a] = true
-	}
-	s.reduces = s.reduces || o.reduces
-}
-
-// covers reports whether o is within s: a subexpression of an expression
-// with signature s has a signature within s.
-func (s signature) covers(o signature) bool {
-	if o.reduces && !s.reduces {
-		return false
-	}
-	for v := range o.vars {
-		if !s.vars[v] {
-			return false
-		}
-	}
-	for a := range o.atoms {
-		if !s.atoms[a] {
-			return false
+var _ = func() bool {
+	for op := range numOps {
+		if ops[op].opaque && (ops[op].arity == nary || ops[op].arity > maxOpaqueArity) {
+			panic("absexpr: opaque op " + ops[op].name + " has more operands than a sigAtom holds")
 		}
 	}
 	return true
+}()
+
+// sigTable computes signatures, interning their sets so that equal
+// signatures are one *set and an expression's costs little more than its
+// operands'. It is safe for concurrent use.
+type sigTable struct {
+	mu    sync.Mutex
+	sets  setTable
+	memo  map[*Expr]*set
+	vars  map[string]uint32
+	atoms map[sigAtom]uint32
+	last  uint32 // the last id given
 }
 
-// key renders s canonically, to name the atoms that contain it.
-func (s signature) key() string {
-	var b strings.Builder
-	b.WriteByte('{')
-	b.WriteString(strings.Join(sortedKeys(s.vars), ","))
-	if s.reduces {
-		b.WriteString("|Σ")
-	}
-	b.WriteByte('|')
-	b.WriteString(strings.Join(sortedKeys(s.atoms), ","))
-	b.WriteByte('}')
-	return b.String()
+func newSigTable() *sigTable {
+	return &sigTable{memo: map[*Expr]*set{}, vars: map[string]uint32{}, atoms: map[sigAtom]uint32{}}
 }
 
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+// of is e's signature.
+func (st *sigTable) of(e *Expr) *set {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.signature(e)
 }
 
-// signatureOf computes e's signature; memo shares the work between repeated
-// subterms (rms_norm mentions its operand twice).
-func signatureOf(e *Expr, memo map[unique.Handle[string]]signature) signature {
-	if s, ok := memo[e.key]; ok {
+// union is a ∪ b.
+func (st *sigTable) union(a, b *set) *set {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.sets.union(a, b)
+}
+
+func (st *sigTable) signature(e *Expr) *set {
+	if s, ok := st.memo[e]; ok {
 		return s
 	}
-	s := newSignature()
+	var s *set
 	switch e.op {
 	case OpVar:
-		s.vars[e.name] = true
+		id, ok := st.vars[e.name]
+		if !ok {
+			id = st.newID()
+			st.vars[e.name] = id
+		}
+		s = st.sets.leaf(id)
 	case OpRms:
 		// rms(n, x) = sqrt(sum(n, square(x))): square(x) and the sqrt are
 		// its atoms.
-		x := signatureOf(e.args[0], memo)
-		s.add(x)
-		s.atoms[atomKey(OpSquare, e, []signature{x})] = true
-		inner := newSignature()
-		inner.add(x)
-		inner.atoms[atomKey(OpSquare, e, []signature{x})] = true
-		inner.reduces = true
-		s.atoms[atomKey(OpSqrt, e, []signature{inner})] = true
-		s.reduces = true
+		x := st.signature(e.args[0])
+		inner := st.sets.insert(st.sets.insert(x, st.atom(sigAtom{op: OpSquare, args: [maxOpaqueArity]*set{x}})), reduces)
+		s = st.sets.insert(inner, st.atom(sigAtom{op: OpSqrt, args: [maxOpaqueArity]*set{inner}}))
 	default:
-		args := make([]signature, len(e.args))
-		for i, a := range e.args {
-			args[i] = signatureOf(a, memo)
-			s.add(args[i])
+		var a sigAtom
+		for i, arg := range e.args {
+			as := st.signature(arg)
+			s = st.sets.union(s, as)
+			if i < len(a.args) {
+				a.args[i] = as
+			}
 		}
 		if e.op == OpSum {
-			s.reduces = true
+			s = st.sets.insert(s, reduces)
 		}
 		if ops[e.op].opaque {
-			s.atoms[atomKey(e.op, e, args)] = true
+			a.op = e.op
+			if e.op == OpClamp {
+				a.lo, a.hi = math.Float64bits(e.lo), math.Float64bits(e.hi)
+			}
+			s = st.sets.insert(s, st.atom(a))
 		}
 	}
-	memo[e.key] = s
+	st.memo[e] = s
 	return s
 }
 
-// atomKey names an opaque application of op (with e's clamp bounds) to
-// operands with the given signatures.
-func atomKey(op Op, e *Expr, args []signature) string {
-	var b strings.Builder
-	b.WriteString(op.String())
-	if op == OpClamp {
-		b.WriteString("[" + formatFloat(e.lo) + "," + formatFloat(e.hi) + "]")
+// atom is a's id.
+func (st *sigTable) atom(a sigAtom) uint32 {
+	id, ok := st.atoms[a]
+	if !ok {
+		id = st.newID()
+		st.atoms[a] = id
 	}
-	for _, a := range args {
-		b.WriteString(a.key())
+	return id
+}
+
+func (st *sigTable) newID() uint32 {
+	if st.last == math.MaxUint32 {
+		panic("absexpr: out of signature ids")
 	}
-	return b.String()
+	st.last++
+	return st.last
 }

@@ -1,12 +1,14 @@
 package absexpr
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"unique"
+	"sync"
+	"sync/atomic"
 )
 
 // Normal forms: a model of the axioms in which the subexpression relation
@@ -91,71 +93,181 @@ const maxTerms = 256
 
 var errTooLarge = errors.New("absexpr: normal form too large")
 
+// Normal forms are interned like expressions (intern.go), in a normalizer
+// shared by the targets and the queries: atoms, monomials and values are
+// built once each and compared by identity, and a value's monomials are
+// named by their ids, not by their texts, which nest the texts of every
+// value an atom applies to and so can be exponentially long. The cofactors
+// and products that a decision tries (within) are not interned: they are
+// built with a nil normalizer, and compared with the interned ones by text
+// (timesWithin).
+//
+// The canonical orders are those of the texts (text.go), as Key writes
+// them: a monomial's atoms, and a value's monomials, are sorted by text.
+
 // An atom is a variable or an opaque function applied to values.
 type atom struct {
-	args []*poly
-	key  string // the variable's name, or f(args) with clamp bounds after f
+	// open is the text up to the first operand: the variable's name, or
+	// f( with clamp bounds after f.
+	open string
+	args []*poly // nil for a variable
+	id   uint64
 }
 
 // A mono is size·atoms/den. Cofactors may have no atoms; values' monomials
 // always have some.
 type mono struct {
 	size  int
-	atoms []*atom // sorted by key
+	atoms []*atom // sorted by text
 	den   *poly   // nil: none
-	key   string
+	id    uint64  // 0 when not interned
 }
 
 // A poly is a value: a formal sum of monomials.
 type poly struct {
-	terms []*mono // sorted by key, at least one
-	key   string
+	terms []*mono // sorted by text, at least one
+	id    uint64  // 0 when not interned
 }
 
-// newAtom is the atom head(args): a variable when args is nil.
-func newAtom(head string, args []*poly) *atom {
-	if args == nil {
-		return &atom{key: head}
-	}
-	keys := make([]string, len(args))
-	for i, a := range args {
-		keys[i] = a.key
-	}
-	return &atom{args: args, key: head + "(" + strings.Join(keys, "; ") + ")"}
+// nfNode is an atom, mono or poly, as a textNode.
+type nfNode interface {
+	piece(i int) (string, nfNode, bool)
 }
 
-// newMono builds size·atoms/den; atoms must be sorted.
-func newMono(size int, atoms []*atom, den *poly) *mono {
+// piece: a variable's name, or f(args; ...).
+func (a *atom) piece(i int) (string, nfNode, bool) {
+	switch j := i - 1; {
+	case i == 0:
+		return a.open, nil, true
+	case a.args == nil:
+	case j < 2*len(a.args)-1 && j%2 == 0:
+		return "", a.args[j/2], true
+	case j < 2*len(a.args)-1:
+		return "; ", nil, true
+	case j == 2*len(a.args)-1:
+		return ")", nil, true
+	}
+	return "", nil, false
+}
+
+// piece: size·atom·atom / (den).
+func (m *mono) piece(i int) (string, nfNode, bool) {
+	switch j := i - 2*len(m.atoms); {
+	case i == 0:
+		return strconv.Itoa(m.size), nil, true
+	case j <= 0 && i%2 == 1:
+		return "·", nil, true
+	case j <= 0:
+		return "", m.atoms[i/2-1], true
+	case m.den == nil:
+	case j == 1:
+		return " / (", nil, true
+	case j == 2:
+		return "", m.den, true
+	case j == 3:
+		return ")", nil, true
+	}
+	return "", nil, false
+}
+
+// piece: term + term.
+func (p *poly) piece(i int) (string, nfNode, bool) {
+	switch {
+	case i >= 2*len(p.terms)-1:
+		return "", nil, false
+	case i%2 == 0:
+		return "", p.terms[i/2], true
+	}
+	return " + ", nil, true
+}
+
+func (p *poly) String() string {
 	var b strings.Builder
-	b.WriteString(strconv.Itoa(size))
-	for _, a := range atoms {
-		b.WriteString("·")
-		b.WriteString(a.key)
-	}
-	if den != nil {
-		b.WriteString(" / (")
-		b.WriteString(den.key)
-		b.WriteByte(')')
-	}
-	return &mono{size: size, atoms: atoms, den: den, key: b.String()}
+	writeText[nfNode](&b, p, math.MaxInt)
+	return b.String()
 }
 
-// newPoly builds the sum of terms, which it sorts.
-func newPoly(terms []*mono) (*poly, error) {
+func compareAtoms(a, b *atom) int { return compareText[nfNode](a, b) }
+func compareMonos(a, b *mono) int { return compareText[nfNode](a, b) }
+
+// ids names interned nodes in the key of a node that holds them.
+func ids[N interface{ *atom | *mono | *poly }](ns []N, id func(N) uint64) string {
+	b := make([]byte, 0, 8*len(ns))
+	for _, n := range ns {
+		b = binary.LittleEndian.AppendUint64(b, id(n))
+	}
+	return string(b)
+}
+
+type atomKey struct {
+	open string
+	args string // the values' ids
+}
+
+type monoKey struct {
+	size  int
+	atoms string // the atoms' ids
+	den   uint64 // 0: none
+}
+
+// newAtom is the atom open(args): a variable when args is nil. nz is never
+// nil: atoms are always interned.
+func (nz *normalizer) newAtom(open string, args []*poly) *atom {
+	k := atomKey{open: open, args: ids(args, func(p *poly) uint64 { return p.id })}
+	if a, ok := nz.atoms.Load(k); ok {
+		return a.(*atom)
+	}
+	a, _ := nz.atoms.LoadOrStore(k, &atom{open: open, args: args, id: nz.lastID.Add(1)})
+	return a.(*atom)
+}
+
+// newMono builds size·atoms/den; atoms must be sorted. It interns the
+// result unless nz is nil.
+func (nz *normalizer) newMono(size int, atoms []*atom, den *poly) *mono {
+	m := &mono{size: size, atoms: atoms, den: den}
+	if nz == nil {
+		return m
+	}
+	k := monoKey{size: size, atoms: ids(atoms, func(a *atom) uint64 { return a.id })}
+	if den != nil {
+		k.den = den.id
+	}
+	if old, ok := nz.monos.Load(k); ok {
+		return old.(*mono)
+	}
+	m.id = nz.lastID.Add(1)
+	old, _ := nz.monos.LoadOrStore(k, m)
+	return old.(*mono)
+}
+
+// newPoly builds the sum of terms, which it sorts. It interns the result
+// unless nz is nil.
+func (nz *normalizer) newPoly(terms []*mono) (*poly, error) {
 	if len(terms) > maxTerms {
 		return nil, errTooLarge
 	}
-	slices.SortFunc(terms, func(a, b *mono) int { return strings.Compare(a.key, b.key) })
-	keys := make([]string, len(terms))
-	for i, t := range terms {
-		keys[i] = t.key
-	}
-	return &poly{terms: terms, key: strings.Join(keys, " + ")}, nil
+	slices.SortFunc(terms, compareMonos)
+	return nz.sortedPoly(terms), nil
 }
 
-func single(t *mono) *poly { return &poly{terms: []*mono{t}, key: t.key} }
+// sortedPoly is newPoly for sorted terms, at most maxTerms.
+func (nz *normalizer) sortedPoly(terms []*mono) *poly {
+	p := &poly{terms: terms}
+	if nz == nil {
+		return p
+	}
+	k := ids(terms, func(m *mono) uint64 { return m.id })
+	if old, ok := nz.polys.Load(k); ok {
+		return old.(*poly)
+	}
+	p.id = nz.lastID.Add(1)
+	old, _ := nz.polys.LoadOrStore(k, p)
+	return old.(*poly)
+}
 
-func atomPoly(a *atom) *poly { return single(newMono(1, []*atom{a}, nil)) }
+func (nz *normalizer) single(t *mono) *poly { return nz.sortedPoly([]*mono{t}) }
+
+func (nz *normalizer) atomPoly(a *atom) *poly { return nz.single(nz.newMono(1, []*atom{a}, nil)) }
 
 // mulSize multiplies sizes, failing on overflow. Sizes are positive.
 func mulSize(a, b int) (int, error) {
@@ -165,51 +277,51 @@ func mulSize(a, b int) (int, error) {
 	return a * b, nil
 }
 
-func mulMono(s, t *mono) (*mono, error) {
+func (nz *normalizer) mulMono(s, t *mono) (*mono, error) {
 	size, err := mulSize(s.size, t.size)
 	if err != nil {
 		return nil, err
 	}
-	den, err := mulDen(s.den, t.den)
+	den, err := nz.mulDen(s.den, t.den)
 	if err != nil {
 		return nil, err
 	}
 	atoms := make([]*atom, 0, len(s.atoms)+len(t.atoms))
 	atoms = append(append(atoms, s.atoms...), t.atoms...)
-	slices.SortFunc(atoms, func(a, b *atom) int { return strings.Compare(a.key, b.key) })
-	return newMono(size, atoms, den), nil
+	slices.SortFunc(atoms, compareAtoms)
+	return nz.newMono(size, atoms, den), nil
 }
 
 // mulDen multiplies denominators, nil being none.
-func mulDen(a, b *poly) (*poly, error) {
+func (nz *normalizer) mulDen(a, b *poly) (*poly, error) {
 	switch {
 	case a == nil:
 		return b, nil
 	case b == nil:
 		return a, nil
 	}
-	return mulPoly(a, b)
+	return nz.mulPoly(a, b)
 }
 
-func mulPoly(a, b *poly) (*poly, error) {
+func (nz *normalizer) mulPoly(a, b *poly) (*poly, error) {
 	if len(a.terms)*len(b.terms) > maxTerms {
 		return nil, errTooLarge
 	}
 	terms := make([]*mono, 0, len(a.terms)*len(b.terms))
 	for _, s := range a.terms {
 		for _, t := range b.terms {
-			st, err := mulMono(s, t)
+			st, err := nz.mulMono(s, t)
 			if err != nil {
 				return nil, err
 			}
 			terms = append(terms, st)
 		}
 	}
-	return newPoly(terms)
+	return nz.newPoly(terms)
 }
 
 // mapTerms applies f to each monomial of u.
-func mapTerms(u *poly, f func(*mono) (*mono, error)) (*poly, error) {
+func (nz *normalizer) mapTerms(u *poly, f func(*mono) (*mono, error)) (*poly, error) {
 	terms := make([]*mono, len(u.terms))
 	for i, t := range u.terms {
 		var err error
@@ -217,78 +329,106 @@ func mapTerms(u *poly, f func(*mono) (*mono, error)) (*poly, error) {
 			return nil, err
 		}
 	}
-	return newPoly(terms)
+	return nz.newPoly(terms)
 }
 
-// normalizer computes normal forms, sharing repeated subexpressions.
+// normalizer computes normal forms, interning them, and remembers each
+// expression's. It is safe for concurrent use.
 type normalizer struct {
-	memo map[unique.Handle[string]]*poly
-	// unitRms records an rms(1, x), which the model equates with
-	// sqrt(square(x)) and the laws do not (see "Why a yes is provable").
+	atoms  sync.Map // atomKey -> *atom
+	monos  sync.Map // monoKey -> *mono
+	polys  sync.Map // the terms' ids -> *poly
+	memo   sync.Map // *Expr -> normalForm
+	lastID atomic.Uint64
+}
+
+// normalForm is an expression's normal form: p, or nil when it is too
+// large. unitRms reports an rms(1, x) in the expression, which the model
+// equates with sqrt(square(x)) and the laws do not (see "Why a yes is
+// provable").
+type normalForm struct {
+	p       *poly
 	unitRms bool
 }
 
-func newNormalizer() *normalizer {
-	return &normalizer{memo: make(map[unique.Handle[string]]*poly)}
-}
+func newNormalizer() *normalizer { return &normalizer{} }
 
 // normal is e's normal form, or errTooLarge.
 func (nz *normalizer) normal(e *Expr) (*poly, error) {
-	if p, ok := nz.memo[e.key]; ok {
-		return p, nil
+	nf := nz.form(e)
+	if nf.p == nil {
+		return nil, errTooLarge
 	}
+	return nf.p, nil
+}
+
+// form is e's normal form, computed once.
+func (nz *normalizer) form(e *Expr) normalForm {
+	if nf, ok := nz.memo.Load(e); ok {
+		return nf.(normalForm)
+	}
+	nf := normalForm{unitRms: e.op == OpRms && e.size == 1}
 	args := make([]*poly, len(e.args))
 	for i, a := range e.args {
-		var err error
-		if args[i], err = nz.normal(a); err != nil {
-			return nil, err
+		af := nz.form(a)
+		nf.unitRms = nf.unitRms || af.unitRms
+		if args[i] = af.p; af.p == nil {
+			nz.memo.Store(e, nf)
+			return nf
 		}
 	}
-	var p *poly
 	var err error
 	switch e.op {
 	case OpVar:
-		p = atomPoly(newAtom(e.name, nil))
+		nf.p = nz.atomPoly(nz.newAtom(e.name, nil))
 	case OpAdd:
-		var terms []*mono
+		var terms []*mono // the operands' terms are sorted: merge them
 		for _, a := range args {
-			terms = append(terms, a.terms...)
+			if len(terms)+len(a.terms) > maxTerms {
+				err = errTooLarge
+				break
+			}
+			terms = mergeSorted(terms, a.terms, compareMonos)
 		}
-		p, err = newPoly(terms)
+		if err == nil {
+			nf.p = nz.sortedPoly(terms)
+		}
 	case OpMul:
-		p = args[0]
+		nf.p = args[0]
 		for _, a := range args[1:] {
-			if p, err = mulPoly(p, a); err != nil {
+			if nf.p, err = nz.mulPoly(nf.p, a); err != nil {
 				break
 			}
 		}
 	case OpDiv:
 		z := args[1]
-		p, err = mapTerms(args[0], func(t *mono) (*mono, error) {
-			den, err := mulDen(t.den, z)
-			return newMono(t.size, t.atoms, den), err
+		nf.p, err = nz.mapTerms(args[0], func(t *mono) (*mono, error) {
+			den, err := nz.mulDen(t.den, z)
+			if err != nil {
+				return nil, err
+			}
+			return nz.newMono(t.size, t.atoms, den), nil
 		})
 	case OpSum:
-		p, err = scale(e.size, args[0])
+		nf.p, err = nz.scale(e.size, args[0])
 	case OpRms:
 		// rms(n, x) = sqrt(sum(n, square(x))).
-		nz.unitRms = nz.unitRms || e.size == 1
 		var sq *poly
-		if sq, err = scale(e.size, atomPoly(newAtom(OpSquare.String(), args))); err == nil {
-			p = atomPoly(newAtom(OpSqrt.String(), []*poly{sq}))
+		if sq, err = nz.scale(e.size, nz.atomPoly(nz.newAtom(OpSquare.String()+"(", args))); err == nil {
+			nf.p = nz.atomPoly(nz.newAtom(OpSqrt.String()+"(", []*poly{sq}))
 		}
 	default: // opaque
-		head := e.op.String()
+		open := e.op.String()
 		if e.op == OpClamp {
-			head += "[" + realKey(e.lo) + ", " + realKey(e.hi) + "]"
+			open += "[" + realKey(e.lo) + ", " + realKey(e.hi) + "]"
 		}
-		p = atomPoly(newAtom(head, args))
+		nf.p = nz.atomPoly(nz.newAtom(open+"(", args))
 	}
 	if err != nil {
-		return nil, err
+		nf.p = nil
 	}
-	nz.memo[e.key] = p
-	return p, nil
+	nz.memo.Store(e, nf)
+	return nf
 }
 
 // realKey writes a clamp bound as the real Z3 reads it, where -0 is 0.
@@ -300,10 +440,13 @@ func realKey(f float64) string {
 }
 
 // scale is sum(n, u).
-func scale(n int, u *poly) (*poly, error) {
-	return mapTerms(u, func(t *mono) (*mono, error) {
+func (nz *normalizer) scale(n int, u *poly) (*poly, error) {
+	return nz.mapTerms(u, func(t *mono) (*mono, error) {
 		size, err := mulSize(n, t.size)
-		return newMono(size, t.atoms, t.den), err
+		if err != nil {
+			return nil, err
+		}
+		return nz.newMono(size, t.atoms, t.den), nil
 	})
 }
 
@@ -318,8 +461,9 @@ const (
 
 // nfIndex decides queries by normal forms (see the comment at the top).
 type nfIndex struct {
+	nz      *normalizer // the targets' and the queries' normal forms
 	pieces  []*poly
-	targets []string // the targets' normal forms' keys
+	targets []*poly // the targets' normal forms
 	// provable reports that a yes is provable: no target has rms(1, x).
 	provable bool
 }
@@ -327,15 +471,14 @@ type nfIndex struct {
 // newNFIndex indexes targets, or returns nil when a normal form is too
 // large.
 func newNFIndex(targets []*Expr) *nfIndex {
-	nz := newNormalizer()
-	ix := &nfIndex{}
-	seen := map[string]bool{}
+	ix := &nfIndex{nz: newNormalizer(), provable: true}
+	seen := map[*poly]bool{}
 	var add func(p *poly)
 	add = func(p *poly) {
-		if seen[p.key] {
+		if seen[p] {
 			return
 		}
-		seen[p.key] = true
+		seen[p] = true
 		ix.pieces = append(ix.pieces, p)
 		for _, t := range p.terms {
 			if t.den != nil {
@@ -349,14 +492,14 @@ func newNFIndex(targets []*Expr) *nfIndex {
 		}
 	}
 	for _, t := range targets {
-		p, err := nz.normal(t)
-		if err != nil {
+		nf := ix.nz.form(t)
+		if nf.p == nil {
 			return nil
 		}
-		ix.targets = append(ix.targets, p.key)
-		add(p)
+		ix.targets = append(ix.targets, nf.p)
+		ix.provable = ix.provable && !nf.unitRms
+		add(nf.p)
 	}
-	ix.provable = !nz.unitRms
 	return ix
 }
 
@@ -366,19 +509,18 @@ func (ix *nfIndex) decide(q *Expr) verdict {
 	if ix == nil {
 		return maybe
 	}
-	nz := newNormalizer()
-	p, err := nz.normal(q)
-	if err != nil {
+	nf := ix.nz.form(q)
+	if nf.p == nil {
 		return maybe
 	}
 	v := no
 	for _, w := range ix.pieces {
-		v = max(v, within(p, w))
+		v = max(v, within(nf.p, w))
 		if v == yes {
 			break
 		}
 	}
-	if v == yes && (!ix.provable || nz.unitRms) {
+	if v == yes && (!ix.provable || nf.unitRms) {
 		return maybe
 	}
 	return v
@@ -391,21 +533,22 @@ func (ix *nfIndex) equalsTarget(q *Expr) verdict {
 	if ix == nil {
 		return maybe
 	}
-	p, err := newNormalizer().normal(q)
-	if err != nil {
+	p := ix.nz.form(q).p
+	if p == nil {
 		return maybe
 	}
-	if slices.Contains(ix.targets, p.key) {
+	if slices.Contains(ix.targets, p) {
 		return yes
 	}
 	return no
 }
 
-// within reports whether q·c ⊆ w for some cofactor c.
+// within reports whether q·c ⊆ w for some cofactor c. The cofactors and
+// their products are not interned.
 func within(q, w *poly) verdict {
 	v := no
 	for i, t := range w.terms {
-		if i > 0 && t.key == w.terms[i-1].key {
+		if i > 0 && t == w.terms[i-1] {
 			continue // the same cofactor again
 		}
 		c, cv := quotient(t, q.terms[0])
@@ -425,16 +568,21 @@ func within(q, w *poly) verdict {
 // timesWithin reports whether the monomials q₁·c, …, qᵢ·c are distinct
 // members of w.
 func timesWithin(q *poly, c *mono, w *poly) (bool, error) {
-	qc, err := mapTerms(q, func(t *mono) (*mono, error) { return mulMono(t, c) })
+	var nz *normalizer // not interned
+	qc, err := nz.mapTerms(q, func(t *mono) (*mono, error) { return nz.mulMono(t, c) })
 	if err != nil {
 		return false, err
 	}
 	j := 0
 	for _, t := range qc.terms { // both sorted: a merge
-		for j < len(w.terms) && w.terms[j].key < t.key {
+		order := -1
+		for j < len(w.terms) {
+			if order = compareMonos(w.terms[j], t); order >= 0 {
+				break
+			}
 			j++
 		}
-		if j == len(w.terms) || w.terms[j].key != t.key {
+		if order != 0 {
 			return false, nil
 		}
 		j++
@@ -443,7 +591,8 @@ func timesWithin(q *poly, c *mono, w *poly) (bool, error) {
 }
 
 // quotient finds the cofactor c with s·c = t: yes with c, no when there is
-// none, maybe when it would divide sums of several monomials.
+// none, maybe when it would divide sums of several monomials. c is not
+// interned.
 func quotient(t, s *mono) (*mono, verdict) {
 	if t.size%s.size != 0 {
 		return nil, no
@@ -456,7 +605,8 @@ func quotient(t, s *mono) (*mono, verdict) {
 	if v != yes {
 		return nil, v
 	}
-	return newMono(t.size/s.size, atoms, den), yes
+	var nz *normalizer
+	return nz.newMono(t.size/s.size, atoms, den), yes
 }
 
 // denQuotient finds the denominator z with s·z = t (nil being none). z is a
@@ -467,7 +617,7 @@ func denQuotient(t, s *poly) (*poly, verdict) {
 		return t, yes
 	case t == nil:
 		return nil, no
-	case s.key == t.key:
+	case s == t: // both are interned
 		return nil, yes
 	case len(s.terms) == 1:
 		// z is t with s divided out of each monomial.
@@ -482,7 +632,8 @@ func denQuotient(t, s *poly) (*poly, verdict) {
 			}
 			terms[i] = zi
 		}
-		z, err := newPoly(terms) // no larger than t
+		var nz *normalizer
+		z, err := nz.newPoly(terms) // no larger than t
 		if err != nil {
 			return nil, maybe
 		}
@@ -499,7 +650,7 @@ func subtractAtoms(big, small []*atom) ([]*atom, bool) {
 	rest := make([]*atom, 0, len(big)-min(len(small), len(big)))
 	i := 0
 	for _, a := range big {
-		if i < len(small) && small[i].key == a.key {
+		if i < len(small) && small[i] == a {
 			i++
 		} else {
 			rest = append(rest, a)

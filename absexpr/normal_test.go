@@ -14,7 +14,7 @@ func normalKey(t testing.TB, e *Expr) string {
 	if err != nil {
 		t.Fatalf("normal(%s): %v", e, err)
 	}
-	return p.key
+	return p.String()
 }
 
 func TestNormalForms(t *testing.T) {

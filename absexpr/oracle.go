@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,7 @@ type Oracle struct {
 	laws    []parsedAxiom
 	opts    Options
 
-	cache  sync.Map // unique.Handle[string] -> bool
+	cache  sync.Map // *Expr -> bool
 	flight singleflight.Group
 	pool   proverPool
 
@@ -150,17 +151,17 @@ func (o *Oracle) Targets() []*Expr { return slices.Clone(o.targets) }
 // answers are not cached.
 func (o *Oracle) IsSubexpr(e *Expr) (bool, error) {
 	o.queries.Add(1)
-	if v, ok := o.cache.Load(e.key); ok {
+	if v, ok := o.cache.Load(e); ok {
 		o.cacheHits.Add(1)
 		return v.(bool), nil
 	}
-	v, err, _ := o.flight.Do(e.Key(), func() (any, error) {
-		if v, ok := o.cache.Load(e.key); ok { // answered while we waited
+	v, err, _ := o.flight.Do(strconv.FormatUint(e.id, 36), func() (any, error) {
+		if v, ok := o.cache.Load(e); ok { // answered while we waited
 			return v, nil
 		}
 		ok, err := o.decide(e)
 		if err == nil {
-			o.cache.Store(e.key, ok)
+			o.cache.Store(e, ok)
 		}
 		return ok, err
 	})
@@ -216,7 +217,7 @@ func (o *Oracle) prove(e *Expr) (z3.Result, error) {
 		r = z3.Unknown
 	case err != nil:
 		o.pool.discard(p) // its state is unknown after a Z3 error
-		return z3.Unknown, fmt.Errorf("absexpr: Z3 on %s: %w", e, err)
+		return z3.Unknown, fmt.Errorf("absexpr: Z3 on %s: %w", e.abbrev(), err)
 	default:
 		o.pool.put(p)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
-	"unique"
 
 	"github.com/mirage-go/mirage/absexpr/z3"
 )
@@ -22,7 +21,7 @@ type prover struct {
 	decls  [numOps]z3.FuncDecl
 	sub    z3.FuncDecl // S: "is a subexpression of a target"
 	query  *z3.Arena   // reused by every query, released after it
-	memo   map[unique.Handle[string]]z3.AST
+	memo   map[*Expr]z3.AST
 }
 
 func newProver(targets []*Expr, laws []parsedAxiom, opts z3.SolverOptions) (*prover, error) {
@@ -30,7 +29,7 @@ func newProver(targets []*Expr, laws []parsedAxiom, opts z3.SolverOptions) (*pro
 	if err != nil {
 		return nil, err
 	}
-	p := &prover{ctx: ctx, query: ctx.NewArena(), memo: make(map[unique.Handle[string]]z3.AST)}
+	p := &prover{ctx: ctx, query: ctx.NewArena(), memo: make(map[*Expr]z3.AST)}
 	if err := p.init(targets, laws, opts); err != nil {
 		p.close()
 		return nil, err
@@ -138,7 +137,7 @@ func (p *prover) check(e *Expr) (z3.Result, error) {
 // encode builds e in arena a. add and mul nest to the right in their
 // canonical operand order.
 func (p *prover) encode(a *z3.Arena, e *Expr) z3.AST {
-	if x, ok := p.memo[e.key]; ok {
+	if x, ok := p.memo[e]; ok {
 		return x
 	}
 	var x z3.AST
@@ -163,7 +162,7 @@ func (p *prover) encode(a *z3.Arena, e *Expr) z3.AST {
 		}
 		x = a.App(p.decls[e.op], args...)
 	}
-	p.memo[e.key] = x
+	p.memo[e] = x
 	return x
 }
 
