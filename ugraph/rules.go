@@ -42,6 +42,16 @@ func opErr(k OpKind, in []Shape, format string, args ...any) error {
 // (the levels derive them from maps and block graphs), and InferShape
 // rejects them.
 func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
+	out, err := inferShape(k, a, in, dimx)
+	if err == nil && !out.Valid() {
+		// Broadcast, matmul and concat can make a result larger than
+		// either operand.
+		return Shape{}, opErr(k, in, "%v", out.tooLarge())
+	}
+	return out, err
+}
+
+func inferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 	info := k.Info()
 	if info.Arity >= 0 && len(in) != info.Arity {
 		return Shape{}, opErr(k, in, "takes %d operands, got %d", info.Arity, len(in))

@@ -82,6 +82,12 @@ func TestInferShape(t *testing.T) {
 		{op: OpForloopAccum, attr: Attr{Accum: AccumSumToDimx}, in: []Shape{s(1, 64, 96)}, dimx: 64, err: "dim 2 (96) is not a multiple of reduction_dimx 64"},
 		{op: OpForloopAccum, attr: Attr{Accum: numAccums}, in: []Shape{s(4)}, err: "unknown accumulator"},
 
+		// Results past the element limit, from operands within it.
+		{op: OpAdd, in: []Shape{s(1<<30, 1), s(1, 1<<30)}, err: "add([1073741824, 1], [1, 1073741824]): shape [1073741824, 1073741824] has more than 2^48 elements"},
+		{op: OpMatmul, in: []Shape{s(1<<30, 4), s(4, 1<<30)}, err: "more than 2^48 elements"},
+		{op: OpConcat, attr: Attr{Dim: 0}, in: []Shape{s(3<<27, 1<<19), s(3<<27, 1<<19)}, err: "more than 2^48 elements"},
+		{op: OpMatmul, in: []Shape{s(1<<17, 4), s(4, 1<<30)}, want: s(1<<17, 1<<30)},
+
 		// Operators without a rule of their own.
 		{op: OpInput, in: nil, err: "no shape rule"},
 		{op: OpCustomized, in: []Shape{s(4)}, err: "no shape rule"},

@@ -2,7 +2,7 @@ package ugraph
 
 import (
 	"fmt"
-	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 )
@@ -22,12 +22,22 @@ type Shape struct {
 	dims [MaxRank]int32
 }
 
-// MaxDim bounds a single extent so that element counts of a rank-4 tensor
-// stay far from overflowing an int.
+// MaxDim bounds a single extent.
 const MaxDim = 1 << 30
 
+// MaxElements bounds the number of elements of one tensor: 2^48, 512 TiB
+// of fp16, more than any device holds. Four extents of up to MaxDim could
+// multiply to 2^120; the bound keeps every size that code derives from a
+// shape exact in an int64, with room to spare: element counts, strides,
+// offsets (each index times its stride is below the element count), and
+// bytes at up to 8 bytes an element (2^51, which a float64 also holds
+// exactly). Every valid Shape obeys it; the shape rules reject results
+// that would not.
+const MaxElements = 1 << 48
+
 // NewShape returns the shape with the given extents. It fails unless
-// 1 <= len(dims) <= MaxRank and every extent is in [1, MaxDim].
+// 1 <= len(dims) <= MaxRank, every extent is in [1, MaxDim], and the
+// shape has at most MaxElements elements.
 func NewShape(dims ...int) (Shape, error) {
 	var s Shape
 	if len(dims) == 0 || len(dims) > MaxRank {
@@ -40,7 +50,29 @@ func NewShape(dims ...int) (Shape, error) {
 		s.dims[i] = int32(d)
 	}
 	s.rank = uint8(len(dims))
+	if _, ok := s.elements(); !ok {
+		return Shape{}, s.tooLarge()
+	}
 	return s, nil
+}
+
+// tooLarge is the error for a shape with more than MaxElements elements.
+func (s Shape) tooLarge() error {
+	return fmt.Errorf("shape %v has more than 2^48 elements, the limit of one tensor", s)
+}
+
+// elements returns the product of the extents, and false when it exceeds
+// MaxElements (checked at every step, so it never wraps).
+func (s Shape) elements() (int, bool) {
+	n := uint64(1)
+	for i := 0; i < int(s.rank); i++ {
+		hi, lo := bits.Mul64(n, uint64(s.dims[i]))
+		if hi != 0 || lo > MaxElements {
+			return 0, false
+		}
+		n = lo
+	}
+	return int(n), true
 }
 
 // MustShape is NewShape for shapes known to be valid (tests, constants).
@@ -98,6 +130,8 @@ func (s Shape) Dims() []int {
 }
 
 // WithDim returns s with dimension i set to v. v must be in [1, MaxDim].
+// The result may have more than MaxElements elements, and then is not
+// Valid: the shape rules that grow a shape check their result.
 func (s Shape) WithDim(i, v int) Shape {
 	_ = s.Dim(i)
 	if v < 1 || v > MaxDim {
@@ -107,16 +141,25 @@ func (s Shape) WithDim(i, v int) Shape {
 	return s
 }
 
-// NumElements is the product of the extents.
+// NumElements is the product of the extents, at most MaxElements for a
+// valid shape. It panics on a shape with more (which is not valid), rather
+// than return a product that has wrapped around.
 func (s Shape) NumElements() int {
-	n := 1
-	for i := 0; i < int(s.rank); i++ {
-		n *= int(s.dims[i])
+	n, ok := s.elements()
+	if !ok {
+		panic("ugraph: NumElements of " + s.tooLarge().Error())
 	}
 	return n
 }
 
-// Strides returns the row-major strides, in elements.
+// Bytes is the size of a tensor of shape s whose elements take elemSize
+// bytes, saturating as MulSize does.
+func (s Shape) Bytes(elemSize int) int64 {
+	return MulSize(int64(s.NumElements()), int64(elemSize))
+}
+
+// Strides returns the row-major strides, in elements. Each is at most
+// NumElements, so none overflows.
 func (s Shape) Strides() []int {
 	st := make([]int, s.rank)
 	acc := 1
@@ -127,7 +170,8 @@ func (s Shape) Strides() []int {
 	return st
 }
 
-// Valid reports whether s has a rank in [1, MaxRank] and positive extents.
+// Valid reports whether s has a rank in [1, MaxRank], positive extents and
+// at most MaxElements elements.
 func (s Shape) Valid() bool {
 	if s.rank < 1 || s.rank > MaxRank {
 		return false
@@ -137,7 +181,8 @@ func (s Shape) Valid() bool {
 			return false
 		}
 	}
-	return true
+	_, ok := s.elements()
+	return ok
 }
 
 // String formats s as "[16, 4096]".
@@ -154,14 +199,19 @@ func (s Shape) String() string {
 	return b.String()
 }
 
-// MulDim returns s with dimension i multiplied by f, failing on overflow of
-// MaxDim (a grid that makes a device tensor too large).
+// MulDim returns s with dimension i multiplied by f, failing when the
+// extent would exceed MaxDim or the shape MaxElements (a grid that makes a
+// device tensor too large).
 func (s Shape) MulDim(i, f int) (Shape, error) {
-	v := int64(s.Dim(i)) * int64(f)
-	if f < 1 || v > MaxDim || v > math.MaxInt32 {
+	// f is checked alone first: a product with a huge f could wrap.
+	if f < 1 || f > MaxDim || s.Dim(i)*f > MaxDim {
 		return s, fmt.Errorf("dim %d of %v times %d is out of range", i, s, f)
 	}
-	return s.WithDim(i, int(v)), nil
+	m := s.WithDim(i, s.Dim(i)*f)
+	if !m.Valid() {
+		return s, fmt.Errorf("dim %d of %v times %d: %v", i, s, f, m.tooLarge())
+	}
+	return m, nil
 }
 
 // DivDim returns s with dimension i divided by f, failing unless f divides it.

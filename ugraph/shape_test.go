@@ -2,6 +2,7 @@ package ugraph
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -18,6 +19,13 @@ func TestNewShape(t *testing.T) {
 		{[]int{16, 0}, false},
 		{[]int{-1}, false},
 		{[]int{MaxDim + 1}, false},
+		// Element counts: 2^48 is the limit; products past it, including
+		// those that wrap an int64 to 0 (2^120) or below it (2^62·4), fail.
+		{[]int{1 << 24, 1 << 24}, true},
+		{[]int{1 << 24, 1 << 24, 2}, false},
+		{[]int{1 << 30, 1 << 30, 4}, false},
+		{[]int{1 << 30, 1 << 30, 1 << 30, 1 << 30}, false},
+		{[]int{MaxDim, MaxDim, MaxDim, MaxDim}, false},
 	}
 	for _, tt := range tests {
 		s, err := NewShape(tt.dims...)
@@ -51,11 +59,72 @@ func TestShapeOps(t *testing.T) {
 	if _, err := x.MulDim(2, MaxDim); err == nil {
 		t.Error("MulDim overflow should fail")
 	}
+	if m, err := x.MulDim(0, 1<<62+1); err == nil { // 2·(2^62+1) wraps to 2
+		t.Errorf("MulDim by 2^62+1 = %v", m)
+	}
 	if MustShape(4, 4) == MustShape(4, 4, 1) {
 		t.Error("shapes of different rank compare equal")
 	}
 	if (Shape{}).Valid() {
 		t.Error("zero Shape is valid")
+	}
+	if b := x.Bytes(2); b != 2*2*256*4096 {
+		t.Errorf("Bytes(2) = %d", b)
+	}
+}
+
+// TestSizeLimit: a shape at the element limit has exact sizes; a grid that
+// would take it past the limit is refused.
+func TestSizeLimit(t *testing.T) {
+	x := MustShape(1<<18, 1<<30)
+	if n := x.NumElements(); n != MaxElements {
+		t.Errorf("NumElements = %d, want %d", n, MaxElements)
+	}
+	if st := x.Strides(); st[0] != 1<<30 {
+		t.Errorf("Strides = %v", st)
+	}
+	if b := x.Bytes(8); b != 8*MaxElements {
+		t.Errorf("Bytes(8) = %d", b)
+	}
+	if _, err := x.MulDim(0, 2); err == nil || !strings.Contains(err.Error(), "more than 2^48 elements") {
+		t.Errorf("MulDim past the limit: err = %v", err)
+	}
+}
+
+func TestNumElementsPanicsPastTheLimit(t *testing.T) {
+	big := MustShape(1<<18, 1<<30).WithDim(0, 1<<30) // 2^60 elements
+	if big.Valid() {
+		t.Fatalf("%v is valid", big)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("NumElements of a shape past the limit did not panic")
+		}
+	}()
+	_ = big.NumElements()
+}
+
+func TestSizeArithmetic(t *testing.T) {
+	const max = math.MaxInt64
+	tests := []struct {
+		a, b     int64
+		add, mul int64
+	}{
+		{0, 0, 0, 0},
+		{3, 4, 7, 12},
+		{1 << 51, 1 << 12, 1<<51 + 1<<12, max}, // 2^63 saturates
+		{max, 1, max, max},
+		{max, max, max, max},
+		{1 << 62, 1 << 62, max, max},
+		{1 << 31, 1 << 31, 1 << 32, 1 << 62},
+	}
+	for _, tt := range tests {
+		if got := AddSize(tt.a, tt.b); got != tt.add {
+			t.Errorf("AddSize(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.add)
+		}
+		if got := MulSize(tt.a, tt.b); got != tt.mul {
+			t.Errorf("MulSize(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.mul)
+		}
 	}
 }
 

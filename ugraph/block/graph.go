@@ -125,11 +125,14 @@ func (g *Graph) Reset(grid, threads Dim3, forloopRange, reductionDimx int) error
 	if threads.Count() > MaxThreads {
 		return fmt.Errorf("block_dim %v: %d threads, at most %d", threads, threads.Count(), MaxThreads)
 	}
-	if forloopRange < 1 {
-		return fmt.Errorf("forloop_range %d, want >= 1", forloopRange)
+	// Both stand for extents: the loop walks a dim in F steps, and an
+	// accumulator divides by F times a dim; bounding them like extents
+	// keeps such products exact.
+	if forloopRange < 1 || forloopRange > ugraph.MaxDim {
+		return fmt.Errorf("forloop_range %d, want 1 to %d", forloopRange, ugraph.MaxDim)
 	}
-	if reductionDimx < 1 {
-		return fmt.Errorf("reduction_dimx %d, want >= 1", reductionDimx)
+	if reductionDimx < 1 || reductionDimx > ugraph.MaxDim {
+		return fmt.Errorf("reduction_dimx %d, want 1 to %d", reductionDimx, ugraph.MaxDim)
 	}
 	*g = Graph{Grid: grid, Threads: threads, ForloopRange: forloopRange, ReductionDimx: reductionDimx,
 		Tensors: g.Tensors[:0], Ops: g.Ops[:0]}

@@ -36,6 +36,9 @@ func TestNewChecksLaunchParameters(t *testing.T) {
 		{Dim3{1, 1, 1}, Dim3{1 << 32, 1 << 32, 1}, 1, 64, "axis 0 is 4294967296"},
 		{Dim3{1, 1, 1}, Dim3{128, 1, 1}, 0, 64, "forloop_range 0"},
 		{Dim3{1, 1, 1}, Dim3{128, 1, 1}, 4, 0, "reduction_dimx 0"},
+		// F·n (an accumulator's count) must not wrap around.
+		{Dim3{1, 1, 1}, Dim3{128, 1, 1}, 1 << 40, 64, "forloop_range 1099511627776, want 1 to 1073741824"},
+		{Dim3{1, 1, 1}, Dim3{128, 1, 1}, 4, 1 << 40, "reduction_dimx 1099511627776"},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.grid, tt.threads, tt.f, tt.dimx)

@@ -21,7 +21,7 @@ type Tensor struct {
 }
 
 // Bytes is the tensor's size in device memory.
-func (t Tensor) Bytes() int { return t.Shape.NumElements() * t.DType.Size() }
+func (t Tensor) Bytes() int { return int(t.Shape.Bytes(t.DType.Size())) }
 
 // Op is one kernel operator: an input, a pre-defined op (one output), or a
 // customized op (one output per output op of its block graph).
