@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
+
+// DefaultMaxBytes is the memory that Run may take: memlimit.Default.
+const DefaultMaxBytes = memlimit.Default
 
 // Run evaluates g on inputs, one per input of g (g.Inputs()) with the same
 // shape, and returns one tensor per output of g (g.Outputs), in order. It
@@ -14,10 +18,19 @@ import (
 //
 // Run accepts only a graph that the kernel and block builders would build
 // op by op (see check); anything else is an error, as are inputs that do not
-// match.
+// match. It refuses, before allocating, a graph whose evaluation needs more
+// than DefaultMaxBytes (see Memory), with a *memlimit.Error.
 func Run(g *kernel.Graph, inputs []*Tensor) ([]*Tensor, error) {
+	return RunWithin(g, inputs, DefaultMaxBytes)
+}
+
+// RunWithin is Run with a bound of limit bytes on the memory it takes.
+func RunWithin(g *kernel.Graph, inputs []*Tensor, limit int64) ([]*Tensor, error) {
 	if err := kernel.Validate(g); err != nil {
 		return nil, fmt.Errorf("interp: invalid graph: %w", err)
+	}
+	if err := CheckMemory(g, limit); err != nil {
+		return nil, fmt.Errorf("interp: %w", err)
 	}
 	ids := g.Inputs()
 	if len(inputs) != len(ids) {
