@@ -21,7 +21,7 @@ func LazyMismatch(g *kernel.Graph, seed uint64, t, limit int) error {
 	for k, want := range p.run(tr) {
 		step := max(1, len(want.v)/limit)
 		for idx := 0; idx < len(want.v); idx += step {
-			if got, w := l.at(int(g.Outputs[k]), idx), want.v[idx]; got != w {
+			if got, w := l.value(int(g.Outputs[k]), idx), want.v[idx]; got != w {
 				return fmt.Errorf("output %d at %d: lazy %v, dense %v", k, idx, got, w)
 			}
 		}

@@ -12,6 +12,12 @@ import (
 // element needs, each computed once (memoised per tensor or tile, block,
 // iteration and index). Its results equal the dense evaluator's, element
 // for element; the fast path of the verifier relies on that.
+//
+// An element's operands are demanded by recursion, at most maxDepth deep:
+// the graphs the search builds are a few dozen ops deep, but a graph read
+// from a file may be a chain of a million ops, too deep for the Go stack.
+// A demand met deeper is deferred: value computes it first, from a stack
+// of its own, and asks again.
 type lazy struct {
 	p  *plan
 	tr *trial
@@ -31,6 +37,22 @@ type lazy struct {
 	// elements of a matmul read the same row of one operand (rows of an
 	// attention score tile share a row of Q), which this saves rehashing.
 	last []strip
+	// depth is the number of demands being computed on the Go stack;
+	// deferred holds those met at maxDepth, for value to compute first.
+	depth    int
+	deferred []demand
+}
+
+// maxDepth bounds the demands on the Go stack at once (each takes a few
+// frames): deeper than the graphs the search builds, so that their values
+// are computed once, and far from what a goroutine's stack holds.
+const maxDepth = 256
+
+// demand is an element to compute: element idx of kernel tensor t when
+// s.bp is nil, else of tile t at site s.
+type demand struct {
+	s      site
+	t, idx int
 }
 
 type strip struct {
@@ -49,14 +71,19 @@ type pageKey struct {
 // page holds the values of one tensor or tile computed so far, in chunks
 // allocated when first written (a demand touches few of them).
 type page struct {
+	size   int // values in the page
 	chunks []*chunk
 }
 
 const chunkBits = 10 // a chunk holds 1 << chunkBits values
 
+// chunk holds 1 << chunkBits values of a page, or what is left of the page
+// in its last chunk: a page of a small tile or tensor takes its size, not a
+// whole chunk (a chain of tiny tensors would take a hundred times more
+// memory than a dense evaluation).
 type chunk struct {
-	v   [1 << chunkBits]elem
-	has [1 << chunkBits / 64]uint64 // bit i: v[i] is computed
+	v   []elem
+	has []uint64 // bit i: v[i] is computed
 }
 
 // newLazy returns a demand-driven evaluator of p on draw tr that computes
@@ -70,7 +97,7 @@ func newLazy(p *plan, tr *trial, budget int) *lazy {
 }
 
 func newPage(size int) *page {
-	return &page{chunks: make([]*chunk, (size+1<<chunkBits-1)>>chunkBits)}
+	return &page{size: size, chunks: make([]*chunk, (size+1<<chunkBits-1)>>chunkBits)}
 }
 
 // tensorPage returns the page of kernel tensor t.
@@ -129,7 +156,8 @@ func (l *lazy) remember(pg *page, i int, v elem) {
 	}
 	c := pg.chunks[i>>chunkBits]
 	if c == nil {
-		c = new(chunk)
+		n := min(1<<chunkBits, pg.size-i&^(1<<chunkBits-1))
+		c = &chunk{v: make([]elem, n), has: make([]uint64, (n+63)/64)}
 		pg.chunks[i>>chunkBits] = c
 	}
 	i &= 1<<chunkBits - 1
@@ -151,6 +179,54 @@ func (bp *blockPlan) blockIndex(b block.Dim3) int32 {
 	return int32(b[0] + bp.g.Grid[0]*(b[1]+bp.g.Grid[1]*b[2]))
 }
 
+// value returns element idx of kernel tensor t: the demand of the caller
+// from outside, which runs the deferred demands. A value computed while a
+// demand under it was deferred stands on a placeholder (zero) and is not
+// remembered, so asking again recomputes it, this time from remembered
+// operands; the deferred demands are computed first, each as deep as
+// maxDepth and deferring in turn what lies deeper. Each ask that defers
+// something moves at least one demand onto the stack, and each demand there
+// is computed once, so the loop ends.
+func (l *lazy) value(t, idx int) elem {
+	stack := []demand{{t: t, idx: idx}}
+	for {
+		d := stack[len(stack)-1]
+		l.deferred = l.deferred[:0]
+		var v elem
+		if d.s.bp == nil {
+			v = l.at(d.t, d.idx)
+		} else {
+			v = l.tile(d.s, d.t, d.idx)
+		}
+		if len(l.deferred) > 0 {
+			stack = append(stack, l.deferred...)
+			continue
+		}
+		if stack = stack[:len(stack)-1]; len(stack) == 0 {
+			return v
+		}
+	}
+}
+
+// descend begins computing demand d, which is not remembered. Past maxDepth
+// it defers d instead and returns false; the caller then returns a
+// placeholder.
+func (l *lazy) descend(d demand) (mark int, ok bool) {
+	if l.depth == maxDepth {
+		l.deferred = append(l.deferred, d)
+		return 0, false
+	}
+	l.depth++
+	return len(l.deferred), true
+}
+
+// ascend ends the demand that descend began, and reports whether its value
+// is exact: no demand under it was deferred.
+func (l *lazy) ascend(mark int) bool {
+	l.depth--
+	return len(l.deferred) == mark
+}
+
 // at returns element idx of kernel tensor t.
 func (l *lazy) at(t, idx int) elem {
 	p := l.p
@@ -161,13 +237,19 @@ func (l *lazy) at(t, idx int) elem {
 	if v, ok := pg.get(idx); ok {
 		return v
 	}
+	mark, ok := l.descend(demand{t: t, idx: idx})
+	if !ok {
+		return elem{}
+	}
 	var v elem
 	if i := p.producer[t]; p.blocks[i] != nil {
 		v = l.customizedAt(i, p.result[t], idx)
 	} else {
 		v = l.element(site{kop: i, op: i}, idx)
 	}
-	l.remember(pg, idx, v)
+	if l.ascend(mark) {
+		l.remember(pg, idx, v)
+	}
 	return v
 }
 
@@ -211,13 +293,19 @@ func (l *lazy) tile(s site, t, idx int) elem {
 	if v, ok := pg.get(idx); ok {
 		return v
 	}
+	mark, ok := l.descend(demand{s: s, t: t, idx: idx})
+	if !ok {
+		return elem{}
+	}
 	var v elem
 	if op.Kind == ugraph.OpForloopAccum {
 		v = l.accum(s, op, idx)
 	} else {
 		v = l.element(s, idx)
 	}
-	l.remember(pg, idx, v)
+	if l.ascend(mark) {
+		l.remember(pg, idx, v)
+	}
 	return v
 }
 
@@ -353,7 +441,11 @@ func (l *lazy) group(s site, grp int, compute func() elem) elem {
 	if v, ok := l.groups[key][grp]; ok {
 		return v
 	}
+	mark := len(l.deferred)
 	v := compute()
+	if len(l.deferred) != mark {
+		return v // a placeholder: see value
+	}
 	if l.computed++; l.computed > l.budget {
 		panic(errBudget)
 	}

@@ -273,7 +273,7 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 				continue
 			}
 			idx := pos[i][s]
-			got := l.at(int(id), idx)
+			got := l.value(int(id), idx)
 			failed := false
 			for j := range v.outputs {
 				if m.ok[i][j] && got != v.prints[0][j].v[idx] {
