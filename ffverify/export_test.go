@@ -17,7 +17,7 @@ func LazyMismatch(g *kernel.Graph, seed uint64, t, limit int) error {
 		return err
 	}
 	tr := p.trial(seed, t)
-	l := newLazy(p, tr, math.MaxInt)
+	l := newLazy(p, tr, math.MaxInt, int(p.denseSize()))
 	for k, want := range p.run(tr) {
 		step := max(1, len(want.v)/limit)
 		for idx := 0; idx < len(want.v); idx += step {

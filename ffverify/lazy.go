@@ -88,11 +88,11 @@ type chunk struct {
 
 // newLazy returns a demand-driven evaluator of p on draw tr that computes
 // at most budget values (memoised ones; the products inside a matmul and
-// the reads of inputs do not count), in pages of at most p.denseSize()
-// elements in all.
-func newLazy(p *plan, tr *trial, budget int) *lazy {
+// the reads of inputs do not count), in pages of at most room elements in
+// all.
+func newLazy(p *plan, tr *trial, budget, room int) *lazy {
 	return &lazy{p: p, tr: tr, pages: map[pageKey]*page{}, groups: map[pageKey]map[int]elem{},
-		budget: budget, room: p.denseSize(), last: make([]strip, len(tr.inputs)),
+		budget: budget, room: room, last: make([]strip, len(tr.inputs)),
 		tensors: make([]*page, len(p.g.Tensors))}
 }
 

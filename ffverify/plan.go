@@ -129,33 +129,33 @@ func newBlockPlan(g *block.Graph, base int) *blockPlan {
 
 // denseSize is the number of values a dense evaluation computes: every
 // element of every live kernel result, and of every tile of every block (per
-// iteration, for tiles in the for-loop).
-func (p *plan) denseSize() int {
-	n := 0
+// iteration, for tiles in the for-loop). It saturates (ugraph.AddSize).
+func (p *plan) denseSize() int64 {
+	var n int64
 	for i, op := range p.g.Ops {
 		if !p.live[i] || op.Kind == ugraph.OpInput {
 			continue
 		}
 		if bp := p.blocks[i]; bp != nil {
-			n += bp.g.Grid.Count() * bp.tileValues()
+			n = ugraph.AddSize(n, ugraph.MulSize(int64(bp.g.Grid.Count()), bp.tileValues()))
 			continue
 		}
-		n += p.g.Tensors[op.Out[0]].Shape.NumElements()
+		n = ugraph.AddSize(n, int64(p.g.Tensors[op.Out[0]].Shape.NumElements()))
 	}
 	return n
 }
 
 // tileValues is the number of tile elements one block computes.
-func (bp *blockPlan) tileValues() int {
-	n := 0
+func (bp *blockPlan) tileValues() int64 {
+	var n int64
 	for _, i := range bp.loop {
 		if op := &bp.g.Ops[i]; op.Kind != ugraph.OpForloopAccum {
-			n += bp.g.ForloopRange * bp.g.Tensors[op.Out].Shape.NumElements()
+			n = ugraph.AddSize(n, ugraph.MulSize(int64(bp.g.ForloopRange), int64(bp.g.Tensors[op.Out].Shape.NumElements())))
 		}
 	}
 	for _, i := range bp.post {
 		if op := &bp.g.Ops[i]; op.Kind != ugraph.OpOutput {
-			n += bp.g.Tensors[op.Out].Shape.NumElements()
+			n = ugraph.AddSize(n, int64(bp.g.Tensors[op.Out].Shape.NumElements()))
 		}
 	}
 	return n

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 	"github.com/mirage-go/mirage/ugraph/layout"
@@ -42,14 +43,28 @@ type Options struct {
 	// SharedInputs bounds the input elements, over all draws, that the
 	// Verifier materialises once and shares between candidates, rather
 	// than computing them in every full check: if the program's inputs
-	// have more, none are shared. 0 means DefaultSharedInputs; negative,
-	// none.
+	// have more, or sharing them would exceed MaxBytes, none are shared.
+	// 0 means DefaultSharedInputs; negative, none.
 	SharedInputs int
+	// MaxBytes bounds the memory that evaluations take: what a Verifier
+	// keeps (the program's outputs on every draw, shared inputs) plus what
+	// the draws being evaluated at once hold. New, Equivalent and a
+	// Verifier's methods refuse, before allocating, a graph whose draw
+	// alone would exceed it, with a *memlimit.Error saying how much it
+	// needs; fewer draws run in parallel when more would exceed it. 0 means
+	// memlimit.Default (4 GiB).
+	MaxBytes int64
 }
 
 func (o Options) normalized() (Options, error) {
 	if o.Trials < 0 {
 		return o, fmt.Errorf("ffverify: %d trials", o.Trials)
+	}
+	if o.MaxBytes < 0 {
+		return o, fmt.Errorf("ffverify: MaxBytes %d", o.MaxBytes)
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = memlimit.Default
 	}
 	if o.Trials == 0 {
 		o.Trials = DefaultTrials
@@ -76,11 +91,16 @@ type Verifier struct {
 	// then copy tiles rather than hash every element they read, and no
 	// longer fill fresh memory with a weight each.
 	dense [][]func() *tensor
+	// held is the memory that prints and dense take (or will, once the
+	// inputs are materialised), in bytes.
+	held int64
 }
 
-// New evaluates program on every draw (in parallel) and returns a Verifier
-// for it. It fails if the program is not a valid μGraph: one that the
-// kernel and block builders would build op by op, with at least one output.
+// New evaluates program on every draw (in parallel, as many draws at once
+// as Options.MaxBytes allows) and returns a Verifier for it. It fails if
+// the program is not a valid μGraph: one that the kernel and block builders
+// would build op by op, with at least one output; or if its outputs on
+// every draw and one draw's evaluation would not fit in Options.MaxBytes.
 func New(program *kernel.Graph, opts Options) (*Verifier, error) {
 	opts, err := opts.normalized()
 	if err != nil {
@@ -90,31 +110,47 @@ func New(program *kernel.Graph, opts Options) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
-	v := &Verifier{opts: opts, prints: make([][]*tensor, opts.Trials)}
-	for _, id := range program.Inputs() {
-		v.inputs = append(v.inputs, program.Tensors[id].Shape)
-	}
-	for _, id := range program.Outputs {
-		v.outputs = append(v.outputs, program.Tensors[id].Shape)
-	}
+	v := newVerifier(p, opts)
+	out := p.outputBytes()
+	v.held = ugraph.MulSize(int64(opts.Trials), out)
 	v.shareInputs(p)
-	var wg sync.WaitGroup
-	for t := range opts.Trials {
-		wg.Go(func() { v.prints[t] = p.run(v.trial(p, t)) })
+	// A draw's outputs are in held from the start.
+	u := p.memory(v.dense != nil)
+	w, err := opts.workers(opts.Trials, v.held, max(u.peak-out, 0),
+		fmt.Sprintf("evaluating the program (keeping its outputs on %d draws)", opts.Trials), "a draw "+p.peak(u))
+	if err != nil {
+		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
-	wg.Wait()
+	v.prints = make([][]*tensor, opts.Trials)
+	eachDraw(opts.Trials, w, func(t int) []*tensor { return p.run(v.trial(p, t)) },
+		func(t int, outs []*tensor) bool { v.prints[t] = outs; return true })
 	return v, nil
 }
 
-// shareInputs sets up v.dense for p's inputs, if they are small enough.
-func (v *Verifier) shareInputs(p *plan) {
-	n := 0
-	for _, s := range v.inputs {
-		n += s.NumElements()
+// newVerifier returns a Verifier for p's graph with no draws yet.
+func newVerifier(p *plan, opts Options) *Verifier {
+	v := &Verifier{opts: opts}
+	for _, id := range p.g.Inputs() {
+		v.inputs = append(v.inputs, p.g.Tensors[id].Shape)
 	}
-	if n*v.opts.Trials > v.opts.SharedInputs {
+	for _, id := range p.g.Outputs {
+		v.outputs = append(v.outputs, p.g.Tensors[id].Shape)
+	}
+	return v
+}
+
+// shareInputs sets up v.dense for p's inputs, if they are few enough and
+// sharing them leaves room for a draw in Options.MaxBytes.
+func (v *Verifier) shareInputs(p *plan) {
+	var n int64
+	for _, s := range v.inputs {
+		n = ugraph.AddSize(n, int64(s.NumElements()))
+	}
+	shared := ugraph.AddSize(v.held, ugraph.MulSize(int64(v.opts.Trials), p.inputBytes()))
+	if ugraph.MulSize(n, int64(v.opts.Trials)) > int64(v.opts.SharedInputs) || ugraph.AddSize(shared, p.memory(true).peak) > v.opts.MaxBytes {
 		return
 	}
+	v.held = shared
 	v.dense = make([][]func() *tensor, v.opts.Trials)
 	for t := range v.dense {
 		tr := p.trial(v.opts.Seed, t)
@@ -166,13 +202,61 @@ func (r Result) String() string {
 	return fmt.Sprintf("not equivalent: output %d differs at %v (trial %d)", r.Output, r.Index, r.Trial)
 }
 
-// Equivalent checks b against a: New(a, opts) then Verify(b).
+// Equivalent checks b against a and returns what New(a, opts) then
+// Verify(b) would. Unlike a Verifier, which keeps the program's outputs on
+// every draw for the candidates to come, it keeps a draw only while it
+// compares it, evaluating as many at once as GOMAXPROCS and
+// Options.MaxBytes allow, so its memory does not grow with Options.Trials.
 func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
-	v, err := New(a, opts)
+	opts, err := opts.normalized()
 	if err != nil {
 		return Result{}, err
 	}
-	return v.Verify(b)
+	pa, err := newPlan(a)
+	if err != nil {
+		return Result{}, fmt.Errorf("ffverify: program: %w", err)
+	}
+	v := newVerifier(pa, opts)
+	pb, err := v.candidatePlan(b)
+	if err != nil {
+		return Result{}, err
+	}
+	if v.shapesDiffer(pb) {
+		return Result{Output: -1, Trial: -1}, nil
+	}
+	// Draw 0's program outputs stay for the fast path and the first
+	// comparison. A draw evaluates the program, then the candidate while
+	// the program's outputs wait to be compared.
+	out := pa.outputBytes()
+	v.held = ugraph.AddSize(out, matcherBytes(len(pb.g.Outputs), len(pa.g.Outputs)))
+	ua, ub := pa.memory(false), pb.memory(false)
+	w, err := opts.workers(opts.Trials, v.held, max(ua.peak, ugraph.AddSize(out, ub.peak)),
+		"evaluating the program and the candidate on one draw",
+		fmt.Sprintf("the program %s, the candidate %s", pa.peak(ua), pb.peak(ub)))
+	if err != nil {
+		return Result{}, fmt.Errorf("ffverify: %w", err)
+	}
+	v.prints = [][]*tensor{pa.run(pa.trial(opts.Seed, 0))}
+	if r, rejected := v.fast(pb); rejected {
+		return r, nil
+	}
+	m := newMatcher(pb, v.outputs)
+	var r Result
+	rejected := false
+	eachDraw(opts.Trials, w, func(t int) []diff {
+		want := v.prints[0]
+		if t > 0 {
+			want = pa.run(pa.trial(opts.Seed, t))
+		}
+		return m.differ(pb.run(pb.trial(opts.Seed, t)), want)
+	}, func(t int, d []diff) bool {
+		r, rejected = m.apply(t, d)
+		return !rejected
+	})
+	if !rejected {
+		r, _ = m.verdict(opts.Trials - 1)
+	}
+	return r, nil
 }
 
 // Reject is the fast path: it compares a few sampled output positions of
@@ -206,8 +290,23 @@ func (v *Verifier) Verify(candidate *kernel.Graph) (Result, error) {
 	return v.full(p), nil
 }
 
-// plan validates a candidate and checks that its inputs are the program's.
+// plan validates a candidate and checks that its inputs are the program's,
+// and that evaluating it fits in Options.MaxBytes beside what v holds.
 func (v *Verifier) plan(c *kernel.Graph) (*plan, error) {
+	p, err := v.candidatePlan(c)
+	if err != nil {
+		return nil, err
+	}
+	u := p.memory(v.dense != nil)
+	if need := ugraph.AddSize(ugraph.AddSize(v.held, u.peak), matcherBytes(len(c.Outputs), len(v.outputs))); need > v.opts.MaxBytes {
+		err := &memlimit.Error{What: "evaluating it", Need: need, Limit: v.opts.MaxBytes, Detail: "a draw " + p.peak(u)}
+		return nil, fmt.Errorf("ffverify: candidate: %w", err)
+	}
+	return p, nil
+}
+
+// candidatePlan is plan without the memory check.
+func (v *Verifier) candidatePlan(c *kernel.Graph) (*plan, error) {
 	p, err := newPlan(c)
 	if err != nil {
 		return nil, fmt.Errorf("ffverify: candidate: %w", err)
@@ -261,7 +360,10 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 			r, rejected = Result{}, false
 		}
 	}()
-	l := newLazy(p, p.trial(v.opts.Seed, 0), max(p.denseSize()/16, 1<<12))
+	// Its pages take at most a dense evaluation's worth of values, and
+	// what MaxBytes leaves.
+	room := min(p.denseSize(), (v.opts.MaxBytes-v.held)/elemBytes)
+	l := newLazy(p, p.trial(v.opts.Seed, 0), int(max(p.denseSize()/16, 1<<12)), int(room))
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {
@@ -295,21 +397,7 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 func (v *Verifier) full(p *plan) Result {
 	m := newMatcher(p, v.outputs)
 	for t := range v.opts.Trials {
-		outs := p.run(v.trial(p, t))
-		for i, got := range outs {
-			for j, want := range v.prints[t] {
-				if !m.ok[i][j] {
-					continue
-				}
-				for idx, e := range got.v {
-					if e != want.v[idx] {
-						m.fail(i, j, idx)
-						break
-					}
-				}
-			}
-		}
-		if r, rejected := m.verdict(t); rejected {
+		if r, rejected := m.apply(t, m.differ(p.run(v.trial(p, t)), v.prints[t])); rejected {
 			return r
 		}
 	}
@@ -362,6 +450,39 @@ func newMatcher(p *plan, program []ugraph.Shape) *matcher {
 		}
 	}
 	return m
+}
+
+// diff says that candidate output i differs from program output j on a
+// draw, first at flat position idx.
+type diff struct{ i, j, idx int }
+
+// differ compares the candidate's outputs got with the program's want on
+// one draw, every position of every pair of the same shape. It only reads
+// m's shapes, so draws may call it in parallel.
+func (m *matcher) differ(got, want []*tensor) []diff {
+	var ds []diff
+	for i, g := range got {
+		for j, w := range want {
+			if g.shape != w.shape {
+				continue
+			}
+			for idx, e := range g.v {
+				if e != w.v[idx] {
+					ds = append(ds, diff{i, j, idx})
+					break
+				}
+			}
+		}
+	}
+	return ds
+}
+
+// apply records the differences of draw t and returns verdict(t).
+func (m *matcher) apply(t int, ds []diff) (Result, bool) {
+	for _, d := range ds {
+		m.fail(d.i, d.j, d.idx)
+	}
+	return m.verdict(t)
 }
 
 func (m *matcher) fail(i, j, idx int) {
