@@ -31,6 +31,7 @@ func summarize(t *interp.Tensor) summary {
 func newEvalCmd() *cobra.Command {
 	var (
 		lf        loadFlags
+		maxMemory memoryFlag
 		seed      int64
 		asJSON    bool
 		candidate int
@@ -41,7 +42,11 @@ func newEvalCmd() *cobra.Command {
 		Long: `eval runs the reference interpreter (float64, with the exact grid and for-loop
 semantics of graph-defined kernels) on random inputs drawn uniformly from
 [-1, 1) with the given seed, and prints each output's shape, sum, L2 norm and
-largest magnitude. --json prints {"seed": N, "outputs": [...]}.`,
+largest magnitude. --json prints {"seed": N, "outputs": [...]}.
+
+Every value takes 8 bytes, and every tensor is kept until the end: a
+program that would take more than --max-memory (default 4GiB) is refused
+before anything is allocated, with exit status 2.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := lf.load(cmd, args[0])
@@ -52,7 +57,11 @@ largest magnitude. --json prints {"seed": N, "outputs": [...]}.`,
 			if err != nil {
 				return err
 			}
-			outs, err := interp.Run(g, interp.RandomInputs(g, seed))
+			limit := int64(maxMemory)
+			if err := interp.CheckMemory(g, limit); err != nil {
+				return fmt.Errorf("%s: %w", in.Path, maxMemory.explain(err))
+			}
+			outs, err := interp.RunWithin(g, interp.RandomInputs(g, seed), limit)
 			if err != nil {
 				return fmt.Errorf("%s: %v", in.Path, err)
 			}
@@ -74,6 +83,7 @@ largest magnitude. --json prints {"seed": N, "outputs": [...]}.`,
 		},
 	}
 	lf.register(cmd)
+	maxMemory.register(cmd)
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the random inputs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of a multi-candidate file (numbered from 0)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -56,6 +58,33 @@ func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
 		return &input{Path: path, Name: name, File: file}, nil
 	}
 	return nil, fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
+}
+
+// memoryFlag is the --max-memory flag of the commands that evaluate
+// graphs: the bound on the memory an evaluation may take, in bytes.
+type memoryFlag int64
+
+func (f *memoryFlag) register(cmd *cobra.Command) {
+	*f = memlimit.Default
+	cmd.Flags().Var(f, "max-memory", "refuse evaluations that would take more memory than `SIZE` (e.g. 512MiB, 16GiB)")
+}
+
+func (f *memoryFlag) String() string { return memlimit.Format(int64(*f)) }
+func (f *memoryFlag) Type() string   { return "size" }
+
+func (f *memoryFlag) Set(s string) error {
+	n, err := memlimit.Parse(s)
+	*f = memoryFlag(n)
+	return err
+}
+
+// explain adds to an error of work over the memory bound how to raise it.
+func (f *memoryFlag) explain(err error) error {
+	var e *memlimit.Error
+	if errors.As(err, &e) {
+		return fmt.Errorf("%w (--max-memory raises the limit)", err)
+	}
+	return err
 }
 
 // graph returns the n-th graph of the input (0 for a program).

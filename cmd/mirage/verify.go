@@ -6,13 +6,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 func newVerifyCmd() *cobra.Command {
 	var (
 		lf        loadFlags
+		maxMemory memoryFlag
 		method    string
 		seed      int64
 		trials    int
@@ -31,10 +34,14 @@ long as shapes agree).
   --method float  the float64 reference interpreter; outputs must agree within
                   a relative tolerance of 1e-6
 
+Draws are compared one by one (a few at a time, in parallel), so memory
+does not grow with --trials. A comparison that would take more than
+--max-memory (default 4GiB) is refused before anything is allocated.
+
 Exit status: 0 when all outputs agree, 1 when they differ (the output, the
-worst relative error and where are printed), 2 for unusable input. B may be a
-.ugraph.json file of several candidates: --candidate picks one (default 0,
-the best).`,
+worst relative error and where are printed), 2 for unusable input (a
+comparison over the memory limit included). B may be a .ugraph.json file of
+several candidates: --candidate picks one (default 0, the best).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := lf.load(cmd, args[0])
@@ -58,14 +65,17 @@ the best).`,
 			}
 			switch method {
 			case "ff":
-				return verifyFF(cmd, a, b, ga, gb, ffverify.Options{Trials: trials, Seed: uint64(seed)})
+				err = verifyFF(cmd, a, b, ga, gb, ffverify.Options{Trials: trials, Seed: uint64(seed), MaxBytes: int64(maxMemory)})
 			case "float":
-				return verifyFloat(cmd, a, b, ga, gb, seed)
+				err = verifyFloat(cmd, a, b, ga, gb, seed, int64(maxMemory))
+			default:
+				err = fmt.Errorf("unknown --method %q (want ff or float)", method)
 			}
-			return fmt.Errorf("unknown --method %q (want ff or float)", method)
+			return maxMemory.explain(err)
 		},
 	}
 	lf.register(cmd)
+	maxMemory.register(cmd)
 	cmd.Flags().StringVar(&method, "method", "ff", "how to compare: ff (finite fields) or float (float64 interpreter)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the random inputs")
 	cmd.Flags().IntVar(&trials, "trials", ffverify.DefaultTrials, "independent random draws (--method ff)")
@@ -95,7 +105,7 @@ func verifyFF(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, opts ffveri
 	}
 	r, err := ffverify.Equivalent(ga, gb, opts)
 	if err != nil {
-		return fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
+		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
 	w := cmd.OutOrStdout()
 	if !r.Equivalent {
@@ -106,13 +116,24 @@ func verifyFF(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, opts ffveri
 	return nil
 }
 
-func verifyFloat(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, seed int64) error {
+func verifyFloat(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, seed, limit int64) error {
+	// Both evaluations' memory counts: the first's outputs and the shared
+	// inputs stay while the second runs.
+	if err := memlimit.Check("evaluating both in float64", ugraph.AddSize(interp.Memory(ga), interp.Memory(gb)), limit); err != nil {
+		if err := interp.CheckMemory(ga, limit); err != nil {
+			return fmt.Errorf("%s: %w", a.Path, err)
+		}
+		if err := interp.CheckMemory(gb, limit); err != nil {
+			return fmt.Errorf("%s: %w", b.Path, err)
+		}
+		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
+	}
 	inputs := interp.RandomInputs(ga, seed)
-	wa, err := interp.Run(ga, inputs)
+	wa, err := interp.RunWithin(ga, inputs, limit)
 	if err != nil {
 		return fmt.Errorf("%s: %v", a.Path, err)
 	}
-	wb, err := interp.Run(gb, inputs)
+	wb, err := interp.RunWithin(gb, inputs, limit)
 	if err != nil {
 		return fmt.Errorf("%s: %v", b.Path, err)
 	}
