@@ -48,20 +48,29 @@ type Loop struct {
 	ReductionDimx int // reduction_dimx
 }
 
-// elementwise maps the element-wise kinds to the ops of their expressions.
-var elementwise = map[ugraph.OpKind]Op{
-	ugraph.OpExp:    OpExp,
-	ugraph.OpSquare: OpSquare,
-	ugraph.OpSqrt:   OpSqrt,
-	ugraph.OpSilu:   OpSilu,
-	ugraph.OpGelu:   OpGelu,
-	ugraph.OpRelu:   OpRelu,
-	ugraph.OpLog:    OpLog,
-	ugraph.OpAdd:    OpAdd,
-	ugraph.OpSub:    OpAdd, // a - b = a + (-1)·b; scalars are forgotten
-	ugraph.OpMul:    OpMul,
-	ugraph.OpDiv:    OpDiv,
-	ugraph.OpPow:    OpPow,
+// elementwise is the expression of element-wise op k with attributes a on
+// args, by the op table's abstract form (ugraph.Elementwise.Expr).
+func elementwise(k ugraph.OpKind, a ugraph.Attr, args []*Expr) (*Expr, error) {
+	switch form := k.Info().Elem.Expr; form {
+	case ugraph.ExprOperand:
+		return args[0], nil
+	case ugraph.ExprAdd:
+		return Add(args...), nil
+	case ugraph.ExprMul:
+		return Mul(args...), nil
+	case ugraph.ExprDiv:
+		return Div(args[0], args[1]), nil
+	case ugraph.ExprOpaque:
+		op, ok := opaqueOp(k)
+		if !ok {
+			break
+		}
+		if ops[op].bounded {
+			return bounded(op, a.Scalars[0], a.Scalars[1], args)
+		}
+		return apply(op, args), nil
+	}
+	return nil, fmt.Errorf("absexpr: %v has no abstract form", k) // TestEveryElementwiseOpHasAnExpression
 }
 
 // ForOp is the expression of the result of a compute op of kind k, with
@@ -87,14 +96,13 @@ func ForOp(k ugraph.OpKind, a ugraph.Attr, args []*Expr, shapes []ugraph.Shape, 
 		}
 	}
 	x, s := args[0], shapes[0]
-	if op, ok := elementwise[k]; ok {
-		return apply(op, args), nil
+	if k.IsElementwise() {
+		if err := ugraph.CheckScalars(k, a, shapes); err != nil {
+			return nil, err
+		}
+		return elementwise(k, a, args)
 	}
 	switch k {
-	case ugraph.OpClamp:
-		return clamp(a.Scalars[0], a.Scalars[1], x)
-	case ugraph.OpMulScalar:
-		return x, nil
 	case ugraph.OpMatmul:
 		return sum(s.Last(), Mul(args[0], args[1]))
 	case ugraph.OpReduction, ugraph.OpReductionToDimx:

@@ -120,7 +120,7 @@ func TestForOpErrors(t *testing.T) {
 		{"operand without expression", ugraph.OpExp, ugraph.Attr{}, []*Expr{nil}, []ugraph.Shape{s}, "no abstract expression"},
 		{"accumulator outside a loop", ugraph.OpForloopAccum, ugraph.Attr{}, []*Expr{x}, []ugraph.Shape{s}, "forloop_range 0"},
 		{"reduction dim", ugraph.OpReduction, ugraph.Attr{Dim: 5}, []*Expr{x}, []ugraph.Shape{s}, "over dim 5"},
-		{"reversed clamp", ugraph.OpClamp, ugraph.Attr{Scalars: [2]float64{6, 0}}, []*Expr{x}, []ugraph.Shape{s}, "clamp bounds [6, 0]"},
+		{"reversed clamp", ugraph.OpClamp, ugraph.Attr{Scalars: [2]float64{6, 0}}, []*Expr{x}, []ugraph.Shape{s}, "min_val 6 is greater than max_val 0"},
 	} {
 		_, err := ForOp(tt.kind, tt.attr, tt.args, tt.shapes, Loop{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -365,5 +365,43 @@ func TestConcatHasNoExpression(t *testing.T) {
 	}
 	if _, err := Targets(g); !errors.Is(err, ErrNoExpr) {
 		t.Errorf("Targets of a graph whose output has no expression: %v, want ErrNoExpr", err)
+	}
+}
+
+// TestEveryElementwiseOpHasAnExpression ranges over the op table: every
+// element-wise op has an abstract expression, by its form.
+func TestEveryElementwiseOpHasAnExpression(t *testing.T) {
+	x, y := Var("x"), Var("y")
+	s := ugraph.MustShape(4, 8)
+	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
+		if !k.IsElementwise() {
+			continue
+		}
+		info := k.Info()
+		args, shapes := []*Expr{x, y}[:info.Arity], []ugraph.Shape{s, s}[:info.Arity]
+		e, err := ForOp(k, ugraph.Attr{Scalars: [2]float64{-1, 1}}, args, shapes, Loop{})
+		if err != nil {
+			t.Errorf("%v: %v", k, err)
+			continue
+		}
+		var want Op
+		switch info.Elem.Expr {
+		case ugraph.ExprOperand:
+			want = OpVar
+		case ugraph.ExprAdd:
+			want = OpAdd
+		case ugraph.ExprMul:
+			want = OpMul
+		case ugraph.ExprDiv:
+			want = OpDiv
+		case ugraph.ExprOpaque:
+			want = firstOpaque + Op(k)
+			if e.Op().String() != k.String() {
+				t.Errorf("%v: the opaque op is named %q", k, e.Op())
+			}
+		}
+		if e.Op() != want {
+			t.Errorf("%v: %s, want an op %v", k, e, want)
+		}
 	}
 }

@@ -48,12 +48,17 @@ import (
 	"strconv"
 	"strings"
 	"unique"
+
+	"github.com/mirage-go/mirage/ugraph"
 )
 
 // Op is the kind of an expression node.
 type Op uint8
 
-// The ops, as the package documentation describes them.
+// The ops, as the package documentation describes them: the structural
+// ones, then an opaque op for each element-wise op of ugraph's table whose
+// abstract form is ugraph.ExprOpaque, numbered and named after its kind
+// (opaqueOp). A new element-wise op of the table needs nothing here.
 const (
 	OpVar Op = iota
 	OpAdd
@@ -61,52 +66,71 @@ const (
 	OpDiv
 	OpSum
 	OpRms
-	OpExp
-	OpLog
-	OpSqrt
-	OpSquare
-	OpSilu
-	OpGelu
-	OpRelu
-	OpClamp
-	OpPow
-	numOps
+	firstOpaque
 )
+
+// The opaque ops this package builds by name (the others come from the
+// table alone).
+const (
+	OpExp    = firstOpaque + Op(ugraph.OpExp)
+	OpLog    = firstOpaque + Op(ugraph.OpLog)
+	OpSqrt   = firstOpaque + Op(ugraph.OpSqrt)
+	OpSquare = firstOpaque + Op(ugraph.OpSquare)
+	OpSilu   = firstOpaque + Op(ugraph.OpSilu)
+	OpGelu   = firstOpaque + Op(ugraph.OpGelu)
+	OpRelu   = firstOpaque + Op(ugraph.OpRelu)
+	OpClamp  = firstOpaque + Op(ugraph.OpClamp)
+	OpPow    = firstOpaque + Op(ugraph.OpPow)
+
+	numOps = firstOpaque + Op(ugraph.NumOpKinds)
+)
+
+// opaqueOp is the opaque op of element-wise kind k, if its abstract form
+// is opaque.
+func opaqueOp(k ugraph.OpKind) (Op, bool) {
+	op := firstOpaque + Op(k)
+	return op, k.Valid() && ops[op].opaque
+}
 
 // nary marks an n-ary (associative and commutative) op in opInfo.arity.
 const nary = -1
 
 // opInfo describes an op; the table below is the one place that lists them.
 type opInfo struct {
-	name  string
-	arity int  // operands, or nary
-	sized bool // carries a size: sum(n, a), rms(n, a)
+	name  string // "" for an Op that is not one (the slot of a kind that is not opaque)
+	arity int    // operands, or nary
+	sized bool   // carries a size: sum(n, a), rms(n, a)
 	// opaque ops have no algebraic laws: the axioms move them around whole,
 	// which is what lets the Go-side filter reason about them (filter.go).
-	opaque  bool
-	bounded bool // carries clamp bounds
+	opaque bool
+	// bounded opaque ops carry their two scalars (Expr.lo, Expr.hi):
+	// clamp's bounds. Scalars of other forms (mul_scalar's) are forgotten.
+	bounded bool
 }
 
-var ops = [numOps]opInfo{
-	OpVar:    {name: "var"},
-	OpAdd:    {name: "add", arity: nary},
-	OpMul:    {name: "mul", arity: nary},
-	OpDiv:    {name: "div", arity: 2},
-	OpSum:    {name: "sum", arity: 1, sized: true},
-	OpRms:    {name: "rms", arity: 1, sized: true},
-	OpExp:    {name: "exp", arity: 1, opaque: true},
-	OpLog:    {name: "log", arity: 1, opaque: true},
-	OpSqrt:   {name: "sqrt", arity: 1, opaque: true},
-	OpSquare: {name: "square", arity: 1, opaque: true},
-	OpSilu:   {name: "silu", arity: 1, opaque: true},
-	OpGelu:   {name: "gelu", arity: 1, opaque: true},
-	OpRelu:   {name: "relu", arity: 1, opaque: true},
-	OpClamp:  {name: "clamp", arity: 1, opaque: true, bounded: true},
-	OpPow:    {name: "pow", arity: 2, opaque: true},
-}
+var ops = func() [numOps]opInfo {
+	t := [numOps]opInfo{
+		OpVar: {name: "var"},
+		OpAdd: {name: "add", arity: nary},
+		OpMul: {name: "mul", arity: nary},
+		OpDiv: {name: "div", arity: 2},
+		OpSum: {name: "sum", arity: 1, sized: true},
+		OpRms: {name: "rms", arity: 1, sized: true},
+	}
+	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
+		info := k.Info()
+		if k.IsElementwise() && info.Elem.Expr == ugraph.ExprOpaque {
+			t[firstOpaque+Op(k)] = opInfo{name: info.Name, arity: info.Arity, opaque: true, bounded: info.Scalars > 0}
+		}
+	}
+	return t
+}()
+
+// valid reports whether op is an op (not an empty slot of the table).
+func (op Op) valid() bool { return op < numOps && ops[op].name != "" }
 
 func (op Op) String() string {
-	if op < numOps {
+	if op.valid() {
 		return ops[op].name
 	}
 	return fmt.Sprintf("Op(%d)", uint8(op))
@@ -116,7 +140,9 @@ func (op Op) String() string {
 var opByName = func() map[string]Op {
 	m := make(map[string]Op, numOps)
 	for op := OpAdd; op < numOps; op++ {
-		m[ops[op].name] = op
+		if op.valid() {
+			m[ops[op].name] = op
+		}
 	}
 	return m
 }()
@@ -130,7 +156,7 @@ type Expr struct {
 	op     Op
 	name   string  // OpVar
 	size   int     // OpSum, OpRms: elements reduced, >= 1
-	lo, hi float64 // OpClamp
+	lo, hi float64 // a bounded opaque op's scalars
 	args   []*Expr
 	head   string // the key up to the first operand: "add(", "sum(4096, "; "" for a variable
 	// id names e in the intern keys of the expressions it is an operand
@@ -261,13 +287,19 @@ func Gelu(x *Expr) *Expr { return unary(OpGelu, x) }
 func Relu(x *Expr) *Expr { return unary(OpRelu, x) }
 
 // Clamp is x clamped to [lo, hi]. It panics on NaN or lo > hi.
-func Clamp(lo, hi float64, x *Expr) *Expr { return orPanic(clamp(lo, hi, x)) }
-
-func clamp(lo, hi float64, x *Expr) (*Expr, error) {
-	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
-		return nil, fmt.Errorf("absexpr: clamp bounds [%v, %v]", lo, hi)
+func Clamp(lo, hi float64, x *Expr) *Expr {
+	if lo > hi {
+		panic(fmt.Sprintf("absexpr: clamp bounds [%v, %v]", lo, hi))
 	}
-	return intern(&Expr{op: OpClamp, lo: lo, hi: hi, args: []*Expr{x}}), nil
+	return orPanic(bounded(OpClamp, lo, hi, []*Expr{x}))
+}
+
+// bounded builds the bounded opaque op on args with scalars lo and hi.
+func bounded(op Op, lo, hi float64, args []*Expr) (*Expr, error) {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return nil, fmt.Errorf("absexpr: %v scalars [%v, %v]", op, lo, hi)
+	}
+	return intern(&Expr{op: op, lo: lo, hi: hi, args: slices.Clone(args)}), nil
 }
 
 // Pow is x to the power y.
@@ -284,10 +316,8 @@ func apply(op Op, args []*Expr) *Expr {
 		return Mul(args...)
 	case OpDiv:
 		return Div(args[0], args[1])
-	case OpPow:
-		return Pow(args[0], args[1])
 	}
-	return unary(op, args[0])
+	return intern(&Expr{op: op, args: slices.Clone(args)})
 }
 
 // assoc builds an n-ary add or mul: nested ones are flattened and the
@@ -349,7 +379,9 @@ func headOf(e *Expr) string {
 // opHeads are the heads of ops without attributes.
 var opHeads = func() (h [numOps]string) {
 	for op := range numOps {
-		h[op] = ops[op].name + "("
+		if op.valid() {
+			h[op] = ops[op].name + "("
+		}
 	}
 	return h
 }()

@@ -202,7 +202,7 @@ func (st *sigTable) signature(e *Expr) *set {
 		}
 		if ops[e.op].opaque {
 			a.op = e.op
-			if e.op == OpClamp {
+			if ops[e.op].bounded {
 				a.lo, a.hi = math.Float64bits(e.lo), math.Float64bits(e.hi)
 			}
 			s = st.sets.insert(s, st.atom(a))

@@ -419,7 +419,7 @@ func (nz *normalizer) form(e *Expr) normalForm {
 		}
 	default: // opaque
 		open := e.op.String()
-		if e.op == OpClamp {
+		if ops[e.op].bounded {
 			open += "[" + realKey(e.lo) + ", " + realKey(e.hi) + "]"
 		}
 		nf.p = nz.atomPoly(nz.newAtom(open+"(", args))

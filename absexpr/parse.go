@@ -115,7 +115,7 @@ func (p *parser) expr() (*Expr, error) {
 				return nil, err
 			}
 		}
-		if bounds[0] > bounds[1] {
+		if op == OpClamp && bounds[0] > bounds[1] {
 			return nil, p.errorf("clamp bounds [%v, %v] are reversed", bounds[0], bounds[1])
 		}
 	}
@@ -143,16 +143,15 @@ func (p *parser) expr() (*Expr, error) {
 		return Mul(args...), nil
 	case OpDiv:
 		return Div(args[0], args[1]), nil
-	case OpPow:
-		return Pow(args[0], args[1]), nil
 	case OpSum:
 		return sum(size, args[0])
 	case OpRms:
 		return rms(size, args[0])
-	case OpClamp:
-		return clamp(bounds[0], bounds[1], args[0])
 	}
-	return unary(op, args[0]), nil
+	if info.bounded {
+		return bounded(op, bounds[0], bounds[1], args)
+	}
+	return apply(op, args), nil
 }
 
 func arityText(arity int) string {

@@ -43,7 +43,9 @@ func (p *prover) init(targets []*Expr, laws []parsedAxiom, opts z3.SolverOptions
 	p.size = a.IntSort()
 	p.real = a.RealSort()
 	for op := OpAdd; op < numOps; op++ {
-		p.decls[op] = a.FuncDecl(ops[op].name, p.domain(op), p.tensor)
+		if op.valid() {
+			p.decls[op] = a.FuncDecl(ops[op].name, p.domain(op), p.tensor)
+		}
 	}
 	p.sub = a.FuncDecl("S", []z3.Sort{p.tensor}, a.BoolSort())
 	var facts []z3.AST
@@ -51,7 +53,9 @@ func (p *prover) init(targets []*Expr, laws []parsedAxiom, opts z3.SolverOptions
 		facts = append(facts, p.law(a, law))
 	}
 	for op := OpAdd; op < numOps; op++ {
-		facts = append(facts, p.operandsAreSubexprs(a, op))
+		if op.valid() {
+			facts = append(facts, p.operandsAreSubexprs(a, op))
+		}
 	}
 	for _, t := range targets {
 		facts = append(facts, a.App(p.sub, p.encode(a, t)))

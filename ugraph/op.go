@@ -45,6 +45,10 @@ const (
 	numOpKinds
 )
 
+// NumOpKinds is the number of operator kinds: every OpKind k with
+// k.Valid() is below it, so tables indexed by kind can be arrays.
+const NumOpKinds = int(numOpKinds)
+
 // Class groups operators that share a shape rule and an evaluation scheme.
 type Class uint8
 

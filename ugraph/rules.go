@@ -51,6 +51,21 @@ func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 	return out, err
 }
 
+// CheckScalars checks the scalars of op k (Attr.Scalars): finite, and for
+// clamp, min_val <= max_val. InferShape checks them too; in names the
+// operands' shapes for the error.
+func CheckScalars(k OpKind, a Attr, in []Shape) error {
+	for i := range k.Info().Scalars {
+		if v := a.Scalars[i]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return opErr(k, in, "scalar %d is %v; scalars must be finite", i, v)
+		}
+	}
+	if k == OpClamp && a.Scalars[0] > a.Scalars[1] {
+		return opErr(k, in, "min_val %v is greater than max_val %v", a.Scalars[0], a.Scalars[1])
+	}
+	return nil
+}
+
 func inferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 	info := k.Info()
 	if info.Arity >= 0 && len(in) != info.Arity {
@@ -61,16 +76,11 @@ func inferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 			return Shape{}, opErr(k, in, "operand %d has invalid shape", i)
 		}
 	}
-	for i := range info.Scalars {
-		if v := a.Scalars[i]; math.IsNaN(v) || math.IsInf(v, 0) {
-			return Shape{}, opErr(k, in, "scalar %d is %v; scalars must be finite", i, v)
-		}
+	if err := CheckScalars(k, a, in); err != nil {
+		return Shape{}, err
 	}
 	switch info.Class {
 	case ClassUnary:
-		if k == OpClamp && a.Scalars[0] > a.Scalars[1] {
-			return Shape{}, opErr(k, in, "min_val %v is greater than max_val %v", a.Scalars[0], a.Scalars[1])
-		}
 		return in[0], nil
 	case ClassBinary:
 		return broadcast(k, in)

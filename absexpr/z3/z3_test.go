@@ -251,11 +251,10 @@ func TestInterruptFromAnotherGoroutine(t *testing.T) {
 	s := matchingLoop(t, ctx, SolverOptions{})
 	ctx.Interrupt() // nothing in flight: no effect
 	time.AfterFunc(30*time.Millisecond, ctx.Interrupt)
-	// No timeout: Check waits for the interrupt.
-	start := time.Now()
+	// No timeout: Check returns only because of the interrupt.
 	r, err := s.Check()
-	if d := time.Since(start); r != Unknown || !errors.Is(err, ErrInterrupted) || d > time.Second {
-		t.Errorf("Check() = %v, %v after %v; want unknown, ErrInterrupted soon after 30ms", r, err, d)
+	if r != Unknown || !errors.Is(err, ErrInterrupted) {
+		t.Errorf("Check() = %v, %v; want unknown, ErrInterrupted", r, err)
 	}
 	checkStillWorks(t, ctx)
 }
