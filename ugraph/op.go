@@ -42,6 +42,10 @@ const (
 	OpForloopAccum    // accumulate over the for-loop, Attr.Accum says how
 	OpCustomized      // kernel level: a graph-defined kernel (a block.Graph)
 
+	// Element-wise ops added since, appended so that the kinds above keep
+	// their numbers (graphs hash by kind).
+	OpTanh
+
 	numOpKinds
 )
 
@@ -195,6 +199,9 @@ var opTable = [numOpKinds]OpInfo{
 	OpConcat:          {Name: "concat", Class: ClassConcat, Arity: 2, Levels: LevelBlock},
 	OpForloopAccum:    {Name: "forloop_accum", Class: ClassAccum, Arity: 1, Levels: LevelBlock},
 	OpCustomized:      {Name: "customized", Class: ClassCustomized, Arity: -1, Levels: LevelKernel},
+
+	OpTanh: {Name: "tanh", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(math.Tanh), Runtime: "op_tanh", Flops: sfu, Opaque: true}},
 }
 
 func relu(x float64) float64 {
