@@ -45,6 +45,8 @@ var opCases = []opCase{
 		[]*interp.Tensor{ten(dims(2), 2, -4)}, ten(dims(2), 5, -10)},
 	{"tanh", ugraph.OpTanh, ugraph.Attr{}, 0,
 		[]*interp.Tensor{ten(dims(4), 0, 1, -2, nan)}, ten(dims(4), 0, 0.7615941559557649, -0.9640275800758169, nan)},
+	{"sigmoid", ugraph.OpSigmoid, ugraph.Attr{}, 0,
+		[]*interp.Tensor{ten(dims(4), 0, 2, -800, nan)}, ten(dims(4), 0.5, 0.8807970779778823, 0, nan)},
 	{"log", ugraph.OpLog, ugraph.Attr{}, 0,
 		[]*interp.Tensor{ten(dims(4), 1, math.E, -1, 0)}, ten(dims(4), 0, 1, nan, math.Inf(-1))},
 

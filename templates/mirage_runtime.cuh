@@ -89,6 +89,7 @@ __device__ __forceinline__ float op_mul(float x, float y) { return x * y; }
 __device__ __forceinline__ float op_div(float x, float y) { return x / y; }
 __device__ __forceinline__ float op_pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ float op_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ float op_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // warp_sum returns the sum of v over the 32 lanes of the warp, in every lane.
 // All 32 lanes must call it.

@@ -45,6 +45,7 @@ const (
 	// Element-wise ops added since, appended so that the kinds above keep
 	// their numbers (graphs hash by kind).
 	OpTanh
+	OpSigmoid
 
 	numOpKinds
 )
@@ -202,6 +203,9 @@ var opTable = [numOpKinds]OpInfo{
 
 	OpTanh: {Name: "tanh", Class: ClassUnary, Arity: 1, Levels: levelBoth,
 		Elem: Elementwise{Real: unary(math.Tanh), Runtime: "op_tanh", Flops: sfu, Opaque: true}},
+	// 1 / (1 + exp(-x)): exp, add, reciprocal.
+	OpSigmoid: {Name: "sigmoid", Class: ClassUnary, Arity: 1, Levels: levelBoth,
+		Elem: Elementwise{Real: unary(func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }), Runtime: "op_sigmoid", Flops: 2*sfu + 1, Opaque: true}},
 }
 
 func relu(x float64) float64 {

@@ -21,7 +21,7 @@ func TestElementwiseOpsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: whole searches")
 	}
-	for _, op := range []string{"tanh"} {
+	for _, op := range []string{"tanh", "sigmoid"} {
 		t.Run(op, func(t *testing.T) {
 			dir := t.TempDir()
 			prog := filepath.Join(dir, op+".py")
