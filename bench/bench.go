@@ -27,7 +27,9 @@ type Workload struct {
 }
 
 // suite lists the workloads in report order: the Mirage paper's (OSDI'25,
-// §7) GQA decode, QKNorm+GQA, RMSNorm+MatMul, LoRA, gated MLP and nTrans.
+// §7) GQA decode, QKNorm+GQA, RMSNorm+MatMul, LoRA, gated MLP and nTrans,
+// then whole programs at real model shapes, which superopt cuts into
+// parts.
 var suite = []struct {
 	name, title string
 	fsys        fs.FS
@@ -39,6 +41,8 @@ var suite = []struct {
 	{"lora", "LoRA (16x256 @ 256x4096, rank 16)", workloadFS, "bench/workloads"},
 	{"gated_mlp", "Gated MLP (8x4096 @ 4096x4096 x2)", examples.FS, "examples"},
 	{"ntrans", "nTrans (32x4096)", workloadFS, "bench/workloads"},
+	{"llama_mlp_block", "LLaMA-7B MLP block, decode (8x4096, MLP 11008)", examples.FS, "examples"},
+	{"stacked_layers", "Three stacked norm-matmul-silu-residual layers (8x4096)", examples.FS, "examples"},
 }
 
 // Workloads returns the suite, in report order.

@@ -352,6 +352,14 @@ func (s *searcher) intern(key any) uint32 {
 	return id.(uint32)
 }
 
+// MaxKernelInputs and MaxKernelOutputs bound Config.MaxBlockInputs and
+// Config.MaxBlockOutputs: the inputs and outputs of a graph-defined kernel
+// the generator can hold.
+const (
+	MaxKernelInputs  = len(opKey{}.in)
+	MaxKernelOutputs = maxOutputs
+)
+
 // maxOutputs bounds Config.MaxBlockOutputs (blockSearchKey holds as many
 // output shapes).
 const maxOutputs = 4

@@ -94,8 +94,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // rule, the enumeration order or the ranking. TestCacheVersionFollowsTheGenerator
 // fails when one forgets (it records what two searches find, per version).
 // Version 5: keys before it ignored shapes (kernel.Hash skipped
-// ugraph.Shape's fields).
-const cacheVersion = 5
+// ugraph.Shape's fields). Version 6: grids per row of short output dims,
+// for-loop ranges for real models' K (Complete).
+const cacheVersion = 6
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -55,8 +55,12 @@ type Config struct {
 	Threads       []block.Dim3
 	IMaps         []block.Map
 	OMaps         []block.Map
-	FMaps         []int // -1 (no for-loop dim) or a dim
-	FRanges       []int // for-loop ranges > 1; 1 is used exactly when no input is walked
+	FMaps []int // -1 (no for-loop dim) or a dim
+	// FRanges are the for-loop ranges (> 1) tried; 1 is used exactly when
+	// no input is walked. Complete adds the ranges the program's shapes
+	// call for, unless the program fixed the list (Restrict).
+	FRanges       []int
+	fixedRanges   bool
 	ReductionDimx int
 
 	// Arch is the target: a graph-defined kernel must fit its shared memory
@@ -171,6 +175,7 @@ type Restrictions struct {
 
 // Restrict replaces c's candidate lists with r's non-nil ones.
 func (c *Config) Restrict(r Restrictions) {
+	c.fixedRanges = c.fixedRanges || r.FRanges != nil
 	restrict(&c.Grids, r.Grids)
 	restrict(&c.Threads, r.Threads)
 	restrict(&c.IMaps, r.IMaps)
@@ -193,10 +198,16 @@ func restrict[T any](list *[]T, r []T) {
 //     accumulator and div; reduction the sum accumulators), so that a program is
 //     never out of reach of its own operators.
 //   - Grids: (x, y, 1) with x one block per batch entry (the leading dim of
-//     a tensor of rank >= 3) or per 64- or 128-wide tile of an output dim,
-//     and y from gridY; at most maxBlocks blocks. Mirage's hand-picked
-//     lists ((16, 1, 1), (16, 2, 1), (64, 1, 1)) are of this kind, and this
-//     adapts them to the program's shapes.
+//     a tensor of rank >= 3), per 64- or 128-wide tile of an output dim, or
+//     per one or two rows of a short output dim (at most maxRowsDim: the
+//     tokens of a decode step), and y from gridY; at most maxBlocks
+//     blocks. Mirage's hand-picked lists ((16, 1, 1), (16, 2, 1),
+//     (64, 1, 1)) are of this kind, and this adapts them to the program's
+//     shapes.
+//   - For-loop ranges: besides the configuration's own, for every dim that
+//     none of them cuts into tiles of at most 128, the ranges that cut it
+//     into tiles of 64 and 128 (deriveRanges): a real model's K of 4096 or
+//     11008 in tiles that fit shared memory.
 //   - Imaps and omaps: every map that sends x and y to distinct dims below
 //     the maximal rank (or to none); the shapes prune the rest.
 //   - Fmaps: -1 and every dim below the maximal rank.
@@ -214,6 +225,9 @@ func (c *Config) Complete(program *kernel.Graph) {
 	}
 	if len(c.Grids) == 0 {
 		c.Grids = deriveGrids(program)
+	}
+	if !c.fixedRanges {
+		c.FRanges = deriveRanges(program, c.FRanges)
 	}
 	if len(c.Threads) == 0 {
 		c.Threads = []block.Dim3{{128, 1, 1}}
@@ -285,9 +299,16 @@ func deriveGrids(program *kernel.Graph) []block.Dim3 {
 	for _, o := range program.Outputs {
 		s := program.Tensors[o].Shape
 		for d := range s.Rank() {
+			n := s.Dim(d)
 			for _, tile := range []int{64, 128} {
-				if n := s.Dim(d); n%tile == 0 && n/tile > 1 {
+				if n%tile == 0 && n/tile > 1 {
 					xs[n/tile] = true // one block per output tile
+				}
+			}
+			if n > 1 && n <= maxRowsDim {
+				xs[n] = true // one block per row
+				if n%2 == 0 && n > 2 {
+					xs[n/2] = true // per two rows
 				}
 			}
 		}
@@ -301,6 +322,41 @@ func deriveGrids(program *kernel.Graph) []block.Dim3 {
 		}
 	}
 	return grids
+}
+
+// maxRowsDim bounds the output dims that a grid may split row by row: the
+// tokens of a decode step, or a few heads.
+const maxRowsDim = 32
+
+// maxTile is the largest tile along a walked dim that a for-loop range
+// must offer: larger ones do not fit shared memory beside the other
+// operands' tiles at a real model's widths.
+const maxTile = 128
+
+// deriveRanges returns ranges with, besides those given, for each dim of
+// the program's tensors that none of them cuts into tiles of at most
+// maxTile, the ranges that cut it into tiles of 64 and 128 (those that
+// divide it), sorted. The given ranges are presets' (Mirage's lists, which
+// suit its benchmark shapes); a real model's K of 4096 or 11008 needs more.
+func deriveRanges(program *kernel.Graph, given []int) []int {
+	ranges := slices.Clone(given)
+	cuts := func(n int) bool {
+		return slices.ContainsFunc(ranges, func(f int) bool { return n%f == 0 && n/f <= maxTile })
+	}
+	for _, t := range program.Tensors {
+		for _, n := range t.Shape.Dims() {
+			if n <= maxTile || cuts(n) {
+				continue
+			}
+			for _, tile := range []int{64, 128} {
+				if n%tile == 0 && !slices.Contains(ranges, n/tile) {
+					ranges = append(ranges, n/tile)
+				}
+			}
+		}
+	}
+	slices.Sort(ranges)
+	return ranges
 }
 
 // gridY are the extents tried along the grid's y axis: a second split of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mirage-go/mirage/bench"
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/search"
@@ -110,7 +111,9 @@ speedups to DIR/speedup.svg. The cache is not used.
 	return cmd
 }
 
-// benchOne searches one workload; a failure is reported in its row.
+// benchOne superoptimizes one workload, as superopt does with the
+// workload's own superoptimize call, without the cache; a failure is
+// reported in its row.
 func benchOne(cmd *cobra.Command, w bench.Workload, arch target.Arch, workers int, limit time.Duration, profiles *cost.Profiles) bench.Row {
 	row := bench.Row{Workload: w.Name, FirstFusedSec: -1}
 	prog, err := frontend.Load(w.File, w.Source, frontend.Options{Stdout: cmd.ErrOrStderr()})
@@ -118,30 +121,32 @@ func benchOne(cmd *cobra.Command, w bench.Workload, arch target.Arch, workers in
 		row.Err = err.Error()
 		return row
 	}
-	pl, err := newPlan(prog, "", arch, profiles, search.Options{Workers: workers, Seed: 1, MaxResults: 16})
+	opts := driver.Options{Name: strings.TrimSuffix(filepath.Base(w.File), ".py"), Arch: arch, TimeLimit: limit, Workers: workers, Seed: 1, Profiles: profiles}
+	if prog.Superopt != nil {
+		opts.Preset, opts.Restrict = prog.Superopt.Config, search.Restrictions(prog.Superopt.Lists)
+	}
+	res, err := driver.Run(cmd.Context(), prog.Graph, opts)
 	if err != nil {
 		row.Err = err.Error()
 		return row
 	}
-	row.UnfusedUs = pl.baseline.Micros
-	res, err := runSearch(cmd, prog.Graph, pl.cfg, pl.opts, limit)
-	if err != nil {
-		row.Err = strings.TrimPrefix(err.Error(), "search: ")
-		return row
-	}
+	row.UnfusedUs = res.Baseline.Micros
 	s := res.Stats
-	row.Seconds, row.States, row.Stopped, row.FirstFusedSec = s.Seconds, s.States, s.Stopped, s.FirstFused
+	row.Seconds, row.States, row.Stopped = s.Seconds, s.States, res.Stopped
+	for _, p := range res.Parts {
+		if f := p.Stats.FirstFused; f >= 0 && p.SameAs < 0 && (row.FirstFusedSec < 0 || f < row.FirstFusedSec) {
+			row.FirstFusedSec = f
+		}
+	}
 	if s.Seconds > 0 {
 		row.StatesPerCore = float64(s.States) / s.Seconds / float64(min(workers, runtime.GOMAXPROCS(0)))
 	}
 	if judged := s.PrunedAbsexpr + s.PrunedShape + s.PrunedDead + s.States; judged > 0 {
 		row.PrunedShare = float64(s.PrunedAbsexpr) / float64(judged)
 	}
-	row.Verified = len(res.Candidates)
-	if len(res.Candidates) > 0 {
-		best := res.Candidates[0]
-		row.BestKernels, row.BestUs = best.Kernels, best.Estimate.Micros
-		row.Speedup = pl.baseline.Micros / best.Estimate.Micros
-	}
+	row.Verified = int(s.Verified)
+	best := res.Candidates[0]
+	row.BestKernels, row.BestUs = best.Kernels, best.Estimate.Micros
+	row.Speedup = res.Baseline.Micros / best.Estimate.Micros
 	return row
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -15,10 +17,9 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
-	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/search"
-	"github.com/mirage-go/mirage/target"
-	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // superoptFlags are the flags of mirage superopt.
@@ -44,27 +45,39 @@ func newSuperoptCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "superopt FILE",
 		Short: "Search for fused μGraphs equivalent to a program",
-		Long: `superopt searches the space of μGraphs (kernel graphs whose ops may be
-graph-defined kernels) for ones that compute the same function as the
-program FILE (.py), keeps those the finite-field verifier proves equivalent,
-ranks them by the analytical cost model for --arch (estimated time on an
-A100 for sm_80, an H100 for sm_90) and writes them, best first, to DIR/NAME.ugraph.json, readable by show, eval,
-verify and emit.
+		Long: `superopt finds faster μGraphs (kernel graphs whose ops may be graph-defined
+kernels) that compute the same function as the program FILE (.py), and
+writes them, best first, to DIR/NAME.ugraph.json, readable by show, eval,
+verify and emit, with the best one's CUDA beside it (NAME.cu, NAME.h,
+mirage_runtime.cuh; --no-emit skips it) and NAME.manifest.json, written
+last, with the files' SHA-256 sums.
 
-The configuration is the one the program passes to superoptimize(config=...)
-unless --config names another: ` + strings.Join(search.ConfigNames(), ", ") + `. The program's other
-superoptimize arguments (griddims, imaps, omaps, fmaps, franges, blockdims)
-restrict the candidates.
+A program of any size is cut into parts that one search can take (cut
+points are tensors kept in device memory); each part is searched with a
+configuration derived from its ops and shapes (--config, or the program's
+superoptimize(config=...), names a preset for every part instead; the
+presets are ` + strings.Join(search.ConfigNames(), ", ") + `), and parts with the
+same canonical hash (shapes included) are searched once. The best μGraph of
+each part is stitched into one kernel graph, verified against the whole
+program by the finite-field verifier, and ranked by the analytical cost
+model for --arch (an A100 for sm_80, an H100 for sm_90). A part that does
+not fuse keeps its own ops, and the unfused program is always an answer.
+The program's other superoptimize arguments (griddims, imaps, omaps, fmaps,
+franges, blockdims) restrict every part's search.
 
-Results are cached by program and configuration (--cache, --no-cache). With
---time-limit, or on Ctrl-C, the search stops early and still writes what it
-found. The best candidate that lowers to CUDA is also emitted into DIR, as
-mirage emit would (--no-emit skips it). --json prints {"stats": {...},
-"baseline_us": N, "candidates": [...], "output": PATH, "emitted":
-{"candidate": N, "files": [...]}}.
+The whole run has a time budget (--time-limit, default ` + driver.DefaultTimeLimit.String() + `, printed at the
+start); when it runs out, or on Ctrl-C or SIGTERM, the parts searched so far
+make the answer (a second Ctrl-C exits at once, writing nothing). Search
+results are cached per part (--cache, --no-cache).
 
-Exit status: 0 when at least one candidate was found, 1 when none was, 2
-for unusable input.
+--json prints {"stats": {...}, "baseline_us": N, "candidates": [...],
+"parts": [...], "output": PATH, "emitted": {"candidate": N, "files":
+[...]}}: candidates are whole-program answers, best first; parts says per
+part which ops it holds, whether it was fused and if not why, and its
+search's statistics.
+
+Exit status: 0 with an answer (every program that loads has one), 2 for
+unusable input.
 
 ` + programBounds,
 		Args: cobra.ExactArgs(1),
@@ -73,24 +86,27 @@ for unusable input.
 	f.load.register(cmd)
 	registerArch(cmd, &f.arch, "shared memory per block and the cost model")
 	fl := cmd.Flags()
-	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write NAME.ugraph.json into")
-	fl.StringVar(&f.config, "config", "", "search configuration (default: the program's, else default)")
-	fl.DurationVar(&f.timeLimit, "time-limit", 0, "stop the search after this long (e.g. 30s; 0: no limit)")
+	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write the files into")
+	fl.StringVar(&f.config, "config", "", "a preset configuration for every part (default: the program's, else one chosen per part)")
+	fl.DurationVar(&f.timeLimit, "time-limit", 0, "budget of the whole run (e.g. 150s; 0: "+driver.DefaultTimeLimit.String()+")")
 	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
-	fl.Int64Var(&f.maxStates, "max-states", 0, "stop after this many search states (0: no limit)")
-	fl.IntVar(&f.maxResults, "max-candidates", 16, "verify candidates best first and keep the first N that pass (0: all, about a second each)")
+	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
+	fl.IntVar(&f.maxResults, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass (0: 2)")
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
-	fl.BoolVar(&f.asJSON, "json", false, "print the statistics and candidates as one JSON object")
+	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
 	return cmd
 }
 
 func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	if err := checkNotNegative(cmd, "time-limit", "max-candidates", "max-states"); err != nil {
 		return err
+	}
+	if f.workers < 1 {
+		return fmt.Errorf("--workers %d: want at least 1", f.workers)
 	}
 	if !strings.HasSuffix(path, ".py") {
 		return fmt.Errorf("%s: superopt takes a program (.py)", path)
@@ -99,82 +115,118 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	prog := in.Program
-	if f.workers < 1 {
-		return fmt.Errorf("--workers %d: want at least 1", f.workers)
-	}
 	var profiles *cost.Profiles
 	if f.profile != "" {
 		if profiles, err = cost.LoadProfiles(f.profile); err != nil {
 			return fmt.Errorf("--profile: %v", err)
 		}
 	}
-	pl, err := newPlan(prog, f.config, f.arch.Arch, profiles, search.Options{Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, MaxResults: f.maxResults})
+	opts, err := f.driverOptions(cmd, in, profiles)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
-	cfg, opts, arch, baseline := pl.cfg, pl.opts, pl.arch, pl.baseline
+	// The output directory is checked before the search, not after it.
+	if err := checkWritable(f.outDir); err != nil {
+		return fmt.Errorf("-o %s: %v", f.outDir, err)
+	}
+	errw := cmd.ErrOrStderr()
+	fmt.Fprintf(errw, "superopt %s: time budget %v (--time-limit), %d worker(s), %s\n", in.Name, opts.TimeLimit, opts.Workers, opts.Arch)
 
-	cache, key := f.cache(cmd, prog.Graph, cfg, opts)
-	var res *search.Result
-	if cache != nil {
-		if r, hit, err := cache.Load(key, prog.Graph, opts.Seed); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: ignoring the cache: %v\n", err)
-		} else if hit {
-			res = r
-			fmt.Fprintf(cmd.ErrOrStderr(), "using cached result %s\n", key)
-		}
+	ctx, stop := interruptible(cmd.Context(), errw)
+	defer stop()
+	res, err := driver.Run(ctx, in.Program.Graph, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
 	}
-	if res == nil {
-		if res, err = runSearch(cmd, prog.Graph, cfg, opts, f.timeLimit); err != nil {
-			return fmt.Errorf("%s: %v", path, err)
-		}
-		// A search cut short (time limit, state budget, Ctrl-C) is not the
-		// search's result: a later run, with a longer limit, must not get it.
-		if cache != nil && res.Stats.Stopped == "" {
-			if err := cache.Store(key, in.Name, res); err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: cache: %v\n", err)
-			}
-		}
-	}
-
-	out := ""
-	if len(res.Candidates) > 0 {
-		file, err := res.File(in.Name, struct {
-			Config string `json:"config"`
-			Arch   string `json:"arch"`
-			Seed   uint64 `json:"seed"`
-		}{cfg.Name, f.arch.Name, f.seed})
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(f.outDir, 0o755); err != nil {
-			return err
-		}
-		out = filepath.Join(f.outDir, in.Name+".ugraph.json")
-		if err := kernel.WriteFile(out, file); err != nil {
-			return err
-		}
-	}
-	var emitted *emittedJSON
-	if !f.noEmit && len(res.Candidates) > 0 {
-		emitted = f.emitBest(cmd, in.Name, path, res)
-	}
-	if f.asJSON {
-		err = printSuperoptJSON(cmd.OutOrStdout(), res, baseline.Micros, out, emitted)
-	} else {
-		printSuperoptTable(cmd.OutOrStdout(), res, arch, baseline.Micros, out)
-		if emitted != nil {
-			fmt.Fprintf(cmd.OutOrStdout(), "CUDA for candidate %d: %s\n", emitted.Candidate, strings.Join(emitted.Files, ", "))
-		}
-	}
+	out, emitted, err := f.writeResult(cmd, in.Name, path, res)
 	if err != nil {
 		return err
 	}
-	if len(res.Candidates) == 0 {
-		return &exitError{code: exitDiffer, err: fmt.Errorf("%s: no equivalent μGraph found", path)}
+	if f.asJSON {
+		return printSuperoptJSON(cmd.OutOrStdout(), res, out, emitted)
 	}
+	printSuperoptTable(cmd.OutOrStdout(), res, opts, out, emitted)
 	return nil
+}
+
+// driverOptions turns the flags and the program's superoptimize call into
+// the driver's options.
+func (f *superoptFlags) driverOptions(cmd *cobra.Command, in *input, profiles *cost.Profiles) (driver.Options, error) {
+	prog := in.Program
+	preset := f.config
+	var r search.Restrictions
+	if prog.Superopt != nil {
+		if preset == "" {
+			preset = prog.Superopt.Config
+		}
+		r = search.Restrictions(prog.Superopt.Lists)
+	}
+	if preset != "" {
+		if _, err := search.NamedConfig(preset); err != nil {
+			return driver.Options{}, err
+		}
+	}
+	opts := driver.Options{
+		Name: in.Name, Arch: f.arch.Arch, Preset: preset, Restrict: r,
+		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
+		PartResults: f.maxResults, Profiles: profiles,
+		Log: func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) },
+	}
+	if opts.TimeLimit == 0 {
+		opts.TimeLimit = driver.DefaultTimeLimit
+	}
+	// Measured times change the ranking a cache holds.
+	if !f.noCache && f.profile == "" {
+		dir := f.cacheDir
+		if dir == "" {
+			d, err := search.DefaultCacheDir()
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: no cache directory (%v); caching is off\n", err)
+				return opts, nil
+			}
+			dir = d
+		}
+		opts.Cache = &search.Cache{Dir: dir}
+	}
+	return opts, nil
+}
+
+// checkWritable makes dir if need be and checks that files can be created
+// in it.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	probe, err := os.CreateTemp(dir, ".mirage-probe-*")
+	if err != nil {
+		return err
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// interruptible returns a context that a first SIGINT or SIGTERM cancels
+// (the run then finishes with what it found); a second one exits at once.
+func interruptible(parent context.Context, errw io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(errw, "\ninterrupted: finishing with what was found (interrupt again to exit at once)")
+		cancel()
+		select {
+		case <-sigs:
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
 }
 
 // emittedJSON says which candidate superopt wrote CUDA for.
@@ -183,119 +235,47 @@ type emittedJSON struct {
 	Files     []string `json:"files"`
 }
 
-// emitBest writes CUDA for the best candidate that lowers for the target
-// into the output directory; a candidate that does not (a kernel over the
-// shared-memory limit of the code generator's plan) is skipped with a
-// warning. It returns nil when none lowers.
-func (f *superoptFlags) emitBest(cmd *cobra.Command, name, source string, res *search.Result) *emittedJSON {
-	for i, c := range res.Candidates {
-		r, err := emitFiles(name, c.Graph, cuda.Options{Arch: f.arch.Arch, Source: source}, f.outDir)
-		if err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: candidate %d: no CUDA: %v\n", i, err)
-			continue
-		}
-		e := &emittedJSON{Candidate: i}
-		for _, file := range r.Files {
-			e.Files = append(e.Files, filepath.Join(f.outDir, file.Name))
-		}
-		return e
-	}
-	return nil
-}
-
-// plan is what a search of one program needs: its configuration (named by
-// the flag, else by the program's superoptimize call, and restricted by
-// that call's arguments), the target, the cost model's estimate of the
-// unfused program, and the search options with the model plugged in.
-type plan struct {
-	cfg      search.Config
-	arch     target.Arch
-	baseline cost.Estimate
-	opts     search.Options
-}
-
-// newPlan makes the plan; profiles, when not nil, override the model's
-// estimate of every graph they measured on the arch.
-func newPlan(prog *frontend.Program, config string, arch target.Arch, profiles *cost.Profiles, opts search.Options) (*plan, error) {
-	name := config
-	if name == "" && prog.Superopt != nil {
-		name = prog.Superopt.Config
-	}
-	cfg, err := search.NamedConfig(name)
+// writeResult writes the candidates, and the best one's CUDA unless
+// --no-emit, into the output directory as one set (atomicfile.WriteSet):
+// any error leaves the previous set as it was.
+func (f *superoptFlags) writeResult(cmd *cobra.Command, name, source string, res *driver.Result) (string, *emittedJSON, error) {
+	file, err := res.File(name, struct {
+		Config string `json:"config,omitempty"`
+		Arch   string `json:"arch"`
+		Seed   uint64 `json:"seed"`
+	}{f.config, f.arch.Name, f.seed})
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	if prog.Superopt != nil {
-		cfg.Restrict(search.Restrictions(prog.Superopt.Lists))
+	var data bytes.Buffer
+	if err := file.Encode(&data); err != nil {
+		return "", nil, err
 	}
-	cfg.Arch = arch
-	baseline, err := cost.EstimateGraph(prog.Graph, arch)
-	if err != nil {
-		return nil, fmt.Errorf("estimating the program: %v", err)
-	}
-	if us, ok := profiles.Lookup(arch.Name, prog.Name, prog.Graph); ok {
-		baseline.Micros = us
-	}
-	opts.Estimate = func(g *kernel.Graph) (search.Estimate, error) {
-		e, err := cost.EstimateGraph(g, arch)
-		if us, ok := profiles.Lookup(arch.Name, prog.Name, g); ok && err == nil {
-			e.Micros = us // measured
+	out := filepath.Join(f.outDir, name+".ugraph.json")
+	files := []atomicfile.File{{Name: name + ".ugraph.json", Data: data.Bytes()}}
+	var emitted *emittedJSON
+	if !f.noEmit {
+		for i, c := range res.Candidates {
+			r, err := cuda.Emit(name, c.Graph, cuda.Options{Arch: f.arch.Arch, Source: source})
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: candidate %d: no CUDA: %v\n", i, err)
+				continue
+			}
+			emitted = &emittedJSON{Candidate: i}
+			for _, cf := range r.Files {
+				files = append(files, atomicfile.File{Name: cf.Name, Data: cf.Data})
+				emitted.Files = append(emitted.Files, filepath.Join(f.outDir, cf.Name))
+			}
+			break
 		}
-		return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
 	}
-	return &plan{cfg: cfg, arch: arch, baseline: baseline, opts: opts}, nil
+	if err := atomicfile.WriteSet(f.outDir, files, name+".manifest.json"); err != nil {
+		return "", nil, fmt.Errorf("writing the result: %v", err)
+	}
+	return out, emitted, nil
 }
 
-// cache returns the result cache to use and the search's key, or nil when
-// caching is off.
-func (f *superoptFlags) cache(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options) (*search.Cache, string) {
-	if f.noCache || f.profile != "" { // measured times change the ranking the cache holds
-		return nil, ""
-	}
-	dir := f.cacheDir
-	if dir == "" {
-		d, err := search.DefaultCacheDir()
-		if err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: no cache directory (%v); caching is off\n", err)
-			return nil, ""
-		}
-		dir = d
-	}
-	return &search.Cache{Dir: dir}, search.Key(program, cfg, opts)
-}
-
-// runSearch runs the generator, stopping on Ctrl-C or after limit (0: no
-// limit), with a progress line on stderr when stderr is a terminal.
-func runSearch(cmd *cobra.Command, program *kernel.Graph, cfg search.Config, opts search.Options, limit time.Duration) (*search.Result, error) {
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-	defer stop()
-	if limit > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
-		defer cancel()
-	}
-	errw := cmd.ErrOrStderr()
-	if isTerminal(errw) {
-		opts.Progress = func(s search.Stats) {
-			fmt.Fprintf(errw, "\r%.1fs  %d states (%.0f/s)  pruned: %d order, %d absexpr, %d shape  %d candidates, %d verified  ",
-				s.Seconds, s.States, float64(s.States)/max(s.Seconds, 1e-3), s.PrunedOrder, s.PrunedAbsexpr, s.PrunedShape, s.Complete, s.Verified)
-		}
-		defer fmt.Fprint(errw, "\r\033[K")
-	}
-	return search.Run(ctx, program, cfg, opts)
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// candidateJSON is one candidate in superopt --json.
+// candidateJSON is one whole-program candidate in superopt --json.
 type candidateJSON struct {
 	Kernels       int     `json:"kernels"`
 	Customized    int     `json:"customized"`
@@ -305,15 +285,32 @@ type candidateJSON struct {
 	Flops         int64   `json:"flops"`
 	EstimatedUs   float64 `json:"estimated_us"`
 	Speedup       float64 `json:"speedup"`
+	Unfused       bool    `json:"unfused"`
 }
 
-func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out string, emitted *emittedJSON) error {
+// partJSON is one part in superopt --json.
+type partJSON struct {
+	Ops         []string     `json:"ops"`
+	OpIndices   []int        `json:"op_indices"`
+	Inputs      int          `json:"inputs"`
+	Outputs     int          `json:"outputs"`
+	Config      string       `json:"config"`
+	Fused       bool         `json:"fused"`
+	WhyNot      string       `json:"why_not,omitempty"`
+	EstimatedUs float64      `json:"estimated_us"`
+	UnfusedUs   float64      `json:"unfused_us"`
+	Cached      bool         `json:"cached"`
+	SameAs      *int         `json:"same_as,omitempty"`
+	Stats       search.Stats `json:"stats"`
+}
+
+func printSuperoptJSON(w io.Writer, res *driver.Result, out string, emitted *emittedJSON) error {
 	cands := make([]candidateJSON, len(res.Candidates))
 	for i, c := range res.Candidates {
 		cj := candidateJSON{
 			Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 			DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
-			Speedup: baselineUs / c.Estimate.Micros,
+			Speedup: res.Baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
 		}
 		for _, g := range c.Grids {
 			cj.Grids = append(cj.Grids, g[:])
@@ -321,28 +318,57 @@ func printSuperoptJSON(w io.Writer, res *search.Result, baselineUs float64, out 
 		cj.ForloopRanges = append(cj.ForloopRanges, c.ForloopRanges...)
 		cands[i] = cj
 	}
+	parts := make([]partJSON, len(res.Parts))
+	for i, p := range res.Parts {
+		parts[i] = partJSON{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
+			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats}
+		if p.SameAs >= 0 {
+			parts[i].SameAs = &p.SameAs
+		}
+	}
 	return writeJSON(w, struct {
 		Stats      search.Stats    `json:"stats"`
 		BaselineUs float64         `json:"baseline_us"`
 		Candidates []candidateJSON `json:"candidates"`
-		Output     string          `json:"output,omitempty"`
+		Parts      []partJSON      `json:"parts"`
+		Stopped    string          `json:"stopped,omitempty"`
+		Output     string          `json:"output"`
 		Emitted    *emittedJSON    `json:"emitted,omitempty"`
-	}{res.Stats, baselineUs, cands, out, emitted})
+	}{res.Stats, res.Baseline.Micros, cands, parts, res.Stopped, out, emitted})
 }
 
-func printSuperoptTable(w io.Writer, res *search.Result, arch target.Arch, baselineUs float64, out string) {
+func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, out string, emitted *emittedJSON) {
 	s := res.Stats
-	fmt.Fprintf(w, "searched %d states in %.1fs", s.States, s.Seconds)
-	if s.Stopped != "" {
-		fmt.Fprintf(w, " (stopped: %s)", s.Stopped)
+	fused := 0
+	for _, p := range res.Parts {
+		if p.Fused {
+			fused++
+		}
 	}
-	fmt.Fprintf(w, "; pruned %d by order, %d by expression, %d by shape, %d as dead ends, %d as duplicates; %d candidates: %d verified, %d rejected, %d not verified\n",
-		s.PrunedOrder, s.PrunedAbsexpr, s.PrunedShape, s.PrunedDead, s.PrunedHash, s.Complete, s.Verified, s.Rejected, s.Unchecked)
-	if len(res.Candidates) == 0 {
-		return
+	fmt.Fprintf(w, "%d part(s), %d fused; searched %d states in %.1fs", len(res.Parts), fused, s.States, s.Seconds)
+	if res.Stopped != "" {
+		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
 	}
-	fmt.Fprintf(w, "unfused program: %.1f µs estimated on %v\n", baselineUs, arch)
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "part\tops\tconfig\tfused\test. µs\tunfused µs\tsearch")
+	for i, p := range res.Parts {
+		search := fmt.Sprintf("%d states, %.1fs", p.Stats.States, p.Stats.Seconds)
+		switch {
+		case p.SameAs >= 0:
+			search = fmt.Sprintf("as part %d", p.SameAs)
+		case p.Cached:
+			search = "cached"
+		}
+		status := "yes"
+		if !p.Fused {
+			status = "no: " + p.WhyNot
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.1f\t%s\n", i, strings.Join(p.Kinds, ", "), orDash(p.Config), status, p.EstimatedUs, p.UnfusedUs, search)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "unfused program: %.1f µs estimated on %v\n", res.Baseline.Micros, opts.Arch)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "rank\tkernels\tcustomized\tgrids\tforloop\tdevice MB\tGFLOP\test. µs\tspeedup")
 	for i, c := range res.Candidates {
 		var grids, ranges []string
@@ -351,12 +377,19 @@ func printSuperoptTable(w io.Writer, res *search.Result, arch target.Arch, basel
 			ranges = append(ranges, fmt.Sprint(c.ForloopRanges[j]))
 		}
 		e := c.Estimate
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx\n", i, c.Kernels, c.Customized,
+		note := ""
+		if c.Unfused {
+			note = "  (the program as written)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx%s\n", i, c.Kernels, c.Customized,
 			orDash(strings.Join(grids, " ")), orDash(strings.Join(ranges, " ")),
-			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, baselineUs/e.Micros)
+			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, res.Baseline.Micros/e.Micros, note)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "wrote %s\n", out)
+	if emitted != nil {
+		fmt.Fprintf(w, "CUDA for candidate %d: %s\n", emitted.Candidate, strings.Join(emitted.Files, ", "))
+	}
 }
 
 func orDash(s string) string {

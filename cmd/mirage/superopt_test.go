@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,7 +31,15 @@ type superoptJSON struct {
 		DeviceBytes   int64   `json:"device_bytes"`
 		EstimatedUs   float64 `json:"estimated_us"`
 		Speedup       float64 `json:"speedup"`
+		Unfused       bool    `json:"unfused"`
 	} `json:"candidates"`
+	Parts []struct {
+		Ops    []string `json:"ops"`
+		Fused  bool     `json:"fused"`
+		WhyNot string   `json:"why_not"`
+		Cached bool     `json:"cached"`
+		SameAs *int     `json:"same_as"`
+	} `json:"parts"`
 	Output  string `json:"output"`
 	Emitted struct {
 		Candidate int      `json:"candidate"`
@@ -424,5 +434,48 @@ func TestSuperoptProfileOverridesTheModel(t *testing.T) {
 	}
 	if code, _, stderr := mirage(t, "superopt", ntrans, "-o", dir, "--profile", filepath.Join(dir, "none.json")); code != exitUnusable || !strings.Contains(stderr, "--profile") {
 		t.Errorf("missing profile: exit %d, %s", code, stderr)
+	}
+}
+
+// TestSuperoptAnswersEveryProgram: a program the search cannot fuse at all
+// still gets an answer, its own ops: a .ugraph.json, its CUDA and exit 0,
+// with the part saying why it was not fused; and the files come as one set,
+// their sums in the manifest written last.
+func TestSuperoptAnswersEveryProgram(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "odd.py")
+	os.WriteFile(prog, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(3, 5), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"), 0o644)
+	code, stdout, stderr := mirage(t, "superopt", prog, "-o", dir, "--no-cache", "--json", "--time-limit", "30s")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res superoptJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) != 1 || !res.Candidates[0].Unfused || res.Candidates[0].Speedup != 1 {
+		t.Errorf("candidates %+v, want the unfused program alone", res.Candidates)
+	}
+	if len(res.Parts) != 1 || res.Parts[0].Fused || res.Parts[0].WhyNot == "" || !slices.Equal(res.Parts[0].Ops, []string{"exp"}) {
+		t.Errorf("parts %+v, want one unfused part that says why", res.Parts)
+	}
+	if len(res.Emitted.Files) != 3 {
+		t.Fatalf("emitted %+v", res.Emitted)
+	}
+	var manifest struct {
+		Files []struct{ Name, SHA256 string } `json:"files"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "odd.manifest.json"))
+	if err != nil || json.Unmarshal(data, &manifest) != nil || len(manifest.Files) != 4 {
+		t.Fatalf("manifest: %v\n%s", err, data)
+	}
+	for _, f := range manifest.Files {
+		data, err := os.ReadFile(filepath.Join(dir, f.Name))
+		if err != nil || fmt.Sprintf("%x", sha256.Sum256(data)) != f.SHA256 {
+			t.Errorf("%s: %v, or its sum is not the manifest's", f.Name, err)
+		}
+	}
+	if stray, _ := filepath.Glob(filepath.Join(dir, ".*")); len(stray) > 0 {
+		t.Errorf("temporary files left: %v", stray)
 	}
 }

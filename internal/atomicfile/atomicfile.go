@@ -6,6 +6,8 @@
 package atomicfile
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -82,4 +84,93 @@ func syncDir(dir string) error {
 		return fmt.Errorf("atomicfile: syncing directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// File is one file of a set: its name in the set's directory and its
+// contents.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// WriteSet writes files into dir as one set, and then manifest, a file
+// listing them with their SHA-256 sums: every file goes to a temporary file
+// first, so that an error (a full disk) leaves the previous set as it was
+// and no temporary file behind; only when all are written are they renamed
+// into place, and the manifest last. A reader that finds the files'
+// sums in the manifest has a whole set; one killed between the renames
+// leaves files that disagree with the manifest, which a later WriteSet
+// replaces. Temporary files that a killed WriteSet left for these names
+// are removed first.
+func WriteSet(dir string, files []File, manifest string) error {
+	names := make([]string, 0, len(files)+1)
+	for _, f := range files {
+		names = append(names, f.Name)
+	}
+	names = append(names, manifest)
+	for _, name := range names {
+		stale, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp-*"))
+		for _, s := range stale {
+			os.Remove(s)
+		}
+	}
+	tmps := make([]string, 0, len(files))
+	defer func() {
+		for _, t := range tmps {
+			if t != "" { // not renamed: after an error
+				os.Remove(t)
+			}
+		}
+	}()
+	sums := make([]setEntry, 0, len(files))
+	for _, f := range files {
+		tmp, err := writeTemp(dir, f.Name, f.Data)
+		if err != nil {
+			return err
+		}
+		tmps = append(tmps, tmp)
+		sums = append(sums, setEntry{Name: f.Name, SHA256: fmt.Sprintf("%x", sha256.Sum256(f.Data))})
+	}
+	for i, tmp := range tmps {
+		if err := os.Rename(tmp, filepath.Join(dir, files[i].Name)); err != nil {
+			return fmt.Errorf("atomicfile: %w", err)
+		}
+		tmps[i] = ""
+	}
+	data, err := json.MarshalIndent(struct {
+		Files []setEntry `json:"files"`
+	}{sums}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFile(filepath.Join(dir, manifest), append(data, '\n'), 0o644)
+}
+
+type setEntry struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+// writeTemp writes data to a synced temporary file for name in dir and
+// returns its path.
+func writeTemp(dir, name string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("atomicfile: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("atomicfile: writing %s: %w", filepath.Join(dir, name), err)
+	}
+	return f.Name(), nil
 }

@@ -1,0 +1,510 @@
+// Package driver superoptimizes whole programs (DESIGN §7): it cuts a
+// program into parts that one search can take (Partition), searches each
+// part with a configuration derived from its ops and shapes, splits the
+// parts that do not fuse and searches the pieces, stitches the best μGraph
+// of each part into one kernel graph (Stitch), verifies it against the
+// whole program, and ranks it beside the unfused program, which is always
+// an answer. It owns the time budget of the whole run.
+//
+// cmd/mirage only parses flags and prints; search never sees more than a
+// part.
+package driver
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// DefaultTimeLimit is the budget of a run when Options.TimeLimit is 0, so
+// that a plain superopt always ends.
+const DefaultTimeLimit = 5 * time.Minute
+
+// Options configure Run.
+type Options struct {
+	Name     string              // the program's name (profiles key measurements by it)
+	Arch     target.Arch         // the target: cost model and shared memory
+	Preset   string              // a named configuration for every part; "": chosen per part
+	Restrict search.Restrictions // the program's superoptimize lists
+	// TimeLimit bounds the whole run, searches, verification and all; 0
+	// means DefaultTimeLimit. When it runs out, the parts searched so far
+	// (and the candidates each search verified) make the answer.
+	TimeLimit time.Duration
+	Workers   int    // parallel workers over all searches; 0 means 1
+	Seed      uint64 // the verifier's draws
+	MaxStates int64  // per part search; 0 means no limit
+	// PartResults is how many candidates each part's search verifies
+	// (best first); 0 means 2.
+	PartResults int
+	Cache       *search.Cache  // nil: no cache
+	Profiles    *cost.Profiles // measured times that override the model
+	// Log, when set, receives a line for each part as it is searched.
+	Log func(string)
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Program  *kernel.Graph
+	Baseline cost.Estimate // the unfused program
+	// Candidates are whole-program answers, verified against the program,
+	// best first. The unfused program is always among them.
+	Candidates []*Candidate
+	Parts      []*PartReport
+	Stats      search.Stats // totals over the parts' searches
+	Stopped    string       // why the run stopped early ("time limit", "interrupted"), if it did
+}
+
+// Candidate is a whole-program answer.
+type Candidate struct {
+	Graph         *kernel.Graph
+	Hash          uint64
+	Estimate      cost.Estimate
+	Kernels       int // kernel launches
+	Customized    int // graph-defined kernels among them
+	Grids         []block.Dim3
+	ForloopRanges []int
+	Unfused       bool // the program as written
+}
+
+// PartReport says what happened to one part of the final partition.
+type PartReport struct {
+	Ops         []int    // the program's ops, by index
+	Kinds       []string // their kinds
+	Inputs      int
+	Outputs     int
+	Config      string
+	Fused       bool    // the answer runs the part in graph-defined kernels
+	WhyNot      string  // why not, when not fused
+	EstimatedUs float64 // the part as the answer runs it
+	UnfusedUs   float64 // the part's own ops
+	Cached      bool    // its search came from the cache
+	SameAs      int     // an earlier part with the same canonical hash, searched once; -1
+	Stats       search.Stats
+}
+
+// outcome is what searching one part program gave; parts with equal
+// canonical hashes share one.
+type outcome struct {
+	program *kernel.Graph
+	cfg     search.Config
+	best    *kernel.Graph // the replacement; nil: the part's own ops
+	// done is set once searched (or given up on); timedOut when the search
+	// stopped at its share of the budget, or never started; slower when it
+	// found fused μGraphs, none faster than the part's own ops.
+	done, timedOut, slower bool
+	fused                  bool
+	whyNot                 string
+	estimatedUs            float64
+	unfusedUs              float64
+	cached                 bool
+	stats                  search.Stats
+}
+
+// Run superoptimizes program. It returns an error only for a program or
+// options it cannot work with; a part the search cannot fuse keeps its
+// own ops, so there is always an answer.
+func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, error) {
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if opts.PartResults <= 0 {
+		opts.PartResults = 2
+	}
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithDeadline(ctx, start.Add(opts.TimeLimit))
+	defer cancel()
+	lim, err := limitsFor(program, opts.Preset)
+	if err != nil {
+		return nil, err
+	}
+	d := &run{opts: opts, program: program, limits: lim, outcomes: map[uint64]*outcome{}}
+	baseline, err := d.estimate(program)
+	if err != nil {
+		return nil, fmt.Errorf("estimating the program: %v", err)
+	}
+	res := &Result{Program: program, Baseline: baseline}
+	// Searches get the budget but a fifth (at least 5 s, at most 60 s)
+	// left for the whole program's verification.
+	reserve := min(max(opts.TimeLimit/5, 5*time.Second), 60*time.Second, opts.TimeLimit/2)
+	d.searchEnd = start.Add(opts.TimeLimit - reserve)
+	parts, outs, err := d.searchRounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.Parts = d.reports(parts, outs)
+	for _, r := range res.Parts {
+		if r.SameAs < 0 {
+			addStats(&res.Stats, r.Stats)
+		}
+	}
+
+	unfused, err := d.candidate(program, true)
+	if err != nil {
+		return nil, err
+	}
+	res.Candidates = []*Candidate{unfused}
+	stitched, err := d.stitch(parts, outs)
+	if err != nil {
+		return nil, err
+	}
+	if stitched != nil {
+		switch ok, err := d.verify(stitched); {
+		case err != nil:
+			return nil, err
+		case ok:
+			c, err := d.candidate(stitched, false)
+			if err != nil {
+				return nil, err
+			}
+			res.Candidates = append(res.Candidates, c)
+		default:
+			// Each part's replacement passed the verifier against its part,
+			// so this is a bug; the unfused program stays the answer.
+			for _, r := range res.Parts {
+				if r.Fused {
+					r.Fused, r.WhyNot, r.EstimatedUs = false, "the stitched program did not verify", r.UnfusedUs
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(res.Candidates, func(a, b *Candidate) int { return cmp.Compare(a.Estimate.Micros, b.Estimate.Micros) })
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		res.Stopped = "interrupted"
+	case d.timedOut:
+		res.Stopped = "time limit"
+	}
+	res.Stats.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// run is the state of one Run.
+type run struct {
+	opts      Options
+	program   *kernel.Graph
+	limits    func(ops []int) Limits
+	searchEnd time.Time // searches stop then
+	mu        sync.Mutex
+	outcomes  map[uint64]*outcome // by the canonical hash of a part's program
+	timedOut  bool                // some search stopped at its share of the budget
+}
+
+// maxRounds bounds how often parts that did not fuse are split again.
+const maxRounds = 3
+
+// searchRounds partitions the program and searches the parts; then it
+// splits the parts that did not fuse, when their search ran to the end,
+// into smaller ones and searches those, while time is left. It returns the
+// final partition and each part's outcome.
+func (d *run) searchRounds(ctx context.Context) ([]Part, []*outcome, error) {
+	groups := recompute(d.program, split(d.program, computeOps(d.program), d.limits), d.limits)
+	for round := 0; ; round++ {
+		parts := cut(d.program, groups)
+		outs := make([]*outcome, len(parts))
+		var todo []*outcome
+		for k, p := range parts {
+			o, err := d.outcomeOf(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			outs[k] = o
+			if !o.done && !slices.Contains(todo, o) {
+				todo = append(todo, o)
+			}
+		}
+		// The first rounds leave time for the next: a part that does not
+		// fuse is split and its pieces searched.
+		share := 1.0
+		if round+1 < maxRounds {
+			share = 0.6
+		}
+		d.searchAll(ctx, todo, share)
+		if round+1 == maxRounds || ctx.Err() != nil || !time.Now().Before(d.searchEnd) {
+			return parts, outs, nil
+		}
+		var next [][]int
+		changed := false
+		for k, grp := range groups {
+			// A part whose search ran out of time, or whose fused forms are
+			// slower than its ops, stays whole; one the search cannot fuse
+			// at all is split.
+			if o := outs[k]; o.fused || o.timedOut || o.slower || len(grp) < 2 {
+				next = append(next, grp)
+				continue
+			}
+			tighter := func(ops []int) Limits {
+				l := d.limits(ops)
+				l.Ops = len(grp) - 1
+				return l
+			}
+			pieces := split(d.program, grp, tighter)
+			next = append(next, pieces...)
+			changed = changed || len(pieces) > 1
+		}
+		if !changed {
+			return parts, outs, nil
+		}
+		groups = recompute(d.program, next, d.limits)
+	}
+}
+
+// outcomeOf returns the outcome of part p's program, made if new.
+func (d *run) outcomeOf(p Part) (*outcome, error) {
+	pg, err := p.Program(d.program)
+	if err != nil {
+		return nil, fmt.Errorf("part of ops %v: %v", p.Ops, err)
+	}
+	h := kernel.Hash(pg)
+	if o, ok := d.outcomes[h]; ok {
+		return o, nil
+	}
+	e, err := d.estimate(pg)
+	if err != nil {
+		return nil, err
+	}
+	o := &outcome{program: pg, unfusedUs: e.Micros, estimatedUs: e.Micros}
+	d.outcomes[h] = o
+	if len(p.Ops) == 1 && d.program.Ops[p.Ops[0]].Kind == ugraph.OpCustomized {
+		o.done, o.fused, o.whyNot = true, true, ""
+		o.cfg.Name = "as written"
+		return o, nil
+	}
+	if o.cfg, err = partConfig(pg, d.opts.Preset, d.opts.Restrict, d.opts.Arch); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// estimate is the cost model's estimate of g, a measured time overriding
+// it where a profile has one.
+func (d *run) estimate(g *kernel.Graph) (cost.Estimate, error) {
+	e, err := cost.EstimateGraph(g, d.opts.Arch)
+	if us, ok := d.opts.Profiles.Lookup(d.opts.Arch.Name, d.opts.Name, g); ok && err == nil {
+		e.Micros = us
+	}
+	return e, err
+}
+
+// searchAll searches the outcomes' programs, up to Workers at a time. Each
+// gets an equal share of share of the search time left, counting those
+// still waiting as sharing the workers.
+func (d *run) searchAll(ctx context.Context, todo []*outcome, share float64) {
+	var g errgroup.Group
+	g.SetLimit(d.opts.Workers)
+	var mu sync.Mutex
+	left := len(todo)
+	workers := max(1, d.opts.Workers/max(1, min(len(todo), d.opts.Workers)))
+	for _, o := range todo {
+		g.Go(func() error {
+			mu.Lock()
+			waves := (left + d.opts.Workers - 1) / d.opts.Workers
+			budget := time.Duration(float64(time.Until(d.searchEnd)) * share / float64(max(1, waves)))
+			left--
+			mu.Unlock()
+			d.search(ctx, o, time.Now().Add(budget), workers)
+			return nil
+		})
+	}
+	g.Wait()
+}
+
+// search searches o's program until deadline (the cache first) and keeps
+// its best candidate when it beats the part's own ops.
+func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, workers int) {
+	defer func() { o.done = true }()
+	if ctx.Err() != nil || !time.Now().Before(deadline) {
+		o.whyNot, o.timedOut = "not searched: the time limit ran out", true
+		d.noteTimeout()
+		return
+	}
+	opts := search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: d.opts.PartResults,
+		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
+			e, err := d.estimate(g)
+			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
+		}}
+	var res *search.Result
+	key := ""
+	if d.opts.Cache != nil {
+		key = search.Key(o.program, o.cfg, opts)
+		switch cached, hit, err := d.opts.Cache.Load(key, o.program, d.opts.Seed); {
+		case err != nil:
+			d.logf("warning: ignoring the cache: %v", err)
+		case hit:
+			res, o.cached = cached, true
+			d.logf("using cached result %s", key)
+		}
+	}
+	if res == nil {
+		sctx, cancel := context.WithDeadline(ctx, deadline)
+		var err error
+		res, err = search.Run(sctx, o.program, o.cfg, opts)
+		cancel()
+		if err != nil {
+			o.whyNot = "search failed: " + err.Error()
+			d.log(o)
+			return
+		}
+		if d.opts.Cache != nil && res.Stats.Stopped == "" {
+			if err := d.opts.Cache.Store(key, "part", res); err != nil {
+				d.logf("warning: cache: %v", err) // a cache that cannot be written only costs time
+			}
+		}
+	}
+	o.stats = res.Stats
+	if res.Stats.Stopped != "" {
+		o.timedOut = true
+		d.noteTimeout()
+	}
+	for _, c := range res.Candidates {
+		if c.Customized == 0 {
+			continue
+		}
+		if c.Estimate.Micros < o.unfusedUs {
+			o.best, o.fused, o.estimatedUs = c.Graph, true, c.Estimate.Micros
+		} else {
+			o.slower = true
+			o.whyNot = fmt.Sprintf("the best fused μGraph (%.1f µs) is no faster than the part's own ops (%.1f µs)", c.Estimate.Micros, o.unfusedUs)
+		}
+		break
+	}
+	if !o.fused && o.whyNot == "" {
+		o.whyNot = "no equivalent fused μGraph found"
+		if res.Stats.Stopped != "" {
+			o.whyNot += " before the " + res.Stats.Stopped
+		}
+	}
+	d.log(o)
+}
+
+func (d *run) noteTimeout() {
+	d.mu.Lock()
+	d.timedOut = true
+	d.mu.Unlock()
+}
+
+func (d *run) logf(format string, args ...any) {
+	if d.opts.Log != nil {
+		d.opts.Log(fmt.Sprintf(format, args...))
+	}
+}
+
+// log reports a searched part.
+func (d *run) log(o *outcome) {
+	var kinds []string
+	for _, op := range o.program.Ops {
+		if op.Kind != ugraph.OpInput {
+			kinds = append(kinds, op.Kind.String())
+		}
+	}
+	what := fmt.Sprintf("fused: %.1f µs, was %.1f µs", o.estimatedUs, o.unfusedUs)
+	if !o.fused {
+		what = "not fused: " + o.whyNot
+	}
+	d.logf("part (%s): %s [%s, %d states in %.1fs]", strings.Join(kinds, ", "), what, o.cfg.Name, o.stats.States, o.stats.Seconds)
+}
+
+// reports describes the final parts.
+func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
+	var rs []*PartReport
+	first := map[*outcome]int{}
+	for k, p := range parts {
+		o := outs[k]
+		r := &PartReport{Ops: p.Ops, Inputs: len(p.Inputs), Outputs: len(p.Outputs), Config: o.cfg.Name,
+			Fused: o.fused, WhyNot: o.whyNot, EstimatedUs: o.estimatedUs, UnfusedUs: o.unfusedUs,
+			Cached: o.cached, SameAs: -1, Stats: o.stats}
+		for _, i := range p.Ops {
+			r.Kinds = append(r.Kinds, d.program.Ops[i].Kind.String())
+		}
+		if j, ok := first[o]; ok {
+			r.SameAs = j
+		} else {
+			first[o] = k
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// stitch returns the program with every fused part replaced, or nil when
+// no part is.
+func (d *run) stitch(parts []Part, outs []*outcome) (*kernel.Graph, error) {
+	var repl []*kernel.Graph
+	any := false
+	for _, o := range outs {
+		repl = append(repl, o.best)
+		any = any || o.best != nil
+	}
+	if !any {
+		return nil, nil
+	}
+	return Stitch(d.program, parts, repl)
+}
+
+// verify checks the stitched program against the program.
+func (d *run) verify(g *kernel.Graph) (bool, error) {
+	v, err := ffverify.New(d.program, ffverify.Options{Seed: d.opts.Seed})
+	if err != nil {
+		return false, fmt.Errorf("verifying the stitched program: %v", err)
+	}
+	r, err := v.Verify(g)
+	if err != nil {
+		return false, fmt.Errorf("verifying the stitched program: %v", err)
+	}
+	return r.Equivalent, nil
+}
+
+// candidate describes g as an answer.
+func (d *run) candidate(g *kernel.Graph, unfused bool) (*Candidate, error) {
+	e, err := d.estimate(g)
+	if err != nil {
+		return nil, err
+	}
+	c := &Candidate{Graph: g, Hash: kernel.Hash(g), Estimate: e, Unfused: unfused}
+	for _, op := range g.Ops {
+		switch {
+		case op.Block != nil:
+			c.Kernels++
+			c.Customized++
+			c.Grids = append(c.Grids, op.Block.Grid)
+			c.ForloopRanges = append(c.ForloopRanges, op.Block.ForloopRange)
+		case op.Kind != ugraph.OpInput:
+			c.Kernels++
+		}
+	}
+	return c, nil
+}
+
+// addStats adds the counts of s to t.
+func addStats(t *search.Stats, s search.Stats) {
+	t.States += s.States
+	t.PrunedOrder += s.PrunedOrder
+	t.PrunedHash += s.PrunedHash
+	t.PrunedAbsexpr += s.PrunedAbsexpr
+	t.PrunedShape += s.PrunedShape
+	t.PrunedDead += s.PrunedDead
+	t.Complete += s.Complete
+	t.Rejected += s.Rejected
+	t.Verified += s.Verified
+	t.Unchecked += s.Unchecked
+}

@@ -1,0 +1,311 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// programs are whole programs of the kinds users bring, at small shapes
+// (the searches of a unit test stay short), each written as a program is.
+var programs = map[string]string{
+	// A LLaMA MLP block: RMSNorm, gated projections, down projection and
+	// the residual.
+	"llama_mlp": `
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+W1 = g.new_input(dims=(64, 128), dtype=mi.float16)
+W3 = g.new_input(dims=(64, 128), dtype=mi.float16)
+W2 = g.new_input(dims=(128, 64), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(64,))
+M = g.mul(g.silu(g.matmul(N, W1)), g.matmul(N, W3))
+g.mark_output(g.add(g.matmul(M, W2), X))`,
+	// Three stacked layers, alike but for their weights.
+	"stacked": `
+H = g.new_input(dims=(8, 64), dtype=mi.float16)
+for i in range(3):
+    W = g.new_input(dims=(64, 64), dtype=mi.float16)
+    H = g.add(H, g.silu(g.matmul(g.rms_norm(H, normalized_shape=(64,)), W)))
+g.mark_output(H)`,
+	// An RMSNorm shared by two projections, both outputs.
+	"shared_norm": `
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+Wq = g.new_input(dims=(64, 128), dtype=mi.float16)
+Wk = g.new_input(dims=(64, 64), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(64,))
+g.mark_output(g.matmul(N, Wq))
+g.mark_output(g.matmul(N, Wk))`,
+	// Element-wise ops, then a row sum.
+	"elementwise_sum": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+Y = g.new_input(dims=(16, 64), dtype=mi.float16)
+E = g.mul_scalar(g.add(g.silu(g.mul(g.exp(X), Y)), X), 0.5)
+g.mark_output(g.reduction(E, 1))`,
+	// Attention whose K norm is written out.
+	"qknorm_kout": `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
+V = g.new_input(dims=(2, 128, 64), dtype=mi.float16)
+Kn = g.div(K, g.sqrt(g.reduction(g.square(K), 1)))
+g.mark_output(Kn)
+S = g.exp(g.matmul(g.rms_norm(Q, normalized_shape=(64,)), Kn))
+g.mark_output(g.div(g.matmul(S, V), g.reduction(S, 2)))`,
+	// LoRA: a low-rank update beside a projection.
+	"lora": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 128), dtype=mi.float16)
+A = g.new_input(dims=(64, 16), dtype=mi.float16)
+B = g.new_input(dims=(16, 128), dtype=mi.float16)
+g.mark_output(g.add(g.matmul(X, W), g.matmul(g.matmul(X, A), B)))`,
+	// An intermediate that is also an output, and a bias broadcast.
+	"intermediate_output": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 128), dtype=mi.float16)
+b = g.new_input(dims=(1, 128), dtype=mi.float16)
+Y = g.add(g.matmul(X, W), b)
+g.mark_output(Y)
+g.mark_output(g.relu(Y))`,
+	// An input declared after ops that do not read it.
+	"late_input": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+E = g.exp(X)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+g.mark_output(g.matmul(E, W))`,
+	// Two independent chains.
+	"independent": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+Y = g.new_input(dims=(16, 64), dtype=mi.float16)
+g.mark_output(g.silu(X))
+g.mark_output(g.sqrt(g.square(Y)))`,
+	// A long element-wise chain: more ops than one part takes.
+	"long_chain": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+Y = g.new_input(dims=(16, 64), dtype=mi.float16)
+for i in range(5):
+    X = g.add(g.silu(X), g.mul(X, Y))
+g.mark_output(X)`,
+	// A hand-written graph-defined kernel between pre-defined ops.
+	"handwritten": `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+tb = mi.new_threadblock_graph(grid_dim=(1, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=64)
+E = g.exp(X)
+tX = tb.new_input(dtensor=E, input_map=(-1, -1, -1), forloop_dim=-1)
+tW = tb.new_input(dtensor=W, input_map=(-1, -1, -1), forloop_dim=-1)
+tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(-1, -1, -1))
+O = g.customized([E, W], tb)
+g.mark_output(g.silu(O[0]))`,
+}
+
+func load(t testing.TB, name string) *kernel.Graph {
+	t.Helper()
+	src := "import mirage as mi\ng = mi.new_kernel_graph()\n" + strings.TrimPrefix(programs[name], "\n") + "\n"
+	p, err := frontend.Load(name+".py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return p.Graph
+}
+
+// defaultLimits are the limits Run cuts programs with, when no preset is
+// named.
+func defaultLimits(t testing.TB, g *kernel.Graph) func([]int) Limits {
+	lim, err := limitsFor(g, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim
+}
+
+// checkEquivalent checks got against want in the finite-field verifier and
+// in float64.
+func checkEquivalent(t *testing.T, what string, want, got *kernel.Graph) {
+	t.Helper()
+	r, err := ffverify.Equivalent(want, got, ffverify.Options{Seed: 3})
+	if err != nil || !r.Equivalent {
+		t.Errorf("%s: ffverify: %v, %v", what, r, err)
+	}
+	in := interp.RandomInputs(want, 5)
+	w, err := interp.Run(want, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gg, err := interp.Run(got, in)
+	if err != nil {
+		t.Fatalf("%s: interp: %v", what, err)
+	}
+	if d, err := interp.CompareAll(w, gg); err != nil || d.MaxRelErr > 1e-9 {
+		t.Errorf("%s: interp: %+v, %v", what, d, err)
+	}
+}
+
+// TestPartitionStitchRoundTrip cuts each program into parts and stitches
+// them back, once with their own ops and once with each part replaced by
+// its own program (so that the splice maps every input and output): both
+// compute the program.
+func TestPartitionStitchRoundTrip(t *testing.T) {
+	if len(programs) < 10 {
+		t.Fatalf("%d programs; the round trip wants at least 10", len(programs))
+	}
+	for name := range programs {
+		t.Run(name, func(t *testing.T) {
+			g := load(t, name)
+			parts := Partition(g, defaultLimits(t, g))
+			// Every compute op is in a part; parts are connected and in
+			// dependency order.
+			covered := map[int]bool{}
+			for _, p := range parts {
+				if !connected(g, p.Ops) {
+					t.Errorf("part %v is not connected", p.Ops)
+				}
+				for _, o := range p.Ops {
+					covered[o] = true
+				}
+			}
+			if want := computeOps(g); len(covered) != len(want) {
+				t.Errorf("parts cover ops %v, want %v", covered, want)
+			}
+			plain, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEquivalent(t, "own ops", g, plain)
+			var repl []*kernel.Graph
+			for _, p := range parts {
+				pg, err := p.Program(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				repl = append(repl, pg)
+			}
+			spliced, err := Stitch(g, parts, repl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkEquivalent(t, "replaced by their programs", g, spliced)
+		})
+	}
+}
+
+// Partition's choices on the programs whose cut is clear.
+func TestPartition(t *testing.T) {
+	tests := []struct {
+		name  string
+		parts [][]string // each part's op kinds
+	}{
+		// The norm does not fit in the gated projections' kernel; the down
+		// projection takes the residual.
+		{"llama_mlp", [][]string{{"rms_norm"}, {"matmul", "silu", "matmul", "mul"}, {"matmul", "add"}}},
+		// One part per layer: equal parts, searched once.
+		{"stacked", [][]string{
+			{"rms_norm", "matmul", "silu", "add"}, {"rms_norm", "matmul", "silu", "add"}, {"rms_norm", "matmul", "silu", "add"}}},
+		{"elementwise_sum", [][]string{{"exp", "mul", "silu", "add", "mul_scalar", "reduction"}}},
+		// The K norm is written out; the attention takes it as an input.
+		{"qknorm_kout", [][]string{{"square", "reduction", "sqrt", "div"}, {"rms_norm", "matmul", "exp", "matmul", "reduction", "div"}}},
+		{"handwritten", [][]string{{"exp"}, {"customized"}, {"silu"}}},
+	}
+	for _, tt := range tests {
+		g := load(t, tt.name)
+		var got [][]string
+		for _, p := range Partition(g, defaultLimits(t, g)) {
+			var kinds []string
+			for _, o := range p.Ops {
+				kinds = append(kinds, g.Ops[o].Kind.String())
+			}
+			got = append(got, kinds)
+		}
+		if !slices.EqualFunc(got, tt.parts, slices.Equal) {
+			t.Errorf("%s: parts %v, want %v", tt.name, got, tt.parts)
+		}
+	}
+}
+
+// An RMSNorm shared by two projections is recomputed in each, once the
+// part holding both does not fuse: recompute copies it into the second.
+func TestRecomputeSharedNorm(t *testing.T) {
+	g := load(t, "shared_norm")
+	lim := defaultLimits(t, g)
+	ops := computeOps(g) // rms_norm, matmul, matmul
+	tight := func(run []int) Limits { l := lim(run); l.Ops = 2; return l }
+	groups := recompute(g, split(g, ops, tight), lim)
+	if want := [][]int{{ops[0], ops[1]}, {ops[0], ops[2]}}; !slices.EqualFunc(groups, want, slices.Equal) {
+		t.Fatalf("groups %v, want %v", groups, want)
+	}
+	parts := cut(g, groups)
+	if len(parts[0].Outputs) != 1 || len(parts[1].Outputs) != 1 {
+		t.Errorf("each part provides only its projection: %+v", parts)
+	}
+	stitched, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEquivalent(t, "recomputed norm", g, stitched)
+}
+
+// TestRun superoptimizes whole programs: every answer verifies, the
+// unfused program is among them, and where the search fuses a part the
+// best answer runs a graph-defined kernel and is estimated no slower.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	for _, name := range []string{"llama_mlp", "stacked", "shared_norm", "elementwise_sum", "lora", "handwritten"} {
+		t.Run(name, func(t *testing.T) {
+			g := load(t, name)
+			res, err := Run(context.Background(), g, Options{Workers: 2, Seed: 1, TimeLimit: 20 * time.Second, Arch: target.MustLookup("sm_90")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			unfused := slices.IndexFunc(res.Candidates, func(c *Candidate) bool { return c.Unfused })
+			if unfused < 0 {
+				t.Fatal("the unfused program is not among the answers")
+			}
+			best := res.Candidates[0]
+			if best.Estimate.Micros > res.Candidates[unfused].Estimate.Micros {
+				t.Errorf("the best answer (%.1f µs) is slower than the unfused program (%.1f µs)", best.Estimate.Micros, res.Candidates[unfused].Estimate.Micros)
+			}
+			for i, c := range res.Candidates {
+				checkEquivalent(t, fmt.Sprintf("candidate %d", i), g, c.Graph)
+			}
+			fused := 0
+			for _, p := range res.Parts {
+				if p.Fused {
+					fused++
+				}
+				if !p.Fused && p.WhyNot == "" {
+					t.Errorf("part %v is not fused and says not why", p.Kinds)
+				}
+			}
+			if name != "handwritten" && (fused == 0 || best.Customized == 0) {
+				t.Errorf("nothing fused: %d of %d parts, best runs %d graph-defined kernels", fused, len(res.Parts), best.Customized)
+			}
+			if name == "stacked" && (res.Parts[1].SameAs != 0 || res.Parts[2].SameAs != 0) {
+				t.Errorf("equal layers were searched apart: same as %d, %d", res.Parts[1].SameAs, res.Parts[2].SameAs)
+			}
+		})
+	}
+}
+
+// A program whose only op no search fuses still has an answer: itself.
+func TestRunNothingFuses(t *testing.T) {
+	src := "import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(3, 5), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"
+	p, err := frontend.Load("odd.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), p.Graph, Options{Workers: 2, TimeLimit: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) != 1 || !res.Candidates[0].Unfused || res.Parts[0].Fused || res.Parts[0].WhyNot == "" {
+		t.Errorf("candidates %+v, parts %+v", res.Candidates, res.Parts[0])
+	}
+}

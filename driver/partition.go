@@ -1,0 +1,415 @@
+package driver
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// A Part is a connected piece of a program that one search takes: a run of
+// the program's compute ops, consecutive in program order, and perhaps
+// copies of cheap ops of earlier parts that it recomputes rather than
+// read (recompute). The parts of a partition depend on one another only in
+// their order. The tensors a part reads from outside are its inputs; those
+// it computes that later parts read, or that are program outputs, are its
+// outputs. Both stay in device memory: they are the cut points.
+type Part struct {
+	Ops     []int             // indices into the program's Ops, ascending
+	Inputs  []kernel.TensorID // the program's tensors it reads, ascending
+	Outputs []kernel.TensorID // the program's tensors it provides, ascending
+}
+
+// Limits say which parts one search can take: what its graph-defined
+// kernels may hold under the configuration the part will be searched with.
+type Limits struct {
+	Ops      int // compute ops
+	BlockOps int // the part's ops as threadblock ops (blockCost), over all its kernels
+	Inputs   int // MaxBlockInputs
+	Outputs  int // MaxBlockOutputs
+}
+
+// Partition cuts the compute ops of g into parts that one search can take
+// under the limits limitsFor gives for each (those of the configuration it
+// would be searched with): split, then recompute, then cut.
+func Partition(g *kernel.Graph, limitsFor func(ops []int) Limits) []Part {
+	return cut(g, recompute(g, split(g, computeOps(g), limitsFor), limitsFor))
+}
+
+// split cuts ops (ascending) into runs that one search can take under the
+// limits limitsFor gives. Of the ways to cut, it takes one with the fewest
+// runs (each is at best one kernel launch), and of those one that keeps
+// the fewest bytes of intermediate tensors in device memory (each cut
+// tensor is written and read back). An op that is not searchable even
+// alone is a run of its own.
+func split(g *kernel.Graph, ops []int, limitsFor func(ops []int) Limits) [][]int {
+	n := len(ops)
+	type best struct {
+		runs  int
+		bytes int64
+		from  int // the start of the last run
+	}
+	dp := make([]best, n+1)
+	for j := 1; j <= n; j++ {
+		dp[j] = best{runs: -1}
+		for i := j - 1; i >= max(0, j-maxPartOps); i-- {
+			run := ops[i:j]
+			if j-i > 1 && !searchable(g, run, limitsFor(run)) {
+				continue // a longer run may be connected where this one is not
+			}
+			cand := best{runs: dp[i].runs + 1, bytes: dp[i].bytes + cutBytes(g, run), from: i}
+			if dp[j].runs < 0 || cand.runs < dp[j].runs || cand.runs == dp[j].runs && cand.bytes < dp[j].bytes {
+				dp[j] = cand
+			}
+		}
+	}
+	var runs [][]int
+	for j := n; j > 0; j = dp[j].from {
+		runs = append(runs, slices.Clone(ops[dp[j].from:j]))
+	}
+	slices.Reverse(runs)
+	return runs
+}
+
+// maxPartOps bounds the ops of a part: two graph-defined kernels of ten
+// threadblock ops each, the most a preset allows.
+const maxPartOps = 20
+
+// recompute copies into a group the cheap ops of earlier groups whose
+// results it reads, when all their operands are program inputs and the
+// group stays searchable: a norm or an element-wise op recomputed in each
+// kernel that reads it (an RMSNorm shared by two projections, say) is
+// cheaper than a kernel of its own and a round trip through device memory,
+// and lets each consumer fuse it.
+func recompute(g *kernel.Graph, groups [][]int, limitsFor func(ops []int) Limits) [][]int {
+	out := make([][]int, len(groups))
+	for k, grp := range groups {
+		grp = slices.Clone(grp)
+		for {
+			added := false
+			for _, i := range grp {
+				for _, t := range g.Ops[i].In {
+					o, _ := g.Producer(t)
+					if slices.Contains(grp, o) || !cheap(g, o) {
+						continue
+					}
+					with := append(slices.Clone(grp), o)
+					slices.Sort(with)
+					if searchable(g, with, limitsFor(with)) {
+						grp, added = with, true
+						break
+					}
+				}
+				if added {
+					break
+				}
+			}
+			if !added {
+				break
+			}
+		}
+		out[k] = grp
+	}
+	// A group left with nothing but copies that others recompute is gone.
+	var kept [][]int
+	for k, grp := range out {
+		if !copiedWhole(out, k) {
+			kept = append(kept, grp)
+		}
+	}
+	return kept
+}
+
+// cheap reports whether op o of g is worth recomputing: a norm or an
+// element-wise op whose operands are all program inputs.
+func cheap(g *kernel.Graph, o int) bool {
+	op := &g.Ops[o]
+	if c := op.Kind.Info().Class; c != ugraph.ClassNorm && !op.Kind.IsElementwise() {
+		return false
+	}
+	for _, t := range op.In {
+		if p, _ := g.Producer(t); g.Ops[p].Kind != ugraph.OpInput {
+			return false
+		}
+	}
+	return true
+}
+
+// copiedWhole reports whether every op of groups[k] is also in a later
+// group, and no program output is its alone.
+func copiedWhole(groups [][]int, k int) bool {
+	for _, o := range groups[k] {
+		found := false
+		for _, other := range groups[k+1:] {
+			if slices.Contains(other, o) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// cut makes the parts of groups (each ascending ops): the tensors each
+// reads from outside are its inputs; those it computes that a later group
+// reads without computing them itself, or that are program outputs (and
+// computed by no later group), are its outputs.
+func cut(g *kernel.Graph, groups [][]int) []Part {
+	parts := make([]Part, len(groups))
+	for k, ops := range groups {
+		p := Part{Ops: ops}
+		inside := map[kernel.TensorID]bool{}
+		for _, i := range ops {
+			for _, t := range g.Ops[i].In {
+				if !inside[t] && !slices.Contains(p.Inputs, t) {
+					p.Inputs = append(p.Inputs, t)
+				}
+			}
+			for _, t := range g.Ops[i].Out {
+				inside[t] = true
+			}
+		}
+		slices.Sort(p.Inputs)
+		for _, i := range ops {
+			for _, t := range g.Ops[i].Out {
+				if providedBy(g, groups, t) == k {
+					p.Outputs = append(p.Outputs, t)
+				}
+			}
+		}
+		parts[k] = p
+	}
+	return parts
+}
+
+// providedBy returns which group provides tensor t to the groups that read
+// it without computing it, and to the program's outputs: the last group
+// that computes t before the first such reader (or the last that computes
+// it, for an output). -1 when no one needs it from a group.
+func providedBy(g *kernel.Graph, groups [][]int, t kernel.TensorID) int {
+	o, _ := g.Producer(t)
+	last, need := -1, -1
+	for k, ops := range groups {
+		if slices.Contains(ops, o) {
+			if need < 0 {
+				last = k
+			}
+			continue
+		}
+		if need < 0 && last >= 0 && slices.ContainsFunc(ops, func(i int) bool { return slices.Contains(g.Ops[i].In, t) }) {
+			need = k
+		}
+	}
+	if need >= 0 || slices.Contains(g.Outputs, t) {
+		return last
+	}
+	return -1
+}
+
+// blockCost estimates how many threadblock ops a fused form of the part
+// needs, input ops included (the generator's MaxBlockOps counts them): a
+// matmul is itself and the accumulator over its for-loop; rms_norm is the
+// threadblock rms_norm, or, before matmuls, the rms accumulator and a
+// division of each matmul's result; a reduction a block reduction and an
+// accumulator; an element-wise op itself. A part with neither matmul nor
+// reduction needs one accumulator more, to make its result post-loop.
+func blockCost(g *kernel.Graph, ops []int, inputs int) int {
+	n, accumulated := inputs, false
+	for _, i := range ops {
+		op := &g.Ops[i]
+		switch op.Kind.Info().Class {
+		case ugraph.ClassMatmul, ugraph.ClassReduction:
+			n += 2
+			accumulated = true
+		case ugraph.ClassNorm:
+			n += 1 + matmulsReading(g, ops, op.Out[0])
+		default:
+			n++
+		}
+	}
+	if !accumulated {
+		n++
+	}
+	return n
+}
+
+// matmulsReading counts the matmuls of ops that read t.
+func matmulsReading(g *kernel.Graph, ops []int, t kernel.TensorID) int {
+	n := 0
+	for _, i := range ops {
+		if g.Ops[i].Kind == ugraph.OpMatmul && slices.Contains(g.Ops[i].In, t) {
+			n++
+		}
+	}
+	return n
+}
+
+// searchable reports whether one search can take the part made of ops
+// under lim: connected, with no graph-defined kernel of the program's own
+// (a program that already wrote one keeps it as a part of its own), and
+// within the limits.
+func searchable(g *kernel.Graph, ops []int, lim Limits) bool {
+	for _, i := range ops {
+		if g.Ops[i].Kind == ugraph.OpCustomized {
+			return len(ops) == 1
+		}
+	}
+	if len(ops) > lim.Ops || !connected(g, ops) {
+		return false
+	}
+	p := cut(g, [][]int{ops})[0]
+	// Alone, the group provides only program outputs: count what the
+	// rest of the program reads from it too.
+	outs := len(p.Outputs)
+	for _, i := range ops {
+		for _, t := range g.Ops[i].Out {
+			if !slices.Contains(p.Outputs, t) && readElsewhere(g, ops, t) {
+				outs++
+			}
+		}
+	}
+	return len(p.Inputs) <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, len(p.Inputs)) <= lim.BlockOps
+}
+
+// readElsewhere reports whether an op outside ops reads t.
+func readElsewhere(g *kernel.Graph, ops []int, t kernel.TensorID) bool {
+	for i, op := range g.Ops {
+		if !slices.Contains(ops, i) && slices.Contains(op.In, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// connected reports whether ops form one piece, linked through the tensors
+// they share (a shared program input links two matmuls that read it: one
+// kernel can load it once for both).
+func connected(g *kernel.Graph, ops []int) bool {
+	if len(ops) == 0 {
+		return false
+	}
+	seen := map[int]bool{ops[0]: true}
+	todo := []int{ops[0]}
+	for len(todo) > 0 {
+		a := g.Ops[todo[len(todo)-1]]
+		todo = todo[:len(todo)-1]
+		for _, j := range ops {
+			if !seen[j] && shareTensor(a, g.Ops[j]) {
+				seen[j] = true
+				todo = append(todo, j)
+			}
+		}
+	}
+	return len(seen) == len(ops)
+}
+
+func shareTensor(a, b kernel.Op) bool {
+	for _, t := range a.In {
+		if slices.Contains(b.In, t) || slices.Contains(b.Out, t) {
+			return true
+		}
+	}
+	for _, t := range a.Out {
+		if slices.Contains(b.In, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// cutBytes is the device-memory traffic of what the run of ops writes for
+// the rest of the program (not its outputs): written once, read back.
+func cutBytes(g *kernel.Graph, ops []int) int64 {
+	var b int64
+	for _, i := range ops {
+		for _, t := range g.Ops[i].Out {
+			if !slices.Contains(g.Outputs, t) && readElsewhere(g, ops, t) {
+				b += 2 * int64(g.Tensors[t].Bytes())
+			}
+		}
+	}
+	return b
+}
+
+// computeOps returns the indices of g's ops other than inputs.
+func computeOps(g *kernel.Graph) []int {
+	var ops []int
+	for i, op := range g.Ops {
+		if op.Kind != ugraph.OpInput {
+			ops = append(ops, i)
+		}
+	}
+	return ops
+}
+
+// describe lists the part's ops: "rms_norm, matmul, silu".
+func (p Part) describe(g *kernel.Graph) string {
+	s := ""
+	for i, op := range p.Ops {
+		if i > 0 {
+			s += ", "
+		}
+		s += g.Ops[op].Kind.String()
+	}
+	return s
+}
+
+// Program returns p as a program of its own: its inputs, in order, as the
+// graph's inputs, its ops replayed, its outputs marked in order.
+func (p Part) Program(g *kernel.Graph) (*kernel.Graph, error) {
+	pg := kernel.New()
+	ids := map[kernel.TensorID]kernel.TensorID{}
+	for _, t := range p.Inputs {
+		id, err := pg.AddInput(g.Tensors[t].Shape, g.Tensors[t].DType)
+		if err != nil {
+			return nil, err
+		}
+		ids[t] = id
+	}
+	for _, i := range p.Ops {
+		if err := replay(pg, &g.Ops[i], ids); err != nil {
+			return nil, fmt.Errorf("op %d: %v", i, err)
+		}
+	}
+	for _, t := range p.Outputs {
+		if err := pg.MarkOutput(ids[t]); err != nil {
+			return nil, err
+		}
+	}
+	return pg, nil
+}
+
+// replay adds op to dst, its operands renamed by ids, and names its
+// results in ids.
+func replay(dst *kernel.Graph, op *kernel.Op, ids map[kernel.TensorID]kernel.TensorID) error {
+	in := make([]kernel.TensorID, len(op.In))
+	for k, t := range op.In {
+		id, ok := ids[t]
+		if !ok {
+			return fmt.Errorf("%v reads tensor %d, which is not computed yet", op.Kind, t)
+		}
+		in[k] = id
+	}
+	var outs []kernel.TensorID
+	switch op.Kind {
+	case ugraph.OpCustomized:
+		var err error
+		if outs, err = dst.Customized(in, op.Block); err != nil {
+			return err
+		}
+	default:
+		out, err := dst.Add(op.Kind, op.Attr, in...)
+		if err != nil {
+			return err
+		}
+		outs = []kernel.TensorID{out}
+	}
+	for r, t := range op.Out {
+		ids[t] = outs[r]
+	}
+	return nil
+}
