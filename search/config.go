@@ -51,11 +51,11 @@ type Config struct {
 
 	// Threadblock graph candidates. Complete derives the empty ones from the
 	// program's shapes.
-	Grids         []block.Dim3
-	Threads       []block.Dim3
-	IMaps         []block.Map
-	OMaps         []block.Map
-	FMaps []int // -1 (no for-loop dim) or a dim
+	Grids   []block.Dim3
+	Threads []block.Dim3
+	IMaps   []block.Map
+	OMaps   []block.Map
+	FMaps   []int // -1 (no for-loop dim) or a dim
 	// FRanges are the for-loop ranges (> 1) tried; 1 is used exactly when
 	// no input is walked. Complete adds the ranges the program's shapes
 	// call for, unless the program fixed the list (Restrict).
