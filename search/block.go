@@ -430,16 +430,28 @@ func (k *kernelState) openBlock(in openInputs, conf blockConfig) {
 }
 
 // divides reports whether the grid and for-loop of conf divide the dims of
-// ins they split: most configurations that the builder would reject fail
+// ins they split, into tiles of at least minWalkedTile along a dim the
+// for-loop walks: most configurations that the builder would reject fail
 // this, which costs no allocation.
 func (k *kernelState) divides(ins []kernel.TensorID, conf blockConfig) bool {
 	for i, t := range ins {
-		if _, failed := block.TileShape(k.g.Tensors[t].Shape, conf.grid, conf.forloop, conf.imaps[i], conf.fmaps[i]); failed >= 0 {
+		tile, failed := block.TileShape(k.g.Tensors[t].Shape, conf.grid, conf.forloop, conf.imaps[i], conf.fmaps[i])
+		if failed >= 0 {
+			return false
+		}
+		if f := conf.fmaps[i]; f >= 0 && conf.forloop > 1 && tile.Dim(f) < minWalkedTile {
 			return false
 		}
 	}
 	return true
 }
+
+// minWalkedTile bounds the tiles of a walked dim from below: a matmul's K
+// tile below the tensor-core instruction's K (16) cannot use it, and a
+// for-loop of more, smaller steps only adds steps. (The ranges derived for
+// a real model's K, Complete, would otherwise cut a dim the grid splits
+// already into slivers of 4 or 8.)
+const minWalkedTile = 16
 
 // newBlockState starts the threadblock graph of a customized op on ins with
 // configuration conf: its input ops, and the candidates for its first op.

@@ -95,8 +95,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // fails when one forgets (it records what two searches find, per version).
 // Version 5: keys before it ignored shapes (kernel.Hash skipped
 // ugraph.Shape's fields). Version 6: grids per row of short output dims,
-// for-loop ranges for real models' K (Complete).
-const cacheVersion = 6
+// for-loop ranges for real models' K (Complete). Version 7: walked tiles
+// of at least minWalkedTile.
+const cacheVersion = 7
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -207,7 +207,9 @@ func restrict[T any](list *[]T, r []T) {
 //   - For-loop ranges: besides the configuration's own, for every dim that
 //     none of them cuts into tiles of at most 128, the ranges that cut it
 //     into tiles of 64 and 128 (deriveRanges): a real model's K of 4096 or
-//     11008 in tiles that fit shared memory.
+//     11008 in tiles that fit shared memory. With two graph-defined
+//     kernels, a grid may split a reduced dim first (the partial sums of
+//     attention), by up to the largest of gridY.
 //   - Imaps and omaps: every map that sends x and y to distinct dims below
 //     the maximal rank (or to none); the shapes prune the rest.
 //   - Fmaps: -1 and every dim below the maximal rank.
@@ -227,7 +229,11 @@ func (c *Config) Complete(program *kernel.Graph) {
 		c.Grids = deriveGrids(program)
 	}
 	if !c.fixedRanges {
-		c.FRanges = deriveRanges(program, c.FRanges)
+		split := 1
+		if c.MaxCustomized > 1 {
+			split = slices.Max(gridY)
+		}
+		c.FRanges = deriveRanges(program, c.FRanges, split)
 	}
 	if len(c.Threads) == 0 {
 		c.Threads = []block.Dim3{{128, 1, 1}}
@@ -335,12 +341,16 @@ const maxTile = 128
 
 // deriveRanges returns ranges with, besides those given, for each dim of
 // the program's tensors that none of them cuts into tiles of at most
-// maxTile, the ranges that cut it into tiles of 64 and 128 (those that
-// divide it), sorted. The given ranges are presets' (Mirage's lists, which
-// suit its benchmark shapes); a real model's K of 4096 or 11008 needs more.
-func deriveRanges(program *kernel.Graph, given []int) []int {
+// maxTile (after a grid split of split, where that divides it), the ranges
+// that cut it into tiles of 64 and 128 (those that divide it), sorted. The
+// given ranges are presets' (Mirage's lists, which suit its benchmark
+// shapes); a real model's K of 4096 or 11008 needs more.
+func deriveRanges(program *kernel.Graph, given []int, split int) []int {
 	ranges := slices.Clone(given)
 	cuts := func(n int) bool {
+		if n%split == 0 {
+			n /= split
+		}
 		return slices.ContainsFunc(ranges, func(f int) bool { return n%f == 0 && n/f <= maxTile })
 	}
 	for _, t := range program.Tensors {

@@ -26,7 +26,7 @@ type kernelState struct {
 	// spawn, when set, receives the subtrees below customized ops instead
 	// of exploring them (the root state, which cuts the tree into tasks).
 	spawn func(*task)
-	found *[]*kernel.Graph // where complete candidates go (record)
+	found *[]*Candidate // where complete candidates go (record): graph and hash
 }
 
 // tensorInfo is what a state tracks of one of its tensors (or tiles): its
@@ -48,7 +48,7 @@ func (k *kernelState) pushTensor(t kernel.TensorID, e *absexpr.Expr) {
 }
 
 func (s *searcher) newKernelState() *kernelState {
-	k := &kernelState{s: s, g: kernel.New(), found: new([]*kernel.Graph), memo: newJudgeMemo()}
+	k := &kernelState{s: s, g: kernel.New(), found: new([]*Candidate), memo: newJudgeMemo()}
 	for i, in := range s.program.Inputs() {
 		t := s.program.Tensors[in]
 		id, err := k.g.AddInput(t.Shape, t.DType)
@@ -57,7 +57,6 @@ func (s *searcher) newKernelState() *kernelState {
 		}
 		k.pushTensor(id, s.exprs.input(i))
 		k.keys = append(k.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
-		_ = id
 	}
 	return k
 }
@@ -68,7 +67,7 @@ func (s *searcher) newKernelState() *kernelState {
 func (k *kernelState) clone() *kernelState {
 	return &kernelState{
 		s: k.s, g: k.g.Clone(), tensors: slices.Clone(k.tensors),
-		keys: slices.Clone(k.keys), ncust: k.ncust, found: new([]*kernel.Graph),
+		keys: slices.Clone(k.keys), ncust: k.ncust, found: new([]*Candidate),
 	}
 }
 
@@ -221,10 +220,11 @@ func (k *kernelState) record() {
 	}
 	g := k.g.Clone()
 	g.Outputs = outs
-	if _, dup := s.recorded.LoadOrStore(kernel.Hash(g), struct{}{}); dup {
+	h := kernel.Hash(g)
+	if _, dup := s.recorded.LoadOrStore(h, struct{}{}); dup {
 		return
 	}
-	*k.found = append(*k.found, g)
+	*k.found = append(*k.found, &Candidate{Graph: g, Hash: h})
 	s.complete.Add(1)
 	if k.ncust > 0 && s.firstFused.Load() == 0 {
 		// Until a fused candidate has passed the fast path, each is tried,

@@ -422,3 +422,45 @@ func TestProgressCoversVerification(t *testing.T) {
 		t.Errorf("%d candidates, %d verified", want.Complete, want.Verified)
 	}
 }
+
+// TestCandidatesKeepTheProgramsOutputOrder: a program that marks its
+// outputs out of tensor order gets candidates whose outputs are in its
+// order (the generator finds them in tensor order; the verifier's matching
+// puts them back), as the float64 interpreter checks position by position.
+func TestCandidatesKeepTheProgramsOutputOrder(t *testing.T) {
+	src := `import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+Wq = g.new_input(dims=(64, 256), dtype=mi.float16)
+Wk = g.new_input(dims=(64, 128), dtype=mi.float16)
+Q = g.matmul(X, Wq)
+K = g.matmul(X, Wk)
+g.mark_output(K)
+g.mark_output(Q)
+`
+	p, err := frontend.Load("two.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := run(t, p, 2, 0)
+	if len(res.Candidates) == 0 {
+		t.Fatal("no candidates")
+	}
+	in := interp.RandomInputs(p.Graph, 1)
+	want, err := interp.Run(p.Graph, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range res.Candidates {
+		got, err := interp.Run(c.Graph, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := interp.CompareAll(want, got); err != nil || d.MaxRelErr > 1e-9 {
+			t.Errorf("candidate %d: %+v, %v", i, d, err)
+		}
+		if c.Hash != kernel.Hash(c.Graph) {
+			t.Errorf("candidate %d: its hash is not its graph's", i)
+		}
+	}
+}

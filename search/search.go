@@ -49,7 +49,14 @@ import (
 // Options control a run of the generator (as opposed to Config, which says
 // what it explores).
 type Options struct {
-	Workers   int    // parallel workers; 0 means 1
+	Workers int // parallel workers; 0 means 1
+	// Deadline, when not zero, ends the enumeration (Stats.Stopped "time
+	// limit"); the verification of what was found goes on until Run's
+	// context is done, and then returns the candidates verified so far.
+	Deadline time.Time
+	// Stop, when closed, ends the enumeration as an interrupt does (Stats.Stopped
+	// "interrupted"); the verification goes on as after Deadline.
+	Stop      <-chan struct{}
 	Seed      uint64 // seed of the verifier's random draws
 	MaxStates int64  // stop after this many states; 0 means no limit
 	// MaxResults bounds how many candidates are returned: candidates are
@@ -129,11 +136,27 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if cfg.MaxBlockOutputs > maxOutputs {
 		return nil, fmt.Errorf("config %q: at most %d outputs per graph-defined kernel", cfg.Name, maxOutputs)
 	}
-	s, err := newSearcher(ctx, program, cfg, opts)
+	enumCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !opts.Deadline.IsZero() {
+		enumCtx, cancel = context.WithDeadline(enumCtx, opts.Deadline)
+		defer cancel()
+	}
+	if opts.Stop != nil {
+		go func() {
+			select {
+			case <-opts.Stop:
+				cancel()
+			case <-enumCtx.Done():
+			}
+		}()
+	}
+	s, err := newSearcher(enumCtx, program, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
+	s.verifyCtx = ctx
 	stopProgress := s.reportProgress(start)
 
 	// Enumerate the kernel prefixes, cutting the tree into tasks at their
@@ -163,6 +186,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 
 	found := s.merge(root, tasks)
 	best, err := s.verifyBest(found)
+	s.stop() // records why, if Run's context ended the verification
 	stopProgress()
 	if err != nil {
 		return nil, err
@@ -177,7 +201,8 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 // searcher holds what every worker shares: the program, its expressions,
 // the verifier, the set of seen states and the counters.
 type searcher struct {
-	ctx       context.Context
+	ctx       context.Context // ends the enumeration
+	verifyCtx context.Context // ends the verification after it
 	cfg       Config
 	opts      Options
 	program   *kernel.Graph
@@ -324,7 +349,7 @@ type task struct {
 	prefix *kernelState // a private copy of the kernel state
 	in     openInputs
 	conf   blockConfig
-	found  []*kernel.Graph // complete candidates
+	found  []*Candidate // complete candidates, graph and hash
 }
 
 // run explores the task's subtree, keeping its complete candidates.
@@ -338,7 +363,7 @@ func (t *task) run() {
 // ops only) and of the tasks. Each graph is there once (record keeps one of
 // each hash), and which task found it does not matter: verifyBest's order
 // is total.
-func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
+func (s *searcher) merge(root *kernelState, tasks []*task) []*Candidate {
 	all := slices.Clone(*root.found)
 	for _, t := range tasks {
 		all = append(all, t.found...)
@@ -346,18 +371,25 @@ func (s *searcher) merge(root *kernelState, tasks []*task) []*kernel.Graph {
 	return all
 }
 
+// inProgramOrder reorders c's outputs, which the generator records in
+// tensor order, to the program's: mapping gives for each of them the
+// program output it computes (ffverify.Result.Mapping).
+func inProgramOrder(c *Candidate, mapping []int) {
+	outs := make([]kernel.TensorID, len(mapping))
+	for j, i := range mapping {
+		outs[i] = c.Graph.Outputs[j]
+	}
+	c.Graph.Outputs = outs
+	c.Hash = kernel.Hash(c.Graph)
+}
+
 // verifyBest ranks the candidates, verifies them in rank order (in
 // parallel; the fast path, then the full check) and returns the first
 // MaxResults that pass. The verifier failing on a candidate (one the
 // generator built, so valid by construction) is a bug, reported as an
 // error rather than counted as a rejection.
-func (s *searcher) verifyBest(found []*kernel.Graph) ([]*Candidate, error) {
-	var cands []*Candidate
-	for _, g := range found {
-		if c := s.describe(g); c != nil {
-			cands = append(cands, c)
-		}
-	}
+func (s *searcher) verifyBest(found []*Candidate) ([]*Candidate, error) {
+	cands := s.describeAll(found)
 	slices.SortFunc(cands, compareCandidates)
 	limit := s.opts.MaxResults
 	if limit <= 0 {
@@ -367,7 +399,7 @@ func (s *searcher) verifyBest(found []*kernel.Graph) ([]*Candidate, error) {
 	// Verify in batches of the worker count, in rank order, until enough
 	// have passed: the result is the same for any number of workers.
 	done := 0
-	for done < len(cands) && len(best) < limit {
+	for done < len(cands) && len(best) < limit && s.verifyCtx.Err() == nil {
 		batch := cands[done:min(done+s.opts.Workers, len(cands))]
 		ok := make([]bool, len(batch))
 		var g errgroup.Group
@@ -377,7 +409,9 @@ func (s *searcher) verifyBest(found []*kernel.Graph) ([]*Candidate, error) {
 				if err != nil {
 					return fmt.Errorf("search: verifying a candidate: %w", err)
 				}
-				ok[j] = r.Equivalent
+				if ok[j] = r.Equivalent; ok[j] {
+					inProgramOrder(c, r.Mapping)
+				}
 				return nil
 			})
 		}
@@ -403,8 +437,35 @@ func (s *searcher) verifyBest(found []*kernel.Graph) ([]*Candidate, error) {
 
 // describe computes the figures a candidate is ranked by. A candidate the
 // cost model cannot place (it does not fit the target) is dropped: nil.
-func (s *searcher) describe(g *kernel.Graph) *Candidate {
-	c := &Candidate{Graph: g, Hash: kernel.Hash(g)}
+// describeAll describes the candidates (in parallel: estimating tens of
+// thousands takes seconds) and returns those the cost model can estimate.
+func (s *searcher) describeAll(found []*Candidate) []*Candidate {
+	ok := make([]bool, len(found))
+	var g errgroup.Group
+	g.SetLimit(s.opts.Workers)
+	const chunk = 256
+	for lo := 0; lo < len(found); lo += chunk {
+		g.Go(func() error {
+			for i := lo; i < min(lo+chunk, len(found)); i++ {
+				ok[i] = s.describe(found[i])
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	var cands []*Candidate
+	for i, c := range found {
+		if ok[i] {
+			cands = append(cands, c)
+		}
+	}
+	return cands
+}
+
+// describe fills in c's counts and estimate from its graph; it reports
+// false when the cost model cannot estimate it.
+func (s *searcher) describe(c *Candidate) bool {
+	g := c.Graph
 	for _, op := range g.Ops {
 		if op.Kind == ugraph.OpInput {
 			continue
@@ -419,11 +480,11 @@ func (s *searcher) describe(g *kernel.Graph) *Candidate {
 	if s.opts.Estimate != nil {
 		e, err := s.opts.Estimate(g)
 		if err != nil {
-			return nil
+			return false
 		}
 		c.Estimate = e
 	}
-	return c
+	return true
 }
 
 // compareCandidates ranks by estimated time, then kernel launches, then
