@@ -28,8 +28,9 @@ func limitsFor(g *kernel.Graph, preset string) (func(ops []int) Limits, error) {
 }
 
 // limitsOf are the parts a preset's searches take: each of its
-// graph-defined kernels holds MaxBlockOps threadblock ops, one more than
-// the preset's (partConfig raises it to the part's needs). The ops of one
+// graph-defined kernels holds MaxBlockOps threadblock ops, and a part may
+// estimate two more (blockCost estimates; a search's time grows steeply
+// with the limit, so it stays the preset's). The ops of one
 // part are few: a search's time grows steeply with them (QKNorm+GQA's seven
 // take minutes), and a part that does not fuse costs the whole part.
 func limitsOf(cfg search.Config) Limits {
@@ -39,7 +40,7 @@ func limitsOf(cfg search.Config) Limits {
 	}
 	return Limits{
 		Ops:      ops,
-		BlockOps: (cfg.MaxBlockOps + 1) * max(1, cfg.MaxCustomized),
+		BlockOps: (cfg.MaxBlockOps + 2) * max(1, cfg.MaxCustomized),
 		Inputs:   min(cfg.MaxBlockInputs, search.MaxKernelInputs),
 		Outputs:  min(max(cfg.MaxBlockOutputs, 2), search.MaxKernelOutputs),
 	}
@@ -69,8 +70,8 @@ func presetFor(g *kernel.Graph, ops []int) string {
 
 // partConfig returns the configuration a part (pg, its program) is
 // searched with: the preset named, or the one its ops call for, with the
-// size limits raised to hold the part in one graph-defined kernel (its
-// inputs and outputs, and kernel ops for them and the kernels), the
+// size limits raised to hold the part's inputs and outputs in one
+// graph-defined kernel (and kernel ops for them and the kernels), the
 // program's restrictions, and arch. Grids and for-loop ranges are derived
 // from the part's shapes when the search completes the configuration.
 func partConfig(pg *kernel.Graph, preset string, r search.Restrictions, arch target.Arch) (search.Config, error) {
@@ -82,7 +83,6 @@ func partConfig(pg *kernel.Graph, preset string, r search.Restrictions, arch tar
 		return cfg, err
 	}
 	ins, outs := len(pg.Inputs()), len(pg.Outputs)
-	cfg.MaxBlockOps = max(cfg.MaxBlockOps, min(blockCost(pg, computeOps(pg), ins), cfg.MaxBlockOps+1))
 	cfg.MaxBlockInputs = min(max(cfg.MaxBlockInputs, ins), search.MaxKernelInputs)
 	cfg.MaxBlockOutputs = min(max(cfg.MaxBlockOutputs, outs), search.MaxKernelOutputs)
 	cfg.MaxKernelOps = max(cfg.MaxKernelOps, ins+max(cfg.MaxCustomized, 1))

@@ -97,21 +97,25 @@ type PartReport struct {
 	Stats       search.Stats
 }
 
-// outcome is what searching one part program gave; parts with equal
-// canonical hashes share one.
+// outcome is a part program to search, and what searching it gave; parts
+// with equal canonical hashes share one.
 type outcome struct {
-	program *kernel.Graph
-	cfg     search.Config
-	best    *kernel.Graph // the replacement; nil: the part's own ops
+	program   *kernel.Graph
+	cfg       search.Config
+	unfusedUs float64
+	result    result // under run.mu: a search abandoned on interruption may still write it
+}
+
+// result is what a search of a part gave.
+type result struct {
+	best *kernel.Graph // the replacement; nil: the part's own ops
 	// done is set once searched (or given up on); timedOut when the search
 	// stopped at its share of the budget, or never started; slower when it
 	// found fused μGraphs, none faster than the part's own ops.
 	done, timedOut, slower bool
-	fused                  bool
+	fused, cached          bool
 	whyNot                 string
 	estimatedUs            float64
-	unfusedUs              float64
-	cached                 bool
 	stats                  search.Stats
 }
 
@@ -132,23 +136,30 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		opts.Arch = target.MustLookup(target.Default)
 	}
 	start := time.Now()
-	ctx, cancel := context.WithDeadline(ctx, start.Add(opts.TimeLimit))
+	// interrupt ends the searches' enumeration at once; ctx, the run's own,
+	// ends interruptGrace later (for verifying what they found) or at the
+	// time limit.
+	interrupt := ctx
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
 	defer cancel()
+	defer context.AfterFunc(interrupt, func() { time.AfterFunc(interruptGrace, cancel) })()
 	lim, err := limitsFor(program, opts.Preset)
 	if err != nil {
 		return nil, err
 	}
-	d := &run{opts: opts, program: program, limits: lim, outcomes: map[uint64]*outcome{}}
+	d := &run{opts: opts, program: program, limits: lim, outcomes: map[uint64]*outcome{}, interrupt: interrupt.Done()}
 	baseline, err := d.estimate(program)
 	if err != nil {
 		return nil, fmt.Errorf("estimating the program: %v", err)
 	}
 	res := &Result{Program: program, Baseline: baseline}
-	// Searches get the budget but a fifth (at least 5 s, at most 60 s)
-	// left for the whole program's verification.
-	reserve := min(max(opts.TimeLimit/5, 5*time.Second), 60*time.Second, opts.TimeLimit/2)
+	groups := recompute(program, split(program, computeOps(program), lim), lim)
+	// Searches enumerate until the budget but a tenth (at least 2 s, at
+	// most 30 s): that is left for verifying what they found, and the
+	// stitched program.
+	reserve := min(max(opts.TimeLimit/10, 2*time.Second), 30*time.Second, opts.TimeLimit/2)
 	d.searchEnd = start.Add(opts.TimeLimit - reserve)
-	parts, outs, err := d.searchRounds(ctx)
+	parts, outs, err := d.searchRounds(ctx, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +180,13 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		return nil, err
 	}
 	if stitched != nil {
-		switch ok, err := d.verify(stitched); {
+		switch ok, err := d.verifyWithin(ctx, stitched, parts, outs); {
+		case errors.Is(err, errAbandoned):
+			for _, r := range res.Parts {
+				if r.Fused {
+					r.Fused, r.WhyNot, r.EstimatedUs = false, "the run ended before the stitched program was verified", r.UnfusedUs
+				}
+			}
 		case err != nil:
 			return nil, err
 		case ok:
@@ -190,7 +207,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	}
 	slices.SortStableFunc(res.Candidates, func(a, b *Candidate) int { return cmp.Compare(a.Estimate.Micros, b.Estimate.Micros) })
 	switch {
-	case errors.Is(ctx.Err(), context.Canceled):
+	case interrupt.Err() != nil:
 		res.Stopped = "interrupted"
 	case d.timedOut:
 		res.Stopped = "time limit"
@@ -204,7 +221,8 @@ type run struct {
 	opts      Options
 	program   *kernel.Graph
 	limits    func(ops []int) Limits
-	searchEnd time.Time // searches stop then
+	searchEnd time.Time       // searches stop then
+	interrupt <-chan struct{} // closed on interrupt: searches stop
 	mu        sync.Mutex
 	outcomes  map[uint64]*outcome // by the canonical hash of a part's program
 	timedOut  bool                // some search stopped at its share of the budget
@@ -213,12 +231,11 @@ type run struct {
 // maxRounds bounds how often parts that did not fuse are split again.
 const maxRounds = 3
 
-// searchRounds partitions the program and searches the parts; then it
-// splits the parts that did not fuse, when their search ran to the end,
+// searchRounds searches the parts of groups (Partition's, before cut);
+// then it splits the parts that did not fuse, when their search ran to the end,
 // into smaller ones and searches those, while time is left. It returns the
 // final partition and each part's outcome.
-func (d *run) searchRounds(ctx context.Context) ([]Part, []*outcome, error) {
-	groups := recompute(d.program, split(d.program, computeOps(d.program), d.limits), d.limits)
+func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outcome, error) {
 	for round := 0; ; round++ {
 		parts := cut(d.program, groups)
 		outs := make([]*outcome, len(parts))
@@ -229,18 +246,12 @@ func (d *run) searchRounds(ctx context.Context) ([]Part, []*outcome, error) {
 				return nil, nil, err
 			}
 			outs[k] = o
-			if !o.done && !slices.Contains(todo, o) {
+			if !d.resultOf(o).done && !slices.Contains(todo, o) {
 				todo = append(todo, o)
 			}
 		}
-		// The first rounds leave time for the next: a part that does not
-		// fuse is split and its pieces searched.
-		share := 1.0
-		if round+1 < maxRounds {
-			share = 0.6
-		}
-		d.searchAll(ctx, todo, share)
-		if round+1 == maxRounds || ctx.Err() != nil || !time.Now().Before(d.searchEnd) {
+		d.searchAll(ctx, todo)
+		if round+1 == maxRounds || d.interrupted() || !time.Now().Before(d.searchEnd) {
 			return parts, outs, nil
 		}
 		var next [][]int
@@ -249,7 +260,7 @@ func (d *run) searchRounds(ctx context.Context) ([]Part, []*outcome, error) {
 			// A part whose search ran out of time, or whose fused forms are
 			// slower than its ops, stays whole; one the search cannot fuse
 			// at all is split.
-			if o := outs[k]; o.fused || o.timedOut || o.slower || len(grp) < 2 {
+			if r := d.resultOf(outs[k]); r.fused || r.timedOut || r.slower || len(grp) < 2 {
 				next = append(next, grp)
 				continue
 			}
@@ -283,10 +294,10 @@ func (d *run) outcomeOf(p Part) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{program: pg, unfusedUs: e.Micros, estimatedUs: e.Micros}
+	o := &outcome{program: pg, unfusedUs: e.Micros}
 	d.outcomes[h] = o
 	if len(p.Ops) == 1 && d.program.Ops[p.Ops[0]].Kind == ugraph.OpCustomized {
-		o.done, o.fused, o.whyNot = true, true, ""
+		o.result = result{done: true, fused: true, estimatedUs: e.Micros}
 		o.cfg.Name = "as written"
 		return o, nil
 	}
@@ -306,10 +317,21 @@ func (d *run) estimate(g *kernel.Graph) (cost.Estimate, error) {
 	return e, err
 }
 
+// resultOf returns what o's search gave so far.
+func (d *run) resultOf(o *outcome) result {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return o.result
+}
+
 // searchAll searches the outcomes' programs, up to Workers at a time. Each
-// gets an equal share of share of the search time left, counting those
-// still waiting as sharing the workers.
-func (d *run) searchAll(ctx context.Context, todo []*outcome, share float64) {
+// gets an equal share of the search time left, counting those still
+// waiting as sharing the workers. (A part that does not fuse at all is
+// found out early, as its search runs out of states: the time it leaves
+// goes to its pieces, the next round.) When ctx ends it returns at once:
+// the searches still running are left to end on their own, their results
+// unused.
+func (d *run) searchAll(ctx context.Context, todo []*outcome) {
 	var g errgroup.Group
 	g.SetLimit(d.opts.Workers)
 	var mu sync.Mutex
@@ -319,26 +341,44 @@ func (d *run) searchAll(ctx context.Context, todo []*outcome, share float64) {
 		g.Go(func() error {
 			mu.Lock()
 			waves := (left + d.opts.Workers - 1) / d.opts.Workers
-			budget := time.Duration(float64(time.Until(d.searchEnd)) * share / float64(max(1, waves)))
+			budget := time.Until(d.searchEnd) / time.Duration(max(1, waves))
 			left--
 			mu.Unlock()
 			d.search(ctx, o, time.Now().Add(budget), workers)
 			return nil
 		})
 	}
-	g.Wait()
+	done := make(chan struct{})
+	go func() { g.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // search searches o's program until deadline (the cache first) and keeps
-// its best candidate when it beats the part's own ops.
+// its best candidate when it beats the part's own ops. The verification
+// of what was found may go on past deadline, until ctx ends.
 func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, workers int) {
-	defer func() { o.done = true }()
-	if ctx.Err() != nil || !time.Now().Before(deadline) {
-		o.whyNot, o.timedOut = "not searched: the time limit ran out", true
+	r := d.searchPart(ctx, o, deadline, workers)
+	r.done = true
+	if r.timedOut {
 		d.noteTimeout()
-		return
+	}
+	d.mu.Lock()
+	o.result = r
+	d.mu.Unlock()
+	d.log(o, r)
+}
+
+func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, workers int) result {
+	r := result{estimatedUs: o.unfusedUs}
+	if d.interrupted() || ctx.Err() != nil || !time.Now().Before(deadline) {
+		r.whyNot, r.timedOut = "not searched: the run ended first", true
+		return r
 	}
 	opts := search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: d.opts.PartResults,
+		Deadline: deadline, Stop: d.interrupt,
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := d.estimate(g)
 			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
@@ -351,19 +391,15 @@ func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, worker
 		case err != nil:
 			d.logf("warning: ignoring the cache: %v", err)
 		case hit:
-			res, o.cached = cached, true
+			res, r.cached = cached, true
 			d.logf("using cached result %s", key)
 		}
 	}
 	if res == nil {
-		sctx, cancel := context.WithDeadline(ctx, deadline)
 		var err error
-		res, err = search.Run(sctx, o.program, o.cfg, opts)
-		cancel()
-		if err != nil {
-			o.whyNot = "search failed: " + err.Error()
-			d.log(o)
-			return
+		if res, err = search.Run(ctx, o.program, o.cfg, opts); err != nil {
+			r.whyNot = "search failed: " + err.Error()
+			return r
 		}
 		if d.opts.Cache != nil && res.Stats.Stopped == "" {
 			if err := d.opts.Cache.Store(key, "part", res); err != nil {
@@ -371,30 +407,37 @@ func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, worker
 			}
 		}
 	}
-	o.stats = res.Stats
-	if res.Stats.Stopped != "" {
-		o.timedOut = true
-		d.noteTimeout()
-	}
+	r.stats = res.Stats
+	r.timedOut = res.Stats.Stopped != ""
 	for _, c := range res.Candidates {
 		if c.Customized == 0 {
 			continue
 		}
 		if c.Estimate.Micros < o.unfusedUs {
-			o.best, o.fused, o.estimatedUs = c.Graph, true, c.Estimate.Micros
+			r.best, r.fused, r.estimatedUs = c.Graph, true, c.Estimate.Micros
 		} else {
-			o.slower = true
-			o.whyNot = fmt.Sprintf("the best fused μGraph (%.1f µs) is no faster than the part's own ops (%.1f µs)", c.Estimate.Micros, o.unfusedUs)
+			r.slower = true
+			r.whyNot = fmt.Sprintf("the best fused μGraph (%.1f µs) is no faster than the part's own ops (%.1f µs)", c.Estimate.Micros, o.unfusedUs)
 		}
 		break
 	}
-	if !o.fused && o.whyNot == "" {
-		o.whyNot = "no equivalent fused μGraph found"
+	if !r.fused && r.whyNot == "" {
+		r.whyNot = "no equivalent fused μGraph found"
 		if res.Stats.Stopped != "" {
-			o.whyNot += " before the " + res.Stats.Stopped
+			r.whyNot += " before the " + res.Stats.Stopped
 		}
 	}
-	d.log(o)
+	return r
+}
+
+// interrupted reports whether the run was interrupted.
+func (d *run) interrupted() bool {
+	select {
+	case <-d.interrupt:
+		return true
+	default:
+		return false
+	}
 }
 
 func (d *run) noteTimeout() {
@@ -410,18 +453,18 @@ func (d *run) logf(format string, args ...any) {
 }
 
 // log reports a searched part.
-func (d *run) log(o *outcome) {
+func (d *run) log(o *outcome, r result) {
 	var kinds []string
 	for _, op := range o.program.Ops {
 		if op.Kind != ugraph.OpInput {
 			kinds = append(kinds, op.Kind.String())
 		}
 	}
-	what := fmt.Sprintf("fused: %.1f µs, was %.1f µs", o.estimatedUs, o.unfusedUs)
-	if !o.fused {
-		what = "not fused: " + o.whyNot
+	what := fmt.Sprintf("fused: %.1f µs, was %.1f µs", r.estimatedUs, o.unfusedUs)
+	if !r.fused {
+		what = "not fused: " + r.whyNot
 	}
-	d.logf("part (%s): %s [%s, %d states in %.1fs]", strings.Join(kinds, ", "), what, o.cfg.Name, o.stats.States, o.stats.Seconds)
+	d.logf("part (%s): %s [%s, %d states in %.1fs]", strings.Join(kinds, ", "), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
 }
 
 // reports describes the final parts.
@@ -430,9 +473,16 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 	first := map[*outcome]int{}
 	for k, p := range parts {
 		o := outs[k]
+		res := d.resultOf(o)
+		if !res.done {
+			res = result{whyNot: "the run ended before its search did"}
+		}
+		if !res.fused {
+			res.best, res.estimatedUs = nil, o.unfusedUs
+		}
 		r := &PartReport{Ops: p.Ops, Inputs: len(p.Inputs), Outputs: len(p.Outputs), Config: o.cfg.Name,
-			Fused: o.fused, WhyNot: o.whyNot, EstimatedUs: o.estimatedUs, UnfusedUs: o.unfusedUs,
-			Cached: o.cached, SameAs: -1, Stats: o.stats}
+			Fused: res.fused, WhyNot: res.whyNot, EstimatedUs: res.estimatedUs, UnfusedUs: o.unfusedUs,
+			Cached: res.cached, SameAs: -1, Stats: res.stats}
 		for _, i := range p.Ops {
 			r.Kinds = append(r.Kinds, d.program.Ops[i].Kind.String())
 		}
@@ -452,8 +502,12 @@ func (d *run) stitch(parts []Part, outs []*outcome) (*kernel.Graph, error) {
 	var repl []*kernel.Graph
 	any := false
 	for _, o := range outs {
-		repl = append(repl, o.best)
-		any = any || o.best != nil
+		r := d.resultOf(o)
+		if !r.done {
+			r.best = nil
+		}
+		repl = append(repl, r.best)
+		any = any || r.best != nil
 	}
 	if !any {
 		return nil, nil
@@ -461,8 +515,48 @@ func (d *run) stitch(parts []Part, outs []*outcome) (*kernel.Graph, error) {
 	return Stitch(d.program, parts, repl)
 }
 
-// verify checks the stitched program against the program.
-func (d *run) verify(g *kernel.Graph) (bool, error) {
+// interruptGrace is how long the searches may go on verifying what they
+// found after an interrupt.
+const interruptGrace = time.Second
+
+// verifyGrace is how long the stitched program's verification may go on
+// once the run's context has ended (an interrupt, the time limit).
+const verifyGrace = 500 * time.Millisecond
+
+// errAbandoned reports a verification the run did not wait for.
+var errAbandoned = errors.New("driver: verification abandoned")
+
+// verifyWithin is verify, given up verifyGrace after ctx ends: an
+// interrupted run answers at once, with what it has verified.
+func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
+	type verdict struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan verdict, 1)
+	go func() {
+		ok, err := d.verify(g, parts, outs)
+		ch <- verdict{ok, err}
+	}()
+	select {
+	case v := <-ch:
+		return v.ok, v.err
+	case <-ctx.Done():
+	}
+	select {
+	case v := <-ch:
+		return v.ok, v.err
+	case <-time.After(verifyGrace):
+		return false, errAbandoned
+	}
+}
+
+// verify checks the stitched program against the program, unless its one
+// part is the program itself, whose search verified the replacement.
+func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
+	if len(parts) == 1 && kernel.Hash(outs[0].program) == kernel.Hash(d.program) {
+		return true, nil
+	}
 	v, err := ffverify.New(d.program, ffverify.Options{Seed: d.opts.Seed})
 	if err != nil {
 		return false, fmt.Errorf("verifying the stitched program: %v", err)
@@ -470,6 +564,13 @@ func (d *run) verify(g *kernel.Graph) (bool, error) {
 	r, err := v.Verify(g)
 	if err != nil {
 		return false, fmt.Errorf("verifying the stitched program: %v", err)
+	}
+	// Each output must be the program's output in its place, not merely
+	// one of them.
+	for j, i := range r.Mapping {
+		if i != j {
+			return false, nil
+		}
 	}
 	return r.Equivalent, nil
 }

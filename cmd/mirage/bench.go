@@ -103,7 +103,7 @@ speedups to DIR/speedup.svg. The cache is not used.
 	fl := cmd.Flags()
 	fl.StringVarP(&outDir, "out", "o", filepath.Join("bench", "results"), "directory for latest.md and speedup.svg")
 	registerArch(cmd, &arch, "the cost model")
-	fl.DurationVar(&timeLimit, "time-limit", 4*time.Minute, "search time limit per workload (gqa's whole space takes about 45 s on 2 cores, qknorm_gqa's more than 4 minutes)")
+	fl.DurationVar(&timeLimit, "time-limit", 4*time.Minute+30*time.Second, "time limit per workload, superopt's --time-limit (gqa's whole space takes about 20 s on 2 cores, qknorm_gqa's more than 4 minutes)")
 	fl.IntVar(&workers, "workers", 2, "parallel search workers")
 	fl.StringSliceVar(&only, "workload", nil, "run only these workloads (comma-separated names)")
 	fl.StringVar(&profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
