@@ -86,8 +86,9 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	return nil
 }
 
-// emitFiles lowers g and writes its files into dir, each atomically.
-// Nothing is written when the lowering fails.
+// emitFiles lowers g and writes its files into dir as one set, with
+// NAME.manifest.json last (atomicfile.WriteSet). Nothing is written when
+// the lowering fails.
 func emitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cuda.Result, error) {
 	res, err := cuda.Emit(name, g, opts)
 	if err != nil {
@@ -96,10 +97,12 @@ func emitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cu
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	for _, file := range res.Files {
-		if err := atomicfile.WriteFile(filepath.Join(dir, file.Name), file.Data, 0o644); err != nil {
-			return nil, err
-		}
+	var files []atomicfile.File
+	for _, f := range res.Files {
+		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
+	}
+	if err := atomicfile.WriteSet(dir, files, res.Name+".manifest.json"); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -262,7 +262,7 @@ func TestEmit(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{"mirage_runtime.cuh", "rmsnorm_matmul_mugraph.cu", "rmsnorm_matmul_mugraph.h"}; !slices.Equal(names, want) {
+	if want := []string{"mirage_runtime.cuh", "rmsnorm_matmul_mugraph.cu", "rmsnorm_matmul_mugraph.h", "rmsnorm_matmul_mugraph.manifest.json"}; !slices.Equal(names, want) {
 		t.Errorf("wrote %v, want %v", names, want)
 	}
 	if !strings.Contains(stdout, "1 kernel") {
@@ -292,8 +292,8 @@ func TestEmit(t *testing.T) {
 	if code, _, stderr := mirage(t, "emit", examplePath("gqa_mugraph.py"), "-o", single, "--single-file"); code != 0 {
 		t.Fatalf("--single-file: exit %d: %s", code, stderr)
 	}
-	if entries, _ := os.ReadDir(single); len(entries) != 2 {
-		t.Errorf("--single-file wrote %d files, want the .cu and the .h", len(entries))
+	if entries, _ := os.ReadDir(single); len(entries) != 3 {
+		t.Errorf("--single-file wrote %d files, want the .cu, the .h and the manifest", len(entries))
 	}
 }
 

@@ -8,12 +8,15 @@ package atomicfile
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"time"
 )
 
 // WriteFile writes data to path atomically, like os.WriteFile. The file gets
@@ -96,13 +99,21 @@ type File struct {
 // WriteSet writes files into dir as one set, and then manifest, a file
 // listing them with their SHA-256 sums: every file goes to a temporary file
 // first, so that an error (a full disk) leaves the previous set as it was
-// and no temporary file behind; only when all are written are they renamed
-// into place, and the manifest last. A reader that finds the files'
-// sums in the manifest has a whole set; one killed between the renames
-// leaves files that disagree with the manifest, which a later WriteSet
-// replaces. Temporary files that a killed WriteSet left for these names
-// are removed first.
+// and no temporary file behind; only when all are written is the old
+// manifest removed, the files renamed into place, and the new manifest
+// written. So wherever a process is killed, a manifest that exists lists
+// files that match it: a reader that finds one has a whole set. Temporary
+// files that a killed WriteSet left for these names are removed first.
+// WriteSets into one directory from several processes take turns (a lock
+// on the directory), so that one's manifest never lists another's files.
 func WriteSet(dir string, files []File, manifest string) error {
+	// The lock covers the whole write: another process's cleanup must not
+	// take this one's temporary files for stale ones.
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	defer unlock()
 	names := make([]string, 0, len(files)+1)
 	for _, f := range files {
 		names = append(names, f.Name)
@@ -114,28 +125,12 @@ func WriteSet(dir string, files []File, manifest string) error {
 			os.Remove(s)
 		}
 	}
-	tmps := make([]string, 0, len(files))
-	defer func() {
-		for _, t := range tmps {
-			if t != "" { // not renamed: after an error
-				os.Remove(t)
-			}
-		}
-	}()
+	// Every byte is written (the manifest too) before anything in place
+	// changes: a full disk fails here, with the previous set whole.
+	all := append(slices.Clone(files), File{Name: manifest})
 	sums := make([]setEntry, 0, len(files))
 	for _, f := range files {
-		tmp, err := writeTemp(dir, f.Name, f.Data)
-		if err != nil {
-			return err
-		}
-		tmps = append(tmps, tmp)
 		sums = append(sums, setEntry{Name: f.Name, SHA256: fmt.Sprintf("%x", sha256.Sum256(f.Data))})
-	}
-	for i, tmp := range tmps {
-		if err := os.Rename(tmp, filepath.Join(dir, files[i].Name)); err != nil {
-			return fmt.Errorf("atomicfile: %w", err)
-		}
-		tmps[i] = ""
 	}
 	data, err := json.MarshalIndent(struct {
 		Files []setEntry `json:"files"`
@@ -143,7 +138,49 @@ func WriteSet(dir string, files []File, manifest string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFile(filepath.Join(dir, manifest), append(data, '\n'), 0o644)
+	all[len(files)].Data = append(data, '\n')
+	tmps := make([]string, 0, len(all))
+	defer func() {
+		for _, t := range tmps {
+			if t != "" { // not renamed: after an error
+				os.Remove(t)
+			}
+		}
+	}()
+	for _, f := range all {
+		tmp, err := writeTemp(dir, f.Name, f.Data)
+		if err != nil {
+			return err
+		}
+		tmps = append(tmps, tmp)
+		step()
+	}
+	if err := os.Remove(filepath.Join(dir, manifest)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	step()
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	for i, tmp := range tmps { // the manifest last
+		if err := os.Rename(tmp, filepath.Join(dir, all[i].Name)); err != nil {
+			return fmt.Errorf("atomicfile: %w", err)
+		}
+		tmps[i] = ""
+		step()
+	}
+	return syncDir(dir)
+}
+
+// SlowSteps, when not zero, is a pause after each step of WriteSet (a
+// file written, the old manifest removed, a file renamed): fault-injection
+// tests set it to kill a process between steps.
+var SlowSteps time.Duration
+
+func step() {
+	if SlowSteps > 0 {
+		time.Sleep(SlowSteps)
+	}
 }
 
 type setEntry struct {

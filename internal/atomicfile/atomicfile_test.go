@@ -1,10 +1,14 @@
 package atomicfile
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -141,5 +145,73 @@ func TestWritePanicRemovesTempFile(t *testing.T) {
 	}()
 	if names := entries(t, dir); len(names) != 0 {
 		t.Fatalf("directory holds %v after a panic", names)
+	}
+}
+
+// readManifest returns the sums a manifest lists, by name.
+func readManifest(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Files []setEntry `json:"files"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]string{}
+	for _, e := range m.Files {
+		sums[e.Name] = e.SHA256
+	}
+	return sums
+}
+
+func TestWriteSet(t *testing.T) {
+	dir := t.TempDir()
+	for round, body := range []string{"first", "second"} {
+		files := []File{{"a.cu", []byte(body + " a")}, {"a.h", []byte(body + " h")}}
+		// A killed earlier write left a temporary file behind.
+		os.WriteFile(filepath.Join(dir, ".a.cu.tmp-123"), []byte("stale"), 0o644)
+		if err := WriteSet(dir, files, "a.manifest.json"); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		sums := readManifest(t, filepath.Join(dir, "a.manifest.json"))
+		for _, f := range files {
+			got, err := os.ReadFile(filepath.Join(dir, f.Name))
+			if err != nil || string(got) != string(f.Data) || sums[f.Name] != fmt.Sprintf("%x", sha256.Sum256(got)) {
+				t.Errorf("round %d: %s: %q, %v, sum %q", round, f.Name, got, err, sums[f.Name])
+			}
+		}
+		if got := entries(t, dir); !slices.Equal(got, []string{"a.cu", "a.h", "a.manifest.json"}) {
+			t.Errorf("round %d: the directory holds %v", round, got)
+		}
+	}
+}
+
+// A file that cannot be written leaves the previous set as it was, its
+// manifest included, and no temporary file.
+func TestWriteSetErrorKeepsThePreviousSet(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteSet(dir, []File{{"a.cu", []byte("old")}}, "a.manifest.json"); err != nil {
+		t.Fatal(err)
+	}
+	before := entries(t, dir)
+	manifest, _ := os.ReadFile(filepath.Join(dir, "a.manifest.json"))
+	// A name in a directory that does not exist: the write of its
+	// temporary file fails, after the first file's has been written.
+	err := WriteSet(dir, []File{{"a.cu", []byte("new")}, {"no/such/dir.h", []byte("x")}}, "a.manifest.json")
+	if err == nil {
+		t.Fatal("WriteSet succeeded")
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.cu")); string(got) != "old" {
+		t.Errorf("a.cu is %q after the failed write", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.manifest.json")); string(got) != string(manifest) {
+		t.Error("the manifest changed")
+	}
+	if got := entries(t, dir); !slices.Equal(got, before) {
+		t.Errorf("the directory holds %v, was %v", got, before)
 	}
 }
