@@ -3,11 +3,14 @@ package driver
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/interp"
@@ -307,5 +310,19 @@ func TestRunNothingFuses(t *testing.T) {
 	}
 	if len(res.Candidates) != 1 || !res.Candidates[0].Unfused || res.Parts[0].Fused || res.Parts[0].WhyNot == "" {
 		t.Errorf("candidates %+v, parts %+v", res.Candidates, res.Parts[0])
+	}
+	// Its answer is written with CUDA, as one set.
+	dir := filepath.Join(t.TempDir(), "new")
+	w, err := res.Write(Output{Dir: dir, Name: "odd", CUDA: &cuda.Options{Arch: target.MustLookup("sm_80")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Candidate != 0 || len(w.CUDA) == 0 {
+		t.Errorf("wrote CUDA for candidate %d: %v", w.Candidate, w.CUDA)
+	}
+	for _, path := range append(w.CUDA, w.Graph, filepath.Join(dir, "odd.manifest.json")) {
+		if _, err := os.Stat(path); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -18,7 +12,6 @@ import (
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/driver"
-	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/search"
 )
 
@@ -126,13 +119,13 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	// The output directory is checked before the search, not after it.
-	if err := checkWritable(f.outDir); err != nil {
+	if err := driver.CheckOutputDir(f.outDir); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "superopt %s: time budget %v (--time-limit), %d worker(s), %s\n", in.Name, opts.TimeLimit, opts.Workers, opts.Arch)
 
-	ctx, stop := interruptible(cmd.Context(), errw)
+	ctx, stop := driver.Interruptible(cmd.Context(), errw)
 	defer stop()
 	res, err := driver.Run(ctx, in.Program.Graph, opts)
 	if err != nil {
@@ -191,88 +184,33 @@ func (f *superoptFlags) driverOptions(cmd *cobra.Command, in *input, profiles *c
 	return opts, nil
 }
 
-// checkWritable makes dir if need be and checks that files can be created
-// in it.
-func checkWritable(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	probe, err := os.CreateTemp(dir, ".mirage-probe-*")
-	if err != nil {
-		return err
-	}
-	probe.Close()
-	return os.Remove(probe.Name())
-}
-
-// interruptible returns a context that a first SIGINT or SIGTERM cancels
-// (the run then finishes with what it found); a second one exits at once.
-func interruptible(parent context.Context, errw io.Writer) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-		case <-done:
-			return
-		}
-		fmt.Fprintln(errw, "\ninterrupted: finishing with what was found (interrupt again to exit at once)")
-		cancel()
-		select {
-		case <-sigs:
-			os.Exit(130)
-		case <-done:
-		}
-	}()
-	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
-}
-
 // emittedJSON says which candidate superopt wrote CUDA for.
 type emittedJSON struct {
 	Candidate int      `json:"candidate"`
 	Files     []string `json:"files"`
 }
 
-// writeResult writes the candidates, and the best one's CUDA unless
-// --no-emit, into the output directory as one set (atomicfile.WriteSet):
-// any error leaves the previous set as it was.
+// writeResult writes res as the driver's output set, with the flags that
+// shaped it in the μGraph document's meta and, unless --no-emit, the CUDA.
 func (f *superoptFlags) writeResult(cmd *cobra.Command, name, source string, res *driver.Result) (string, *emittedJSON, error) {
-	file, err := res.File(name, struct {
+	out := driver.Output{Dir: f.outDir, Name: name, Meta: struct {
 		Config string `json:"config,omitempty"`
 		Arch   string `json:"arch"`
 		Seed   uint64 `json:"seed"`
-	}{f.config, f.arch.Name, f.seed})
+	}{f.config, f.arch.Name, f.seed},
+		Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }}
+	if !f.noEmit {
+		out.CUDA = &cuda.Options{Arch: f.arch.Arch, Source: source}
+	}
+	w, err := res.Write(out)
 	if err != nil {
 		return "", nil, err
 	}
-	var data bytes.Buffer
-	if err := file.Encode(&data); err != nil {
-		return "", nil, err
-	}
-	out := filepath.Join(f.outDir, name+".ugraph.json")
-	files := []atomicfile.File{{Name: name + ".ugraph.json", Data: data.Bytes()}}
 	var emitted *emittedJSON
-	if !f.noEmit {
-		for i, c := range res.Candidates {
-			r, err := cuda.Emit(name, c.Graph, cuda.Options{Arch: f.arch.Arch, Source: source})
-			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: candidate %d: no CUDA: %v\n", i, err)
-				continue
-			}
-			emitted = &emittedJSON{Candidate: i}
-			for _, cf := range r.Files {
-				files = append(files, atomicfile.File{Name: cf.Name, Data: cf.Data})
-				emitted.Files = append(emitted.Files, filepath.Join(f.outDir, cf.Name))
-			}
-			break
-		}
+	if w.Candidate >= 0 {
+		emitted = &emittedJSON{Candidate: w.Candidate, Files: w.CUDA}
 	}
-	if err := atomicfile.WriteSet(f.outDir, files, name+".manifest.json"); err != nil {
-		return "", nil, fmt.Errorf("writing the result: %v", err)
-	}
-	return out, emitted, nil
+	return w.Graph, emitted, nil
 }
 
 // candidateJSON is one whole-program candidate in superopt --json.

@@ -1,10 +1,11 @@
-package cuda
+package cuda_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/target"
 )
@@ -43,7 +44,7 @@ func TestEmulateStitched(t *testing.T) {
 	}
 	for name, src := range programs {
 		t.Run(name, func(t *testing.T) {
-			g := loadSource(t, name, src...)
+			g := cuda.LoadSource(t, name, src...)
 			res, err := driver.Run(context.Background(), g, driver.Options{Workers: 2, Seed: 1, TimeLimit: 20 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -52,10 +53,10 @@ func TestEmulateStitched(t *testing.T) {
 			if best.Customized == 0 || best.Kernels < 2 {
 				t.Fatalf("the best answer runs %d kernels, %d graph-defined: not a stitched program", best.Kernels, best.Customized)
 			}
-			emuRun(t, name, best.Graph, 0.5, Options{Arch: target.MustLookup("sm_80")})
-			nvcc := needNVCC(t)
-			for _, arch := range []target.Arch{sm80, sm90} {
-				nvccCompile(t, nvcc, name, best.Graph, Options{Arch: arch})
+			cuda.EmuRun(t, name, best.Graph, 0.5, cuda.Options{Arch: target.MustLookup("sm_80")})
+			nvcc := cuda.NeedNVCC(t)
+			for _, arch := range []string{"sm_80", "sm_90"} {
+				cuda.NVCCCompile(t, nvcc, name, best.Graph, cuda.Options{Arch: target.MustLookup(arch)})
 			}
 		})
 	}

@@ -1,0 +1,39 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// ExitInterrupted is the exit status after a second interrupt.
+const ExitInterrupted = 130
+
+// Interruptible returns a context that a first SIGINT or SIGTERM cancels:
+// a Run given it stops searching and answers with what it verified, within
+// about a second (interruptGrace). A second signal exits the process at
+// once with ExitInterrupted, writing nothing more. stop ends the watch.
+func Interruptible(parent context.Context, notice io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(notice, "\ninterrupted: finishing with what was found (interrupt again to exit at once)")
+		cancel()
+		select {
+		case <-sigs:
+			os.Exit(ExitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() { signal.Stop(sigs); close(done); cancel() }
+}
