@@ -209,7 +209,9 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	switch {
 	case interrupt.Err() != nil:
 		res.Stopped = "interrupted"
-	case d.timedOut:
+	case d.timedOut || ctx.Err() != nil:
+		// A search stopped at its share of the budget, or the run ended
+		// with a search (or the stitched verification) unfinished.
 		res.Stopped = "time limit"
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()

@@ -326,3 +326,25 @@ func TestRunNothingFuses(t *testing.T) {
 		}
 	}
 }
+
+// A run whose search outlasts the budget (the verifier alone evaluates a
+// 2048³ matmul for seconds) does not wait for it: it answers with the
+// unfused program, says the time limit stopped it, and why the part is
+// not fused.
+func TestRunEndsAtTheTimeLimit(t *testing.T) {
+	src := "import mirage as mi\ng = mi.new_kernel_graph()\nA = g.new_input(dims=(2048, 2048), dtype=mi.float16)\nB = g.new_input(dims=(2048, 2048), dtype=mi.float16)\ng.mark_output(g.matmul(A, B))\n"
+	p, err := frontend.Load("mm.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), p.Graph, Options{Workers: 1, TimeLimit: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "time limit" || len(res.Candidates) != 1 || !res.Candidates[0].Unfused {
+		t.Errorf("stopped %q, %d candidates", res.Stopped, len(res.Candidates))
+	}
+	if r := res.Parts[0]; r.Fused || r.WhyNot != "the run ended before its search did" {
+		t.Errorf("part: fused %v, why not %q", r.Fused, r.WhyNot)
+	}
+}
