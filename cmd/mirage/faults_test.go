@@ -2,10 +2,9 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -196,32 +195,15 @@ func TestSuperoptTimeLimitEndsTheRun(t *testing.T) {
 }
 
 // checkSet checks the output set of name in dir: when its manifest exists,
-// every file it lists exists with the listed sum, and the μGraph parses. It
-// reports whether there was a manifest.
+// every file it lists matches it (atomicfile.CheckSet), and the μGraph
+// parses. It reports whether there was a manifest.
 func checkSet(t *testing.T, dir, name string) bool {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, name+".manifest.json"))
-	if errors.Is(err, os.ErrNotExist) {
+	switch _, err := atomicfile.CheckSet(dir, name+".manifest.json"); {
+	case errors.Is(err, fs.ErrNotExist):
 		return false
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Files []struct{ Name, SHA256 string }
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("the manifest does not parse: %v\n%s", err, data)
-	}
-	for _, f := range m.Files {
-		got, err := os.ReadFile(filepath.Join(dir, f.Name))
-		if err != nil {
-			t.Errorf("%s is listed but not there: %v", f.Name, err)
-			continue
-		}
-		if sum := fmt.Sprintf("%x", sha256.Sum256(got)); sum != f.SHA256 {
-			t.Errorf("%s does not match the manifest", f.Name)
-		}
+	case err != nil:
+		t.Error(err)
 	}
 	if _, err := kernel.ReadFile(filepath.Join(dir, name+".ugraph.json")); err != nil {
 		t.Errorf("the set's μGraph: %v", err)

@@ -132,9 +132,7 @@ func WriteSet(dir string, files []File, manifest string) error {
 	for _, f := range files {
 		sums = append(sums, setEntry{Name: f.Name, SHA256: fmt.Sprintf("%x", sha256.Sum256(f.Data))})
 	}
-	data, err := json.MarshalIndent(struct {
-		Files []setEntry `json:"files"`
-	}{sums}, "", "  ")
+	data, err := json.MarshalIndent(setManifest{sums}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -181,6 +179,39 @@ func step() {
 	if SlowSteps > 0 {
 		time.Sleep(SlowSteps)
 	}
+}
+
+// CheckSet checks the set whose manifest is dir/manifest: every file it
+// lists is there with the listed sum. It returns the files' names, or an
+// error wrapping fs.ErrNotExist when there is no manifest (no whole set).
+func CheckSet(dir, manifest string) ([]string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, manifest))
+	if err != nil {
+		return nil, fmt.Errorf("atomicfile: %w", err)
+	}
+	var m setManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("atomicfile: %s: %v", manifest, err)
+	}
+	var names []string
+	for _, e := range m.Files {
+		got, err := os.ReadFile(filepath.Join(dir, e.Name))
+		if err != nil {
+			// %v: a listed file that is missing is a broken set, not a
+			// missing one.
+			return nil, fmt.Errorf("atomicfile: %s lists %s: %v", manifest, e.Name, err)
+		}
+		if sum := fmt.Sprintf("%x", sha256.Sum256(got)); sum != e.SHA256 {
+			return nil, fmt.Errorf("atomicfile: %s does not match %s", e.Name, manifest)
+		}
+		names = append(names, e.Name)
+	}
+	return names, nil
+}
+
+// setManifest is a manifest's contents.
+type setManifest struct {
+	Files []setEntry `json:"files"`
 }
 
 type setEntry struct {

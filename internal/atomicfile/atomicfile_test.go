@@ -1,11 +1,9 @@
 package atomicfile
 
 import (
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,26 +146,6 @@ func TestWritePanicRemovesTempFile(t *testing.T) {
 	}
 }
 
-// readManifest returns the sums a manifest lists, by name.
-func readManifest(t *testing.T, path string) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Files []setEntry `json:"files"`
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]string{}
-	for _, e := range m.Files {
-		sums[e.Name] = e.SHA256
-	}
-	return sums
-}
-
 func TestWriteSet(t *testing.T) {
 	dir := t.TempDir()
 	for round, body := range []string{"first", "second"} {
@@ -177,11 +155,13 @@ func TestWriteSet(t *testing.T) {
 		if err := WriteSet(dir, files, "a.manifest.json"); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		sums := readManifest(t, filepath.Join(dir, "a.manifest.json"))
+		names, err := CheckSet(dir, "a.manifest.json")
+		if err != nil || !slices.Equal(names, []string{"a.cu", "a.h"}) {
+			t.Errorf("round %d: the manifest lists %v: %v", round, names, err)
+		}
 		for _, f := range files {
-			got, err := os.ReadFile(filepath.Join(dir, f.Name))
-			if err != nil || string(got) != string(f.Data) || sums[f.Name] != fmt.Sprintf("%x", sha256.Sum256(got)) {
-				t.Errorf("round %d: %s: %q, %v, sum %q", round, f.Name, got, err, sums[f.Name])
+			if got, err := os.ReadFile(filepath.Join(dir, f.Name)); err != nil || string(got) != string(f.Data) {
+				t.Errorf("round %d: %s: %q, %v", round, f.Name, got, err)
 			}
 		}
 		if got := entries(t, dir); !slices.Equal(got, []string{"a.cu", "a.h", "a.manifest.json"}) {
@@ -213,5 +193,27 @@ func TestWriteSetErrorKeepsThePreviousSet(t *testing.T) {
 	}
 	if got := entries(t, dir); !slices.Equal(got, before) {
 		t.Errorf("the directory holds %v, was %v", got, before)
+	}
+}
+
+// CheckSet finds a file that does not match its manifest, and says when
+// there is no manifest.
+func TestCheckSet(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := CheckSet(dir, "a.manifest.json"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no manifest: %v", err)
+	}
+	if err := WriteSet(dir, []File{{"a.cu", []byte("a")}, {"a.h", []byte("h")}}, "a.manifest.json"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a.h"), []byte("another h"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckSet(dir, "a.manifest.json"); err == nil || !strings.Contains(err.Error(), "a.h does not match") {
+		t.Errorf("a changed file: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "a.h"))
+	if _, err := CheckSet(dir, "a.manifest.json"); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v", err)
 	}
 }
