@@ -209,9 +209,9 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	switch {
 	case interrupt.Err() != nil:
 		res.Stopped = "interrupted"
-	case d.timedOut || ctx.Err() != nil:
-		// A search stopped at its share of the budget, or the run ended
-		// with a search (or the stitched verification) unfinished.
+	case ctx.Err() != nil || slices.ContainsFunc(outs, func(o *outcome) bool { return d.resultOf(o).timedOut }):
+		// The run ended with a search (or the stitched verification)
+		// unfinished, or a search stopped at its share of the budget.
 		res.Stopped = "time limit"
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()
@@ -223,11 +223,10 @@ type run struct {
 	opts      Options
 	program   *kernel.Graph
 	limits    func(ops []int) Limits
-	searchEnd time.Time       // searches stop then
-	interrupt <-chan struct{} // closed on interrupt: searches stop
-	mu        sync.Mutex
+	searchEnd time.Time           // searches stop then
+	interrupt <-chan struct{}     // closed on interrupt: searches stop
+	mu        sync.Mutex          // guards every outcome's result
 	outcomes  map[uint64]*outcome // by the canonical hash of a part's program
-	timedOut  bool                // some search stopped at its share of the budget
 }
 
 // maxRounds bounds how often parts that did not fuse are split again.
@@ -364,9 +363,6 @@ func (d *run) searchAll(ctx context.Context, todo []*outcome) {
 func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, workers int) {
 	r := d.searchPart(ctx, o, deadline, workers)
 	r.done = true
-	if r.timedOut {
-		d.noteTimeout()
-	}
 	d.mu.Lock()
 	o.result = r
 	d.mu.Unlock()
@@ -440,12 +436,6 @@ func (d *run) interrupted() bool {
 	default:
 		return false
 	}
-}
-
-func (d *run) noteTimeout() {
-	d.mu.Lock()
-	d.timedOut = true
-	d.mu.Unlock()
 }
 
 func (d *run) logf(format string, args ...any) {

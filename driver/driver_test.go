@@ -110,7 +110,14 @@ g.mark_output(g.silu(O[0]))`,
 
 func load(t testing.TB, name string) *kernel.Graph {
 	t.Helper()
-	src := "import mirage as mi\ng = mi.new_kernel_graph()\n" + strings.TrimPrefix(programs[name], "\n") + "\n"
+	return loadSource(t, name, programs[name])
+}
+
+// loadSource loads a program whose body (after the import and g's
+// creation) is body.
+func loadSource(t testing.TB, name, body string) *kernel.Graph {
+	t.Helper()
+	src := "import mirage as mi\ng = mi.new_kernel_graph()\n" + strings.TrimPrefix(body, "\n") + "\n"
 	p, err := frontend.Load(name+".py", []byte(src), frontend.Options{})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
@@ -299,12 +306,8 @@ func TestRun(t *testing.T) {
 
 // A program whose only op no search fuses still has an answer: itself.
 func TestRunNothingFuses(t *testing.T) {
-	src := "import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(3, 5), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"
-	p, err := frontend.Load("odd.py", []byte(src), frontend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), p.Graph, Options{Workers: 2, TimeLimit: 30 * time.Second})
+	g := loadSource(t, "odd", "X = g.new_input(dims=(3, 5), dtype=mi.float16)\ng.mark_output(g.exp(X))")
+	res, err := Run(context.Background(), g, Options{Workers: 2, TimeLimit: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,12 +335,11 @@ func TestRunNothingFuses(t *testing.T) {
 // unfused program, says the time limit stopped it, and why the part is
 // not fused.
 func TestRunEndsAtTheTimeLimit(t *testing.T) {
-	src := "import mirage as mi\ng = mi.new_kernel_graph()\nA = g.new_input(dims=(2048, 2048), dtype=mi.float16)\nB = g.new_input(dims=(2048, 2048), dtype=mi.float16)\ng.mark_output(g.matmul(A, B))\n"
-	p, err := frontend.Load("mm.py", []byte(src), frontend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), p.Graph, Options{Workers: 1, TimeLimit: 500 * time.Millisecond})
+	g := loadSource(t, "mm", `
+A = g.new_input(dims=(2048, 2048), dtype=mi.float16)
+B = g.new_input(dims=(2048, 2048), dtype=mi.float16)
+g.mark_output(g.matmul(A, B))`)
+	res, err := Run(context.Background(), g, Options{Workers: 1, TimeLimit: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
