@@ -1,16 +1,25 @@
 // Package bench is mirage's regression suite: the workloads of the Mirage
-// paper as programs with the paper's shapes, and the report 'mirage bench'
-// writes of a search over each (a markdown table and an SVG bar chart).
+// paper as programs with the paper's shapes and a team's own programs, the
+// report 'mirage bench' writes of a search over each (a markdown table and
+// an SVG bar chart), the results file and history a run leaves, and the
+// comparison of a run with a stored baseline that decides whether
+// anything got worse.
 //
 // Workload programs live in bench/workloads and, for the three that are
 // also the project's examples, in examples/; both are embedded.
 package bench
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/mirage-go/mirage/examples"
 )
@@ -18,12 +27,97 @@ import (
 //go:embed workloads/*.py
 var workloadFS embed.FS
 
-// Workload is one program of the suite.
+// Workload is one program of the suite: a built-in one, or one a user
+// names on the command line.
 type Workload struct {
-	Name   string // short name, e.g. "rmsnorm_matmul"
+	Name   string // short name, e.g. "rmsnorm_matmul": the file's, less .py or .ugraph.json
 	Title  string // what it is, for reports
-	File   string // where it lives in the repository
-	Source []byte
+	File   string // where it lives: in the repository for a built-in one
+	Source []byte // the program's text (.py) or μGraph document (.ugraph.json)
+}
+
+// programExts are the endings of files that hold a program.
+var programExts = []string{".py", ".ugraph.json"}
+
+// workloadName returns the name of the program in file, and whether the
+// file's ending says it is one.
+func workloadName(file string) (string, bool) {
+	base := filepath.Base(file)
+	for _, ext := range programExts {
+		if name, ok := strings.CutSuffix(base, ext); ok && name != "" {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// maxProgramFile bounds what a workload file may hold.
+const maxProgramFile = 64 << 20
+
+// FromPaths returns in followed by the workloads at paths: programs (.py),
+// μGraph files (.ugraph.json) and directories, of which each such file
+// (not those in subdirectories) is one. A path that is neither, a
+// directory that holds none, and two workloads of one name are errors; a
+// file with the name and text of a workload already listed (a user naming
+// examples/, whose programs are also built in) is that workload, not a
+// second one.
+func FromPaths(in []Workload, paths []string) ([]Workload, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			if _, ok := workloadName(p); !ok || !info.Mode().IsRegular() {
+				return nil, fmt.Errorf("%s: not a program (want a .py program, a .ugraph.json μGraph file or a directory of them)", p)
+			}
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		n := len(files)
+		for _, e := range entries {
+			if _, ok := workloadName(e.Name()); ok && e.Type().IsRegular() {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+		if len(files) == n {
+			return nil, fmt.Errorf("%s: a directory with no programs (.py or .ugraph.json files)", p)
+		}
+	}
+	byName := map[string]int{}
+	for i, w := range in {
+		byName[w.Name] = i
+	}
+	out := slices.Clone(in)
+	for _, file := range files {
+		name, _ := workloadName(file)
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		src, err := io.ReadAll(io.LimitReader(f, maxProgramFile+1))
+		f.Close()
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%s: %v", file, err)
+		case len(src) > maxProgramFile:
+			return nil, fmt.Errorf("%s: larger than %d MiB", file, maxProgramFile>>20)
+		}
+		if i, ok := byName[name]; ok {
+			if bytes.Equal(out[i].Source, src) {
+				continue // the same program, named twice
+			}
+			return nil, fmt.Errorf("two workloads named %s: %s and %s (rename one; with --only-paths the built-in ones are left out)", name, out[i].File, file)
+		}
+		byName[name] = len(out)
+		out = append(out, Workload{Name: name, Title: file, File: file, Source: src})
+	}
+	return out, nil
 }
 
 // suite lists the workloads in report order: the Mirage paper's (OSDI'25,

@@ -10,19 +10,39 @@ import (
 
 // Row is what the report says of one workload.
 type Row struct {
-	Workload      string  `json:"workload"`
+	Workload string `json:"workload"`
+	File     string `json:"file,omitempty"` // where the program came from
+	// ProgramHash is the program's canonical hash (every op, shape and
+	// dtype): a row is compared only with a row of the same program.
+	ProgramHash string `json:"program_hash,omitempty"`
+	// ConfigHash is the hash of the configuration the workload was
+	// searched with (the preset and the program's restrictions, and the
+	// run's options that narrow a search).
+	ConfigHash    string  `json:"config_hash,omitempty"`
 	Seconds       float64 `json:"search_seconds"`
 	States        int64   `json:"states"`
 	StatesPerCore float64 `json:"states_per_core_second"` // states / seconds / workers
 	PrunedShare   float64 `json:"pruned_absexpr_share"`   // of candidate ops past the canonical order
 	Verified      int     `json:"verified"`
+	Fused         bool    `json:"fused"` // the best answer has a graph-defined kernel
 	BestKernels   int     `json:"best_kernels"`
 	BestUs        float64 `json:"best_estimated_us"`
 	UnfusedUs     float64 `json:"unfused_estimated_us"`
 	Speedup       float64 `json:"speedup"`
-	Stopped       string  `json:"stopped,omitempty"` // why the search stopped early, if it did
-	Err           string  `json:"error,omitempty"`
-	FirstFusedSec float64 `json:"first_fused_seconds"`
+	// Measured is the best answer's measured time, when a profile has it.
+	Measured      *Measured `json:"measured,omitempty"`
+	Stopped       string    `json:"stopped,omitempty"` // why the search stopped early, if it did
+	Err           string    `json:"error,omitempty"`
+	FirstFusedSec float64   `json:"first_fused_seconds"`
+}
+
+// Measured is a time from a profile: the median of the timed runs and
+// their spread.
+type Measured struct {
+	MedianUs float64 `json:"median_us"`
+	// SpreadUs is half the distance from the 10th to the 90th percentile
+	// of the runs; 0 when the profile does not say.
+	SpreadUs float64 `json:"spread_us"`
 }
 
 // WriteMarkdown writes the rows as a markdown table, with a header saying

@@ -31,7 +31,16 @@ type Measurement struct {
 	Hash         string  `json:"hash"`           // GraphHash of the candidate
 	MedianMicros float64 `json:"median_us"`      // median over the runs of the whole graph
 	Runs         int     `json:"runs,omitempty"` // how many timed runs the median is of
+	// P10Micros and P90Micros are the 10th and 90th percentiles of the
+	// runs, when the harness recorded them (both or neither).
+	P10Micros float64 `json:"p10_us,omitempty"`
+	P90Micros float64 `json:"p90_us,omitempty"`
 }
+
+// Spread is half the distance between the 10th and 90th percentiles of
+// m's runs: how far apart two medians of the same graph may fall by
+// chance. 0 when the profile does not say.
+func (m Measurement) Spread() float64 { return (m.P90Micros - m.P10Micros) / 2 }
 
 // GraphHash is the key of g in profiles: kernel.Hash as 16 lower-case hex
 // digits.
@@ -77,6 +86,9 @@ func (p *Profile) check() error {
 		if !(m.MedianMicros > 0) || math.IsInf(m.MedianMicros, 0) {
 			return fmt.Errorf("measurement %d: median_us %v, want a positive time", i, m.MedianMicros)
 		}
+		if (m.P10Micros != 0 || m.P90Micros != 0) && !(0 < m.P10Micros && m.P10Micros <= m.MedianMicros && m.MedianMicros <= m.P90Micros && !math.IsInf(m.P90Micros, 0)) {
+			return fmt.Errorf("measurement %d: p10_us %v, median_us %v, p90_us %v: want 0 < p10 <= median <= p90", i, m.P10Micros, m.MedianMicros, m.P90Micros)
+		}
 	}
 	return nil
 }
@@ -102,8 +114,8 @@ type Profiles struct {
 type profileKey struct{ arch, program, hash string }
 
 type measured struct {
-	micros float64
-	file   string
+	Measurement
+	file string
 }
 
 // LoadProfiles reads a profile file, or every profile*.json file of a
@@ -149,7 +161,7 @@ func (ps *Profiles) load(file string) error {
 		if prev, ok := ps.micros[k]; ok {
 			return fmt.Errorf("%s: %s %s graph %s is also measured in %s", file, p.Arch, m.Program, m.Hash, prev.file)
 		}
-		ps.micros[k] = measured{m.MedianMicros, file}
+		ps.micros[k] = measured{m, file}
 	}
 	return nil
 }
@@ -157,11 +169,18 @@ func (ps *Profiles) load(file string) error {
 // Lookup returns the measured median time of g, a candidate for program,
 // on arch, if a profile has it.
 func (ps *Profiles) Lookup(arch, program string, g *kernel.Graph) (micros float64, ok bool) {
+	m, ok := ps.Measurement(arch, program, g)
+	return m.MedianMicros, ok
+}
+
+// Measurement returns the measurement of g, a candidate for program, on
+// arch, if a profile has it.
+func (ps *Profiles) Measurement(arch, program string, g *kernel.Graph) (Measurement, bool) {
 	if ps == nil {
-		return 0, false
+		return Measurement{}, false
 	}
 	m, ok := ps.micros[profileKey{arch, program, GraphHash(g)}]
-	return m.micros, ok
+	return m.Measurement, ok
 }
 
 // Len is the number of measurements held.

@@ -34,7 +34,7 @@ func TestProfilesLookup(t *testing.T) {
 	for _, p := range []Profile{
 		{Version: 1, Arch: "sm_80", GPU: "NVIDIA A100-SXM4-80GB", Measurements: []Measurement{
 			{Program: "rmsnorm_matmul", Hash: GraphHash(prog), MedianMicros: 41.5, Runs: 100},
-			{Program: "rmsnorm_matmul", Hash: GraphHash(fused), MedianMicros: 30.25, Runs: 100},
+			{Program: "rmsnorm_matmul", Hash: GraphHash(fused), MedianMicros: 30.25, Runs: 100, P10Micros: 29.5, P90Micros: 32.5},
 		}},
 		{Version: 1, Arch: "sm_90", GPU: "NVIDIA H100 80GB HBM3", Measurements: []Measurement{
 			{Program: "rmsnorm_matmul", Hash: GraphHash(fused), MedianMicros: 19},
@@ -80,6 +80,13 @@ func TestProfilesLookup(t *testing.T) {
 		}
 	}
 
+	if m, ok := ps.Measurement("sm_80", "rmsnorm_matmul", fused); !ok || m.Spread() != 1.5 || m.Runs != 100 {
+		t.Errorf("Measurement: %+v, %v; want the spread (32.5-29.5)/2 = 1.5 and 100 runs", m, ok)
+	}
+	if m, _ := ps.Measurement("sm_80", "rmsnorm_matmul", prog); m.Spread() != 0 {
+		t.Errorf("a measurement without percentiles has spread %v, want 0", m.Spread())
+	}
+
 	one, err := LoadProfiles(filepath.Join(dir, "profile_sm_90.json"))
 	if err != nil || one.Len() != 1 {
 		t.Errorf("one file: %v measurements, %v", one.Len(), err)
@@ -106,6 +113,8 @@ func TestBadProfiles(t *testing.T) {
 		{"upper-case hash", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789ABCDEF", "median_us": 3}`)}, "lower-case hex"},
 		{"no program", map[string]string{"profile_a.json": profile("1", "sm_80", `{"hash": "0123456789abcdef", "median_us": 3}`)}, "names no program"},
 		{"zero time", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 0}`)}, "median_us 0"},
+		{"p90 below the median", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "p10_us": 2, "p90_us": 2.5}`)}, "want 0 < p10 <= median <= p90"},
+		{"p10 alone", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "p10_us": 2}`)}, "p10_us 2"},
 		{"not json", map[string]string{"profile_a.json": "{"}, "profile_a.json: unexpected EOF"},
 		{"duplicate", map[string]string{"profile_a.json": profile("1", "sm_80", good), "profile_b.json": profile("1", "sm_80", good)}, "profile_b.json: sm_80 p graph 0123456789abcdef is also measured in"},
 		{"empty dir", map[string]string{}, "no profile*.json files"},

@@ -484,6 +484,10 @@ def make_profile(results, arch, gpu, extra=None):
             continue
         key = (r["program"], r["hash"])
         m = {"program": r["program"], "hash": r["hash"], "median_us": r["mirage_us"], "runs": r.get("runs") or 0}
+        t = r.get("timing") or {}
+        if t.get("p10_us") is not None and t.get("p90_us") is not None:
+            # The spread of the runs, for mirage bench --compare.
+            m["p10_us"], m["p90_us"] = t["p10_us"], t["p90_us"]
         if key not in seen or m["median_us"] < seen[key]["median_us"]:
             seen[key] = m
     prof = {"version": 1, "arch": arch, "gpu": gpu, "measurements": list(seen.values())}

@@ -326,6 +326,7 @@ class ProfileTest(unittest.TestCase):
             result("lora.c3", candidate=3, us=None, hash_="dddddddddddddddd"),
             result("lora.mugraph", variant="mugraph", us=7.0, hash_="aaaaaaaaaaaaaaaa", program="lora_mugraph"),
         ]
+        rs[1]["timing"] = {"median_us": 6.0, "p10_us": 5.5, "p90_us": 7.0, "runs": 200}
         p = harness.make_profile(rs, "sm_90", "NVIDIA H100 80GB HBM3", {"torch": "2.11", "version": 99})
         self.assertEqual(p["version"], 1)  # extra fields never override the format's
         self.assertEqual(p["arch"], "sm_90")
@@ -335,6 +336,9 @@ class ProfileTest(unittest.TestCase):
         self.assertEqual(ms[("lora", "aaaaaaaaaaaaaaaa")]["median_us"], 5.0)
         self.assertEqual(ms[("lora", "bbbbbbbbbbbbbbbb")]["runs"], 200)
         self.assertIn(("lora_mugraph", "aaaaaaaaaaaaaaaa"), ms)
+        # The spread travels with the median where the timing has it.
+        self.assertEqual((ms[("lora", "bbbbbbbbbbbbbbbb")]["p10_us"], ms[("lora", "bbbbbbbbbbbbbbbb")]["p90_us"]), (5.5, 7.0))
+        self.assertNotIn("p10_us", ms[("lora", "aaaaaaaaaaaaaaaa")])
         for m in p["measurements"]:
             self.assertRegex(m["hash"], r"^[0-9a-f]{16}$")
             self.assertGreater(m["median_us"], 0)

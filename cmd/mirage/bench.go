@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,117 +17,276 @@ import (
 	"github.com/mirage-go/mirage/bench"
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/driver"
-	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/search"
-	"github.com/mirage-go/mirage/target"
 )
 
-func newBenchCmd() *cobra.Command {
-	var (
-		outDir    string
-		arch      archFlag
-		timeLimit time.Duration
-		workers   int
-		only      []string
-		profile   string
-		asJSON    bool
-	)
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Run the search on the paper's workloads and report speed and estimated speedups",
-		Long: `bench runs superopt on each workload of the Mirage paper (GQA decode,
-QKNorm+GQA, RMSNorm+MatMul, LoRA, gated MLP, nTrans; the programs are built
-in) and prints one table: search seconds, states, the share of candidate ops
-pruned by abstract expressions, verified candidates, the best candidate's
-kernels and estimated time, the unfused program's estimate and the
-speedup. It writes the table to DIR/latest.md and a bar chart of the
-speedups to DIR/speedup.svg. The cache is not used.
+// benchFlags are the flags of mirage bench.
+type benchFlags struct {
+	load      loadFlags
+	outDir    string
+	arch      archFlag
+	timeLimit time.Duration
+	workers   int
+	seed      uint64
+	config    string
+	maxStates int64
+	only      []string
+	onlyPaths bool
+	profile   string
+	asJSON    bool
+	compare   string
+	tol       bench.Tolerances
+	history   string
+}
 
---json prints {"arch": ..., "rows": [...]} instead of the table.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkNotNegative(cmd, "time-limit"); err != nil {
-				return err
-			}
-			ws, err := bench.Workloads()
-			if err != nil {
-				return err
-			}
-			if len(only) > 0 {
-				ws = slices.DeleteFunc(ws, func(w bench.Workload) bool { return !slices.Contains(only, w.Name) })
-				if len(ws) == 0 {
-					return fmt.Errorf("--workload %v names no workload", only)
-				}
-			}
-			if workers < 1 {
-				return fmt.Errorf("--workers %d: want at least 1", workers)
-			}
-			var profiles *cost.Profiles
-			if profile != "" {
-				if profiles, err = cost.LoadProfiles(profile); err != nil {
-					return fmt.Errorf("--profile: %v", err)
-				}
-			}
-			var rows []bench.Row
-			for _, w := range ws {
-				fmt.Fprintf(cmd.ErrOrStderr(), "bench: %s\n", w.Name)
-				rows = append(rows, benchOne(cmd, w, arch.Arch, workers, timeLimit, profiles))
-			}
-			title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", arch.Name, workers, timeLimit)
-			var md, svg bytes.Buffer
-			if err := bench.WriteMarkdown(&md, title, rows); err != nil {
-				return err
-			}
-			if err := bench.WriteSVG(&svg, "Estimated speedup over the unfused program ("+arch.Name+")", rows); err != nil {
-				return err
-			}
-			if err := os.MkdirAll(outDir, 0o755); err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(filepath.Join(outDir, "latest.md"), md.Bytes(), 0o644); err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(filepath.Join(outDir, "speedup.svg"), svg.Bytes(), 0o644); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, struct {
-					Arch string      `json:"arch"`
-					Rows []bench.Row `json:"rows"`
-				}{arch.Name, rows})
-			}
-			_, err = out.Write(md.Bytes())
-			return err
-		},
+func newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [PATH...]",
+		Short: "Run the search over a suite of workloads, record the results and compare them with a baseline",
+		Long: `bench runs superopt on each workload and prints one table: search seconds,
+states, the share of candidate ops pruned by abstract expressions, verified
+candidates, the best answer's kernels and estimated time, the unfused
+program's estimate and the speedup. The workloads are built in (the Mirage
+paper's GQA decode, QKNorm+GQA, RMSNorm+MatMul, LoRA, gated MLP and nTrans,
+and two whole programs at LLaMA-7B shapes) and, after them, those at each
+PATH: a program (.py), a μGraph file (.ugraph.json, its first graph) or a
+directory of them. --only-paths leaves the built-in ones out. The cache is
+not used.
+
+Each run writes, in DIR (-o): latest.md (the table), speedup.svg (a chart
+of the speedups), results.json (the tool's version and commit, the
+machine, the options, and per workload its figures and the hashes of its
+program and configuration) and a line of history.jsonl.
+
+--compare BASELINE.json compares this run with a results.json kept from
+an earlier one and prints the delta table. A workload regresses when it
+loses its fused result, when its verified candidates fall to 0, when its
+best estimate grows by more than --tolerance (the cost model is
+deterministic), when a measured time (--profile) grows by more than 5%
+beyond the spread of its runs, or when its search time, divided by a short
+CPU calibration loop timed in the same process, grows by more than
+--time-ratio. A workload whose program changed is not compared: its row
+says so, and the baseline must be recorded again. Workloads on one side
+only are listed.
+
+--history DIR draws DIR/history.jsonl as DIR/history.svg (the speedup and
+search seconds of each workload over the runs) and runs nothing.
+
+--json prints {"arch": ..., "rows": [...]} and, with --compare,
+"comparison": {"workloads": [{"workload", "verdict", "reasons", ...}]}.
+
+Exit status: 0, or 0 with --compare when nothing regressed; 1 when a
+workload regressed or its program changed; 2 for unusable input (a path
+that is not a program, a missing, corrupted or foreign baseline, one for
+another arch), before anything is searched or written.`,
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args) },
 	}
+	f.load.register(cmd)
+	registerArch(cmd, &f.arch, "the cost model")
 	fl := cmd.Flags()
-	fl.StringVarP(&outDir, "out", "o", filepath.Join("bench", "results"), "directory for latest.md and speedup.svg")
-	registerArch(cmd, &arch, "the cost model")
-	fl.DurationVar(&timeLimit, "time-limit", 4*time.Minute+30*time.Second, "time limit per workload, superopt's --time-limit (gqa's whole space takes about 20 s on 2 cores, qknorm_gqa's more than 4 minutes)")
-	fl.IntVar(&workers, "workers", 2, "parallel search workers")
-	fl.StringSliceVar(&only, "workload", nil, "run only these workloads (comma-separated names)")
-	fl.StringVar(&profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
-	fl.BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	fl.StringVarP(&f.outDir, "out", "o", filepath.Join("bench", "results"), "directory for latest.md, speedup.svg, results.json and history.jsonl")
+	fl.DurationVar(&f.timeLimit, "time-limit", 4*time.Minute+30*time.Second, "time limit per workload, superopt's --time-limit (gqa's whole space takes about 20 s on 2 cores, qknorm_gqa's more than 4 minutes)")
+	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
+	fl.StringVar(&f.config, "config", "", "a preset configuration for every workload (default: each program's, else one chosen per part)")
+	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
+	fl.StringSliceVar(&f.only, "workload", nil, "run only these workloads (comma-separated names)")
+	fl.BoolVar(&f.onlyPaths, "only-paths", false, "run the workloads at PATH only, not the built-in ones")
+	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
+	fl.BoolVar(&f.asJSON, "json", false, "print the rows (and the comparison) as JSON")
+	fl.StringVar(&f.compare, "compare", "", "compare with `BASELINE.json`, the results.json of an earlier run; exit 1 on a regression")
+	fl.Float64Var(&f.tol.Estimate, "tolerance", bench.DefaultTolerances.Estimate, "relative growth of a best estimate that --compare allows")
+	fl.Float64Var(&f.tol.SearchTime, "time-ratio", bench.DefaultTolerances.SearchTime, "growth of a calibrated search time that --compare allows (0: not checked)")
+	fl.StringVar(&f.history, "history", "", "draw `DIR`/history.jsonl as DIR/history.svg and run nothing")
+	f.tol.Measured = bench.DefaultTolerances.Measured
 	return cmd
 }
 
-// benchOne superoptimizes one workload, as superopt does with the
-// workload's own superoptimize call, without the cache; a failure is
-// reported in its row.
-func benchOne(cmd *cobra.Command, w bench.Workload, arch target.Arch, workers int, limit time.Duration, profiles *cost.Profiles) bench.Row {
-	row := bench.Row{Workload: w.Name, FirstFusedSec: -1}
-	prog, err := frontend.Load(w.File, w.Source, frontend.Options{Stdout: cmd.ErrOrStderr()})
+func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
+	if err := checkNotNegative(cmd, "time-limit", "max-states"); err != nil {
+		return err
+	}
+	switch {
+	case f.workers < 1:
+		return fmt.Errorf("--workers %d: want at least 1", f.workers)
+	case f.tol.Estimate < 0:
+		return fmt.Errorf("--tolerance %v: want 0 or more", f.tol.Estimate)
+	case f.tol.SearchTime != 0 && f.tol.SearchTime < 1:
+		return fmt.Errorf("--time-ratio %v: want 1 or more, or 0 to turn the check off", f.tol.SearchTime)
+	case f.onlyPaths && len(paths) == 0:
+		return errors.New("--only-paths: no PATH given")
+	}
+	if f.history != "" {
+		if len(paths) > 0 || f.compare != "" {
+			return errors.New("--history draws a history and runs nothing: it takes no PATH and no --compare")
+		}
+		return drawHistory(cmd, f.history)
+	}
+	if f.config != "" {
+		if _, err := search.NamedConfig(f.config); err != nil {
+			return fmt.Errorf("--config: %v", err)
+		}
+	}
+
+	// Everything that can make the run unusable is checked before any
+	// search, so that a bad input writes nothing.
+	var baseline *bench.Results
+	if f.compare != "" {
+		b, err := bench.ReadResults(f.compare)
+		if err != nil {
+			return fmt.Errorf("--compare: %v", err)
+		}
+		if err := bench.CheckComparable(b, f.arch.Name); err != nil {
+			return fmt.Errorf("--compare %s: %v", f.compare, err)
+		}
+		baseline = b
+	}
+	ws, err := f.workloads(paths)
+	if err != nil {
+		return err
+	}
+	inputs := make([]*input, len(ws))
+	for i, w := range ws {
+		if inputs[i], err = f.load.loadSource(cmd, w.File, w.Source); err != nil {
+			return err
+		}
+	}
+	var profiles *cost.Profiles
+	if f.profile != "" {
+		if profiles, err = cost.LoadProfiles(f.profile); err != nil {
+			return fmt.Errorf("--profile: %v", err)
+		}
+	}
+	if err := driver.CheckOutputDir(f.outDir); err != nil {
+		return fmt.Errorf("-o %s: %v", f.outDir, err)
+	}
+
+	errw := cmd.ErrOrStderr()
+	calibration := bench.Calibrate()
+	fmt.Fprintf(errw, "bench: %d workload(s), %v each, %d worker(s), %s; calibration loop %.3f s\n",
+		len(ws), f.timeLimit, f.workers, f.arch.Arch, calibration)
+	ctx, stop := driver.Interruptible(cmd.Context(), errw)
+	defer stop()
+	var rows []bench.Row
+	for i, w := range ws {
+		fmt.Fprintf(errw, "bench: %s\n", w.Name)
+		rows = append(rows, f.runOne(ctx, inputs[i], w, profiles))
+		if ctx.Err() != nil {
+			// Part of a suite compares with no baseline: nothing is written.
+			return &exitError{code: driver.ExitInterrupted, err: errors.New("bench: interrupted; nothing written")}
+		}
+	}
+	results := bench.NewResults(version, f.arch.Name, calibration, bench.Options{
+		TimeLimit: f.timeLimit.String(), Workers: f.workers, Seed: f.seed,
+		Config: f.config, MaxStates: f.maxStates, Profile: f.profile,
+	}, rows)
+	title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", f.arch.Name, f.workers, f.timeLimit)
+	var md, svg bytes.Buffer
+	if err := bench.WriteMarkdown(&md, title, rows); err != nil {
+		return err
+	}
+	if err := bench.WriteSVG(&svg, "Estimated speedup over the unfused program ("+f.arch.Name+")", rows); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
+		return err
+	}
+	for _, file := range []struct {
+		name string
+		data []byte
+	}{{"latest.md", md.Bytes()}, {"speedup.svg", svg.Bytes()}} {
+		if err := atomicfile.WriteFile(filepath.Join(f.outDir, file.name), file.data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := results.Save(f.outDir); err != nil {
+		return err
+	}
+
+	var cmp *bench.Comparison
+	if baseline != nil {
+		if cmp, err = bench.Compare(baseline, results, f.tol); err != nil {
+			return err
+		}
+	}
+	out := cmd.OutOrStdout()
+	if f.asJSON {
+		err = writeJSON(out, struct {
+			Arch       string            `json:"arch"`
+			Rows       []bench.Row       `json:"rows"`
+			Comparison *bench.Comparison `json:"comparison,omitempty"`
+		}{f.arch.Name, rows, cmp})
+	} else {
+		_, err = out.Write(md.Bytes())
+		if err == nil && cmp != nil {
+			fmt.Fprintln(out)
+			err = bench.WriteComparison(out, cmp)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if cmp != nil && cmp.Failed() {
+		var names []string
+		for _, d := range cmp.Deltas {
+			if d.Verdict.Failing() {
+				names = append(names, d.Workload+" ("+string(d.Verdict)+")")
+			}
+		}
+		return &exitError{code: exitDiffer, err: fmt.Errorf("bench: against %s: %s", f.compare, strings.Join(names, ", "))}
+	}
+	return nil
+}
+
+// workloads returns the workloads to run: the built-in ones unless
+// --only-paths, then those at paths, less those --workload leaves out.
+func (f *benchFlags) workloads(paths []string) ([]bench.Workload, error) {
+	var ws []bench.Workload
+	if !f.onlyPaths {
+		var err error
+		if ws, err = bench.Workloads(); err != nil {
+			return nil, err
+		}
+	}
+	ws, err := bench.FromPaths(ws, paths)
+	if err != nil {
+		return nil, err
+	}
+	if len(f.only) > 0 {
+		for _, name := range f.only {
+			if !slices.ContainsFunc(ws, func(w bench.Workload) bool { return w.Name == name }) {
+				return nil, fmt.Errorf("--workload %s names no workload", name)
+			}
+		}
+		ws = slices.DeleteFunc(ws, func(w bench.Workload) bool { return !slices.Contains(f.only, w.Name) })
+	}
+	return ws, nil
+}
+
+// runOne superoptimizes one workload, as superopt does, without the cache;
+// a failure of the search is reported in its row.
+func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, profiles *cost.Profiles) bench.Row {
+	row := bench.Row{Workload: w.Name, File: w.File, FirstFusedSec: -1}
+	g, err := in.graph(0)
 	if err != nil {
 		row.Err = err.Error()
 		return row
 	}
-	opts := driver.Options{Name: strings.TrimSuffix(filepath.Base(w.File), ".py"), Arch: arch, TimeLimit: limit, Workers: workers, Seed: 1, Profiles: profiles}
-	if prog.Superopt != nil {
-		opts.Preset, opts.Restrict = prog.Superopt.Config, search.Restrictions(prog.Superopt.Lists)
+	conf := bench.Configuration{Preset: f.config, MaxStates: f.maxStates}
+	if prog := in.Program; prog != nil && prog.Superopt != nil {
+		if conf.Preset == "" {
+			conf.Preset = prog.Superopt.Config
+		}
+		conf.Restrict = search.Restrictions(prog.Superopt.Lists)
 	}
-	res, err := driver.Run(cmd.Context(), prog.Graph, opts)
+	row.ProgramHash, row.ConfigHash = bench.ProgramHash(g), conf.Hash()
+	opts := driver.Options{
+		Name: in.Name, Arch: f.arch.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
+		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, Profiles: profiles,
+	}
+	res, err := driver.Run(ctx, g, opts)
 	if err != nil {
 		row.Err = err.Error()
 		return row
@@ -134,19 +295,41 @@ func benchOne(cmd *cobra.Command, w bench.Workload, arch target.Arch, workers in
 	s := res.Stats
 	row.Seconds, row.States, row.Stopped = s.Seconds, s.States, res.Stopped
 	for _, p := range res.Parts {
-		if f := p.Stats.FirstFused; f >= 0 && p.SameAs < 0 && (row.FirstFusedSec < 0 || f < row.FirstFusedSec) {
-			row.FirstFusedSec = f
+		if ff := p.Stats.FirstFused; ff >= 0 && p.SameAs < 0 && (row.FirstFusedSec < 0 || ff < row.FirstFusedSec) {
+			row.FirstFusedSec = ff
 		}
 	}
 	if s.Seconds > 0 {
-		row.StatesPerCore = float64(s.States) / s.Seconds / float64(min(workers, runtime.GOMAXPROCS(0)))
+		row.StatesPerCore = float64(s.States) / s.Seconds / float64(min(f.workers, runtime.GOMAXPROCS(0)))
 	}
 	if judged := s.PrunedAbsexpr + s.PrunedShape + s.PrunedDead + s.States; judged > 0 {
 		row.PrunedShare = float64(s.PrunedAbsexpr) / float64(judged)
 	}
 	row.Verified = int(s.Verified)
 	best := res.Candidates[0]
+	row.Fused = best.Customized > 0
 	row.BestKernels, row.BestUs = best.Kernels, best.Estimate.Micros
 	row.Speedup = res.Baseline.Micros / best.Estimate.Micros
+	if m, ok := profiles.Measurement(f.arch.Name, in.Name, best.Graph); ok {
+		row.Measured = &bench.Measured{MedianUs: m.MedianMicros, SpreadUs: m.Spread()}
+	}
 	return row
+}
+
+// drawHistory writes dir/history.svg from dir/history.jsonl.
+func drawHistory(cmd *cobra.Command, dir string) error {
+	runs, err := bench.ReadHistory(filepath.Join(dir, bench.HistoryFile))
+	if err != nil {
+		return fmt.Errorf("--history: %v", err)
+	}
+	var svg bytes.Buffer
+	if err := bench.WriteHistorySVG(&svg, runs); err != nil {
+		return err
+	}
+	out := filepath.Join(dir, "history.svg")
+	if err := atomicfile.WriteFile(out, svg.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d runs)\n", out, len(runs))
+	return nil
 }

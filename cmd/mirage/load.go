@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -36,28 +37,58 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
 	switch {
 	case strings.HasSuffix(path, ".py"):
-		opts := frontend.Options{
-			Lenient: f.lenient,
-			Stdout:  cmd.ErrOrStderr(),
-			Warn:    func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
-		}
-		p, err := frontend.LoadFile(path, opts)
+		p, err := frontend.LoadFile(path, f.frontendOptions(cmd))
 		if err != nil {
 			return nil, err
 		}
-		return &input{Path: path, Name: p.Name, File: kernel.NewFile(p.Name, p.Graph), Program: p}, nil
+		return programInput(path, p), nil
 	case strings.HasSuffix(path, ".json"):
 		file, err := kernel.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
-		name := file.Name
-		if name == "" {
-			name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".json"), ".ugraph")
-		}
-		return &input{Path: path, Name: name, File: file}, nil
+		return documentInput(path, file), nil
 	}
 	return nil, fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
+}
+
+// loadSource is load for a file already read: src is the text of path.
+func (f *loadFlags) loadSource(cmd *cobra.Command, path string, src []byte) (*input, error) {
+	switch {
+	case strings.HasSuffix(path, ".py"):
+		p, err := frontend.Load(path, src, f.frontendOptions(cmd))
+		if err != nil {
+			return nil, err
+		}
+		return programInput(path, p), nil
+	case strings.HasSuffix(path, ".json"):
+		file, err := kernel.Decode(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return documentInput(path, file), nil
+	}
+	return nil, fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
+}
+
+func (f *loadFlags) frontendOptions(cmd *cobra.Command) frontend.Options {
+	return frontend.Options{
+		Lenient: f.lenient,
+		Stdout:  cmd.ErrOrStderr(),
+		Warn:    func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
+	}
+}
+
+func programInput(path string, p *frontend.Program) *input {
+	return &input{Path: path, Name: p.Name, File: kernel.NewFile(p.Name, p.Graph), Program: p}
+}
+
+func documentInput(path string, file *kernel.File) *input {
+	name := file.Name
+	if name == "" {
+		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".json"), ".ugraph")
+	}
+	return &input{Path: path, Name: name, File: file}
 }
 
 // memoryFlag is the --max-memory flag of the commands that evaluate

@@ -319,38 +319,6 @@ func TestEmitUnusableInput(t *testing.T) {
 	}
 }
 
-func TestBench(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: a whole search")
-	}
-	dir := t.TempDir()
-	code, stdout, stderr := mirage(t, "bench", "--workload", "ntrans", "-o", dir, "--json", "--time-limit", "60s")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var res struct {
-		Arch string           `json:"arch"`
-		Rows []map[string]any `json:"rows"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || len(res.Rows) != 1 {
-		t.Fatalf("--json: %v: %s", err, stdout)
-	}
-	if res.Rows[0]["workload"] != "ntrans" {
-		t.Errorf("row: %v", res.Rows[0])
-	}
-	md, err := os.ReadFile(filepath.Join(dir, "latest.md"))
-	if err != nil || !strings.Contains(string(md), "ntrans") {
-		t.Errorf("latest.md: %v\n%s", err, md)
-	}
-	svg, err := os.ReadFile(filepath.Join(dir, "speedup.svg"))
-	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(svg)), "<svg") {
-		t.Errorf("speedup.svg: %v\n%.200s", err, svg)
-	}
-	if code, _, stderr := mirage(t, "bench", "--workload", "nope", "-o", dir); code != exitUnusable || !strings.Contains(stderr, "nope") {
-		t.Errorf("unknown workload: exit %d, %s", code, stderr)
-	}
-}
-
 func TestShowAbsexpr(t *testing.T) {
 	code, stdout, stderr := mirage(t, "show", "--absexpr", examplePath("rmsnorm_matmul_mugraph.py"))
 	if code != 0 {
