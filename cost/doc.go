@@ -33,16 +33,24 @@
 //	waves       = ceil(blocks / (SMs * blocksPerSM))
 //
 // and each wave of n blocks takes the larger of its memory and compute
-// times:
+// times. Memory charges every byte the blocks request: those that reach
+// device memory at HBM bandwidth, the re-reads that hit L2 at L2
+// bandwidth, so that two candidates moving different traffic never get
+// the same memory time:
 //
 //	share   = min(1, min(n, SMs) / (SMs * memSaturation))
-//	memory  = max(DRAM bytes / (MemBandwidth * memEfficiency),
-//	              all bytes  / (MemBandwidth * memEfficiency * l2HitSpeedup)) / share
+//	memory  = (DRAM bytes / (MemBandwidth * memEfficiency) +
+//	           (all bytes - DRAM bytes) / (L2Bandwidth * memEfficiency)) / share
 //	compute = ceil(n / SMs) * (block tensor flops / (TensorFLOPS/SMs * tensorEfficiency) +
 //	                           block CUDA flops   / (FP32FLOPS/SMs   * cudaEfficiency))
 //	time    = Σ_waves max(memory, compute) + LaunchMicros + waves * waveMicros
 //
-// A library kernel is the same formula with one full wave. Tensor flops
+// A library kernel is the same formula with one full wave. Charging L2
+// hits on top of DRAM traffic, rather than overlapping the two, errs slow
+// for tiled matmuls that re-read their strips many times: on sm_90 an
+// 8192³ matmul in 128x256 tiles is estimated L2-bound, about 30% above
+// its tensor time. Ranking (Compare) breaks equal times by fewer bytes,
+// then fewer blocks. Tensor flops
 // are those of fp16/bf16 matmuls on tensor cores, padded to whole m16n8k16
 // instructions; CUDA-core flops are those of element-wise ops (special
 // functions count 4), reductions, accumulators and SIMT (fp32) matmuls. Ops
@@ -50,7 +58,7 @@
 // a None accumulator that an mma keeps in its registers costs nothing. The
 // factors
 // (memEfficiency 0.85, tensorEfficiency 0.75, cudaEfficiency 0.8,
-// l2HitSpeedup 3.5, memSaturation 0.5, waveMicros 0.5) are documented where
+// memSaturation 0.5, waveMicros 0.5) are documented where
 // they are defined; the GPU figures, with their sources, are package
 // target's table.
 //

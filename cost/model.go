@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -22,11 +23,6 @@ const (
 	tensorEfficiency = 0.75
 	// Fraction of fp32 peak that element-wise and reduction code reaches.
 	cudaEfficiency = 0.80
-	// L2 hit bandwidth over HBM bandwidth. [A100-WP] gives an L2 read
-	// bandwidth of 5120 B/clk, 7.2 TB/s at the 1410 MHz boost clock: 3.5x
-	// the A100's HBM. NVIDIA publishes no H100 figure; we take the same
-	// ratio.
-	l2HitSpeedup = 3.5
 	// Fraction of the L2 that tiles read by several blocks may occupy and
 	// still be hit when a later wave re-reads them; the rest holds
 	// streamed data.
@@ -97,10 +93,24 @@ type Estimate struct {
 	Arch      string // the arch's Name
 	Kernels   []Kernel
 	Launches  int
+	Blocks    int   // Σ blocks of the graph-defined kernels' grids
 	Bytes     int64 // Σ Kernel.Bytes
 	DRAMBytes int64 // Σ Kernel.DRAMBytes
 	Flops     int64 // Σ Kernel.TensorFlops + CUDAFlops
 	Micros    float64
+}
+
+// Compare orders estimates for ranking: by time, then, between equal
+// times (compute- or launch-bound kernels hide their traffic), fewer bytes
+// moved, then fewer blocks. 0 means the model cannot tell them apart.
+func Compare(a, b Estimate) int {
+	if c := cmp.Compare(a.Micros, b.Micros); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Bytes, b.Bytes); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Blocks, b.Blocks)
 }
 
 // Speedup is how many times faster e is than baseline.
@@ -128,6 +138,7 @@ func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
 		k.Op, k.Name = i, op.Kind.String()
 		e.Kernels = append(e.Kernels, k)
 		e.Launches++
+		e.Blocks += k.Grid.Count() // 0 for a library kernel
 		e.Bytes += k.Bytes
 		e.DRAMBytes += k.DRAMBytes
 		e.Flops += k.TensorFlops + k.CUDAFlops
@@ -209,14 +220,16 @@ type wave struct {
 // finish sets the times of k from the per-block work and the waves.
 //
 // Per wave of n blocks: the busiest SM holds ceil(n/SMs) of them and
-// computes at 1/SMs of the peak rates; memory moves DRAM bytes at the HBM
-// bandwidth and all requested bytes at the L2 hit bandwidth, scaled down
-// when the wave occupies fewer than memSaturation of the SMs. The wave
-// takes the larger of its memory and compute times.
+// computes at 1/SMs of the peak rates; memory moves its DRAM bytes at the
+// HBM bandwidth and the rest of the bytes its blocks request (re-reads
+// that hit L2) at the L2 bandwidth, scaled down when the wave occupies
+// fewer than memSaturation of the SMs. Every byte is charged: two
+// candidates that move different traffic never get the same memory time.
+// The wave takes the larger of its memory and compute times.
 func (k *Kernel) finish(arch target.Arch, per work, waves []wave) {
 	sms := float64(arch.SMs)
 	hbm := arch.MemBandwidth * memEfficiency
-	l2 := hbm * l2HitSpeedup
+	l2 := arch.L2Bandwidth * memEfficiency
 	blockCompute := per.tensor/(arch.TensorFLOPS/sms*tensorEfficiency) + per.cuda/(arch.FP32FLOPS/sms*cudaEfficiency)
 	var busy float64
 	for _, w := range waves {
@@ -225,7 +238,8 @@ func (k *Kernel) finish(arch target.Arch, per work, waves []wave) {
 		}
 		active := float64(min(w.blocks, arch.SMs))
 		share := min(1, active/(sms*memSaturation))
-		mem := max(w.dram/hbm, float64(w.blocks)*per.traffic/l2) / share * 1e6
+		hits := max(0, float64(w.blocks)*per.traffic-w.dram)
+		mem := (w.dram/hbm + hits/l2) / share * 1e6
 		comp := float64(ceilDiv(w.blocks, arch.SMs)) * blockCompute * 1e6
 		n := float64(w.count)
 		k.MemoryMicros += n * mem

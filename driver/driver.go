@@ -11,7 +11,6 @@
 package driver
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -205,7 +204,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 			}
 		}
 	}
-	slices.SortStableFunc(res.Candidates, func(a, b *Candidate) int { return cmp.Compare(a.Estimate.Micros, b.Estimate.Micros) })
+	slices.SortStableFunc(res.Candidates, func(a, b *Candidate) int { return cost.Compare(a.Estimate, b.Estimate) })
 	switch {
 	case interrupt.Err() != nil:
 		res.Stopped = "interrupted"

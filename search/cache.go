@@ -96,8 +96,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 5: keys before it ignored shapes (kernel.Hash skipped
 // ugraph.Shape's fields). Version 6: grids per row of short output dims,
 // for-loop ranges for real models' K (Complete). Version 7: walked tiles
-// of at least minWalkedTile.
-const cacheVersion = 7
+// of at least minWalkedTile. Version 8: the cost model charges L2 hits on
+// top of DRAM traffic, and equal times rank by bytes, then blocks.
+const cacheVersion = 8
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

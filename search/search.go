@@ -40,6 +40,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mirage-go/mirage/absexpr"
+	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
@@ -487,10 +488,20 @@ func (s *searcher) describe(c *Candidate) bool {
 	return true
 }
 
-// compareCandidates ranks by estimated time, then kernel launches, then
-// hash (a total order, so ranks never depend on timing).
+// ranked is what cost.Compare ranks c by.
+func (c *Candidate) ranked() cost.Estimate {
+	e := cost.Estimate{Micros: c.Estimate.Micros, Bytes: c.Estimate.Bytes}
+	for _, g := range c.Grids {
+		e.Blocks += g.Count()
+	}
+	return e
+}
+
+// compareCandidates ranks by the estimate (time, then bytes moved, then
+// blocks), then kernel launches, then hash (a total order, so ranks never
+// depend on timing).
 func compareCandidates(a, b *Candidate) int {
-	if c := cmp.Compare(a.Estimate.Micros, b.Estimate.Micros); c != 0 {
+	if c := cost.Compare(a.ranked(), b.ranked()); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.Kernels, b.Kernels); c != 0 {

@@ -42,6 +42,7 @@ type Arch struct {
 
 	SMs          int
 	MemBandwidth float64 // peak device-memory (HBM) bandwidth, bytes/s
+	L2Bandwidth  float64 // peak L2 hit bandwidth, bytes/s: what re-reads of a tile cost
 	L2Bytes      int     // L2 cache capacity
 	TensorFLOPS  float64 // dense fp16/bf16 tensor-core peak (fp32 accumulate), flop/s
 	FP32FLOPS    float64 // CUDA-core fp32 peak (an FMA is 2 flops), flop/s
@@ -71,6 +72,7 @@ const (
 	srcCUDA   = "[CUDA-CG] CUDA C++ Programming Guide, Technical Specifications per Compute Capability (8.0, 9.0) and the shared-memory notes for 8.x/9.0"
 	srcLaunch = "[LAUNCH] model assumption: back-to-back launches in one stream cost 2-4 µs on current drivers; to be replaced by bench/gpu measurements"
 	srcPTX    = "[PTX] PTX ISA 7.0+: mma.sync.aligned.m16n8k16 (sm_80+), cp.async (sm_80+), ldmatrix (sm_75+)"
+	srcL2     = "[L2] model assumption: NVIDIA publishes no L2 bandwidth for H100; the A100's ratio of L2 to HBM bandwidth (7.2 / 2.04 TB/s, 3.5x) applied to the H100's HBM3; to be replaced by a bench/gpu measurement"
 )
 
 // ampereMMA is the tensor-core instruction of sm_80, which sm_90 also runs
@@ -85,6 +87,7 @@ var archs = []Arch{
 		GPU:             "A100-SXM4-80GB",
 		SMs:             108,       // [A100-WP] "108 SMs" in A100 (of 128 in full GA100)
 		MemBandwidth:    2039e9,    // [A100-DS] GPU memory bandwidth 2,039 GB/s (80GB SXM)
+		L2Bandwidth:     7.2192e12, // [A100-WP] L2 read bandwidth 5120 bytes/clk, at the 1410 MHz boost clock
 		L2Bytes:         40 << 20,  // [A100-WP] "40 MB L2 cache"
 		TensorFLOPS:     312e12,    // [A100-DS] FP16/BF16 Tensor Core 312 TFLOPS (624 with sparsity)
 		FP32FLOPS:       19.5e12,   // [A100-DS] FP32 19.5 TFLOPS
@@ -104,6 +107,7 @@ var archs = []Arch{
 		GPU:             "H100-SXM5-80GB",
 		SMs:             132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
 		MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
+		L2Bandwidth:     11.725e12, // [L2] 3.5 x 3.35 TB/s
 		L2Bytes:         50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
 		TensorFLOPS:     989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
 		FP32FLOPS:       67e12,     // [H100-DS] FP32 67 TFLOPS
@@ -116,7 +120,7 @@ var archs = []Arch{
 		MMA:             ampereMMA, // [PTX]
 		AsyncCopy:       true,      // [PTX]
 		LdMatrix:        true,      // [PTX]
-		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX}, "; "),
+		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2}, "; "),
 	},
 }
 

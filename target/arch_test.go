@@ -37,7 +37,7 @@ func TestArchTableIsComplete(t *testing.T) {
 		t.Error("Archs is not ordered by name")
 	}
 	for _, a := range as {
-		positive := []float64{float64(a.SMs), a.MemBandwidth, float64(a.L2Bytes), a.TensorFLOPS, a.FP32FLOPS,
+		positive := []float64{float64(a.SMs), a.MemBandwidth, a.L2Bandwidth, float64(a.L2Bytes), a.TensorFLOPS, a.FP32FLOPS,
 			float64(a.SmemPerSM), float64(a.MaxSmemPerBlock), float64(a.SmemReserved),
 			float64(a.MaxThreadsPerSM), float64(a.MaxBlocksPerSM), a.LaunchMicros}
 		for i, v := range positive {
@@ -48,7 +48,7 @@ func TestArchTableIsComplete(t *testing.T) {
 		if a.MMA.M <= 0 || a.MMA.N <= 0 || a.MMA.K <= 0 || a.MMA.PTX == "" {
 			t.Errorf("%s: MMA %+v", a.Name, a.MMA)
 		}
-		if a.MaxSmemPerBlock > a.SmemPerSM || a.GPU == "" || a.Source == "" {
+		if a.MaxSmemPerBlock > a.SmemPerSM || a.L2Bandwidth <= a.MemBandwidth || a.GPU == "" || a.Source == "" {
 			t.Errorf("%s: inconsistent entry %+v", a.Name, a)
 		}
 	}
@@ -71,9 +71,9 @@ func TestArchFiguresCiteSources(t *testing.T) {
 	for _, cg := range f.Comments {
 		comments[fset.Position(cg.Pos()).Line] = cg.Text()
 	}
-	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]", "[PTX]"}
+	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]", "[PTX]", "[L2]"}
 	for _, k := range keys {
-		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch+srcPTX, k) {
+		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch+srcPTX+srcL2, k) {
 			t.Errorf("source key %s is not defined", k)
 		}
 	}

@@ -5,11 +5,12 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/mirage-go/mirage/absexpr"
-	"github.com/mirage-go/mirage/ugraph"
-
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-go/mirage/absexpr"
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -19,6 +20,8 @@ func newShowCmd() *cobra.Command {
 		asJSON    bool
 		asDot     bool
 		asAbsexpr bool
+		estimate  bool
+		arch      archFlag
 		candidate int
 	)
 	cmd := &cobra.Command{
@@ -30,12 +33,17 @@ for-loop range, and input, output and for-loop maps.
 
 With --json it prints the graph(s) as a .ugraph.json document; with --dot, as
 Graphviz; with --absexpr, the abstract expression of every tensor and tile
-(the k-th input is inK), as the search's pruning sees them. For a file holding several candidates, --candidate picks one
-(default: all for the text form, 0 for --dot).`,
+(the k-th input is inK), as the search's pruning sees them; with
+--estimate, the cost model's estimate for --arch, per kernel (grid,
+blocks per SM, waves, bytes requested and from DRAM, flops, time and
+what bounds it) and in total (with --json: {"arch", "estimated_us",
+"bytes", "dram_bytes", "kernels": [...]}). For a file holding several
+candidates, --candidate picks one (default: all for the text form, 0 for
+--dot and --estimate).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n := countTrue(asJSON, asDot, asAbsexpr); n > 1 {
-				return fmt.Errorf("--json, --dot and --absexpr exclude each other")
+			if n := countTrue(asJSON && !estimate, asDot, asAbsexpr, estimate); n > 1 {
+				return fmt.Errorf("--json, --dot, --absexpr and --estimate exclude each other (--estimate takes --json)")
 			}
 			in, err := lf.load(cmd, args[0])
 			if err != nil {
@@ -44,6 +52,20 @@ Graphviz; with --absexpr, the abstract expression of every tensor and tile
 			out := cmd.OutOrStdout()
 			picked := cmd.Flags().Changed("candidate")
 			switch {
+			case estimate:
+				g, err := in.graph(candidate)
+				if err != nil {
+					return err
+				}
+				e, err := cost.EstimateGraph(g, arch.Arch)
+				if err != nil {
+					return fmt.Errorf("%s: %v", in.Path, err)
+				}
+				if asJSON {
+					return writeJSON(out, estimateJSON(e))
+				}
+				printEstimate(out, e, arch.Arch)
+				return nil
 			case asJSON:
 				f := in.File
 				if picked {
@@ -90,6 +112,8 @@ Graphviz; with --absexpr, the abstract expression of every tensor and tile
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the graph(s) as a .ugraph.json document")
 	cmd.Flags().BoolVar(&asDot, "dot", false, "print the graph as Graphviz DOT")
 	cmd.Flags().BoolVar(&asAbsexpr, "absexpr", false, "print each tensor's abstract expression")
+	cmd.Flags().BoolVar(&estimate, "estimate", false, "print the cost model's estimate, per kernel and in total")
+	registerArch(cmd, &arch, "the cost model of --estimate")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of a multi-candidate file (numbered from 0)")
 	return cmd
 }
@@ -147,4 +171,63 @@ func printAbsexpr(w io.Writer, g *kernel.Graph) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// kernelEstimateJSON is one kernel of show --estimate --json.
+type kernelEstimateJSON struct {
+	Op          int     `json:"op"`
+	Kind        string  `json:"kind"`
+	Grid        []int   `json:"grid,omitempty"` // graph-defined kernels only
+	Threads     []int   `json:"threads,omitempty"`
+	BlocksPerSM int     `json:"blocks_per_sm,omitempty"`
+	Waves       int     `json:"waves"`
+	SmemBytes   int     `json:"smem_bytes,omitempty"`
+	Bytes       int64   `json:"bytes"`
+	DRAMBytes   int64   `json:"dram_bytes"`
+	TensorFlops int64   `json:"tensor_flops"`
+	CUDAFlops   int64   `json:"cuda_flops"`
+	MemoryUs    float64 `json:"memory_us"`
+	ComputeUs   float64 `json:"compute_us"`
+	OverheadUs  float64 `json:"overhead_us"`
+	EstimatedUs float64 `json:"estimated_us"`
+	Bound       string  `json:"bound"`
+}
+
+func estimateJSON(e cost.Estimate) any {
+	ks := make([]kernelEstimateJSON, len(e.Kernels))
+	for i, k := range e.Kernels {
+		ks[i] = kernelEstimateJSON{Op: k.Op, Kind: k.Name, BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SmemBytes: k.SmemBytes,
+			Bytes: k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
+			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, OverheadUs: k.OverheadMicros, EstimatedUs: k.Micros, Bound: string(k.Bound)}
+		if k.Grid.Count() > 0 {
+			ks[i].Grid, ks[i].Threads = k.Grid[:], k.Threads[:]
+		}
+	}
+	return struct {
+		Arch        string               `json:"arch"`
+		EstimatedUs float64              `json:"estimated_us"`
+		Launches    int                  `json:"launches"`
+		Bytes       int64                `json:"bytes"`
+		DRAMBytes   int64                `json:"dram_bytes"`
+		Flops       int64                `json:"flops"`
+		Kernels     []kernelEstimateJSON `json:"kernels"`
+	}{e.Arch, e.Micros, e.Launches, e.Bytes, e.DRAMBytes, e.Flops, ks}
+}
+
+// printEstimate prints e as a table, a kernel per line, and the total.
+func printEstimate(w io.Writer, e cost.Estimate, arch target.Arch) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "op	kind	grid	blocks/SM	waves	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	overhead µs	est. µs	bound")
+	for _, k := range e.Kernels {
+		grid, perSM := "library", "-"
+		if k.Grid.Count() > 0 {
+			grid, perSM = fmt.Sprintf("%dx%dx%d", k.Grid[0], k.Grid[1], k.Grid[2]), fmt.Sprint(k.BlocksPerSM)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, grid, perSM, k.Waves,
+			float64(k.Bytes)/1e6, float64(k.DRAMBytes)/1e6, float64(k.TensorFlops+k.CUDAFlops)/1e9,
+			k.MemoryMicros, k.ComputeMicros, k.OverheadMicros, k.Micros, k.Bound)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "total: %.2f µs estimated on %v, %d launch(es), %.2f MB requested, %.2f MB from DRAM\n",
+		e.Micros, arch, e.Launches, float64(e.Bytes)/1e6, float64(e.DRAMBytes)/1e6)
 }

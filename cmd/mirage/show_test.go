@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestShowEstimate(t *testing.T) {
+	type estimate struct {
+		Arch        string  `json:"arch"`
+		EstimatedUs float64 `json:"estimated_us"`
+		Launches    int     `json:"launches"`
+		Bytes       int64   `json:"bytes"`
+		Kernels     []struct {
+			Kind        string  `json:"kind"`
+			Grid        []int   `json:"grid"`
+			Bytes       int64   `json:"bytes"`
+			DRAMBytes   int64   `json:"dram_bytes"`
+			EstimatedUs float64 `json:"estimated_us"`
+			Bound       string  `json:"bound"`
+		} `json:"kernels"`
+	}
+	get := func(args ...string) estimate {
+		t.Helper()
+		code, stdout, stderr := mirage(t, append([]string{"show", "--estimate", "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var e estimate
+		if err := json.Unmarshal([]byte(stdout), &e); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stdout)
+		}
+		var sum float64
+		var bytes int64
+		for _, k := range e.Kernels {
+			sum += k.EstimatedUs
+			bytes += k.Bytes
+			if k.DRAMBytes > k.Bytes || k.Bound == "" {
+				t.Errorf("%v: kernel %+v", args, k)
+			}
+		}
+		if len(e.Kernels) != e.Launches || !within(sum, e.EstimatedUs, 1e-9) || bytes != e.Bytes {
+			t.Errorf("%v: the total %+v is not the kernels' sum", args, e)
+		}
+		return e
+	}
+	program, fused := get(examplePath("rmsnorm_matmul.py")), get(examplePath("rmsnorm_matmul_mugraph.py"))
+	if program.Launches != 2 || fused.Launches != 1 || fused.Kernels[0].Kind != "customized" || len(fused.Kernels[0].Grid) != 3 || program.Kernels[1].Grid != nil {
+		t.Errorf("program %+v, μGraph %+v", program, fused)
+	}
+	if !(fused.EstimatedUs < program.EstimatedUs) {
+		t.Errorf("the fused μGraph (%.2f µs) is not estimated faster than the program (%.2f µs)", fused.EstimatedUs, program.EstimatedUs)
+	}
+	if a100 := get("--arch", "sm_80", examplePath("rmsnorm_matmul_mugraph.py")); a100.Arch != "sm_80" || !(a100.EstimatedUs > fused.EstimatedUs) {
+		t.Errorf("sm_80 %.2f µs, sm_90 %.2f µs: want the A100 slower", a100.EstimatedUs, fused.EstimatedUs)
+	}
+	code, stdout, _ := mirage(t, "show", "--estimate", examplePath("gqa_mugraph.py"))
+	if code != 0 || !strings.Contains(stdout, "total: ") || !strings.Contains(stdout, "customized") {
+		t.Errorf("table: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr := mirage(t, "show", "--estimate", "--dot", examplePath("gqa.py")); code != exitUnusable || !strings.Contains(stderr, "exclude each other") {
+		t.Errorf("--estimate --dot: exit %d: %s", code, stderr)
+	}
+}
+
+func within(a, b, tol float64) bool { return a == b || (a-b)/b < tol && (b-a)/b < tol }
