@@ -24,11 +24,15 @@ type input struct {
 
 // loadFlags are the flags of every command that reads inputs.
 type loadFlags struct {
-	lenient bool
+	strict bool
 }
 
 func (f *loadFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.lenient, "lenient", false, "turn imports of modules other than mirage into inert stubs (with a warning)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse imports of modules other than mirage (by default torch, numpy, os, ... are inert stubs, with one warning)")
+	// Loading became lenient by default; --lenient stays so that scripts
+	// that pass it still work.
+	cmd.Flags().Bool("lenient", false, "no effect: loading is lenient by default (other modules are inert stubs; --strict refuses them)")
+	cmd.MarkFlagsMutuallyExclusive("strict", "lenient")
 }
 
 // load reads the input file at path; warnings from the front-end go to
@@ -37,9 +41,9 @@ func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
 	switch {
 	case strings.HasSuffix(path, ".py"):
 		opts := frontend.Options{
-			Lenient: f.lenient,
-			Stdout:  cmd.ErrOrStderr(),
-			Warn:    func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
+			Strict: f.strict,
+			Stdout: cmd.ErrOrStderr(),
+			Warn:   func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
 		}
 		p, err := frontend.LoadFile(path, opts)
 		if err != nil {
