@@ -15,6 +15,7 @@ import (
 //	from __future__ import x   ->  None
 //	@decorator                 ->  __mirage_decorator__(decorator)
 //	assert cond, msg           ->  __mirage_assert__(cond, msg)
+//	x @ w                      ->  x * __mirage_matmul__ * w
 //
 // A module other than mirage is an inert stub (argparse a working one, see
 // argparse.go), or an error when the load is strict. The decorator and
@@ -25,10 +26,11 @@ import (
 const importFunc = "__mirage_import__"
 
 // The calls that stand for decorators and assert statements until desugar
-// replaces them.
+// replaces them, and the value that stands for the matmul operator @.
 const (
 	decoratorFunc = "__mirage_decorator__"
 	assertFunc    = "__mirage_assert__"
+	matmulFunc    = "__mirage_matmul__"
 )
 
 // mirageModule is the only module a strict load lets a program import.
@@ -74,8 +76,26 @@ func rewritePython(filename, src string, toks []token, strict bool, members []st
 	var out strings.Builder
 	var foreign []foreignImport
 	copied := 0
+	closeAt := -1 // where the call that a decorator or assert became ends
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if closeAt >= 0 && t.off >= closeAt {
+			out.WriteString(src[copied:closeAt] + ")")
+			copied, closeAt = closeAt, -1
+		}
+		if !t.stmtStart && t.is("@") || t.is("@=") {
+			// a @ b -> a * M * b: the same precedence and grouping as
+			// a @ b, whatever surrounds it; M (matmulValue) gives an inert
+			// value with an inert operand, and names graph.matmul otherwise.
+			out.WriteString(src[copied:t.off])
+			op := "*"
+			if t.text == "@=" {
+				op = "*="
+			}
+			out.WriteString(op + " " + matmulFunc + " *")
+			copied = t.end
+			continue
+		}
 		afterColon := i > 0 && toks[i-1].is(":") && toks[i-1].depth == 0 // if c: assert x
 		if t.stmtStart && t.is("@") || (t.stmtStart || afterColon) && t.kind == tokName && t.text == "assert" {
 			// The statement, up to its end, becomes the argument list of a
@@ -90,14 +110,15 @@ func rewritePython(filename, src string, toks []token, strict bool, members []st
 			}
 			out.WriteString(src[copied:t.off])
 			out.WriteString(fn + "(")
-			end := t.end
-			if j > i+1 {
-				end = toks[j-1].end
-				out.WriteString(strings.TrimLeft(src[t.end:end], " \t"))
+			copied = t.end
+			for copied < len(src) && (src[copied] == ' ' || src[copied] == '\t') {
+				copied++
 			}
-			out.WriteString(")")
-			copied = end
-			i = j - 1
+			if j == i+1 {
+				out.WriteString(")")
+			} else {
+				closeAt = toks[j-1].end // the tokens between are rewritten as any others
+			}
 			continue
 		}
 		if t.kind != tokName || t.text != "import" && t.text != "from" {
@@ -133,6 +154,10 @@ func rewritePython(filename, src string, toks []token, strict bool, members []st
 		out.WriteString(assignment(st.binds, last.line-t.line))
 		copied = last.end
 		i = st.next - 1
+	}
+	if closeAt >= 0 {
+		out.WriteString(src[copied:closeAt] + ")")
+		copied = closeAt
 	}
 	out.WriteString(src[copied:])
 	return out.String(), foreign, nil

@@ -101,7 +101,10 @@ func TestRewriteStatements(t *testing.T) {
 		{"assert (a,\n   b); y = 1\n", a + "(a,\n   b)); y = 1\n"},
 		{"if c: assert c\n", "if c: " + a + "c)\n"},
 		{"x.assert\n", "x.assert\n"},
-		{"x = y @ z\ns = '@d'\n", "x = y @ z\ns = '@d'\n"},
+		{"x = y @ z\ns = '@d'\n", "x = y * " + matmulFunc + " * z\ns = '@d'\n"},
+		{"assert f(x @ y) # @\n@d(a @ b)\ndef f(): pass", a + "f(x * " + matmulFunc + " * y)) # @\n" + d + "d(a * " + matmulFunc + " * b))\ndef f(): pass"},
+		{"assert x", a + "x)"},
+		{"x @= (a@\n b)\n", "x *= " + matmulFunc + " * (a* " + matmulFunc + " *\n b)\n"},
 	}
 	for _, tt := range tests {
 		got, _, err := rewritePython("p.py", tt.in, lex(tt.in), false, nil)

@@ -91,7 +91,7 @@ func (l *loader) ignoredNote() string {
 	if l.ignoredPos.Line > 0 {
 		where = l.where(l.ignoredPos)
 	}
-	return fmt.Sprintf("%s: note: ignored, as they concern Mirage's GPU runtime, not the search: %s", where, strings.Join(l.ignored, ", "))
+	return fmt.Sprintf("%s: ignored, as they concern Mirage's GPU runtime, not the search: %s", where, strings.Join(l.ignored, ", "))
 }
 
 // runtimeStub is one of Mirage's runtime functions or objects: it records

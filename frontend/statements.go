@@ -195,8 +195,11 @@ func tristate(e syntax.Expr) syntax.Expr {
 	return e
 }
 
-// statementBuiltins are the built-ins the desugared statements call.
+// statementBuiltins are the built-ins the desugared statements call, and
+// the Python that the rewrite and the scripts rely on: @, print(file=).
 func statementBuiltins(predeclared starlark.StringDict) {
+	predeclared[matmulFunc] = matmulValue{}
+	predeclared["print"] = pythonPrint(predeclared["print"].(*starlark.Builtin))
 	predeclared[decorateBuiltin] = starlark.NewBuiltin(decorateBuiltin, applyDecorators)
 	predeclared[assertFailedBuiltin] = starlark.NewBuiltin(assertFailedBuiltin, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return starlark.Bool(!isInert(args[0]) && !bool(args[0].Truth())), nil
@@ -280,4 +283,41 @@ func isInert(v starlark.Value) bool {
 		return true
 	}
 	return false
+}
+
+// matmulValue is what the operator @ becomes: x @ w is x * M * w. Python's
+// @ is torch's and numpy's matmul, which here are inert; on anything else,
+// a mirage tensor above all, it is an error that names graph.matmul.
+type matmulValue struct{}
+
+var _ starlark.HasBinary = matmulValue{}
+
+func (matmulValue) String() string        { return "@" }
+func (matmulValue) Type() string          { return "@" }
+func (matmulValue) Freeze()               {}
+func (matmulValue) Truth() starlark.Bool  { return true }
+func (matmulValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: @") }
+
+func (matmulValue) Binary(op syntax.Token, y starlark.Value, _ starlark.Side) (starlark.Value, error) {
+	if op == syntax.STAR && isInert(y) {
+		return y, nil
+	}
+	return nil, fmt.Errorf("%s", unsupported("the `@` operator on "+y.Type()+" is", "use graph.matmul(A, B) (@ works only on torch and numpy values, which are inert stubs)"))
+}
+
+// pythonPrint is print with Python's keywords: file= and flush= are
+// accepted (everything a program prints goes to Options.Stdout), and so is
+// end= (each print still ends its line).
+func pythonPrint(print *starlark.Builtin) *starlark.Builtin {
+	return starlark.NewBuiltin("print", func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var kept []starlark.Tuple
+		for _, kv := range kwargs {
+			switch kv[0].(starlark.String) {
+			case "file", "flush", "end":
+				continue
+			}
+			kept = append(kept, kv)
+		}
+		return print.CallInternal(th, args, kept)
+	})
 }

@@ -43,7 +43,6 @@ var keywordConstructs = map[string]string{
 
 var (
 	msgPower      = unsupported("the power operator `**` is", "multiply, or write the value out")
-	msgMatmulOp   = unsupported("the `@` operator is", "use graph.matmul(A, B)")
 	msgWalrus     = unsupported("assignment expressions (`:=`) are", "")
 	msgAnnotation = unsupported("type annotations are", "")
 	msgLoopElse   = unsupported("`else` clauses on `for`/`while` loops are", "")
@@ -95,12 +94,6 @@ func findConstructs(toks []token) []construct {
 				}
 			case "**=":
 				add(t, msgPower)
-			case "@":
-				if !t.stmtStart { // a decorator otherwise, which rewritePython handles
-					add(t, msgMatmulOp)
-				}
-			case "@=":
-				add(t, msgMatmulOp)
 			case ":=":
 				add(t, msgWalrus)
 			case "->":
