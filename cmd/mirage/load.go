@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,9 +23,41 @@ type input struct {
 	Program *frontend.Program // set for a .py program
 }
 
-// loadFlags are the flags of every command that reads inputs.
+// loadFlags are the flags of every command that reads inputs, and the
+// program's own arguments, given after --.
 type loadFlags struct {
 	strict bool
+	args   []string // after --: frontend.Options.Args of every .py input
+}
+
+// files checks a command's arguments: n files, then optionally -- and the
+// arguments of the program(s) among them (mirage superopt rmsnorm.py --
+// --bs 8), which it keeps for load.
+func (f *loadFlags) files(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		files := args
+		if d := cmd.ArgsLenAtDash(); d >= 0 {
+			files, f.args = args[:d], args[d:]
+		}
+		if err := cobra.ExactArgs(n)(cmd, files); err != nil {
+			return err
+		}
+		if len(f.args) > 0 && !slices.ContainsFunc(files, isProgram) {
+			return fmt.Errorf("the arguments after -- (%s) are a program's, and %s holds no .py program", strings.Join(f.args, " "), strings.Join(files, " and "))
+		}
+		return nil
+	}
+}
+
+func isProgram(path string) bool { return strings.HasSuffix(path, ".py") }
+
+// argsHint adds to an unknown flag's error where a program's own
+// arguments go.
+func argsHint(cmd *cobra.Command, err error) error {
+	if cmd.Flags().Lookup("strict") != nil && strings.HasPrefix(err.Error(), "unknown ") {
+		return fmt.Errorf("%w (a program's own arguments go after --: mirage %s FILE -- --bs 8)", err, cmd.Name())
+	}
+	return err
 }
 
 func (f *loadFlags) register(cmd *cobra.Command) {
@@ -39,9 +72,10 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 // cmd's error stream.
 func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
 	switch {
-	case strings.HasSuffix(path, ".py"):
+	case isProgram(path):
 		opts := frontend.Options{
 			Strict: f.strict,
+			Args:   f.args,
 			Stdout: cmd.ErrOrStderr(),
 			Warn:   func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
 		}

@@ -22,7 +22,7 @@ func newShowCmd() *cobra.Command {
 		candidate int
 	)
 	cmd := &cobra.Command{
-		Use:   "show FILE",
+		Use:   "show FILE [-- PROGRAM-ARGS]",
 		Short: "Print a program or μGraph file: every op with its output shape",
 		Long: `show prints every op of a program (.py) or μGraph file (.ugraph.json) with
 its output shape and dtype; graph-defined kernels are nested with their grid,
@@ -32,7 +32,7 @@ With --json it prints the graph(s) as a .ugraph.json document; with --dot, as
 Graphviz; with --absexpr, the abstract expression of every tensor and tile
 (the k-th input is inK), as the search's pruning sees them. For a file holding several candidates, --candidate picks one
 (default: all for the text form, 0 for --dot).`,
-		Args: cobra.ExactArgs(1),
+		Args: lf.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n := countTrue(asJSON, asDot, asAbsexpr); n > 1 {
 				return fmt.Errorf("--json, --dot and --absexpr exclude each other")

@@ -36,7 +36,7 @@ type superoptFlags struct {
 func newSuperoptCmd() *cobra.Command {
 	var f superoptFlags
 	cmd := &cobra.Command{
-		Use:   "superopt FILE",
+		Use:   "superopt FILE [-- PROGRAM-ARGS]",
 		Short: "Search for fused μGraphs equivalent to a program",
 		Long: `superopt finds faster μGraphs (kernel graphs whose ops may be graph-defined
 kernels) that compute the same function as the program FILE (.py), and
@@ -73,7 +73,7 @@ Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.
 
 ` + programBounds,
-		Args: cobra.ExactArgs(1),
+		Args: f.load.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.load.register(cmd)
