@@ -18,6 +18,11 @@ func FuzzLoad(f *testing.F) {
 	if err != nil || len(examples) == 0 {
 		f.Fatalf("no examples: %v", err)
 	}
+	scripts, err := filepath.Glob(filepath.Join(scriptsDir, "*.py"))
+	if err != nil || len(scripts) == 0 {
+		f.Fatalf("no scripts: %v", err)
+	}
+	examples = append(examples, scripts...)
 	for _, path := range examples {
 		b, err := os.ReadFile(path)
 		if err != nil {
