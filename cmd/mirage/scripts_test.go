@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,11 @@ func TestSuperoptProgramArgs(t *testing.T) {
 		if s := e.Graph.Tensors[e.Graph.Inputs()[0]].Shape; s != ugraph.MustShape(16, 4096) {
 			t.Errorf("candidate %d: input 0 is %v, want [16, 4096]", i, s)
 		}
+	}
+	// The document records the arguments that made its shapes.
+	var meta struct{ Args []string }
+	if err := json.Unmarshal(file.Meta, &meta); err != nil || !slices.Equal(meta.Args, []string{"--bs", "8"}) {
+		t.Errorf("meta %s: args %q, %v", file.Meta, meta.Args, err)
 	}
 	// verify needs the same arguments: the batch-1 program has other shapes.
 	if code, stdout, stderr := mirage(t, "verify", prog, out, "--", "--bs", "8"); code != 0 {

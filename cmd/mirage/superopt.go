@@ -191,13 +191,15 @@ type emittedJSON struct {
 }
 
 // writeResult writes res as the driver's output set, with the flags that
-// shaped it in the μGraph document's meta and, unless --no-emit, the CUDA.
+// shaped it (and the program's arguments) in the μGraph document's meta and,
+// unless --no-emit, the CUDA.
 func (f *superoptFlags) writeResult(cmd *cobra.Command, name, source string, res *driver.Result) (string, *emittedJSON, error) {
 	out := driver.Output{Dir: f.outDir, Name: name, Meta: struct {
-		Config string `json:"config,omitempty"`
-		Arch   string `json:"arch"`
-		Seed   uint64 `json:"seed"`
-	}{f.config, f.arch.Name, f.seed},
+		Config string   `json:"config,omitempty"`
+		Arch   string   `json:"arch"`
+		Seed   uint64   `json:"seed"`
+		Args   []string `json:"args,omitempty"` // the program's, after --
+	}{f.config, f.arch.Name, f.seed, f.load.args},
 		Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }}
 	if !f.noEmit {
 		out.CUDA = &cuda.Options{Arch: f.arch.Arch, Source: source}
