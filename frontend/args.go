@@ -87,6 +87,9 @@ func (m *gridMap) Unpack(v starlark.Value) error {
 type dtypeArg ugraph.DType
 
 func (d *dtypeArg) Unpack(v starlark.Value) error {
+	if other, ok := v.(otherDType); ok {
+		return other.unsupported()
+	}
 	dt, ok := v.(dtypeValue)
 	if !ok {
 		return fmt.Errorf("got %s, want a mirage dtype (mi.float16, mi.bfloat16 or mi.float32)", v.Type())

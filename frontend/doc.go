@@ -10,14 +10,25 @@
 // all (DefaultMaxAlloc, 64 MiB). A program past a bound stops with an
 // *Error at the line it was running. Python's top-level control
 // flow, while loops, reassignment, sets and recursion are allowed; so is
-// `if __name__ == "__main__":` (__name__ is "__main__").
+// `if __name__ == "__main__":` (__name__ is "__main__"), and so are
+// decorators and assert statements, which Starlark lacks (statements.go).
 //
-// Imports are rewritten before Starlark sees the program (lines keep their
-// numbers): `import mirage [as mi]` and `from mirage import ...` bind the
-// mirage module and its names, `from __future__ import ...` is ignored, and
-// any other import is an error, or an inert stub with a warning when
-// Options.Lenient is set. Python constructs that Starlark lacks (class, try,
-// with, f-strings, `is`, `**`, ...) are errors that name the construct.
+// Mirage's own benchmark and demo scripts load unchanged. Imports are
+// rewritten before Starlark sees the program (lines keep their numbers):
+// `import mirage [as mi]` and `from mirage import ...` bind the mirage
+// module and its names, `from __future__ import ...` is ignored, and any
+// other module (torch, numpy, os, time, ...) is an inert stub, with one
+// warning for the load that names them all: its attributes, calls, results,
+// indexing and arithmetic give inert values, it iterates as empty and is
+// false, so test data, warm-up loops and CUDA-event timing do nothing. A
+// decorator that is a stub (@torch.no_grad()) leaves its function as it
+// is; an assert whose condition depends on a stub passes; x @ y works on
+// stubs. argparse is a stub that works (argparse.go): parse_args parses
+// Options.Args, the arguments mirage's command line gives after --, so
+// shapes such as (2 * args.bs, 4096) are real. With Options.Strict, any
+// import other than mirage is an error instead. Python constructs that
+// Starlark lacks (class, try, with, f-strings, `is`, `**`, ...) are errors
+// that name the construct.
 //
 // The mirage module provides new_kernel_graph, new_threadblock_graph and
 // the dtypes float16, bfloat16 and float32, with Mirage's parameter names:
@@ -31,6 +42,18 @@
 //	graph.superoptimize(config=None, griddims=None, blockdims=None, imaps=None,
 //	                    omaps=None, fmaps=None, franges=None, ...) -> inert
 //
+// superoptimize's other parameters (verbose, backend, warmup_iters,
+// profile_iters, previous_checkpoint, save_codes, use_graph_dataset,
+// use_cached_graphs, is_formal_verified) steer Mirage's profiling and
+// caching: they are accepted and ignored. So are the rest of Mirage's
+// published module (set_gpu_device_id, convert_dtype_to_torch_type,
+// generate_cuda_program, get_shared_memory_capacity, global_config, ...:
+// inert values) and KNGraph's runtime methods (graph.visualize, to_json,
+// cygraph, calling the graph): the load ends with one warning naming those
+// the program used (runtime.go). Calling superoptimize again on an
+// identical graph with the same arguments (a demo's loop) is the same
+// program.
+//
 //	tb = mi.new_threadblock_graph(grid_dim, block_dim=(128, 1, 1), forloop_range, reduction_dimx)
 //	tb.new_input(dtensor, input_map, forloop_dim, store_in_dmem=False)
 //	tb.new_output(stensor, output_map, forloop_dim=-1)
@@ -41,8 +64,8 @@
 // Tensors have num_dims, dim(i) and dtype. grid_dim, block_dim and the maps
 // may have fewer than 3 entries: missing dims are 1, missing map entries -1.
 //
-// Which graph is the program: the one superoptimize was called on (at most
-// one call in a program), else the only kernel graph created. Its outputs
+// Which graph is the program: the one superoptimize was called on (one
+// graph, or identical ones), else the only kernel graph created. Its outputs
 // are the tensors passed to mark_output or, if there are none, the op
 // results that no op consumes, in creation order (Mirage's gated-MLP demo
 // never calls mark_output).

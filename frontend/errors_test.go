@@ -41,41 +41,41 @@ func withFused(lines ...string) string {
 
 // errorCases are programs that fail to load; FuzzLoad seeds from them too.
 var errorCases = []struct {
-	name    string
-	src     string
-	lenient bool
-	line    int    // 0: the error concerns the whole program
-	want    string // a substring of the message
+	name   string
+	src    string
+	strict bool   // refuse modules other than mirage
+	line   int    // 0: the error concerns the whole program
+	want   string // a substring of the message
 }{
 	// Imports.
-	{"foreign import", src("import mirage as mi", "import torch"), false, 2,
-		`import of module "torch" is not supported: programs run hermetically in Starlark; only ` + "`mirage`" + ` can be imported (use --lenient to stub other modules)`},
-	{"foreign from-import", src("from torch import nn"), false, 1, `import of module "torch" is not supported`},
-	{"dotted import", src("import os.path"), false, 1, `import of module "os.path"`},
-	{"mirage submodule", src("import mirage.core"), false, 1, `import of module "mirage.core"`},
-	{"relative import", src("from . import helpers"), false, 1, `import of module "."`},
-	{"foreign import in a function", src("def f():", "    import numpy as np", "    return np"), false, 2, `module "numpy"`},
+	{"foreign import", src("import mirage as mi", "import torch"), true, 2,
+		`import of module "torch" is refused by a strict load (--strict): only ` + "`mirage`" + ` can be imported (without --strict, other modules are inert stubs)`},
+	{"foreign from-import", src("from torch import nn"), true, 1, `import of module "torch" is refused`},
+	{"argparse, strict", src("import argparse"), true, 1, `import of module "argparse" is refused`},
+	{"dotted import", src("import os.path"), true, 1, `import of module "os.path"`},
+	{"mirage submodule", src("import mirage.core"), true, 1, `import of module "mirage.core"`},
+	{"relative import", src("from . import helpers"), true, 1, `import of module "."`},
+	{"foreign import in a function", src("def f():", "    import numpy as np", "    return np"), true, 2, `module "numpy"`},
+	{"unknown mirage name, strict", src("from mirage import new_graph"), true, 1, `cannot import name "new_graph" from mirage`},
 	{"unknown mirage name", src("from mirage import new_graph"), false, 1, `cannot import name "new_graph" from mirage`},
-	{"unknown mirage name, lenient", src("from mirage import new_graph"), true, 1, `cannot import name "new_graph" from mirage`},
+	{"unknown mirage attribute", src("import mirage as mi", "g = mi.new_graph()"), false, 2, `module has no .new_graph field or method`},
 	{"malformed import", src("import mirage as"), false, 1, "invalid import statement"},
 	{"import in an expression", src("x = import mirage"), false, 1, "`import` must start a statement"},
-	{"lenient star import", src("from torch import *", "x = nn"), true, 2, "undefined: nn"},
+	{"star import of a stub", src("from torch import *", "x = nn"), false, 2, "undefined: nn"},
 
 	// Python that Starlark lacks.
 	{"class", withHeader("", "", "class Block:", "    pass"), false, 7,
 		"`class` definitions are not supported in mirage programs (Starlark subset of Python)"},
 	{"try", withHeader("try:", "    Y = g.exp(X)", "except ValueError:", "    pass"), false, 5, "`try`/`except` statements are not supported"},
 	{"with", withHeader("with open('w.bin') as f:", "    pass"), false, 5, "`with` statements are not supported"},
-	{"assert", withHeader("assert X.num_dims == 2"), false, 5, "`assert` statements are not supported"},
-	{"assert call", withHeader("assert(X.num_dims == 2)"), false, 5, "`assert` statements are not supported"},
 	{"raise", withHeader("if X.num_dims != 2:", "    raise ValueError('rank')"), false, 6, "`raise` statements are not supported"},
 	{"global", src("n = 0", "def f():", "    global n", "    n = 1"), false, 3, "`global` declarations are not supported"},
 	{"nonlocal", src("def f():", "    n = 0", "    def g():", "        nonlocal n"), false, 4, "`nonlocal` declarations"},
 	{"del", withHeader("del W"), false, 5, "`del` statements are not supported"},
 	{"yield", src("def layers():", "    yield 1"), false, 2, "generators (`yield`) are not supported"},
 	{"async", src("async def f():", "    pass"), false, 1, "`async` functions are not supported"},
-	{"decorator", src("@cache", "def f():", "    pass"), false, 1, "decorators (`@`) are not supported"},
-	{"matmul operator", withHeader("Y = X @ W"), false, 5, "the `@` operator is not supported"},
+	{"matmul operator", withHeader("Y = X @ W"), false, 5, "the `@` operator on dtensor is not supported in mirage programs (Starlark subset of Python); use graph.matmul(A, B)"},
+	{"matmul operator on ints", withHeader("n = 2", "n @= 3"), false, 6, "the `@` operator on int is not supported"},
 	{"f-string", withHeader("print(f\"rank {X.num_dims}\")"), false, 5, "f-strings are not supported"},
 	{"u string", src("s = u'x'"), false, 1, "the string prefix u is not supported"},
 	{"is", withHeader("if X is None:", "    pass"), false, 5, "the `is` operator is not supported"},
@@ -167,8 +167,27 @@ var errorCases = []struct {
 		"superoptimize: for parameter griddims: element 1: grid_dim (0, 1, 1): axis 0 is 0"},
 	{"superoptimize fmaps", withHeader("Y = g.exp(X)", "g.superoptimize(fmaps=[-1, 7])"), false, 6, "superoptimize: for parameter fmaps: element 1: got 7, want -1 to 3"},
 	{"superoptimize unknown keyword", withHeader("Y = g.exp(X)", "g.superoptimize(confg='mlp')"), false, 6, `superoptimize: unexpected keyword argument "confg"`},
-	{"superoptimize twice", withHeader("Y = g.exp(X)", "g.superoptimize(config='mlp')", "g.superoptimize(config='mlp')"), false, 7,
-		"superoptimize: already called on this graph at prog.py:6"},
+	{"superoptimize twice, other arguments", withHeader("Y = g.exp(X)", "g.superoptimize(config='mlp')", "g.superoptimize(config='attention')"), false, 7,
+		"superoptimize: already called on this graph at prog.py:6 with other arguments"},
+	{"unsupported dtype", withHeader("Y = g.new_input(dims=(4,), dtype=mi.int8)"), false, 5,
+		`new_input: for parameter "dtype": mirage.int8 is not supported: device tensors are float16, bfloat16 or float32`},
+	{"from_json", withHeader("g.from_json('g.json')"), false, 5, "from_json reads a μGraph from a file"},
+	{"kernel graph attribute", withHeader("n = g.num_ops"), false, 5, "kernel_graph has no .num_ops field or method"},
+
+	// Decorators and assert.
+	{"assertion", withHeader("assert X.num_dims == 3, 'rank ' + str(X.num_dims)"), false, 5, "assertion failed: rank 2"},
+	{"assertion without message", withHeader("if True:", "    assert (X.dim(0) > 16 or", "            X.dim(1) < 8)"), false, 6, "assertion failed"},
+	{"assertion in a function", withHeader("def check(t):", "    assert not t.num_dims", "check(X)"), false, 6, "assertion failed"},
+	{"assertion on a stub and a value", src("import torch", "assert torch.cuda.is_available() and 1 > 2, 'cuda'"), false, 2, "assertion failed: cuda"},
+	{"assertion on a value or a stub", src("import torch", "n = 0", "assert n > 0 or torch.cuda.is_available() == n"), false, 0, "creates no kernel graph"},
+	{"assertion short-circuits", src("n = 0", "assert n != 0 and 10 // n == 2, 'n'"), false, 2, "assertion failed: n"},
+	{"assert without condition", withHeader("assert"), false, 5, "invalid assert statement"},
+	{"assert with three parts", withHeader("assert X, 'a', 'b'"), false, 5, "invalid assert statement"},
+	{"decorator without def", src("@print", "x = 1"), false, 1, "a decorator must be followed by a def"},
+	{"decorator at the end", src("def f():", "    pass", "@print"), false, 3, "a decorator must be followed by a def"},
+	{"decorator not callable", src("@3", "def f():", "    pass"), false, 1, "decorator: int is not callable"},
+	{"decorator that fails", src("def dec(f):", "    fail('no')", "@dec", "def f():", "    pass"), false, 2, "no"},
+	{"empty decorator", src("@", "def f():", "    pass"), false, 1, "invalid decorator"},
 	{"superoptimize two graphs", withHeader("Y = g.exp(X)", "g.superoptimize()", "h = mi.new_kernel_graph()", "h.superoptimize()"), false, 8,
 		"superoptimize: already called on another kernel graph at prog.py:6"},
 
@@ -187,9 +206,9 @@ var errorCases = []struct {
 	{"endless loop assigning", src("x = 1", "while True:", "    x = 2"), false, 2, "the program ran for more than 10000000 steps"},
 	{"endless loop with a test", src("x = 1", "y = 1", "while x > 0: x = x + y"), false, 3, "the program ran for more than 10000000 steps"},
 	{"endless recursion", src("def f(n):", "    return f(n + 1)", "f(0)"), false, 2, "calls nest more than 1000 deep; endless recursion?"},
-	{"stub misuse", src("import mirage as mi", "import torch", "g = mi.new_kernel_graph()", "X = g.new_input(dims=torch.Size([4]))"), true, 4,
+	{"stub misuse", src("import mirage as mi", "import torch", "g = mi.new_kernel_graph()", "X = g.new_input(dims=torch.Size([4]))"), false, 4,
 		`new_input: for parameter "dims": got inert, want a tuple or list of ints`},
-	{"stub comparison", src("import torch", "x = torch.cuda.device_count() < 2"), true, 2, "inert < int not implemented"},
+	{"stub comparison", src("import torch", "x = torch.cuda.device_count() < 2"), false, 2, "inert < int not implemented"},
 	{"graph made by a builtin's callback", src("import mirage as mi", "gs = max([1, 2], key=lambda i: (mi.new_kernel_graph(), i)[1])"), false, 2,
 		"the program creates 2 kernel graphs (lines 2, 2)"},
 	{"no load", src("load('x.star', 'y')"), false, 1, "load not implemented"},
@@ -198,7 +217,7 @@ var errorCases = []struct {
 func TestLoadErrors(t *testing.T) {
 	for _, tt := range errorCases {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load("prog.py", []byte(tt.src), Options{Lenient: tt.lenient, Stdout: io.Discard})
+			_, err := Load("prog.py", []byte(tt.src), Options{Strict: tt.strict, Stdout: io.Discard})
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("err = %v (%T), want *Error", err, err)

@@ -6,21 +6,42 @@ import (
 	"strings"
 )
 
-// Starlark has no import statement. Before parsing, each Python import is
-// rewritten into an assignment on the same lines (so every position in the
+// Starlark has no import statement, no decorators and no assert. Before
+// parsing, each is rewritten on the same lines (so every position in the
 // program stays where the user wrote it):
 //
 //	import mirage as mi        ->  mi = __mirage_import__("mirage")
 //	from mirage import float16 ->  float16 = __mirage_import__("mirage").float16
 //	from __future__ import x   ->  None
+//	@decorator                 ->  __mirage_decorator__(decorator)
+//	assert cond, msg           ->  __mirage_assert__(cond, msg)
+//	x @ w                      ->  x * __mirage_matmul__ * w
 //
-// Any other module is an error, or, in lenient mode, an inert stub.
+// A module other than mirage is an inert stub (argparse a working one, see
+// argparse.go), or an error when the load is strict. The decorator and
+// assert calls are statements that desugar (statements.go) turns into what
+// they mean once the program is parsed.
 
 // importFunc is the predeclared built-in that the rewritten imports call.
 const importFunc = "__mirage_import__"
 
-// mirageModule is the only module a program may import.
+// The calls that stand for decorators and assert statements until desugar
+// replaces them, and the value that stands for the matmul operator @.
+const (
+	decoratorFunc = "__mirage_decorator__"
+	assertFunc    = "__mirage_assert__"
+	matmulFunc    = "__mirage_matmul__"
+)
+
+// mirageModule is the only module a strict load lets a program import.
 const mirageModule = "mirage"
+
+// foreignImport is an import of a module other than mirage.
+type foreignImport struct {
+	module string // the dotted name imported
+	line   int
+	star   bool // from module import *
+}
 
 // importBind is one name an import statement binds.
 type importBind struct {
@@ -47,14 +68,59 @@ type importStmt struct {
 	star   bool // from module import *
 }
 
-// rewriteImports returns src with every import statement replaced by
-// assignments, the warnings for stubbed modules, and the first error.
-func rewriteImports(filename, src string, toks []token, lenient bool, members []string) (string, []string, error) {
+// rewritePython returns src with every import statement replaced by
+// assignments and every decorator and assert statement by a call, the
+// imports of modules other than mirage, and the first error. A strict
+// rewrite refuses those imports.
+func rewritePython(filename, src string, toks []token, strict bool, members []string) (string, []foreignImport, error) {
 	var out strings.Builder
-	var warnings []string
+	var foreign []foreignImport
 	copied := 0
+	closeAt := -1 // where the call that a decorator or assert became ends
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if closeAt >= 0 && t.off >= closeAt {
+			out.WriteString(src[copied:closeAt] + ")")
+			copied, closeAt = closeAt, -1
+		}
+		if !t.stmtStart && t.is("@") || t.is("@=") {
+			// a @ b -> a * M * b: the same precedence and grouping as
+			// a @ b, whatever surrounds it; M (matmulValue) gives an inert
+			// value with an inert operand, and names graph.matmul otherwise.
+			out.WriteString(src[copied:t.off])
+			op := "*"
+			if t.text == "@=" {
+				op = "*="
+			}
+			out.WriteString(op + " " + matmulFunc + " *")
+			copied = t.end
+			continue
+		}
+		afterColon := i > 0 && toks[i-1].is(":") && toks[i-1].depth == 0 // if c: assert x
+		if t.stmtStart && t.is("@") || (t.stmtStart || afterColon) && t.kind == tokName && t.text == "assert" {
+			// The statement, up to its end, becomes the argument list of a
+			// call: "@d" -> "f(d)", "assert c, m" -> "f(c, m)".
+			fn := assertFunc
+			if t.is("@") {
+				fn = decoratorFunc
+			}
+			j := i + 1
+			for j < len(toks) && !toks[j].endsStmt() {
+				j++
+			}
+			out.WriteString(src[copied:t.off])
+			out.WriteString(fn + "(")
+			copied = t.end
+			for copied < len(src) && (src[copied] == ' ' || src[copied] == '\t') {
+				copied++
+			}
+			if j == i+1 {
+				out.WriteString(")")
+			} else {
+				closeAt = toks[j-1].end // the tokens between are rewritten as any others
+			}
+			continue
+		}
 		if t.kind != tokName || t.text != "import" && t.text != "from" {
 			continue
 		}
@@ -62,7 +128,7 @@ func rewriteImports(filename, src string, toks []token, lenient bool, members []
 		if t.text == "from" && !atStart {
 			continue // "raise E from e", "yield from g": errors of their own
 		}
-		fail := func(format string, args ...any) (string, []string, error) {
+		fail := func(format string, args ...any) (string, []foreignImport, error) {
 			return "", nil, &Error{Filename: filename, Line: t.line, Msg: fmt.Sprintf(format, args...)}
 		}
 		if !atStart {
@@ -72,17 +138,16 @@ func rewriteImports(filename, src string, toks []token, lenient bool, members []
 		if !ok {
 			return fail("invalid import statement")
 		}
-		foreign, err := st.resolve(members)
+		modules, err := st.resolve(members)
 		switch {
 		case err != nil:
 			return fail("%v", err)
-		case foreign == "":
-		case !lenient:
-			return fail("%v", foreignImportError(foreign))
-		case st.star:
-			warnings = append(warnings, fmt.Sprintf("%s:%d: module %q is stubbed (lenient mode); `from %s import *` binds nothing", filename, t.line, foreign, foreign))
-		default:
-			warnings = append(warnings, fmt.Sprintf("%s:%d: module %q is stubbed (lenient mode): its attributes, calls and results are inert values", filename, t.line, foreign))
+		case len(modules) == 0:
+		case strict:
+			return fail("%v", foreignImportError(modules[0]))
+		}
+		for _, m := range modules {
+			foreign = append(foreign, foreignImport{module: m, line: t.line, star: st.star})
 		}
 		last := toks[st.next-1]
 		out.WriteString(src[copied:t.off])
@@ -90,8 +155,39 @@ func rewriteImports(filename, src string, toks []token, lenient bool, members []
 		copied = last.end
 		i = st.next - 1
 	}
+	if closeAt >= 0 {
+		out.WriteString(src[copied:closeAt] + ")")
+		copied = closeAt
+	}
 	out.WriteString(src[copied:])
-	return out.String(), warnings, nil
+	return out.String(), foreign, nil
+}
+
+// stubWarning is the one warning of a load that stubbed modules: where the
+// first import is, and what every stub does.
+func stubWarning(filename string, imports []foreignImport) string {
+	var names, stars []string
+	for _, imp := range imports {
+		if !slices.Contains(names, imp.module) {
+			names = append(names, imp.module)
+		}
+		if imp.star {
+			stars = append(stars, "`from "+imp.module+" import *` binds nothing")
+		}
+	}
+	what, its := "module "+names[0]+" is a stub", "its"
+	if len(names) > 1 {
+		what, its = "modules "+strings.Join(names[:len(names)-1], ", ")+" and "+names[len(names)-1]+" are stubs", "their"
+	}
+	msg := fmt.Sprintf("%s:%d: %s, with no file, network or process access: %s attributes, calls and results are inert values",
+		filename, imports[0].line, what, its)
+	if slices.Contains(names, argparseModule) {
+		msg += ", but argparse reads the program's arguments (those after --)"
+	}
+	for _, s := range stars {
+		msg += "; " + s
+	}
+	return msg + " (--strict refuses such imports)"
 }
 
 // assignment binds the names on one logical line spanning breaks+1 lines.
@@ -111,38 +207,44 @@ func assignment(binds []importBind, breaks int) string {
 	return "(" + strings.Join(names, ", ") + ") = (" + strings.Join(values, ", ") + pad + ")"
 }
 
-// resolve checks the statement's modules and names. It returns the first
-// module other than mirage, for which binds holds the stubs of a lenient
-// load, and a mistake that even a lenient load rejects.
-func (st *importStmt) resolve(members []string) (foreign string, err error) {
+// resolve checks the statement's modules and names. It returns the
+// modules other than mirage, for which binds holds the stubs of a load
+// that is not strict, and a mistake that any load rejects.
+func (st *importStmt) resolve(members []string) (foreign []string, err error) {
 	if st.module == "__future__" {
 		st.binds = nil // compiler directives: nothing to bind
-		return "", nil
+		return nil, nil
 	}
 	if st.star {
 		if st.module != mirageModule {
-			return st.module, nil
+			return []string{st.module}, nil
 		}
 		for _, m := range members {
 			st.binds = append(st.binds, importBind{name: m, imported: mirageModule, module: mirageModule, member: m})
 		}
-		return "", nil
+		return nil, nil
 	}
 	for _, b := range st.binds {
 		switch {
 		case b.imported != mirageModule:
-			if foreign == "" {
-				foreign = b.imported
+			if !slices.Contains(foreign, b.imported) {
+				foreign = append(foreign, b.imported)
 			}
 		case b.member != "" && !slices.Contains(members, b.member):
-			return "", fmt.Errorf("cannot import name %q from mirage (it has %s)", b.member, strings.Join(members, ", "))
+			var api []string // the graph API, not the runtime names
+			for _, m := range members {
+				if !slices.Contains(mirageRuntimeNames, m) && !slices.Contains(mirageOtherDTypes, m) {
+					api = append(api, m)
+				}
+			}
+			return nil, fmt.Errorf("cannot import name %q from mirage (it has %s)", b.member, strings.Join(api, ", "))
 		}
 	}
 	return foreign, nil
 }
 
 func foreignImportError(module string) error {
-	return fmt.Errorf("import of module %q is not supported: programs run hermetically in Starlark; only `mirage` can be imported (use --lenient to stub other modules)", module)
+	return fmt.Errorf("import of module %q is refused by a strict load (--strict): only `mirage` can be imported (without --strict, other modules are inert stubs)", module)
 }
 
 // parseImport parses the import statement that starts at toks[i]:
@@ -275,7 +377,13 @@ func (p *tokParser) importNames(st *importStmt, parens bool) bool {
 // atEnd reports whether the statement ends here.
 func (p *tokParser) atEnd() bool {
 	t, ok := p.peek()
-	return !ok || t.kind == tokNewline || t.is(";") && t.depth == 0
+	return !ok || t.endsStmt()
+}
+
+// endsStmt reports whether t ends a simple statement: a newline, or a
+// semicolon outside brackets.
+func (t token) endsStmt() bool {
+	return t.kind == tokNewline || t.is(";") && t.depth == 0
 }
 
 // pythonKeywords are Python's reserved words, none of which may name a

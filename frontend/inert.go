@@ -10,7 +10,7 @@ import (
 // inert is a value that absorbs whatever a program does with it: the
 // result of superoptimize (Mirage returns a compiled graph that demos call
 // and time) and, in lenient mode, modules other than mirage (torch, ...).
-// Attributes, calls, indexing and arithmetic give inert values; it iterates
+// Attributes, calls, indexing, slicing and arithmetic give inert values; it iterates
 // as empty, has length 0 and is false, so a stubbed loop or branch does not
 // run. Assignments to its fields and keys are ignored.
 type inert struct {
@@ -23,6 +23,7 @@ var (
 	_ starlark.Callable    = inert{}
 	_ starlark.HasSetKey   = inert{}
 	_ starlark.Sequence    = inert{}
+	_ starlark.Sliceable   = inert{}
 	_ starlark.HasBinary   = inert{}
 	_ starlark.HasUnary    = inert{}
 )
@@ -62,6 +63,8 @@ func (x inert) CallInternal(*starlark.Thread, starlark.Tuple, []starlark.Tuple) 
 }
 
 func (x inert) Get(starlark.Value) (starlark.Value, bool, error) { return x.derive("[]"), true, nil }
+func (x inert) Index(int) starlark.Value                         { return x.derive("[]") }
+func (x inert) Slice(_, _, _ int) starlark.Value                 { return x.derive("[:]") }
 func (x inert) SetKey(k, v starlark.Value) error                 { return nil }
 
 func (x inert) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (starlark.Value, error) {

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"go.starlark.net/starlark"
@@ -40,8 +41,29 @@ func (kg *kgraph) Freeze()               {} // graphs change only through their 
 func (kg *kgraph) Truth() starlark.Bool  { return true }
 func (kg *kgraph) Hash() (uint32, error) { return uint32(kg.pos.Line)<<16 ^ uint32(kg.pos.Col), nil }
 
-func (kg *kgraph) Attr(name string) (starlark.Value, error) { return kgraphMethods.attr(kg, name), nil }
-func (kg *kgraph) AttrNames() []string                      { return kgraphMethods.names() }
+func (kg *kgraph) AttrNames() []string { return kgraphMethods.names() }
+
+func (kg *kgraph) Attr(name string) (starlark.Value, error) {
+	if m := kgraphMethods.attr(kg, name); m != nil {
+		return m, nil
+	}
+	switch {
+	case slices.Contains(kgraphRuntimeAttrs, name):
+		kg.l.ignore("graph."+name, syntax.Position{})
+		return inert{"graph." + name}, nil
+	case name == "from_json":
+		return nil, fmt.Errorf("from_json reads a μGraph from a file, and mirage programs cannot read files; give the .ugraph.json file to mirage instead")
+	}
+	return nil, nil
+}
+
+// CallInternal runs the graph, as Mirage's KNGraph.__call__ does: inert.
+func (kg *kgraph) CallInternal(th *starlark.Thread, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	kg.l.ignore("graph(inputs=...)", kg.l.callPos(th))
+	return inert{"graph()"}, nil
+}
+
+func (kg *kgraph) Name() string { return "kernel_graph" }
 
 var kgraphMethods = func() methodSet[*kgraph] {
 	ms := methodSet[*kgraph]{
@@ -53,6 +75,12 @@ var kgraphMethods = func() methodSet[*kgraph] {
 	for _, k := range ugraph.OpKinds(ugraph.LevelKernel) {
 		if opMethod(k, ugraph.LevelKernel) {
 			ms[k.String()] = kernelOp(k)
+		}
+	}
+	for _, name := range kgraphRuntimeMethods {
+		ms[name] = func(kg *kgraph, th *starlark.Thread, fn string, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			kg.l.ignore("graph."+fn, kg.l.callPos(th))
+			return inert{"graph." + fn + "()"}, nil
 		}
 	}
 	return ms
@@ -218,24 +246,23 @@ func (kg *kgraph) customized(th *starlark.Thread, fn string, args starlark.Tuple
 // superoptimize(imaps=None, omaps=None, griddims=None, blockdims=None,
 // fmaps=None, franges=None, verbose=False, config=None, backend="cuda",
 // warmup_iters=16, profile_iters=1000, previous_checkpoint=None,
-// save_codes=False): records the search arguments and marks kg as the
-// program. The result is inert: demos call the optimized graph and time it.
+// save_codes=False, use_graph_dataset=True, use_cached_graphs=True,
+// is_formal_verified=False): records the search arguments and marks kg as
+// the program. The parameters that steer Mirage's profiling, code
+// generation and caching are accepted and ignored (the load's note names
+// them). The result is inert: demos call the optimized graph and time it.
 func (kg *kgraph) superoptimize(th *starlark.Thread, fn string, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var imaps, omaps, griddims, blockdims, fmaps, franges, config, ignored starlark.Value
-	if err := starlark.UnpackArgs(fn, args, kwargs,
-		"imaps?", &imaps, "omaps?", &omaps, "griddims?", &griddims, "blockdims?", &blockdims,
-		"fmaps?", &fmaps, "franges?", &franges, "verbose?", &ignored, "config?", &config,
-		"backend?", &ignored, "warmup_iters?", &ignored, "profile_iters?", &ignored,
-		"previous_checkpoint?", &ignored, "save_codes?", &ignored); err != nil {
+	var imaps, omaps, griddims, blockdims, fmaps, franges, config starlark.Value
+	ignored := make([]starlark.Value, len(superoptRuntimeParams))
+	pairs := []any{"imaps?", &imaps, "omaps?", &omaps, "griddims?", &griddims, "blockdims?", &blockdims,
+		"fmaps?", &fmaps, "franges?", &franges, "verbose?", &ignored[0], "config?", &config}
+	for i, name := range superoptRuntimeParams[1:] {
+		pairs = append(pairs, name+"?", &ignored[i+1])
+	}
+	if err := starlark.UnpackArgs(fn, args, kwargs, pairs...); err != nil {
 		return nil, err
 	}
 	pos := kg.l.callPos(th)
-	switch {
-	case kg.superopt != nil:
-		return nil, fmt.Errorf("%s: already called on this graph at %s", fn, kg.l.where(kg.superoptPos))
-	case kg.l.super != nil:
-		return nil, fmt.Errorf("%s: already called on another kernel graph at %s; a program optimizes one graph", fn, kg.l.where(kg.l.super.superoptPos))
-	}
 	var sa SuperoptArgs
 	var err error
 	if config != nil && config != starlark.None {
@@ -262,6 +289,25 @@ func (kg *kgraph) superoptimize(th *starlark.Thread, fn string, args starlark.Tu
 	}
 	if sa.Lists.FRanges, err = listOf(fn, "franges", franges, intIn(1, ugraph.MaxDim)); err != nil {
 		return nil, err
+	}
+	for i, v := range ignored {
+		if v != nil {
+			kg.l.ignore(fn+"("+superoptRuntimeParams[i]+"=)", pos)
+		}
+	}
+	// A program may superoptimize again, as Mirage's rms_norm demo does in
+	// a loop: the same graph, or another one built the same way, with the
+	// same arguments, is the same program, searched once.
+	if prev := kg.l.super; prev != nil {
+		same := kernel.Hash(prev.g) == kernel.Hash(kg.g) && reflect.DeepEqual(*prev.superopt, sa)
+		switch {
+		case same:
+			kg.l.ignore("repeated "+fn+" calls on identical graphs (searched once)", pos)
+			return inert{"superoptimize()"}, nil
+		case prev == kg:
+			return nil, fmt.Errorf("%s: already called on this graph at %s with other arguments; a program optimizes one graph, once", fn, kg.l.where(kg.superoptPos))
+		}
+		return nil, fmt.Errorf("%s: already called on another kernel graph at %s; a program optimizes one graph", fn, kg.l.where(prev.superoptPos))
 	}
 	kg.superopt, kg.superoptPos, kg.l.super = &sa, pos, kg
 	return inert{"superoptimize()"}, nil

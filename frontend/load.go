@@ -20,9 +20,16 @@ import (
 
 // Options control a load.
 type Options struct {
-	// Lenient turns imports of modules other than mirage into inert stubs
-	// (with a warning) instead of errors.
-	Lenient bool
+	// Strict refuses imports of modules other than mirage: each is an
+	// error naming the module. By default such modules (torch, numpy, os,
+	// time, ...) are inert stubs, with one warning for the load, and
+	// argparse is a stub that parses Args.
+	Strict bool
+	// Args are the program's command-line arguments (mirage passes those
+	// after --), which argparse's parse_args parses. An argument the
+	// program does not define is an error, and so are arguments given to a
+	// program that never calls parse_args.
+	Args []string
 	// Stdout receives what the program prints; nil means os.Stderr.
 	Stdout io.Writer
 	// Warn, when set, is called with each warning as it arises
@@ -117,16 +124,19 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
 	toks := lex(text)
-	code, warnings, err := rewriteImports(filename, text, toks, opts.Lenient, l.module.AttrNames())
+	code, foreign, err := rewritePython(filename, text, toks, opts.Strict, l.module.AttrNames())
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range warnings {
-		l.warn(w)
+	if len(foreign) > 0 {
+		l.warn(stubWarning(filename, foreign))
 	}
 	f, err := fileOptions.Parse(filename, code, 0)
 	if err != nil {
 		return nil, l.staticError(err, toks)
+	}
+	if f.Stmts, err = l.desugar(f.Stmts); err != nil {
+		return nil, err
 	}
 	guardFile(f)
 	prog, err := starlark.FileProgram(f, l.predeclared.Has)
@@ -159,8 +169,11 @@ type loader struct {
 	blocks      []*tbgraph // threadblock graphs in creation order
 	super       *kgraph    // the graph superoptimize was called on
 	warnings    []string
-	stopped     string // why execution was cancelled
-	alloc       int64  // bytes of values built, as bounds.go counts them
+	ignored     []string        // Mirage runtime names the program used
+	ignoredPos  syntax.Position // where it first did
+	argsRead    bool            // parse_args read Options.Args
+	stopped     string          // why execution was cancelled
+	alloc       int64           // bytes of values built, as bounds.go counts them
 	maxAlloc    int64
 }
 
@@ -176,12 +189,14 @@ func newLoader(filename string, opts Options) *loader {
 		"bfloat16":              dtypeValue(ugraph.BFloat16),
 		"float32":               dtypeValue(ugraph.Float32),
 	}}
+	l.addRuntime(l.module.Members)
 	l.predeclared = starlark.StringDict{
 		"__name__": starlark.String("__main__"),
 		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
 		whileName:  starlark.True, // see guardStmt
 	}
 	l.guardPredeclared(l.predeclared)
+	statementBuiltins(l.predeclared)
 	return l
 }
 
@@ -247,10 +262,12 @@ func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args star
 	switch {
 	case name == mirageModule:
 		return l.module, nil
-	case l.opts.Lenient:
-		return inert{name}, nil
+	case l.opts.Strict:
+		return nil, foreignImportError(name)
+	case name == argparseModule:
+		return argparseStub{l}, nil
 	}
-	return nil, foreignImportError(name)
+	return inert{name}, nil
 }
 
 // staticError converts a syntax or name-resolution error, naming the
@@ -339,10 +356,17 @@ func (l *loader) program() (*Program, error) {
 			}
 		}
 	}
+	if len(l.opts.Args) > 0 && !l.argsRead {
+		return nil, &Error{Filename: l.filename, Msg: fmt.Sprintf(
+			"the program was given arguments (%s) but never parses them: it calls no argparse parse_args()", strings.Join(l.opts.Args, " "))}
+	}
 	for _, tb := range l.blocks {
 		if !tb.attached() {
 			l.warnAt(tb.pos, "this threadblock graph is never used by customized")
 		}
+	}
+	if note := l.ignoredNote(); note != "" {
+		l.warn(note)
 	}
 	return &Program{
 		Name:     strings.TrimSuffix(filepath.Base(l.filename), ".py"),

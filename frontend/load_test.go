@@ -371,29 +371,27 @@ var lenientDemo = src(
 	"print(F.silu(x)[0], len(np.zeros(3)))",
 )
 
-func TestLenient(t *testing.T) {
+// Modules other than mirage are stubs by default, with one warning for
+// them all; Strict refuses them.
+func TestStubs(t *testing.T) {
 	prog := lenientDemo
 	var warned []string
 	var out bytes.Buffer
-	p := mustLoad(t, prog, Options{Lenient: true, Stdout: &out, Warn: func(m string) { warned = append(warned, m) }})
-	want := []string{
-		`prog.py:2: module "torch" is stubbed (lenient mode): its attributes, calls and results are inert values`,
-		`prog.py:3: module "torch.nn" is stubbed`,
-		`prog.py:4: module "numpy" is stubbed`,
-	}
-	if len(warned) != len(want) || !slices.Equal(warned, p.Warnings) {
-		t.Fatalf("warnings %q (Program.Warnings %q), want %d", warned, p.Warnings, len(want))
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(warned[i], w) {
-			t.Errorf("warning %q, want prefix %q", warned[i], w)
-		}
+	p := mustLoad(t, prog, Options{Stdout: &out, Warn: func(m string) { warned = append(warned, m) }})
+	want := "prog.py:2: modules torch, torch.nn, numpy and argparse are stubs, with no file, network or process access: " +
+		"their attributes, calls and results are inert values, but argparse reads the program's arguments (those after --) (--strict refuses such imports)"
+	if len(warned) != 1 || warned[0] != want || !slices.Equal(warned, p.Warnings) {
+		t.Errorf("warnings %q (Program.Warnings %q), want one: %q", warned, p.Warnings, want)
 	}
 	if got := out.String(); got != "<inert torch.nn.functional.silu()[]> 0\n" {
 		t.Errorf("printed %q", got)
 	}
 	if p.Superopt == nil || p.Superopt.Config != "mlp" {
 		t.Errorf("Superopt = %+v", p.Superopt)
+	}
+	_, err := Load("prog.py", []byte(prog), Options{Strict: true, Stdout: io.Discard})
+	if err == nil || !strings.HasPrefix(err.Error(), `prog.py:2: import of module "torch" is refused by a strict load`) {
+		t.Errorf("strict: %v", err)
 	}
 }
 

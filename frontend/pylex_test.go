@@ -54,9 +54,9 @@ func TestRewriteImports(t *testing.T) {
 		{"raise E from e\n", "raise E from e\n"},
 	}
 	for _, tt := range tests {
-		got, warnings, err := rewriteImports("p.py", tt.in, lex(tt.in), false, members)
-		if err != nil || got != tt.want || len(warnings) > 0 {
-			t.Errorf("rewrite %q:\n got %q, %q, %v\nwant %q", tt.in, got, warnings, err, tt.want)
+		got, foreign, err := rewritePython("p.py", tt.in, lex(tt.in), true, members)
+		if err != nil || got != tt.want || len(foreign) > 0 {
+			t.Errorf("rewrite %q:\n got %q, %v, %v\nwant %q", tt.in, got, foreign, err, tt.want)
 		}
 		if strings.Count(got, "\n") != strings.Count(tt.in, "\n") {
 			t.Errorf("rewrite %q moved lines", tt.in)
@@ -64,15 +64,56 @@ func TestRewriteImports(t *testing.T) {
 	}
 }
 
-func TestRewriteImportsLenient(t *testing.T) {
-	in := "import torch.nn as nn, os.path\nfrom numpy import zeros\n"
-	got, warnings, err := rewriteImports("p.py", in, lex(in), true, nil)
-	want := "(nn, os) = (" + importFunc + `("torch.nn"), ` + importFunc + `("os"))` + "\nzeros = (" + importFunc + `("numpy").zeros)` + "\n"
+func TestRewriteImportsStubs(t *testing.T) {
+	in := "import torch.nn as nn, os.path\nfrom numpy import zeros\nfrom torch import *\nimport argparse\n"
+	got, foreign, err := rewritePython("p.py", in, lex(in), false, nil)
+	want := "(nn, os) = (" + importFunc + `("torch.nn"), ` + importFunc + `("os"))` + "\nzeros = (" + importFunc + `("numpy").zeros)` +
+		"\n(None)\nargparse = (" + importFunc + `("argparse"))` + "\n"
 	if err != nil || got != want {
 		t.Errorf("got %q, %v\nwant %q", got, err, want)
 	}
-	if len(warnings) != 2 || !strings.HasPrefix(warnings[0], `p.py:1: module "torch.nn" is stubbed`) || !strings.HasPrefix(warnings[1], "p.py:2:") {
-		t.Errorf("warnings %q", warnings)
+	wantForeign := []foreignImport{{"torch.nn", 1, false}, {"os.path", 1, false}, {"numpy", 2, false}, {"torch", 3, true}, {"argparse", 4, false}}
+	if !slices.Equal(foreign, wantForeign) {
+		t.Errorf("foreign imports %v, want %v", foreign, wantForeign)
+	}
+	// One warning for them all.
+	w := stubWarning("p.py", foreign)
+	for _, part := range []string{"p.py:1: modules torch.nn, os.path, numpy, torch and argparse are stubs", "argparse reads the program's arguments",
+		"`from torch import *` binds nothing", "--strict"} {
+		if !strings.Contains(w, part) || strings.Contains(w, "\n") {
+			t.Errorf("warning %q lacks %q", w, part)
+		}
+	}
+	if w := stubWarning("p.py", foreign[2:3]); w != "p.py:2: module numpy is a stub, with no file, network or process access: its attributes, calls and results are inert values (--strict refuses such imports)" {
+		t.Errorf("one module: %q", w)
+	}
+}
+
+// Decorators and assert statements become calls on their lines, which
+// desugar replaces.
+func TestRewriteStatements(t *testing.T) {
+	const d, a = decoratorFunc + "(", assertFunc + "("
+	tests := []struct{ in, want string }{
+		{"@torch.no_grad()\ndef f():\n  pass\n", d + "torch.no_grad())\ndef f():\n  pass\n"},
+		{"  @dec # c\n", "  " + d + "dec) # c\n"},
+		{"@\n", d + ")\n"},
+		{"assert x == 1, 'm'\n", a + "x == 1, 'm')\n"},
+		{"assert (a,\n   b); y = 1\n", a + "(a,\n   b)); y = 1\n"},
+		{"if c: assert c\n", "if c: " + a + "c)\n"},
+		{"x.assert\n", "x.assert\n"},
+		{"x = y @ z\ns = '@d'\n", "x = y * " + matmulFunc + " * z\ns = '@d'\n"},
+		{"assert f(x @ y) # @\n@d(a @ b)\ndef f(): pass", a + "f(x * " + matmulFunc + " * y)) # @\n" + d + "d(a * " + matmulFunc + " * b))\ndef f(): pass"},
+		{"assert x", a + "x)"},
+		{"x @= (a@\n b)\n", "x *= " + matmulFunc + " * (a* " + matmulFunc + " *\n b)\n"},
+	}
+	for _, tt := range tests {
+		got, _, err := rewritePython("p.py", tt.in, lex(tt.in), false, nil)
+		if err != nil || got != tt.want {
+			t.Errorf("rewrite %q:\n got %q, %v\nwant %q", tt.in, got, err, tt.want)
+		}
+		if strings.Count(got, "\n") != strings.Count(tt.in, "\n") {
+			t.Errorf("rewrite %q moved lines", tt.in)
+		}
 	}
 }
 

@@ -31,7 +31,6 @@ var keywordConstructs = map[string]string{
 	"except":   unsupported("`try`/`except` statements are", ""),
 	"finally":  unsupported("`try`/`finally` statements are", ""),
 	"with":     unsupported("`with` statements are", ""),
-	"assert":   unsupported("`assert` statements are", "write `if not cond: fail(msg)`"),
 	"raise":    unsupported("`raise` statements are", "call fail(msg) to stop with an error"),
 	"global":   unsupported("`global` declarations are", "return values instead of assigning globals"),
 	"nonlocal": unsupported("`nonlocal` declarations are", ""),
@@ -44,8 +43,6 @@ var keywordConstructs = map[string]string{
 
 var (
 	msgPower      = unsupported("the power operator `**` is", "multiply, or write the value out")
-	msgDecorator  = unsupported("decorators (`@`) are", "")
-	msgMatmulOp   = unsupported("the `@` operator is", "use graph.matmul(A, B)")
 	msgWalrus     = unsupported("assignment expressions (`:=`) are", "")
 	msgAnnotation = unsupported("type annotations are", "")
 	msgLoopElse   = unsupported("`else` clauses on `for`/`while` loops are", "")
@@ -97,14 +94,6 @@ func findConstructs(toks []token) []construct {
 				}
 			case "**=":
 				add(t, msgPower)
-			case "@":
-				if t.stmtStart {
-					add(t, msgDecorator)
-				} else {
-					add(t, msgMatmulOp)
-				}
-			case "@=":
-				add(t, msgMatmulOp)
 			case ":=":
 				add(t, msgWalrus)
 			case "->":

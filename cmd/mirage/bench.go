@@ -81,6 +81,12 @@ Exit status: 0, or 0 with --compare when nothing regressed; 1 when a
 workload regressed or its program changed; 2 for unusable input (a path
 that is not a program, a missing, corrupted or foreign baseline, one for
 another arch), before anything is searched or written.`,
+		Args: func(cmd *cobra.Command, _ []string) error {
+			if cmd.ArgsLenAtDash() >= 0 {
+				return errors.New("bench passes no arguments to its programs (after --): each runs with its argparse defaults")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args) },
 	}
 	f.load.register(cmd)

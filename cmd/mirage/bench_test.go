@@ -238,6 +238,7 @@ func TestBenchUnusableInput(t *testing.T) {
 		{[]string{"--history", filepath.Join(dir, "nothing")}, "history.jsonl: no such file"},
 		{[]string{"--time-ratio", "0.5"}, "--time-ratio 0.5: want 1 or more"},
 		{[]string{"--config", "fastest"}, "--config"},
+		{[]string{team, "--", "--bs", "8"}, "bench passes no arguments to its programs"},
 	}
 	for _, tt := range tests {
 		out := filepath.Join(dir, "out")

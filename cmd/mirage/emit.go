@@ -29,7 +29,7 @@ type emitFlags struct {
 func newEmitCmd() *cobra.Command {
 	var f emitFlags
 	cmd := &cobra.Command{
-		Use:   "emit FILE",
+		Use:   "emit FILE [-- PROGRAM-ARGS]",
 		Short: "Write CUDA for a μGraph: NAME.cu, NAME.h and the device runtime",
 		Long: `emit lowers a μGraph to CUDA that compiles with plain nvcc (the CUDA toolkit
 alone): DIR/NAME.cu with one __global__ per graph-defined kernel and the host
@@ -48,7 +48,7 @@ best) or a .py program, typically a hand-written μGraph. Files are written
 only when the whole program lowers; a kernel over the architecture's shared
 memory is an error naming it. --json prints a manifest: the files, the
 kernels with their launches, and the tensors the entry point takes.`,
-		Args: cobra.ExactArgs(1),
+		Args: f.load.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.load.register(cmd)

@@ -37,7 +37,7 @@ func newEvalCmd() *cobra.Command {
 		candidate int
 	)
 	cmd := &cobra.Command{
-		Use:   "eval FILE",
+		Use:   "eval FILE [-- PROGRAM-ARGS]",
 		Short: "Run a program in float64 on seeded random inputs and summarize its outputs",
 		Long: `eval runs the reference interpreter (float64, with the exact grid and for-loop
 semantics of graph-defined kernels) on random inputs drawn uniformly from
@@ -47,7 +47,7 @@ largest magnitude. --json prints {"seed": N, "outputs": [...]}.
 Every value takes 8 bytes, and every tensor is kept until the end: a
 program that would take more than --max-memory (default 4GiB) is refused
 before anything is allocated, with exit status 2.`,
-		Args: cobra.ExactArgs(1),
+		Args: lf.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := lf.load(cmd, args[0])
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,20 +24,56 @@ type input struct {
 	Program *frontend.Program // set for a .py program
 }
 
-// loadFlags are the flags of every command that reads inputs.
+// loadFlags are the flags of every command that reads inputs, and the
+// program's own arguments, given after --.
 type loadFlags struct {
-	lenient bool
+	strict bool
+	args   []string // after --: frontend.Options.Args of every .py input
+}
+
+// files checks a command's arguments: n files, then optionally -- and the
+// arguments of the program(s) among them (mirage superopt rmsnorm.py --
+// --bs 8), which it keeps for load.
+func (f *loadFlags) files(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		files := args
+		if d := cmd.ArgsLenAtDash(); d >= 0 {
+			files, f.args = args[:d], args[d:]
+		}
+		if err := cobra.ExactArgs(n)(cmd, files); err != nil {
+			return err
+		}
+		if len(f.args) > 0 && !slices.ContainsFunc(files, isProgram) {
+			return fmt.Errorf("the arguments after -- (%s) are a program's, and %s holds no .py program", strings.Join(f.args, " "), strings.Join(files, " and "))
+		}
+		return nil
+	}
+}
+
+func isProgram(path string) bool { return strings.HasSuffix(path, ".py") }
+
+// argsHint adds to an unknown flag's error where a program's own
+// arguments go.
+func argsHint(cmd *cobra.Command, err error) error {
+	if cmd.Flags().Lookup("strict") != nil && strings.HasPrefix(err.Error(), "unknown ") {
+		return fmt.Errorf("%w (a program's own arguments go after --: mirage %s FILE -- --bs 8)", err, cmd.Name())
+	}
+	return err
 }
 
 func (f *loadFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&f.lenient, "lenient", false, "turn imports of modules other than mirage into inert stubs (with a warning)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse imports of modules other than mirage (by default torch, numpy, os, ... are inert stubs, with one warning)")
+	// Loading became lenient by default; --lenient stays so that scripts
+	// that pass it still work.
+	cmd.Flags().Bool("lenient", false, "no effect: loading is lenient by default (other modules are inert stubs; --strict refuses them)")
+	cmd.MarkFlagsMutuallyExclusive("strict", "lenient")
 }
 
 // load reads the input file at path; warnings from the front-end go to
 // cmd's error stream.
 func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
 	switch {
-	case strings.HasSuffix(path, ".py"):
+	case isProgram(path):
 		p, err := frontend.LoadFile(path, f.frontendOptions(cmd))
 		if err != nil {
 			return nil, err
@@ -55,7 +92,7 @@ func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
 // loadSource is load for a file already read: src is the text of path.
 func (f *loadFlags) loadSource(cmd *cobra.Command, path string, src []byte) (*input, error) {
 	switch {
-	case strings.HasSuffix(path, ".py"):
+	case isProgram(path):
 		p, err := frontend.Load(path, src, f.frontendOptions(cmd))
 		if err != nil {
 			return nil, err
@@ -73,9 +110,10 @@ func (f *loadFlags) loadSource(cmd *cobra.Command, path string, src []byte) (*in
 
 func (f *loadFlags) frontendOptions(cmd *cobra.Command) frontend.Options {
 	return frontend.Options{
-		Lenient: f.lenient,
-		Stdout:  cmd.ErrOrStderr(),
-		Warn:    func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
+		Strict: f.strict,
+		Args:   f.args,
+		Stdout: cmd.ErrOrStderr(),
+		Warn:   func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
 	}
 }
 

@@ -50,6 +50,7 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 			profile = nil
 		}
 	})
+	root.SetFlagErrorFunc(argsHint)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(

@@ -25,7 +25,7 @@ func newShowCmd() *cobra.Command {
 		candidate int
 	)
 	cmd := &cobra.Command{
-		Use:   "show FILE",
+		Use:   "show FILE [-- PROGRAM-ARGS]",
 		Short: "Print a program or μGraph file: every op with its output shape",
 		Long: `show prints every op of a program (.py) or μGraph file (.ugraph.json) with
 its output shape and dtype; graph-defined kernels are nested with their grid,
@@ -40,7 +40,7 @@ what bounds it) and in total (with --json: {"arch", "estimated_us",
 "bytes", "dram_bytes", "kernels": [...]}). For a file holding several
 candidates, --candidate picks one (default: all for the text form, 0 for
 --dot and --estimate).`,
-		Args: cobra.ExactArgs(1),
+		Args: lf.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n := countTrue(asJSON && !estimate, asDot, asAbsexpr, estimate); n > 1 {
 				return fmt.Errorf("--json, --dot, --absexpr and --estimate exclude each other (--estimate takes --json)")

@@ -36,7 +36,7 @@ type superoptFlags struct {
 func newSuperoptCmd() *cobra.Command {
 	var f superoptFlags
 	cmd := &cobra.Command{
-		Use:   "superopt FILE",
+		Use:   "superopt FILE [-- PROGRAM-ARGS]",
 		Short: "Search for fused μGraphs equivalent to a program",
 		Long: `superopt finds faster μGraphs (kernel graphs whose ops may be graph-defined
 kernels) that compute the same function as the program FILE (.py), and
@@ -73,7 +73,7 @@ Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.
 
 ` + programBounds,
-		Args: cobra.ExactArgs(1),
+		Args: f.load.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.load.register(cmd)
@@ -191,13 +191,15 @@ type emittedJSON struct {
 }
 
 // writeResult writes res as the driver's output set, with the flags that
-// shaped it in the μGraph document's meta and, unless --no-emit, the CUDA.
+// shaped it (and the program's arguments) in the μGraph document's meta and,
+// unless --no-emit, the CUDA.
 func (f *superoptFlags) writeResult(cmd *cobra.Command, name, source string, res *driver.Result) (string, *emittedJSON, error) {
 	out := driver.Output{Dir: f.outDir, Name: name, Meta: struct {
-		Config string `json:"config,omitempty"`
-		Arch   string `json:"arch"`
-		Seed   uint64 `json:"seed"`
-	}{f.config, f.arch.Name, f.seed},
+		Config string   `json:"config,omitempty"`
+		Arch   string   `json:"arch"`
+		Seed   uint64   `json:"seed"`
+		Args   []string `json:"args,omitempty"` // the program's, after --
+	}{f.config, f.arch.Name, f.seed, f.load.args},
 		Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }}
 	if !f.noEmit {
 		out.CUDA = &cuda.Options{Arch: f.arch.Arch, Source: source}

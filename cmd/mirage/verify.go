@@ -22,7 +22,7 @@ func newVerifyCmd() *cobra.Command {
 		candidate int
 	)
 	cmd := &cobra.Command{
-		Use:   "verify A B",
+		Use:   "verify A B [-- PROGRAM-ARGS]",
 		Short: "Check that two programs or μGraphs compute the same function",
 		Long: `verify runs the same random inputs through A and B (inputs are matched by
 position; their shapes must agree) and compares the outputs (in any order, as
@@ -42,7 +42,7 @@ Exit status: 0 when all outputs agree, 1 when they differ (the output, the
 worst relative error and where are printed), 2 for unusable input (a
 comparison over the memory limit included). B may be a .ugraph.json file of
 several candidates: --candidate picks one (default 0, the best).`,
-		Args: cobra.ExactArgs(2),
+		Args: lf.files(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := lf.load(cmd, args[0])
 			if err != nil {
