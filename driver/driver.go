@@ -48,7 +48,7 @@ type Options struct {
 	Seed      uint64 // the verifier's draws
 	MaxStates int64  // per part search; 0 means no limit
 	// PartResults is how many candidates each part's search verifies
-	// (best first); 0 means 2.
+	// (best first); 0 means 2, a negative number all of them.
 	PartResults int
 	Cache       *search.Cache  // nil: no cache
 	Profiles    *cost.Profiles // measured times that override the model
@@ -128,7 +128,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	if opts.Workers < 1 {
 		opts.Workers = 1
 	}
-	if opts.PartResults <= 0 {
+	if opts.PartResults == 0 {
 		opts.PartResults = 2
 	}
 	if opts.Arch.Name == "" {
@@ -374,7 +374,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		r.whyNot, r.timedOut = "not searched: the run ended first", true
 		return r
 	}
-	opts := search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: d.opts.PartResults,
+	opts := search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0),
 		Deadline: deadline, Stop: d.interrupt,
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := d.estimate(g)

@@ -695,8 +695,8 @@ func (b *blockState) maxOutputs() int {
 
 // finish completes b when every open tile is post-loop and there are at
 // most MaxBlockOutputs of them: each becomes an output, under each output
-// map that is canonical for the grid, and the resulting customized op is
-// added to the kernel graph.
+// map that is canonical for the grid (each output its own), and the
+// resulting customized op is added to the kernel graph.
 func (b *blockState) finish() {
 	s := b.k.s
 	var open []block.TensorID
@@ -716,38 +716,73 @@ func (b *blockState) finish() {
 		s.prunedDead.Add(1)
 		return
 	}
-	dims := b.conf.classes.outputDims(b.g, b.conf.split, open)
 	outExprs := make([]*absexpr.Expr, len(open))
 	for i, t := range open {
 		outExprs[i] = b.tiles[t].expr
 	}
-	for _, omap := range s.cfg.OMaps {
-		if !omapFits(omap, b.g.Grid, dims) {
+	// The outputs share an output map when one fits them all: a layout
+	// per output would multiply the kernels (partial results, whose
+	// layout is free, fit every map) without one that moves fewer bytes.
+	// Where none fits them all (an rms beside a matmul's tile), each
+	// output takes, in turn, every map its own dims allow.
+	grid := b.g.Grid
+	dims := b.conf.classes.outputDims(b.g, b.conf.split, open)
+	var common []block.Map
+	for _, m := range s.cfg.OMaps {
+		if !slices.ContainsFunc(dims, func(d [3]uint8) bool { return !omapFits(m, grid, d) }) {
+			common = append(common, m)
+		}
+	}
+	fits := make([][]block.Map, len(open)) // the maps output i may take; nil: output 0's
+	for i := range open {
+		if len(common) > 0 {
+			if i == 0 {
+				fits[0] = common
+			}
 			continue
 		}
-		g := b.g.Clone()
-		ok := true
-		for _, t := range open {
-			if err := g.AddOutput(t, omap); err != nil {
-				ok = false
-				break
+		for _, m := range s.cfg.OMaps {
+			if omapFits(m, grid, dims[i]) {
+				fits[i] = append(fits[i], m)
 			}
 		}
-		if !ok || !b.wanted(g) {
-			s.prunedShape.Add(1)
-			continue
+		if len(fits[i]) == 0 {
+			return
 		}
-		if !s.fitsSmem(g) {
+	}
+	omaps := make([]block.Map, len(open))
+	var each func(i int) bool // false: stop
+	each = func(i int) bool {
+		switch {
+		case i < len(open) && fits[i] == nil:
+			omaps[i] = omaps[0]
+			return each(i + 1)
+		case i < len(open):
+			for _, m := range fits[i] {
+				omaps[i] = m
+				if !each(i + 1) {
+					return false
+				}
+			}
+			return true
+		}
+		g := b.g.Clone()
+		for j, t := range open {
+			if err := g.AddOutput(t, omaps[j]); err != nil {
+				s.prunedShape.Add(1)
+				return true
+			}
+		}
+		if !b.wanted(g) || !s.fitsSmem(g) {
 			s.prunedShape.Add(1)
-			continue
+			return true
 		}
 		c := completeBlock{g: g, hash: block.Hash(g), outExprs: outExprs}
 		b.done = append(b.done, c)
 		b.k.attach(b.ins, c)
-		if s.stop() {
-			return
-		}
+		return !s.stop()
 	}
+	each(0)
 }
 
 // wanted reports whether the outputs of the complete graph g have the

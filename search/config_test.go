@@ -102,3 +102,41 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// Mirage's grid rule: x = n/t for every dim n of an input and tiles t from
+// 8 to 256, 32 <= x <= 1024, for searches of one graph-defined kernel.
+func TestCompleteCoversMiragesGrids(t *testing.T) {
+	mirage := func(dims ...int) []int {
+		var xs []int
+		for _, n := range dims {
+			for tile := 8; tile <= 256; tile *= 2 {
+				if x := n / tile; n%tile == 0 && x >= 32 && x <= 1024 && !slices.Contains(xs, x) {
+					xs = append(xs, x)
+				}
+			}
+		}
+		return xs
+	}
+	for _, tt := range []struct {
+		example string
+		xs      []int // the rule's extents for the example's inputs
+	}{
+		{"rmsnorm_matmul.py", mirage(16, 4096, 6144)}, // 32 to 768
+		{"gated_mlp.py", mirage(8, 4096)},             // 32 to 512
+	} {
+		c, _ := NamedConfig("mlp")
+		c.Complete(load(t, tt.example).Graph)
+		for _, x := range tt.xs {
+			if !slices.Contains(c.Grids, block.Dim3{x, 1, 1}) {
+				t.Errorf("%s: grids %v lack (%d, 1, 1)", tt.example, c.Grids, x)
+			}
+		}
+	}
+	// Two graph-defined kernels (attention) keep the narrower derivation.
+	g := load(t, "gqa.py").Graph
+	c, _ := NamedConfig("attention")
+	c.Complete(g)
+	if want := deriveGrids(g, false); !slices.Equal(c.Grids, want) || slices.Equal(want, deriveGrids(g, true)) {
+		t.Errorf("attention grids %v, want %v (and the rule to add some)", c.Grids, want)
+	}
+}

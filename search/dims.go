@@ -280,9 +280,10 @@ func (c classes) inputs(ins []kernel.TensorID) (*inputClasses, []int32) {
 // anyDim allows every dim (outputDims).
 const anyDim = 0xff
 
-// outputDims says, per grid axis, which dims of the tiles open (the
-// outputs-to-be of g, a block graph on inputs of classes ic) an output map
-// may send the axis to, as a bit set (an empty set: no output map).
+// outputDims says, for each tile of open (the outputs-to-be of g, a block
+// graph on inputs of classes ic) and per grid axis, which dims of the tile
+// its output map may send the axis to, as a bit set (an empty set: no
+// output map). Each output has a map of its own.
 //
 // An axis that splits a free class (split holds the class label per axis,
 // -1 for none) goes to the dim of that class when the tile has one. The
@@ -295,7 +296,7 @@ const anyDim = 0xff
 // move the same bytes: so the generator keeps only that layout. (Axes that
 // split a summed class, the keys of attention say, write partial results
 // whose layout is free.)
-func (ic *inputClasses) outputDims(g *block.Graph, split [3]int8, open []block.TensorID) [3]uint8 {
+func (ic *inputClasses) outputDims(g *block.Graph, split [3]int8, open []block.TensorID) [][3]uint8 {
 	var l dimLinker
 	nlabels := int32(len(ic.free))
 	for range nlabels {
@@ -310,7 +311,10 @@ func (ic *inputClasses) outputDims(g *block.Graph, split [3]int8, open []block.T
 		}
 	}
 	tiles := l.block(g, devIn, nil)
-	dims := [3]uint8{anyDim, anyDim, anyDim}
+	dims := make([][3]uint8, len(open))
+	for i := range dims {
+		dims[i] = [3]uint8{anyDim, anyDim, anyDim}
+	}
 	for a, lab := range split {
 		if lab < 0 {
 			continue
@@ -325,7 +329,7 @@ func (ic *inputClasses) outputDims(g *block.Graph, split [3]int8, open []block.T
 		if !free {
 			continue
 		}
-		for _, t := range open {
+		for i, t := range open {
 			var here uint8
 			for d := range g.Tensors[t].Shape.Rank() {
 				if l.uf.find(tiles[t]+int32(d)) == root {
@@ -333,7 +337,7 @@ func (ic *inputClasses) outputDims(g *block.Graph, split [3]int8, open []block.T
 				}
 			}
 			if here != 0 {
-				dims[a] &= here
+				dims[i][a] = here
 			}
 		}
 	}

@@ -82,9 +82,9 @@ func TestConfigsCoverHandWritten(t *testing.T) {
 							open = append(open, out.In[0])
 						}
 						dims := c.classes.outputDims(b, c.split, open)
-						for _, out := range b.OutputOps() {
-							if !omapFits(out.Output.OMap, b.Grid, dims) {
-								t.Errorf("%s: output map %v is not among those allowed (%v)", ex, out.Output.OMap, dims)
+						for i, out := range b.OutputOps() {
+							if !omapFits(out.Output.OMap, b.Grid, dims[i]) {
+								t.Errorf("%s: output map %v is not among those allowed (%v)", ex, out.Output.OMap, dims[i])
 							}
 						}
 					}

@@ -464,3 +464,40 @@ g.mark_output(Q)
 		}
 	}
 }
+
+// The mlp preset allows two outputs per graph-defined kernel: the gated
+// MLP's verified set holds Mirage's two-output form, one kernel writing
+// X·W3 and silu(X·W1) and a mul kernel after it.
+func TestTwoOutputKernels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a whole search")
+	}
+	src := `import mirage as mi
+graph = mi.new_kernel_graph()
+X = graph.new_input(dims=(8, 256), dtype=mi.float16)
+W1 = graph.new_input(dims=(256, 256), dtype=mi.float16)
+W3 = graph.new_input(dims=(256, 256), dtype=mi.float16)
+graph.mark_output(graph.mul(graph.silu(graph.matmul(X, W1)), graph.matmul(X, W3)))
+graph.superoptimize(config="mlp")
+`
+	p, err := frontend.Load("gated_small.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := search.NamedConfig("mlp")
+	res, err := search.Run(context.Background(), p.Graph, cfg, search.Options{Workers: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range res.Candidates {
+		for _, op := range c.Graph.Ops {
+			if op.Kind == ugraph.OpCustomized && len(op.Out) == 2 && c.Customized == 1 && c.Kernels == 2 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no verified candidate of a two-output kernel and a mul among %d", len(res.Candidates))
+	}
+}

@@ -85,7 +85,7 @@ unusable input.
 	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
-	fl.IntVar(&f.maxResults, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass (0: 2)")
+	fl.IntVar(&f.maxResults, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass (0: all of them)")
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
@@ -159,10 +159,14 @@ func (f *superoptFlags) driverOptions(cmd *cobra.Command, in *input, profiles *c
 			return driver.Options{}, err
 		}
 	}
+	results := f.maxResults
+	if results == 0 {
+		results = -1 // all: the driver's 0 is its default
+	}
 	opts := driver.Options{
 		Name: in.Name, Arch: f.arch.Arch, Preset: preset, Restrict: r,
 		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
-		PartResults: f.maxResults, Profiles: profiles,
+		PartResults: results, Profiles: profiles,
 		Log: func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) },
 	}
 	if opts.TimeLimit == 0 {
