@@ -26,9 +26,11 @@
 // stubs. argparse is a stub that works (argparse.go): parse_args parses
 // Options.Args, the arguments mirage's command line gives after --, so
 // shapes such as (2 * args.bs, 4096) are real. With Options.Strict, any
-// import other than mirage is an error instead. Python constructs that
-// Starlark lacks (class, try, with, f-strings, `is`, `**`, ...) are errors
-// that name the construct.
+// import other than mirage is an error instead. `x is None` and
+// `x is not None`, and the same with True or False, are == and !=, which
+// mean the same for those values (identity.go); other Python constructs
+// that Starlark lacks (class, try, with, f-strings, `is` between other
+// values, `**`, ...) are errors that name the construct.
 //
 // The mirage module provides new_kernel_graph, new_threadblock_graph and
 // the dtypes float16, bfloat16 and float32, with Mirage's parameter names:
