@@ -10,7 +10,8 @@
 // all (DefaultMaxAlloc, 64 MiB). A program past a bound stops with an
 // *Error at the line it was running. Python's top-level control
 // flow, while loops, reassignment, sets and recursion are allowed; so is
-// `if __name__ == "__main__":` (__name__ is "__main__"), and so are
+// `if __name__ == "__main__":` (__name__ is "__main__"; __file__ is the
+// program's path, as Load was given it), and so are
 // decorators and assert statements, which Starlark lacks (statements.go).
 //
 // Mirage's own benchmark and demo scripts load unchanged. Imports are

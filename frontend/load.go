@@ -192,6 +192,11 @@ func newLoader(filename string, opts Options) *loader {
 	l.addRuntime(l.module.Members)
 	l.predeclared = starlark.StringDict{
 		"__name__": starlark.String("__main__"),
+		// The program's path as Load was given it, for scripts that find
+		// their directory (os.path.dirname(os.path.realpath(__file__)),
+		// inert here). Python 3.9+ makes a script's __file__ absolute;
+		// this one is not, so that no load reads the working directory.
+		"__file__": starlark.String(filename),
 		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
 		whileName:  starlark.True, // see guardStmt
 	}
