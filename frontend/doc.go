@@ -55,7 +55,12 @@
 // cygraph, calling the graph): the load ends with one warning naming those
 // the program used (runtime.go). Calling superoptimize again on an
 // identical graph with the same arguments (a demo's loop) is the same
-// program.
+// program. Mirage's first API, which its LoRA demo still uses, works too:
+// mi.new_graph() is new_kernel_graph(), and mi.optimize(graph, imaps=...,
+// franges=..., default_config=None, previous_checkpoint=None) is
+// graph.superoptimize(imaps=..., franges=..., config=default_config),
+// inert as well (the generate_triton_program of the graphs Mirage returns
+// is a runtime method).
 //
 //	tb = mi.new_threadblock_graph(grid_dim, block_dim=(128, 1, 1), forloop_range, reduction_dimx)
 //	tb.new_input(dtensor, input_map, forloop_dim, store_in_dmem=False)
