@@ -123,7 +123,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	}
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
-	toks := lex(text)
+	toks, complete := lexSource(text)
 	code, foreign, err := rewritePython(filename, text, toks, opts.Strict, l.module.AttrNames())
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	}
 	f, err := fileOptions.Parse(filename, code, 0)
 	if err != nil {
-		return nil, l.staticError(err, toks)
+		return nil, l.staticError(err, toks, complete)
 	}
 	if f.Stmts, err = l.desugar(f.Stmts); err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	guardFile(f)
 	prog, err := starlark.FileProgram(f, l.predeclared.Has)
 	if err != nil {
-		return nil, l.staticError(err, toks)
+		return nil, l.staticError(err, toks, complete)
 	}
 	if _, err := prog.Init(l.newThread(), l.predeclared); err != nil {
 		return nil, l.runtimeError(err)
@@ -279,24 +279,34 @@ func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args star
 }
 
 // staticError converts a syntax or name-resolution error, naming the
-// Python construct behind it when there is one.
-func (l *loader) staticError(err error, toks []token) error {
+// bracket or Python construct behind it when there is one; complete says
+// whether toks reach the end of the source.
+func (l *loader) staticError(err error, toks []token, complete bool) error {
 	var pos syntax.Position
 	var msg string
 	var serr syntax.Error
 	var rerr resolve.ErrorList
+	isSyntax := false
 	switch {
 	case errors.As(err, &serr):
-		pos, msg = serr.Pos, serr.Msg
+		pos, msg, isSyntax = serr.Pos, serr.Msg, true
 	case errors.As(err, &rerr):
 		pos, msg = rerr[0].Pos, rerr[0].Msg
 	default:
 		return &Error{Filename: l.filename, Msg: err.Error()}
 	}
+	before := func(c *construct) bool {
+		return c.line < int(pos.Line) || c.line == int(pos.Line) && c.col <= int(pos.Col)
+	}
+	// A bracket left open, or closed by the wrong one, explains a syntax
+	// error at or after it: the error Python would give.
+	if b := bracketError(toks, complete); isSyntax && b != nil && before(b) {
+		return &Error{Filename: l.filename, Line: b.line, Col: b.col, Msg: b.msg}
+	}
 	// The first unsupported construct explains the error if Starlark
 	// stumbled on it or after it.
 	if cs := findConstructs(toks); len(cs) > 0 {
-		if c := cs[0]; c.line < int(pos.Line) || c.line == int(pos.Line) && c.col <= int(pos.Col) {
+		if c := cs[0]; before(&c) {
 			return &Error{Filename: l.filename, Line: c.line, Msg: c.msg}
 		}
 	}
