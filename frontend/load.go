@@ -185,12 +185,13 @@ func newLoader(filename string, opts Options) *loader {
 	l.module = &starlarkstruct.Module{Name: mirageModule, Members: starlark.StringDict{
 		"new_kernel_graph":      starlark.NewBuiltin("new_kernel_graph", l.newKernelGraph),
 		"new_threadblock_graph": starlark.NewBuiltin("new_threadblock_graph", l.newThreadblockGraph),
+		"float16":               dtypeValue(ugraph.Float16),
+		"bfloat16":              dtypeValue(ugraph.BFloat16),
+		"float32":               dtypeValue(ugraph.Float32),
+
 		// Mirage's first API, which its LoRA demo uses (kernel.go).
 		"new_graph": starlark.NewBuiltin("new_graph", l.newKernelGraph),
 		"optimize":  starlark.NewBuiltin("optimize", l.optimize),
-		"float16":   dtypeValue(ugraph.Float16),
-		"bfloat16":  dtypeValue(ugraph.BFloat16),
-		"float32":   dtypeValue(ugraph.Float32),
 	}}
 	l.addRuntime(l.module.Members)
 	l.predeclared = starlark.StringDict{
