@@ -10,7 +10,8 @@
 // all (DefaultMaxAlloc, 64 MiB). A program past a bound stops with an
 // *Error at the line it was running. Python's top-level control
 // flow, while loops, reassignment, sets and recursion are allowed; so is
-// `if __name__ == "__main__":` (__name__ is "__main__"), and so are
+// `if __name__ == "__main__":` (__name__ is "__main__"; __file__ is the
+// program's path, as Load was given it), and so are
 // decorators and assert statements, which Starlark lacks (statements.go).
 //
 // Mirage's own benchmark and demo scripts load unchanged. Imports are
@@ -26,9 +27,11 @@
 // stubs. argparse is a stub that works (argparse.go): parse_args parses
 // Options.Args, the arguments mirage's command line gives after --, so
 // shapes such as (2 * args.bs, 4096) are real. With Options.Strict, any
-// import other than mirage is an error instead. Python constructs that
-// Starlark lacks (class, try, with, f-strings, `is`, `**`, ...) are errors
-// that name the construct.
+// import other than mirage is an error instead. `x is None` and
+// `x is not None`, and the same with True or False, are == and !=, which
+// mean the same for those values (identity.go); other Python constructs
+// that Starlark lacks (class, try, with, f-strings, `is` between other
+// values, `**`, ...) are errors that name the construct.
 //
 // The mirage module provides new_kernel_graph, new_threadblock_graph and
 // the dtypes float16, bfloat16 and float32, with Mirage's parameter names:
@@ -52,7 +55,12 @@
 // cygraph, calling the graph): the load ends with one warning naming those
 // the program used (runtime.go). Calling superoptimize again on an
 // identical graph with the same arguments (a demo's loop) is the same
-// program.
+// program. Mirage's first API, which its LoRA demo still uses, works too:
+// mi.new_graph() is new_kernel_graph(), and mi.optimize(graph, imaps=...,
+// franges=..., default_config=None, previous_checkpoint=None) is
+// graph.superoptimize(imaps=..., franges=..., config=default_config),
+// inert as well (the generate_triton_program of the graphs Mirage returns
+// is a runtime method).
 //
 //	tb = mi.new_threadblock_graph(grid_dim, block_dim=(128, 1, 1), forloop_range, reduction_dimx)
 //	tb.new_input(dtensor, input_map, forloop_dim, store_in_dmem=False)

@@ -36,6 +36,12 @@ func FuzzLoad(f *testing.F) {
 	for _, tt := range boundCases {
 		f.Add(tt.src)
 	}
+	for _, tt := range identityRewrites {
+		f.Add(tt.in)
+	}
+	for _, tt := range bracketCases {
+		f.Add(tt.src)
+	}
 	f.Add(withFused("O = g.customized([X, W], tb)", "g.mark_output(O[0])"))
 	f.Add(lenientDemo)
 

@@ -16,6 +16,7 @@ import (
 //	@decorator                 ->  __mirage_decorator__(decorator)
 //	assert cond, msg           ->  __mirage_assert__(cond, msg)
 //	x @ w                      ->  x * __mirage_matmul__ * w
+//	x is None, x is not None   ->  x == None, x !=     None (identity.go)
 //
 // A module other than mirage is an inert stub (argparse a working one, see
 // argparse.go), or an error when the load is strict. The decorator and
@@ -69,7 +70,8 @@ type importStmt struct {
 }
 
 // rewritePython returns src with every import statement replaced by
-// assignments and every decorator and assert statement by a call, the
+// assignments, every decorator and assert statement by a call and every
+// identity test against None, True or False by a comparison, the
 // imports of modules other than mirage, and the first error. A strict
 // rewrite refuses those imports.
 func rewritePython(filename, src string, toks []token, strict bool, members []string) (string, []foreignImport, error) {
@@ -82,6 +84,21 @@ func rewritePython(filename, src string, toks []token, strict bool, members []st
 		if closeAt >= 0 && t.off >= closeAt {
 			out.WriteString(src[copied:closeAt] + ")")
 			copied, closeAt = closeAt, -1
+		}
+		if negated, ok := identityTest(toks, i); ok {
+			// x is None -> x == None; x is not None -> x !=     None
+			// (identity.go), keeping every column.
+			out.WriteString(src[copied:t.off])
+			copied = t.end
+			if !negated {
+				out.WriteString("==")
+				continue
+			}
+			not := toks[i+1]
+			out.WriteString("!=" + src[t.end:not.off] + strings.Repeat(" ", len(not.text)))
+			copied = not.end
+			i++
+			continue
 		}
 		if !t.stmtStart && t.is("@") || t.is("@=") {
 			// a @ b -> a * M * b: the same precedence and grouping as

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -252,49 +253,110 @@ func (kg *kgraph) customized(th *starlark.Thread, fn string, args starlark.Tuple
 // generation and caching are accepted and ignored (the load's note names
 // them). The result is inert: demos call the optimized graph and time it.
 func (kg *kgraph) superoptimize(th *starlark.Thread, fn string, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var imaps, omaps, griddims, blockdims, fmaps, franges, config starlark.Value
+	var sp searchParams
 	ignored := make([]starlark.Value, len(superoptRuntimeParams))
-	pairs := []any{"imaps?", &imaps, "omaps?", &omaps, "griddims?", &griddims, "blockdims?", &blockdims,
-		"fmaps?", &fmaps, "franges?", &franges, "verbose?", &ignored[0], "config?", &config}
+	pairs := append(sp.pairs(), "verbose?", &ignored[0], "config?", &sp.config)
 	for i, name := range superoptRuntimeParams[1:] {
 		pairs = append(pairs, name+"?", &ignored[i+1])
 	}
 	if err := starlark.UnpackArgs(fn, args, kwargs, pairs...); err != nil {
 		return nil, err
 	}
-	pos := kg.l.callPos(th)
+	var given []string
+	for i, v := range ignored {
+		if v != nil {
+			given = append(given, superoptRuntimeParams[i])
+		}
+	}
+	return kg.search(th, fn, sp, given)
+}
+
+// optimize(input_graph, *, imaps=None, omaps=None, griddims=None,
+// blockdims=None, fmaps=None, franges=None, previous_checkpoint=None,
+// default_config=None) is Mirage's first API for superoptimize (mirage.
+// optimize, with mirage.new_graph for new_kernel_graph), which its LoRA
+// demo still uses: default_config is config, previous_checkpoint is
+// ignored. Mirage returns the list of optimized graphs; here the result is
+// inert, as superoptimize's is, so a loop over it does nothing.
+func (l *loader) optimize(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	fn := b.Name()
+	if len(args) > 1 {
+		return nil, fmt.Errorf("%s: got %d positional arguments, want 1 (the graph; the others are keyword-only)", fn, len(args))
+	}
+	var kg *kgraph
+	sp := searchParams{configParam: "default_config"}
+	var checkpoint starlark.Value
+	pairs := append([]any{"input_graph", &kg}, sp.pairs()...)
+	pairs = append(pairs, "previous_checkpoint?", &checkpoint, "default_config?", &sp.config)
+	if err := starlark.UnpackArgs(fn, args, kwargs, pairs...); err != nil {
+		return nil, err
+	}
+	var given []string
+	if checkpoint != nil {
+		given = append(given, "previous_checkpoint")
+	}
+	return kg.search(th, fn, sp, given)
+}
+
+// searchParams are the arguments of superoptimize (and optimize) that
+// steer the search; nil when not given.
+type searchParams struct {
+	imaps, omaps, griddims, blockdims, fmaps, franges, config starlark.Value
+
+	configParam string // config's parameter name; "" for "config"
+}
+
+// pairs are the UnpackArgs pairs of the candidate lists, in Mirage's order.
+func (sp *searchParams) pairs() []any {
+	return []any{"imaps?", &sp.imaps, "omaps?", &sp.omaps, "griddims?", &sp.griddims, "blockdims?", &sp.blockdims,
+		"fmaps?", &sp.fmaps, "franges?", &sp.franges}
+}
+
+// args checks and converts the parameters of a call of fn.
+func (sp *searchParams) args(fn string) (SuperoptArgs, error) {
 	var sa SuperoptArgs
 	var err error
-	if config != nil && config != starlark.None {
-		s, ok := starlark.AsString(config)
+	if sp.config != nil && sp.config != starlark.None {
+		s, ok := starlark.AsString(sp.config)
 		if !ok {
-			return nil, argError(fn, "config", wrongType(config, "string or None"))
+			name := cmp.Or(sp.configParam, "config")
+			return sa, argError(fn, name, wrongType(sp.config, "string or None"))
 		}
 		sa.Config = s
 	}
-	if sa.Lists.Grids, err = listOf(fn, "griddims", griddims, gridDim); err != nil {
+	if sa.Lists.Grids, err = listOf(fn, "griddims", sp.griddims, gridDim); err != nil {
+		return sa, err
+	}
+	if sa.Lists.Threads, err = listOf(fn, "blockdims", sp.blockdims, blockDim); err != nil {
+		return sa, err
+	}
+	if sa.Lists.IMaps, err = listOf(fn, "imaps", sp.imaps, tensorMap); err != nil {
+		return sa, err
+	}
+	if sa.Lists.OMaps, err = listOf(fn, "omaps", sp.omaps, tensorMap); err != nil {
+		return sa, err
+	}
+	if sa.Lists.FMaps, err = listOf(fn, "fmaps", sp.fmaps, intIn(-1, ugraph.MaxRank-1)); err != nil {
+		return sa, err
+	}
+	if sa.Lists.FRanges, err = listOf(fn, "franges", sp.franges, intIn(1, ugraph.MaxDim)); err != nil {
+		return sa, err
+	}
+	return sa, nil
+}
+
+// search records a call of fn (superoptimize or optimize) on kg: the
+// search arguments, and the ignored parameters the program gave.
+func (kg *kgraph) search(th *starlark.Thread, fn string, sp searchParams, ignored []string) (starlark.Value, error) {
+	sa, err := sp.args(fn)
+	if err != nil {
 		return nil, err
 	}
-	if sa.Lists.Threads, err = listOf(fn, "blockdims", blockdims, blockDim); err != nil {
-		return nil, err
+	pos := kg.l.callPos(th)
+	for _, name := range ignored {
+		kg.l.ignore(fn+"("+name+"=)", pos)
 	}
-	if sa.Lists.IMaps, err = listOf(fn, "imaps", imaps, tensorMap); err != nil {
-		return nil, err
-	}
-	if sa.Lists.OMaps, err = listOf(fn, "omaps", omaps, tensorMap); err != nil {
-		return nil, err
-	}
-	if sa.Lists.FMaps, err = listOf(fn, "fmaps", fmaps, intIn(-1, ugraph.MaxRank-1)); err != nil {
-		return nil, err
-	}
-	if sa.Lists.FRanges, err = listOf(fn, "franges", franges, intIn(1, ugraph.MaxDim)); err != nil {
-		return nil, err
-	}
-	for i, v := range ignored {
-		if v != nil {
-			kg.l.ignore(fn+"("+superoptRuntimeParams[i]+"=)", pos)
-		}
-	}
+	result := inert{fn + "()"}
 	// A program may superoptimize again, as Mirage's rms_norm demo does in
 	// a loop: the same graph, or another one built the same way, with the
 	// same arguments, is the same program, searched once.
@@ -303,14 +365,14 @@ func (kg *kgraph) superoptimize(th *starlark.Thread, fn string, args starlark.Tu
 		switch {
 		case same:
 			kg.l.ignore("repeated "+fn+" calls on identical graphs (searched once)", pos)
-			return inert{"superoptimize()"}, nil
+			return result, nil
 		case prev == kg:
 			return nil, fmt.Errorf("%s: already called on this graph at %s with other arguments; a program optimizes one graph, once", fn, kg.l.where(kg.superoptPos))
 		}
 		return nil, fmt.Errorf("%s: already called on another kernel graph at %s; a program optimizes one graph", fn, kg.l.where(prev.superoptPos))
 	}
 	kg.superopt, kg.superoptPos, kg.l.super = &sa, pos, kg
-	return inert{"superoptimize()"}, nil
+	return result, nil
 }
 
 // gridDim converts a candidate grid of superoptimize, checked as

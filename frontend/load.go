@@ -123,7 +123,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	}
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
-	toks := lex(text)
+	toks, complete := lexSource(text)
 	code, foreign, err := rewritePython(filename, text, toks, opts.Strict, l.module.AttrNames())
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	}
 	f, err := fileOptions.Parse(filename, code, 0)
 	if err != nil {
-		return nil, l.staticError(err, toks)
+		return nil, l.staticError(err, toks, complete)
 	}
 	if f.Stmts, err = l.desugar(f.Stmts); err != nil {
 		return nil, err
@@ -141,7 +141,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	guardFile(f)
 	prog, err := starlark.FileProgram(f, l.predeclared.Has)
 	if err != nil {
-		return nil, l.staticError(err, toks)
+		return nil, l.staticError(err, toks, complete)
 	}
 	if _, err := prog.Init(l.newThread(), l.predeclared); err != nil {
 		return nil, l.runtimeError(err)
@@ -188,10 +188,19 @@ func newLoader(filename string, opts Options) *loader {
 		"float16":               dtypeValue(ugraph.Float16),
 		"bfloat16":              dtypeValue(ugraph.BFloat16),
 		"float32":               dtypeValue(ugraph.Float32),
+
+		// Mirage's first API, which its LoRA demo uses (kernel.go).
+		"new_graph": starlark.NewBuiltin("new_graph", l.newKernelGraph),
+		"optimize":  starlark.NewBuiltin("optimize", l.optimize),
 	}}
 	l.addRuntime(l.module.Members)
 	l.predeclared = starlark.StringDict{
 		"__name__": starlark.String("__main__"),
+		// The program's path as Load was given it, for scripts that find
+		// their directory (os.path.dirname(os.path.realpath(__file__)),
+		// inert here). Python 3.9+ makes a script's __file__ absolute;
+		// this one is not, so that no load reads the working directory.
+		"__file__": starlark.String(filename),
 		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
 		whileName:  starlark.True, // see guardStmt
 	}
@@ -271,24 +280,34 @@ func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args star
 }
 
 // staticError converts a syntax or name-resolution error, naming the
-// Python construct behind it when there is one.
-func (l *loader) staticError(err error, toks []token) error {
+// bracket or Python construct behind it when there is one; complete says
+// whether toks reach the end of the source.
+func (l *loader) staticError(err error, toks []token, complete bool) error {
 	var pos syntax.Position
 	var msg string
 	var serr syntax.Error
 	var rerr resolve.ErrorList
+	isSyntax := false
 	switch {
 	case errors.As(err, &serr):
-		pos, msg = serr.Pos, serr.Msg
+		pos, msg, isSyntax = serr.Pos, serr.Msg, true
 	case errors.As(err, &rerr):
 		pos, msg = rerr[0].Pos, rerr[0].Msg
 	default:
 		return &Error{Filename: l.filename, Msg: err.Error()}
 	}
+	before := func(c *construct) bool {
+		return c.line < int(pos.Line) || c.line == int(pos.Line) && c.col <= int(pos.Col)
+	}
+	// A bracket left open, or closed by the wrong one, explains a syntax
+	// error at or after it: the error Python would give.
+	if b := bracketError(toks, complete); isSyntax && b != nil && before(b) {
+		return &Error{Filename: l.filename, Line: b.line, Col: b.col, Msg: b.msg}
+	}
 	// The first unsupported construct explains the error if Starlark
 	// stumbled on it or after it.
 	if cs := findConstructs(toks); len(cs) > 0 {
-		if c := cs[0]; c.line < int(pos.Line) || c.line == int(pos.Line) && c.col <= int(pos.Col) {
+		if c := cs[0]; before(&c) {
 			return &Error{Filename: l.filename, Line: c.line, Msg: c.msg}
 		}
 	}

@@ -397,7 +397,7 @@ func TestStubs(t *testing.T) {
 
 func TestPython(t *testing.T) {
 	// The Python a program may use: functions, loops, while, tuples,
-	// reassignment, sets, recursion, __name__, print.
+	// reassignment, sets, recursion, __name__, __file__, print.
 	var out bytes.Buffer
 	p := mustLoad(t, src(
 		"import mirage as mi",
@@ -417,7 +417,7 @@ func TestPython(t *testing.T) {
 		"seen = set([x.num_dims, x.dim(0), x.dim(1)])",
 		"if __name__ == \"__main__\":",
 		"    g.mark_output(x)",
-		"    print('rank', x.num_dims, x.dtype == mi.float16, sorted(seen), n)",
+		"    print('rank', x.num_dims, x.dtype == mi.float16, sorted(seen), n, __file__)",
 	), Options{Stdout: &out})
 	if got := outputShapes(p); !slices.Equal(got, []ugraph.Shape{ugraph.MustShape(8, 64)}) {
 		t.Errorf("outputs %v", got)
@@ -425,7 +425,7 @@ func TestPython(t *testing.T) {
 	if got := len(p.Graph.Ops); got != 4+3*2 {
 		t.Errorf("%d ops, want 10", got)
 	}
-	if got, want := out.String(), "rank 2 True [2, 8, 64] 3\n"; got != want {
+	if got, want := out.String(), "rank 2 True [2, 8, 64] 3 prog.py\n"; got != want {
 		t.Errorf("printed %q, want %q", got, want)
 	}
 }

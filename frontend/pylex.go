@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -39,10 +40,11 @@ func (t token) stringPrefix() string {
 }
 
 type lexer struct {
-	src   string
-	pos   int // next byte to read
-	depth int
-	toks  []token
+	src      string
+	pos      int // next byte to read
+	depth    int
+	toks     []token
+	complete bool // the source lexed to its end
 	// A cursor that converts byte offsets into lines and columns; tokens
 	// arrive in source order, so it only moves forward.
 	curOff, curLine, curCol int
@@ -51,9 +53,16 @@ type lexer struct {
 // lex splits src into tokens. It stops at the first unterminated string;
 // the tokens before it are still returned.
 func lex(src string) []token {
+	toks, _ := lexSource(src)
+	return toks
+}
+
+// lexSource is lex, and reports whether the source lexed to its end (no
+// unterminated string).
+func lexSource(src string) ([]token, bool) {
 	lx := &lexer{src: src, curLine: 1, curCol: 1}
 	lx.run()
-	return lx.toks
+	return lx.toks, lx.complete
 }
 
 func (lx *lexer) run() {
@@ -98,6 +107,7 @@ func (lx *lexer) run() {
 		}
 	}
 	lx.endLine(len(src))
+	lx.complete = true
 }
 
 // endLine ends the logical line at offset off, unless brackets are open or
@@ -228,3 +238,41 @@ func isStringPrefix(p string) bool {
 	}
 	return false
 }
+
+// bracketError returns Python's error for the first closing bracket that
+// matches no opening one, or else, in a source that lexed to its end, for
+// the innermost bracket never closed; nil if the brackets pair up. Starlark
+// stumbles on such mistakes later ("got identifier, want ','" at the next
+// statement, for a call left open) and names neither bracket.
+func bracketError(toks []token, complete bool) *construct {
+	var open []token
+	for _, t := range toks {
+		if t.kind != tokOp {
+			continue
+		}
+		switch t.text {
+		case "(", "[", "{":
+			open = append(open, t)
+		case ")", "]", "}":
+			if len(open) == 0 {
+				return &construct{t.line, t.col, fmt.Sprintf("unmatched '%s'", t.text)}
+			}
+			o := open[len(open)-1]
+			open = open[:len(open)-1]
+			if closing[o.text] != t.text {
+				msg := fmt.Sprintf("closing parenthesis '%s' does not match opening parenthesis '%s'", t.text, o.text)
+				if o.line != t.line {
+					msg += fmt.Sprintf(" on line %d", o.line)
+				}
+				return &construct{t.line, t.col, msg}
+			}
+		}
+	}
+	if !complete || len(open) == 0 {
+		return nil
+	}
+	o := open[len(open)-1]
+	return &construct{o.line, o.col, fmt.Sprintf("'%s' was never closed", o.text)}
+}
+
+var closing = map[string]string{"(": ")", "[": "]", "{": "}"}

@@ -55,6 +55,7 @@ var kgraphRuntimeMethods = []string{
 	"visualize", "to_json", "compile", "cuda_call", "triton_call", "valid_kernels",
 	"get_error_message", "get_owner_independent_hash", "get_input_dtensors",
 	"get_input_dtensor_shape_and_stride", "get_num_inputs",
+	"generate_triton_program", // the graphs of Mirage's first API (mirage.optimize)
 }
 
 // kgraphRuntimeAttrs are attributes of Mirage's KNGraph: the Cython graph

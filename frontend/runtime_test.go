@@ -67,6 +67,47 @@ func TestRuntimeAPI(t *testing.T) {
 	}
 }
 
+// Mirage's first API, which its LoRA demo uses: mi.new_graph, mi.optimize
+// and the generate_triton_program of the graphs it returns.
+func TestFirstAPI(t *testing.T) {
+	prog := src(
+		"import mirage as mi",
+		"graph = mi.new_graph()",
+		"X = graph.new_input(dims=(16, 256), dtype=mi.float16)",
+		"A = graph.new_input(dims=(256, 16), dtype=mi.float16)",
+		"B = graph.new_input(dims=(16, 4096), dtype=mi.float16)",
+		"E = graph.matmul(graph.matmul(X, A), B)",
+		"graph.generate_triton_program('before.py')",
+		"graphs = mi.optimize(graph, imaps=[(0, -1, -1)], griddims=[(16, 1, 1)], fmaps=[-1], franges=[1, 4],",
+		"    default_config='lora', previous_checkpoint='lora.json')",
+		"for i, g in enumerate(graphs):",
+		"    g.generate_triton_program('generated_program_{}.py'.format(i))",
+		"print(len(graphs), graphs)",
+	)
+	var out bytes.Buffer
+	p := mustLoad(t, prog, Options{Stdout: &out})
+	if got := kinds(p.Graph); !slices.Equal(got, []ugraph.OpKind{ugraph.OpInput, ugraph.OpInput, ugraph.OpInput, ugraph.OpMatmul, ugraph.OpMatmul}) {
+		t.Errorf("ops %v", got)
+	}
+	s := p.Superopt
+	if s == nil || s.Config != "lora" || !slices.Equal(s.Lists.IMaps, []block.Map{{0, -1, -1}}) || !slices.Equal(s.Lists.Grids, []block.Dim3{{16, 1, 1}}) ||
+		!slices.Equal(s.Lists.FMaps, []int{-1}) || !slices.Equal(s.Lists.FRanges, []int{1, 4}) || s.Lists.OMaps != nil || s.Lists.Threads != nil {
+		t.Errorf("Superopt = %+v", s)
+	}
+	want := "prog.py:7: ignored, as they concern Mirage's GPU runtime, not the search: graph.generate_triton_program, optimize(previous_checkpoint=)"
+	if len(p.Warnings) != 1 || p.Warnings[0] != want {
+		t.Errorf("warnings %q\nwant %q", p.Warnings, want)
+	}
+	if got := out.String(); got != "0 <inert optimize()>\n" {
+		t.Errorf("printed %q", got)
+	}
+	// Without a config, and optimize called again on the same graph.
+	q := mustLoad(t, withHeader("Y = g.matmul(X, W)", "for _ in range(2):", "    mi.optimize(g)"), Options{})
+	if q.Superopt == nil || q.Superopt.Config != "" || len(q.Warnings) != 1 || !strings.Contains(q.Warnings[0], "repeated optimize calls") {
+		t.Errorf("Superopt %+v, warnings %q", q.Superopt, q.Warnings)
+	}
+}
+
 // Mirage's rms_norm demo superoptimizes the same graph, rebuilt, in a
 // loop: one program, searched once.
 func TestRepeatedSuperoptimize(t *testing.T) {

@@ -41,6 +41,8 @@ func TestScripts(t *testing.T) {
 		{"asserts.py", nil, []ugraph.Shape{s(16, 128), s(128, 64)}, 2, "mlp", ""},
 		{"main_guard.py", nil, []ugraph.Shape{s(8, 256), s(8, 256), s(8, 256)}, 5, "", "superoptimize(previous_checkpoint=)"},
 		{"main_guard.py", []string{"-b", "2", "--checkpoint", "ntrans.json"}, []ugraph.Shape{s(2, 256), s(2, 256), s(2, 256)}, 5, "", ""},
+		{"first_api.py", nil, []ugraph.Shape{s(8, 64), s(64, 128), s(64, 8), s(8, 128)}, 3, "lora", "graph.generate_triton_program"},
+		{"first_api.py", []string{"--checkpoint", "lora.json", "--out-dir", "out"}, []ugraph.Shape{s(8, 64), s(64, 128), s(64, 8), s(8, 128)}, 3, "", "optimize(previous_checkpoint=)"},
 		{"moe.py", nil, []ugraph.Shape{s(8, 8, 4096), s(8, 4096, 4096), s(8, 4096, 4096)}, 3, "", "superoptimize(backend=)"},
 		{"moe.py", []string{"--experts", "2", "--hidden", "64"}, []ugraph.Shape{s(2, 8, 64), s(2, 64, 64), s(2, 64, 64)}, 3, "", ""},
 	}

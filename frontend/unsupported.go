@@ -38,7 +38,6 @@ var keywordConstructs = map[string]string{
 	"yield":    unsupported("generators (`yield`) are", "build and return a list"),
 	"async":    unsupported("`async` functions are", ""),
 	"await":    unsupported("`await` expressions are", ""),
-	"is":       unsupported("the `is` operator is", "use == or !="),
 }
 
 var (
@@ -47,6 +46,8 @@ var (
 	msgAnnotation = unsupported("type annotations are", "")
 	msgLoopElse   = unsupported("`else` clauses on `for`/`while` loops are", "")
 	msgFString    = unsupported("f-strings are", `use str(x), + or "%d" % x`)
+	msgIs         = unsupported("the `is` operator is",
+		"only `x is None`, `x is not None` and the like with True or False are (as == and !=); compare other values with == or !=")
 )
 
 // findConstructs returns the uses of Python constructs Starlark lacks, in
@@ -68,6 +69,9 @@ func findConstructs(toks []token) []construct {
 		case tokName:
 			if msg, ok := keywordConstructs[t.text]; ok {
 				add(t, msg)
+			}
+			if _, ok := identityTest(toks, i); t.text == "is" && !ok {
+				add(t, msgIs) // x is y; not x is None, which rewritePython takes
 			}
 			if t.lineStart {
 				if t.text == "else" && elseOfLoop(lines, t.col-1) {

@@ -48,6 +48,7 @@ func TestMirageStyleScripts(t *testing.T) {
 		{"decorators.py", nil},
 		{"asserts.py", nil},
 		{"main_guard.py", []string{"-b", "4"}},
+		{"first_api.py", nil},
 	}
 	for _, tt := range tests {
 		dir := t.TempDir()
