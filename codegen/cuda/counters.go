@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -285,14 +284,14 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 // WriteCountersTable prints the counters of each kernel launch for a
 // human: per tensor the bytes requested against its size, then the total
 // against the ideal (each input read once, each output written once), the
-// coalescing (bytes used over bytes moved) and the shared-memory bank
-// conflicts per request.
+// coalescing (bytes used over bytes moved), the shared-memory bank
+// conflicts per request, and whether the weights pass WeightProblems.
 func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	var b strings.Builder
 	for _, c := range cs {
 		k := res.Kernels[c.Kernel]
-		fmt.Fprintf(tw, "kernel %d: %s (%s)\n", c.Kernel, k.What, k.Name)
-		fmt.Fprintf(tw, "\ttensor\t\tsize\tloaded\tstored\trequested/size\tload coalescing\t\n")
+		fmt.Fprintf(&b, "kernel %d: %s, %s\n", c.Kernel, k.What, k.Name)
+		fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %16s\n", "tensor", "size", "loaded", "stored", "requested/size", "load coalescing")
 		for _, t := range c.Tensors {
 			name := t.Tensor
 			if name == "" {
@@ -300,15 +299,23 @@ func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
 			} else if t.Role >= 0 {
 				name += " " + t.Role.String()
 			}
-			fmt.Fprintf(tw, "\t%s\t\t%s\t%s\t%s\t%s\t%s\t\n", name, mib(t.Bytes), mib(t.Load.Bytes()), mib(t.Store.Bytes()),
+			fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %16s\n", name, mib(t.Bytes), mib(t.Load.Bytes()), mib(t.Store.Bytes()),
 				times(t.Requested(), t.Bytes), pct(t.LoadCoalescing(), t.Load.Sectors > 0))
 		}
-		fmt.Fprintf(tw, "\ttotal\t\tideal %s\tmoved %s\t\t%s\tcoalescing %s\t\n", mib(c.IdealBytes), mib(c.MovedBytes()),
+		fmt.Fprintf(&b, "  total: moved %s, ideal %s (%s), coalescing %s\n", mib(c.MovedBytes()), mib(c.IdealBytes),
 			times(c.MovedBytes(), c.IdealBytes), pct(c.Coalescing(), c.MovedBytes() > 0))
-		fmt.Fprintf(tw, "\tshared memory\t\t%d requests\t%d bank conflicts\t%.2f per request\t\tcp.async %s\t\n",
+		fmt.Fprintf(&b, "  shared memory: %d requests, %d bank conflicts (%.2f per request); cp.async %s\n",
 			c.SharedRequests, c.BankConflicts(), c.BankConflictsPerAccess(), mib(c.CpAsyncBytes))
+		if wt, ok := c.Weights(); ok {
+			verdict := "ok"
+			if p := c.WeightProblems(); len(p) > 0 {
+				verdict = "POOR: " + strings.Join(p, "; ")
+			}
+			fmt.Fprintf(&b, "  weights (largest input %s): %s\n", wt.Tensor, verdict)
+		}
 	}
-	return tw.Flush()
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 func mib(b int64) string {
@@ -325,7 +332,7 @@ func times(a, b int64) string {
 	if b == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3fx", float64(a)/float64(b))
+	return fmt.Sprintf("%.2fx", float64(a)/float64(b))
 }
 
 func pct(f float64, ok bool) string {
