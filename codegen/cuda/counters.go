@@ -93,9 +93,13 @@ func (c *Counters) Coalescing() float64 {
 // BankConflicts is the shared-memory wavefronts past one per phase.
 func (c *Counters) BankConflicts() int64 { return c.SharedWavefronts - c.SharedPhases }
 
-// BankConflictsPerAccess is BankConflicts per warp-level shared request.
+// BankConflictsPerAccess is BankConflicts per warp-level shared request
+// (0 without any).
 func (c *Counters) BankConflictsPerAccess() float64 {
-	return ratio(c.BankConflicts(), c.SharedRequests)
+	if c.SharedRequests == 0 {
+		return 0
+	}
+	return float64(c.BankConflicts()) / float64(c.SharedRequests)
 }
 
 // Tensor returns the traffic to the tensor named name ("t3").
@@ -152,6 +156,7 @@ func (c *Counters) WeightProblems() []string {
 // LoadCoalescing is the bytes used over the bytes moved by the loads of t.
 func (t TensorTraffic) LoadCoalescing() float64 { return ratio(t.Load.Used, t.Load.Bytes()) }
 
+// ratio is a/b for bytes used over bytes moved: 1 when nothing moved.
 func ratio(a, b int64) float64 {
 	if b == 0 {
 		return 1

@@ -89,3 +89,50 @@ func TestCountersCatchBadTilings(t *testing.T) {
 		})
 	}
 }
+
+// TestCountersArithmetic checks the figures Counters derives from what
+// the emulator counted.
+func TestCountersArithmetic(t *testing.T) {
+	w := TensorTraffic{Tensor: "t1", Role: RoleInput, Bytes: 1 << 20, Load: Traffic{Requests: 1 << 12, Sectors: 1 << 15, Used: 1 << 20}}
+	tests := []struct {
+		name       string
+		c          Counters
+		moved      int64
+		coalescing float64
+		conflicts  float64
+		weights    string
+		problems   int
+	}{
+		{name: "nothing moved", c: Counters{Tensors: []TensorTraffic{{Tensor: "t0", Bytes: 64}}, Inputs: 1},
+			coalescing: 1, weights: "t0"},
+		{name: "weights once, output in half sectors",
+			c: Counters{Tensors: []TensorTraffic{{Tensor: "t0", Bytes: 4096, Load: Traffic{1, 128, 4096}}, w,
+				{Tensor: "t2", Role: RoleOutput, Bytes: 4096, Store: Traffic{Requests: 16, Sectors: 256, Used: 4096}}},
+				Inputs: 2, SharedRequests: 10, SharedPhases: 10, SharedWavefronts: 15},
+			moved: 32 * (128 + 1<<15 + 256), coalescing: float64(4096+1<<20+4096) / float64(32*(128+1<<15+256)),
+			conflicts: 0.5, weights: "t1"},
+		{name: "weights twice, a quarter used",
+			c:     Counters{Tensors: []TensorTraffic{{Tensor: "t1", Bytes: 1 << 20, Load: Traffic{1, 1 << 16, 1 << 19}}}, Inputs: 1},
+			moved: 1 << 21, coalescing: 0.25, weights: "t1", problems: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.c
+			if got := c.MovedBytes(); got != tt.moved {
+				t.Errorf("moved %d, want %d", got, tt.moved)
+			}
+			if got := c.Coalescing(); got != tt.coalescing {
+				t.Errorf("coalescing %v, want %v", got, tt.coalescing)
+			}
+			if got := c.BankConflictsPerAccess(); got != tt.conflicts {
+				t.Errorf("conflicts per access %v, want %v", got, tt.conflicts)
+			}
+			if got, ok := c.Weights(); !ok || got.Tensor != tt.weights {
+				t.Errorf("weights %v (%v), want %s", got.Tensor, ok, tt.weights)
+			}
+			if got := c.WeightProblems(); len(got) != tt.problems {
+				t.Errorf("problems %q, want %d", got, tt.problems)
+			}
+		})
+	}
+}
