@@ -32,6 +32,34 @@
 #define MIRAGE_DYNAMIC_SMEM(name) extern __shared__ __align__(128) unsigned char name[]
 #endif
 
+// Access points. Every element access to global or shared memory of the
+// emitted code and of the kernels below goes through one, so that the CPU
+// emulator can count the accesses (under MIRAGE_EMU_COUNTERS) by site, as
+// a warp issues them; with nvcc each is the access itself. x is an lvalue:
+//   MIRAGE_LDG(x)   loads x from global memory      (ld.global)
+//   MIRAGE_STG(x)   is x, to be stored to (st.global): MIRAGE_STG(p[i]) = v;
+//   MIRAGE_LDS(x), MIRAGE_STS(x)   the same in shared memory
+//   MIRAGE_RMWS(x)  is x, loaded and stored (x += v) in shared memory
+// store2, add2 and the PTX wrappers (cp.async, ldmatrix) count their own.
+#if defined(MIRAGE_EMULATE)
+#define MIRAGE_LDG(x) (*mirage_emu::traced(__COUNTER__, mirage_emu::GlobalMem, mirage_emu::Load, &(x)))
+#define MIRAGE_STG(x) (*mirage_emu::traced(__COUNTER__, mirage_emu::GlobalMem, mirage_emu::Store, &(x)))
+#define MIRAGE_LDS(x) (*mirage_emu::traced(__COUNTER__, mirage_emu::SharedMem, mirage_emu::Load, &(x)))
+#define MIRAGE_STS(x) (*mirage_emu::traced(__COUNTER__, mirage_emu::SharedMem, mirage_emu::Store, &(x)))
+#define MIRAGE_RMWS(x) (*mirage_emu::traced_rmw(__COUNTER__, mirage_emu::SharedMem, &(x)))
+// The call site of a runtime function, for the emulator's counters.
+#define MIRAGE_SITE_PARAMS , const char *site_file = __builtin_FILE(), int site_line = __builtin_LINE()
+#define MIRAGE_SITE_ARGS , site_file, site_line
+#else
+#define MIRAGE_LDG(x) (x)
+#define MIRAGE_STG(x) (x)
+#define MIRAGE_LDS(x) (x)
+#define MIRAGE_STS(x) (x)
+#define MIRAGE_RMWS(x) (x)
+#define MIRAGE_SITE_PARAMS
+#define MIRAGE_SITE_ARGS
+#endif
+
 namespace mirage {
 
 // ---------------------------------------------------------------------------
@@ -51,18 +79,38 @@ template <> __device__ __forceinline__ float from_f32<float>(float x) { return x
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
+#if defined(MIRAGE_EMULATE)
+// trace2 records a two-element access at p by the calling site of store2
+// or add2, in the memory p is in.
+template <typename T> inline void trace2(const char* file, int line, mirage_emu::Dir dir, const T* p) {
+  mirage_emu::traced_line(file, line, dir, p, 2 * sizeof(T));
+}
+#define MIRAGE_TRACE2(dir, p) trace2(site_file, site_line, mirage_emu::dir, p)
+#else
+#define MIRAGE_TRACE2(dir, p) ((void)0)
+#endif
+
 // store2 writes a and b to p[0] and p[1]; p must be aligned to two elements.
-__device__ __forceinline__ void store2(float* p, float a, float b) { *reinterpret_cast<float2*>(p) = make_float2(a, b); }
-__device__ __forceinline__ void store2(__half* p, float a, float b) { *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b); }
-__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+__device__ __forceinline__ void store2(float* p, float a, float b MIRAGE_SITE_PARAMS) {
+  MIRAGE_TRACE2(Store, p);
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+__device__ __forceinline__ void store2(__half* p, float a, float b MIRAGE_SITE_PARAMS) {
+  MIRAGE_TRACE2(Store, p);
+  *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+}
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b MIRAGE_SITE_PARAMS) {
+  MIRAGE_TRACE2(Store, p);
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
 // add2 adds a and b to p[0] and p[1] (fp32 accumulators; p 8-byte aligned).
-__device__ __forceinline__ void add2(float* p, float a, float b) {
+__device__ __forceinline__ void add2(float* p, float a, float b MIRAGE_SITE_PARAMS) {
+  MIRAGE_TRACE2(Load, p);
   float2 v = *reinterpret_cast<float2*>(p);
   v.x += a;
   v.y += b;
+  MIRAGE_TRACE2(Store, p);
   *reinterpret_cast<float2*>(p) = v;
 }
 
@@ -105,12 +153,12 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 #if defined(MIRAGE_EMULATE)
 
-template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const void* src) {
+template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const void* src MIRAGE_SITE_PARAMS) {
   static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-  mirage_emu::cp_async(dst, src, BYTES, BYTES);
+  mirage_emu::cp_async(dst, src, BYTES, BYTES MIRAGE_SITE_ARGS);
 }
-__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
-  mirage_emu::cp_async(dst, src, 16, valid ? 16 : 0);
+__device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid MIRAGE_SITE_PARAMS) {
+  mirage_emu::cp_async(dst, src, 16, valid ? 16 : 0 MIRAGE_SITE_ARGS);
 }
 __device__ __forceinline__ void cp_async_commit() { mirage_emu::cp_async_commit(); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { mirage_emu::cp_async_wait(N); }
@@ -285,7 +333,7 @@ struct Dims4 {
 // above with the op's scalars), to every element.
 template <typename T, typename F>
 __global__ void __launch_bounds__(256) unary_kernel(T* __restrict__ out, const T* __restrict__ x, long long n, F f) {
-  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) out[e] = from_f32<T>(f(to_f32(x[e])));
+  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) MIRAGE_STG(out[e]) = from_f32<T>(f(to_f32(MIRAGE_LDG(x[e]))));
 }
 
 template <typename T, typename F>
@@ -301,7 +349,7 @@ __global__ void __launch_bounds__(256) binary_kernel(T* __restrict__ out, const 
       xo += i * xs.d[d];
       yo += i * ys.d[d];
     }
-    out[e] = from_f32<T>(f(to_f32(x[xo]), to_f32(y[yo])));
+    MIRAGE_STG(out[e]) = from_f32<T>(f(to_f32(MIRAGE_LDG(x[xo])), to_f32(MIRAGE_LDG(y[yo]))));
   }
 }
 
@@ -313,9 +361,9 @@ __global__ void __launch_bounds__(256) reduce_rows_kernel(T* __restrict__ out, c
   const int lane = threadIdx.x % 32;
   for (long long r = blockIdx.x * 8ll + threadIdx.x / 32; r < rows; r += 8ll * gridDim.x) {
     float s = 0.0f;
-    for (int j = lane; j < n; j += 32) s += to_f32(x[r * n + j]);
+    for (int j = lane; j < n; j += 32) s += to_f32(MIRAGE_LDG(x[r * n + j]));
     s = warp_sum(s);
-    if (lane == 0) out[r] = from_f32<T>(s);
+    if (lane == 0) MIRAGE_STG(out[r]) = from_f32<T>(s);
   }
 }
 
@@ -329,8 +377,8 @@ __global__ void __launch_bounds__(256) reduce_mid_kernel(T* __restrict__ out, co
     const long long o = e / inner, i = e % inner;
     const T* p = x + o * n * inner + i;
     float s = 0.0f;
-    for (int j = 0; j < n; ++j) s += to_f32(p[j * inner]);
-    out[e] = from_f32<T>(s);
+    for (int j = 0; j < n; ++j) s += to_f32(MIRAGE_LDG(p[j * inner]));
+    MIRAGE_STG(out[e]) = from_f32<T>(s);
   }
 }
 
@@ -344,18 +392,18 @@ __global__ void __launch_bounds__(256) rms_norm_kernel(T* __restrict__ out, cons
     const T* xr = x + r * n;
     float s = 0.0f;
     for (int j = threadIdx.x; j < n; j += 256) {
-      const float v = to_f32(xr[j]);
+      const float v = to_f32(MIRAGE_LDG(xr[j]));
       s += v * v;
     }
     s = warp_sum(s);
-    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = s;
+    if (threadIdx.x % 32 == 0) MIRAGE_STS(partial[threadIdx.x / 32]) = s;
     __syncthreads();
     float ss = 0.0f;
 #pragma unroll
-    for (int w = 0; w < 8; ++w) ss += partial[w];
+    for (int w = 0; w < 8; ++w) ss += MIRAGE_LDS(partial[w]);
     __syncthreads();  // partial is rewritten by the next row
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(n));
-    for (int j = threadIdx.x; j < n; j += 256) out[r * n + j] = from_f32<T>(to_f32(xr[j]) * inv);
+    for (int j = threadIdx.x; j < n; j += 256) MIRAGE_STG(out[r * n + j]) = from_f32<T>(to_f32(MIRAGE_LDG(xr[j])) * inv);
   }
 }
 
@@ -453,14 +501,14 @@ __global__ void __launch_bounds__(256) gemm_simt_kernel(T* __restrict__ C, const
   const int row = blockIdx.y * 16 + tr, col = blockIdx.x * 16 + tc;
   float s = 0.0f;
   for (int k0 = 0; k0 < K; k0 += 16) {
-    sa[tr][tc] = row < M && k0 + tc < K ? to_f32(A[static_cast<long long>(row) * K + k0 + tc]) : 0.0f;
-    sb[tr][tc] = k0 + tr < K && col < N ? to_f32(B[static_cast<long long>(k0 + tr) * N + col]) : 0.0f;
+    MIRAGE_STS(sa[tr][tc]) = row < M && k0 + tc < K ? to_f32(MIRAGE_LDG(A[static_cast<long long>(row) * K + k0 + tc])) : 0.0f;
+    MIRAGE_STS(sb[tr][tc]) = k0 + tr < K && col < N ? to_f32(MIRAGE_LDG(B[static_cast<long long>(k0 + tr) * N + col])) : 0.0f;
     __syncthreads();
 #pragma unroll
-    for (int k = 0; k < 16; ++k) s += sa[tr][k] * sb[k][tc];
+    for (int k = 0; k < 16; ++k) s += MIRAGE_LDS(sa[tr][k]) * MIRAGE_LDS(sb[k][tc]);
     __syncthreads();
   }
-  if (row < M && col < N) C[static_cast<long long>(row) * N + col] = from_f32<T>(s);
+  if (row < M && col < N) MIRAGE_STG(C[static_cast<long long>(row) * N + col]) = from_f32<T>(s);
 }
 
 }  // namespace mirage

@@ -396,6 +396,47 @@ def md_escape(s):
     return str(s).replace("|", "\\|").replace("\n", " ")
 
 
+def counters_summary(manifest):
+    """The emulator's counters (`mirage emit --counters --json`) of an
+    entry, summed over its kernels: bytes moved (32-byte sectors per warp
+    request, no cache), the ideal bytes (each input read once, each output
+    written once), coalescing (bytes used over bytes moved), bank conflicts
+    per shared request, and each graph-defined kernel's weight problems.
+    None when the manifest has no counters (prepare.sh without g++)."""
+    kernels = (manifest or {}).get("kernels") or []
+    if not kernels or any(not k.get("counters") for k in kernels):
+        return None
+    moved = ideal = used = requests = conflicts = 0
+    problems = []
+    for i, k in enumerate(kernels):
+        c = k["counters"]
+        moved += c["moved_bytes"]
+        ideal += c["ideal_bytes"]
+        used += c.get("used_bytes", 0)
+        requests += c.get("shared_requests", 0)
+        conflicts += c.get("bank_conflicts", 0)
+        if k.get("what") == "graph-defined":
+            problems += ["kernel %d: %s" % (i, p) for p in c.get("weight_problems") or []]
+    return {
+        "moved_bytes": moved,
+        "ideal_bytes": ideal,
+        "coalescing": used / moved if moved else None,
+        "bank_conflicts_per_access": conflicts / requests if requests else 0.0,
+        "weight_problems": problems,
+    }
+
+
+def fmt_mb(b):
+    return "n/a" if b is None else "%.2f" % (b / 1e6)
+
+
+def fmt_bandwidth(moved, us):
+    """GB/s of moved bytes in us microseconds."""
+    if moved is None or us is None or us <= 0:
+        return "n/a"
+    return "%.0f" % (moved / us / 1e3)
+
+
 TABLE_COLUMNS = [
     "entry",
     "program",
@@ -404,6 +445,8 @@ TABLE_COLUMNS = [
     "max rel err",
     "mirage µs",
     "model µs",
+    "moved MB",
+    "GB/s",
     "eager µs",
     "compile µs",
     "speedup vs eager",
@@ -417,6 +460,7 @@ def format_table(results):
     rows = [TABLE_COLUMNS, ["---"] * len(TABLE_COLUMNS)]
     for r in results:
         status = r["status"] if r["status"] == "ok" else "FAIL: " + (r.get("reason") or "")
+        moved = (r.get("counters") or {}).get("moved_bytes")
         rows.append(
             [
                 r["entry"],
@@ -426,6 +470,8 @@ def format_table(results):
                 fmt_err(r.get("max_rel_err")),
                 fmt_us(r.get("mirage_us")),
                 fmt_us(r.get("estimated_us")),
+                fmt_mb(moved),
+                fmt_bandwidth(moved, r.get("mirage_us")),
                 fmt_us(r.get("eager_us")),
                 fmt_us(r.get("compile_us")),
                 fmt_speedup(r.get("eager_us"), r.get("mirage_us")),
@@ -857,6 +903,7 @@ def base_result(e):
         "arch": m.get("arch") or e.meta.get("arch"),
         "kernels": len(m["kernels"]) if "kernels" in m else None,
         "kernel_launches": m.get("kernels"),
+        "counters": counters_summary(m),
         "status": "ok",
         "reason": "",
         "warnings": [],

@@ -33,6 +33,9 @@
 #                           result may come from a search with another time limit)
 #   MIRAGE_WORKLOADS        which workloads (default: all six: rmsnorm_matmul gated_mlp
 #                           gqa qknorm_gqa lora ntrans)
+#   MIRAGE_COUNTERS         1: emit --counters (each entry run once in the CPU emulator,
+#                           seconds each, for the harness's "moved MB" and "GB/s");
+#                           0: not; default: 1 where g++ is on PATH
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -53,6 +56,10 @@ top_k=${MIRAGE_TOP_K:-4}
 time_limit=${MIRAGE_TIME_LIMIT:-60s}
 superopt_flags=${MIRAGE_SUPEROPT_FLAGS---no-cache}
 workloads=${MIRAGE_WORKLOADS:-rmsnorm_matmul gated_mlp gqa qknorm_gqa lora ntrans}
+counters=${MIRAGE_COUNTERS:-}
+if [ -z "$counters" ]; then
+	if command -v g++ >/dev/null; then counters=1; else counters=0; fi
+fi
 
 case $top_k in '' | *[!0-9]*) echo "prepare.sh: MIRAGE_TOP_K=$top_k is not a number" >&2; exit 2 ;; esac
 
@@ -105,6 +112,7 @@ emit_entry() {
 	mkdir -p "$edir"
 	local args=(emit "$file" -o "$edir" --arch "$arch" --json)
 	[ -n "$cand" ] && args+=(--candidate "$cand")
+	[ "$counters" = 1 ] && args+=(--counters)
 	local ok=true
 	if "$mirage" "${args[@]}" >"$edir/manifest.json.tmp" 2>"$edir/emit.log"; then
 		mv "$edir/manifest.json.tmp" "$edir/manifest.json"

@@ -12,6 +12,7 @@ import (
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -24,6 +25,7 @@ type emitFlags struct {
 	singleFile bool
 	name       string
 	asJSON     bool
+	counters   bool
 }
 
 func newEmitCmd() *cobra.Command {
@@ -47,7 +49,18 @@ FILE is a .ugraph.json (from superopt: --candidate picks the graph, 0 the
 best) or a .py program, typically a hand-written μGraph. Files are written
 only when the whole program lowers; a kernel over the architecture's shared
 memory is an error naming it. --json prints a manifest: the files, the
-kernels with their launches, and the tensors the entry point takes.`,
+kernels with their launches, and the tensors the entry point takes.
+
+--counters also builds the code for mirage's CPU emulator (with g++; no GPU
+or CUDA toolkit), runs it once on random inputs and prints, per kernel, what
+it moves through memory as a GPU would serve its warps' requests (32-byte
+sectors, no cache): per device tensor the bytes requested against its
+size; the total against the ideal (each input read once, each output
+written once); coalescing (bytes used over bytes moved); shared-memory bank
+conflicts per request; and cp.async bytes. A kernel whose largest input
+(its weights) is requested above 1.05x its size, or loaded below 90%
+coalescing, is flagged. With --json each kernel of the manifest has them as
+"counters".`,
 		Args: f.load.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
@@ -59,6 +72,7 @@ kernels with their launches, and the tensors the entry point takes.`,
 	fl.BoolVar(&f.singleFile, "single-file", false, "inline the device runtime into NAME.cu")
 	fl.StringVar(&f.name, "name", "", "the NAME of the files and of mirage_NAME (default: the program's name), so that several candidates can be linked together")
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
+	fl.BoolVar(&f.counters, "counters", false, "run the code in the CPU emulator (needs g++) and report each kernel's memory traffic")
 	return cmd
 }
 
@@ -75,14 +89,35 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	if f.name != "" {
 		name = f.name
 	}
+	if f.counters {
+		if _, err := templates.EmulatorCompiler(); err != nil {
+			return fmt.Errorf("--counters: %v", err)
+		}
+	}
 	res, err := emitFiles(name, g, cuda.Options{Arch: f.arch.Arch, SingleFile: f.singleFile, Source: path}, f.outDir)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
+	var counters []cuda.Counters
+	if f.counters {
+		if counters, err = cuda.Measure(cmd.Context(), g, res, 1); err != nil {
+			return fmt.Errorf("%s: --counters: %v", path, err)
+		}
+	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), newManifest(res, in.Name, path, f.candidate, g, f.outDir))
+		m := newManifest(res, in.Name, path, f.candidate, g, f.outDir)
+		for i, c := range counters {
+			m.Kernels[i].Counters = newManifestCounters(&c)
+		}
+		return writeJSON(cmd.OutOrStdout(), m)
 	}
 	printEmitSummary(cmd.OutOrStdout(), res, f.outDir)
+	if f.counters {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nmemory traffic in the CPU emulator (32-byte sectors per warp request, no cache):\n")
+		if err := cuda.WriteCountersTable(cmd.OutOrStdout(), res, counters); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -143,11 +178,55 @@ type manifestTensor struct {
 }
 
 type manifestKernel struct {
-	Name      string `json:"name"`
-	What      string `json:"what"`
-	Grid      [3]int `json:"grid"`
-	Threads   int    `json:"threads"`
-	SmemBytes int    `json:"smem_bytes"`
+	Name      string            `json:"name"`
+	What      string            `json:"what"`
+	Grid      [3]int            `json:"grid"`
+	Threads   int               `json:"threads"`
+	SmemBytes int               `json:"smem_bytes"`
+	Counters  *manifestCounters `json:"counters,omitempty"` // --counters
+}
+
+// manifestCounters is what the emulator counted of one kernel launch
+// (cuda.Counters); bytes moved are whole 32-byte sectors.
+type manifestCounters struct {
+	Name                   string            `json:"name"`
+	Tensors                []manifestTraffic `json:"tensors"`
+	IdealBytes             int64             `json:"ideal_bytes"`
+	MovedBytes             int64             `json:"moved_bytes"`
+	UsedBytes              int64             `json:"used_bytes"`
+	Coalescing             float64           `json:"coalescing"`
+	SharedRequests         int64             `json:"shared_requests"`
+	BankConflicts          int64             `json:"bank_conflicts"`
+	BankConflictsPerAccess float64           `json:"bank_conflicts_per_access"`
+	CpAsyncBytes           int64             `json:"cp_async_bytes"`
+	WeightProblems         []string          `json:"weight_problems"`
+}
+
+type manifestTraffic struct {
+	Tensor         string  `json:"tensor"` // the kernel graph's tensor: "t3"; "" for addresses in none
+	Role           string  `json:"role"`   // input, output or intermediate
+	Bytes          int64   `json:"bytes"`  // its size
+	RequestedBytes int64   `json:"requested_bytes"`
+	LoadedBytes    int64   `json:"loaded_bytes"`
+	StoredBytes    int64   `json:"stored_bytes"`
+	LoadCoalescing float64 `json:"load_coalescing"`
+}
+
+func newManifestCounters(c *cuda.Counters) *manifestCounters {
+	load, store := c.Total()
+	m := &manifestCounters{Name: c.Name, Tensors: []manifestTraffic{}, IdealBytes: c.IdealBytes, MovedBytes: c.MovedBytes(),
+		UsedBytes: load.Used + store.Used, Coalescing: c.Coalescing(), SharedRequests: c.SharedRequests,
+		BankConflicts: c.BankConflicts(), BankConflictsPerAccess: c.BankConflictsPerAccess(), CpAsyncBytes: c.CpAsyncBytes,
+		WeightProblems: append([]string{}, c.WeightProblems()...)}
+	for _, t := range c.Tensors {
+		role := ""
+		if t.Role >= 0 {
+			role = t.Role.String()
+		}
+		m.Tensors = append(m.Tensors, manifestTraffic{Tensor: t.Tensor, Role: role, Bytes: t.Bytes, RequestedBytes: t.Requested(),
+			LoadedBytes: t.Load.Bytes(), StoredBytes: t.Store.Bytes(), LoadCoalescing: t.LoadCoalescing()})
+	}
+	return m
 }
 
 func newManifest(res *cuda.Result, program, source string, candidate int, g *kernel.Graph, dir string) manifest {

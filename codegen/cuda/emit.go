@@ -66,7 +66,42 @@ type Result struct {
 	Kernels        []Kernel
 	WorkspaceBytes int
 	Arch           string // the target's name, as nvcc takes it: "sm_90"
+	// Buffers are the device tensors the entry point touches: its inputs,
+	// its outputs, then the intermediates in the workspace.
+	Buffers []Buffer
 }
+
+// Buffer is where a device tensor of the emitted program lives.
+type Buffer struct {
+	Tensor kernel.TensorID
+	Role   Role
+	// Index is k for inputs[k], j for outputs[j], and the byte offset in
+	// the workspace for an intermediate.
+	Index int
+	Bytes int
+}
+
+// Role says which of the entry point's arguments holds a tensor.
+type Role int
+
+const (
+	RoleInput Role = iota
+	RoleOutput
+	RoleIntermediate
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleInput:
+		return "input"
+	case RoleOutput:
+		return "output"
+	}
+	return "intermediate"
+}
+
+// Name is the tensor's C name in the emitted code: "t3".
+func (b Buffer) Name() string { return fmt.Sprintf("t%d", b.Tensor) }
 
 // ErrNoOutputs is returned for a graph with nothing to compute.
 var ErrNoOutputs = errors.New("the graph has no outputs")
@@ -157,6 +192,7 @@ func (p *program) storage() error {
 		outOf[t] = j
 	}
 	for k, t := range g.Inputs() {
+		p.res.Buffers = append(p.res.Buffers, Buffer{Tensor: t, Role: RoleInput, Index: k, Bytes: g.Tensors[t].Bytes()})
 		p.cname[t] = fmt.Sprintf("t%d", t)
 		p.decls = append(p.decls, fmt.Sprintf("const %s* const t%d = static_cast<const %s*>(inputs[%d]);  // input %d %v",
 			ctype(g.Tensors[t].DType), t, ctype(g.Tensors[t].DType), k, k, g.Tensors[t].Shape))
@@ -171,9 +207,11 @@ func (p *program) storage() error {
 			ct := ctype(g.Tensors[t].DType)
 			p.cname[t] = fmt.Sprintf("t%d", t)
 			if j, ok := outOf[t]; ok {
+				p.res.Buffers = append(p.res.Buffers, Buffer{Tensor: t, Role: RoleOutput, Index: j, Bytes: g.Tensors[t].Bytes()})
 				p.decls = append(p.decls, fmt.Sprintf("%s* const t%d = static_cast<%s*>(outputs[%d]);  // output %d %v", ct, t, ct, j, j, g.Tensors[t].Shape))
 				continue
 			}
+			p.res.Buffers = append(p.res.Buffers, Buffer{Tensor: t, Role: RoleIntermediate, Index: ws, Bytes: g.Tensors[t].Bytes()})
 			p.decls = append(p.decls, fmt.Sprintf("%s* const t%d = reinterpret_cast<%s*>(ws + %d);  // intermediate %v", ct, t, ct, ws, g.Tensors[t].Shape))
 			ws += roundUp(g.Tensors[t].Bytes(), workspaceAlign)
 		}

@@ -2,14 +2,12 @@ package cuda
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/mirage-go/mirage/interp"
@@ -51,50 +49,31 @@ func needGXX(t *testing.T) string {
 // the interpreter.
 func emuRun(t *testing.T, name string, g *kernel.Graph, scale float64, opts Options) *Result {
 	t.Helper()
-	gxx := needGXX(t)
+	needGXX(t)
 	res, err := Emit(name, g, opts)
 	if err != nil {
 		t.Fatalf("%s: Emit: %v", name, err)
 	}
 	dir := t.TempDir()
-	for _, f := range res.Files {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	os.MkdirAll(filepath.Join(dir, "emu"), 0o755)
-	if err := templates.WriteEmulator(filepath.Join(dir, "emu")); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "main.cpp"), []byte(emuMain(res.Name, g)), 0o644)
-	bin := filepath.Join(dir, "prog")
-	cmd := exec.Command(gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
-		"-I"+filepath.Join(dir, "emu"), "-I"+dir, "-x", "c++", res.Name+".cu", "main.cpp", "-o", bin)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: g++: %v\n%s", name, err, out)
-	} else if len(out) > 0 {
-		t.Errorf("%s: g++ warnings:\n%s", name, out)
+	emu, warnings, err := BuildEmulation(context.Background(), dir, g, res)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	} else if len(warnings) > 0 {
+		t.Errorf("%s: g++ warnings:\n%s", name, warnings)
 	}
 
 	// Random inputs, as float32 for the program to round.
 	r := rand.New(rand.NewPCG(7, uint64(len(name))))
-	var raw bytes.Buffer
-	for _, id := range g.Inputs() {
-		for range g.Tensors[id].Shape.NumElements() {
-			binary.Write(&raw, binary.LittleEndian, float32((2*r.Float64()-1)*scale))
-		}
-	}
 	inPath := filepath.Join(dir, "in.bin")
-	os.WriteFile(inPath, raw.Bytes(), 0o644)
+	if err := emu.WriteInputs(inPath, func(int, int) float32 { return float32((2*r.Float64() - 1) * scale) }); err != nil {
+		t.Fatal(err)
+	}
 
 	var first []byte
 	for _, o := range emuOrders {
 		outPath := filepath.Join(dir, "out-"+o.order+".bin")
-		run := exec.Command(bin, inPath, outPath)
-		run.Env = append(os.Environ(), "MIRAGE_EMU_ORDER="+o.order, "MIRAGE_EMU_CPASYNC="+o.cpasync)
-		if out, err := run.CombinedOutput(); err != nil {
-			t.Fatalf("%s (%s, %s): %v\n%s", name, o.order, o.cpasync, err, out)
+		if err := emu.Run(context.Background(), inPath, outPath, "MIRAGE_EMU_ORDER="+o.order, "MIRAGE_EMU_CPASYNC="+o.cpasync); err != nil {
+			t.Fatalf("%s (%s, %s): %v", name, o.order, o.cpasync, err)
 		}
 		data, err := os.ReadFile(outPath)
 		if err != nil {
@@ -164,77 +143,4 @@ func checkAgainstInterp(t *testing.T, name string, g *kernel.Graph, data []byte)
 	if rd.Len() != 0 {
 		t.Errorf("%s: %d bytes left over in the program's output", name, rd.Len())
 	}
-}
-
-// emuMain is the driver: it reads float32 inputs, rounds them to their
-// dtypes, runs mirage_NAME, and writes the rounded inputs and the outputs
-// as float32. Outputs and workspace start as 0xff bytes (NaN), so an
-// element nobody writes shows.
-func emuMain(name string, g *kernel.Graph) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-#include <cuda_runtime.h>
-#include "%s.h"
-
-inline float to_f(float x) { return x; }
-inline float to_f(__half x) { return __half2float(x); }
-inline float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T> inline T from_f(float x);
-template <> inline float from_f<float>(float x) { return x; }
-template <> inline __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <> inline __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-
-template <typename T> void* input(FILE* in, FILE* out, size_t n) {
-  T* p = static_cast<T*>(std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256));
-  std::vector<float> x(n);
-  if (std::fread(x.data(), 4, n, in) != n) std::exit(3);
-  for (size_t i = 0; i < n; i++) {
-    p[i] = from_f<T>(x[i]);
-    x[i] = to_f(p[i]);
-  }
-  std::fwrite(x.data(), 4, n, out);
-  return p;
-}
-template <typename T> void* output(size_t n) {
-  void* p = std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256);
-  std::memset(p, 0xff, n * sizeof(T));
-  return p;
-}
-template <typename T> void dump(FILE* out, const void* p, size_t n) {
-  std::vector<float> x(n);
-  for (size_t i = 0; i < n; i++) x[i] = to_f(static_cast<const T*>(p)[i]);
-  std::fwrite(x.data(), 4, n, out);
-}
-
-int main(int argc, char** argv) {
-  if (argc != 3) return 2;
-  FILE* in = std::fopen(argv[1], "rb");
-  FILE* out = std::fopen(argv[2], "wb");
-  if (!in || !out) return 2;
-  std::vector<const void*> inputs;
-  std::vector<void*> outputs;
-`, name)
-	for _, id := range g.Inputs() {
-		fmt.Fprintf(&b, "  inputs.push_back(input<%s>(in, out, %d));\n", ctype(g.Tensors[id].DType), g.Tensors[id].Shape.NumElements())
-	}
-	for _, id := range g.Outputs {
-		fmt.Fprintf(&b, "  outputs.push_back(output<%s>(%d));\n", ctype(g.Tensors[id].DType), g.Tensors[id].Shape.NumElements())
-	}
-	fmt.Fprintf(&b, `  size_t ws_bytes = mirage_%[1]s_workspace_bytes();
-  void* ws = ws_bytes ? std::aligned_alloc(256, (ws_bytes + 255) / 256 * 256) : nullptr;
-  if (ws) std::memset(ws, 0xff, ws_bytes);
-  cudaError_t err = mirage_%[1]s(outputs.data(), inputs.data(), ws, nullptr);
-  if (err != cudaSuccess) {
-    std::fprintf(stderr, "mirage_%[1]s returned error %%d\n", static_cast<int>(err));
-    return 1;
-  }
-`, name)
-	for j, id := range g.Outputs {
-		fmt.Fprintf(&b, "  dump<%s>(out, outputs[%d], %d);\n", ctype(g.Tensors[id].DType), j, g.Tensors[id].Shape.NumElements())
-	}
-	b.WriteString("  std::fclose(out);\n  return 0;\n}\n")
-	return b.String()
 }

@@ -55,7 +55,7 @@ func (k *blockKernel) tile(t block.TensorID) view {
 	s := k.bg.Tensors[t].Shape
 	if pt.Storage == thread.Device {
 		in := &k.bg.Ops[k.producer(t)].Input
-		return view{ptr: k.cur[t], ctype: ctype(pt.DType), shape: s, strides: in.DShape.Strides()}
+		return view{ptr: k.cur[t], ctype: ctype(pt.DType), shape: s, strides: in.DShape.Strides(), global: true}
 	}
 	return sharedView(k.cur[t], s, pt)
 }
@@ -296,7 +296,7 @@ func (k *blockKernel) loadLambda(i int) {
 		rr, col := div(c, tile.Last()), mod(c, tile.Last())
 		w.open("for (int c = tid; c < %d; c += %d)", n, tg.Threads)
 		w.line("const int r = %s, j = %s;", rr, col)
-		w.line("dst[%s] = src[%s];", add(mul(r, t.Pitch), vr("j", tile.Last())), add(rowOff, vr("j", tile.Last())))
+		w.line("MIRAGE_STS(dst[%s]) = MIRAGE_LDG(src[%s]);", add(mul(r, t.Pitch), vr("j", tile.Last())), add(rowOff, vr("j", tile.Last())))
 		w.close()
 	} else {
 		per := tile.Last() * esize / vec // chunks per row
@@ -335,7 +335,7 @@ func (k *blockKernel) prologue(l inputLoads) {
 				w.comment("Zero the accumulators in shared memory.")
 				zeroed = true
 			}
-			w.line("for (int e = tid; e < %d; e += %d) %s[e] = 0.0f;", t.Rows*t.Pitch, tg.Threads, tileName(op.Out))
+			w.line("for (int e = tid; e < %d; e += %d) MIRAGE_STS(%s[e]) = 0.0f;", t.Rows*t.Pitch, tg.Threads, tileName(op.Out))
 		}
 	}
 	if len(l.walked)+len(l.once) == 0 {
@@ -638,7 +638,7 @@ func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e 
 		if len(e.vals) == 2 {
 			w.line("mirage::add2(%s + %s, %s, %s);  // %s", vw.ptr, vw.offset(e.idx), e.vals[0], e.vals[1], describeOp(bg, acc))
 		} else {
-			w.line("%s += %s;  // %s", vw.at(e.idx), e.vals[0], describeOp(bg, acc))
+			w.line("%s += %s;  // %s", vw.update(e.idx), e.vals[0], describeOp(bg, acc))
 		}
 		return nil
 	}
@@ -649,7 +649,7 @@ func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e 
 		for _, s := range gr.Stores {
 			j := k.outIndex[s]
 			out := &bg.Ops[s].Output
-			k.store(view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(bg.Tensors[cur].DType), shape: bg.Tensors[cur].Shape, strides: out.DShape.Strides()}, e, fmt.Sprintf("output %d", j))
+			k.store(view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(bg.Tensors[cur].DType), shape: bg.Tensors[cur].Shape, strides: out.DShape.Strides(), global: true}, e, fmt.Sprintf("output %d", j))
 		}
 	}
 	return nil
@@ -669,7 +669,7 @@ func (k *blockKernel) store(v view, e elem, note string) {
 	if v.ctype != "float" {
 		val = fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
 	}
-	w.line("%s = %s;%s", v.at(e.idx), val, note)
+	w.line("%s = %s;%s", v.store(e.idx), val, note)
 }
 
 // elementwise is the C expression of element-wise op applied to the value

@@ -115,7 +115,7 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 	case ugraph.AccumNone:
 		k.partComment(gr, describeOp(bg, gr.Head)+": add the tile into the accumulator")
 		if err := k.elementLoop(xs, func(idx []*expr) error {
-			k.w.line("%s += %s;", a.at(idx), x.load(idx))
+			k.w.line("%s += %s;", a.update(idx), x.load(idx))
 			return nil
 		}); err != nil {
 			return err
@@ -138,7 +138,7 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 				k.w.line("for (int j = lane; j < %d; j += 32) s += %s;", n, x.load(withLast(idx, j)))
 			}
 			k.w.line("s = mirage::warp_sum(s);")
-			k.w.line("if (lane == 0) %s += s;", a.at(idx))
+			k.w.line("if (lane == 0) %s += s;", a.update(idx))
 			return nil
 		}); err != nil {
 			return err
@@ -148,14 +148,14 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 		k.partComment(gr, fmt.Sprintf("%s: element j of a row sums elements j, j+%d, ... of the tile's row", describeOp(bg, gr.Head), d))
 		if err := k.elementLoop(bg.Tensors[op.Out].Shape, func(idx []*expr) error {
 			if n == d {
-				k.w.line("%s += %s;", a.at(idx), x.load(idx))
+				k.w.line("%s += %s;", a.update(idx), x.load(idx))
 				return nil
 			}
 			last := idx[len(idx)-1]
 			t := vr("t", n/d)
 			k.w.line("float s = 0.0f;")
 			k.w.line("for (int t = 0; t < %d; ++t) s += %s;", n/d, x.load(withLast(idx, add(mul(t, d), last))))
-			k.w.line("%s += s;", a.at(idx))
+			k.w.line("%s += s;", a.update(idx))
 			return nil
 		}); err != nil {
 			return err
@@ -195,7 +195,7 @@ func (k *blockKernel) fromAccumulator(gr *thread.Group, chain []int) error {
 			k.w.line("%s", finish)
 		}
 		if inPlace {
-			k.w.line("%s = v;", a.at(idx))
+			k.w.line("%s = v;", a.store(idx))
 		}
 		return k.flow(gr, chain, -1, true, elem{vals: []string{"v"}, idx: idx}, at, at)
 	}); err != nil {

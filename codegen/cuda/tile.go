@@ -9,12 +9,14 @@ import (
 )
 
 // view is how the emitted code addresses the elements of a tile: a C
-// pointer and a stride per dim, in elements.
+// pointer and a stride per dim, in elements, into global memory (a device
+// tensor) or shared memory.
 type view struct {
 	ptr     string
 	ctype   string
 	shape   ugraph.Shape
 	strides []int
+	global  bool
 }
 
 // offset is the offset of element idx, where idx has one entry per dim of
@@ -33,13 +35,30 @@ func (v view) offset(idx []*expr) *expr {
 // at is the C lvalue of element idx.
 func (v view) at(idx []*expr) string { return fmt.Sprintf("%s[%s]", v.ptr, v.offset(idx)) }
 
+// access is element idx through the runtime's access point for what the
+// code does with it (LD, ST or RMW, see mirage_runtime.cuh), in the view's
+// memory: MIRAGE_LDG(p[i]), MIRAGE_STS(p[i]), ...
+func (v view) access(what string, idx []*expr) string {
+	space := "S"
+	if v.global {
+		space = "G"
+	}
+	return fmt.Sprintf("MIRAGE_%s%s(%s)", what, space, v.at(idx))
+}
+
 // load is the element's value as a float.
 func (v view) load(idx []*expr) string {
 	if v.ctype == "float" {
-		return v.at(idx)
+		return v.access("LD", idx)
 	}
-	return "mirage::to_f32(" + v.at(idx) + ")"
+	return "mirage::to_f32(" + v.access("LD", idx) + ")"
 }
+
+// store is the element as an lvalue to assign to.
+func (v view) store(idx []*expr) string { return v.access("ST", idx) }
+
+// update is the element as an lvalue to add to (+=).
+func (v view) update(idx []*expr) string { return v.access("RMW", idx) }
 
 // sharedStrides are the strides of a tile stored in shared memory: rows of
 // pitch elements, the leading dims packed.

@@ -20,7 +20,8 @@
 // (which thread runs next when one blocks; races show up as different or
 // NaN outputs, see run_block), and
 // MIRAGE_EMU_CPASYNC=lazy|eager (cp.async copies land at the wait, or at
-// once).
+// once), and MIRAGE_EMU_COUNTERS=FILE (count each launch's memory accesses
+// and append them to FILE; see "access counters" below).
 #ifndef MIRAGE_EMU_CUDA_RUNTIME_H
 #define MIRAGE_EMU_CUDA_RUNTIME_H
 
@@ -96,6 +97,14 @@ struct Copy {
 
 enum Wait { Running, AtBlock, AtWarp, Done };
 
+// One lane's access at a site: bytes 0 when the lane skipped it (a
+// cp.async that zero-fills), so that its later accesses stay aligned with
+// the other lanes'.
+struct Access {
+  uintptr_t addr;
+  uint32_t bytes;
+};
+
 // Context switches: a few instructions on x86-64 (callee-saved registers
 // and the stack pointer); ucontext elsewhere (much slower: it saves the
 // signal mask with a system call).
@@ -143,6 +152,7 @@ struct Thread {
   unsigned long gen = 0;  // barrier generation waited for
   std::vector<Copy> open;
   std::vector<std::vector<Copy>> groups;
+  std::vector<std::vector<Access>> trace;  // per access site, since the last barrier
 };
 
 struct Warp {
@@ -150,6 +160,57 @@ struct Warp {
   unsigned long gen = 0;
   // Per-lane slots of a collective, double-buffered by generation parity.
   uint64_t slot[2][32][8];
+};
+
+// --- access counters ------------------------------------------------------
+//
+// Under MIRAGE_EMU_COUNTERS, the runtime's access points (MIRAGE_LDG and
+// its kin in mirage_runtime.cuh, cp.async, store2, add2, ldmatrix) record
+// each lane's address at each access site. The lanes of a block run one
+// after another between barriers, so the warp-level requests are formed
+// afterwards: at each barrier and at the block's end, the k-th access of
+// site S by each lane of a warp is one request, as the lanes of a warp in
+// lockstep issue it. (A lane that skips an access in a divergent branch
+// and takes it later would be paired with the wrong instance; the emitted
+// code's guards skip trailing accesses only.)
+//
+// A global request moves the distinct 32-byte sectors its lanes touch, as
+// DRAM serves them with no L2 (a load re-reading a sector in a later
+// request counts again). Sectors are attributed to the device buffers
+// that the caller named (name_buffer). A shared request is served in
+// phases (all 32 lanes for accesses of up to 4 bytes, half-warps for 8,
+// quarter-warps for 16, a matrix per phase for ldmatrix); a phase whose
+// lanes touch n distinct 4-byte words in one of the 32 banks takes n
+// wavefronts, and conflicts are the wavefronts past one per phase.
+
+enum Space : uint8_t { GlobalMem, SharedMem };
+enum Dir : uint8_t { Load, Store };
+
+struct Site {
+  Space space;
+  Dir dir;
+};
+
+struct Traffic {
+  uint64_t requests = 0, sectors = 0, used = 0;  // used: distinct bytes the lanes asked for
+};
+
+struct Buffer {
+  uintptr_t lo, hi;
+  std::string name;
+};
+
+struct Counters {
+  bool on = false;
+  std::string path;
+  std::vector<Site> sites;                           // by site id
+  std::vector<int> by_counter;                       // __COUNTER__ * 2 + store -> site id + 1
+  std::map<std::tuple<const char*, int, int>, int> by_line;  // (file, line, space * 2 + dir) -> site id
+  std::vector<Buffer> buffers;                       // sorted by lo
+  // This launch: per buffer, and last for addresses in none.
+  std::vector<Traffic> load, store;
+  uint64_t shared_requests = 0, shared_wavefronts = 0, shared_phases = 0, cp_async_bytes = 0;
+  int launches = 0;
 };
 
 struct State {
@@ -168,6 +229,7 @@ struct State {
   std::map<const void*, int> max_smem;  // per kernel, raised by cudaFuncSetAttribute
   int lo = 0, hi = 0;                    // the scheduler's bounds on runnable threads
   void (*body)() = nullptr;
+  Counters cnt;
 };
 
 inline State state;
@@ -185,12 +247,225 @@ inline void switch_to(Context& from, Context& to) {
 
 inline void yield() { switch_to(me().ctx, st().sched); }
 
+// name_buffer names the device buffer [p, p+bytes) in the counters; the
+// program that runs the emulated code calls it for its inputs, outputs
+// and intermediates before the first launch.
+inline void name_buffer(const void* p, size_t bytes, const std::string& name) {
+  auto& b = st().cnt.buffers;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
+  b.push_back(Buffer{lo, lo + bytes, name});
+  std::sort(b.begin(), b.end(), [](const Buffer& x, const Buffer& y) { return x.lo < y.lo; });
+}
+
+// buffer_of is the index of the named buffer holding addr, or the number
+// of buffers when none does.
+inline size_t buffer_of(uintptr_t addr) {
+  const auto& b = st().cnt.buffers;
+  auto it = std::upper_bound(b.begin(), b.end(), addr, [](uintptr_t a, const Buffer& x) { return a < x.lo; });
+  if (it != b.begin() && addr < std::prev(it)->hi) return std::prev(it) - b.begin();
+  return b.size();
+}
+
+inline int new_site(Space space, Dir dir) {
+  st().cnt.sites.push_back(Site{space, dir});
+  return static_cast<int>(st().cnt.sites.size()) - 1;
+}
+
+inline void record(int site, const void* p, uint32_t bytes) {
+  auto& tr = me().trace;
+  if (static_cast<size_t>(site) >= tr.size()) tr.resize(site + 1);
+  tr[site].push_back(Access{reinterpret_cast<uintptr_t>(p), bytes});
+}
+
+// traced records an access of sizeof(T) bytes at p by the macro site
+// numbered counter (__COUNTER__) and returns p.
+template <typename T> inline T* traced(int counter, Space space, Dir dir, T* p) {
+  Counters& c = st().cnt;
+  if (!c.on) return p;
+  const size_t key = 2 * static_cast<size_t>(counter) + dir;
+  if (key >= c.by_counter.size()) c.by_counter.resize(key + 1, 0);
+  if (c.by_counter[key] == 0) c.by_counter[key] = new_site(space, dir) + 1;
+  record(c.by_counter[key] - 1, p, sizeof(T));
+  return p;
+}
+
+// traced_rmw records a load and a store of *p (x += v).
+template <typename T> inline T* traced_rmw(int counter, Space space, T* p) {
+  traced(counter, space, Load, p);
+  return traced(counter, space, Store, p);
+}
+
+inline bool in_dynamic_smem(const void* p) {
+  const unsigned char* lo = st().smem.data();
+  return static_cast<const unsigned char*>(p) >= lo && static_cast<const unsigned char*>(p) < lo + st().smem.size();
+}
+
+// traced_line records an access of bytes at p by the function call at
+// file:line (the runtime's store2, add2, cp.async), in the space p is in.
+inline void traced_line(const char* file, int line, Dir dir, const void* p, uint32_t bytes, Space space) {
+  Counters& c = st().cnt;
+  if (!c.on) return;
+  auto key = std::make_tuple(file, line, space * 2 + dir);
+  auto it = c.by_line.find(key);
+  if (it == c.by_line.end()) it = c.by_line.emplace(key, new_site(space, dir)).first;
+  record(it->second, p, bytes);
+}
+inline void traced_line(const char* file, int line, Dir dir, const void* p, uint32_t bytes) {
+  traced_line(file, line, dir, p, bytes, in_dynamic_smem(p) ? SharedMem : GlobalMem);
+}
+
+// wavefronts is how many wavefronts one phase of a shared request takes:
+// the most distinct 4-byte words that its accesses touch in one bank.
+inline uint64_t wavefronts(const Access* a, int n) {
+  uintptr_t words[32 * 4];
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    for (uintptr_t w = a[i].addr / 4; w <= (a[i].addr + a[i].bytes - 1) / 4 && m < 128; w++) words[m++] = w;
+  std::sort(words, words + m);
+  m = static_cast<int>(std::unique(words, words + m) - words);
+  int per_bank[32] = {};
+  int most = 0;
+  for (int i = 0; i < m; i++) most = std::max(most, ++per_bank[words[i] % 32]);
+  return most;
+}
+
+// count_shared counts one warp-level shared request; lane[i] is the lane
+// of a[i] (accesses sorted by lane).
+inline void count_shared(const Access* a, const int* lane, int n) {
+  Counters& c = st().cnt;
+  uint32_t width = 0;
+  for (int i = 0; i < n; i++) width = std::max(width, a[i].bytes);
+  const int per_phase = width <= 4 ? 32 : width <= 8 ? 16 : 8;
+  c.shared_requests++;
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && lane[j] / per_phase == lane[i] / per_phase) j++;
+    c.shared_wavefronts += wavefronts(a + i, j - i);
+    c.shared_phases++;
+    i = j;
+  }
+}
+
+// count_global counts one warp-level global request: per buffer it
+// touches, one request, its distinct sectors and the distinct bytes used.
+inline void count_global(Dir dir, Access* a, int n) {
+  Counters& c = st().cnt;
+  std::vector<Traffic>& t = dir == Load ? c.load : c.store;
+  std::sort(a, a + n, [](const Access& x, const Access& y) { return x.addr < y.addr; });
+  // Sorted by address, the sectors and bytes not yet counted are those
+  // past the last ones counted.
+  bool any = false;
+  uintptr_t last_sector = 0, end = 0;
+  size_t last_buf = ~size_t(0);
+  for (int i = 0; i < n; i++) {
+    const size_t b = buffer_of(a[i].addr);
+    if (b != last_buf) {
+      t[b].requests++;
+      last_buf = b;
+    }
+    const uintptr_t lo = a[i].addr, hi = a[i].addr + a[i].bytes;
+    for (uintptr_t s = lo / 32; s <= (hi - 1) / 32; s++)
+      if (!any || s > last_sector) {
+        t[b].sectors++;
+        last_sector = s;
+        any = true;
+      }
+    if (hi > end) {
+      t[b].used += hi - std::max(lo, end);
+      end = hi;
+    }
+  }
+}
+
+// flush_traces forms the warp-level requests from the lanes' traces since
+// the last barrier, counts them, and clears the traces.
+inline void flush_traces() {
+  State& s = st();
+  Counters& c = s.cnt;
+  if (!c.on) return;
+  size_t nsites = 0;
+  for (int i = 0; i < s.nthreads; i++) nsites = std::max(nsites, s.threads[i].trace.size());
+  Access req[32];
+  int lane[32];
+  for (size_t site = 0; site < nsites; site++) {
+    const Site info = c.sites[site];
+    for (int w0 = 0; w0 < s.nthreads; w0 += 32) {
+      const int w1 = std::min(s.nthreads, w0 + 32);
+      size_t len = 0;
+      for (int i = w0; i < w1; i++) {
+        const auto& tr = s.threads[i].trace;
+        if (site < tr.size()) len = std::max(len, tr[site].size());
+      }
+      for (size_t k = 0; k < len; k++) {
+        int n = 0;
+        for (int i = w0; i < w1; i++) {
+          const auto& tr = s.threads[i].trace;
+          if (site < tr.size() && k < tr[site].size() && tr[site][k].bytes > 0) {
+            req[n] = tr[site][k];
+            lane[n++] = i - w0;
+          }
+        }
+        if (n == 0) continue;
+        if (info.space == SharedMem) {
+          count_shared(req, lane, n);
+        } else {
+          count_global(info.dir, req, n);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < s.nthreads; i++)
+    for (auto& v : s.threads[i].trace) v.clear();
+}
+
+inline void json_traffic(FILE* f, const Traffic& t) {
+  std::fprintf(f, "[%llu, %llu, %llu]", static_cast<unsigned long long>(t.requests),
+               static_cast<unsigned long long>(t.sectors), static_cast<unsigned long long>(t.used));
+}
+
+// write_counters appends this launch's counters to the counters file as a
+// line of JSON: {"launch": N, "buffers": [{"name", "load": [requests,
+// sectors, used bytes], "store": [...]}, ...], "shared": [requests,
+// wavefronts, phases], "cp_async_bytes": N}; the last buffer, named "",
+// holds accesses outside the named ones.
+inline void write_counters() {
+  Counters& c = st().cnt;
+  FILE* f = std::fopen(c.path.c_str(), "a");
+  if (!f) fail("cannot open the counters file " + c.path);
+  std::fprintf(f, "{\"launch\": %d, \"buffers\": [", c.launches);
+  for (size_t b = 0; b < c.load.size(); b++) {
+    std::fprintf(f, "%s{\"name\": \"%s\", \"load\": ", b ? ", " : "", b < c.buffers.size() ? c.buffers[b].name.c_str() : "");
+    json_traffic(f, c.load[b]);
+    std::fprintf(f, ", \"store\": ");
+    json_traffic(f, c.store[b]);
+    std::fprintf(f, "}");
+  }
+  std::fprintf(f, "], \"shared\": [%llu, %llu, %llu], \"cp_async_bytes\": %llu}\n",
+               static_cast<unsigned long long>(c.shared_requests), static_cast<unsigned long long>(c.shared_wavefronts),
+               static_cast<unsigned long long>(c.shared_phases), static_cast<unsigned long long>(c.cp_async_bytes));
+  if (std::fclose(f) != 0) fail("cannot write the counters file " + c.path);
+  c.launches++;
+}
+
+// start_counters resets the counters for a launch.
+inline void start_counters() {
+  Counters& c = st().cnt;
+  const char* path = std::getenv("MIRAGE_EMU_COUNTERS");
+  c.on = path && *path;
+  if (!c.on) return;
+  c.path = path;
+  c.load.assign(c.buffers.size() + 1, Traffic{});
+  c.store.assign(c.buffers.size() + 1, Traffic{});
+  c.shared_requests = c.shared_wavefronts = c.shared_phases = c.cp_async_bytes = 0;
+}
+
 inline void sync_block() {
   State& s = st();
   Thread& t = me();
   t.wait = AtBlock;
   t.gen = s.block_gen;
   if (++s.block_arrived == s.nthreads) {
+    flush_traces();  // every lane's accesses before the barrier are in
     s.block_arrived = 0;
     s.block_gen++;
     s.lo = 0;
@@ -325,6 +600,7 @@ inline void run_block() {
          std::to_string(s.block_idx.z) + "): " + std::to_string(at_block) + " threads at __syncthreads, " +
          std::to_string(at_warp) + " in warp collectives, " + std::to_string(done) + " exited");
   }
+  flush_traces();
 }
 
 template <typename... P, typename... A>
@@ -354,6 +630,7 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
   s.threads.resize(n);
   s.warps.assign((n + 31) / 32, Warp{});
   s.block_arrived = 0;
+  start_counters();
   for (unsigned i = 0; i < n; i++) {
     Thread& t = s.threads[i];
     if (t.stack.size() < (256u << 10)) t.stack.assign(256u << 10, 0);
@@ -367,17 +644,26 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
         s.smem.assign(smem, 0xff);
         run_block();
       }
+  if (s.cnt.on) write_counters();
   return cudaSuccess;
 }
 
 // --- cp.async -------------------------------------------------------------
 
-inline void cp_async(void* dst, const void* src, int bytes, int src_bytes) {
+// cp_async starts the copy of bytes (src_bytes of them from src, zeros
+// after) into shared memory at dst; file and line name the call site for
+// the counters.
+inline void cp_async(void* dst, const void* src, int bytes, int src_bytes, const char* file, int line) {
   if (reinterpret_cast<uintptr_t>(dst) % bytes != 0 || (src_bytes > 0 && reinterpret_cast<uintptr_t>(src) % bytes != 0))
     fail("cp.async of " + std::to_string(bytes) + " bytes at a misaligned address");
   unsigned char* lo = st().smem.data();
   if (static_cast<unsigned char*>(dst) < lo || static_cast<unsigned char*>(dst) + bytes > lo + st().smem.size())
     fail("cp.async outside the dynamic shared memory");
+  if (st().cnt.on) {
+    traced_line(file, line, Load, src, src_bytes, GlobalMem);
+    traced_line(file, line, Store, dst, bytes, SharedMem);
+    st().cnt.cp_async_bytes += src_bytes;
+  }
   Copy c{dst, src, bytes, src_bytes};
   if (st().lazy) {
     me().open.push_back(c);
@@ -424,7 +710,19 @@ inline float half_bits_to_float(uint16_t h, bool bf16) {
 inline void ldmatrix(uint32_t* r, int num, bool trans, const void* p) {
   uint64_t mine = reinterpret_cast<uintptr_t>(p);
   unsigned char* lo = st().smem.data();
-  auto lanes = warp_exchange(&mine, 1);
+  // The last lane to arrive counts the request: matrix i, rows of 16
+  // bytes from lanes 8i..8i+7, is one phase.
+  auto lanes = warp_collective(&mine, 1, [num](uint64_t (*sl)[8]) {
+    Counters& c = st().cnt;
+    if (!c.on) return;
+    c.shared_requests++;
+    for (int i = 0; i < num; i++) {
+      Access rows[8];
+      for (int r = 0; r < 8; r++) rows[r] = Access{static_cast<uintptr_t>(sl[8 * i + r][0]), 16};
+      c.shared_wavefronts += wavefronts(rows, 8);
+      c.shared_phases++;
+    }
+  });
   const int l = me().tid % 32;
   for (int i = 0; i < num; i++) {
     uint16_t e[2];

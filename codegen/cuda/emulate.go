@@ -1,0 +1,167 @@
+package cuda
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mirage-go/mirage/templates"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Emulation is an emitted program built for the CPU emulator
+// (templates/emu): a host executable that reads the program's inputs as
+// float32 from a file, rounds them to their dtypes, runs mirage_NAME, and
+// writes the rounded inputs and then the outputs, as float32, to another.
+// Outputs and workspace start as 0xff bytes (NaN), so that an element
+// nobody writes shows.
+type Emulation struct {
+	Bin string // the executable: Bin IN OUT
+	g   *kernel.Graph
+}
+
+// BuildEmulation writes res, the code Emit wrote for g, into dir with the
+// emulator's headers and a main, and compiles it with g++. It returns the
+// compiler's warnings, if any, beside the build.
+func BuildEmulation(ctx context.Context, dir string, g *kernel.Graph, res *Result) (*Emulation, []byte, error) {
+	gxx, err := templates.EmulatorCompiler()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, f := range res.Files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return nil, nil, err
+		}
+	}
+	emu := filepath.Join(dir, "emu")
+	if err := os.MkdirAll(emu, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := templates.WriteEmulator(emu); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.cpp"), []byte(emulatorMain(res, g)), 0o644); err != nil {
+		return nil, nil, err
+	}
+	bin := filepath.Join(dir, "prog")
+	cmd := exec.CommandContext(ctx, gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
+		"-I"+emu, "-I"+dir, "-x", "c++", res.Name+".cu", "main.cpp", "-o", bin)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, nil, fmt.Errorf("g++ for the emulator: %v\n%s", err, out)
+	}
+	return &Emulation{Bin: bin, g: g}, out, nil
+}
+
+// Run runs the program on the inputs in file in, writing to file out, with
+// env (such as MIRAGE_EMU_ORDER=random) added to the environment.
+func (e *Emulation) Run(ctx context.Context, in, out string, env ...string) error {
+	cmd := exec.CommandContext(ctx, e.Bin, in, out)
+	cmd.Env = append(os.Environ(), env...)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("the emulated program: %v\n%s", err, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// WriteInputs writes the program's inputs, as the executable reads them,
+// to file path: value(k, i) is element i of input k.
+func (e *Emulation) WriteInputs(path string, value func(k, i int) float32) error {
+	var raw bytes.Buffer
+	for k, id := range e.g.Inputs() {
+		for i := range e.g.Tensors[id].Shape.NumElements() {
+			binary.Write(&raw, binary.LittleEndian, value(k, i))
+		}
+	}
+	return os.WriteFile(path, raw.Bytes(), 0o644)
+}
+
+// emulatorMain is the executable's main. It names every device buffer for
+// the emulator's counters (mirage_emu::name_buffer), by the tensor's C name.
+func emulatorMain(res *Result, g *kernel.Graph) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <cuda_runtime.h>
+#include "%s.h"
+
+inline float to_f(float x) { return x; }
+inline float to_f(__half x) { return __half2float(x); }
+inline float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <typename T> inline T from_f(float x);
+template <> inline float from_f<float>(float x) { return x; }
+template <> inline __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <> inline __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+template <typename T> void* input(FILE* in, FILE* out, size_t n) {
+  T* p = static_cast<T*>(std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256));
+  std::vector<float> x(n);
+  if (std::fread(x.data(), 4, n, in) != n) std::exit(3);
+  for (size_t i = 0; i < n; i++) {
+    p[i] = from_f<T>(x[i]);
+    x[i] = to_f(p[i]);
+  }
+  std::fwrite(x.data(), 4, n, out);
+  return p;
+}
+template <typename T> void* output(size_t n) {
+  void* p = std::aligned_alloc(256, (n * sizeof(T) + 255) / 256 * 256);
+  std::memset(p, 0xff, n * sizeof(T));
+  return p;
+}
+template <typename T> void dump(FILE* out, const void* p, size_t n) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; i++) x[i] = to_f(static_cast<const T*>(p)[i]);
+  std::fwrite(x.data(), 4, n, out);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) return 2;
+  FILE* in = std::fopen(argv[1], "rb");
+  FILE* out = std::fopen(argv[2], "wb");
+  if (!in || !out) return 2;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+`, res.Name)
+	for _, id := range g.Inputs() {
+		fmt.Fprintf(&b, "  inputs.push_back(input<%s>(in, out, %d));\n", ctype(g.Tensors[id].DType), g.Tensors[id].Shape.NumElements())
+	}
+	for _, id := range g.Outputs {
+		fmt.Fprintf(&b, "  outputs.push_back(output<%s>(%d));\n", ctype(g.Tensors[id].DType), g.Tensors[id].Shape.NumElements())
+	}
+	fmt.Fprintf(&b, `  size_t ws_bytes = mirage_%[1]s_workspace_bytes();
+  void* ws = ws_bytes ? std::aligned_alloc(256, (ws_bytes + 255) / 256 * 256) : nullptr;
+  if (ws) std::memset(ws, 0xff, ws_bytes);
+`, res.Name)
+	for _, buf := range res.Buffers {
+		var ptr string
+		switch buf.Role {
+		case RoleInput:
+			ptr = fmt.Sprintf("inputs[%d]", buf.Index)
+		case RoleOutput:
+			ptr = fmt.Sprintf("outputs[%d]", buf.Index)
+		default:
+			ptr = fmt.Sprintf("static_cast<unsigned char*>(ws) + %d", buf.Index)
+		}
+		fmt.Fprintf(&b, "  mirage_emu::name_buffer(%s, %d, %q);\n", ptr, buf.Bytes, buf.Name())
+	}
+	fmt.Fprintf(&b, `  cudaError_t err = mirage_%[1]s(outputs.data(), inputs.data(), ws, nullptr);
+  if (err != cudaSuccess) {
+    std::fprintf(stderr, "mirage_%[1]s returned error %%d\n", static_cast<int>(err));
+    return 1;
+  }
+`, res.Name)
+	for j, id := range g.Outputs {
+		fmt.Fprintf(&b, "  dump<%s>(out, outputs[%d], %d);\n", ctype(g.Tensors[id].DType), j, g.Tensors[id].Shape.NumElements())
+	}
+	b.WriteString("  std::fclose(out);\n  return 0;\n}\n")
+	return b.String()
+}
