@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/mirage-go/mirage/examples"
+	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 //go:embed workloads/*.py
@@ -51,8 +52,9 @@ func workloadName(file string) (string, bool) {
 	return "", false
 }
 
-// maxProgramFile bounds what a workload file may hold.
-const maxProgramFile = 64 << 20
+// maxProgramFile bounds what a workload file may hold: the most either
+// loader reads (the front-end reads far less of a .py; it says so).
+const maxProgramFile = kernel.MaxFileSize
 
 // FromPaths returns in followed by the workloads at paths: programs (.py),
 // μGraph files (.ugraph.json) and directories, of which each such file

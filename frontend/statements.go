@@ -57,28 +57,20 @@ func (l *loader) desugar(stmts []syntax.Stmt) ([]syntax.Stmt, error) {
 		if len(decorators) > 0 && !isDef {
 			return nil, l.syntaxError(decorators[0].Lparen, "a decorator must be followed by a def (the decorated function)")
 		}
+		var bodies []*[]syntax.Stmt // the nested blocks, desugared in turn
 		switch s := s.(type) {
 		case *syntax.DefStmt:
-			var err error
-			if s.Body, err = l.desugar(s.Body); err != nil {
-				return nil, err
-			}
+			bodies = []*[]syntax.Stmt{&s.Body}
 		case *syntax.ForStmt:
-			var err error
-			if s.Body, err = l.desugar(s.Body); err != nil {
-				return nil, err
-			}
+			bodies = []*[]syntax.Stmt{&s.Body}
 		case *syntax.WhileStmt:
-			var err error
-			if s.Body, err = l.desugar(s.Body); err != nil {
-				return nil, err
-			}
+			bodies = []*[]syntax.Stmt{&s.Body}
 		case *syntax.IfStmt:
+			bodies = []*[]syntax.Stmt{&s.True, &s.False}
+		}
+		for _, body := range bodies {
 			var err error
-			if s.True, err = l.desugar(s.True); err != nil {
-				return nil, err
-			}
-			if s.False, err = l.desugar(s.False); err != nil {
+			if *body, err = l.desugar(*body); err != nil {
 				return nil, err
 			}
 		}

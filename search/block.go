@@ -727,45 +727,8 @@ func (b *blockState) finish() {
 	// output takes, in turn, every map its own dims allow.
 	grid := b.g.Grid
 	dims := b.conf.classes.outputDims(b.g, b.conf.split, open)
-	var common []block.Map
-	for _, m := range s.cfg.OMaps {
-		if !slices.ContainsFunc(dims, func(d [3]uint8) bool { return !omapFits(m, grid, d) }) {
-			common = append(common, m)
-		}
-	}
-	fits := make([][]block.Map, len(open)) // the maps output i may take; nil: output 0's
-	for i := range open {
-		if len(common) > 0 {
-			if i == 0 {
-				fits[0] = common
-			}
-			continue
-		}
-		for _, m := range s.cfg.OMaps {
-			if omapFits(m, grid, dims[i]) {
-				fits[i] = append(fits[i], m)
-			}
-		}
-		if len(fits[i]) == 0 {
-			return
-		}
-	}
 	omaps := make([]block.Map, len(open))
-	var each func(i int) bool // false: stop
-	each = func(i int) bool {
-		switch {
-		case i < len(open) && fits[i] == nil:
-			omaps[i] = omaps[0]
-			return each(i + 1)
-		case i < len(open):
-			for _, m := range fits[i] {
-				omaps[i] = m
-				if !each(i + 1) {
-					return false
-				}
-			}
-			return true
-		}
+	emit := func() bool { // false: stop
 		g := b.g.Clone()
 		for j, t := range open {
 			if err := g.AddOutput(t, omaps[j]); err != nil {
@@ -781,6 +744,37 @@ func (b *blockState) finish() {
 		b.done = append(b.done, c)
 		b.k.attach(b.ins, c)
 		return !s.stop()
+	}
+	shared := false
+	for _, m := range s.cfg.OMaps {
+		if slices.ContainsFunc(dims, func(d [3]uint8) bool { return !omapFits(m, grid, d) }) {
+			continue
+		}
+		shared = true
+		for j := range omaps {
+			omaps[j] = m
+		}
+		if !emit() {
+			return
+		}
+	}
+	if shared {
+		return
+	}
+	var each func(i int) bool // false: stop
+	each = func(i int) bool {
+		if i == len(open) {
+			return emit()
+		}
+		for _, m := range s.cfg.OMaps {
+			if omapFits(m, grid, dims[i]) {
+				omaps[i] = m
+				if !each(i + 1) {
+					return false
+				}
+			}
+		}
+		return true
 	}
 	each(0)
 }

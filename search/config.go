@@ -310,14 +310,13 @@ func deriveGrids(program *kernel.Graph, tiled bool) []block.Dim3 {
 	}
 	// Mirage's rule: one block per tile of 8 to 256 along any dim of an
 	// input, from 32 to 1024 blocks.
-	for _, op := range program.Ops {
-		if !tiled || op.Kind != ugraph.OpInput {
-			continue
-		}
-		for _, n := range program.Tensors[op.Out[0]].Shape.Dims() {
-			for tile := minGridTile; tile <= maxGridTile; tile *= 2 {
-				if x := n / tile; n%tile == 0 && x >= minTiledGrid && x <= maxBlocks {
-					xs[x] = true
+	if tiled {
+		for _, in := range program.Inputs() {
+			for _, n := range program.Tensors[in].Shape.Dims() {
+				for tile := minGridTile; tile <= maxGridTile; tile *= 2 {
+					if x := n / tile; n%tile == 0 && x >= minTiledGrid && x <= maxBlocks {
+						xs[x] = true
+					}
 				}
 			}
 		}
