@@ -74,7 +74,9 @@ func BenchmarkRejectRMSNormMatmul(b *testing.B) {
 }
 
 // BenchmarkVerifyRMSNormMatmul: the full check of the correct fused
-// μGraph (the fast path, then every position on DefaultTrials draws).
+// μGraph (the fast path, then every position on DefaultTrials draws). After
+// the first, its products come from the Verifier's memo: what each further
+// candidate of a search with the same for-loop costs.
 func BenchmarkVerifyRMSNormMatmul(b *testing.B) {
 	v := must(ffverify.New(rmsnormMatmul(16, 4096, 6144), ffverify.Options{}))
 	loop(b, verifies(v, rmsnormMatmulFused(16, 4096, 6144, 96, 64), true))

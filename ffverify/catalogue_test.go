@@ -269,3 +269,45 @@ func TestSharedInputsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmProductsAgree checks that the products memo, warmed by the
+// other candidates of the same program (right and wrong ones, in both
+// orders), changes no verdict: each agrees with a Verifier that keeps no
+// products (its inputs are not shared).
+func TestWarmProductsAgree(t *testing.T) {
+	groups := map[uint64][]entry{}
+	var order []uint64
+	for _, e := range catalogue() {
+		h := kernel.Hash(e.program())
+		if groups[h] == nil {
+			order = append(order, h)
+		}
+		groups[h] = append(groups[h], e)
+	}
+	served := 0
+	for _, h := range order {
+		es := groups[h]
+		if len(es) < 2 {
+			continue
+		}
+		served++
+		for _, reverse := range []bool{false, true} {
+			warm := must(ffverify.New(es[0].program(), ffverify.Options{Seed: 5, Samples: -1}))
+			for i := range es {
+				e := es[i]
+				if reverse {
+					e = es[len(es)-1-i]
+				}
+				cold := must(ffverify.New(e.program(), ffverify.Options{Seed: 5, Samples: -1, SharedInputs: -1}))
+				a, errA := warm.Verify(e.candidate())
+				b, errB := cold.Verify(e.candidate())
+				if (errA == nil) != (errB == nil) || a.String() != b.String() {
+					t.Errorf("%s (after %d others): with the memo %v (%v), without %v (%v)", e.name, i, a, errA, b, errB)
+				}
+			}
+		}
+	}
+	if served < 3 {
+		t.Errorf("%d programs with several candidates in the catalogue, want at least 3", served)
+	}
+}

@@ -136,4 +136,15 @@
 // stops at the first position that rules out every matching of outputs:
 // most wrong candidates cost one position's cone. New evaluates the
 // program densely on every draw, in parallel.
+//
+// The candidates of one search compute mostly the same products (X·W cut
+// into tiles by as many grids and for-loops as there are candidates), so a
+// Verifier keeps, per draw, a bounded memo of them (products.go): a tile
+// product of a graph-defined kernel is copied out of the product of whole
+// slabs of its operands, computed once for every grid that cuts k alike;
+// a pre-defined matmul's product is kept whole. Operands are named by
+// input position or by a fingerprint of their values, and the values are
+// exact, so the memo changes the time of a full check, never its verdict.
+// On examples/rmsnorm_matmul.py at 16×4096·4096×6144, verifying all 296
+// candidates of the search took 156 s without it and 29 s with it.
 package ffverify

@@ -19,6 +19,9 @@ type plan struct {
 	live     []bool       // per op: whether an output depends on it
 	lastUse  []int        // per tensor: the last live op that reads it (len(Ops) for outputs)
 	blocks   []*blockPlan // per op: the block graph's plan, for customized ops
+	// memo says that a full check of the plan, as a candidate, may use
+	// the Verifier's products memo: both fit in Options.MaxBytes.
+	memo bool
 }
 
 // blockPlan is plan for one graph-defined kernel.

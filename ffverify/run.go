@@ -25,7 +25,7 @@ func (p *plan) run(tr *trial) []*tensor {
 			for j, id := range op.In {
 				args[j] = val[id]
 			}
-			for r, t := range p.blocks[i].run(tr.block[i], args) {
+			for r, t := range p.blocks[i].run(tr.block[i], args, tr.products) {
 				val[op.Out[r]] = source{t: t, shape: t.shape}
 			}
 		default:
@@ -35,7 +35,11 @@ func (p *plan) run(tr *trial) []*tensor {
 				val[id].t = args[j] // materialised once
 			}
 			dst := newTensor(g.Tensors[op.Out[0]].Shape)
-			apply(&tr.ops[i], dst, args[0], args[1])
+			if ps := tr.products; ps != nil && op.Kind == ugraph.OpMatmul {
+				ps.whole(dst, ps.operand(args[0], p.inputPos[op.In[0]]), ps.operand(args[1], p.inputPos[op.In[1]]))
+			} else {
+				apply(&tr.ops[i], dst, args[0], args[1])
+			}
 			val[op.Out[0]] = source{t: dst, shape: dst.shape}
 		}
 		for _, id := range op.In {
@@ -93,7 +97,8 @@ func (s source) load(dst *tensor, off layout.Dims) {
 
 // run evaluates one graph-defined kernel densely: every block of the grid
 // runs the for-loop, then the post-loop ops, then stores its output tiles.
-func (bp *blockPlan) run(fns []fn, ins []source) []*tensor {
+// ps, when not nil, is the draw's memo of products.
+func (bp *blockPlan) run(fns []fn, ins []source, ps *products) []*tensor {
 	g := bp.g
 	tile := make([]*tensor, len(g.Tensors))
 	for i, t := range g.Tensors {
@@ -103,6 +108,17 @@ func (bp *blockPlan) run(fns []fn, ins []source) []*tensor {
 	for r, i := range bp.outputs {
 		outs[r] = newTensor(g.Ops[i].Output.DShape)
 	}
+	var operands []operand
+	if ps != nil {
+		for _, s := range ins {
+			k := -1
+			if s.t == nil {
+				k = s.input
+			}
+			operands = append(operands, ps.operand(s.dense(), k))
+		}
+	}
+	served, skip := bp.memoised(operands, ps)
 	eval := func(i int) {
 		op := &g.Ops[i]
 		var y *tensor
@@ -125,14 +141,18 @@ func (bp *blockPlan) run(fns []fn, ins []source) []*tensor {
 						op := &g.Ops[i]
 						switch op.Kind {
 						case ugraph.OpInput:
-							if it > 0 && op.Input.FMap < 0 {
-								continue // the same tile every iteration
+							if skip[i] || it > 0 && op.Input.FMap < 0 {
+								continue // read from the memo, or the same tile every iteration
 							}
 							ins[bp.operand[i]].load(tile[op.Out], bp.inputOffset(op, b, it))
 						case ugraph.OpForloopAccum:
 							accumulate(tile[op.Out], tile[op.In[0]], op.Attr.Accum == ugraph.AccumRMS)
 						default:
-							eval(i)
+							if served[i] {
+								bp.product(tile[op.Out], operands, ps, op, b, it)
+							} else {
+								eval(i)
+							}
 						}
 					}
 				}
@@ -156,6 +176,49 @@ func (bp *blockPlan) run(fns []fn, ins []source) []*tensor {
 		}
 	}
 	return outs
+}
+
+// memoised says which matmuls of the for-loop the draw's products memo ps
+// serves (served, by op), and which input ops only such matmuls read
+// (skip): both operands of a served matmul are tiles that input ops load.
+func (bp *blockPlan) memoised(operands []operand, ps *products) (served, skip []bool) {
+	g := bp.g
+	served, skip = make([]bool, len(g.Ops)), make([]bool, len(g.Ops))
+	if ps == nil {
+		return served, skip
+	}
+	loaded := func(t block.TensorID) bool { return g.Ops[bp.producer[t]].Kind == ugraph.OpInput }
+	for _, i := range bp.loop {
+		op := &g.Ops[i]
+		if op.Kind != ugraph.OpMatmul || g.Tensors[op.Out].PostLoop || !loaded(op.In[0]) || !loaded(op.In[1]) {
+			continue
+		}
+		a, b := bp.producer[op.In[0]], bp.producer[op.In[1]]
+		if ps.serves(operands[bp.operand[a]], g.Tensors[op.In[0]].Shape, operands[bp.operand[b]], g.Tensors[op.In[1]].Shape) {
+			served[i] = true
+			skip[a], skip[b] = true, true
+		}
+	}
+	// A load that any other op reads is needed.
+	for _, ops := range [][]int{bp.loop, bp.post} {
+		for _, i := range ops {
+			if served[i] {
+				continue
+			}
+			for _, t := range g.Ops[i].Operands() {
+				skip[bp.producer[t]] = false
+			}
+		}
+	}
+	return served, skip
+}
+
+// product computes served matmul op of block b at iteration it into dst,
+// from the memo ps.
+func (bp *blockPlan) product(dst *tensor, operands []operand, ps *products, op *block.Op, b block.Dim3, it int) {
+	a, c := &bp.g.Ops[bp.producer[op.In[0]]], &bp.g.Ops[bp.producer[op.In[1]]]
+	ps.tile(dst, operands[bp.operand[bp.producer[op.In[0]]]], bp.g.Tensors[a.Out].Shape, bp.inputOffset(a, b, it),
+		operands[bp.operand[bp.producer[op.In[1]]]], bp.inputOffset(c, b, it))
 }
 
 // accumTerms is the number of terms each element of accumulator op's result

@@ -10,6 +10,9 @@ type trial struct {
 	// dense, when not nil, gives each input materialised: the Verifier's,
 	// shared by every candidate's dense evaluation (read-only).
 	dense []func() *tensor
+	// products, when not nil, memoises the products of tiles of the
+	// shared inputs (the Verifier's, shared like dense; see products).
+	products *products
 	ops   []fn   // per kernel op
 	block [][]fn // per kernel op: per block op, for customized ops
 }

@@ -27,6 +27,9 @@ const (
 	// a Verifier keeps for every candidate's full check (8 bytes each, so
 	// 1 GiB). Evaluating the program on New holds them all at once anyway.
 	DefaultSharedInputs = 1 << 27
+	// DefaultProductBytes bounds the memory of the products of input
+	// tiles that full checks share (see products), over all draws.
+	DefaultProductBytes = 1 << 30
 )
 
 // Options configure a Verifier.
@@ -91,6 +94,10 @@ type Verifier struct {
 	// then copy tiles rather than hash every element they read, and no
 	// longer fill fresh memory with a weight each.
 	dense [][]func() *tensor
+	// products holds, per trial, the memo of input tile products that the
+	// candidates' full checks share, when the inputs are shared.
+	products  []*products
+	memoBytes int64 // the products' budget, over all draws
 	// held is the memory that prints and dense take (or will, once the
 	// inputs are materialised), in bytes.
 	held int64
@@ -151,12 +158,20 @@ func (v *Verifier) shareInputs(p *plan) {
 		return
 	}
 	v.held = shared
+	// The products' memo takes what is left after the program's draw, up
+	// to DefaultProductBytes, and leaves most of it to the candidates.
+	// A candidate's check uses it only where that leaves room for both
+	// (Verifier.plan), so it is not part of held.
+	memo := min(DefaultProductBytes, (v.opts.MaxBytes-ugraph.AddSize(shared, p.memory(true).peak))/4)
+	v.memoBytes = memo
 	v.dense = make([][]func() *tensor, v.opts.Trials)
+	v.products = make([]*products, v.opts.Trials)
 	for t := range v.dense {
 		tr := p.trial(v.opts.Seed, t)
 		for k, s := range v.inputs {
 			v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
 		}
+		v.products[t] = newProducts(memo/int64(v.opts.Trials), tr.key)
 	}
 }
 
@@ -165,6 +180,9 @@ func (v *Verifier) trial(p *plan, t int) *trial {
 	tr := p.trial(v.opts.Seed, t)
 	if v.dense != nil {
 		tr.dense = v.dense[t]
+		if p.memo {
+			tr.products = v.products[t]
+		}
 	}
 	return tr
 }
@@ -298,10 +316,12 @@ func (v *Verifier) plan(c *kernel.Graph) (*plan, error) {
 		return nil, err
 	}
 	u := p.memory(v.dense != nil)
-	if need := ugraph.AddSize(ugraph.AddSize(v.held, u.peak), matcherBytes(len(c.Outputs), len(v.outputs))); need > v.opts.MaxBytes {
+	need := ugraph.AddSize(ugraph.AddSize(v.held, u.peak), matcherBytes(len(c.Outputs), len(v.outputs)))
+	if need > v.opts.MaxBytes {
 		err := &memlimit.Error{What: "evaluating it", Need: need, Limit: v.opts.MaxBytes, Detail: "a draw " + p.peak(u)}
 		return nil, fmt.Errorf("ffverify: candidate: %w", err)
 	}
+	p.memo = ugraph.AddSize(need, v.memoBytes) <= v.opts.MaxBytes
 	return p, nil
 }
 

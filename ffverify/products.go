@@ -1,0 +1,233 @@
+package ffverify
+
+import (
+	"math/bits"
+	"sync"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/layout"
+)
+
+// products memoises, for one draw, the matmuls that candidates' full
+// checks take: the bulk of their work, and mostly the same products again
+// (X·W, cut into tiles in as many ways as there are grids and loops).
+//
+// A tile product A[rows, k-range] · B[k-range, cols] of a graph-defined
+// kernel is a sub-box of the slab product A[all rows, k-range] · B[k-range,
+// all cols], which depends only on the kernel's two operands, the k-ranges
+// and the batch boxes. Candidates that differ in their grid, their block
+// shape or the dims their grid splits read the same slabs whenever their
+// for-loops cut k alike, so each slab product is computed once per draw
+// and a tile is copied out of it. A pre-defined matmul's product is kept
+// whole. Operands are named by what they hold: a program input by its
+// position, a computed tensor by its shape and fingerprint (candidates
+// that normalise X in a kernel of their own share X·W).
+//
+// Values are exact in the model, so a product copied equals the product
+// computed: the memo changes the time of a check, never its verdict (but
+// for fingerprints that collide, see fingerprint).
+//
+// A products is shared by the goroutines that check candidates at once.
+// It holds at most budget bytes of products; when full, it forgets the
+// oldest. A product that would take more than a quarter of the budget is
+// not kept: the caller multiplies itself.
+type products struct {
+	mu     sync.Mutex
+	memo   map[any]*product // by slabKey or wholeKey
+	order  []any            // keys in insertion order, oldest first
+	used   int64            // bytes of the products in memo, ready or being computed
+	budget int64
+	points [2]uint64 // where fingerprints evaluate their polynomials
+}
+
+// newProducts returns an empty memo of budget bytes for the draw whose
+// key is key.
+func newProducts(budget int64, key uint64) *products {
+	return &products{memo: map[any]*product{}, budget: budget,
+		points: [2]uint64{hash(key, 0x7072696e74) % m61, hash(key, 0x7072696e75) % m61}}
+}
+
+type product struct {
+	ready chan struct{} // closed once t is computed
+	t     *tensor
+	bytes int64
+}
+
+// operand is a matmul operand with the key that names its values: input
+// (>= 0) a program input, else a computed tensor's shape and fingerprint.
+type operand struct {
+	t   *tensor
+	key operandKey
+}
+
+type operandKey struct {
+	input int
+	shape ugraph.Shape
+	print [2]uint64
+}
+
+// operand names t, which is program input k when k >= 0.
+func (ps *products) operand(t *tensor, k int) operand {
+	if k >= 0 {
+		return operand{t, operandKey{input: k, shape: t.shape}}
+	}
+	return operand{t, operandKey{input: -1, shape: t.shape, print: fingerprint(t.v, ps.points)}}
+}
+
+// wholeKey names the product of a pre-defined matmul's operands.
+type wholeKey struct{ a, b operandKey }
+
+// slabKey names a slab product: of operands a and b, at the padded offsets
+// of A's and B's slabs (their row and column offsets zero), with the
+// slabs' common batch extents (dims 0 and 1) and k extent (dim 2).
+type slabKey struct {
+	a, b       operandKey
+	offA, offB layout.Dims
+	ext        layout.Dims
+}
+
+// whole computes into dst the product of a pre-defined matmul's operands.
+func (ps *products) whole(dst *tensor, a, b operand) {
+	bytes := tensorBytes(dst.shape)
+	if bytes > ps.budget/4 {
+		matmul(dst, a.t, b.t)
+		return
+	}
+	p, first := ps.entry(wholeKey{a.key, b.key}, bytes)
+	if first {
+		p.t = newTensor(dst.shape)
+		matmul(p.t, a.t, b.t)
+		close(p.ready)
+	}
+	<-p.ready
+	copy(dst.v, p.t.v)
+}
+
+// serves reports whether the memo keeps the products of tiles of shapes
+// ta and tb of operands a and b: whether their slab product (and A's slab,
+// copied while it is computed) take at most a quarter of its budget.
+func (ps *products) serves(a operand, ta ugraph.Shape, b operand, tb ugraph.Shape) bool {
+	if ta.Rank() < 2 || ta.Rank() != tb.Rank() {
+		return false
+	}
+	slabA, _, out := slabShapes(slabKeyOf(a, ta, layout.Dims{}, b, layout.Dims{}), ta.Rank())
+	return tensorBytes(out)+tensorBytes(slabA) <= ps.budget/4
+}
+
+// tile writes into dst the product of the tile of shape ta at padded
+// offset offA in operand a and the tile at offB in operand b, which
+// serves allows. dst has the product's shape.
+func (ps *products) tile(dst *tensor, a operand, ta ugraph.Shape, offA layout.Dims, b operand, offB layout.Dims) {
+	k := slabKeyOf(a, ta, offA, b, offB)
+	slabA, slabB, out := slabShapes(k, ta.Rank())
+	p, first := ps.entry(k, tensorBytes(out))
+	if first {
+		sa := newTensor(slabA)
+		copyBox(sa, layout.Dims{}, a.t, k.offA, layout.Pad(slabA))
+		p.t = newTensor(out)
+		matmul(p.t, sa, view(b.t, k.offB, slabB))
+		close(p.ready)
+	}
+	<-p.ready
+	copyBox(dst, layout.Dims{}, p.t, layout.Dims{0, 0, offA[2], offB[3]}, layout.Pad(dst.shape))
+}
+
+// slabKeyOf names the slab product that holds the product of the tile of
+// shape ta at padded offset offA in operand a and the tile at offB in b.
+func slabKeyOf(a operand, ta ugraph.Shape, offA layout.Dims, b operand, offB layout.Dims) slabKey {
+	ext := layout.Pad(ta)
+	k := slabKey{a: a.key, b: b.key, offA: offA, offB: offB, ext: layout.Dims{ext[0], ext[1], ext[3], 0}}
+	k.offA[2], k.offB[3] = 0, 0
+	return k
+}
+
+// slabShapes returns the shapes of the slabs of k (of the given rank) and
+// of their product.
+func slabShapes(k slabKey, rank int) (slabA, slabB, out ugraph.Shape) {
+	slabA, slabB = k.a.shape.WithDim(rank-1, k.ext[2]), k.b.shape.WithDim(rank-2, k.ext[2])
+	for d := range rank - 2 {
+		e := k.ext[layout.PadDim(d, rank)]
+		slabA, slabB = slabA.WithDim(d, e), slabB.WithDim(d, e)
+	}
+	return slabA, slabB, slabA.WithDim(rank-1, k.b.shape.Last())
+}
+
+// entry returns the memo's entry for k, and true when it is new: the
+// caller then computes it (t) and closes ready. It makes room for the
+// entry's bytes by forgetting the oldest entries.
+func (ps *products) entry(k any, bytes int64) (p *product, first bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p, ok := ps.memo[k]; ok {
+		return p, false
+	}
+	for ps.used+bytes > ps.budget && len(ps.order) > 0 {
+		old := ps.order[0]
+		ps.order = ps.order[1:]
+		ps.used -= ps.memo[old].bytes
+		delete(ps.memo, old)
+	}
+	p = &product{ready: make(chan struct{}), bytes: bytes}
+	ps.memo[k] = p
+	ps.order = append(ps.order, k)
+	ps.used += bytes
+	return p, true
+}
+
+// view returns the box of t at padded offset off with shape box: a slice
+// of t where the box is contiguous in it, else a copy.
+func view(t *tensor, off layout.Dims, box ugraph.Shape) *tensor {
+	full, pbox := layout.Pad(t.shape), layout.Pad(box)
+	d := 0
+	for d < len(pbox)-1 && pbox[d] == 1 {
+		d++
+	}
+	for i := d + 1; i < len(pbox); i++ {
+		if pbox[i] != full[i] {
+			c := newTensor(box)
+			copyBox(c, layout.Dims{}, t, off, pbox)
+			return c
+		}
+	}
+	at := 0
+	for i, s := range full.Strides() {
+		at += off[i] * s
+	}
+	return &tensor{shape: box, v: t.v[at:][:box.NumElements()]}
+}
+
+// fingerprint hashes values to two residues modulo the prime 2⁶¹-1: the
+// polynomials with the values as coefficients, at two points drawn from
+// the draw's key. Two different vectors of n values agree at a random
+// point with probability at most n/(2⁶¹-1) (a nonzero polynomial of
+// degree below n has fewer than n roots), so at both with at most
+// (n/2⁶¹)²: below 2⁻⁸⁰ for a tensor of 2²⁰ values, far below the
+// verdict's own error. (The points come from the same key as the values,
+// a dependence the bound ignores, as it does for the random functions.)
+func fingerprint(v []elem, x [2]uint64) [2]uint64 {
+	var h0, h1 uint64
+	for _, e := range v {
+		c := uint64(e.p)<<30 | uint64(e.q) // < 2⁶¹-1, one-to-one (p < 2³¹-1, q < 2³⁰)
+		h0 = addM61(mulM61(h0, x[0]), c)
+		h1 = addM61(mulM61(h1, x[1]), c)
+	}
+	return [2]uint64{h0, h1}
+}
+
+// m61 is the Mersenne prime 2⁶¹-1.
+const m61 = 1<<61 - 1
+
+// mulM61 multiplies modulo m61 two values below 2⁶¹.
+func mulM61(a, b uint64) uint64 {
+	hi, lo := bits.Mul64(a, b)
+	return addM61(hi<<3|lo>>61, lo&m61)
+}
+
+// addM61 adds modulo m61 two values below 2⁶¹.
+func addM61(a, b uint64) uint64 {
+	s := a + b
+	if s >= m61 {
+		s -= m61
+	}
+	return s
+}
