@@ -50,7 +50,7 @@ func TestProductsTile(t *testing.T) {
 			{ugraph.MustShape(4, 3), ugraph.MustShape(3, 5), layout.Dims{0, 0, 4, 3}, layout.Dims{0, 0, 3, 5}}, // the same slab
 			{ugraph.MustShape(8, 3), ugraph.MustShape(3, 2), layout.Dims{0, 0, 0, 3}, layout.Dims{0, 0, 3, 8}}, // again
 			{ugraph.MustShape(4, 3), ugraph.MustShape(3, 5), layout.Dims{0, 0, 4, 3}, layout.Dims{0, 0, 6, 5}}, // k misaligned
-			{ugraph.MustShape(2, 12), ugraph.MustShape(12, 10), layout.Dims{0, 0, 6, 0}, layout.Dims{}},         // whole k
+			{ugraph.MustShape(2, 12), ugraph.MustShape(12, 10), layout.Dims{0, 0, 6, 0}, layout.Dims{}},        // whole k
 			{ugraph.MustShape(4, 6), ugraph.MustShape(6, 5), layout.Dims{0, 0, 0, 6}, layout.Dims{0, 0, 6, 5}},
 		}},
 		{"batched", a3, b3, []tileCase{
@@ -91,7 +91,7 @@ func TestProductsKeys(t *testing.T) {
 	s := ugraph.MustShape(4, 4)
 	a, b := randomTensor(s, 1), randomTensor(s, 2)
 	a2 := randomTensor(s, 1)
-	a2.v[15] = a2.v[15].add(one) // one value differs
+	a2.v[15] = a2.v[15].add(one)           // one value differs
 	ps := newProducts(4*tensorBytes(s), 9) // room for four products
 	product := func(x *tensor) *tensor {
 		out := newTensor(s)

@@ -13,8 +13,8 @@ type trial struct {
 	// products, when not nil, memoises the products of tiles of the
 	// shared inputs (the Verifier's, shared like dense; see products).
 	products *products
-	ops   []fn   // per kernel op
-	block [][]fn // per kernel op: per block op, for customized ops
+	ops      []fn   // per kernel op
+	block    [][]fn // per kernel op: per block op, for customized ops
 }
 
 // trialKey derives the key of draw t from the seed.
