@@ -33,8 +33,27 @@ func loadProgram(t testing.TB, name string) *frontend.Program {
 	return p
 }
 
-// run searches program p under its own configuration.
+// run searches program p under its own configuration, for the best 16
+// verified candidates.
 func run(t testing.TB, p *frontend.Program, workers int, limit time.Duration) *search.Result {
+	t.Helper()
+	return runFor(t, p, workers, limit, 16)
+}
+
+// runComplete searches program p for every verified candidate, on two
+// workers, and fails if the search stops early.
+func runComplete(t testing.TB, p *frontend.Program) *search.Result {
+	t.Helper()
+	res := runFor(t, p, 2, 0, 0)
+	if res.Stats.Stopped != "" {
+		t.Fatalf("the search stopped early (%s)", res.Stats.Stopped)
+	}
+	return res
+}
+
+// runFor searches program p under its own configuration for at most
+// results verified candidates (0: all of them).
+func runFor(t testing.TB, p *frontend.Program, workers int, limit time.Duration, results int) *search.Result {
 	t.Helper()
 	name := ""
 	if p.Superopt != nil {
@@ -49,7 +68,7 @@ func run(t testing.TB, p *frontend.Program, workers int, limit time.Duration) *s
 	}
 	arch := target.MustLookup("sm_90")
 	cfg.Arch = arch
-	opts := search.Options{Workers: workers, Seed: 1, MaxResults: 16,
+	opts := search.Options{Workers: workers, Seed: 1, MaxResults: results,
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := cost.EstimateGraph(g, arch)
 			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
