@@ -1,7 +1,9 @@
 package ffverify
 
 import (
+	"fmt"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -33,7 +35,7 @@ import (
 // not kept: the caller multiplies itself.
 type products struct {
 	mu     sync.Mutex
-	memo   map[any]*product // by slabKey or wholeKey
+	memo   map[any]*product // by slabKey, wholeKey or kernelKey
 	order  []any            // keys in insertion order, oldest first
 	used   int64            // bytes of the products in memo, ready or being computed
 	budget int64
@@ -48,8 +50,9 @@ func newProducts(budget int64, key uint64) *products {
 }
 
 type product struct {
-	ready chan struct{} // closed once t is computed
+	ready chan struct{} // closed once t (or outs) is computed
 	t     *tensor
+	outs  []*tensor // a graph-defined kernel's results
 	bytes int64
 }
 
@@ -73,6 +76,59 @@ func (ps *products) operand(t *tensor, k int) operand {
 	}
 	return operand{t, operandKey{input: -1, shape: t.shape, print: fingerprint(t.v, ps.points)}}
 }
+
+// operands names the operands of a graph-defined kernel; nil when ps is.
+func (ps *products) operands(ins []source) []operand {
+	if ps == nil {
+		return nil
+	}
+	ops := make([]operand, len(ins))
+	for i, s := range ins {
+		k := -1
+		if s.t == nil {
+			k = s.input
+		}
+		ops[i] = ps.operand(s.dense(), k)
+	}
+	return ops
+}
+
+// kernel returns bp.run memoised: a graph-defined kernel that another
+// candidate runs too (two-kernel candidates share their first kernel by
+// the dozen) on the same operand values gives the results kept then. The
+// key is the block graph itself (its JSON) and the operands' names.
+func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *products) []*tensor {
+	return func(fns []fn, ins []source, _ *products) []*tensor {
+		operands := ps.operands(ins)
+		var bytes int64
+		for _, i := range bp.outputs {
+			bytes += tensorBytes(bp.g.Ops[i].Output.DShape)
+		}
+		key, err := bp.g.MarshalJSON()
+		if err != nil || bytes > ps.budget/4 {
+			return bp.runOn(fns, ins, ps, operands)
+		}
+		k := kernelKey{graph: string(key)}
+		for _, o := range operands {
+			k.operands += fmt.Sprintf("%d %v %x;", o.key.input, o.key.shape, o.key.print)
+		}
+		p, first := ps.entry(k, bytes)
+		if first {
+			p.outs = bp.runOn(fns, ins, ps, operands)
+			close(p.ready)
+		}
+		<-p.ready
+		outs := make([]*tensor, len(p.outs))
+		for i, t := range p.outs {
+			outs[i] = &tensor{shape: t.shape, v: slices.Clone(t.v)}
+		}
+		return outs
+	}
+}
+
+// kernelKey names the results of a graph-defined kernel: its block graph
+// (JSON) and its operands' names.
+type kernelKey struct{ graph, operands string }
 
 // wholeKey names the product of a pre-defined matmul's operands.
 type wholeKey struct{ a, b operandKey }

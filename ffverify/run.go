@@ -25,7 +25,11 @@ func (p *plan) run(tr *trial) []*tensor {
 			for j, id := range op.In {
 				args[j] = val[id]
 			}
-			for r, t := range p.blocks[i].run(tr.block[i], args, tr.products) {
+			run := p.blocks[i].run
+			if tr.products != nil {
+				run = tr.products.kernel(p.blocks[i])
+			}
+			for r, t := range run(tr.block[i], args, tr.products) {
 				val[op.Out[r]] = source{t: t, shape: t.shape}
 			}
 		default:
@@ -99,6 +103,11 @@ func (s source) load(dst *tensor, off layout.Dims) {
 // runs the for-loop, then the post-loop ops, then stores its output tiles.
 // ps, when not nil, is the draw's memo of products.
 func (bp *blockPlan) run(fns []fn, ins []source, ps *products) []*tensor {
+	return bp.runOn(fns, ins, ps, ps.operands(ins))
+}
+
+// runOn is run with the memo's names of the kernel's operands.
+func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []operand) []*tensor {
 	g := bp.g
 	tile := make([]*tensor, len(g.Tensors))
 	for i, t := range g.Tensors {
@@ -107,16 +116,6 @@ func (bp *blockPlan) run(fns []fn, ins []source, ps *products) []*tensor {
 	outs := make([]*tensor, len(bp.outputs))
 	for r, i := range bp.outputs {
 		outs[r] = newTensor(g.Ops[i].Output.DShape)
-	}
-	var operands []operand
-	if ps != nil {
-		for _, s := range ins {
-			k := -1
-			if s.t == nil {
-				k = s.input
-			}
-			operands = append(operands, ps.operand(s.dense(), k))
-		}
 	}
 	served, skip := bp.memoised(operands, ps)
 	eval := func(i int) {

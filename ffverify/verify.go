@@ -363,8 +363,9 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 // wrong almost everywhere costs about one position's cone.
 //
 // The demand-driven evaluation may compute at most 1/16 of the values a
-// dense evaluation computes (it costs some ten times as much per value);
-// beyond that the fast path gives up and the full check decides.
+// dense evaluation computes (it costs some ten times as much per value),
+// 1/256 where the full check has the products' memo (fastShare); beyond
+// that the fast path gives up and the full check decides.
 func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 	if v.shapesDiffer(p) {
 		return Result{Output: -1, Trial: -1}, true
@@ -383,7 +384,7 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 	// Its pages take at most a dense evaluation's worth of values, and
 	// what MaxBytes leaves.
 	room := min(p.denseSize(), (v.opts.MaxBytes-v.held)/elemBytes)
-	l := newLazy(p, p.trial(v.opts.Seed, 0), int(max(p.denseSize()/16, 1<<12)), int(room))
+	l := newLazy(p, p.trial(v.opts.Seed, 0), int(max(p.denseSize()/fastShare(p), 1<<12)), int(room))
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {
@@ -411,6 +412,18 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 		}
 	}
 	return Result{}, false
+}
+
+// fastShare is the inverse of the share of a dense evaluation's values that
+// the fast path may compute for p. Most candidates a search completes are
+// correct, and for those the fast path is wasted work: where the full
+// check draws its products from the memo (most of its cost), the fast
+// path may compute a sixteenth as much as elsewhere.
+func fastShare(p *plan) int64 {
+	if p.memo {
+		return 256
+	}
+	return 16
 }
 
 // full compares every position on every draw.
