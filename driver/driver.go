@@ -158,6 +158,11 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	// stitched program.
 	reserve := min(max(opts.TimeLimit/10, 2*time.Second), 30*time.Second, opts.TimeLimit/2)
 	d.searchEnd = start.Add(opts.TimeLimit - reserve)
+	// Verifying what the searches found ends halfway through the reserve,
+	// so that each search returns what it verified by then, in time for
+	// the stitched program's check: a search still verifying when the run
+	// ends is a part lost.
+	d.verifyEnd = start.Add(opts.TimeLimit - reserve/2)
 	parts, outs, err := d.searchRounds(ctx, groups)
 	if err != nil {
 		return nil, err
@@ -222,7 +227,8 @@ type run struct {
 	opts      Options
 	program   *kernel.Graph
 	limits    func(ops []int) Limits
-	searchEnd time.Time           // searches stop then
+	searchEnd time.Time           // searches stop enumerating then
+	verifyEnd time.Time           // and verifying then
 	interrupt <-chan struct{}     // closed on interrupt: searches stop
 	mu        sync.Mutex          // guards every outcome's result
 	outcomes  map[uint64]*outcome // by the canonical hash of a part's program
@@ -393,8 +399,10 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		}
 	}
 	if res == nil {
+		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
+		defer cancel()
 		var err error
-		if res, err = search.Run(ctx, o.program, o.cfg, opts); err != nil {
+		if res, err = search.Run(vctx, o.program, o.cfg, opts); err != nil {
 			r.whyNot = "search failed: " + err.Error()
 			return r
 		}

@@ -350,3 +350,28 @@ g.mark_output(g.matmul(A, B))`)
 		t.Errorf("part: fused %v, why not %q", r.Fused, r.WhyNot)
 	}
 }
+
+// A search that finds more than the run has time to verify returns what it
+// verified before the run ends, so its part is still fused: verifying every
+// candidate of RMSNorm+MatMul at the paper's shape (296) takes half a
+// minute on 2 cores, its enumeration a few seconds; this run has 20 s.
+func TestRunKeepsWhatItVerifiedInTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	g := loadSource(t, "rmsnorm_matmul", `
+X = g.new_input(dims=(16, 4096), dtype=mi.float16)
+W = g.new_input(dims=(4096, 6144), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(4096,)), W))`)
+	res, err := Run(context.Background(), g, Options{Workers: 2, Seed: 1, TimeLimit: 20 * time.Second, PartResults: -1, Arch: target.MustLookup("sm_90")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := res.Parts[0]
+	if !p.Fused || p.Stats.Verified == 0 || p.Stats.Unchecked == 0 {
+		t.Errorf("part: fused %v (%s), %d verified, %d left unchecked; want fused, some verified and some left", p.Fused, p.WhyNot, p.Stats.Verified, p.Stats.Unchecked)
+	}
+	if len(res.Candidates) < 2 || res.Candidates[0].Customized == 0 {
+		t.Errorf("%d answers, the best runs %d graph-defined kernels", len(res.Candidates), res.Candidates[0].Customized)
+	}
+}
