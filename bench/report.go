@@ -23,6 +23,7 @@ type Row struct {
 	States        int64   `json:"states"`
 	StatesPerCore float64 `json:"states_per_core_second"` // states / seconds / workers
 	PrunedShare   float64 `json:"pruned_absexpr_share"`   // of candidate ops past the canonical order
+	Complete      int64   `json:"complete"`               // candidates the enumeration completed, before verification
 	Verified      int     `json:"verified"`
 	Fused         bool    `json:"fused"` // the best answer has a graph-defined kernel
 	BestKernels   int     `json:"best_kernels"`
@@ -50,24 +51,24 @@ type Measured struct {
 func WriteMarkdown(w io.Writer, title string, rows []Row) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s\n\n", title)
-	b.WriteString("| workload | search s | first fused s | states | states/s/core | pruned by absexpr | verified | best: kernels | best: est. µs | unfused: est. µs | speedup | note |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| workload | search s | first fused s | states | states/s/core | pruned by absexpr | complete | verified | best: kernels | best: est. µs | unfused: est. µs | speedup | note |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
 		note := r.Err
 		if note == "" && r.Stopped != "" {
 			note = "stopped: " + r.Stopped
 		}
 		if r.Verified == 0 {
-			fmt.Fprintf(&b, "| %s | %.1f | - | %d | %.0f | %.1f%% | 0 | - | - | %.1f | - | %s |\n",
-				r.Workload, r.Seconds, r.States, r.StatesPerCore, 100*r.PrunedShare, r.UnfusedUs, note)
+			fmt.Fprintf(&b, "| %s | %.1f | - | %d | %.0f | %.1f%% | %d | 0 | - | - | %.1f | - | %s |\n",
+				r.Workload, r.Seconds, r.States, r.StatesPerCore, 100*r.PrunedShare, r.Complete, r.UnfusedUs, note)
 			continue
 		}
 		first := "-"
 		if r.FirstFusedSec >= 0 {
 			first = fmt.Sprintf("%.1f", r.FirstFusedSec)
 		}
-		fmt.Fprintf(&b, "| %s | %.1f | %s | %d | %.0f | %.1f%% | %d | %d | %.1f | %.1f | %.2fx | %s |\n",
-			r.Workload, r.Seconds, first, r.States, r.StatesPerCore, 100*r.PrunedShare, r.Verified, r.BestKernels, r.BestUs, r.UnfusedUs, r.Speedup, note)
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %d | %.0f | %.1f%% | %d | %d | %d | %.1f | %.1f | %.2fx | %s |\n",
+			r.Workload, r.Seconds, first, r.States, r.StatesPerCore, 100*r.PrunedShare, r.Complete, r.Verified, r.BestKernels, r.BestUs, r.UnfusedUs, r.Speedup, note)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -8,9 +8,9 @@ import (
 )
 
 var rows = []Row{
-	{Workload: "rmsnorm_matmul", Seconds: 12.3, States: 46000, StatesPerCore: 1870, PrunedShare: 0.5, Verified: 16,
+	{Workload: "rmsnorm_matmul", Seconds: 12.3, States: 46000, StatesPerCore: 1870, PrunedShare: 0.5, Complete: 296, Verified: 16,
 		BestKernels: 1, BestUs: 21.3, UnfusedUs: 24.9, Speedup: 24.9 / 21.3, FirstFusedSec: 1.2},
-	{Workload: "gqa", Seconds: 60, States: 6e6, Verified: 16, BestKernels: 2, BestUs: 18, UnfusedUs: 28.6,
+	{Workload: "gqa", Seconds: 60, States: 6e6, Complete: 1841, Verified: 16, BestKernels: 2, BestUs: 18, UnfusedUs: 28.6,
 		Speedup: 28.6 / 18, Stopped: "time limit", FirstFusedSec: 6},
 	{Workload: "broken", Err: "examples/broken.py:3: no such op", FirstFusedSec: -1},
 }
@@ -26,9 +26,9 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	cols := strings.Count(lines[2], "|")
 	for i, want := range []string{
-		"| rmsnorm_matmul | 12.3 | 1.2 | 46000 | 1870 | 50.0% | 16 | 1 | 21.3 | 24.9 | 1.17x |  |",
-		"| gqa | 60.0 | 6.0 | 6000000 | 0 | 0.0% | 16 | 2 | 18.0 | 28.6 | 1.59x | stopped: time limit |",
-		"| broken | 0.0 | - | 0 | 0 | 0.0% | 0 | - | - | 0.0 | - | examples/broken.py:3: no such op |",
+		"| rmsnorm_matmul | 12.3 | 1.2 | 46000 | 1870 | 50.0% | 296 | 16 | 1 | 21.3 | 24.9 | 1.17x |  |",
+		"| gqa | 60.0 | 6.0 | 6000000 | 0 | 0.0% | 1841 | 16 | 2 | 18.0 | 28.6 | 1.59x | stopped: time limit |",
+		"| broken | 0.0 | - | 0 | 0 | 0.0% | 0 | 0 | - | - | 0.0 | - | examples/broken.py:3: no such op |",
 	} {
 		line := lines[4+i]
 		if line != want {

@@ -55,7 +55,10 @@ type Options struct {
 	Seed      uint64 `json:"seed"`
 	Config    string `json:"config,omitempty"` // a preset for every workload
 	MaxStates int64  `json:"max_states,omitempty"`
-	Profile   string `json:"profile,omitempty"`
+	// MaxCandidates is superopt's --max-candidates: the candidates each
+	// part's search verifies, best first (0: all, the complete set).
+	MaxCandidates int    `json:"max_candidates"`
+	Profile       string `json:"profile,omitempty"`
 }
 
 // NewResults returns the results of a run on this machine for target,

@@ -23,21 +23,22 @@ import (
 
 // benchFlags are the flags of mirage bench.
 type benchFlags struct {
-	load      loadFlags
-	outDir    string
-	arch      archFlag
-	timeLimit time.Duration
-	workers   int
-	seed      uint64
-	config    string
-	maxStates int64
-	only      []string
-	onlyPaths bool
-	profile   string
-	asJSON    bool
-	compare   string
-	tol       bench.Tolerances
-	history   string
+	load          loadFlags
+	outDir        string
+	arch          archFlag
+	timeLimit     time.Duration
+	workers       int
+	seed          uint64
+	config        string
+	maxStates     int64
+	maxCandidates int
+	only          []string
+	onlyPaths     bool
+	profile       string
+	asJSON        bool
+	compare       string
+	tol           bench.Tolerances
+	history       string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -98,6 +99,7 @@ another arch), before anything is searched or written.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
 	fl.StringVar(&f.config, "config", "", "a preset configuration for every workload (default: each program's, else one chosen per part)")
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
+	fl.IntVar(&f.maxCandidates, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, as superopt does (0: all of them, the complete set)")
 	fl.StringSliceVar(&f.only, "workload", nil, "run only these workloads (comma-separated names)")
 	fl.BoolVar(&f.onlyPaths, "only-paths", false, "run the workloads at PATH only, not the built-in ones")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
@@ -111,7 +113,7 @@ another arch), before anything is searched or written.`,
 }
 
 func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
-	if err := checkNotNegative(cmd, "time-limit", "max-states"); err != nil {
+	if err := checkNotNegative(cmd, "time-limit", "max-states", "max-candidates"); err != nil {
 		return err
 	}
 	switch {
@@ -186,7 +188,7 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 	}
 	results := bench.NewResults(version, f.arch.Name, calibration, bench.Options{
 		TimeLimit: f.timeLimit.String(), Workers: f.workers, Seed: f.seed,
-		Config: f.config, MaxStates: f.maxStates, Profile: f.profile,
+		Config: f.config, MaxStates: f.maxStates, MaxCandidates: f.maxCandidates, Profile: f.profile,
 	}, rows)
 	title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", f.arch.Name, f.workers, f.timeLimit)
 	var md, svg bytes.Buffer
@@ -291,6 +293,7 @@ func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, pr
 	opts := driver.Options{
 		Name: in.Name, Arch: f.arch.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
 		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, Profiles: profiles,
+		PartResults: partResults(f.maxCandidates),
 	}
 	res, err := driver.Run(ctx, g, opts)
 	if err != nil {
@@ -311,7 +314,7 @@ func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, pr
 	if judged := s.PrunedAbsexpr + s.PrunedShape + s.PrunedDead + s.States; judged > 0 {
 		row.PrunedShare = float64(s.PrunedAbsexpr) / float64(judged)
 	}
-	row.Verified = int(s.Verified)
+	row.Complete, row.Verified = s.Complete, int(s.Verified)
 	best := res.Candidates[0]
 	row.Fused = best.Customized > 0
 	row.BestKernels, row.BestUs = best.Kernels, best.Estimate.Micros

@@ -358,3 +358,39 @@ func TestBenchRegressScript(t *testing.T) {
 		t.Fatalf("no baseline: exit %d\n%s", code, output)
 	}
 }
+
+// TestBenchCompleteSet: --max-candidates 0 verifies every candidate, as
+// superopt's does, and records the complete set's size beside the
+// candidates the enumeration completed.
+func TestBenchCompleteSet(t *testing.T) {
+	team := writeTeam(t)
+	run := func(args ...string) (benchJSON, *bench.Results) {
+		t.Helper()
+		out := t.TempDir()
+		code, stdout, stderr := mirage(t, append([]string{"bench", "--only-paths", team, "--json", "--time-limit", "60s", "-o", out}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		results, err := bench.ReadResults(filepath.Join(out, bench.ResultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return decodeBench(t, stdout), results
+	}
+	some, someResults := run()
+	all, allResults := run("--max-candidates", "0")
+	if someResults.Options.MaxCandidates != 2 || allResults.Options.MaxCandidates != 0 {
+		t.Errorf("results.json: max_candidates %d and %d, want 2 and 0", someResults.Options.MaxCandidates, allResults.Options.MaxCandidates)
+	}
+	more := false
+	for i, r := range all.Rows {
+		s := some.Rows[i]
+		if r.Workload != s.Workload || r.Complete != s.Complete || r.Complete < int64(r.Verified) || r.Verified < s.Verified {
+			t.Errorf("%s: %d complete, %d verified; by default %d complete, %d verified", r.Workload, r.Complete, r.Verified, s.Complete, s.Verified)
+		}
+		more = more || r.Verified > s.Verified
+	}
+	if !more {
+		t.Error("--max-candidates 0 verified no more candidates than the default")
+	}
+}

@@ -159,14 +159,10 @@ func (f *superoptFlags) driverOptions(cmd *cobra.Command, in *input, profiles *c
 			return driver.Options{}, err
 		}
 	}
-	results := f.maxResults
-	if results == 0 {
-		results = -1 // all: the driver's 0 is its default
-	}
 	opts := driver.Options{
 		Name: in.Name, Arch: f.arch.Arch, Preset: preset, Restrict: r,
 		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
-		PartResults: results, Profiles: profiles,
+		PartResults: partResults(f.maxResults), Profiles: profiles,
 		Log: func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) },
 	}
 	if opts.TimeLimit == 0 {
@@ -341,4 +337,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// partResults is driver.Options.PartResults for --max-candidates n: the
+// driver's 0 is its default, and all of them is -1.
+func partResults(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
