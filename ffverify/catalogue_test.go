@@ -311,3 +311,36 @@ func TestWarmProductsAgree(t *testing.T) {
 		t.Errorf("%d programs with several candidates in the catalogue, want at least 3", served)
 	}
 }
+
+// TestRejectIgnoresTheMemo: Reject decides alone (a cached result is
+// checked with it), so it looks as far where the full check would have the
+// products' memo as where it would not.
+func TestRejectIgnoresTheMemo(t *testing.T) {
+	rejected := 0
+	for _, e := range catalogue() {
+		program, candidate := e.program(), e.candidate()
+		memo := must(ffverify.New(program, ffverify.Options{Seed: 3}))
+		none := must(ffverify.New(program, ffverify.Options{Seed: 3, SharedInputs: -1}))
+		a, errA := memo.Reject(candidate)
+		b, errB := none.Reject(candidate)
+		if a != b || (errA == nil) != (errB == nil) {
+			t.Errorf("%s: Reject = %v (%v) with the memo, %v (%v) without", e.name, a, errA, b, errB)
+		}
+		if a {
+			rejected++
+		}
+	}
+	if rejected < 10 {
+		t.Errorf("Reject rejects %d catalogue entries, want at least 10", rejected)
+	}
+	// A position of rms_norm(X+Y) at 64×4096 depends on a whole row: more
+	// than a 256th of the graph's values, less than a 16th.
+	norm := func(k ugraph.OpKind) *kernel.Graph {
+		g := newKG()
+		return g.outputs(g.opA(ugraph.OpRMSNorm, dim(1), g.op(k, g.in(64, 4096), g.in(64, 4096))))
+	}
+	v := must(ffverify.New(norm(ugraph.OpAdd), ffverify.Options{Seed: 3}))
+	if !ffverify.SharesInputs(v) || !must(v.Reject(norm(ugraph.OpMul))) {
+		t.Error("Reject with the memo does not reject rms_norm(X·Y) for rms_norm(X+Y) at 64×4096")
+	}
+}

@@ -255,7 +255,7 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("ffverify: %w", err)
 	}
 	v.prints = [][]*tensor{pa.run(pa.trial(opts.Seed, 0))}
-	if r, rejected := v.fast(pb); rejected {
+	if r, rejected := v.fast(pb, 16); rejected {
 		return r, nil
 	}
 	m := newMatcher(pb, v.outputs)
@@ -290,7 +290,7 @@ func (v *Verifier) Reject(candidate *kernel.Graph) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	_, rejected := v.fast(p)
+	_, rejected := v.fast(p, 16)
 	return rejected, nil
 }
 
@@ -302,7 +302,7 @@ func (v *Verifier) Verify(candidate *kernel.Graph) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if r, rejected := v.fast(p); rejected {
+	if r, rejected := v.fast(p, fastShare(p)); rejected {
 		return r, nil
 	}
 	return v.full(p), nil
@@ -362,11 +362,12 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 // computes one position of every output at a time, so a candidate that is
 // wrong almost everywhere costs about one position's cone.
 //
-// The demand-driven evaluation may compute at most 1/16 of the values a
-// dense evaluation computes (it costs some ten times as much per value),
-// 1/256 where the full check has the products' memo (fastShare); beyond
-// that the fast path gives up and the full check decides.
-func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
+// The demand-driven evaluation may compute at most 1/share of the values a
+// dense evaluation computes (it costs some ten times as much per value):
+// 1/16 for Reject, and for Verify unless its full check has the products'
+// memo (fastShare); beyond that the fast path gives up and the full check
+// decides.
+func (v *Verifier) fast(p *plan, share int64) (r Result, rejected bool) {
 	if v.shapesDiffer(p) {
 		return Result{Output: -1, Trial: -1}, true
 	}
@@ -384,7 +385,7 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 	// Its pages take at most a dense evaluation's worth of values, and
 	// what MaxBytes leaves.
 	room := min(p.denseSize(), (v.opts.MaxBytes-v.held)/elemBytes)
-	l := newLazy(p, p.trial(v.opts.Seed, 0), int(max(p.denseSize()/fastShare(p), 1<<12)), int(room))
+	l := newLazy(p, p.trial(v.opts.Seed, 0), int(max(p.denseSize()/share, 1<<12)), int(room))
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {
@@ -415,10 +416,11 @@ func (v *Verifier) fast(p *plan) (r Result, rejected bool) {
 }
 
 // fastShare is the inverse of the share of a dense evaluation's values that
-// the fast path may compute for p. Most candidates a search completes are
-// correct, and for those the fast path is wasted work: where the full
-// check draws its products from the memo (most of its cost), the fast
-// path may compute a sixteenth as much as elsewhere.
+// Verify's fast path may compute for p. Most candidates a search completes
+// are correct, and for those the fast path is wasted work: where the full
+// check that follows draws its products from the memo (most of its cost),
+// the fast path may compute a sixteenth as much as Reject's, which decides
+// alone (a cached result's check, say).
 func fastShare(p *plan) int64 {
 	if p.memo {
 		return 256
