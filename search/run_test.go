@@ -520,3 +520,25 @@ graph.superoptimize(config="mlp")
 		t.Errorf("no verified candidate of a two-output kernel and a mul among %d", len(res.Candidates))
 	}
 }
+
+// TestBestIsNoWorseThanHandWritten: under the cost model that ranks them,
+// the best candidate of each example's search is estimated no slower than
+// the example's hand-written μGraph (examples/*_mugraph.py).
+func TestBestIsNoWorseThanHandWritten(t *testing.T) {
+	arch := target.MustLookup("sm_90")
+	for _, name := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
+		t.Run(name, func(t *testing.T) {
+			_, res := searchedExample(t, name+".py")
+			hand := loadProgram(t, name+"_mugraph.py")
+			want, err := cost.EstimateGraph(hand.Graph, arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Candidates[0].Estimate.Micros; got > want.Micros {
+				t.Errorf("best candidate %.2f µs, the hand-written μGraph %.2f µs:\n%s", got, want.Micros, sprint(res.Candidates[0].Graph))
+			} else {
+				t.Logf("best candidate %.2f µs, the hand-written μGraph %.2f µs", got, want.Micros)
+			}
+		})
+	}
+}
