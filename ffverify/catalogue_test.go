@@ -87,6 +87,7 @@ func catalogue() []entry {
 		{name: "rmsnorm/decomposed", program: rmsnormOnly, candidate: rmsnormDecomposed(1.0 / 12), equivalent: true},
 		{name: "gated-mlp/fused", program: gm, candidate: gmFused, equivalent: true},
 		{name: "gqa/split-keys", program: gq, candidate: gqSplit, equivalent: true},
+		{name: "matmul/computed-tile-times-weight-columns", program: expMatmul(false), candidate: expMatmul(true), equivalent: true},
 		{name: "gqa/second-kernel-walks-partials", program: gq, candidate: mutant(gqSplit, gqaWalkPartials()), equivalent: true},
 		{name: "div/distributes", program: divSum(false), candidate: divSum(true), equivalent: true},
 		{name: "matmul/distributes", program: matmulSum(false), candidate: matmulSum(true), equivalent: true},

@@ -170,6 +170,43 @@ func (ps *products) serves(a operand, ta ugraph.Shape, b operand, tb ugraph.Shap
 	return tensorBytes(out)+tensorBytes(slabA) <= ps.budget/4
 }
 
+// tileName names a tile of a graph-defined kernel (t): a loaded one by
+// where it comes from (from, off), another by its fingerprint.
+type tileName struct {
+	t     *tensor
+	shape ugraph.Shape
+	from  operandKey
+	off   layout.Dims
+	print [2]uint64
+}
+
+// tilePair names the product of two tiles.
+type tilePair struct {
+	a, b tileName
+}
+
+// tiles computes into dst the product of the tiles x and y of a
+// graph-defined kernel, which the memo names: the tiles that one kernel
+// computes and another of the same launch computes too (P·V of attention,
+// after exp(Q·K) in either) are multiplied once.
+func (ps *products) tiles(dst *tensor, x, y tileName) {
+	bytes := tensorBytes(dst.shape)
+	if bytes > ps.budget/4 {
+		matmul(dst, x.t, y.t)
+		return
+	}
+	a, b := x, y
+	a.t, b.t = nil, nil // the key holds names, not tensors
+	p, first := ps.entry(tilePair{a, b}, bytes)
+	if first {
+		p.t = newTensor(dst.shape)
+		matmul(p.t, x.t, y.t)
+		close(p.ready)
+	}
+	<-p.ready
+	copy(dst.v, p.t.v)
+}
+
 // tile writes into dst the product of the tile of shape ta at padded
 // offset offA in operand a and the tile at offB in operand b, which
 // serves allows. dst has the product's shape.

@@ -147,9 +147,12 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 						case ugraph.OpForloopAccum:
 							accumulate(tile[op.Out], tile[op.In[0]], op.Attr.Accum == ugraph.AccumRMS)
 						default:
-							if served[i] {
+							switch {
+							case served[i]:
 								bp.product(tile[op.Out], operands, ps, op, b, it)
-							} else {
+							case ps != nil && op.Kind == ugraph.OpMatmul:
+								ps.tiles(tile[op.Out], bp.tileName(tile, operands, ps, op.In[0], b, it), bp.tileName(tile, operands, ps, op.In[1], b, it))
+							default:
 								eval(i)
 							}
 						}
@@ -210,6 +213,16 @@ func (bp *blockPlan) memoised(operands []operand, ps *products) (served, skip []
 		}
 	}
 	return served, skip
+}
+
+// tileName names tile t of block b at iteration it for the memo ps: a
+// loaded tile by where it comes from, another by its values.
+func (bp *blockPlan) tileName(tile []*tensor, operands []operand, ps *products, t block.TensorID, b block.Dim3, it int) tileName {
+	x := tile[t]
+	if i := bp.producer[t]; bp.g.Ops[i].Kind == ugraph.OpInput {
+		return tileName{t: x, shape: x.shape, from: operands[bp.operand[i]].key, off: bp.inputOffset(&bp.g.Ops[i], b, it)}
+	}
+	return tileName{t: x, shape: x.shape, print: fingerprint(x.v, ps.points)}
 }
 
 // product computes served matmul op of block b at iteration it into dst,

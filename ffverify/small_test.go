@@ -303,3 +303,21 @@ func blockRowSum() *kernel.Graph {
 	b.out(b.accum(b.opA(ugraph.OpReduction, dim(1), t), ugraph.AccumNone), xAxis)
 	return g.outputs(g.custom(b, x)[0])
 }
+
+// expMatmul is exp(X)·W for X 4×8 and W 8×12; fused, every block computes
+// the same exp(X) tile and multiplies it by its own columns of W (grid 3,
+// no loop), so tiles of equal values meet tiles loaded from elsewhere.
+func expMatmul(fused bool) func() *kernel.Graph {
+	return func() *kernel.Graph {
+		g := newKG()
+		x, w := g.in(4, 8), g.in(8, 12)
+		if !fused {
+			return g.outputs(g.op(ugraph.OpMatmul, g.op(ugraph.OpExp, x), w))
+		}
+		b := newBG(block.Dim3{3, 1, 1}, 1, 4)
+		tx := b.in(g.shape(x), block.Replicate, -1)
+		tw := b.in(g.shape(w), xCols, -1)
+		b.out(b.accum(b.op(ugraph.OpMatmul, b.op(ugraph.OpExp, tx), tw), ugraph.AccumNone), xCols)
+		return g.outputs(g.custom(b, x, w)[0])
+	}
+}
