@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/layout"
@@ -40,6 +41,10 @@ type products struct {
 	used   int64            // bytes of the products in memo, ready or being computed
 	budget int64
 	points [2]uint64 // where fingerprints evaluate their polynomials
+	// tileLookups counts the memo's lookups of computed tiles' products
+	// (tiles); tileCost is what their fingerprints cost and tileSaved what
+	// the hits saved, in multiply-adds (tilesPay).
+	tileLookups, tileCost, tileSaved atomic.Int64
 }
 
 // newProducts returns an empty memo of budget bytes for the draw whose
@@ -198,6 +203,15 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 	a, b := x, y
 	a.t, b.t = nil, nil // the key holds names, not tensors
 	p, first := ps.entry(tilePair{a, b}, bytes)
+	ps.tileLookups.Add(1)
+	for _, n := range []tileName{x, y} {
+		if n.print != ([2]uint64{}) {
+			ps.tileCost.Add(fingerprintCost * int64(len(n.t.v)))
+		}
+	}
+	if !first {
+		ps.tileSaved.Add(int64(len(dst.v) * x.shape.Last()))
+	}
 	if first {
 		p.t = newTensor(dst.shape)
 		matmul(p.t, x.t, y.t)
@@ -206,6 +220,20 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 	<-p.ready
 	copy(dst.v, p.t.v)
 }
+
+// tilesPay reports whether naming computed tiles by their fingerprints
+// (tiles) pays: each lookup fingerprints its computed tiles, and only a
+// hit saves the product. Where a search's kernels rarely compute equal
+// tiles (one-kernel searches, mostly), the first thousand lookups show
+// it, and the draw stops asking. It changes the time of a check, never its
+// result.
+func (ps *products) tilesPay() bool {
+	return ps.tileLookups.Load() < 1024 || ps.tileSaved.Load() >= ps.tileCost.Load()
+}
+
+// fingerprintCost is a fingerprint's cost per value, in matmul
+// multiply-adds (two products mod 2⁶¹-1 against one pair mod P and Q).
+const fingerprintCost = 3
 
 // tile writes into dst the product of the tile of shape ta at padded
 // offset offA in operand a and the tile at offB in operand b, which

@@ -150,7 +150,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 							switch {
 							case served[i]:
 								bp.product(tile[op.Out], operands, ps, op, b, it)
-							case ps != nil && op.Kind == ugraph.OpMatmul:
+							case ps != nil && op.Kind == ugraph.OpMatmul && ps.tilesPay():
 								ps.tiles(tile[op.Out], bp.tileName(tile, operands, ps, op.In[0], b, it), bp.tileName(tile, operands, ps, op.In[1], b, it))
 							default:
 								eval(i)
