@@ -149,19 +149,27 @@ type slabKey struct {
 
 // whole computes into dst the product of a pre-defined matmul's operands.
 func (ps *products) whole(dst *tensor, a, b operand) {
+	ps.matmul(dst, wholeKey{a.key, b.key}, a.t, b.t)
+}
+
+// matmul computes into dst the product x·y, kept in the memo under key
+// (unless it would take more than a quarter of the budget), and reports
+// whether the memo had it already.
+func (ps *products) matmul(dst *tensor, key any, x, y *tensor) (hit bool) {
 	bytes := tensorBytes(dst.shape)
 	if bytes > ps.budget/4 {
-		matmul(dst, a.t, b.t)
-		return
+		matmul(dst, x, y)
+		return false
 	}
-	p, first := ps.entry(wholeKey{a.key, b.key}, bytes)
+	p, first := ps.entry(key, bytes)
 	if first {
 		p.t = newTensor(dst.shape)
-		matmul(p.t, a.t, b.t)
+		matmul(p.t, x, y)
 		close(p.ready)
 	}
 	<-p.ready
 	copy(dst.v, p.t.v)
+	return !first
 }
 
 // serves reports whether the memo keeps the products of tiles of shapes
@@ -195,30 +203,17 @@ type tilePair struct {
 // computes and another of the same launch computes too (P·V of attention,
 // after exp(Q·K) in either) are multiplied once.
 func (ps *products) tiles(dst *tensor, x, y tileName) {
-	bytes := tensorBytes(dst.shape)
-	if bytes > ps.budget/4 {
-		matmul(dst, x.t, y.t)
-		return
-	}
 	a, b := x, y
 	a.t, b.t = nil, nil // the key holds names, not tensors
-	p, first := ps.entry(tilePair{a, b}, bytes)
 	ps.tileLookups.Add(1)
 	for _, n := range []tileName{x, y} {
 		if n.print != ([2]uint64{}) {
 			ps.tileCost.Add(fingerprintCost * int64(len(n.t.v)))
 		}
 	}
-	if !first {
+	if ps.matmul(dst, tilePair{a, b}, x.t, y.t) {
 		ps.tileSaved.Add(int64(len(dst.v) * x.shape.Last()))
 	}
-	if first {
-		p.t = newTensor(dst.shape)
-		matmul(p.t, x.t, y.t)
-		close(p.ready)
-	}
-	<-p.ready
-	copy(dst.v, p.t.v)
 }
 
 // tilesPay reports whether naming computed tiles by their fingerprints
