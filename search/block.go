@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math/bits"
 	"slices"
 	"sync"
 	"unique"
@@ -245,13 +246,26 @@ func classAssignments(grid block.Dim3, present []int32) [][3]int32 {
 // blockState is a threadblock graph under construction inside a kernel
 // state, with what the search tracks per tile and op.
 type blockState struct {
-	k     *kernelState
-	conf  blockConfig
-	ins   []kernel.TensorID
-	g     *block.Graph
-	tiles []tensorInfo    // per tile of g; ids are in the kernel state's memo
-	cands []blockCand     // a stack of the candidate ops of the states on the path (addCands)
-	done  []completeBlock // the complete graphs found, in order
+	k   *kernelState
+	ins []kernel.TensorID
+	// confs are the configurations of the group enumerated together
+	// (group.go) and graphs their block graphs. Configurations whose
+	// shape rules agree (shapePattern) follow one of them, rep[j]: only
+	// the representatives' graphs take the ops as they are tried, the
+	// others catch up when they finish (catchUp). alive is the set of
+	// representatives whose graphs hold every op on the path; each graph
+	// alive before the last op holds the ops up to it. g is the first
+	// alive graph: the tiles' expressions, phases and uses are the same in
+	// all of them.
+	confs  []blockConfig
+	graphs []*block.Graph
+	rep    []int
+	alive  uint64
+	alives []uint64 // a stack: alive before each op on the path
+	g      *block.Graph
+	tiles  []tensorInfo      // per tile of g; ids are in the kernel state's memo
+	cands  []blockCand       // a stack of the candidate ops of the states on the path (addCands)
+	done   [][]completeBlock // per configuration, the complete graphs found, in order
 	// want, when the customized op is the kernel graph's last, are the
 	// shapes its outputs must have, sorted (kernelState.lastOutputs).
 	want []ugraph.Shape
@@ -390,35 +404,55 @@ func (k *kernelState) lastOutputs(ins []kernel.TensorID) ([]ugraph.Shape, bool) 
 // over all keys (each costs a kilobyte or two).
 const maxReplayedBlocks = 1 << 19
 
-// openBlock starts a customized op on in.ins with configuration conf,
-// explores its threadblock graphs and, below each complete one, the kernel
-// graph. A search already done for the same key is replayed.
-func (k *kernelState) openBlock(in openInputs, conf blockConfig) {
+// openBlocks starts a customized op on in.ins with each configuration of
+// confs, explores its threadblock graphs and, below each complete one, the
+// kernel graph. A search already done for the same key is replayed; the
+// others are enumerated in groups (group.go).
+func (k *kernelState) openBlocks(in openInputs, confs []blockConfig) {
 	s := k.s
-	ins := in.ins
-	key := blockSearchKey{inputs: in.sig, conf: conf.id}
-	if done, ok := s.blockSearches.load(key); ok {
-		for _, c := range done {
-			k.attach(ins, c)
-			if s.stop() {
-				return
+	var todo []blockConfig
+	for _, conf := range confs {
+		if done, ok := s.blockSearches.load(blockSearchKey{inputs: in.sig, conf: conf.id}); ok {
+			for _, c := range done {
+				k.attach(in.ins, c)
+				if s.stop() {
+					return
+				}
 			}
+			continue
 		}
-		return
+		if !k.divides(in.ins, conf) {
+			s.prunedShape.Add(1)
+			continue
+		}
+		todo = append(todo, conf)
 	}
-	if !k.divides(ins, conf) {
-		s.prunedShape.Add(1)
-		return
+	for _, group := range k.enumGroups(in.ins, todo) {
+		k.searchGroup(in, group)
+		if s.stop() {
+			return
+		}
 	}
-	b, err := k.newBlockState(ins, conf, in.want)
-	if err != nil {
-		s.prunedShape.Add(1)
+}
+
+// searchGroup enumerates the threadblock graphs of a customized op on
+// in.ins under the configurations confs together, and keeps each
+// configuration's complete graphs for replay.
+func (k *kernelState) searchGroup(in openInputs, confs []blockConfig) {
+	s := k.s
+	b := k.newBlockState(in.ins, confs, in.want)
+	if len(b.confs) == 0 {
 		return
 	}
 	defer func() {
 		// A search cut short is not complete: only a whole one is kept.
-		if !s.stop() && s.replayedBlocks.Add(int64(len(b.done))) <= maxReplayedBlocks {
-			s.blockSearches.store(key, b.done)
+		if s.stop() {
+			return
+		}
+		for j, conf := range b.confs {
+			if s.replayedBlocks.Add(int64(len(b.done[j]))) <= maxReplayedBlocks {
+				s.blockSearches.store(blockSearchKey{inputs: in.sig, conf: conf.id}, b.done[j])
+			}
 		}
 	}()
 	s.states.Add(1)
@@ -453,29 +487,67 @@ func (k *kernelState) divides(ins []kernel.TensorID, conf blockConfig) bool {
 // already into slivers of 4 or 8.)
 const minWalkedTile = 16
 
-// newBlockState starts the threadblock graph of a customized op on ins with
-// configuration conf: its input ops, and the candidates for its first op.
-func (k *kernelState) newBlockState(ins []kernel.TensorID, conf blockConfig, want []ugraph.Shape) (*blockState, error) {
+// newBlockState starts the threadblock graphs of a customized op on ins
+// with the configurations confs (a group: enumGroups): their input ops,
+// and the candidates for their first op. Configurations whose input ops
+// the builder rejects are left out of b.confs.
+func (k *kernelState) newBlockState(ins []kernel.TensorID, confs []blockConfig, want []ugraph.Shape) *blockState {
 	// One block state per nesting level is reused, with its memory.
 	for len(k.blocks) <= k.ncust {
-		k.blocks = append(k.blocks, &blockState{g: new(block.Graph)})
+		k.blocks = append(k.blocks, &blockState{})
 	}
 	b := k.blocks[k.ncust]
-	if err := b.g.Reset(conf.grid, conf.threads, conf.forloop, k.s.cfg.ReductionDimx); err != nil {
-		return nil, err
-	}
-	*b = blockState{k: k, ins: ins, g: b.g, conf: conf, want: want,
-		tiles: b.tiles[:0], cands: b.cands[:0]}
-	for i, t := range ins {
-		dt := k.g.Tensors[t]
-		if _, err := b.g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
-			return nil, err
+	*b = blockState{k: k, ins: ins, want: want, confs: b.confs[:0], graphs: b.graphs,
+		rep: b.rep[:0], alives: b.alives[:0], tiles: b.tiles[:0], cands: b.cands[:0]}
+	for _, conf := range confs {
+		n := len(b.confs)
+		if len(b.graphs) == n {
+			b.graphs = append(b.graphs, new(block.Graph))
 		}
+		if k.openGraph(b.graphs[n], ins, conf) != nil {
+			k.s.prunedShape.Add(1)
+			continue
+		}
+		b.confs = append(b.confs, conf)
+	}
+	if len(b.confs) == 0 {
+		return b
+	}
+	reps := map[shapePattern]int{}
+	for j := range b.confs {
+		p := k.s.shapePattern(b.graphs[j], len(ins))
+		r, ok := reps[p]
+		if !ok {
+			r = j
+			reps[p] = j
+			b.alive |= 1 << j
+		}
+		b.rep = append(b.rep, r)
+	}
+	b.g = b.graphs[0]
+	b.done = make([][]completeBlock, len(b.confs))
+	conf := b.confs[0]
+	for i, t := range ins {
 		// Grid and for-loop tiling are invisible to expressions.
 		b.pushTile(block.TensorID(i), k.tensors[t].expr, conf.fmaps[i] >= 0 && conf.forloop > 1)
 	}
 	b.inputCands()
-	return b, nil
+	return b
+}
+
+// openGraph resets g to the input ops of a customized op on ins with
+// configuration conf.
+func (k *kernelState) openGraph(g *block.Graph, ins []kernel.TensorID, conf blockConfig) error {
+	if err := g.Reset(conf.grid, conf.threads, conf.forloop, k.s.cfg.ReductionDimx); err != nil {
+		return err
+	}
+	for i, t := range ins {
+		dt := k.g.Tensors[t]
+		if _, err := g.AddInput(dt.Shape, dt.DType, conf.imaps[i], conf.fmaps[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inputCands sets b.cands, for a block state of input ops alone, to the ops
@@ -489,16 +561,32 @@ func (b *blockState) inputCands() {
 	}
 	m := b.k.memo
 	if cs, ok := m.inputCands[key]; ok {
-		b.cands = append(b.cands, cs...)
+		// The memo holds the ops the oracle accepts; which of the
+		// group's configurations accept their shapes is b's own.
+		for _, c := range cs {
+			if c.valid = b.validIn(&c); c.valid != 0 {
+				b.cands = append(b.cands, c)
+			} else {
+				b.k.s.prunedShape.Add(1)
+			}
+		}
 		return
 	}
+	var all []blockCand
 	for t := range b.g.Tensors {
-		b.addCands(block.TensorID(t))
+		all = b.judgeCands(all, block.TensorID(t))
 	}
 	if len(m.inputCands) >= maxInputCands {
 		clear(m.inputCands)
 	}
-	m.inputCands[key] = slices.Clone(b.cands)
+	m.inputCands[key] = all
+	for _, c := range all {
+		if c.valid = b.validIn(&c); c.valid != 0 {
+			b.cands = append(b.cands, c)
+		} else {
+			b.k.s.prunedShape.Add(1)
+		}
+	}
 }
 
 // opsLeft is how many more ops (output ops aside) the size limit allows.
@@ -529,6 +617,7 @@ type blockCand struct {
 	choice int32
 	in     [2]block.TensorID // in[1] is -1 for a unary op
 	e      *absexpr.Expr
+	valid  uint64 // the configurations of the group whose shapes accept it (validIn)
 }
 
 // operands returns the op's operands.
@@ -559,22 +648,40 @@ func (b *blockState) explore(from, to int) {
 // addCands appends to b.cands the ops whose newest operand is tile t, in
 // canonical order: (a, t) for a < t, then unary ops on t, then (t, a) for
 // a <= t; at equal operands, by kind and attributes (the order of
-// searcher.blockUnary and the other lists). Every op of an older state that follows its last op still follows the
-// op that made t, whose key is less than theirs, and ops on t follow all
-// of them: so a state's candidates are its parent's after the op taken,
-// then addCands of the new tile. Each op is judged once, when its newest
-// operand appears, rather than in every state below.
+// searcher.blockUnary and the other lists). Every op of an older state
+// that follows its last op still follows the op that made t, whose key is
+// less than theirs, and ops on t follow all of them: so a state's
+// candidates are its parent's after the op taken, then addCands of the new
+// tile. Each op is judged once, when its newest operand appears, rather
+// than in every state below. An op is a candidate when the oracle accepts
+// it and the shapes of at least one alive configuration do.
 func (b *blockState) addCands(t block.TensorID) {
+	start := len(b.cands)
+	b.cands = b.judgeCands(b.cands, t)
+	kept := b.cands[:start]
+	for _, c := range b.cands[start:] {
+		if c.valid = b.validIn(&c); c.valid != 0 {
+			kept = append(kept, c)
+		} else {
+			b.k.s.prunedShape.Add(1)
+		}
+	}
+	b.cands = kept
+}
+
+// judgeCands appends to cs the ops whose newest operand is tile t, in
+// canonical order (addCands), that the oracle accepts.
+func (b *blockState) judgeCands(cs []blockCand, t block.TensorID) []blockCand {
 	s := b.k.s
 	postT := b.g.Tensors[t].PostLoop
 	add := func(id int32, list []int, in0, in1 block.TensorID) {
 		j := s.exprs.blockOps(b, id, list, in0, in1)
 		for k, i := range list {
 			if !j[k].ok {
-				s.pruned(j[k])
+				s.prunedAbsexpr.Add(1)
 				continue
 			}
-			b.cands = append(b.cands, blockCand{choice: int32(i), in: [2]block.TensorID{in0, in1}, e: j[k].e})
+			cs = append(cs, blockCand{choice: int32(i), in: [2]block.TensorID{in0, in1}, e: j[k].e})
 		}
 	}
 	binary := s.blockBinary
@@ -590,9 +697,9 @@ func (b *blockState) addCands(t block.TensorID) {
 		switch {
 		case c.Kind == ugraph.OpForloopAccum && (postT || b.scales(c.Attr.Accum, t)): // accumulators take per-iteration tiles
 		case !j[k].ok:
-			s.pruned(j[k])
+			s.prunedAbsexpr.Add(1)
 		default:
-			b.cands = append(b.cands, blockCand{choice: int32(i), in: [2]block.TensorID{t, -1}, e: j[k].e})
+			cs = append(cs, blockCand{choice: int32(i), in: [2]block.TensorID{t, -1}, e: j[k].e})
 		}
 	}
 	for a := range t + 1 {
@@ -605,15 +712,7 @@ func (b *blockState) addCands(t block.TensorID) {
 			add(blockBinaryList, binary, t, a)
 		}
 	}
-}
-
-// pruned counts an op the judgement j rejects.
-func (s *searcher) pruned(j judgement) {
-	if j.badShape {
-		s.prunedShape.Add(1)
-	} else {
-		s.prunedAbsexpr.Add(1)
-	}
+	return cs
 }
 
 // scales reports whether accumulator a on tile t (per-iteration) would
@@ -652,15 +751,24 @@ func (b *blockState) tryOp(c blockCand, from, to int) {
 	b.pop()
 }
 
-// push adds op c to b's graph, unless the shape rules reject it, and
-// returns its result.
+// push adds op c to the graphs of b's alive configurations whose shape
+// rules accept it, unless none does, and returns its result.
 func (b *blockState) push(c blockCand) (block.TensorID, bool) {
 	choice := b.k.s.cfg.BlockOps[c.choice]
 	in := c.operands()
-	out, err := b.g.Add(choice.Kind, choice.Attr, in...)
-	if err != nil {
+	var out block.TensorID
+	var alive uint64
+	for m := b.alive & c.valid; m != 0; m &= m - 1 {
+		j := bits.TrailingZeros64(m)
+		if t, err := b.graphs[j].Add(choice.Kind, choice.Attr, in...); err == nil {
+			out, alive = t, alive|1<<j
+		}
+	}
+	if alive == 0 {
 		return 0, false
 	}
+	b.alives = append(b.alives, b.alive)
+	b.alive, b.g = alive, b.graphs[bits.TrailingZeros64(alive)]
 	varies := false
 	for _, t := range in {
 		b.tiles[t].uses++
@@ -672,7 +780,7 @@ func (b *blockState) push(c blockCand) (block.TensorID, bool) {
 
 // pushTile tracks the tile t just added, with expression e.
 func (b *blockState) pushTile(t block.TensorID, e *absexpr.Expr, varies bool) {
-	b.tiles = append(b.tiles, tensorInfo{expr: e, id: b.k.memo.id(e, b.g.Tensors[t].Shape), varies: varies})
+	b.tiles = append(b.tiles, tensorInfo{expr: e, id: b.k.memo.id(e, b.k.s.judgedShape(b.g.Tensors[t].Shape)), varies: varies})
 }
 
 // pop removes the last op pushed.
@@ -681,7 +789,12 @@ func (b *blockState) pop() {
 	for _, t := range op.Operands() {
 		b.tiles[t].uses--
 	}
-	b.g.Pop()
+	for m := b.alive; m != 0; m &= m - 1 {
+		b.graphs[bits.TrailingZeros64(m)].Pop()
+	}
+	n := len(b.alives) - 1
+	b.alive, b.alives = b.alives[n], b.alives[:n]
+	b.g = b.graphs[bits.TrailingZeros64(b.alive)]
 	b.tiles = b.tiles[:len(b.g.Tensors)]
 }
 
@@ -694,9 +807,10 @@ func (b *blockState) maxOutputs() int {
 }
 
 // finish completes b when every open tile is post-loop and there are at
-// most MaxBlockOutputs of them: each becomes an output, under each output
-// map that is canonical for the grid (each output its own), and the
-// resulting customized op is added to the kernel graph.
+// most MaxBlockOutputs of them: in the graph of each alive configuration,
+// each becomes an output, under each output map that is canonical for the
+// grid (each output its own), and the resulting customized op is added to
+// the kernel graph.
 func (b *blockState) finish() {
 	s := b.k.s
 	var open []block.TensorID
@@ -720,18 +834,63 @@ func (b *blockState) finish() {
 	for i, t := range open {
 		outExprs[i] = b.tiles[t].expr
 	}
+	for j, r := range b.rep {
+		if b.alive&(1<<r) == 0 {
+			continue
+		}
+		if r != j && !b.catchUp(j) {
+			continue
+		}
+		if !b.finishIn(j, open, outExprs) {
+			return
+		}
+	}
+}
+
+// catchUp makes the graph of configuration j hold the ops of its
+// representative's: it pops the ops past the first that differs and adds
+// the rest. It reports false if the builder rejects one, which the shape
+// patterns rule out.
+func (b *blockState) catchUp(j int) bool {
+	g, to := b.graphs[j], b.graphs[b.rep[j]]
+	same := len(b.ins)
+	for same < len(g.Ops) && same < len(to.Ops) && sameOp(g.Ops[same], to.Ops[same]) {
+		same++
+	}
+	for len(g.Ops) > same {
+		g.Pop()
+	}
+	for _, op := range to.Ops[same:] {
+		if _, err := g.Add(op.Kind, op.Attr, op.Operands()...); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// sameOp reports whether compute ops x and y are the same op on the same
+// operands.
+func sameOp(x, y block.Op) bool {
+	return x.Kind == y.Kind && x.In == y.In && x.Attr == y.Attr
+}
+
+// finishIn completes the graph of configuration j with the open tiles as
+// outputs (finish), and reports false when the search is to stop.
+func (b *blockState) finishIn(j int, open []block.TensorID, outExprs []*absexpr.Expr) bool {
+	s := b.k.s
+	bg, conf := b.graphs[j], b.confs[j]
 	// The outputs share an output map when one fits them all: a layout
 	// per output would multiply the kernels (partial results, whose
 	// layout is free, fit every map) without one that moves fewer bytes.
 	// Where none fits them all (an rms beside a matmul's tile), each
 	// output takes, in turn, every map its own dims allow.
-	grid := b.g.Grid
-	dims := b.conf.classes.outputDims(b.g, b.conf.split, open)
+	grid := bg.Grid
+	dims := conf.classes.outputDims(bg, conf.split, open)
 	omaps := make([]block.Map, len(open))
 	emit := func() bool { // false: stop
-		g := b.g.Clone()
-		for j, t := range open {
-			if err := g.AddOutput(t, omaps[j]); err != nil {
+		g := bg.Clone()
+		for i, t := range open {
+			if err := g.AddOutput(t, omaps[i]); err != nil {
 				s.prunedShape.Add(1)
 				return true
 			}
@@ -741,7 +900,7 @@ func (b *blockState) finish() {
 			return true
 		}
 		c := completeBlock{g: g, hash: block.Hash(g), outExprs: outExprs}
-		b.done = append(b.done, c)
+		b.done[j] = append(b.done[j], c)
 		b.k.attach(b.ins, c)
 		return !s.stop()
 	}
@@ -751,15 +910,15 @@ func (b *blockState) finish() {
 			continue
 		}
 		shared = true
-		for j := range omaps {
-			omaps[j] = m
+		for i := range omaps {
+			omaps[i] = m
 		}
 		if !emit() {
-			return
+			return false
 		}
 	}
 	if shared {
-		return
+		return true
 	}
 	var each func(i int) bool // false: stop
 	each = func(i int) bool {
@@ -776,7 +935,7 @@ func (b *blockState) finish() {
 		}
 		return true
 	}
-	each(0)
+	return each(0)
 }
 
 // wanted reports whether the outputs of the complete graph g have the

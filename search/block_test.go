@@ -49,7 +49,7 @@ func TestBlockCandidatesAreTheCanonicalOnes(t *testing.T) {
 		var b *blockState
 		for _, c := range s.blockConfigs(k.g, ins, false) {
 			if c.forloop > 1 == tt.loop {
-				if bs, err := k.newBlockState(ins, c, nil); err == nil {
+				if bs := k.newBlockState(ins, []blockConfig{c}, nil); len(bs.confs) == 1 {
 					b = bs
 					break
 				}
@@ -134,7 +134,7 @@ func fromScratch(b *blockState, last opKey) []blockCand {
 			if candKey(s, c).compare(last) <= 0 {
 				continue
 			}
-			if s.exprs.blockOps(b, int32(i), []int{i}, in[0], in[1])[0].ok {
+			if s.exprs.blockOps(b, int32(i), []int{i}, in[0], in[1])[0].ok && b.validIn(&c) != 0 {
 				cs = append(cs, c)
 			}
 		}

@@ -38,6 +38,8 @@ type judgeMemo struct {
 	// inputCands are the candidate ops of block states of input ops alone
 	// (blockState.inputCands).
 	inputCands map[inputCandsKey][]blockCand
+	// shapes are the shape rules' verdicts on op choices (shapeOK).
+	shapes map[shapeKey]bool
 }
 
 // inputCandsKey is what the ops on the inputs of a block depend on.
@@ -94,15 +96,14 @@ func (m *judgeMemo) unjudged(n int) []judgement {
 }
 
 // judgement is the judgement of one op: its expression, and whether the
-// op may be added (if not, whether because the shape rules reject it).
+// op may be added.
 type judgement struct {
-	e        *absexpr.Expr
-	ok       bool
-	badShape bool
+	e  *absexpr.Expr
+	ok bool
 }
 
 func newJudgeMemo() *judgeMemo {
-	return &judgeMemo{ids: map[operandKey]uint32{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{}}
+	return &judgeMemo{ids: map[operandKey]uint32{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{}, shapes: map[shapeKey]bool{}}
 }
 
 // id names an operand of expression e and shape s; 0 is the operand
@@ -168,7 +169,9 @@ func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID
 // blockOps judges the threadblock op choices list (indices of
 // Config.BlockOps, all unary or all binary; id names the list for the
 // memo) on tiles in0 and in1 (-1 for unary ops): their expressions, and
-// whether each may be added.
+// whether the oracle accepts each. It sees the tiles' shapes as every
+// configuration of b's group does (judgedShape); the shape rules are each
+// configuration's own (blockState.validIn).
 func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.TensorID) []judgement {
 	m := b.k.memo
 	key := opsKey{list: id, unary: in1 < 0}
@@ -193,18 +196,12 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 	var args [2]*absexpr.Expr
 	var shapes [2]ugraph.Shape
 	for j, t := range in[:n] {
-		args[j], shapes[j] = b.tiles[t].expr, b.g.Tensors[t].Shape
+		args[j], shapes[j] = b.tiles[t].expr, b.k.s.judgedShape(b.g.Tensors[t].Shape)
 	}
 	for k, i := range list {
 		c := b.k.s.cfg.BlockOps[i]
 		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
 		js[k].e, js[k].ok = x.judge(c, args[:n], shapes[:n], loop)
-		if js[k].ok {
-			// The shapes are part of the key: check them here once,
-			// rather than in every state that would add the op.
-			_, err := ugraph.InferShape(c.Kind, c.Attr, shapes[:n], b.g.ReductionDimx)
-			js[k].ok, js[k].badShape = err == nil, err != nil
-		}
 	}
 	return js
 }

@@ -128,12 +128,7 @@ func (k *kernelState) explore() {
 			k.spawnTasks()
 		} else {
 			k.eachInputSet(func(in openInputs) {
-				for _, conf := range s.blockConfigs(k.g, in.ins, k.opsLeft() == 1) {
-					k.openBlock(in, conf)
-					if s.stop() {
-						return
-					}
-				}
+				k.openBlocks(in, s.blockConfigs(k.g, in.ins, k.opsLeft() == 1))
 			})
 		}
 	}

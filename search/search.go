@@ -214,12 +214,15 @@ type searcher struct {
 	// the unary, binary and non-commutative binary cfg.BlockOps by kind and
 	// attributes, the canonical order of ops on the same operands.
 	blockUnary, blockBinary, blockNoncommutative []int
-	start                                        time.Time
+	// sizeDims and groupable: see group.go (sizeDims).
+	sizeDims  uint32
+	groupable bool
+	start     time.Time
 
 	seen     sync.Map // kernel.Hash of kernel states -> struct{}
 	recorded sync.Map // kernel.Hash of complete candidates -> struct{}, see record
 
-	blockSearches  blockSearches // see openBlock
+	blockSearches  blockSearches // see openBlocks
 	configLists    sync.Map      // configsKey -> []blockConfig, see blockConfigs
 	interned       sync.Map      // inputSig or confKey -> uint32, see intern
 	nextID         atomic.Uint32 // the last number interned
@@ -262,6 +265,7 @@ func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Op
 			s.blockBinary = append(s.blockBinary, i)
 		}
 	}
+	s.sizeDims, s.groupable = sizeDims(cfg.BlockOps)
 	var err error
 	if s.exprs, err = newExprs(program); err != nil {
 		return nil, err
@@ -357,7 +361,7 @@ type task struct {
 func (t *task) run() {
 	k := t.prefix
 	k.found = &t.found
-	k.openBlock(t.in, t.conf)
+	k.openBlocks(t.in, []blockConfig{t.conf})
 }
 
 // merge gathers the complete candidates of the root (graphs of pre-defined
