@@ -402,9 +402,18 @@ func (s *searcher) verifyBest(found []*Candidate) ([]*Candidate, error) {
 	}
 	var best []*Candidate
 	// Verify in batches of the worker count, in rank order, until enough
-	// have passed: the result is the same for any number of workers.
+	// have passed: the result is the same for any number of workers. A
+	// batch is not started when the slowest so far would outlast the
+	// verification's deadline: a check in flight cannot be interrupted,
+	// and a caller waiting for the search (the driver) would give up on
+	// all it verified.
 	done := 0
+	var slowest time.Duration
 	for done < len(cands) && len(best) < limit && s.verifyCtx.Err() == nil {
+		if end, ok := s.verifyCtx.Deadline(); ok && time.Until(end) < slowest {
+			break
+		}
+		started := time.Now()
 		batch := cands[done:min(done+s.opts.Workers, len(cands))]
 		ok := make([]bool, len(batch))
 		var g errgroup.Group
@@ -435,6 +444,7 @@ func (s *searcher) verifyBest(found []*Candidate) ([]*Candidate, error) {
 			}
 		}
 		done += len(batch)
+		slowest = max(slowest, time.Since(started))
 	}
 	s.unchecked.Add(int64(len(cands) - done))
 	return best, nil
