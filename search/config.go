@@ -298,9 +298,11 @@ func blockCounterparts(op kernel.Op) []OpChoice {
 
 // deriveGrids returns the grids described at Complete, in a fixed order;
 // tiled adds Mirage's rule. Searches of two graph-defined kernels
-// (attention) leave it out for now: there it multiplies the states
+// (attention) leave it out for now: there it multiplied the states
 // fourfold (gqa: 32 million in 25 s, 117 million unfinished in 140 s),
-// until the enumeration takes a kernel's op DAGs once per input signature.
+// measured before a customized op's configurations were enumerated in
+// groups (group.go); whether the groups make it affordable is not yet
+// measured.
 func deriveGrids(program *kernel.Graph, tiled bool) []block.Dim3 {
 	xs := map[int]bool{}
 	for _, t := range program.Tensors {
