@@ -421,10 +421,6 @@ func (k *kernelState) openBlocks(in openInputs, confs []blockConfig) {
 			}
 			continue
 		}
-		if !k.divides(in.ins, conf) {
-			s.prunedShape.Add(1)
-			continue
-		}
 		todo = append(todo, conf)
 	}
 	for _, group := range k.enumGroups(in.ins, todo) {
@@ -463,21 +459,22 @@ func (k *kernelState) searchGroup(in openInputs, confs []blockConfig) {
 	b.explore(0, len(b.cands))
 }
 
-// divides reports whether the grid and for-loop of conf divide the dims of
-// ins they split, into tiles of at least minWalkedTile along a dim the
-// for-loop walks: most configurations that the builder would reject fail
-// this, which costs no allocation.
-func (k *kernelState) divides(ins []kernel.TensorID, conf blockConfig) bool {
+// tileShapes returns the tiles conf cuts ins into, and whether its grid
+// and for-loop divide the dims of ins they split, into tiles of at least
+// minWalkedTile along a dim the for-loop walks: most configurations that
+// the builder would reject fail this, which costs no allocation.
+func (k *kernelState) tileShapes(ins []kernel.TensorID, conf blockConfig) (tiles [MaxKernelInputs]ugraph.Shape, ok bool) {
 	for i, t := range ins {
 		tile, failed := block.TileShape(k.g.Tensors[t].Shape, conf.grid, conf.forloop, conf.imaps[i], conf.fmaps[i])
 		if failed >= 0 {
-			return false
+			return tiles, false
 		}
 		if f := conf.fmaps[i]; f >= 0 && conf.forloop > 1 && tile.Dim(f) < minWalkedTile {
-			return false
+			return tiles, false
 		}
+		tiles[i] = tile
 	}
-	return true
+	return tiles, true
 }
 
 // minWalkedTile bounds the tiles of a walked dim from below: a matmul's K
@@ -559,34 +556,21 @@ func (b *blockState) inputCands() {
 		key.ids[t] = info.id
 		key.varies[t] = info.varies
 	}
+	// The memo holds the ops the oracle accepts; which of the group's
+	// configurations accept their shapes is b's own (keepValid).
 	m := b.k.memo
-	if cs, ok := m.inputCands[key]; ok {
-		// The memo holds the ops the oracle accepts; which of the
-		// group's configurations accept their shapes is b's own.
-		for _, c := range cs {
-			if c.valid = b.validIn(&c); c.valid != 0 {
-				b.cands = append(b.cands, c)
-			} else {
-				b.k.s.prunedShape.Add(1)
-			}
+	cs, ok := m.inputCands[key]
+	if !ok {
+		for t := range b.g.Tensors {
+			cs = b.judgeCands(cs, block.TensorID(t))
 		}
-		return
-	}
-	var all []blockCand
-	for t := range b.g.Tensors {
-		all = b.judgeCands(all, block.TensorID(t))
-	}
-	if len(m.inputCands) >= maxInputCands {
-		clear(m.inputCands)
-	}
-	m.inputCands[key] = all
-	for _, c := range all {
-		if c.valid = b.validIn(&c); c.valid != 0 {
-			b.cands = append(b.cands, c)
-		} else {
-			b.k.s.prunedShape.Add(1)
+		if len(m.inputCands) >= maxInputCands {
+			clear(m.inputCands)
 		}
+		m.inputCands[key] = cs
 	}
+	b.cands = append(b.cands, cs...)
+	b.keepValid(len(b.cands) - len(cs))
 }
 
 // opsLeft is how many more ops (output ops aside) the size limit allows.
@@ -658,8 +642,14 @@ func (b *blockState) explore(from, to int) {
 func (b *blockState) addCands(t block.TensorID) {
 	start := len(b.cands)
 	b.cands = b.judgeCands(b.cands, t)
-	kept := b.cands[:start]
-	for _, c := range b.cands[start:] {
+	b.keepValid(start)
+}
+
+// keepValid sets the valid set of each candidate of b.cands[from:] and
+// drops those no alive configuration's shapes accept.
+func (b *blockState) keepValid(from int) {
+	kept := b.cands[:from]
+	for _, c := range b.cands[from:] {
 		if c.valid = b.validIn(&c); c.valid != 0 {
 			kept = append(kept, c)
 		} else {

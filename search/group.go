@@ -99,19 +99,24 @@ func (s *searcher) judgedShape(x ugraph.Shape) ugraph.Shape {
 
 // enumGroups partitions confs (configurations of a customized op on ins)
 // into groups that share an enumeration, in the order of their first
-// configurations, each in the order of confs.
+// configurations, each in the order of confs. Configurations that do not
+// divide ins (tileShapes) are left out.
 func (k *kernelState) enumGroups(ins []kernel.TensorID, confs []blockConfig) [][]blockConfig {
 	s := k.s
 	index := map[enumKey]int{}
 	var groups [][]blockConfig
 	for _, c := range confs {
+		tiles, ok := k.tileShapes(ins, c)
+		if !ok {
+			s.prunedShape.Add(1)
+			continue
+		}
 		key := enumKey{forloop: c.forloop}
 		if !s.groupable {
 			key.solo = c.id
 		}
-		for i, t := range ins {
-			tile, _ := block.TileShape(k.g.Tensors[t].Shape, c.grid, c.forloop, c.imaps[i], c.fmaps[i])
-			if i > 0 && tile.Rank() != key.tiles[0].Rank() {
+		for i, tile := range tiles[:len(ins)] {
+			if tile.Rank() != tiles[0].Rank() {
 				key.solo = c.id // positions would not line up
 			}
 			key.tiles[i] = s.judgedShape(tile)
