@@ -100,7 +100,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // top of DRAM traffic, and equal times rank by bytes, then blocks.
 // Version 9: Mirage's tiled grids for one graph-defined kernel; outputs
 // that no one map fits take a map each; default and mlp allow two outputs.
-const cacheVersion = 9
+// Version 10: one-iteration input tiles read more than once are copied
+// into shared memory (package thread), which changes the shared memory
+// per block, so the occupancy and the estimates, of some candidates.
+const cacheVersion = 10
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -129,6 +129,16 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.add(a, r1), output_map=(-1, 0, -1))`,
 		`tb.new_output(stensor=tb.mul(rd, tb.reduction(rd, 0)), output_map=(-1, 0, -1))`,
 		`tb.new_output(stensor=tb.exp(r0), output_map=(-1, 0, -1))`)},
+	// One iteration: X, which rms_norm and a second op read, and B, read
+	// broadcast along the rows, are copied into shared memory; Y, read
+	// once, stays in device memory.
+	{name: "copied_in_once", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(8, 96)", "float16"}, {"Y", "(8, 96)", "float16"}, {"B", "(8, 1)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(64, 1, 1), forloop_range=1, reduction_dimx=16",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tY = tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tB = tb.new_input(dtensor=B, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.add(tb.mul(tb.rms_norm(tX), tb.exp(tY)), tb.mul(tX, tB))), output_map=(0, -1, -1))`)},
 	// Copies that are not 16-byte: rows of 4 and 3 fp16 elements (8-byte
 	// and element-wise copies), 6 fp32 (8-byte); a grid along two axes, the
 	// for-loop walking a partitioned dim; one buffer per tile.

@@ -90,6 +90,36 @@ func TestCountersCatchBadTilings(t *testing.T) {
 	}
 }
 
+// TestCountersNormReadsItsRowOnce: a one-iteration kernel whose input
+// tile rms_norm reads (once for the rms, once to scale) and a second op
+// reads too (nTrans's form) requests it once: it is copied into shared
+// memory, not read twice in place.
+func TestCountersNormReadsItsRowOnce(t *testing.T) {
+	needGXX(t)
+	g := loadSource(t, "norm", oneKernel(
+		[][3]string{{"X", "(16, 512)", "float16"}, {"Y", "(16, 512)", "float16"}},
+		"grid_dim=(16, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=64",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tY = tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.add(tb.mul(tb.rms_norm(tX), tY), tX)), output_map=(0, -1, -1))`)...)
+	res, err := Emit("norm", g, Options{Arch: sm80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := Measure(context.Background(), g, res, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range cs[0].Tensors {
+		if r := float64(tt.Requested()) / float64(tt.Bytes); r != 1 {
+			t.Errorf("%s (%s) requested %.2fx its size, want 1x", tt.Tensor, tt.Role, r)
+		}
+	}
+	if p := cs[0].WeightProblems(); len(p) > 0 {
+		t.Errorf("weight problems %q", p)
+	}
+}
+
 // TestCountersArithmetic checks the figures Counters derives from what
 // the emulator counted.
 func TestCountersArithmetic(t *testing.T) {

@@ -42,7 +42,11 @@
 //
 // Tiles are in registers (fused), in shared memory (materialized, loaded
 // inputs, accumulators), or, for an input tile of a graph with one for-loop
-// iteration that no mma reads, left in device memory and read in place.
+// iteration whose elements the kernel reads once each (one element-wise or
+// reduction reader, not broadcast), left in device memory and read in
+// place. An input tile read more often (by a matmul, an rms_norm, two ops)
+// is copied in once, so that the kernel requests it once; unless no mma
+// reads it and the copy would not fit, when it is read in place after all.
 // Shared tiles are stored row-major in their dtype (accumulators in fp32)
 // with rows padded to an odd multiple of 16 bytes when they are a multiple
 // of 16 bytes, which makes ldmatrix and cp.async conflict-free. An input

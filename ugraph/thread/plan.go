@@ -39,7 +39,7 @@ func (d *deriver) store() error {
 		}
 		if op.Kind == ugraph.OpInput {
 			t.Storage = Shared
-			if g.ForloopRange == 1 && !d.readByMMA(op.Out) {
+			if g.ForloopRange == 1 && d.readOnce(op.Out) {
 				t.Storage = Device
 			}
 			continue
@@ -60,6 +60,27 @@ func (d *deriver) store() error {
 	return nil
 }
 
+// readInPlace leaves in device memory the input tiles that readOnce had
+// copied into shared memory though no mma reads them, when the plan does
+// not fit otherwise: the kernel then requests them more than once, but
+// runs. It reports whether there were any.
+func (d *deriver) readInPlace() bool {
+	if d.g.ForloopRange != 1 {
+		return false
+	}
+	moved := false
+	for i := range d.g.Ops {
+		op := &d.g.Ops[i]
+		if !d.live[i] || op.Kind != ugraph.OpInput || d.out.Tiles[op.Out].Storage != Shared || d.readByMMA(op.Out) {
+			continue
+		}
+		t := &d.out.Tiles[op.Out]
+		*t = Tile{DType: t.DType, Storage: Device}
+		moved = true
+	}
+	return moved
+}
+
 func (d *deriver) readByMMA(t block.TensorID) bool {
 	for _, c := range d.uses[t] {
 		if d.out.Ops[c].MMA != nil {
@@ -67,6 +88,26 @@ func (d *deriver) readByMMA(t block.TensorID) bool {
 		}
 	}
 	return false
+}
+
+// readOnce reports whether the live ops read each element of tile t once
+// in all: then it can stay in device memory, read in place, for what the
+// kernel requests of it is the tile, as the cost model charges it. A
+// matmul (on tensor cores or not) reads an element once per row or column
+// of the other operand, rms_norm once for the rms and once to scale, a
+// broadcast operand once per copy, and each further reader (in another
+// part of the kernel, or in the same chain) once more; such tiles are
+// copied into shared memory.
+func (d *deriver) readOnce(t block.TensorID) bool {
+	if len(d.uses[t]) != 1 {
+		return false
+	}
+	op := &d.g.Ops[d.uses[t][0]]
+	switch op.Kind {
+	case ugraph.OpMatmul, ugraph.OpRMSNorm:
+		return false
+	}
+	return op.Kind.Info().Class != ugraph.ClassBinary || d.g.Tensors[t].Shape == d.g.Tensors[op.Out].Shape
 }
 
 func (d *deriver) readByNonStore(t block.TensorID) bool {
@@ -187,6 +228,9 @@ func (d *deriver) allocate() error {
 			return nil
 		}
 		if stages == 1 {
+			if d.readInPlace() {
+				continue
+			}
 			return &SmemError{Bytes: d.out.SmemBytes, Limit: limit}
 		}
 		stages--

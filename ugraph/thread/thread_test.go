@@ -94,7 +94,7 @@ func TestFusion(t *testing.T) {
 			big := b.op(ugraph.OpSquare, none, x)
 			b.out(b.acc(b.op(ugraph.OpAdd, none, e, big), ugraph.AccumNone), block.Replicate)
 			return b.g
-		}, []string{"reduction+exp", "square+add+forloop_accum(none) >1"}, "drsrrs"},
+		}, []string{"reduction+exp", "square+add+forloop_accum(none) >1"}, "srsrrs"}, // x, read by two ops, is copied in once
 		{"one accumulator per group", func(t testing.TB) *block.Graph {
 			b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 4, 1)
 			x := b.in(sh(16, 32), fp16, block.Replicate, 1)
@@ -237,17 +237,85 @@ func TestMMALowering(t *testing.T) {
 		if (p != nil) != tt.mma {
 			t.Errorf("%s: mma %v, want %v", tt.name, p != nil, tt.mma)
 		}
-		// Input tiles an mma reads are copied to shared memory, even with
-		// one iteration; the others stay in device memory.
-		want := Device
-		if tt.mma {
-			want = Shared
-		}
-		if s := g.Tiles[0].Storage; s != want {
-			t.Errorf("%s: operand storage %v, want %v", tt.name, s, want)
+		// Input tiles a matmul reads (each element once per column of
+		// the other operand) are copied to shared memory, even with one
+		// iteration, whether it runs on tensor cores or not.
+		if s := g.Tiles[0].Storage; s != Shared {
+			t.Errorf("%s: operand storage %v, want shared", tt.name, s)
 		}
 		checkPlan(t, tt.name, g)
 	}
+}
+
+// TestInputsReadInPlace: with one iteration, an input tile stays in device
+// memory exactly when the kernel reads each of its elements once; a tile
+// read more often is copied into shared memory once, so that the kernel
+// requests no more of it than its size (issue #17's weights criterion).
+func TestInputsReadInPlace(t *testing.T) {
+	tests := []struct {
+		name    string
+		x       ugraph.Shape // the input tile asked about
+		inPlace bool
+		ops     func(b *builder, x block.TensorID) block.TensorID // x's readers; returns the tile to accumulate
+	}{
+		{"one element-wise reader", sh(16, 32), true, func(b *builder, x block.TensorID) block.TensorID {
+			return b.op(ugraph.OpExp, none, x)
+		}},
+		{"one reduction", sh(16, 32), true, func(b *builder, x block.TensorID) block.TensorID {
+			return b.op(ugraph.OpReduction, ugraph.Attr{Dim: 1}, x)
+		}},
+		{"rms_norm reads the row twice", sh(16, 32), false, func(b *builder, x block.TensorID) block.TensorID {
+			return b.op(ugraph.OpRMSNorm, none, x)
+		}},
+		{"two readers in one chain", sh(16, 32), false, func(b *builder, x block.TensorID) block.TensorID {
+			return b.op(ugraph.OpMul, none, x, b.op(ugraph.OpExp, none, x))
+		}},
+		{"one op reading it twice", sh(16, 32), false, func(b *builder, x block.TensorID) block.TensorID {
+			return b.op(ugraph.OpMul, none, x, x)
+		}},
+		{"a broadcast operand", sh(16, 1), false, func(b *builder, x block.TensorID) block.TensorID {
+			y := b.in(sh(16, 32), fp16, block.Replicate, -1) // each element of x is read along a row of y
+			return b.op(ugraph.OpAdd, none, x, b.op(ugraph.OpExp, none, y))
+		}},
+		{"the operand broadcast against", sh(16, 32), true, func(b *builder, x block.TensorID) block.TensorID {
+			y := b.in(sh(16, 1), fp16, block.Replicate, -1)
+			return b.op(ugraph.OpAdd, none, b.op(ugraph.OpExp, none, y), x)
+		}},
+	}
+	for _, tt := range tests {
+		b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+		x := b.in(tt.x, fp16, block.Replicate, -1)
+		b.out(b.acc(tt.ops(b, x), ugraph.AccumNone), block.Replicate)
+		g, err := Derive(b.g, sm90, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := g.Tiles[x].Storage == Device; got != tt.inPlace {
+			t.Errorf("%s: read in place %v, want %v\n%v", tt.name, got, tt.inPlace, g)
+		}
+		checkPlan(t, tt.name, g)
+	}
+}
+
+// TestInputsReadInPlaceWhenCopiesOverflow: an input tile copied in only to
+// be read once from device memory stays there when the copy would put the
+// plan over the limit; the kernel still runs.
+func TestInputsReadInPlaceWhenCopiesOverflow(t *testing.T) {
+	b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+	x := b.in(sh(16, 512), fp16, block.Replicate, -1)
+	b.out(b.acc(b.op(ugraph.OpRMSNorm, none, x), ugraph.AccumNone), block.Replicate)
+	copied, err := Derive(b.g, sm90, Options{})
+	if err != nil || copied.Tiles[x].Storage != Shared {
+		t.Fatalf("without a tight limit: %v; want x copied in\n%v", err, copied)
+	}
+	inPlace, err := Derive(b.g, smemLimit(copied.SmemBytes-1), Options{})
+	if err != nil {
+		t.Fatalf("a limit the copy would pass: %v", err)
+	}
+	if inPlace.Tiles[x].Storage != Device || inPlace.SmemBytes != copied.SmemBytes-copied.Tiles[x].Bytes {
+		t.Errorf("under the limit: x %v, %d bytes; want device, %d bytes\n%v", inPlace.Tiles[x].Storage, inPlace.SmemBytes, copied.SmemBytes-copied.Tiles[x].Bytes, inPlace)
+	}
+	checkPlan(t, "in place under the limit", inPlace)
 }
 
 // TestRegisterBudget: accumulators past the budget go to shared memory.
