@@ -451,9 +451,9 @@ func (k *kernelState) searchGroup(in openInputs, confs []blockConfig) {
 			}
 		}
 	}()
-	s.states.Add(1)
+	k.countState()
 	if !b.canFinish() {
-		s.prunedDead.Add(1)
+		k.tally.dead++
 		return
 	}
 	b.explore(0, len(b.cands))
@@ -502,7 +502,7 @@ func (k *kernelState) newBlockState(ins []kernel.TensorID, confs []blockConfig, 
 			b.graphs = append(b.graphs, new(block.Graph))
 		}
 		if k.openGraph(b.graphs[n], ins, conf) != nil {
-			k.s.prunedShape.Add(1)
+			k.tally.shape++
 			continue
 		}
 		b.confs = append(b.confs, conf)
@@ -653,7 +653,7 @@ func (b *blockState) keepValid(from int) {
 		if c.valid = b.validIn(&c); c.valid != 0 {
 			kept = append(kept, c)
 		} else {
-			b.k.s.prunedShape.Add(1)
+			b.k.tally.shape++
 		}
 	}
 	b.cands = kept
@@ -668,7 +668,7 @@ func (b *blockState) judgeCands(cs []blockCand, t block.TensorID) []blockCand {
 		j := s.exprs.blockOps(b, id, list, in0, in1)
 		for k, i := range list {
 			if !j[k].ok {
-				s.prunedAbsexpr.Add(1)
+				b.k.tally.absexpr++
 				continue
 			}
 			cs = append(cs, blockCand{choice: int32(i), in: [2]block.TensorID{in0, in1}, e: j[k].e})
@@ -687,7 +687,7 @@ func (b *blockState) judgeCands(cs []blockCand, t block.TensorID) []blockCand {
 		switch {
 		case c.Kind == ugraph.OpForloopAccum && (postT || b.scales(c.Attr.Accum, t)): // accumulators take per-iteration tiles
 		case !j[k].ok:
-			s.prunedAbsexpr.Add(1)
+			b.k.tally.absexpr++
 		default:
 			cs = append(cs, blockCand{choice: int32(i), in: [2]block.TensorID{t, -1}, e: j[k].e})
 		}
@@ -722,13 +722,12 @@ func (b *blockState) scales(a ugraph.Accum, t block.TensorID) bool {
 // tryOp adds block op c, explores below it (its candidates are
 // b.cands[from:to] and those on its result) and removes it.
 func (b *blockState) tryOp(c blockCand, from, to int) {
-	s := b.k.s
 	out, ok := b.push(c)
 	if !ok {
-		s.prunedShape.Add(1)
+		b.k.tally.shape++
 		return
 	}
-	s.states.Add(1)
+	b.k.countState()
 	if b.canFinish() {
 		start := len(b.cands)
 		b.cands = append(b.cands, b.cands[from:to]...)
@@ -736,7 +735,7 @@ func (b *blockState) tryOp(c blockCand, from, to int) {
 		b.explore(start, len(b.cands))
 		b.cands = b.cands[:start]
 	} else {
-		s.prunedDead.Add(1)
+		b.k.tally.dead++
 	}
 	b.pop()
 }
@@ -802,7 +801,6 @@ func (b *blockState) maxOutputs() int {
 // grid (each output its own), and the resulting customized op is added to
 // the kernel graph.
 func (b *blockState) finish() {
-	s := b.k.s
 	var open []block.TensorID
 	for t, info := range b.tiles {
 		if info.uses > 0 {
@@ -817,7 +815,7 @@ func (b *blockState) finish() {
 		return
 	}
 	if b.copiesOnly() {
-		s.prunedDead.Add(1)
+		b.k.tally.dead++
 		return
 	}
 	outExprs := make([]*absexpr.Expr, len(open))
@@ -881,12 +879,12 @@ func (b *blockState) finishIn(j int, open []block.TensorID, outExprs []*absexpr.
 		g := bg.Clone()
 		for i, t := range open {
 			if err := g.AddOutput(t, omaps[i]); err != nil {
-				s.prunedShape.Add(1)
+				b.k.tally.shape++
 				return true
 			}
 		}
 		if !b.wanted(g) || !s.fitsSmem(g) {
-			s.prunedShape.Add(1)
+			b.k.tally.shape++
 			return true
 		}
 		c := completeBlock{g: g, hash: block.Hash(g), outExprs: outExprs}

@@ -62,16 +62,19 @@ const maxJudgeMemo = 1 << 16
 // operandKey is what an operand contributes to a judgement.
 type operandKey struct {
 	expr  unique.Handle[string]
-	shape ugraph.Shape
+	shape [ugraph.MaxRank]int32 // Shape.Extents: no padding, so maps hash the key as plain memory
 }
 
 // opsKey is what the judgements of a list of op choices on some operands
 // depend on.
+//
+// Its fields are all 4 bytes wide, with no padding between them, so that
+// maps hash it as plain memory: it is looked up for every candidate op.
+// (Whether the ops are unary follows from list.)
 type opsKey struct {
-	list  int32 // which choices: see the *List constants, or a single choice's index
-	unary bool
-	args  [2]uint32 // operand ids
-	loop  [2]int32  // unary: for-loop range and reduction_dimx (accumulators depend on them)
+	list int32     // which choices: see the *List constants, or a single choice's index
+	args [2]uint32 // operand ids
+	loop [2]int32  // unary: for-loop range and reduction_dimx (accumulators depend on them)
 }
 
 // Names of the lists of op choices for opsKey: the threadblock ones
@@ -112,7 +115,7 @@ func (m *judgeMemo) id(e *absexpr.Expr, s ugraph.Shape) uint32 {
 	if e == nil {
 		return 0
 	}
-	key := operandKey{e.Handle(), s}
+	key := operandKey{e.Handle(), s.Extents()}
 	if id, ok := m.ids[key]; ok {
 		return id
 	}
@@ -148,7 +151,7 @@ func (x *exprs) input(i int) *absexpr.Expr { return x.inputs[i] }
 // Config.KernelOps) on the kernel tensors in, and whether the op may be
 // added.
 func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID) (*absexpr.Expr, bool) {
-	key := opsKey{list: kernelList + int32(i), unary: len(in) == 1}
+	key := opsKey{list: kernelList + int32(i)}
 	for j, t := range in {
 		if key.args[j] = k.tensors[t].id; key.args[j] == 0 {
 			return nil, true // computed from an op without an expression
@@ -174,10 +177,10 @@ func (x *exprs) kernelOp(k *kernelState, i int, c OpChoice, in []kernel.TensorID
 // configuration's own (blockState.validIn).
 func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.TensorID) []judgement {
 	m := b.k.memo
-	key := opsKey{list: id, unary: in1 < 0}
+	key := opsKey{list: id}
 	in := [2]block.TensorID{in0, in1}
-	n := 2
-	if key.unary {
+	unary, n := in1 < 0, 2
+	if unary {
 		n = 1
 	}
 	for j, t := range in[:n] {
@@ -186,7 +189,7 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 		}
 	}
 	loop := absexpr.Loop{Range: b.g.ForloopRange, ReductionDimx: b.g.ReductionDimx}
-	if key.unary {
+	if unary {
 		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)} // accumulators depend on it
 	}
 	js, ok := m.lookup(key, len(list))

@@ -142,32 +142,35 @@ func (b *blockState) validIn(c *blockCand) uint64 {
 	for m := b.alive; m != 0; m &= m - 1 {
 		j := bits.TrailingZeros64(m)
 		g := b.graphs[j]
-		key := shapeKey{choice: c.choice, n: len(in)}
+		key := shapeKey{choice: c.choice}
+		var shapes [2]ugraph.Shape
 		for i, t := range in {
-			key.in[i] = g.Tensors[t].Shape
+			shapes[i] = g.Tensors[t].Shape
+			key.in[i] = shapes[i].Extents()
 		}
-		if b.k.memo.shapeOK(key, choice, g.ReductionDimx) {
+		if b.k.memo.shapeOK(key, shapes[:len(in)], choice, g.ReductionDimx) {
 			valid |= 1 << j
 		}
 	}
 	return valid
 }
 
-// shapeKey is an op choice on operands of some shapes.
+// shapeKey is an op choice on operands of some shapes (their extents: a
+// key without padding, which maps hash as plain memory); in[1] is zero
+// for a unary op.
 type shapeKey struct {
 	choice int32
-	n      int
-	in     [2]ugraph.Shape
+	in     [2][ugraph.MaxRank]int32
 }
 
 // shapeOK reports whether the shape rules accept choice c (key.choice) on
-// operands of key's shapes, memoised.
-func (m *judgeMemo) shapeOK(key shapeKey, c OpChoice, dimx int) bool {
+// operands of shapes in (key's), memoised.
+func (m *judgeMemo) shapeOK(key shapeKey, in []ugraph.Shape, c OpChoice, dimx int) bool {
 	if ok, hit := m.shapes[key]; hit {
 		return ok
 	}
-	attr := block.OpAttr(c.Kind, c.Attr, key.in[0])
-	_, err := ugraph.InferShape(c.Kind, attr, key.in[:key.n], dimx)
+	attr := block.OpAttr(c.Kind, c.Attr, in[0])
+	_, err := ugraph.InferShape(c.Kind, attr, in, dimx)
 	if len(m.shapes) >= maxJudgeMemo {
 		clear(m.shapes)
 	}

@@ -27,6 +27,35 @@ type kernelState struct {
 	// of exploring them (the root state, which cuts the tree into tasks).
 	spawn func(*task)
 	found *[]*Candidate // where complete candidates go (record): graph and hash
+	tally tally         // pruned so far, not yet added to the searcher's counters
+}
+
+// tally counts what one goroutine's enumeration pruned, for Stats. It is
+// added to the searcher's counters in batches (flush): counters that the
+// workers bump for every op judged would bounce one cache line between
+// their cores.
+type tally struct{ order, hash, absexpr, shape, dead int64 }
+
+// flushEvery is how many states (over all workers) pass between the
+// additions of a worker's tally, so that progress reports stay current.
+const flushEvery = 1 << 12
+
+// flush adds k's tally to the searcher's counters.
+func (k *kernelState) flush() {
+	s, t := k.s, &k.tally
+	s.prunedOrder.Add(t.order)
+	s.prunedHash.Add(t.hash)
+	s.prunedAbsexpr.Add(t.absexpr)
+	s.prunedShape.Add(t.shape)
+	s.prunedDead.Add(t.dead)
+	*t = tally{}
+}
+
+// countState counts a state; now and then it flushes k's tally.
+func (k *kernelState) countState() {
+	if k.s.states.Add(1)%flushEvery == 0 {
+		k.flush()
+	}
 }
 
 // tensorInfo is what a state tracks of one of its tensors (or tiles): its
@@ -209,7 +238,7 @@ func (k *kernelState) record() {
 		// A nil expression is one that cannot be derived (concat's): it
 		// might be anything.
 		if e := k.tensors[t].expr; e != nil && !s.exprs.oracle.MayEqualTarget(e) {
-			s.prunedAbsexpr.Add(1)
+			k.tally.absexpr++
 			return
 		}
 	}
@@ -242,7 +271,7 @@ func (k *kernelState) eachOperands(c OpChoice, f func([]kernel.TensorID)) {
 			ids[i] = int32(t)
 		}
 		if keyOf(c.Kind, c.Attr, ids[:len(in)], 0).compare(last) <= 0 {
-			k.s.prunedOrder.Add(1)
+			k.tally.order++
 			return
 		}
 		f(in)
@@ -272,12 +301,12 @@ func (k *kernelState) tryOp(i int, c OpChoice, in []kernel.TensorID) {
 	s := k.s
 	e, ok := s.exprs.kernelOp(k, i, c, in)
 	if !ok {
-		s.prunedAbsexpr.Add(1)
+		k.tally.absexpr++
 		return
 	}
 	out, err := k.g.Add(c.Kind, c.Attr, in...)
 	if err != nil {
-		s.prunedShape.Add(1)
+		k.tally.shape++
 		return
 	}
 	var ids [2]int32
@@ -293,13 +322,12 @@ func (k *kernelState) tryOp(i int, c OpChoice, in []kernel.TensorID) {
 // descend explores below the op just pushed, unless the state cannot end
 // with the program's outputs or was seen before, and pops the op.
 func (k *kernelState) descend() {
-	s := k.s
-	s.states.Add(1)
+	k.countState()
 	switch {
 	case k.opsLeft() == 0 && !k.complete(), !k.canComplete(len(k.sinks()), k.opsLeft()):
-		s.prunedDead.Add(1)
+		k.tally.dead++
 	case k.seenBefore():
-		s.prunedHash.Add(1)
+		k.tally.hash++
 	default:
 		k.explore()
 	}
@@ -348,7 +376,7 @@ func (k *kernelState) eachInputSet(f func(openInputs)) {
 			// graph, which is compared when the block graph is complete.
 			key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, 0)
 			if key.compare(last) < 0 && !(key.newest == last.newest && key.in == last.in && last.kind == ugraph.OpCustomized) {
-				s.prunedOrder.Add(1)
+				k.tally.order++
 			} else {
 				sets = append(sets, slices.Clone(set))
 			}
@@ -368,7 +396,7 @@ func (k *kernelState) eachInputSet(f func(openInputs)) {
 		if in, ok := k.openInputs(set); ok {
 			f(in)
 		} else {
-			s.prunedDead.Add(1)
+			k.tally.dead++
 		}
 	}
 }
@@ -376,19 +404,18 @@ func (k *kernelState) eachInputSet(f func(openInputs)) {
 // attach adds the customized op running c.g (complete, with its output
 // ops) on ins, explores below it and removes it.
 func (k *kernelState) attach(ins []kernel.TensorID, c completeBlock) {
-	s := k.s
 	ids := make([]int32, len(ins))
 	for i, t := range ins {
 		ids[i] = int32(t)
 	}
 	key := keyOf(ugraph.OpCustomized, ugraph.Attr{}, ids, c.hash)
 	if key.compare(k.keys[len(k.keys)-1]) <= 0 {
-		s.prunedOrder.Add(1)
+		k.tally.order++
 		return
 	}
 	outs, err := k.g.Customized(ins, c.g)
 	if err != nil {
-		s.prunedShape.Add(1)
+		k.tally.shape++
 		return
 	}
 	for _, t := range ins {

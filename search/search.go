@@ -183,6 +183,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 		})
 	}
 	root.explore()
+	root.flush()
 	workers.Wait()
 
 	found := s.merge(root, tasks)
@@ -228,11 +229,23 @@ type searcher struct {
 	nextID         atomic.Uint32 // the last number interned
 	replayedBlocks atomic.Int64  // the complete blocks blockSearches holds
 
-	states, prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64
-	complete, rejected, verified, unchecked                                 atomic.Int64
-	firstFused                                                              atomic.Int64 // ns since start; 0 = none yet
-	stopped                                                                 atomic.Pointer[string]
+	// states, which every worker adds to at every state, and stopped,
+	// which every worker reads there, are each on a cache line of their
+	// own (cacheLine): sharing one with other counters would make each
+	// addition evict it from the other cores.
+	_          [cacheLine]byte
+	states     atomic.Int64
+	_          [cacheLine - 8]byte
+	stopped    atomic.Pointer[string]
+	_          [cacheLine - 8]byte
+	firstFused atomic.Int64 // ns since start; 0 = none yet
+
+	prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64 // kernelState.flush adds to them
+	complete, rejected, verified, unchecked                         atomic.Int64
 }
+
+// cacheLine is the size of a cache line on the machines we run on.
+const cacheLine = 64
 
 func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (*searcher, error) {
 	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now()}
@@ -362,6 +375,7 @@ func (t *task) run() {
 	k := t.prefix
 	k.found = &t.found
 	k.openBlocks(t.in, []blockConfig{t.conf})
+	k.flush()
 }
 
 // merge gathers the complete candidates of the root (graphs of pre-defined

@@ -117,6 +117,12 @@ func (s Shape) Dim(i int) int {
 	return int(s.dims[i])
 }
 
+// Extents returns the extents in an array, zero past the rank: a form of
+// s without the padding after its rank, which maps hash as plain memory
+// (a search keys its memos by it). Equal shapes have equal extents, and
+// the rank is the number of nonzero ones.
+func (s Shape) Extents() [MaxRank]int32 { return s.dims }
+
 // Last is the extent of the innermost dimension.
 func (s Shape) Last() int { return s.Dim(int(s.rank) - 1) }
 

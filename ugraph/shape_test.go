@@ -204,3 +204,23 @@ func TestOpTable(t *testing.T) {
 		}
 	}
 }
+
+// TestExtents: a shape's extents determine it (rank included), and are
+// zero past the rank, however the shape was made.
+func TestExtents(t *testing.T) {
+	shapes := []Shape{MustShape(16), MustShape(16, 1), MustShape(1, 16), MustShape(16, 1, 1),
+		MustShape(2, 3, 4, 5), MustShape(2, 3, 4, 5).WithDim(3, 1), MustShape(4, 4).WithDim(0, 16)}
+	for i, a := range shapes {
+		e := a.Extents()
+		for d := range MaxRank {
+			if d < a.Rank() && int(e[d]) != a.Dim(d) || d >= a.Rank() && e[d] != 0 {
+				t.Errorf("%v: extents %v", a, e)
+			}
+		}
+		for _, b := range shapes[i+1:] {
+			if (a == b) != (a.Extents() == b.Extents()) {
+				t.Errorf("%v and %v: equal %v, equal extents %v", a, b, a == b, a.Extents() == b.Extents())
+			}
+		}
+	}
+}
