@@ -383,17 +383,28 @@ __global__ void __launch_bounds__(256) reduce_mid_kernel(T* __restrict__ out, co
 }
 
 // rms_norm_kernel: a block per row of n elements; out = x / sqrt(mean(x²)),
-// with no epsilon (DESIGN §3: an all-zero row gives NaN).
+// with no epsilon (DESIGN §3: an all-zero row gives NaN). Each thread keeps
+// the first CACHED of its elements in registers between the sum of
+// squares and the scaling, so that a row of up to 256·CACHED elements
+// (8192: LLaMA-70B's hidden size) is read from memory once.
 template <typename T>
 __global__ void __launch_bounds__(256) rms_norm_kernel(T* __restrict__ out, const T* __restrict__ x, long long rows,
                                                        int n) {
+  constexpr int CACHED = 32;
   __shared__ float partial[8];
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * n;
+    float v[CACHED];
     float s = 0.0f;
-    for (int j = threadIdx.x; j < n; j += 256) {
-      const float v = to_f32(MIRAGE_LDG(xr[j]));
-      s += v * v;
+#pragma unroll
+    for (int c = 0; c < CACHED; ++c) {
+      const int j = threadIdx.x + c * 256;
+      v[c] = j < n ? to_f32(MIRAGE_LDG(xr[j])) : 0.0f;
+      s += v[c] * v[c];
+    }
+    for (int j = threadIdx.x + CACHED * 256; j < n; j += 256) {
+      const float u = to_f32(MIRAGE_LDG(xr[j]));
+      s += u * u;
     }
     s = warp_sum(s);
     if (threadIdx.x % 32 == 0) MIRAGE_STS(partial[threadIdx.x / 32]) = s;
@@ -403,7 +414,13 @@ __global__ void __launch_bounds__(256) rms_norm_kernel(T* __restrict__ out, cons
     for (int w = 0; w < 8; ++w) ss += MIRAGE_LDS(partial[w]);
     __syncthreads();  // partial is rewritten by the next row
     const float inv = 1.0f / sqrtf(ss / static_cast<float>(n));
-    for (int j = threadIdx.x; j < n; j += 256) MIRAGE_STG(out[r * n + j]) = from_f32<T>(to_f32(MIRAGE_LDG(xr[j])) * inv);
+#pragma unroll
+    for (int c = 0; c < CACHED; ++c) {
+      const int j = threadIdx.x + c * 256;
+      if (j < n) MIRAGE_STG(out[r * n + j]) = from_f32<T>(v[c] * inv);
+    }
+    for (int j = threadIdx.x + CACHED * 256; j < n; j += 256)
+      MIRAGE_STG(out[r * n + j]) = from_f32<T>(to_f32(MIRAGE_LDG(xr[j])) * inv);
   }
 }
 

@@ -177,6 +177,13 @@ var emuCases = []emuCase{
 		"g.mark_output(M)",
 		"g.mark_output(A)",
 	}},
+	// The runtime's rms_norm keeps 256·32 elements of a row in registers
+	// (rows of up to 8192, read once); past them it reads again.
+	{name: "rms_norm_long_rows", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(3, 8512), dtype=mi.float16)",
+		"g.mark_output(g.rms_norm(X, normalized_shape=(8512,)))",
+	}},
 	{name: "predefined_fallbacks", scale: 1, src: []string{
 		"g = mi.new_kernel_graph()",
 		"A = g.new_input(dims=(20, 12), dtype=mi.float16)",

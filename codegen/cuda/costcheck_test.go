@@ -50,8 +50,6 @@ var costModelGaps = []struct {
 	lo, hi        float64
 	why           string
 }{
-	{"", "rms_norm", -1, 1.5, 1.5,
-		"the runtime's rms_norm_kernel reads each row twice (the sum of squares, then the scaled copy); the model counts one read"},
 	{"", "matmul", -1, 1.1, 2.4,
 		"the runtime's gemm_kernel re-reads A for every column block of C and B for every row block, and stores C in 4-byte pairs (half-sector rows); the model counts each input once and the output once, as a cuBLAS-like library would"},
 	{"", "div", -1, 1.25, 1.25,
