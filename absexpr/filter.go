@@ -75,6 +75,14 @@ func (ix *targetIndex) decide(q *Expr) (isSubexpr, decided bool) {
 	return false, false
 }
 
+// holdsInModel reports whether q may be a subexpression of a target in
+// the model of the axioms (normal.go): false only where the normal forms
+// refute it. The signature does not serve here: it follows the laws, and
+// the model equates more than they do (rms(1, x) and sqrt(square(x))).
+func (ix *targetIndex) holdsInModel(q *Expr) bool {
+	return ix.containsStructurally(q) || ix.nf.decide(q) != no
+}
+
 func (ix *targetIndex) containsStructurally(q *Expr) bool {
 	if ix.subterms[q] {
 		return true

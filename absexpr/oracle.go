@@ -33,6 +33,12 @@ type Options struct {
 	// Provers caps the Z3 contexts the oracle keeps (one per goroutine in a
 	// query at a time). Default GOMAXPROCS.
 	Provers int
+	// NoProver makes an oracle that decides in Go alone, without Z3, in
+	// the model of the axioms: a query the normal forms cannot refute is
+	// answered yes. Its no is a proof that neither the laws nor the model
+	// make the query a subexpression, so it serves callers that prune on
+	// no only, and questions the laws cannot answer (absexpr.Unsized).
+	NoProver bool
 }
 
 const (
@@ -110,6 +116,9 @@ func NewOracle(targets []*Expr, opts Options) (*Oracle, error) {
 	if len(targets) == 0 {
 		return nil, errors.New("absexpr: an oracle needs at least one target")
 	}
+	if opts.NoProver {
+		return &Oracle{targets: slices.Clone(targets), index: newTargetIndex(targets), opts: opts}, nil
+	}
 	if err := z3.Available(); err != nil {
 		return nil, fmt.Errorf("absexpr: the subexpression oracle needs Z3: %w", err)
 	}
@@ -182,6 +191,15 @@ func (o *Oracle) MayEqualTarget(e *Expr) bool {
 
 // decide answers without the cache: in Go when it can, else with Z3.
 func (o *Oracle) decide(e *Expr) (bool, error) {
+	if o.opts.NoProver {
+		ok := o.index.holdsInModel(e)
+		if ok {
+			o.fastYes.Add(1)
+		} else {
+			o.fastNo.Add(1)
+		}
+		return ok, nil
+	}
 	if ok, decided := o.index.decide(e); decided {
 		if ok {
 			o.fastYes.Add(1)
@@ -257,7 +275,11 @@ func (o *Oracle) Stats() Stats {
 
 // Close releases the oracle's Z3 contexts. Queries in flight finish; later
 // ones that need Z3 fail with ErrClosed.
-func (o *Oracle) Close() { o.pool.close() }
+func (o *Oracle) Close() {
+	if !o.opts.NoProver {
+		o.pool.close()
+	}
+}
 
 // proverPool keeps up to a fixed number of provers; a goroutine takes one
 // for a query and puts it back, so no two goroutines ever share a context.

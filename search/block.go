@@ -3,7 +3,6 @@ package search
 import (
 	"math/bits"
 	"slices"
-	"sync"
 	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
@@ -22,6 +21,7 @@ type blockConfig struct {
 	classes       *inputClasses
 	split         [3]int8 // per grid axis, the label of the class it splits; -1 for none
 	id            uint32  // the interned confKey
+	list          uint32  // the interned configsKey of the list it is in (blockConfigs)
 }
 
 // blockConfigs returns the configurations for a customized op reading ins,
@@ -71,7 +71,9 @@ func (s *searcher) blockConfigs(g *kernel.Graph, ins []kernel.TensorID, last boo
 		return confs.([]blockConfig)
 	}
 	confs := s.makeBlockConfigs(classes, ins, inCls, present, last)
+	list := s.intern(key)
 	for i, c := range confs {
+		confs[i].list = list
 		ck := confKey{grid: c.grid, threads: c.threads, forloop: c.forloop, n: len(ins), labels: key.labels, free: key.free}
 		copy(ck.imaps[:], c.imaps)
 		copy(ck.fmaps[:], c.fmaps)
@@ -289,33 +291,10 @@ type blockSearchKey struct {
 	inputs, conf uint32
 }
 
-// blockSearches maps blockSearchKeys to the complete graphs found, for
-// every worker: a map in shards, each with its lock.
-type blockSearches struct {
-	shards [64]struct {
-		sync.Mutex
-		m map[blockSearchKey][]completeBlock
-	}
-}
-
-func (r *blockSearches) shard(key blockSearchKey) int { return int((key.inputs*31 + key.conf) % 64) }
-
-func (r *blockSearches) load(key blockSearchKey) ([]completeBlock, bool) {
-	sh := &r.shards[r.shard(key)]
-	sh.Lock()
-	done, ok := sh.m[key]
-	sh.Unlock()
-	return done, ok
-}
-
-func (r *blockSearches) store(key blockSearchKey, done []completeBlock) {
-	sh := &r.shards[r.shard(key)]
-	sh.Lock()
-	if sh.m == nil {
-		sh.m = map[blockSearchKey][]completeBlock{}
-	}
-	sh.m[key] = done
-	sh.Unlock()
+// fruitlessKey names the searches of a customized op on inputs (an
+// interned inputSig) under a list of configurations (blockConfig.list).
+type fruitlessKey struct {
+	inputs, list uint32
 }
 
 // inputSig is what a customized op's search needs to know of its inputs:
@@ -408,27 +387,61 @@ const maxReplayedBlocks = 1 << 19
 // confs, explores its threadblock graphs and, below each complete one, the
 // kernel graph. A search already done for the same key is replayed; the
 // others are enumerated in groups (group.go).
+//
+// Most last kernels' input sets give nothing under any configuration
+// (reaches): those are told apart at once when met again.
 func (k *kernelState) openBlocks(in openInputs, confs []blockConfig) {
 	s := k.s
+	if len(confs) == 0 {
+		return
+	}
+	fruitless := fruitlessKey{inputs: in.sig, list: confs[0].list}
+	if _, ok := s.fruitless.load(fruitless); ok {
+		k.tally.dead++
+		return
+	}
+	if in.want != nil && !k.unsizedReaches(in) {
+		k.tally.dead++
+		s.fruitless.store(fruitless, struct{}{})
+		return
+	}
+	if !k.openConfs(in, confs) && !s.stop() {
+		s.fruitless.store(fruitless, struct{}{})
+	}
+}
+
+// openConfs is openBlocks for some of a list's configurations. It reports
+// false when none can give a graph.
+func (k *kernelState) openConfs(in openInputs, confs []blockConfig) bool {
+	s := k.s
 	var todo []blockConfig
+	found := false
 	for _, conf := range confs {
 		if done, ok := s.blockSearches.load(blockSearchKey{inputs: in.sig, conf: conf.id}); ok {
+			found = found || len(done) > 0
 			for _, c := range done {
 				k.attach(in.ins, c)
 				if s.stop() {
-					return
+					return true
 				}
 			}
 			continue
+		}
+		if in.want != nil {
+			if tiles, ok := k.tileShapes(in.ins, conf); ok && !k.reaches(in, conf, tiles[:len(in.ins)]) {
+				k.tally.dead++
+				continue
+			}
 		}
 		todo = append(todo, conf)
 	}
 	for _, group := range k.enumGroups(in.ins, todo) {
 		k.searchGroup(in, group)
 		if s.stop() {
-			return
+			break
 		}
 	}
+	return found || len(todo) > 0
 }
 
 // searchGroup enumerates the threadblock graphs of a customized op on
@@ -712,9 +725,15 @@ func (b *blockState) judgeCands(cs []blockCand, t block.TensorID) []blockCand {
 // the tile itself in a block without the loop; so the generator does not
 // add it. (mean and rms divide by F: they are kept.)
 func (b *blockState) scales(a ugraph.Accum, t block.TensorID) bool {
+	return scales(a, b.g.ForloopRange, b.tiles[t].varies)
+}
+
+// scales is blockState.scales for accumulator a over forloop iterations
+// of a tile that varies across them or not.
+func scales(a ugraph.Accum, forloop int, varies bool) bool {
 	switch a {
 	case ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx:
-		return b.g.ForloopRange > 1 && !b.tiles[t].varies
+		return forloop > 1 && !varies
 	}
 	return false
 }

@@ -17,6 +17,9 @@ import (
 type exprs struct {
 	inputs []*absexpr.Expr // per program input
 	oracle *absexpr.Oracle
+	// unsized is an oracle for the program's unsized outputs
+	// (absexpr.Unsized), in Go alone: see unsizedReaches.
+	unsized *absexpr.Oracle
 }
 
 // judgeMemo memoises judge for one goroutine: the search asks about the
@@ -28,6 +31,7 @@ type exprs struct {
 // each tensor or tile as it is created (judgeMemo.id), so that a lookup
 // hashes a few words rather than expressions and shapes.
 type judgeMemo struct {
+	max  int // entries of a map, past which it is cleared
 	ids  map[operandKey]uint32
 	next uint32 // the last id given; ids are never reused, even after a clear
 	// ops are the judgements of a list of op choices on some operands
@@ -40,6 +44,13 @@ type judgeMemo struct {
 	inputCands map[inputCandsKey][]blockCand
 	// shapes are the shape rules' verdicts on op choices (shapeOK).
 	shapes map[shapeKey]bool
+	// unsizeds are the unsized expressions (absexpr.Unsized) of the
+	// expressions unsized was asked for.
+	unsizeds map[*absexpr.Expr]*absexpr.Expr
+	// closures is the memo of closureReaches's judgements, which are
+	// mostly of ops the search never meets: kept apart, they do not push
+	// the search's own out.
+	closures *judgeMemo
 }
 
 // inputCandsKey is what the ops on the inputs of a block depend on.
@@ -58,6 +69,10 @@ const maxInputCands = 1 << 16
 // loses little: on gqa, 1 << 16 searched as fast as 1 << 20, and the
 // search's peak memory fell from 2.5 GB to 1 GB.
 const maxJudgeMemo = 1 << 16
+
+// maxClosureMemo bounds the entries of judgeMemo.closures: closures judge
+// the same ops on the tiles of the same inputs under many configurations.
+const maxClosureMemo = 1 << 18
 
 // operandKey is what an operand contributes to a judgement.
 type operandKey struct {
@@ -106,7 +121,27 @@ type judgement struct {
 }
 
 func newJudgeMemo() *judgeMemo {
-	return &judgeMemo{ids: map[operandKey]uint32{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{}, shapes: map[shapeKey]bool{}}
+	m := sizedJudgeMemo(maxJudgeMemo)
+	m.closures = sizedJudgeMemo(maxClosureMemo)
+	return m
+}
+
+func sizedJudgeMemo(max int) *judgeMemo {
+	return &judgeMemo{max: max, ids: map[operandKey]uint32{}, ops: map[opsKey]span{}, inputCands: map[inputCandsKey][]blockCand{},
+		shapes: map[shapeKey]bool{}, unsizeds: map[*absexpr.Expr]*absexpr.Expr{}}
+}
+
+// unsized returns absexpr.Unsized(e), memoised.
+func (m *judgeMemo) unsized(e *absexpr.Expr) *absexpr.Expr {
+	u, ok := m.unsizeds[e]
+	if !ok {
+		if len(m.unsizeds) >= m.max {
+			clear(m.unsizeds)
+		}
+		u = absexpr.Unsized(e)
+		m.unsizeds[e] = u
+	}
+	return u
 }
 
 // id names an operand of expression e and shape s; 0 is the operand
@@ -119,7 +154,7 @@ func (m *judgeMemo) id(e *absexpr.Expr, s ugraph.Shape) uint32 {
 	if id, ok := m.ids[key]; ok {
 		return id
 	}
-	if len(m.ids) >= maxJudgeMemo {
+	if len(m.ids) >= m.max {
 		clear(m.ids)
 	}
 	m.next++
@@ -136,14 +171,25 @@ func newExprs(program *kernel.Graph) (*exprs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("search: %v", err)
 	}
+	unsized := make([]*absexpr.Expr, len(targets))
+	for i, t := range targets {
+		unsized[i] = absexpr.Unsized(t)
+	}
 	x := &exprs{oracle: oracle}
+	if x.unsized, err = absexpr.NewOracle(unsized, absexpr.Options{NoProver: true}); err != nil {
+		oracle.Close()
+		return nil, fmt.Errorf("search: %v", err)
+	}
 	for i := range program.Inputs() {
 		x.inputs = append(x.inputs, absexpr.Var(absexpr.InputName(i)))
 	}
 	return x, nil
 }
 
-func (x *exprs) close() { x.oracle.Close() }
+func (x *exprs) close() {
+	x.oracle.Close()
+	x.unsized.Close()
+}
 
 func (x *exprs) input(i int) *absexpr.Expr { return x.inputs[i] }
 
@@ -196,17 +242,53 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 	if ok {
 		return js
 	}
-	var args [2]*absexpr.Expr
-	var shapes [2]ugraph.Shape
+	var args [2]operand
 	for j, t := range in[:n] {
-		args[j], shapes[j] = b.tiles[t].expr, b.k.s.judgedShape(b.g.Tensors[t].Shape)
+		args[j] = operand{id: key.args[j], expr: b.tiles[t].expr, shape: b.k.s.judgedShape(b.g.Tensors[t].Shape)}
 	}
-	for k, i := range list {
-		c := b.k.s.cfg.BlockOps[i]
-		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
-		js[k].e, js[k].ok = x.judge(c, args[:n], shapes[:n], loop)
+	x.judgeAll(js, b.k.s, list, args[:n], loop)
+	return js
+}
+
+// operand is a tile as the judgements see it: its operand id in the memo,
+// expression and judged shape (searcher.judgedShape).
+type operand struct {
+	id    uint32
+	expr  *absexpr.Expr
+	shape ugraph.Shape
+}
+
+// judgeOps is blockOps on operands rather than a block state's tiles.
+func (x *exprs) judgeOps(s *searcher, m *judgeMemo, id int32, list []int, args []operand, loop absexpr.Loop) []judgement {
+	key := opsKey{list: id}
+	for j, a := range args {
+		if key.args[j] = a.id; a.id == 0 {
+			return m.unjudged(len(list))
+		}
+	}
+	if len(args) == 1 {
+		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)}
+	}
+	js, ok := m.lookup(key, len(list))
+	if !ok {
+		x.judgeAll(js, s, list, args, loop)
 	}
 	return js
+}
+
+// judgeAll sets js to the judgements of the choices list on args.
+func (x *exprs) judgeAll(js []judgement, s *searcher, list []int, args []operand, loop absexpr.Loop) {
+	var exprs [2]*absexpr.Expr
+	var shapes [2]ugraph.Shape
+	for j, a := range args {
+		exprs[j], shapes[j] = a.expr, a.shape
+	}
+	n := len(args)
+	for k, i := range list {
+		c := s.cfg.BlockOps[i]
+		c.Attr = block.OpAttr(c.Kind, c.Attr, shapes[0])
+		js[k].e, js[k].ok = x.judge(c, exprs[:n], shapes[:n], loop)
+	}
 }
 
 // lookup returns the n judgements of key, and true; or, the first time,
@@ -215,7 +297,7 @@ func (m *judgeMemo) lookup(key opsKey, n int) ([]judgement, bool) {
 	if sp, ok := m.ops[key]; ok {
 		return m.arena[sp.off : sp.off+sp.n], true
 	}
-	if len(m.ops) >= maxJudgeMemo {
+	if len(m.ops) >= m.max {
 		clear(m.ops)
 		m.arena = nil // not truncated: slices of it may still be read
 	}

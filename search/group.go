@@ -171,7 +171,7 @@ func (m *judgeMemo) shapeOK(key shapeKey, in []ugraph.Shape, c OpChoice, dimx in
 	}
 	attr := block.OpAttr(c.Kind, c.Attr, in[0])
 	_, err := ugraph.InferShape(c.Kind, attr, in, dimx)
-	if len(m.shapes) >= maxJudgeMemo {
+	if len(m.shapes) >= m.max {
 		clear(m.shapes)
 	}
 	m.shapes[key] = err == nil

@@ -19,7 +19,7 @@ func TestGroupedSearchesMatchSolo(t *testing.T) {
 	}{
 		{"rmsnorm_matmul.py", 7, true},
 		{"gated_mlp.py", 9, true},
-		{"gqa.py", 7, true},
+		{"gqa.py", 9, true},
 		{"gqa.py", 6, false},
 	} {
 		done := func(grouped bool) (map[uint32][]uint64, int) {

@@ -160,9 +160,25 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	s.verifyCtx = ctx
 	stopProgress := s.reportProgress(start)
 
-	// Enumerate the kernel prefixes, cutting the tree into tasks at their
-	// first customized op; workers run the tasks as they come (spawn blocks
-	// while all are busy). Tasks keep their order for the merge.
+	found := s.enumerate()
+	best, err := s.verifyBest(found)
+	s.stop() // records why, if Run's context ended the verification
+	stopProgress()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Candidates: best}
+	res.Stats = s.snapshot()
+	res.Oracle = s.exprs.oracle.Stats()
+	res.Stats.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// enumerate runs the enumeration and returns the complete candidates,
+// unverified. It cuts the tree of kernel prefixes into tasks at their
+// first customized op; workers run the tasks as they come (spawn blocks
+// while all are busy). Tasks keep their order for the merge.
+func (s *searcher) enumerate() []*Candidate {
 	root := s.newKernelState()
 	var tasks []*task
 	var workers errgroup.Group
@@ -186,18 +202,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	root.flush()
 	workers.Wait()
 
-	found := s.merge(root, tasks)
-	best, err := s.verifyBest(found)
-	s.stop() // records why, if Run's context ended the verification
-	stopProgress()
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Candidates: best}
-	res.Stats = s.snapshot()
-	res.Oracle = s.exprs.oracle.Stats()
-	res.Stats.Seconds = time.Since(start).Seconds()
-	return res, nil
+	return s.merge(root, tasks)
 }
 
 // searcher holds what every worker shares: the program, its expressions,
@@ -218,16 +223,24 @@ type searcher struct {
 	// sizeDims and groupable: see group.go (sizeDims).
 	sizeDims  uint32
 	groupable bool
-	start     time.Time
+	// closable: no op choice (concat) makes results that the expressions
+	// and judged shapes cannot tell, so the closures of reach.go hold.
+	closable bool
+	start    time.Time
 
-	seen     sync.Map // kernel.Hash of kernel states -> struct{}
+	seen     sync.Map // prints of kernel states (kernelState.pushKey) -> struct{}
 	recorded sync.Map // kernel.Hash of complete candidates -> struct{}, see record
 
-	blockSearches  blockSearches // see openBlocks
-	configLists    sync.Map      // configsKey -> []blockConfig, see blockConfigs
-	interned       sync.Map      // inputSig or confKey -> uint32, see intern
-	nextID         atomic.Uint32 // the last number interned
-	replayedBlocks atomic.Int64  // the complete blocks blockSearches holds
+	// blockSearches are the complete graphs of each threadblock search
+	// done, for replay (openBlocks).
+	blockSearches  *shardedMap[blockSearchKey, []completeBlock]
+	configLists    sync.Map                            // configsKey -> []blockConfig, see blockConfigs
+	interned       sync.Map                            // inputSig or confKey -> uint32, see intern
+	nextID         atomic.Uint32                       // the last number interned
+	replayedBlocks atomic.Int64                        // the complete blocks blockSearches holds
+	reach          *shardedMap[reachKey, bool]         // see reaches
+	unsizedReach   *shardedMap[unsizedKey, bool]       // see unsizedReaches
+	fruitless      *shardedMap[fruitlessKey, struct{}] // see openBlocks
 
 	// states, which every worker adds to at every state, and stopped,
 	// which every worker reads there, are each on a cache line of their
@@ -248,7 +261,12 @@ type searcher struct {
 const cacheLine = 64
 
 func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (*searcher, error) {
-	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now()}
+	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now(),
+		blockSearches: newShardedMap[blockSearchKey, []completeBlock](),
+		reach:         newShardedMap[reachKey, bool](),
+		unsizedReach:  newShardedMap[unsizedKey, bool](),
+		fruitless:     newShardedMap[fruitlessKey, struct{}](),
+	}
 	if opts.Workers < 1 {
 		s.opts.Workers = 1
 	}
@@ -279,6 +297,7 @@ func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Op
 		}
 	}
 	s.sizeDims, s.groupable = sizeDims(cfg.BlockOps)
+	s.closable = s.groupable
 	var err error
 	if s.exprs, err = newExprs(program); err != nil {
 		return nil, err
@@ -374,7 +393,7 @@ type task struct {
 func (t *task) run() {
 	k := t.prefix
 	k.found = &t.found
-	k.openBlocks(t.in, []blockConfig{t.conf})
+	k.openConfs(t.in, []blockConfig{t.conf})
 	k.flush()
 }
 
