@@ -3,6 +3,8 @@ package ugraph
 import (
 	"fmt"
 	"math"
+
+	"github.com/mirage-go/mirage/internal/structhash"
 )
 
 // OpKind names an operator. Every level of a μGraph draws its operators
@@ -319,4 +321,19 @@ type Attr struct {
 	Scalars [2]float64
 	// Accum is forloop_accum's kind.
 	Accum Accum
+}
+
+// StructHash is a's hash in kernel.Hash and block.Hash: the value
+// hashstructure gives, computed field by field (internal/structhash).
+func (a Attr) StructHash() uint64 {
+	s := structhash.NewStruct(attrNames.Attr)
+	s.Field(attrNames.Dim, structhash.Int(a.Dim))
+	s.Field(attrNames.Scalars, structhash.Ordered(structhash.Ordered(0, structhash.Float64(a.Scalars[0])), structhash.Float64(a.Scalars[1])))
+	s.Field(attrNames.Accum, structhash.Uint8(uint8(a.Accum)))
+	return s.Sum()
+}
+
+// attrNames are the hashes of Attr's type and field names.
+var attrNames = struct{ Attr, Dim, Scalars, Accum uint64 }{
+	structhash.String("Attr"), structhash.String("Dim"), structhash.String("Scalars"), structhash.String("Accum"),
 }

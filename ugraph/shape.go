@@ -106,6 +106,12 @@ func (s Shape) Hash() (uint64, error) {
 	return h, nil
 }
 
+// StructHash is Hash without its error, which is always nil.
+func (s Shape) StructHash() uint64 {
+	h, _ := s.Hash()
+	return h
+}
+
 // Rank is the number of dimensions.
 func (s Shape) Rank() int { return int(s.rank) }
 

@@ -94,7 +94,7 @@ another arch), before anything is searched or written.`,
 	registerArch(cmd, &f.arch, "the cost model")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.outDir, "out", "o", filepath.Join("bench", "results"), "directory for latest.md, speedup.svg, results.json and history.jsonl")
-	fl.DurationVar(&f.timeLimit, "time-limit", 4*time.Minute+30*time.Second, "time limit per workload, superopt's --time-limit (gqa's whole space takes about 15 s on 2 cores, qknorm_gqa's about 3.5 minutes)")
+	fl.DurationVar(&f.timeLimit, "time-limit", 4*time.Minute+30*time.Second, "time limit per workload, superopt's --time-limit (gqa's whole space takes about 10 s on 2 cores, qknorm_gqa's about a minute)")
 	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
 	fl.StringVar(&f.config, "config", "", "a preset configuration for every workload (default: each program's, else one chosen per part)")

@@ -115,7 +115,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// gqa searches for about 15 s on 2 cores: long enough to interrupt.
+// gqa searches for about 10 s on 2 cores: long enough to interrupt.
 var gqa = filepath.Join("..", "..", "examples", "gqa.py")
 
 // A first SIGINT or SIGTERM ends the search; the command then verifies and

@@ -12,8 +12,6 @@ package block
 import (
 	"fmt"
 
-	"github.com/mitchellh/hashstructure/v2"
-
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 )
@@ -364,14 +362,4 @@ func OpAttr(k ugraph.OpKind, a ugraph.Attr, x ugraph.Shape) ugraph.Attr {
 		a.Dim = x.Rank() - 1
 	}
 	return a
-}
-
-// Hash returns a hash of g's structure (launch parameters, ops, tiles),
-// with hashstructure, as kernel.Hash does for kernel graphs.
-func Hash(g *Graph) uint64 {
-	h, err := hashstructure.Hash(g, hashstructure.FormatV2, nil)
-	if err != nil {
-		panic(fmt.Sprintf("block.Hash: %v", err)) // Graph holds only hashable types
-	}
-	return h
 }

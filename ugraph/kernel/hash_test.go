@@ -7,10 +7,23 @@ import (
 
 	"testing"
 
+	"github.com/mitchellh/hashstructure/v2"
+
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
+
+// reflective is the hash that kernel.Hash and block.Hash compute field by
+// field: hashstructure's, by reflection.
+func reflective(t *testing.T, v any) uint64 {
+	t.Helper()
+	h, err := hashstructure.Hash(v, hashstructure.FormatV2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
 
 // rmsnormKernel builds the fused RMSNorm+MatMul graph with the given grid,
 // for-loop range and rms accumulator kind.
@@ -54,7 +67,8 @@ func TestHash(t *testing.T) {
 
 // TestHashCoversEveryField changes every number and flag a graph holds, one
 // at a time, exported or not (a Shape's extents are unexported), and checks
-// that the hash changes each time. A field that the hash skips, as
+// that the hash changes each time, and stays hashstructure's (the values
+// the cache, profiles and fixtures recorded). A field that the hash skips, as
 // hashstructure skips unexported fields unless their type hashes itself,
 // fails here: the result cache, the search's dedup and GPU profiles are all
 // keyed by this hash, so a skipped field is a wrong answer served from the
@@ -65,12 +79,17 @@ func TestHashCoversEveryField(t *testing.T) {
 		"rmsnorm":  rmsnormKernel(96, 64, ugraph.AccumRMS),
 	} {
 		base := kernel.Hash(g)
+		if want := reflective(t, g); base != want {
+			t.Errorf("%s: kernel.Hash = %x, hashstructure's %x", name, base, want)
+		}
 		n := 0
 		eachLeaf(reflect.ValueOf(g).Elem(), "Graph", func(path string, v reflect.Value) {
 			n++
 			restore := perturb(v)
-			if kernel.Hash(g) == base {
+			if h := kernel.Hash(g); h == base {
 				t.Errorf("%s: changing %s leaves kernel.Hash unchanged", name, path)
+			} else if want := reflective(t, g); h != want {
+				t.Errorf("%s: with %s changed, kernel.Hash = %x, hashstructure's %x", name, path, h, want)
 			}
 			restore()
 		})
@@ -92,13 +111,27 @@ func TestHashCoversEveryField(t *testing.T) {
 		t.Fatal("every_op has no customized op")
 	}
 	base := block.Hash(b)
+	if want := reflective(t, b); base != want {
+		t.Errorf("block.Hash = %x, hashstructure's %x", base, want)
+	}
 	eachLeaf(reflect.ValueOf(b).Elem(), "block.Graph", func(path string, v reflect.Value) {
 		restore := perturb(v)
-		if block.Hash(b) == base {
+		if h := block.Hash(b); h == base {
 			t.Errorf("changing %s leaves block.Hash unchanged", path)
+		} else if want := reflective(t, b); h != want {
+			t.Errorf("with %s changed, block.Hash = %x, hashstructure's %x", path, h, want)
 		}
 		restore()
 	})
+	// A kernel graph without block graphs hashes its nil pointers alike.
+	g := kernel.New()
+	x := must(g.AddInput(ugraph.MustShape(16, 4096), ugraph.Float16))
+	if err := g.MarkOutput(must(g.Add(ugraph.OpExp, ugraph.Attr{}, x))); err != nil {
+		t.Fatal(err)
+	}
+	if h, want := kernel.Hash(g), reflective(t, g); h != want {
+		t.Errorf("exp(x): kernel.Hash = %x, hashstructure's %x", h, want)
+	}
 }
 
 // eachLeaf calls f on every number and bool reachable from v through
@@ -145,4 +178,22 @@ func perturb(v reflect.Value) (restore func()) {
 		v.SetInt(v.Int() + 1)
 	}
 	return func() { v.Set(old) }
+}
+
+// BenchmarkHash compares kernel.Hash with hashstructure's reflective walk
+// of the same graph (go test -bench Hash ./ugraph/kernel).
+func BenchmarkHash(b *testing.B) {
+	g := everyOp()
+	b.Run("fields", func(b *testing.B) {
+		for b.Loop() {
+			kernel.Hash(g)
+		}
+	})
+	b.Run("hashstructure", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := hashstructure.Hash(g, hashstructure.FormatV2, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
