@@ -153,10 +153,12 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	}
 	res := &Result{Program: program, Baseline: baseline}
 	groups := recompute(program, split(program, computeOps(program), lim), lim)
-	// Searches enumerate until the budget but a tenth (at least 2 s, at
-	// most 30 s): that is left for verifying what they found, and the
-	// stitched program.
-	reserve := min(max(opts.TimeLimit/10, 2*time.Second), 30*time.Second, opts.TimeLimit/2)
+	// Searches enumerate until the budget but a tenth (at least 4 s, at
+	// most 30 s): that is left for ranking and verifying what they found,
+	// and the stitched program. Ranking grows with the candidates found:
+	// a 6-op element-wise part cut at 18 s of 20 has 49k of them, which
+	// took more than the second a 2 s floor left on 2 loaded cores.
+	reserve := min(max(opts.TimeLimit/10, 4*time.Second), 30*time.Second, opts.TimeLimit/2)
 	d.searchEnd = start.Add(opts.TimeLimit - reserve)
 	// Verifying what the searches found ends halfway through the reserve,
 	// so that each search returns what it verified by then, in time for

@@ -698,7 +698,7 @@ func (b *blockState) judgeCands(cs []blockCand, t block.TensorID) []blockCand {
 	for k, i := range unary {
 		c := s.cfg.BlockOps[i]
 		switch {
-		case c.Kind == ugraph.OpForloopAccum && (postT || b.scales(c.Attr.Accum, t)): // accumulators take per-iteration tiles
+		case refusedAccum(c, postT, b.g.ForloopRange, b.tiles[t].varies):
 		case !j[k].ok:
 			b.k.tally.absexpr++
 		default:
@@ -718,24 +718,23 @@ func (b *blockState) judgeCands(cs []blockCand, t block.TensorID) []blockCand {
 	return cs
 }
 
-// scales reports whether accumulator a on tile t (per-iteration) would
-// only scale it: a sum over F > 1 iterations of a tile that does not
-// change between them is F times the tile (or its row sums). A candidate
-// would need a division by F to undo that, and the same values come from
-// the tile itself in a block without the loop; so the generator does not
-// add it. (mean and rms divide by F: they are kept.)
-func (b *blockState) scales(a ugraph.Accum, t block.TensorID) bool {
-	return scales(a, b.g.ForloopRange, b.tiles[t].varies)
-}
-
-// scales is blockState.scales for accumulator a over forloop iterations
-// of a tile that varies across them or not.
-func scales(a ugraph.Accum, forloop int, varies bool) bool {
-	switch a {
-	case ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx:
-		return forloop > 1 && !varies
+// refusedAccum reports whether c is an accumulator that the generator does
+// not add on a tile in phase post (true: after the loop) that varies
+// across the forloop iterations or not. Accumulators take per-iteration
+// tiles. And a sum over F > 1 iterations of a tile that does not change
+// between them is F times the tile (or its row sums): a candidate would
+// need a division by F to undo that, and the same values come from the
+// tile itself in a block without the loop. (mean and rms divide by F:
+// they are kept.)
+func refusedAccum(c OpChoice, post bool, forloop int, varies bool) bool {
+	if c.Kind != ugraph.OpForloopAccum {
+		return false
 	}
-	return false
+	switch c.Attr.Accum {
+	case ugraph.AccumNone, ugraph.AccumSum, ugraph.AccumSumToDimx:
+		return post || forloop > 1 && !varies
+	}
+	return post
 }
 
 // tryOp adds block op c, explores below it (its candidates are

@@ -118,7 +118,7 @@ func fromScratch(b *blockState, last opKey) []blockCand {
 		var lists [][2]block.TensorID
 		for x := range n {
 			if info.Arity == 1 {
-				if !(ch.Kind == ugraph.OpForloopAccum && (post(x) || b.scales(ch.Attr.Accum, x))) {
+				if !refusedAccum(ch, post(x), b.g.ForloopRange, b.tiles[x].varies) {
 					lists = append(lists, [2]block.TensorID{x, -1})
 				}
 				continue

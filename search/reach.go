@@ -37,7 +37,7 @@ import (
 //     make. Its answer depends on the inputs' expressions alone.
 //   - reaches, for one configuration, closes its tiles: an expression, a
 //     phase (ops take one, as judgeCands), whether it varies across
-//     iterations (scales), and a reach shape (reachShapes): the dims that
+//     iterations (refusedAccum), and a reach shape (reachShapes): the dims that
 //     the expressions see (judgedShape) and the one before the last, which
 //     decides whether a matmul's operands fit. Its answer depends on the
 //     inputs' reach tiles and the for-loop, shared by every configuration
@@ -454,7 +454,7 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 		js := s.exprs.judgeOps(s, memo, name, list, args[:n], loop)
 		for j, i := range list {
 			ch := s.cfg.BlockOps[i]
-			if ch.Kind == ugraph.OpForloopAccum && (first.post || scales(ch.Attr.Accum, loop.Range, first.varies)) {
+			if refusedAccum(ch, first.post, loop.Range, first.varies) {
 				continue // as judgeCands
 			}
 			ch.Attr = block.OpAttr(ch.Kind, ch.Attr, first.shape)

@@ -10,20 +10,19 @@ import (
 // would box each key, which costs an allocation per lookup.)
 type shardedMap[K comparable, V any] struct {
 	seed   maphash.Seed
-	shards [64]struct {
-		sync.Mutex
-		m map[K]V
-	}
+	shards [64]shard[K, V]
+}
+
+type shard[K comparable, V any] struct {
+	sync.Mutex
+	m map[K]V
 }
 
 func newShardedMap[K comparable, V any]() *shardedMap[K, V] {
 	return &shardedMap[K, V]{seed: maphash.MakeSeed()}
 }
 
-func (r *shardedMap[K, V]) shard(key K) *struct {
-	sync.Mutex
-	m map[K]V
-} {
+func (r *shardedMap[K, V]) shard(key K) *shard[K, V] {
 	return &r.shards[maphash.Comparable(r.seed, key)%uint64(len(r.shards))]
 }
 
