@@ -50,8 +50,12 @@ type Options struct {
 	// PartResults is how many candidates each part's search verifies
 	// (best first); 0 means 2, a negative number all of them.
 	PartResults int
-	Cache       *search.Cache  // nil: no cache
-	Profiles    *cost.Profiles // measured times that override the model
+	Cache       *search.Cache // nil: no cache
+	// Searched holds the unverified results of part searches shared out
+	// among the shards of a sharded run (MergeShards), by the search.Key
+	// of the part's whole search: such a part is verified, not searched.
+	Searched map[string][]*search.Result
+	Profiles *cost.Profiles // measured times that override the model
 	// Log, when set, receives a line for each part as it is searched.
 	Log func(string)
 }
@@ -102,6 +106,10 @@ type outcome struct {
 	program   *kernel.Graph
 	cfg       search.Config
 	unfusedUs float64
+	// subtrees, in a shard's run, are the subtrees of its search that the
+	// shard explores (search.Options.Subtrees).
+	subtrees  []int
+	nsubtrees int    // of its search
 	result    result // under run.mu: a search abandoned on interruption may still write it
 }
 
@@ -116,55 +124,25 @@ type result struct {
 	whyNot                 string
 	estimatedUs            float64
 	stats                  search.Stats
+	searched               *search.Result // the search's own result; nil if none
 }
 
 // Run superoptimizes program. It returns an error only for a program or
 // options it cannot work with; a part the search cannot fuse keeps its
 // own ops, so there is always an answer.
 func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, error) {
-	if opts.TimeLimit <= 0 {
-		opts.TimeLimit = DefaultTimeLimit
-	}
-	if opts.Workers < 1 {
-		opts.Workers = 1
-	}
-	if opts.PartResults == 0 {
-		opts.PartResults = 2
-	}
-	if opts.Arch.Name == "" {
-		opts.Arch = target.MustLookup(target.Default)
-	}
-	start := time.Now()
-	// interrupt ends the searches' enumeration at once; ctx, the run's own,
-	// ends interruptGrace later (for verifying what they found) or at the
-	// time limit.
-	interrupt := ctx
-	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
-	defer cancel()
-	defer context.AfterFunc(interrupt, func() { time.AfterFunc(interruptGrace, cancel) })()
-	lim, err := limitsFor(program, opts.Preset)
+	d, ctx, done, err := begin(ctx, program, opts)
 	if err != nil {
 		return nil, err
 	}
-	d := &run{opts: opts, program: program, limits: lim, outcomes: map[uint64]*outcome{}, interrupt: interrupt.Done()}
+	defer done()
+	interrupt, start := d.interruptCtx, d.start
 	baseline, err := d.estimate(program)
 	if err != nil {
 		return nil, fmt.Errorf("estimating the program: %v", err)
 	}
 	res := &Result{Program: program, Baseline: baseline}
-	groups := recompute(program, split(program, computeOps(program), lim), lim)
-	// Searches enumerate until the budget but a tenth (at least 4 s, at
-	// most 30 s): that is left for ranking and verifying what they found,
-	// and the stitched program. Ranking grows with the candidates found:
-	// a 6-op element-wise part cut at 18 s of 20 has 49k of them, which
-	// took more than the second a 2 s floor left on 2 loaded cores.
-	reserve := min(max(opts.TimeLimit/10, 4*time.Second), 30*time.Second, opts.TimeLimit/2)
-	d.searchEnd = start.Add(opts.TimeLimit - reserve)
-	// Verifying what the searches found ends halfway through the reserve,
-	// so that each search returns what it verified by then, in time for
-	// the stitched program's check: a search still verifying when the run
-	// ends is a part lost.
-	d.verifyEnd = start.Add(opts.TimeLimit - reserve/2)
+	groups := d.firstGroups()
 	parts, outs, err := d.searchRounds(ctx, groups)
 	if err != nil {
 		return nil, err
@@ -172,7 +150,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	res.Parts = d.reports(parts, outs)
 	for _, r := range res.Parts {
 		if r.SameAs < 0 {
-			addStats(&res.Stats, r.Stats)
+			res.Stats.Add(r.Stats)
 		}
 	}
 
@@ -224,16 +202,69 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	return res, nil
 }
 
+// begin sets a run up: the options' defaults, the run's state with its
+// search and verification deadlines, and the context its searches and
+// verification run under (done releases it).
+func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, runCtx context.Context, done func(), err error) {
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if opts.PartResults == 0 {
+		opts.PartResults = 2
+	}
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
+	}
+	start := time.Now()
+	lim, err := limitsFor(program, opts.Preset)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// interrupt ends the searches' enumeration at once; runCtx, the run's
+	// own, ends interruptGrace later (for verifying what they found) or at
+	// the time limit.
+	interrupt := ctx
+	runCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
+	stopAfter := context.AfterFunc(interrupt, func() { time.AfterFunc(interruptGrace, cancel) })
+	d = &run{opts: opts, program: program, limits: lim, outcomes: map[uint64]*outcome{},
+		interrupt: interrupt.Done(), interruptCtx: interrupt, start: start}
+	// Searches enumerate until the budget but a tenth (at least 4 s, at
+	// most 30 s): that is left for ranking and verifying what they found,
+	// and the stitched program. Ranking grows with the candidates found:
+	// a 6-op element-wise part cut at 18 s of 20 has 49k of them, which
+	// took more than the second a 2 s floor left on 2 loaded cores.
+	reserve := min(max(opts.TimeLimit/10, 4*time.Second), 30*time.Second, opts.TimeLimit/2)
+	d.searchEnd = start.Add(opts.TimeLimit - reserve)
+	// Verifying what the searches found ends halfway through the reserve,
+	// so that each search returns what it verified by then, in time for
+	// the stitched program's check: a search still verifying when the run
+	// ends is a part lost.
+	d.verifyEnd = start.Add(opts.TimeLimit - reserve/2)
+	return d, runCtx, func() { stopAfter(); cancel() }, nil
+}
+
+// firstGroups are the ops of the first round's parts (Partition's groups,
+// before cut).
+func (d *run) firstGroups() [][]int {
+	return recompute(d.program, split(d.program, computeOps(d.program), d.limits), d.limits)
+}
+
 // run is the state of one Run.
 type run struct {
 	opts      Options
 	program   *kernel.Graph
 	limits    func(ops []int) Limits
-	searchEnd time.Time           // searches stop enumerating then
-	verifyEnd time.Time           // and verifying then
-	interrupt <-chan struct{}     // closed on interrupt: searches stop
-	mu        sync.Mutex          // guards every outcome's result
-	outcomes  map[uint64]*outcome // by the canonical hash of a part's program
+	start     time.Time
+	searchEnd time.Time       // searches stop enumerating then
+	verifyEnd time.Time       // and verifying then
+	interrupt <-chan struct{} // closed on interrupt: searches stop
+	// interruptCtx is the caller's context, whose end is the interrupt.
+	interruptCtx context.Context
+	mu           sync.Mutex          // guards every outcome's result
+	outcomes     map[uint64]*outcome // by the canonical hash of a part's program
 }
 
 // maxRounds bounds how often parts that did not fuse are split again.
@@ -373,6 +404,13 @@ func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, worker
 	d.mu.Lock()
 	o.result = r
 	d.mu.Unlock()
+	if o.subtrees != nil {
+		if r.searched != nil {
+			d.logf("part (%s): %d of its %d subtrees searched, %d candidates kept for the merge [%s, %d states in %.1fs]",
+				d.kinds(o), len(o.subtrees), o.nsubtrees, len(r.searched.Candidates), o.cfg.Name, r.stats.States, r.stats.Seconds)
+		}
+		return
+	}
 	d.log(o, r)
 }
 
@@ -382,16 +420,26 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		r.whyNot, r.timedOut = "not searched: the run ended first", true
 		return r
 	}
-	opts := search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0),
-		Deadline: deadline, Stop: d.interrupt,
-		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
-			e, err := d.estimate(g)
-			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
-		}}
+	opts := d.searchOptions(deadline, workers)
+	if o.subtrees != nil { // a shard's share: verified by the merge
+		opts.Subtrees, opts.Unverified, opts.MaxResults = o.subtrees, true, shardResults(d.opts.PartResults)
+	}
+	key := search.Key(o.program, o.cfg, opts)
 	var res *search.Result
-	key := ""
-	if d.opts.Cache != nil {
-		key = search.Key(o.program, o.cfg, opts)
+	if shares := d.opts.Searched[d.wholeKey(o)]; shares != nil {
+		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
+		defer cancel()
+		var err error
+		switch res, err = search.VerifyMerged(vctx, o.program, shares, opts); {
+		case errors.Is(err, search.ErrUnsettled):
+			d.logf("part (%s): the shards' candidates failed the verifier past what they kept; searching it here", d.kinds(o))
+			res = nil
+		case err != nil:
+			r.whyNot = "verification failed: " + err.Error()
+			return r
+		}
+	}
+	if res == nil && d.opts.Cache != nil {
 		switch cached, hit, err := d.opts.Cache.Load(key, o.program, d.opts.Seed); {
 		case err != nil:
 			d.logf("warning: ignoring the cache: %v", err)
@@ -414,6 +462,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			}
 		}
 	}
+	r.searched = res
 	r.stats = res.Stats
 	r.timedOut = res.Stats.Stopped != ""
 	for _, c := range res.Candidates {
@@ -437,6 +486,22 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	return r
 }
 
+// searchOptions are the options of a part's search.
+func (d *run) searchOptions(deadline time.Time, workers int) search.Options {
+	return search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0),
+		Deadline: deadline, Stop: d.interrupt,
+		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
+			e, err := d.estimate(g)
+			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
+		}}
+}
+
+// wholeKey is the search.Key of the whole search of o's part: the same in
+// every shard, whichever subtrees it explores.
+func (d *run) wholeKey(o *outcome) string {
+	return search.Key(o.program, o.cfg, d.searchOptions(time.Time{}, 1))
+}
+
 // interrupted reports whether the run was interrupted.
 func (d *run) interrupted() bool {
 	select {
@@ -453,19 +518,24 @@ func (d *run) logf(format string, args ...any) {
 	}
 }
 
-// log reports a searched part.
-func (d *run) log(o *outcome, r result) {
+// kinds lists the kinds of o's part's ops.
+func (d *run) kinds(o *outcome) string {
 	var kinds []string
 	for _, op := range o.program.Ops {
 		if op.Kind != ugraph.OpInput {
 			kinds = append(kinds, op.Kind.String())
 		}
 	}
+	return strings.Join(kinds, ", ")
+}
+
+// log reports a searched part.
+func (d *run) log(o *outcome, r result) {
 	what := fmt.Sprintf("fused: %.1f µs, was %.1f µs", r.estimatedUs, o.unfusedUs)
 	if !r.fused {
 		what = "not fused: " + r.whyNot
 	}
-	d.logf("part (%s): %s [%s, %d states in %.1fs]", strings.Join(kinds, ", "), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
+	d.logf("part (%s): %s [%s, %d states in %.1fs]", d.kinds(o), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
 }
 
 // reports describes the final parts.
@@ -595,18 +665,4 @@ func (d *run) candidate(g *kernel.Graph, unfused bool) (*Candidate, error) {
 		}
 	}
 	return c, nil
-}
-
-// addStats adds the counts of s to t.
-func addStats(t *search.Stats, s search.Stats) {
-	t.States += s.States
-	t.PrunedOrder += s.PrunedOrder
-	t.PrunedHash += s.PrunedHash
-	t.PrunedAbsexpr += s.PrunedAbsexpr
-	t.PrunedShape += s.PrunedShape
-	t.PrunedDead += s.PrunedDead
-	t.Complete += s.Complete
-	t.Rejected += s.Rejected
-	t.Verified += s.Verified
-	t.Unchecked += s.Unchecked
 }

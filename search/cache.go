@@ -56,6 +56,22 @@ func (r *Result) File(name string, meta any) (*kernel.File, error) {
 	return f, nil
 }
 
+// ResultFromFile reads back the candidates that Result.File wrote, with
+// the figures they were ranked by (the statistics are not in the file).
+func ResultFromFile(f *kernel.File) (*Result, error) {
+	r := &Result{}
+	for i, e := range f.Graphs {
+		var cm candidateMeta
+		if err := json.Unmarshal(e.Meta, &cm); err != nil {
+			return nil, fmt.Errorf("candidate %d: bad meta", i)
+		}
+		r.Candidates = append(r.Candidates, &Candidate{Graph: e.Graph, Hash: kernel.Hash(e.Graph),
+			Kernels: cm.Kernels, Customized: cm.Customized, Grids: cm.Grids, ForloopRanges: cm.ForloopRanges,
+			Estimate: Estimate{Micros: cm.EstimatedUs, Bytes: cm.DeviceBytes, Flops: cm.Flops}})
+	}
+	return r, nil
+}
+
 func nonNil[T any](s []T) []T {
 	if s == nil {
 		return []T{}
@@ -67,8 +83,8 @@ func nonNil[T any](s []T) []T {
 // canonical hash covers every op, attribute, shape and dtype), the
 // configuration (completed as Run completes it; its Arch is also the one
 // whose cost model ranks the candidates) and the options that change what
-// is found. Two searches with the same key find the same candidates in the
-// same order.
+// is found (the subtrees explored among them). Two searches with the same
+// key find the same candidates in the same order.
 func Key(program *kernel.Graph, cfg Config, opts Options) string {
 	cfg.Complete(program)
 	h, err := hashstructure.Hash(struct {
@@ -78,7 +94,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 		Seed       uint64
 		MaxStates  int64
 		MaxResults int
-	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults}, hashstructure.FormatV2, nil)
+		Subtrees   []int
+		Unverified bool
+	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults, opts.Subtrees, opts.Unverified}, hashstructure.FormatV2, nil)
 	if err != nil {
 		panic(fmt.Sprintf("search.Key: %v", err)) // Config holds only hashable types
 	}
@@ -146,17 +164,11 @@ func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bo
 	if err := json.Unmarshal(f.Meta, &m); err != nil || m.Key != key {
 		return nil, false, fmt.Errorf("cache entry %s: bad meta", c.path(key))
 	}
-	r := &Result{Stats: m.Stats}
-	for _, e := range f.Graphs {
-		var cm candidateMeta
-		if err := json.Unmarshal(e.Meta, &cm); err != nil {
-			return nil, false, fmt.Errorf("cache entry %s: bad candidate meta", c.path(key))
-		}
-		cand := &Candidate{Graph: e.Graph, Hash: kernel.Hash(e.Graph), Kernels: cm.Kernels, Customized: cm.Customized,
-			Grids: cm.Grids, ForloopRanges: cm.ForloopRanges,
-			Estimate: Estimate{Micros: cm.EstimatedUs, Bytes: cm.DeviceBytes, Flops: cm.Flops}}
-		r.Candidates = append(r.Candidates, cand)
+	r, err := ResultFromFile(f)
+	if err != nil {
+		return nil, false, fmt.Errorf("cache entry %s: %v", c.path(key), err)
 	}
+	r.Stats = m.Stats
 	if len(r.Candidates) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidates", c.path(key))
 	}

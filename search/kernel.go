@@ -255,7 +255,7 @@ func (k *kernelState) record() {
 	}
 	*k.found = append(*k.found, &Candidate{Graph: g, Hash: h})
 	s.complete.Add(1)
-	if k.ncust > 0 && s.firstFused.Load() == 0 {
+	if k.ncust > 0 && s.firstFused.Load() == 0 && s.verifier != nil {
 		// Until a fused candidate has passed the fast path, each is tried,
 		// for Stats.FirstFused.
 		if reject, err := s.verifier.Reject(g); err == nil && !reject {

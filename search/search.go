@@ -60,6 +60,17 @@ type Options struct {
 	Stop      <-chan struct{}
 	Seed      uint64 // seed of the verifier's random draws
 	MaxStates int64  // stop after this many states; 0 means no limit
+	// Subtrees, when not nil, are the root subtrees (indices into the list
+	// Subtrees returns, ascending) that this run explores; the others are
+	// skipped. The graphs of pre-defined ops only, which lie in no subtree,
+	// are found by every run. Processes that each explore some of the
+	// subtrees, all of them between them, find together what one process
+	// finds: MergeResults ranks their results as Run ranks its own.
+	Subtrees []int
+	// Unverified ranks the candidates and returns the first MaxResults
+	// (0: all) without verifying them: a run's share of a search whose
+	// candidates are verified together afterwards (VerifyMerged).
+	Unverified bool
 	// MaxResults bounds how many candidates are returned: candidates are
 	// verified in rank order until MaxResults have passed. 0 means all,
 	// which verifies every candidate (about a second each for attention).
@@ -131,6 +142,9 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if !slices.IsSorted(opts.Subtrees) {
+		return nil, errors.New("search: Options.Subtrees must be in ascending order")
+	}
 	if cfg.MaxBlockInputs > len(opKey{}.in) {
 		return nil, fmt.Errorf("config %q: at most %d inputs per graph-defined kernel", cfg.Name, len(opKey{}.in))
 	}
@@ -152,7 +166,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 			}
 		}()
 	}
-	s, err := newSearcher(enumCtx, program, cfg, opts)
+	s, err := newSearcherFor(enumCtx, program, cfg, opts, !opts.Unverified)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +201,13 @@ func (s *searcher) enumerate() []*Candidate {
 	for range s.opts.Workers {
 		memos <- newJudgeMemo()
 	}
+	explored := subtreeFilter(s.opts)
+	spawned := 0
 	root.spawn = func(t *task) {
+		spawned++
+		if !explored(spawned - 1) {
+			return
+		}
 		tasks = append(tasks, t)
 		workers.Go(func() error {
 			if !s.stop() {
@@ -261,6 +281,13 @@ type searcher struct {
 const cacheLine = 64
 
 func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (*searcher, error) {
+	return newSearcherFor(ctx, program, cfg, opts, true)
+}
+
+// newSearcherFor is newSearcher, without the verifier unless verifying:
+// fingerprinting a program at a real model's shape takes seconds, and
+// listing the subtrees verifies nothing.
+func newSearcherFor(ctx context.Context, program *kernel.Graph, cfg Config, opts Options, verifying bool) (*searcher, error) {
 	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now(),
 		blockSearches: newShardedMap[blockSearchKey, []completeBlock](),
 		reach:         newShardedMap[reachKey, bool](),
@@ -301,6 +328,9 @@ func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Op
 	var err error
 	if s.exprs, err = newExprs(program); err != nil {
 		return nil, err
+	}
+	if !verifying {
+		return s, nil
 	}
 	if s.verifier, err = ffverify.New(program, ffverify.Options{Seed: opts.Seed}); err != nil {
 		s.exprs.close()
@@ -423,36 +453,69 @@ func inProgramOrder(c *Candidate, mapping []int) {
 
 // verifyBest ranks the candidates, verifies them in rank order (in
 // parallel; the fast path, then the full check) and returns the first
-// MaxResults that pass. The verifier failing on a candidate (one the
-// generator built, so valid by construction) is a bug, reported as an
-// error rather than counted as a rejection.
+// MaxResults that pass; under Options.Unverified it returns the first
+// MaxResults ranked, unverified.
 func (s *searcher) verifyBest(found []*Candidate) ([]*Candidate, error) {
 	cands := s.describeAll(found)
 	slices.SortFunc(cands, compareCandidates)
-	limit := s.opts.MaxResults
+	if s.opts.Unverified {
+		n := len(cands)
+		if s.opts.MaxResults > 0 {
+			n = min(n, s.opts.MaxResults)
+		}
+		s.unchecked.Add(int64(len(cands) - n))
+		return cands[:n], nil
+	}
+	v := verification{ctx: s.verifyCtx, verifier: s.verifier, workers: s.opts.Workers, limit: s.opts.MaxResults}
+	best, err := v.run(cands, len(cands))
+	s.verified.Add(v.verified)
+	s.rejected.Add(v.rejected)
+	s.unchecked.Add(v.unchecked)
+	return best, err
+}
+
+// verification verifies ranked candidates in order until limit (0: all)
+// have passed.
+type verification struct {
+	ctx      context.Context // ends it, keeping what passed so far
+	verifier *ffverify.Verifier
+	workers  int
+	limit    int
+	// what it did
+	verified, rejected, unchecked int64
+	checked                       int // of the candidates
+}
+
+// run verifies cands[:settled] in rank order until v.limit have passed,
+// and returns them. The verifier failing on a candidate (one the
+// generator built, so valid by construction) is a bug, reported as an
+// error rather than counted as a rejection.
+//
+// Batches of the worker count are verified in parallel, in rank order,
+// until enough have passed: the result is the same for any number of
+// workers. A batch is not started when the slowest so far would outlast
+// the context's deadline: a check in flight cannot be interrupted, and a
+// caller waiting for the search (the driver) would give up on all it
+// verified.
+func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error) {
+	limit := v.limit
 	if limit <= 0 {
 		limit = len(cands)
 	}
 	var best []*Candidate
-	// Verify in batches of the worker count, in rank order, until enough
-	// have passed: the result is the same for any number of workers. A
-	// batch is not started when the slowest so far would outlast the
-	// verification's deadline: a check in flight cannot be interrupted,
-	// and a caller waiting for the search (the driver) would give up on
-	// all it verified.
 	done := 0
 	var slowest time.Duration
-	for done < len(cands) && len(best) < limit && s.verifyCtx.Err() == nil {
-		if end, ok := s.verifyCtx.Deadline(); ok && time.Until(end) < slowest {
+	for done < settled && len(best) < limit && v.ctx.Err() == nil {
+		if end, ok := v.ctx.Deadline(); ok && time.Until(end) < slowest {
 			break
 		}
 		started := time.Now()
-		batch := cands[done:min(done+s.opts.Workers, len(cands))]
+		batch := cands[done:min(done+v.workers, settled)]
 		ok := make([]bool, len(batch))
 		var g errgroup.Group
 		for j, c := range batch {
 			g.Go(func() error {
-				r, err := s.verifier.Verify(c.Graph)
+				r, err := v.verifier.Verify(c.Graph)
 				if err != nil {
 					return fmt.Errorf("search: verifying a candidate: %w", err)
 				}
@@ -468,19 +531,90 @@ func (s *searcher) verifyBest(found []*Candidate) ([]*Candidate, error) {
 		for j, c := range batch {
 			switch {
 			case !ok[j]:
-				s.rejected.Add(1)
+				v.rejected++
 			case len(best) < limit:
-				s.verified.Add(1)
+				v.verified++
 				best = append(best, c)
 			default:
-				s.unchecked.Add(1) // passed, but beyond the limit
+				v.unchecked++ // passed, but beyond the limit
 			}
 		}
 		done += len(batch)
 		slowest = max(slowest, time.Since(started))
 	}
-	s.unchecked.Add(int64(len(cands) - done))
+	v.checked = done
+	v.unchecked += int64(len(cands) - done)
 	return best, nil
+}
+
+// ErrUnsettled is returned by VerifyMerged when the candidates the runs
+// kept do not settle the answer: more of them failed the verifier than
+// one run's share held, and what that run did not keep may rank next.
+var ErrUnsettled = errors.New("search: the runs' candidates do not settle the best ones")
+
+// VerifyMerged finishes a search shared out among runs (Options.Subtrees)
+// that ranked their candidates but left them unverified
+// (Options.Unverified, each keeping its best MaxResults or more): it ranks
+// their candidates together, each once, and verifies them in rank order
+// as Run does, until opts.MaxResults have passed. The answer is Run's
+// as long as the verification stays among candidates that every run kept
+// enough of to rank them (a run that kept k of more ranks nothing past
+// its k-th); should it need to go past (the verifier rejected that many),
+// it returns ErrUnsettled, and the caller searches again.
+func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, opts Options) (*Result, error) {
+	start := time.Now()
+	res := &Result{}
+	var cands []*Candidate
+	seen := map[uint64]bool{}
+	for _, r := range runs {
+		for _, c := range r.Candidates {
+			if !seen[c.Hash] {
+				seen[c.Hash] = true
+				cands = append(cands, c)
+			}
+		}
+		res.Stats.Add(r.Stats)
+		res.Stats.Seconds = max(res.Stats.Seconds, r.Stats.Seconds)
+		if res.Stats.Stopped == "" {
+			res.Stats.Stopped = r.Stats.Stopped
+		}
+	}
+	slices.SortFunc(cands, compareCandidates)
+	settled, truncated := len(cands), false
+	for _, r := range runs {
+		if r.Stats.Unchecked > 0 { // the run kept only its best
+			truncated = true
+			if len(r.Candidates) > 0 {
+				last := r.Candidates[len(r.Candidates)-1]
+				at, _ := slices.BinarySearchFunc(cands, last, compareCandidates)
+				settled = min(settled, at+1)
+			}
+		}
+	}
+	res.Stats.Verified, res.Stats.Rejected, res.Stats.Unchecked = 0, 0, 0
+	if len(cands) == 0 {
+		return res, nil
+	}
+	verifier, err := ffverify.New(program, ffverify.Options{Seed: opts.Seed})
+	if err != nil {
+		return nil, fmt.Errorf("search: fingerprinting the program: %v", err)
+	}
+	v := verification{ctx: ctx, verifier: verifier, workers: max(opts.Workers, 1), limit: opts.MaxResults}
+	best, err := v.run(cands, settled)
+	if err != nil {
+		return nil, err
+	}
+	if truncated && ctx.Err() == nil && v.checked == settled && (opts.MaxResults <= 0 || len(best) < opts.MaxResults) {
+		return nil, ErrUnsettled
+	}
+	res.Candidates = best
+	res.Stats.Verified, res.Stats.Rejected = v.verified, v.rejected
+	for _, r := range runs {
+		res.Stats.Unchecked += r.Stats.Complete
+	}
+	res.Stats.Unchecked -= v.verified + v.rejected
+	res.Stats.Seconds += time.Since(start).Seconds() // the slowest run's, then the verification
+	return res, nil
 }
 
 // describe computes the figures a candidate is ranked by. A candidate the

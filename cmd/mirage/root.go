@@ -55,6 +55,7 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 	root.SetErr(stderr)
 	root.AddCommand(
 		newSuperoptCmd(),
+		newMergeCmd(),
 		newEmitCmd(),
 		newBenchCmd(),
 		newShowCmd(),

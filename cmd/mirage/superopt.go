@@ -13,6 +13,7 @@ import (
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
 )
 
 // superoptFlags are the flags of mirage superopt.
@@ -31,6 +32,9 @@ type superoptFlags struct {
 	noEmit     bool
 	profile    string
 	asJSON     bool
+	shard      string // I/N or auto: search one slice (DESIGN §8)
+	shardDir   string
+	shards     int // N, for --shard auto in a Kubernetes Indexed Job
 }
 
 func newSuperoptCmd() *cobra.Command {
@@ -69,6 +73,15 @@ results are cached per part (--cache, --no-cache).
 part which ops it holds, whether it was fused and if not why, and its
 search's statistics.
 
+Past one machine: --shard I/N --shard-dir DIR searches slice I (from 0)
+of N and writes only DIR/NAME.shard-I-of-N.json (atomically; -o and the
+CUDA are mirage merge's). Every process computes the same slicing from the
+program, the flags and N alone, so the N processes need nothing but a
+shared directory; mirage merge DIR then ranks, verifies, stitches and
+writes what one process would have. --shard auto takes I and N from a Slurm
+job array (SLURM_ARRAY_TASK_ID, _MIN, _MAX) or a Kubernetes Indexed Job
+(JOB_COMPLETION_INDEX, with N from --shards). See deploy/ and the README.
+
 Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.
 
@@ -91,6 +104,9 @@ unusable input.
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
+	fl.StringVar(&f.shard, "shard", "", "search only slice `I/N` (I from 0) of the run, or auto: from the Slurm array or Kubernetes Indexed Job; needs --shard-dir")
+	fl.StringVar(&f.shardDir, "shard-dir", "", "with --shard: the (shared) directory the slice's file goes to, for mirage merge")
+	fl.IntVar(&f.shards, "shards", 0, "with --shard auto in a Kubernetes Indexed Job: N, the Job's completions")
 	return cmd
 }
 
@@ -108,6 +124,10 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
+	shard, sharded, err := f.shardFlags(cmd)
+	if err != nil {
+		return err
+	}
 	var profiles *cost.Profiles
 	if f.profile != "" {
 		if profiles, err = cost.LoadProfiles(f.profile); err != nil {
@@ -117,6 +137,9 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	opts, err := f.driverOptions(cmd, in, profiles)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
+	}
+	if sharded {
+		return f.runShard(cmd, in, path, opts, shard)
 	}
 	// The output directory is checked before the search, not after it.
 	if err := driver.CheckOutputDir(f.outDir); err != nil {
@@ -190,19 +213,29 @@ type emittedJSON struct {
 	Files     []string `json:"files"`
 }
 
+// answerMeta is the μGraph document's meta: the flags that shaped the
+// answer and the program's arguments.
+type answerMeta struct {
+	Config string   `json:"config,omitempty"`
+	Arch   string   `json:"arch"`
+	Seed   uint64   `json:"seed"`
+	Args   []string `json:"args,omitempty"` // the program's, after --
+}
+
 // writeResult writes res as the driver's output set, with the flags that
 // shaped it (and the program's arguments) in the μGraph document's meta and,
 // unless --no-emit, the CUDA.
 func (f *superoptFlags) writeResult(cmd *cobra.Command, name, source string, res *driver.Result) (string, *emittedJSON, error) {
-	out := driver.Output{Dir: f.outDir, Name: name, Meta: struct {
-		Config string   `json:"config,omitempty"`
-		Arch   string   `json:"arch"`
-		Seed   uint64   `json:"seed"`
-		Args   []string `json:"args,omitempty"` // the program's, after --
-	}{f.config, f.arch.Name, f.seed, f.load.args},
+	return writeAnswer(cmd, res, f.outDir, name, source, answerMeta{f.config, f.arch.Name, f.seed, f.load.args}, f.arch.Arch, !f.noEmit)
+}
+
+// writeAnswer writes res into dir as the output set NAME.* (superopt's and
+// merge's), the CUDA unless !emit.
+func writeAnswer(cmd *cobra.Command, res *driver.Result, dir, name, source string, meta answerMeta, arch target.Arch, emit bool) (string, *emittedJSON, error) {
+	out := driver.Output{Dir: dir, Name: name, Meta: meta,
 		Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }}
-	if !f.noEmit {
-		out.CUDA = &cuda.Options{Arch: f.arch.Arch, Source: source}
+	if emit {
+		out.CUDA = &cuda.Options{Arch: arch, Source: source}
 	}
 	w, err := res.Write(out)
 	if err != nil {
@@ -245,6 +278,16 @@ type partJSON struct {
 }
 
 func printSuperoptJSON(w io.Writer, res *driver.Result, out string, emitted *emittedJSON) error {
+	return printAnswerJSON(w, res, out, emitted, nil)
+}
+
+// mergeJSON is what merge --json adds to superopt's object.
+type mergeJSON struct {
+	Shards     int   `json:"shards"`
+	Incomplete []int `json:"incomplete"` // shards stopped early, by index
+}
+
+func printAnswerJSON(w io.Writer, res *driver.Result, out string, emitted *emittedJSON, merged *mergeJSON) error {
 	cands := make([]candidateJSON, len(res.Candidates))
 	for i, c := range res.Candidates {
 		cj := candidateJSON{
@@ -274,7 +317,8 @@ func printSuperoptJSON(w io.Writer, res *driver.Result, out string, emitted *emi
 		Stopped    string          `json:"stopped,omitempty"`
 		Output     string          `json:"output"`
 		Emitted    *emittedJSON    `json:"emitted,omitempty"`
-	}{res.Stats, res.Baseline.Micros, cands, parts, res.Stopped, out, emitted})
+		*mergeJSON
+	}{res.Stats, res.Baseline.Micros, cands, parts, res.Stopped, out, emitted, merged})
 }
 
 func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, out string, emitted *emittedJSON) {

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/target"
+)
+
+// mergeFlags are the flags of mirage merge.
+type mergeFlags struct {
+	outDir  string
+	workers int
+	noEmit  bool
+	asJSON  bool
+}
+
+func newMergeCmd() *cobra.Command {
+	var f mergeFlags
+	cmd := &cobra.Command{
+		Use:   "merge DIR",
+		Short: "Put the shards of a sharded superopt run together",
+		Long: `merge reads the shard files that mirage superopt --shard I/N --shard-dir DIR
+wrote (DIR/NAME.shard-I-of-N.json), checks that all N are there and are
+shards of one run (the same program, configuration, arch, seed, N and
+mirage version; every file whole), then ranks and verifies the shards'
+candidates together, stitches and writes what one superopt process would
+have: DIR/NAME.ugraph.json with the same graphs in the same order, and the
+same NAME.cu and NAME.h (into -o).
+
+A shard that stopped at its time limit is reported (a warning; incomplete
+in --json): the answer is then the best of what was searched.
+
+--json prints superopt's object with "shards" and "incomplete" (the
+indices of the shards that stopped early) added.
+
+Exit status: 0 with an answer; 2 when the set cannot be merged (a missing
+or duplicate index, a shard of another run or version, a damaged file),
+with a message naming the files and indices, and nothing written.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write the files into")
+	fl.IntVar(&f.workers, "workers", 2, "parallel verification workers")
+	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
+	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
+	return cmd
+}
+
+func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
+	if f.workers < 1 {
+		return fmt.Errorf("--workers %d: want at least 1", f.workers)
+	}
+	files, err := driver.ReadShardDir(dir)
+	if err != nil {
+		return err
+	}
+	m, err := driver.MergeShards(files, version)
+	if err != nil {
+		return err
+	}
+	var meta shardMeta
+	if err := json.Unmarshal(m.Meta, &meta); err != nil {
+		return fmt.Errorf("%s: the shards' meta: %v", dir, err)
+	}
+	if err := driver.CheckOutputDir(f.outDir); err != nil {
+		return fmt.Errorf("-o %s: %v", f.outDir, err)
+	}
+	errw := cmd.ErrOrStderr()
+	incomplete := []int{}
+	for _, h := range m.Incomplete {
+		incomplete = append(incomplete, h.Index)
+		fmt.Fprintf(errw, "warning: shard %d of %d stopped early (%s): the answer is the best of what was searched\n", h.Index, h.Count, h.Stopped)
+	}
+	opts := m.Options
+	opts.Workers = f.workers
+	opts.Log = func(line string) { fmt.Fprintln(errw, line) }
+	fmt.Fprintf(errw, "merge %s: %d shard(s), time budget %v for what is left, %s\n", opts.Name, m.Count, opts.TimeLimit, opts.Arch)
+	ctx, stop := driver.Interruptible(cmd.Context(), errw)
+	defer stop()
+	res, err := driver.Run(ctx, m.Program, opts)
+	if err != nil {
+		return fmt.Errorf("%s: %v", dir, err)
+	}
+	arch, err := target.Lookup(meta.Answer.Arch)
+	if err != nil {
+		return fmt.Errorf("%s: the shards' arch: %v", dir, err)
+	}
+	out, emitted, err := writeAnswer(cmd, res, f.outDir, opts.Name, meta.Source, meta.Answer, arch, !f.noEmit && !meta.NoEmit)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return printAnswerJSON(cmd.OutOrStdout(), res, out, emitted, &mergeJSON{Shards: m.Count, Incomplete: incomplete})
+	}
+	printSuperoptTable(cmd.OutOrStdout(), res, opts, out, emitted)
+	return nil
+}

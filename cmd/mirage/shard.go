@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/search"
+)
+
+// shardMeta is what the shards of a run record for mirage merge, to write
+// the answer as superopt would have.
+type shardMeta struct {
+	Source string     `json:"source"` // the program's path, as given
+	Answer answerMeta `json:"answer"`
+	NoEmit bool       `json:"no_emit,omitempty"`
+}
+
+// shardFlags checks --shard, --shard-dir and --shards together; sharded
+// is false when the run is not a shard's.
+func (f *superoptFlags) shardFlags(cmd *cobra.Command) (sh driver.Shard, sharded bool, err error) {
+	given := cmd.Flags().Changed
+	if f.shard == "" {
+		switch {
+		case f.shardDir != "":
+			return sh, false, fmt.Errorf("--shard-dir %s: give --shard I/N (or auto) too", f.shardDir)
+		case given("shards"):
+			return sh, false, fmt.Errorf("--shards goes with --shard auto")
+		}
+		return sh, false, nil
+	}
+	switch {
+	case f.shardDir == "":
+		return sh, false, fmt.Errorf("--shard %s needs --shard-dir DIR, the directory the shards share for mirage merge", f.shard)
+	case f.profile != "":
+		return sh, false, fmt.Errorf("--profile cannot be used with --shard (the merge ranks by the model)")
+	case given("shards") && f.shards < 1:
+		return sh, false, fmt.Errorf("--shards %d: want at least 1", f.shards)
+	}
+	if f.shard == "auto" {
+		sh, err = driver.ShardFromEnv(os.Getenv, f.shards)
+		return sh, err == nil, err
+	}
+	if given("shards") {
+		return sh, false, fmt.Errorf("--shards goes with --shard auto: --shard %s gives N itself", f.shard)
+	}
+	sh, err = driver.ParseShard(f.shard)
+	if err != nil {
+		return sh, false, fmt.Errorf("--%v", err)
+	}
+	return sh, true, nil
+}
+
+// shardJSON is superopt --shard --json's answer.
+type shardJSON struct {
+	Shard      int             `json:"shard"`
+	Shards     int             `json:"shards"`
+	File       string          `json:"file"`
+	Exhaustive bool            `json:"exhaustive"`
+	Stopped    string          `json:"stopped,omitempty"`
+	Stats      search.Stats    `json:"stats"`
+	Parts      []shardPartJSON `json:"parts"`
+}
+
+type shardPartJSON struct {
+	Key        string       `json:"key"`
+	Candidates int          `json:"candidates"`
+	Stats      search.Stats `json:"stats"`
+}
+
+// runShard searches slice sh of the program and writes its shard file.
+func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opts driver.Options, sh driver.Shard) error {
+	if err := driver.CheckOutputDir(f.shardDir); err != nil {
+		return fmt.Errorf("--shard-dir %s: %v", f.shardDir, err)
+	}
+	errw := cmd.ErrOrStderr()
+	fmt.Fprintf(errw, "superopt %s: shard %v, time budget %v (--time-limit), %d worker(s), %s\n", in.Name, sh, opts.TimeLimit, opts.Workers, opts.Arch)
+	ctx, stop := driver.Interruptible(cmd.Context(), errw)
+	defer stop()
+	res, err := driver.RunShard(ctx, in.Program.Graph, opts, sh)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	meta := shardMeta{Source: path, Answer: answerMeta{f.config, f.arch.Name, f.seed, f.load.args}, NoEmit: f.noEmit}
+	file, err := driver.NewShardFile(in.Program.Graph, opts, res, version, meta)
+	if err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	if err := file.Write(f.shardDir); err != nil {
+		return fmt.Errorf("--shard-dir %s: %v", f.shardDir, err)
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(errw, "warning: shard %v stopped early (%s): the merged answer will be the best of what was searched\n", sh, res.Stopped)
+	}
+	if f.asJSON {
+		out := shardJSON{Shard: sh.Index, Shards: sh.Count, File: file.Path, Exhaustive: res.Stopped == "", Stopped: res.Stopped,
+			Stats: res.Stats, Parts: []shardPartJSON{}}
+		for _, p := range res.Parts {
+			out.Parts = append(out.Parts, shardPartJSON{Key: p.Key, Candidates: len(p.Result.Candidates), Stats: p.Result.Stats})
+		}
+		return writeJSON(cmd.OutOrStdout(), out)
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "shard %v: %d part search(es), %d states in %.1fs", sh, len(res.Parts), res.Stats.States, res.Stats.Seconds)
+	if res.Stopped != "" {
+		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", file.Path)
+	return nil
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// shardRun runs superopt --shard i/n for program into dir, in-process.
+func shardRun(t *testing.T, program, dir, shard string, extra ...string) {
+	t.Helper()
+	args := append([]string{"superopt", program, "--no-cache", "--time-limit", "120s", "--shard", shard, "--shard-dir", dir}, extra...)
+	if code, _, stderr := mirage(t, args...); code != 0 {
+		t.Fatalf("superopt --shard %s: exit %d: %s", shard, code, stderr)
+	}
+}
+
+// graphsOf returns the graphs of a .ugraph.json document, without the
+// statistics (which count what each process did).
+func graphsOf(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Meta   json.RawMessage   `json:"meta"`
+		Graphs []json.RawMessage `json:"graphs"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(doc)
+	return string(out)
+}
+
+// TestMergeIsOneProcess runs gated_mlp as two shards, the first as two
+// concurrent processes would (one by --shard auto in a Slurm array's
+// environment), merges them, and compares the answer with one process's:
+// the same graphs in the same order, and the same CUDA bytes.
+func TestMergeIsOneProcess(t *testing.T) {
+	program := examplePath("gated_mlp.py")
+	dir := t.TempDir()
+	one, shards, merged := filepath.Join(dir, "one"), filepath.Join(dir, "shards"), filepath.Join(dir, "merged")
+	if code, _, stderr := mirage(t, "superopt", program, "--no-cache", "--time-limit", "120s", "-o", one); code != 0 {
+		t.Fatalf("superopt: exit %d: %s", code, stderr)
+	}
+	shardRun(t, program, shards, "0/2")
+	t.Setenv("SLURM_ARRAY_TASK_ID", "8")
+	t.Setenv("SLURM_ARRAY_TASK_MIN", "7")
+	t.Setenv("SLURM_ARRAY_TASK_MAX", "8")
+	shardRun(t, program, shards, "auto") // 1 of 2
+	code, stdout, stderr := mirage(t, "merge", shards, "-o", merged, "--json")
+	if code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Shards     int   `json:"shards"`
+		Incomplete []int `json:"incomplete"`
+		Parts      []struct {
+			Fused bool `json:"fused"`
+		} `json:"parts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("merge --json: %v\n%s", err, stdout)
+	}
+	if out.Shards != 2 || out.Incomplete == nil || len(out.Incomplete) != 0 || len(out.Parts) != 1 || !out.Parts[0].Fused {
+		t.Errorf("merge --json: %s", stdout)
+	}
+	if g, w := graphsOf(t, filepath.Join(merged, "gated_mlp.ugraph.json")), graphsOf(t, filepath.Join(one, "gated_mlp.ugraph.json")); g != w {
+		t.Errorf("merged graphs differ from one process's")
+	}
+	for _, f := range []string{"gated_mlp.cu", "gated_mlp.h"} {
+		a, err := os.ReadFile(filepath.Join(one, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(merged, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s: the merged run's differs from one process's", f)
+		}
+	}
+}
+
+// TestShardBadInput feeds superopt --shard and merge what they must
+// refuse: exit 2, a message that names the problem, nothing written.
+func TestShardBadInput(t *testing.T) {
+	program := examplePath("gated_mlp.py")
+	for _, env := range []string{"SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX"} {
+		t.Setenv(env, "") // outside any scheduler
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shard", "2/2", "--shard-dir", "D"}, "index must be in 0..1"},
+		{[]string{"--shard", "0/0", "--shard-dir", "D"}, "at least 1"},
+		{[]string{"--shard", "-1/3", "--shard-dir", "D"}, "index must be in 0..2"},
+		{[]string{"--shard", "one/2", "--shard-dir", "D"}, "not a number"},
+		{[]string{"--shard", "1", "--shard-dir", "D"}, "want I/N"},
+		{[]string{"--shard", "1/2"}, "needs --shard-dir"},
+		{[]string{"--shard-dir", "D"}, "give --shard"},
+		{[]string{"--shard", "auto", "--shard-dir", "D"}, "not in a Slurm job array"},
+		{[]string{"--shards", "4"}, "--shards goes with --shard auto"},
+		{[]string{"--shard", "0/2", "--shards", "2", "--shard-dir", "D"}, "--shards goes with --shard auto"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"superopt", program, "-o", filepath.Join(dir, "out")}
+			for _, a := range tt.args {
+				if a == "D" {
+					a = filepath.Join(dir, "shards")
+				}
+				args = append(args, a)
+			}
+			code, _, stderr := mirage(t, args...)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, %q; want 2 and %q", code, stderr, tt.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("wrote %v", entries)
+			}
+		})
+	}
+	t.Run("Kubernetes without --shards", func(t *testing.T) {
+		t.Setenv("JOB_COMPLETION_INDEX", "1")
+		code, _, stderr := mirage(t, "superopt", program, "--shard", "auto", "--shard-dir", t.TempDir())
+		if code != 2 || !strings.Contains(stderr, "needs --shards N") {
+			t.Errorf("exit %d, %q", code, stderr)
+		}
+	})
+}
+
+// TestMergeRefusesBadSets merges shard sets that are not one run's whole
+// set.
+func TestMergeRefusesBadSets(t *testing.T) {
+	program := examplePath("gated_mlp.py")
+	good := t.TempDir()
+	shardRun(t, program, good, "0/2")
+	shardRun(t, program, good, "1/2")
+	other := t.TempDir() // the same name, another shape
+	variant := writeVariant(t, "gated_mlp.py", "dims=(8, 4096)", "dims=(16, 4096)")
+	shardRun(t, variant, other, "1/2")
+	three := t.TempDir()
+	shardRun(t, program, three, "2/3")
+	shard0, shard1 := "gated_mlp.shard-0-of-2.json", "gated_mlp.shard-1-of-2.json"
+
+	for _, tt := range []struct {
+		name  string
+		files map[string]string // name in the set -> file it copies
+		edit  func([]byte) []byte
+		want  string
+	}{
+		{"missing index", map[string]string{shard0: filepath.Join(good, shard0)}, nil, "shard(s) 1 of 2 (0..1) missing"},
+		{"another program", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(other, shard1)}, nil, "program hash"},
+		{"another N", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1),
+			"gated_mlp.shard-2-of-3.json": filepath.Join(three, "gated_mlp.shard-2-of-3.json")}, nil, "shard count"},
+		{"renamed", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard0)}, nil, "renamed"},
+		{"two programs", map[string]string{shard0: filepath.Join(good, shard0), "other.shard-0-of-1.json": filepath.Join(good, shard0)}, nil, "more than one program"},
+		{"truncated", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
+			func(b []byte) []byte { return b[:len(b)/2] }, "corrupted or truncated"},
+		{"edited", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
+			func(b []byte) []byte { return bytes.Replace(b, []byte(`"estimated_us": `), []byte(`"estimated_us": 1`), 1) }, "does not match its header's sum"},
+		{"another version", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
+			func(b []byte) []byte { return bytes.Replace(b, []byte(`"version": "`), []byte(`"version": "0.0.1-`), 1) }, "written by mirage 0.0.1-"},
+		{"empty", map[string]string{}, nil, "no shard files"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			set := filepath.Join(dir, "set")
+			if err := os.Mkdir(set, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, from := range tt.files {
+				data, err := os.ReadFile(from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.edit != nil && name == shard1 {
+					edited := tt.edit(data)
+					if bytes.Equal(edited, data) {
+						t.Fatal("the edit changed nothing")
+					}
+					data = edited
+				}
+				if err := os.WriteFile(filepath.Join(set, name), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := filepath.Join(dir, "out")
+			code, _, stderr := mirage(t, "merge", set, "-o", out)
+			if code != 2 || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, %q; want 2 and %q", code, stderr, tt.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("merge made %s", out)
+			}
+		})
+	}
+}

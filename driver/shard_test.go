@@ -1,0 +1,150 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// shardOpts are the options of the sharded runs compared with one process:
+// a budget no search here comes near, so that both are exhaustive.
+func shardOpts(name string) Options {
+	return Options{Name: name, Arch: target.MustLookup("sm_90"), TimeLimit: 10 * time.Minute, Workers: 2, Seed: 1}
+}
+
+// runShards runs the n shards of program one after the other, writes their
+// files into dir, and merges them as mirage merge does.
+func runShards(t *testing.T, program *kernel.Graph, opts Options, n int, dir string) (*Merged, []time.Duration) {
+	t.Helper()
+	var took []time.Duration
+	for i := range n {
+		start := time.Now()
+		res, err := RunShard(context.Background(), program, opts, Shard{i, n})
+		if err != nil {
+			t.Fatalf("shard %d/%d: %v", i, n, err)
+		}
+		took = append(took, time.Since(start))
+		if res.Stopped != "" {
+			t.Fatalf("shard %d/%d stopped early: %s", i, n, res.Stopped)
+		}
+		f, err := NewShardFile(program, opts, res, "test", map[string]string{"source": "x.py"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Write(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := ReadShardDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MergeShards(files, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, took
+}
+
+// TestMergedShardsAreOneProcess runs programs as 1, 2, 4 and 7 shards and
+// merges them: the answer must be the one process's, candidate for
+// candidate, part for part, and the same CUDA.
+func TestMergedShardsAreOneProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: each program is searched 15 times")
+	}
+	programs := []struct {
+		name  string
+		graph func(t *testing.T) *kernel.Graph
+	}{
+		{"rmsnorm_matmul", example("rmsnorm_matmul.py")},
+		{"gated_mlp", example("gated_mlp.py")},
+		{"gqa", example("gqa.py")},
+		{"llama_mlp", func(t *testing.T) *kernel.Graph { return load(t, "llama_mlp") }},
+	}
+	for _, p := range programs {
+		t.Run(p.name, func(t *testing.T) {
+			program := p.graph(t)
+			opts := shardOpts(p.name)
+			one, err := Run(context.Background(), program, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one.Stopped != "" {
+				t.Fatalf("one process stopped early: %s", one.Stopped)
+			}
+			if !slices.ContainsFunc(one.Parts, func(r *PartReport) bool { return r.Fused }) {
+				t.Fatal("one process fused nothing: nothing to compare")
+			}
+			for _, n := range []int{1, 2, 4, 7} {
+				m, _ := runShards(t, program, opts, n, filepath.Join(t.TempDir(), fmt.Sprint(n)))
+				mopts := m.Options
+				mopts.Workers = 2
+				merged, err := Run(context.Background(), m.Program, mopts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				compareAnswers(t, fmt.Sprintf("%d shards", n), one, merged)
+			}
+		})
+	}
+}
+
+func example(file string) func(t *testing.T) *kernel.Graph {
+	return func(t *testing.T) *kernel.Graph {
+		p, err := frontend.LoadFile(filepath.Join("..", "examples", file), frontend.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Graph
+	}
+}
+
+// compareAnswers checks that got is want: the candidates' graphs in order,
+// the parts' fates, and the best candidate's CUDA.
+func compareAnswers(t *testing.T, what string, want, got *Result) {
+	t.Helper()
+	hashes := func(r *Result) []uint64 {
+		var hs []uint64
+		for _, c := range r.Candidates {
+			hs = append(hs, c.Hash)
+		}
+		return hs
+	}
+	if w, g := hashes(want), hashes(got); !slices.Equal(w, g) {
+		t.Errorf("%s: candidates %x, one process's %x", what, g, w)
+	}
+	if len(want.Parts) != len(got.Parts) {
+		t.Fatalf("%s: %d parts, one process %d", what, len(got.Parts), len(want.Parts))
+	}
+	for i, w := range want.Parts {
+		g := got.Parts[i]
+		if !slices.Equal(w.Ops, g.Ops) || w.Fused != g.Fused || w.EstimatedUs != g.EstimatedUs {
+			t.Errorf("%s: part %d: ops %v fused %v %.3f µs; one process: ops %v fused %v %.3f µs", what, i, g.Ops, g.Fused, g.EstimatedUs, w.Ops, w.Fused, w.EstimatedUs)
+		}
+	}
+	emit := func(r *Result) []byte {
+		res, err := cuda.Emit("x", r.Candidates[0].Graph, cuda.Options{Arch: target.MustLookup("sm_90"), Source: "x.py"})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		var b bytes.Buffer
+		for _, f := range res.Files {
+			b.WriteString(f.Name)
+			b.Write(f.Data)
+		}
+		return b.Bytes()
+	}
+	if !bytes.Equal(emit(want), emit(got)) {
+		t.Errorf("%s: the best candidate's CUDA differs from one process's", what)
+	}
+}

@@ -1,0 +1,459 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mitchellh/hashstructure/v2"
+
+	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// shardFormat numbers the layout of shard files.
+const shardFormat = 1
+
+// ShardHeader says which run a shard file belongs to, and which slice of
+// it the file holds. The shards of one run share every field but Index,
+// Exhaustive and Stopped.
+type ShardHeader struct {
+	Format  int    `json:"format"`
+	Version string `json:"version"` // of the tool that wrote it
+	Name    string `json:"name"`    // the program's
+	Program string `json:"program"` // the program's canonical hash (kernel.Hash), hex
+	// Config hashes what decides the answer besides the program, the arch
+	// and the seed: the run's options (ShardOptions) and the caller's meta.
+	Config   string `json:"config"`
+	Arch     string `json:"arch"`
+	ArchHash string `json:"arch_hash"` // of the target's figures, hex
+	Seed     uint64 `json:"seed"`
+	Index    int    `json:"index"`
+	Count    int    `json:"count"`
+	// Exhaustive is false when the slice stopped early (Stopped says why):
+	// the merged answer is then the best of what was searched.
+	Exhaustive bool   `json:"exhaustive"`
+	Stopped    string `json:"stopped,omitempty"`
+	// Sum is the SHA-256 of the rest of the file (shardBody's JSON): an
+	// edited or damaged file that is still JSON is refused as well.
+	Sum string `json:"sum"`
+}
+
+// ShardOptions are the options of a sharded run that decide its answer.
+type ShardOptions struct {
+	Preset      string              `json:"preset,omitempty"`
+	Restrict    search.Restrictions `json:"restrict"`
+	TimeLimit   string              `json:"time_limit"`
+	MaxStates   int64               `json:"max_states"`
+	PartResults int                 `json:"part_results"`
+}
+
+// ShardFile is what one slice of a sharded run writes,
+// DIR/NAME.shard-I-of-N.json: its header, what the merge needs to finish
+// the run as one process would (the program, the options, the caller's
+// meta), and per part it searched, its best candidates, ranked and
+// unverified (the merge verifies them).
+type ShardFile struct {
+	Header  ShardHeader     `json:"header"`
+	Options ShardOptions    `json:"options"`
+	Meta    json.RawMessage `json:"meta,omitempty"` // the caller's, opaque here
+	Program json.RawMessage `json:"program"`        // a μGraph document of one graph
+	Stats   search.Stats    `json:"stats"`
+	Parts   []ShardFilePart `json:"parts"`
+
+	Path string `json:"-"` // where it was read from or written to
+}
+
+// sum is the SHA-256 of f but its header (ShardHeader.Sum).
+func (f *ShardFile) sum() string {
+	data, err := json.Marshal(struct {
+		Options ShardOptions
+		Meta    json.RawMessage
+		Program json.RawMessage
+		Stats   search.Stats
+		Parts   []ShardFilePart
+	}{f.Options, f.Meta, f.Program, f.Stats, f.Parts})
+	if err != nil {
+		return "" // matches no sum
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(data))
+}
+
+// ShardFilePart is one part's search in a slice.
+type ShardFilePart struct {
+	Key        string          `json:"key"` // search.Key of the part's whole search
+	Stats      search.Stats    `json:"stats"`
+	Candidates json.RawMessage `json:"candidates,omitempty"` // a μGraph document, best first; none: omitted
+}
+
+// NewShardFile makes the file of slice res.Shard of a run of program with
+// opts; version is the tool's, meta (if not nil) the caller's, for the
+// merge to write the answer as the one process would.
+func NewShardFile(program *kernel.Graph, opts Options, res *ShardResult, version string, meta any) (*ShardFile, error) {
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
+	}
+	f := &ShardFile{Options: shardOptions(opts), Stats: res.Stats}
+	var err error
+	if meta != nil {
+		if f.Meta, err = json.Marshal(meta); err != nil {
+			return nil, err
+		}
+	}
+	if f.Program, err = encodeDocument(&kernel.File{Name: opts.Name, Graphs: []kernel.Entry{{Graph: program}}}); err != nil {
+		return nil, err
+	}
+	for _, p := range res.Parts {
+		part := ShardFilePart{Key: p.Key, Stats: p.Result.Stats}
+		if len(p.Result.Candidates) > 0 { // a μGraph document has graphs
+			doc, err := p.Result.File("part", nil)
+			if err != nil {
+				return nil, err
+			}
+			if part.Candidates, err = encodeDocument(doc); err != nil {
+				return nil, err
+			}
+		}
+		f.Parts = append(f.Parts, part)
+	}
+	f.Header = ShardHeader{Format: shardFormat, Version: version, Name: opts.Name,
+		Program: hex64(kernel.Hash(program)), Config: configHash(f.Options, f.Meta),
+		Arch: opts.Arch.Name, ArchHash: archHash(opts.Arch), Seed: opts.Seed,
+		Index: res.Shard.Index, Count: res.Shard.Count, Exhaustive: res.Stopped == "", Stopped: res.Stopped}
+	f.Header.Sum = f.sum()
+	return f, nil
+}
+
+func shardOptions(opts Options) ShardOptions {
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	if opts.PartResults == 0 {
+		opts.PartResults = 2
+	}
+	return ShardOptions{Preset: opts.Preset, Restrict: opts.Restrict, TimeLimit: opts.TimeLimit.String(),
+		MaxStates: opts.MaxStates, PartResults: opts.PartResults}
+}
+
+func encodeDocument(f *kernel.File) (json.RawMessage, error) {
+	var b bytes.Buffer
+	if err := f.Encode(&b); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+func hex64(h uint64) string { return fmt.Sprintf("%016x", h) }
+
+func configHash(o ShardOptions, meta json.RawMessage) string {
+	var compact bytes.Buffer
+	if len(meta) > 0 {
+		if err := json.Compact(&compact, meta); err != nil {
+			compact.Write(meta) // a bad meta hashes as it is; decoding it fails later
+		}
+	}
+	h, err := hashstructure.Hash(struct {
+		Options ShardOptions
+		Meta    string
+	}{o, compact.String()}, hashstructure.FormatV2, nil)
+	if err != nil {
+		panic(fmt.Sprintf("driver: hashing the options: %v", err)) // only hashable types
+	}
+	return hex64(h)
+}
+
+func archHash(a target.Arch) string {
+	h, err := hashstructure.Hash(a, hashstructure.FormatV2, nil)
+	if err != nil {
+		panic(fmt.Sprintf("driver: hashing the arch: %v", err))
+	}
+	return hex64(h)
+}
+
+// ShardFileName is the name of slice sh's file of the program name.
+func ShardFileName(name string, sh Shard) string {
+	return fmt.Sprintf("%s.shard-%d-of-%d.json", name, sh.Index, sh.Count)
+}
+
+var shardFileName = regexp.MustCompile(`^(.+)\.shard-(\d+)-of-(\d+)\.json$`)
+
+// Write writes f into dir as one unit (a temp file, then a rename): a
+// killed or retried task leaves the whole file or none.
+func (f *ShardFile) Write(dir string) error {
+	data, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f.Path = filepath.Join(dir, ShardFileName(f.Header.Name, Shard{f.Header.Index, f.Header.Count}))
+	return atomicfile.WriteFile(f.Path, append(data, '\n'), 0o644)
+}
+
+// ReadShardFile reads a shard file; a truncated or edited one is an error
+// that names it.
+func ReadShardFile(path string) (*ShardFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f ShardFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: not a shard file (corrupted or truncated?): %v", path, err)
+	}
+	f.Path = path
+	h := f.Header
+	switch {
+	case h.Format != shardFormat:
+		return nil, fmt.Errorf("%s: shard format %d, this mirage reads %d", path, h.Format, shardFormat)
+	case h.Count < 1 || h.Index < 0 || h.Index >= h.Count:
+		return nil, fmt.Errorf("%s: shard %d of %d does not exist", path, h.Index, h.Count)
+	case f.sum() != h.Sum:
+		return nil, fmt.Errorf("%s: its content does not match its header's sum (edited or corrupted)", path)
+	case configHash(f.Options, f.Meta) != h.Config:
+		return nil, fmt.Errorf("%s: its options do not match its header's hash (edited or corrupted)", path)
+	}
+	if m := shardFileName.FindStringSubmatch(filepath.Base(path)); m != nil {
+		i, _ := strconv.Atoi(m[2])
+		n, _ := strconv.Atoi(m[3])
+		if m[1] != h.Name || i != h.Index || n != h.Count {
+			return nil, fmt.Errorf("%s: the file holds shard %d of %d of %s (renamed?)", path, h.Index, h.Count, h.Name)
+		}
+	}
+	return &f, nil
+}
+
+// ReadShardDir reads every shard file (NAME.shard-I-of-N.json) in dir.
+// They must be the shards of one program.
+func ReadShardDir(dir string) ([]*ShardFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string][]string{}
+	for _, e := range entries {
+		if m := shardFileName.FindStringSubmatch(e.Name()); m != nil && !e.IsDir() {
+			names[m[1]] = append(names[m[1]], e.Name())
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%s: no shard files (NAME.shard-I-of-N.json)", dir)
+	}
+	if len(names) > 1 {
+		var sets []string
+		for name, fs := range names {
+			sets = append(sets, fmt.Sprintf("%s (%s)", name, strings.Join(fs, ", ")))
+		}
+		slices.Sort(sets)
+		return nil, fmt.Errorf("%s: shards of more than one program: %s; give each set a directory of its own", dir, strings.Join(sets, "; "))
+	}
+	var files []*ShardFile
+	for _, fs := range names {
+		for _, name := range fs {
+			f, err := ReadShardFile(filepath.Join(dir, name))
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+// Merged is a sharded run put back together (MergeShards), ready for Run:
+// its Options.Searched hold the parts' merged searches.
+type Merged struct {
+	Program *kernel.Graph
+	Options Options
+	Meta    json.RawMessage // the caller's, as the shards recorded it
+	Count   int             // shards
+	// Incomplete are the shards that stopped early (by index): the merged
+	// answer is the best of what was searched, not of the whole space.
+	Incomplete []ShardHeader
+	Stats      search.Stats // totals over the shards
+}
+
+// ErrShards reports a set of shard files that cannot be merged.
+var ErrShards = errors.New("driver: the shard files cannot be merged")
+
+// MergeShards checks that files are the whole set of one run's shards
+// (every index once, one header, written by this version, each whole:
+// ReadShardFile checks its sum), reads back the program and options, and
+// gathers each part's shares of its search for Run, which verifies them
+// together (search.VerifyMerged). Errors name the files.
+func MergeShards(files []*ShardFile, version string) (*Merged, error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no shard files", ErrShards)
+	}
+	slices.SortFunc(files, func(a, b *ShardFile) int { return a.Header.Index - b.Header.Index })
+	first := files[0]
+	for _, f := range files {
+		if f.Header.Version != version {
+			return nil, fmt.Errorf("%w: %s was written by mirage %s, this is %s", ErrShards, f.Path, f.Header.Version, version)
+		}
+		if field, a, b := headerDiff(first.Header, f.Header); field != "" {
+			return nil, fmt.Errorf("%w: %s and %s are shards of different runs: %s %v vs %v", ErrShards, first.Path, f.Path, field, a, b)
+		}
+	}
+	n := first.Header.Count
+	byIndex := make([][]string, n)
+	for _, f := range files {
+		byIndex[f.Header.Index] = append(byIndex[f.Header.Index], f.Path)
+	}
+	var missing []string
+	for i, paths := range byIndex {
+		switch {
+		case len(paths) == 0:
+			missing = append(missing, strconv.Itoa(i))
+		case len(paths) > 1:
+			return nil, fmt.Errorf("%w: shard %d of %d is there twice: %s", ErrShards, i, n, strings.Join(paths, ", "))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: shard(s) %s of %d (0..%d) missing in %s; run them (again) and merge then",
+			ErrShards, strings.Join(missing, ", "), n, n-1, filepath.Dir(first.Path))
+	}
+
+	m := &Merged{Meta: first.Meta, Count: n}
+	var err error
+	if m.Program, err = decodeProgram(first); err != nil {
+		return nil, err
+	}
+	if m.Options, err = first.options(); err != nil {
+		return nil, err
+	}
+	d, _, done, err := begin(context.Background(), m.Program, m.Options)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrShards, first.Path, err)
+	}
+	defer done()
+	todo, err := d.firstOutcomes()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrShards, first.Path, err)
+	}
+	parts := map[string]*outcome{}
+	for _, o := range todo {
+		parts[d.wholeKey(o)] = o
+	}
+	found := map[string][]*search.Result{}
+	var keys []string
+	for _, f := range files {
+		if !f.Header.Exhaustive {
+			m.Incomplete = append(m.Incomplete, f.Header)
+		}
+		m.Stats.Add(f.Stats)
+		m.Stats.Seconds = max(m.Stats.Seconds, f.Stats.Seconds)
+		for _, p := range f.Parts {
+			o := parts[p.Key]
+			if o == nil {
+				return nil, fmt.Errorf("%w: %s: part %s is none of the program's parts", ErrShards, f.Path, p.Key)
+			}
+			r, err := decodeCandidates(f, p)
+			if err != nil {
+				return nil, err
+			}
+			if found[p.Key] == nil {
+				keys = append(keys, p.Key)
+			}
+			found[p.Key] = append(found[p.Key], r)
+		}
+	}
+	m.Options.Searched = map[string][]*search.Result{}
+	for _, k := range keys {
+		m.Options.Searched[k] = found[k]
+	}
+	return m, nil
+}
+
+// headerDiff returns the first field in which two shards' headers of one
+// run may not differ, and the two values; "" when none.
+func headerDiff(a, b ShardHeader) (field string, x, y any) {
+	for _, f := range []struct {
+		name string
+		x, y any
+	}{
+		{"format", a.Format, b.Format},
+		{"program name", a.Name, b.Name},
+		{"program hash", a.Program, b.Program},
+		{"configuration hash", a.Config, b.Config},
+		{"arch", a.Arch, b.Arch},
+		{"arch hash", a.ArchHash, b.ArchHash},
+		{"seed", a.Seed, b.Seed},
+		{"shard count", a.Count, b.Count},
+	} {
+		if f.x != f.y {
+			return f.name, f.x, f.y
+		}
+	}
+	return "", nil, nil
+}
+
+func decodeProgram(f *ShardFile) (*kernel.Graph, error) {
+	doc, err := kernel.Decode(bytes.NewReader(f.Program))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: the program: %v", ErrShards, f.Path, err)
+	}
+	if len(doc.Graphs) != 1 {
+		return nil, fmt.Errorf("%w: %s: the program is %d graphs, want 1", ErrShards, f.Path, len(doc.Graphs))
+	}
+	g := doc.Graphs[0].Graph
+	if hex64(kernel.Hash(g)) != f.Header.Program {
+		return nil, fmt.Errorf("%w: %s: the program does not match its header's hash (edited or corrupted)", ErrShards, f.Path)
+	}
+	return g, nil
+}
+
+// options are the Run options the shards ran with.
+func (f *ShardFile) options() (Options, error) {
+	arch, err := target.Lookup(f.Header.Arch)
+	if err != nil {
+		return Options{}, fmt.Errorf("%w: %s: %v", ErrShards, f.Path, err)
+	}
+	if archHash(arch) != f.Header.ArchHash {
+		return Options{}, fmt.Errorf("%w: %s: the figures of %s differ from this mirage's", ErrShards, f.Path, arch.Name)
+	}
+	limit, err := time.ParseDuration(f.Options.TimeLimit)
+	if err != nil || limit <= 0 {
+		return Options{}, fmt.Errorf("%w: %s: time limit %q", ErrShards, f.Path, f.Options.TimeLimit)
+	}
+	if f.Options.Preset != "" {
+		if _, err := search.NamedConfig(f.Options.Preset); err != nil {
+			return Options{}, fmt.Errorf("%w: %s: %v", ErrShards, f.Path, err)
+		}
+	}
+	return Options{Name: f.Header.Name, Arch: arch, Preset: f.Options.Preset, Restrict: f.Options.Restrict,
+		TimeLimit: limit, Seed: f.Header.Seed, MaxStates: f.Options.MaxStates, PartResults: f.Options.PartResults}, nil
+}
+
+// decodeCandidates reads part p's candidates in f. They are not trusted
+// for all that: the merge verifies them as one process verifies its own.
+func decodeCandidates(f *ShardFile, p ShardFilePart) (*search.Result, error) {
+	if len(p.Candidates) == 0 {
+		return &search.Result{Stats: p.Stats}, nil
+	}
+	doc, err := kernel.Decode(bytes.NewReader(p.Candidates))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: part %s: %v", ErrShards, f.Path, p.Key, err)
+	}
+	r, err := search.ResultFromFile(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: part %s: %v", ErrShards, f.Path, p.Key, err)
+	}
+	r.Stats = p.Stats
+	return r, nil
+}
