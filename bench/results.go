@@ -34,6 +34,8 @@ type Results struct {
 	Machine  Machine   `json:"machine"`
 	Options  Options   `json:"options"`
 	Rows     []Row     `json:"workloads"`
+	// Shards is the shard-balance check's, when the run made one.
+	Shards *ShardBalance `json:"shard_balance,omitempty"`
 }
 
 // Machine is where a run ran, and how fast its CPU is.

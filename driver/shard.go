@@ -46,13 +46,16 @@ func ParseShard(s string) (Shard, error) {
 	return sh, sh.Check()
 }
 
-// ShardFromEnv takes the slice from the scheduler that started the process:
-// a Slurm job array (SLURM_ARRAY_TASK_ID, counted from
-// SLURM_ARRAY_TASK_MIN to SLURM_ARRAY_TASK_MAX: SLURM_ARRAY_TASK_COUNT is
-// not max+1 on a sparse array such as --array=0,2-3, whose missing index
-// the merge then reports) or a Kubernetes Indexed Job
-// (JOB_COMPLETION_INDEX; the Job's completions are not in its pods'
-// environment, so count, from --shards, gives N). count 0 means not given.
+// ShardFromEnv takes the slice from the scheduler that started the process.
+// In a Slurm job array, slice SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of
+// SLURM_ARRAY_TASK_MAX - SLURM_ARRAY_TASK_MIN + 1 (not
+// SLURM_ARRAY_TASK_COUNT, which is not that on a sparse array such as
+// --array=0,2-3, whose missing index the merge then reports); when count
+// (--shards) is given, slice SLURM_ARRAY_TASK_ID of count, so that an index
+// can be run again as an array of its own (--array=1). In a Kubernetes
+// Indexed Job, slice JOB_COMPLETION_INDEX of count, which must be given:
+// the Job's completions are not in its pods' environment. count 0 means
+// not given.
 func ShardFromEnv(getenv func(string) string, count int) (Shard, error) {
 	if id := getenv("SLURM_ARRAY_TASK_ID"); id != "" {
 		num := func(name string) (int, error) {
@@ -67,20 +70,20 @@ func ShardFromEnv(getenv func(string) string, count int) (Shard, error) {
 		if err != nil {
 			return Shard{}, err
 		}
-		lo, err := num("SLURM_ARRAY_TASK_MIN")
-		if err != nil {
-			return Shard{}, err
-		}
-		hi, err := num("SLURM_ARRAY_TASK_MAX")
-		if err != nil {
-			return Shard{}, err
-		}
-		sh := Shard{Index: task - lo, Count: hi - lo + 1}
-		if count > 0 && count != sh.Count {
-			return Shard{}, fmt.Errorf("--shard auto: the Slurm array spans %d..%d (%d shards), --shards says %d", lo, hi, sh.Count, count)
+		sh := Shard{Index: task, Count: count}
+		if count == 0 {
+			lo, err := num("SLURM_ARRAY_TASK_MIN")
+			if err != nil {
+				return Shard{}, err
+			}
+			hi, err := num("SLURM_ARRAY_TASK_MAX")
+			if err != nil {
+				return Shard{}, err
+			}
+			sh = Shard{Index: task - lo, Count: hi - lo + 1}
 		}
 		if err := sh.Check(); err != nil {
-			return Shard{}, fmt.Errorf("--shard auto (Slurm array task %d of %d..%d): %v", task, lo, hi, err)
+			return Shard{}, fmt.Errorf("--shard auto (Slurm array task %d): %v", task, err)
 		}
 		return sh, nil
 	}

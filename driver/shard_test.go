@@ -5,12 +5,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -146,5 +149,81 @@ func compareAnswers(t *testing.T, what string, want, got *Result) {
 	}
 	if !bytes.Equal(emit(want), emit(got)) {
 		t.Errorf("%s: the best candidate's CUDA differs from one process's", what)
+	}
+}
+
+func TestShardFromEnv(t *testing.T) {
+	for _, tt := range []struct {
+		env   map[string]string
+		count int
+		want  Shard
+		err   string
+	}{
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3"}, want: Shard{2, 4}},
+		// A sparse array (--array=0,2-3): N is max-min+1, not the count.
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "3", "SLURM_ARRAY_TASK_COUNT": "3"}, want: Shard{3, 4}},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_MAX": "13"}, want: Shard{2, 4}},
+		// One index run again as an array of its own, with --shards.
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "1"}, count: 3, want: Shard{1, 3}},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "3"}, count: 3, err: "index must be in 0..2"},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "1"}, err: "not a number"},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "1"}, err: "SLURM_ARRAY_TASK_MIN"},
+		{env: map[string]string{"JOB_COMPLETION_INDEX": "5"}, count: 7, want: Shard{5, 7}},
+		{env: map[string]string{"JOB_COMPLETION_INDEX": "7"}, count: 7, err: "index must be in 0..6"},
+		{env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, err: "needs --shards N"},
+		{env: map[string]string{}, count: 2, err: "not in a Slurm job array"},
+	} {
+		got, err := ShardFromEnv(func(k string) string { return tt.env[k] }, tt.count)
+		switch {
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("%v --shards %d: %v, %v; want an error with %q", tt.env, tt.count, got, err, tt.err)
+		case tt.err == "" && (err != nil || got != tt.want):
+			t.Errorf("%v --shards %d: %v, %v; want %v", tt.env, tt.count, got, err, tt.want)
+		}
+	}
+}
+
+// TestDeal checks the slicing: every subtree in exactly one slice, every
+// part searched by some slice, and the same answer every time.
+func TestDeal(t *testing.T) {
+	parts := [][]search.Subtree{
+		{{Memo: 1, Size: 8}, {Memo: 2, Size: 8}, {Memo: 1, Size: 8}, {Memo: 3, Size: 1}, {Memo: 4, Size: 30}},
+		{}, // no subtrees: its graphs of pre-defined ops still need a search
+		{{Memo: 1, Size: 1}},
+	}
+	for _, n := range []int{1, 2, 3, 7} {
+		slices1 := deal(parts, n)
+		if !reflect.DeepEqual(slices1, deal(parts, n)) {
+			t.Fatalf("n=%d: two deals differ", n)
+		}
+		for k, p := range parts {
+			seen := make([]int, len(p))
+			searched := false
+			for _, sl := range slices1 {
+				if sl[k] != nil {
+					searched = true
+				}
+				if !slices.IsSorted(sl[k]) {
+					t.Errorf("n=%d part %d: %v not ascending", n, k, sl[k])
+				}
+				for _, i := range sl[k] {
+					seen[i]++
+				}
+			}
+			if !searched {
+				t.Errorf("n=%d: part %d is in no slice", n, k)
+			}
+			for i, c := range seen {
+				if c != 1 {
+					t.Errorf("n=%d part %d: subtree %d in %d slices", n, k, i, c)
+				}
+			}
+		}
+		// Subtrees that share a memo stay together once a part is split.
+		for _, sl := range slices1 {
+			if sl[0] != nil && slices.Contains(sl[0], 0) != slices.Contains(sl[0], 2) {
+				t.Errorf("n=%d: subtrees 0 and 2 of part 0 share a memo but not a slice: %v", n, sl[0])
+			}
+		}
 	}
 }

@@ -35,7 +35,8 @@ type ShardHeader struct {
 	Name    string `json:"name"`    // the program's
 	Program string `json:"program"` // the program's canonical hash (kernel.Hash), hex
 	// Config hashes what decides the answer besides the program, the arch
-	// and the seed: the run's options (ShardOptions) and the caller's meta.
+	// and the seed: the run's options (ShardOptions) but the time limit,
+	// and the caller's meta.
 	Config   string `json:"config"`
 	Arch     string `json:"arch"`
 	ArchHash string `json:"arch_hash"` // of the target's figures, hex
@@ -157,7 +158,12 @@ func encodeDocument(f *kernel.File) (json.RawMessage, error) {
 
 func hex64(h uint64) string { return fmt.Sprintf("%016x", h) }
 
+// configHash hashes what decides a run's answer, besides the program, the
+// arch and the seed. Not the time limit: it bounds how long each process
+// searches (a retried shard may get another), and a slice that ran out of
+// it says so (ShardHeader.Exhaustive).
 func configHash(o ShardOptions, meta json.RawMessage) string {
+	o.TimeLimit = ""
 	var compact bytes.Buffer
 	if len(meta) > 0 {
 		if err := json.Compact(&compact, meta); err != nil {
@@ -390,11 +396,11 @@ func headerDiff(a, b ShardHeader) (field string, x, y any) {
 		{"format", a.Format, b.Format},
 		{"program name", a.Name, b.Name},
 		{"program hash", a.Program, b.Program},
-		{"configuration hash", a.Config, b.Config},
 		{"arch", a.Arch, b.Arch},
 		{"arch hash", a.ArchHash, b.ArchHash},
 		{"seed", a.Seed, b.Seed},
 		{"shard count", a.Count, b.Count},
+		{"configuration hash", a.Config, b.Config}, // last: it covers the caller's meta, which may repeat the others
 	} {
 		if f.x != f.y {
 			return f.name, f.x, f.y

@@ -39,6 +39,7 @@ type benchFlags struct {
 	compare       string
 	tol           bench.Tolerances
 	history       string
+	shards        int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -107,6 +108,7 @@ another arch), before anything is searched or written.`,
 	fl.StringVar(&f.compare, "compare", "", "compare with `BASELINE.json`, the results.json of an earlier run; exit 1 on a regression")
 	fl.Float64Var(&f.tol.Estimate, "tolerance", bench.DefaultTolerances.Estimate, "relative growth of a best estimate that --compare allows")
 	fl.Float64Var(&f.tol.SearchTime, "time-ratio", bench.DefaultTolerances.SearchTime, "growth of a calibrated search time that --compare allows (0: not checked)")
+	fl.IntVar(&f.shards, "shard-balance", 4, "search gqa (when among the workloads) as this many shards too and report how evenly they share it (0: not)")
 	fl.StringVar(&f.history, "history", "", "draw `DIR`/history.jsonl as DIR/history.svg and run nothing")
 	f.tol.Measured = bench.DefaultTolerances.Measured
 	return cmd
@@ -186,14 +188,30 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 			return &exitError{code: driver.ExitInterrupted, err: errors.New("bench: interrupted; nothing written")}
 		}
 	}
+	var balance *bench.ShardBalance
+	if i := slices.IndexFunc(ws, func(w bench.Workload) bool { return w.Name == "gqa" }); i >= 0 && f.shards > 0 {
+		fmt.Fprintf(errw, "bench: gqa in %d shards\n", f.shards)
+		if balance, err = f.shardBalance(ctx, inputs[i], ws[i]); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return &exitError{code: driver.ExitInterrupted, err: errors.New("bench: interrupted; nothing written")}
+		}
+	}
 	results := bench.NewResults(version, f.arch.Name, calibration, bench.Options{
 		TimeLimit: f.timeLimit.String(), Workers: f.workers, Seed: f.seed,
 		Config: f.config, MaxStates: f.maxStates, MaxCandidates: f.maxCandidates, Profile: f.profile,
 	}, rows)
+	results.Shards = balance
 	title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", f.arch.Name, f.workers, f.timeLimit)
 	var md, svg bytes.Buffer
 	if err := bench.WriteMarkdown(&md, title, rows); err != nil {
 		return err
+	}
+	if balance != nil {
+		if err := bench.WriteShardBalance(&md, balance); err != nil {
+			return err
+		}
 	}
 	if err := bench.WriteSVG(&svg, "Estimated speedup over the unfused program ("+f.arch.Name+")", rows); err != nil {
 		return err
@@ -222,10 +240,11 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 	out := cmd.OutOrStdout()
 	if f.asJSON {
 		err = writeJSON(out, struct {
-			Arch       string            `json:"arch"`
-			Rows       []bench.Row       `json:"rows"`
-			Comparison *bench.Comparison `json:"comparison,omitempty"`
-		}{f.arch.Name, rows, cmp})
+			Arch         string              `json:"arch"`
+			Rows         []bench.Row         `json:"rows"`
+			ShardBalance *bench.ShardBalance `json:"shard_balance,omitempty"`
+			Comparison   *bench.Comparison   `json:"comparison,omitempty"`
+		}{f.arch.Name, rows, balance, cmp})
 	} else {
 		_, err = out.Write(md.Bytes())
 		if err == nil && cmp != nil {
@@ -323,6 +342,37 @@ func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, pr
 		row.Measured = &bench.Measured{MedianUs: m.MedianMicros, SpreadUs: m.Spread()}
 	}
 	return row
+}
+
+// shardBalance runs the workload as f.shards shards, one after another,
+// each with the workers and time limit of a workload, and times them.
+func (f *benchFlags) shardBalance(ctx context.Context, in *input, w bench.Workload) (*bench.ShardBalance, error) {
+	g, err := in.graph(0)
+	if err != nil {
+		return nil, err
+	}
+	opts := driver.Options{Name: in.Name, Arch: f.arch.Arch, TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed,
+		MaxStates: f.maxStates, PartResults: partResults(f.maxCandidates), Preset: f.config}
+	if prog := in.Program; prog != nil && prog.Superopt != nil {
+		if opts.Preset == "" {
+			opts.Preset = prog.Superopt.Config
+		}
+		opts.Restrict = search.Restrictions(prog.Superopt.Lists)
+	}
+	var secs []float64
+	incomplete := 0
+	for i := range f.shards {
+		start := time.Now()
+		res, err := driver.RunShard(ctx, g, opts, driver.Shard{Index: i, Count: f.shards})
+		if err != nil {
+			return nil, fmt.Errorf("%s, shard %d of %d: %v", w.Name, i, f.shards, err)
+		}
+		secs = append(secs, time.Since(start).Seconds())
+		if res.Stopped != "" {
+			incomplete++
+		}
+	}
+	return bench.NewShardBalance(w.Name, secs, incomplete), nil
 }
 
 // drawHistory writes dir/history.svg from dir/history.jsonl.

@@ -292,6 +292,9 @@ func TestBenchAgainstTheBaseline(t *testing.T) {
 	if !strings.Contains(stdout, "0 regression(s), 0 program(s) changed") {
 		t.Errorf("no summary line:\n%s", stdout)
 	}
+	if slices.Contains(fast, "gqa") && !strings.Contains(stdout, "Shard balance: gqa in 4 shards: ") {
+		t.Errorf("no shard-balance line:\n%s", stdout)
+	}
 
 	// The same check fails on a doctored baseline that claims a better
 	// answer for one workload, and on a narrowed search that loses a

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // shardRun runs superopt --shard i/n for program into dir, in-process.
@@ -149,6 +151,10 @@ func TestMergeRefusesBadSets(t *testing.T) {
 	shardRun(t, variant, other, "1/2")
 	three := t.TempDir()
 	shardRun(t, program, three, "2/3")
+	seeded := t.TempDir() // the same program, another seed
+	shardRun(t, program, seeded, "1/2", "--seed", "7")
+	mlpConfig := t.TempDir() // the same program, another configuration
+	shardRun(t, program, mlpConfig, "1/2", "--config", "default")
 	shard0, shard1 := "gated_mlp.shard-0-of-2.json", "gated_mlp.shard-1-of-2.json"
 
 	for _, tt := range []struct {
@@ -159,6 +165,8 @@ func TestMergeRefusesBadSets(t *testing.T) {
 	}{
 		{"missing index", map[string]string{shard0: filepath.Join(good, shard0)}, nil, "shard(s) 1 of 2 (0..1) missing"},
 		{"another program", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(other, shard1)}, nil, "program hash"},
+		{"another seed", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(seeded, shard1)}, nil, "seed 1 vs 7"},
+		{"another configuration", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(mlpConfig, shard1)}, nil, "configuration hash"},
 		{"another N", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1),
 			"gated_mlp.shard-2-of-3.json": filepath.Join(three, "gated_mlp.shard-2-of-3.json")}, nil, "shard count"},
 		{"renamed", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard0)}, nil, "renamed"},
@@ -166,9 +174,13 @@ func TestMergeRefusesBadSets(t *testing.T) {
 		{"truncated", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
 			func(b []byte) []byte { return b[:len(b)/2] }, "corrupted or truncated"},
 		{"edited", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
-			func(b []byte) []byte { return bytes.Replace(b, []byte(`"estimated_us": `), []byte(`"estimated_us": 1`), 1) }, "does not match its header's sum"},
+			func(b []byte) []byte {
+				return bytes.Replace(b, []byte(`"estimated_us": `), []byte(`"estimated_us": 1`), 1)
+			}, "does not match its header's sum"},
 		{"another version", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
-			func(b []byte) []byte { return bytes.Replace(b, []byte(`"version": "`), []byte(`"version": "0.0.1-`), 1) }, "written by mirage 0.0.1-"},
+			func(b []byte) []byte {
+				return bytes.Replace(b, []byte(`"version": "`), []byte(`"version": "0.0.1-`), 1)
+			}, "written by mirage 0.0.1-"},
 		{"empty", map[string]string{}, nil, "no shard files"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -202,5 +214,50 @@ func TestMergeRefusesBadSets(t *testing.T) {
 				t.Errorf("merge made %s", out)
 			}
 		})
+	}
+}
+
+// TestShardKilledMidRun kills a shard while it searches: it leaves no
+// shard file (a retried task starts clean), the merge refuses the set
+// (exit 2) until the slice has run again, and then merges it; and a shard
+// stopped by its time limit is merged with a warning and "incomplete".
+func TestShardKilledMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	dir := t.TempDir()
+	shards := filepath.Join(dir, "shards")
+	shardRun(t, gqa, shards, "0/2", "--workers", "1")
+	c := startMirage(t, nil, "superopt", gqa, "--no-cache", "--workers", "1", "--time-limit", "5m", "--shard", "1/2", "--shard-dir", shards)
+	c.waitForStderr(t, "shard 1/2")
+	time.Sleep(time.Second) // searching
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait()
+	if m, _ := filepath.Glob(filepath.Join(shards, "gqa.shard-1-of-2.json*")); len(m) != 0 {
+		t.Errorf("the killed shard left %v", m)
+	}
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := mirage(t, "merge", shards, "-o", out); code != 2 || !strings.Contains(stderr, "shard(s) 1 of 2 (0..1) missing") {
+		t.Errorf("merge without shard 1: exit %d, %q", code, stderr)
+	}
+	// Run again, under a time limit too short for the whole slice.
+	shardRun(t, gqa, shards, "1/2", "--workers", "1", "--time-limit", "5s")
+	code, stdout, stderr := mirage(t, "merge", shards, "-o", out, "--json")
+	if code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Incomplete []int `json:"incomplete"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Incomplete, []int{1}) || !strings.Contains(stderr, "warning: shard 1 of 2 stopped early (time limit)") {
+		t.Errorf("incomplete %v, stderr %q: want shard 1 reported", res.Incomplete, stderr)
+	}
+	if !checkSet(t, out, "gqa") {
+		t.Error("no output set")
 	}
 }
