@@ -137,8 +137,9 @@ func DefaultCacheDir() (string, error) {
 }
 
 type cacheMeta struct {
-	Key   string `json:"key"`
-	Stats Stats  `json:"stats"`
+	Key        string `json:"key"`
+	Stats      Stats  `json:"stats"`
+	Unverified bool   `json:"unverified,omitempty"` // Result.Unverified
 }
 
 func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugraph.json") }
@@ -168,7 +169,7 @@ func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bo
 	if err != nil {
 		return nil, false, fmt.Errorf("cache entry %s: %v", c.path(key), err)
 	}
-	r.Stats = m.Stats
+	r.Stats, r.Unverified = m.Stats, m.Unverified
 	if len(r.Candidates) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidates", c.path(key))
 	}
@@ -176,15 +177,26 @@ func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bo
 	if err != nil {
 		return nil, false, err
 	}
+	kept := r.Candidates[:0]
 	for i, cand := range r.Candidates {
 		rejected, err := v.Reject(cand.Graph)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
-		}
-		if rejected {
+		case !rejected:
+			kept = append(kept, cand)
+		case !r.Unverified:
 			return nil, false, fmt.Errorf("cache entry %s: candidate %d does not compute the program", c.path(key), i)
 		}
 	}
+	// An unverified result may hold candidates that the verifier rejects
+	// (the fast path's no is a proof): they are dropped, as verifying them
+	// would. None passing is an entry for another program.
+	if len(kept) == 0 {
+		return nil, false, fmt.Errorf("cache entry %s: no candidate computes the program", c.path(key))
+	}
+	r.Stats.Rejected += int64(len(r.Candidates) - len(kept))
+	r.Candidates = kept
 	return r, true, nil
 }
 
@@ -194,7 +206,7 @@ func (c Cache) Store(key, name string, r *Result) error {
 	if r.Stats.Stopped != "" || len(r.Candidates) == 0 {
 		return nil
 	}
-	f, err := r.File(name, cacheMeta{Key: key, Stats: r.Stats})
+	f, err := r.File(name, cacheMeta{Key: key, Stats: r.Stats, Unverified: r.Unverified})
 	if err != nil {
 		return err
 	}

@@ -113,7 +113,10 @@ type Stats struct {
 
 // Result is the outcome of a search.
 type Result struct {
-	Candidates []*Candidate // verified, best first
+	Candidates []*Candidate // verified, best first (ranked only, when Unverified)
+	// Unverified says that the candidates were ranked, not verified
+	// (Options.Unverified): some may not compute the program.
+	Unverified bool
 	Stats      Stats
 	Oracle     absexpr.Stats // the abstract-expression oracle's work
 }
@@ -181,7 +184,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Candidates: best}
+	res := &Result{Candidates: best, Unverified: opts.Unverified}
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
 	res.Stats.Seconds = time.Since(start).Seconds()

@@ -83,6 +83,12 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opt
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
+	if res.Stopped == "interrupted" {
+		// A scheduler's SIGTERM (a preemption, a task's time limit): no
+		// file, and a failing status, so that the task is run again
+		// rather than merged incomplete.
+		return &exitError{code: driver.ExitInterrupted, err: fmt.Errorf("shard %v interrupted; nothing written (run it again)", sh)}
+	}
 	meta := shardMeta{Source: path, Answer: answerMeta{f.config, f.arch.Name, f.seed, f.load.args}, NoEmit: f.noEmit}
 	file, err := driver.NewShardFile(in.Program.Graph, opts, res, version, meta)
 	if err != nil {

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -217,7 +219,7 @@ func TestMergeRefusesBadSets(t *testing.T) {
 	}
 }
 
-// TestShardKilledMidRun kills a shard while it searches: it leaves no
+// TestShardKilledMidRun stops a shard while it searches: it leaves no
 // shard file (a retried task starts clean), the merge refuses the set
 // (exit 2) until the slice has run again, and then merges it; and a shard
 // stopped by its time limit is merged with a warning and "incomplete".
@@ -231,12 +233,16 @@ func TestShardKilledMidRun(t *testing.T) {
 	c := startMirage(t, nil, "superopt", gqa, "--no-cache", "--workers", "1", "--time-limit", "5m", "--shard", "1/2", "--shard-dir", shards)
 	c.waitForStderr(t, "shard 1/2")
 	time.Sleep(time.Second) // searching
-	if err := c.cmd.Process.Kill(); err != nil {
+	// As a scheduler ends a task: SIGTERM. The shard writes nothing and
+	// fails, so that the task is run again.
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	c.wait()
+	if code := c.wait(); code != 130 || !strings.Contains(c.stderrString(), "nothing written") {
+		t.Errorf("the interrupted shard: exit %d, %q; want 130", code, c.stderrString())
+	}
 	if m, _ := filepath.Glob(filepath.Join(shards, "gqa.shard-1-of-2.json*")); len(m) != 0 {
-		t.Errorf("the killed shard left %v", m)
+		t.Errorf("the interrupted shard left %v", m)
 	}
 	out := filepath.Join(dir, "out")
 	if code, _, stderr := mirage(t, "merge", shards, "-o", out); code != 2 || !strings.Contains(stderr, "shard(s) 1 of 2 (0..1) missing") {
@@ -259,5 +265,59 @@ func TestShardKilledMidRun(t *testing.T) {
 	}
 	if !checkSet(t, out, "gqa") {
 		t.Error("no output set")
+	}
+}
+
+// TestShardsShareACache runs two shards at once on one cache directory, as
+// shards on several machines share one on NFS: the entries are whole, a
+// torn one is ignored and written again, a slice run again is served from
+// the cache, and the merge is unchanged.
+func TestShardsShareACache(t *testing.T) {
+	program := examplePath("gated_mlp.py")
+	dir := t.TempDir()
+	cache, shards := filepath.Join(dir, "cache"), filepath.Join(dir, "shards")
+	args := func(i int) []string {
+		return []string{"superopt", program, "--cache", cache, "--time-limit", "120s", "--shard", fmt.Sprintf("%d/2", i), "--shard-dir", shards}
+	}
+	a, b := startMirage(t, nil, args(0)...), startMirage(t, nil, args(1)...)
+	if ca, cb := a.wait(), b.wait(); ca != 0 || cb != 0 {
+		t.Fatalf("shards at once: exit %d, %d\n%s\n%s", ca, cb, a.stderrString(), b.stderrString())
+	}
+	checkCache(t, cache)
+	entries, _ := filepath.Glob(filepath.Join(cache, "*.ugraph.json"))
+	if len(entries) != 2 {
+		t.Fatalf("%d cache entries, want one per slice: %v", len(entries), entries)
+	}
+	merged := func() string {
+		out := filepath.Join(dir, "out")
+		if code, _, stderr := mirage(t, "merge", shards, "-o", out); code != 0 {
+			t.Fatalf("merge: exit %d: %s", code, stderr)
+		}
+		data, err := os.ReadFile(filepath.Join(out, "gated_mlp.cu"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	want := merged()
+	// Tear both entries: the slices run again ignore them, search, and
+	// write them whole.
+	for _, e := range entries {
+		data, _ := os.ReadFile(e)
+		os.WriteFile(e, data[:len(data)/3], 0o644)
+	}
+	for i := range 2 {
+		code, _, stderr := mirage(t, args(i)...)
+		if code != 0 || !strings.Contains(stderr, "warning: ignoring the cache") {
+			t.Errorf("shard %d over a torn entry: exit %d, %q", i, code, stderr)
+		}
+	}
+	checkCache(t, cache)
+	code, _, stderr := mirage(t, args(1)...)
+	if code != 0 || !strings.Contains(stderr, "using cached result") {
+		t.Errorf("shard 1 run again: exit %d, %q; want a cache hit", code, stderr)
+	}
+	if got := merged(); got != want {
+		t.Error("the merge after the cache's use differs")
 	}
 }

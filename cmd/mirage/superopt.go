@@ -80,7 +80,10 @@ program, the flags and N alone, so the N processes need nothing but a
 shared directory; mirage merge DIR then ranks, verifies, stitches and
 writes what one process would have. --shard auto takes I and N from a Slurm
 job array (SLURM_ARRAY_TASK_ID, _MIN, _MAX) or a Kubernetes Indexed Job
-(JOB_COMPLETION_INDEX, with N from --shards). See deploy/ and the README.
+(JOB_COMPLETION_INDEX, with N from --shards). A shard interrupted (SIGTERM,
+Ctrl-C) writes nothing and exits 130, so that its task is run again; one
+stopped by --time-limit writes what it searched, and the merge says so.
+See deploy/ and the README.
 
 Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.
