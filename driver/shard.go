@@ -18,11 +18,16 @@ type Shard struct{ Index, Count int }
 
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
+// MaxShards bounds the number of shards of a run.
+const MaxShards = 1 << 16
+
 // Check reports a slice that does not exist.
 func (s Shard) Check() error {
 	switch {
 	case s.Count < 1:
 		return fmt.Errorf("shard %v: the number of shards must be at least 1", s)
+	case s.Count > MaxShards:
+		return fmt.Errorf("shard %v: at most %d shards", s, MaxShards)
 	case s.Index < 0 || s.Index >= s.Count:
 		return fmt.Errorf("shard %v: the index must be in 0..%d", s, s.Count-1)
 	}
@@ -197,8 +202,10 @@ func shardResults(partResults int) int {
 
 // ShardPart is what a slice's search of one part found.
 type ShardPart struct {
-	Key    string         // search.Key of the part's whole search
-	Result *search.Result // the slice's best candidates, ranked, unverified
+	Key       string         // search.Key of the part's whole search
+	Subtrees  []int          // the subtrees the slice explored, ascending
+	NSubtrees int            // of the part's search
+	Result    *search.Result // the slice's best candidates, ranked, unverified
 }
 
 // ShardResult is what one slice of a sharded run found.
@@ -207,6 +214,9 @@ type ShardResult struct {
 	Parts   []ShardPart
 	Stats   search.Stats // totals over the slice's searches
 	Stopped string       // why the slice stopped early, if it did: it is then incomplete
+	// Interrupted is set when the run was interrupted (a signal): what it
+	// searched is no slice, and is not to be written.
+	Interrupted bool
 }
 
 // RunShard searches slice sh of program, as Run would search the whole:
@@ -232,9 +242,11 @@ func RunShard(ctx context.Context, program *kernel.Graph, opts Options, sh Shard
 	}
 	subtrees := make([][]search.Subtree, len(todo))
 	for k, o := range todo {
-		// A part whose subtrees cannot be listed is left to the merge,
-		// whose search of it fails the same way and says why.
-		subtrees[k], _ = search.Subtrees(runCtx, o.program, o.cfg)
+		// Every shard must list the same subtrees, or the slices would
+		// not cover the search: a shard that cannot fails.
+		if subtrees[k], err = search.Subtrees(runCtx, o.program, o.cfg); err != nil {
+			return nil, fmt.Errorf("listing the subtrees of the part (%s): %v", d.kinds(o), err)
+		}
 	}
 	mine := deal(subtrees, sh.Count)[sh.Index]
 	var searched []*outcome
@@ -260,8 +272,9 @@ func RunShard(ctx context.Context, program *kernel.Graph, opts Options, sh Shard
 		if res.Stopped == "" {
 			res.Stopped = sr.Stats.Stopped
 		}
-		res.Parts = append(res.Parts, ShardPart{Key: d.wholeKey(o), Result: sr})
+		res.Parts = append(res.Parts, ShardPart{Key: d.wholeKey(o), Subtrees: o.subtrees, NSubtrees: o.nsubtrees, Result: sr})
 	}
+	res.Interrupted = d.interrupted()
 	res.Stats.Stopped = res.Stopped
 	res.Stats.Seconds = time.Since(d.start).Seconds()
 	return res, nil

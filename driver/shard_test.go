@@ -227,3 +227,40 @@ func TestDeal(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeChecksCoverage merges shards whose slices do not cover their
+// search (as shards of two builds that list subtrees differently would):
+// the merge refuses them, even sealed anew.
+func TestMergeChecksCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	program := example("gated_mlp.py")(t)
+	opts := shardOpts("gated_mlp")
+	dir := t.TempDir()
+	runShards(t, program, opts, 2, dir)
+	for _, tt := range []struct {
+		name string
+		edit func(f0, f1 *ShardFile)
+		want string
+	}{
+		{"a subtree twice", func(f0, f1 *ShardFile) { f1.Parts[0].Subtrees = append(f1.Parts[0].Subtrees, f0.Parts[0].Subtrees[0]) }, "searched by 2 shards"},
+		{"a subtree left out", func(f0, f1 *ShardFile) { f1.Parts[0].Subtrees = f1.Parts[0].Subtrees[1:] }, "searched by 0 shards"},
+		{"a part left out", func(f0, f1 *ShardFile) { f0.Parts, f1.Parts = nil, nil }, "no shard searched part"},
+		{"another count", func(f0, f1 *ShardFile) { f1.Parts[0].NSubtrees++ }, "subtrees"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files, err := ReadShardDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(files[0], files[1])
+			for _, f := range files {
+				f.Header.Sum = f.sum()
+			}
+			if _, err := MergeShards(files, "test"); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("merge: %v; want an error with %q", err, tt.want)
+			}
+		})
+	}
+}

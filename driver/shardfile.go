@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,8 +48,8 @@ type ShardHeader struct {
 	// the merged answer is then the best of what was searched.
 	Exhaustive bool   `json:"exhaustive"`
 	Stopped    string `json:"stopped,omitempty"`
-	// Sum is the SHA-256 of the rest of the file (shardBody's JSON): an
-	// edited or damaged file that is still JSON is refused as well.
+	// Sum is the SHA-256 of the whole file, this field left empty (sum):
+	// an edited or damaged file that is still JSON is refused as well.
 	Sum string `json:"sum"`
 }
 
@@ -77,15 +78,18 @@ type ShardFile struct {
 	Path string `json:"-"` // where it was read from or written to
 }
 
-// sum is the SHA-256 of f but its header (ShardHeader.Sum).
+// sum is the SHA-256 of f, its header's Sum left empty (ShardHeader.Sum).
 func (f *ShardFile) sum() string {
+	h := f.Header
+	h.Sum = ""
 	data, err := json.Marshal(struct {
+		Header  ShardHeader
 		Options ShardOptions
 		Meta    json.RawMessage
 		Program json.RawMessage
 		Stats   search.Stats
 		Parts   []ShardFilePart
-	}{f.Options, f.Meta, f.Program, f.Stats, f.Parts})
+	}{h, f.Options, f.Meta, f.Program, f.Stats, f.Parts})
 	if err != nil {
 		return "" // matches no sum
 	}
@@ -94,7 +98,9 @@ func (f *ShardFile) sum() string {
 
 // ShardFilePart is one part's search in a slice.
 type ShardFilePart struct {
-	Key        string          `json:"key"` // search.Key of the part's whole search
+	Key        string          `json:"key"`       // search.Key of the part's whole search
+	Subtrees   []int           `json:"subtrees"`  // explored by the slice, ascending
+	NSubtrees  int             `json:"nsubtrees"` // of the part's search
 	Stats      search.Stats    `json:"stats"`
 	Candidates json.RawMessage `json:"candidates,omitempty"` // a μGraph document, best first; none: omitted
 }
@@ -117,7 +123,7 @@ func NewShardFile(program *kernel.Graph, opts Options, res *ShardResult, version
 		return nil, err
 	}
 	for _, p := range res.Parts {
-		part := ShardFilePart{Key: p.Key, Stats: p.Result.Stats}
+		part := ShardFilePart{Key: p.Key, Subtrees: nonNilInts(p.Subtrees), NSubtrees: p.NSubtrees, Stats: p.Result.Stats}
 		if len(p.Result.Candidates) > 0 { // a μGraph document has graphs
 			doc, err := p.Result.File("part", nil)
 			if err != nil {
@@ -222,13 +228,16 @@ func ReadShardFile(path string) (*ShardFile, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: not a shard file (corrupted or truncated?): %v", path, err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: not a shard file: more after its JSON object", path)
+	}
 	f.Path = path
 	h := f.Header
 	switch {
 	case h.Format != shardFormat:
 		return nil, fmt.Errorf("%s: shard format %d, this mirage reads %d", path, h.Format, shardFormat)
-	case h.Count < 1 || h.Index < 0 || h.Index >= h.Count:
-		return nil, fmt.Errorf("%s: shard %d of %d does not exist", path, h.Index, h.Count)
+	case (Shard{h.Index, h.Count}).Check() != nil:
+		return nil, fmt.Errorf("%s: %v", path, Shard{h.Index, h.Count}.Check())
 	case f.sum() != h.Sum:
 		return nil, fmt.Errorf("%s: its content does not match its header's sum (edited or corrupted)", path)
 	case configHash(f.Options, f.Meta) != h.Config:
@@ -316,6 +325,11 @@ func MergeShards(files []*ShardFile, version string) (*Merged, error) {
 			return nil, fmt.Errorf("%w: %s and %s are shards of different runs: %s %v vs %v", ErrShards, first.Path, f.Path, field, a, b)
 		}
 	}
+	for _, f := range files { // MergeShards may be given files ReadShardFile did not check
+		if err := (Shard{f.Header.Index, f.Header.Count}).Check(); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrShards, f.Path, err)
+		}
+	}
 	n := first.Header.Count
 	byIndex := make([][]string, n)
 	for _, f := range files {
@@ -379,11 +393,60 @@ func MergeShards(files []*ShardFile, version string) (*Merged, error) {
 			found[p.Key] = append(found[p.Key], r)
 		}
 	}
+	if err := checkCoverage(files, parts); err != nil {
+		return nil, err
+	}
 	m.Options.Searched = map[string][]*search.Result{}
 	for _, k := range keys {
 		m.Options.Searched[k] = found[k]
 	}
 	return m, nil
+}
+
+// checkCoverage checks that the shards searched every part of the first
+// round, and every subtree of each part's search exactly once.
+func checkCoverage(files []*ShardFile, parts map[string]*outcome) error {
+	type cover struct {
+		n     int
+		times []int
+		path  string
+	}
+	covers := map[string]*cover{}
+	for _, f := range files {
+		for _, p := range f.Parts {
+			c := covers[p.Key]
+			if c == nil {
+				c = &cover{n: p.NSubtrees, times: make([]int, max(p.NSubtrees, 0)), path: f.Path}
+				covers[p.Key] = c
+			}
+			if p.NSubtrees != c.n {
+				return fmt.Errorf("%w: %s and %s list part %s with %d and %d subtrees", ErrShards, c.path, f.Path, p.Key, c.n, p.NSubtrees)
+			}
+			for _, i := range p.Subtrees {
+				if i < 0 || i >= c.n {
+					return fmt.Errorf("%w: %s: part %s has no subtree %d", ErrShards, f.Path, p.Key, i)
+				}
+				c.times[i]++
+			}
+		}
+	}
+	var keys []string
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		c := covers[k]
+		if c == nil {
+			return fmt.Errorf("%w: no shard searched part %s (%s)", ErrShards, k, files[0].Path)
+		}
+		for i, t := range c.times {
+			if t != 1 {
+				return fmt.Errorf("%w: subtree %d of part %s was searched by %d shards, want 1 (shards of other builds of mirage?)", ErrShards, i, k, t)
+			}
+		}
+	}
+	return nil
 }
 
 // headerDiff returns the first field in which two shards' headers of one

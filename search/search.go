@@ -65,7 +65,7 @@ type Options struct {
 	// skipped. The graphs of pre-defined ops only, which lie in no subtree,
 	// are found by every run. Processes that each explore some of the
 	// subtrees, all of them between them, find together what one process
-	// finds: MergeResults ranks their results as Run ranks its own.
+	// finds: VerifyMerged ranks and verifies their results as Run does.
 	Subtrees []int
 	// Unverified ranks the candidates and returns the first MaxResults
 	// (0: all) without verifying them: a run's share of a search whose
@@ -583,19 +583,30 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 		}
 	}
 	slices.SortFunc(cands, compareCandidates)
+	// cands[:settled] is a prefix of the one run's ranking: every
+	// candidate in it was kept by any run that found it, since it ranks
+	// before the last one each truncated run kept.
 	settled, truncated := len(cands), false
 	for _, r := range runs {
-		if r.Stats.Unchecked > 0 { // the run kept only its best
-			truncated = true
-			if len(r.Candidates) > 0 {
-				last := r.Candidates[len(r.Candidates)-1]
-				at, _ := slices.BinarySearchFunc(cands, last, compareCandidates)
-				settled = min(settled, at+1)
+		if r.Stats.Unchecked == 0 {
+			continue
+		}
+		truncated = true // the run kept only its best
+		at := 0          // it kept none: nothing is settled
+		if len(r.Candidates) > 0 {
+			last := r.Candidates[len(r.Candidates)-1]
+			var found bool
+			if at, found = slices.BinarySearchFunc(cands, last, compareCandidates); found {
+				at++
 			}
 		}
+		settled = min(settled, at)
 	}
 	res.Stats.Verified, res.Stats.Rejected, res.Stats.Unchecked = 0, 0, 0
 	if len(cands) == 0 {
+		if truncated {
+			return nil, ErrUnsettled
+		}
 		return res, nil
 	}
 	verifier, err := ffverify.New(program, ffverify.Options{Seed: opts.Seed})
@@ -607,7 +618,15 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 	if err != nil {
 		return nil, err
 	}
-	if truncated && ctx.Err() == nil && v.checked == settled && (opts.MaxResults <= 0 || len(best) < opts.MaxResults) {
+	short := opts.MaxResults <= 0 || len(best) < opts.MaxResults // fewer passed than wanted
+	switch {
+	case short && v.checked < settled && res.Stats.Stopped == "":
+		// The context ended the verification, as it ends Run's.
+		res.Stats.Stopped = "time limit"
+		if errors.Is(ctx.Err(), context.Canceled) {
+			res.Stats.Stopped = "interrupted"
+		}
+	case short && truncated && v.checked == settled:
 		return nil, ErrUnsettled
 	}
 	res.Candidates = best

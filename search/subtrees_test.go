@@ -14,7 +14,7 @@ import (
 
 // TestSubtreesShareASearch splits searches among processes that never
 // talk, as sharding does: each run explores every N-th subtree of the
-// list, and MergeResults of the N runs must be the one run's candidates, in
+// list, and VerifyMerged of the N runs must give the one run's candidates, in
 // its order. It also checks that the list is the same each time it is
 // computed.
 func TestSubtreesShareASearch(t *testing.T) {
@@ -95,6 +95,12 @@ func TestSubtreesShareASearch(t *testing.T) {
 				}
 				if err != nil {
 					t.Fatal(err)
+				}
+				// Ended before verifying: no answer, and it says so.
+				done, cancel := context.WithCancel(ctx)
+				cancel()
+				if r, err := search.VerifyMerged(done, p.Graph, parts, opts(nil, false, results)); err != nil || len(r.Candidates) != 0 || r.Stats.Stopped != "interrupted" {
+					t.Errorf("VerifyMerged, cancelled: %d candidates, stopped %q, %v; want none, interrupted", len(r.Candidates), r.Stats.Stopped, err)
 				}
 				if got, want := hashes(merged), hashes(whole); !slices.Equal(got, want) {
 					t.Errorf("merged candidates %x, one run's %x", got, want)

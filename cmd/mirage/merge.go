@@ -31,8 +31,9 @@ candidates together, stitches and writes what one superopt process would
 have: DIR/NAME.ugraph.json with the same graphs in the same order, and the
 same NAME.cu and NAME.h (into -o).
 
-A shard that stopped at its time limit is reported (a warning; incomplete
-in --json): the answer is then the best of what was searched.
+A shard that stopped early (its time limit, or its --max-states budget) is
+reported (a warning; incomplete in --json): the answer is then the best of
+what was searched.
 
 --json prints superopt's object with "shards" and "incomplete" (the
 indices of the shards that stopped early) added.

@@ -83,7 +83,7 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opt
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
-	if res.Stopped == "interrupted" {
+	if res.Interrupted {
 		// A scheduler's SIGTERM (a preemption, a task's time limit): no
 		// file, and a failing status, so that the task is run again
 		// rather than merged incomplete.

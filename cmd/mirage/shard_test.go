@@ -157,6 +157,11 @@ func TestMergeRefusesBadSets(t *testing.T) {
 	shardRun(t, program, seeded, "1/2", "--seed", "7")
 	mlpConfig := t.TempDir() // the same program, another configuration
 	shardRun(t, program, mlpConfig, "1/2", "--config", "default")
+	otherVersion := t.TempDir() // written by another build of mirage
+	v := version
+	version = "0.0.1-other"
+	shardRun(t, program, otherVersion, "1/2")
+	version = v
 	shard0, shard1 := "gated_mlp.shard-0-of-2.json", "gated_mlp.shard-1-of-2.json"
 
 	for _, tt := range []struct {
@@ -179,10 +184,11 @@ func TestMergeRefusesBadSets(t *testing.T) {
 			func(b []byte) []byte {
 				return bytes.Replace(b, []byte(`"estimated_us": `), []byte(`"estimated_us": 1`), 1)
 			}, "does not match its header's sum"},
-		{"another version", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
-			func(b []byte) []byte {
-				return bytes.Replace(b, []byte(`"version": "`), []byte(`"version": "0.0.1-`), 1)
-			}, "written by mirage 0.0.1-"},
+		{"another version", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(otherVersion, shard1)}, nil, "written by mirage 0.0.1-other"},
+		{"edited header", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
+			func(b []byte) []byte { return bytes.Replace(b, []byte(`"seed": 1`), []byte(`"seed": 2`), 1) }, "does not match its header's sum"},
+		{"trailing bytes", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
+			func(b []byte) []byte { return append(b, []byte("{}")...) }, "more after its JSON object"},
 		{"empty", map[string]string{}, nil, "no shard files"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
