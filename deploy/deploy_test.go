@@ -208,6 +208,13 @@ func TestSlurm(t *testing.T) {
 	}
 	work := t.TempDir()
 	state := filepath.Join(work, "slurm")
+	if asRoot != nil {
+		// The daemons' files are root's: t.TempDir could not remove them.
+		if state, err = os.MkdirTemp("", "mirage-slurm-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { exec.Command("sudo", "-n", "rm", "-rf", state).Run() })
+	}
 	script := func(verb string) *exec.Cmd {
 		argv := append(slices.Clone(asRoot), filepath.Join(root, "scripts/slurm-local.sh"), verb, state)
 		return exec.Command(argv[0], argv[1:]...)
