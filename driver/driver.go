@@ -426,7 +426,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	}
 	key := search.Key(o.program, o.cfg, opts)
 	var res *search.Result
-	if shares := d.opts.Searched[d.wholeKey(o)]; shares != nil {
+	if shares := d.shares(o); shares != nil {
 		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
 		defer cancel()
 		var err error
@@ -494,6 +494,15 @@ func (d *run) searchOptions(deadline time.Time, workers int) search.Options {
 			e, err := d.estimate(g)
 			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
 		}}
+}
+
+// shares returns the shards' shares of o's search, when the run is a
+// merge's (Options.Searched) and they searched it.
+func (d *run) shares(o *outcome) []*search.Result {
+	if d.opts.Searched == nil {
+		return nil
+	}
+	return d.opts.Searched[d.wholeKey(o)]
 }
 
 // wholeKey is the search.Key of the whole search of o's part: the same in

@@ -292,6 +292,24 @@ func (f *benchFlags) workloads(paths []string) ([]bench.Workload, error) {
 	return ws, nil
 }
 
+// options are the configuration a workload is searched with (--config,
+// else the program's preset and its restrictions) and the driver's options
+// for it, as superopt would run it.
+func (f *benchFlags) options(in *input) (bench.Configuration, driver.Options) {
+	conf := bench.Configuration{Preset: f.config, MaxStates: f.maxStates}
+	if prog := in.Program; prog != nil && prog.Superopt != nil {
+		if conf.Preset == "" {
+			conf.Preset = prog.Superopt.Config
+		}
+		conf.Restrict = search.Restrictions(prog.Superopt.Lists)
+	}
+	return conf, driver.Options{
+		Name: in.Name, Arch: f.arch.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
+		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
+		PartResults: partResults(f.maxCandidates),
+	}
+}
+
 // runOne superoptimizes one workload, as superopt does, without the cache;
 // a failure of the search is reported in its row.
 func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, profiles *cost.Profiles) bench.Row {
@@ -301,19 +319,9 @@ func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, pr
 		row.Err = err.Error()
 		return row
 	}
-	conf := bench.Configuration{Preset: f.config, MaxStates: f.maxStates}
-	if prog := in.Program; prog != nil && prog.Superopt != nil {
-		if conf.Preset == "" {
-			conf.Preset = prog.Superopt.Config
-		}
-		conf.Restrict = search.Restrictions(prog.Superopt.Lists)
-	}
+	conf, opts := f.options(in)
+	opts.Profiles = profiles
 	row.ProgramHash, row.ConfigHash = bench.ProgramHash(g), conf.Hash()
-	opts := driver.Options{
-		Name: in.Name, Arch: f.arch.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
-		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, Profiles: profiles,
-		PartResults: partResults(f.maxCandidates),
-	}
 	res, err := driver.Run(ctx, g, opts)
 	if err != nil {
 		row.Err = err.Error()
@@ -351,14 +359,7 @@ func (f *benchFlags) shardBalance(ctx context.Context, in *input, w bench.Worklo
 	if err != nil {
 		return nil, err
 	}
-	opts := driver.Options{Name: in.Name, Arch: f.arch.Arch, TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed,
-		MaxStates: f.maxStates, PartResults: partResults(f.maxCandidates), Preset: f.config}
-	if prog := in.Program; prog != nil && prog.Superopt != nil {
-		if opts.Preset == "" {
-			opts.Preset = prog.Superopt.Config
-		}
-		opts.Restrict = search.Restrictions(prog.Superopt.Lists)
-	}
+	_, opts := f.options(in)
 	var secs []float64
 	incomplete := 0
 	for i := range f.shards {

@@ -89,7 +89,7 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opt
 		// rather than merged incomplete.
 		return &exitError{code: driver.ExitInterrupted, err: fmt.Errorf("shard %v interrupted; nothing written (run it again)", sh)}
 	}
-	meta := shardMeta{Source: path, Answer: answerMeta{f.config, f.arch.Name, f.seed, f.load.args}, NoEmit: f.noEmit}
+	meta := shardMeta{Source: path, Answer: f.answerMeta(), NoEmit: f.noEmit}
 	file, err := driver.NewShardFile(in.Program.Graph, opts, res, version, meta)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)

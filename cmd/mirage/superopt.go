@@ -229,7 +229,13 @@ type answerMeta struct {
 // shaped it (and the program's arguments) in the μGraph document's meta and,
 // unless --no-emit, the CUDA.
 func (f *superoptFlags) writeResult(cmd *cobra.Command, name, source string, res *driver.Result) (string, *emittedJSON, error) {
-	return writeAnswer(cmd, res, f.outDir, name, source, answerMeta{f.config, f.arch.Name, f.seed, f.load.args}, f.arch.Arch, !f.noEmit)
+	return writeAnswer(cmd, res, f.outDir, name, source, f.answerMeta(), f.arch.Arch, !f.noEmit)
+}
+
+// answerMeta is the meta of the answers this command writes (or its
+// shards' merge does).
+func (f *superoptFlags) answerMeta() answerMeta {
+	return answerMeta{f.config, f.arch.Name, f.seed, f.load.args}
 }
 
 // writeAnswer writes res into dir as the output set NAME.* (superopt's and
