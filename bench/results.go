@@ -36,6 +36,8 @@ type Results struct {
 	Rows     []Row     `json:"workloads"`
 	// Shards is the shard-balance check's, when the run made one.
 	Shards *ShardBalance `json:"shard_balance,omitempty"`
+	// Dynamic, when measured, is the dynamic-batch line (DynamicCost).
+	Dynamic *DynamicCost `json:"dynamic_batch,omitempty"`
 }
 
 // Machine is where a run ran, and how fast its CPU is.

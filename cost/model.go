@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
@@ -120,6 +121,37 @@ func (e Estimate) Speedup(baseline Estimate) float64 { return baseline.Micros / 
 // launch. The unfused program and a μGraph are costed alike: a pre-defined
 // op is a library kernel, a customized op a graph-defined one.
 func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
+	return estimateScaled(g, arch, nil)
+}
+
+// Rows is a bucket of a dynamic program (DESIGN §9) run for fewer rows
+// than it was searched at: Active of its Bucket rows. Dims holds the
+// tensors of the graph whose dim is the dynamic m (the entry point's inputs
+// and outputs that have it).
+type Rows struct {
+	Bucket, Active int
+	Dims           map[kernel.TensorID]int
+}
+
+// EstimateRows models g, a bucket's μGraph, run for rows.Active rows: the
+// kernels move only the rows below m of the tensors with m (loads past it
+// are zero-filled, stores skipped), and a pre-defined op with such a
+// tensor works on those rows only. The rest is as EstimateGraph has it, so
+// the estimate at m is never above the bucket's static one.
+func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error) {
+	if rows.Active < 1 || rows.Active > rows.Bucket {
+		return Estimate{}, fmt.Errorf("%d rows of a bucket of %d", rows.Active, rows.Bucket)
+	}
+	scale := map[kernel.TensorID]float64{}
+	for t := range rows.Dims {
+		scale[t] = float64(rows.Active) / float64(rows.Bucket)
+	}
+	return estimateScaled(g, arch, scale)
+}
+
+// estimateScaled is EstimateGraph with the traffic of some tensors scaled (nil:
+// none).
+func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID]float64) (Estimate, error) {
 	e := Estimate{Arch: arch.Name}
 	for i := range g.Ops {
 		op := &g.Ops[i]
@@ -129,11 +161,17 @@ func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
 		var k Kernel
 		if op.Kind == ugraph.OpCustomized {
 			var err error
-			if k, err = graphKernel(op, arch); err != nil {
+			var ioScale []float64
+			if scale != nil {
+				for _, t := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
+					ioScale = append(ioScale, scaleOf(scale, t))
+				}
+			}
+			if k, err = graphKernel(op, arch, ioScale); err != nil {
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
 		} else {
-			k = libraryKernel(g, op, arch)
+			k = libraryKernel(g, op, arch, scale)
 		}
 		k.Op, k.Name = i, op.Kind.String()
 		e.Kernels = append(e.Kernels, k)
@@ -150,25 +188,33 @@ func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
 // libraryKernel costs a pre-defined op as a library kernel (cuBLAS-like
 // for matmul): it reads each distinct input once, writes its output once,
 // and spreads its work over the whole GPU in one wave.
-func libraryKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch) Kernel {
+//
+// With scale, the op works on the rows below m when one of its tensors has
+// m: that tensor moves its scaled bytes, and the work scales alike.
+func libraryKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[kernel.TensorID]float64) Kernel {
 	var k Kernel
 	seen := map[kernel.TensorID]bool{}
 	in := make([]kernel.Tensor, len(op.In))
+	rows := 1.0
+	for _, id := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
+		rows = min(rows, scaleOf(scale, id))
+	}
 	for i, id := range op.In {
 		in[i] = g.Tensors[id]
 		if !seen[id] {
 			seen[id] = true
-			k.Bytes += int64(in[i].Bytes())
+			k.Bytes += scaled(int64(in[i].Bytes()), scaleOf(scale, id))
 		}
 	}
 	out := g.Tensors[op.Out[0]]
-	k.Bytes += int64(out.Bytes())
+	k.Bytes += scaled(int64(out.Bytes()), rows)
 	k.DRAMBytes = k.Bytes
 	shapes := make([]ugraph.Shape, len(in))
 	for i, t := range in {
 		shapes[i] = t.Shape
 	}
 	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
+	k.TensorFlops, k.CUDAFlops = scaled(k.TensorFlops, rows), scaled(k.CUDAFlops, rows)
 
 	n := float64(arch.SMs)
 	per := work{traffic: float64(k.Bytes) / n, tensor: float64(k.TensorFlops) / n, cuda: float64(k.CUDAFlops) / n}
@@ -177,8 +223,26 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch) Kernel {
 	return k
 }
 
-// graphKernel costs a customized op from its threadblock graph.
-func graphKernel(op *kernel.Op, arch target.Arch) (Kernel, error) {
+// scaleOf is the part of tensor t that a kernel moves: 1, or its rows
+// below m (Rows).
+func scaleOf(scale map[kernel.TensorID]float64, t kernel.TensorID) float64 {
+	if f, ok := scale[t]; ok {
+		return f
+	}
+	return 1
+}
+
+func scaled(n int64, f float64) int64 {
+	if f == 1 {
+		return n
+	}
+	return int64(math.Ceil(float64(n) * f))
+}
+
+// graphKernel costs a customized op from its threadblock graph. ioScale,
+// when not nil, holds per input op and then per output op the part of its
+// device tensor the kernel moves (Rows).
+func graphKernel(op *kernel.Op, arch target.Arch, ioScale []float64) (Kernel, error) {
 	b := op.Block
 	if b == nil {
 		return Kernel{}, errors.New("customized op without a threadblock graph")
@@ -196,11 +260,11 @@ func graphKernel(op *kernel.Op, arch target.Arch) (Kernel, error) {
 	slots := arch.SMs * k.BlocksPerSM
 	k.Waves = ceilDiv(blocks, slots)
 
-	per := blockWork(b, plan)
+	per := blockWork(b, plan, ioScale)
 	k.TensorFlops = int64(per.tensor) * int64(blocks)
 	k.CUDAFlops = int64(per.cuda) * int64(blocks)
 	k.Bytes = int64(per.traffic) * int64(blocks)
-	waves, dram := dramPerWave(b, plan, slots, arch)
+	waves, dram := dramPerWave(b, plan, slots, arch, ioScale)
 	k.DRAMBytes = dram
 	k.finish(arch, per, waves)
 	return k, nil
@@ -273,9 +337,10 @@ func blocksPerSM(arch target.Arch, smem, threads int) (int, error) {
 // by the for-loop is loaded at every iteration, one without a for-loop dim
 // once; ops before the loop's accumulators run every iteration, the rest
 // once.
-func blockWork(b *block.Graph, p blockPlan) work {
+func blockWork(b *block.Graph, p blockPlan, ioScale []float64) work {
 	var w work
 	iters := float64(b.ForloopRange)
+	io := ioScales(b, ioScale)
 	for i := range b.Ops {
 		op := &b.Ops[i]
 		if p.dead[i] || p.freeAccum[i] {
@@ -283,10 +348,10 @@ func blockWork(b *block.Graph, p blockPlan) work {
 		}
 		switch op.Kind {
 		case ugraph.OpInput:
-			w.traffic += float64(tileBytes(b.Tensors[op.Out]) * loads(op, int64(b.ForloopRange)))
+			w.traffic += io[i] * float64(tileBytes(b.Tensors[op.Out])*loads(op, int64(b.ForloopRange)))
 			continue
 		case ugraph.OpOutput:
-			w.traffic += float64(tileBytes(b.Tensors[op.In[0]]))
+			w.traffic += io[i] * float64(tileBytes(b.Tensors[op.In[0]]))
 			continue
 		}
 		ins := op.Operands()
@@ -320,11 +385,13 @@ func blockWork(b *block.Graph, p blockPlan) work {
 // from DRAM once in the whole kernel; otherwise once per wave that reads
 // it, since later waves find it evicted. Blocks are taken to run in the
 // order of their linear index, x fastest.
-func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch target.Arch) ([]wave, int64) {
+func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch target.Arch, ioScale []float64) ([]wave, int64) {
 	blocks := b.Grid.Count()
 	iters := int64(b.ForloopRange)
+	io := ioScales(b, ioScale)
 	var own, replicated int64 // per-block bytes of unshared tiles; footprint of replicated inputs
 	var shared []*block.Op
+	sharedScale := map[*block.Op]float64{}
 	for i := range b.Ops {
 		op := &b.Ops[i]
 		if plan.dead[i] {
@@ -335,12 +402,13 @@ func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch target.Arch) ([
 			t := b.Tensors[op.Out]
 			if replicates(b.Grid, op.Input.IMap) {
 				shared = append(shared, op)
-				replicated += int64(op.Input.DShape.NumElements() * t.DType.Size())
+				sharedScale[op] = io[i]
+				replicated += scaled(int64(op.Input.DShape.NumElements()*t.DType.Size()), io[i])
 			} else {
-				own += tileBytes(t) * loads(op, iters)
+				own += scaled(tileBytes(t)*loads(op, iters), io[i])
 			}
 		case ugraph.OpOutput:
-			own += tileBytes(b.Tensors[op.In[0]])
+			own += scaled(tileBytes(b.Tensors[op.In[0]]), io[i])
 		}
 	}
 	total := own * int64(blocks)
@@ -348,7 +416,7 @@ func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch target.Arch) ([
 	if !enumerate || blocks > maxEnumBlocks {
 		if enumerate { // too many blocks to walk: no reuse across blocks at all
 			for _, op := range shared {
-				total += tileBytes(b.Tensors[op.Out]) * loads(op, iters) * int64(blocks)
+				total += scaled(tileBytes(b.Tensors[op.Out])*loads(op, iters)*int64(blocks), sharedScale[op])
 			}
 		} else {
 			total += replicated
@@ -367,13 +435,36 @@ func dramPerWave(b *block.Graph, plan blockPlan, slots int, arch target.Arch) ([
 		waves[i] = wave{count: 1, blocks: n, dram: float64(own * int64(n))}
 	}
 	for _, op := range shared {
-		perTile := tileBytes(b.Tensors[op.Out]) * loads(op, iters)
+		perTile := scaled(tileBytes(b.Tensors[op.Out])*loads(op, iters), sharedScale[op])
 		for i, d := range distinctTiles(b.Grid, op.Input.IMap, slots) {
 			waves[i].dram += float64(int64(d) * perTile)
 			total += int64(d) * perTile
 		}
 	}
 	return waves, total
+}
+
+// ioScales spreads ioScale (per input op, then per output op) over b's ops:
+// 1 for every op when it is nil.
+func ioScales(b *block.Graph, ioScale []float64) []float64 {
+	io := make([]float64, len(b.Ops))
+	ins, outs := 0, len(b.InputOps())
+	for i := range b.Ops {
+		io[i] = 1
+		switch b.Ops[i].Kind {
+		case ugraph.OpInput:
+			if ioScale != nil {
+				io[i] = ioScale[ins]
+			}
+			ins++
+		case ugraph.OpOutput:
+			if ioScale != nil {
+				io[i] = ioScale[outs]
+			}
+			outs++
+		}
+	}
+	return io
 }
 
 // loads is how many times a block loads the tile of input op.

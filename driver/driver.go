@@ -58,6 +58,10 @@ type Options struct {
 	Profiles *cost.Profiles // measured times that override the model
 	// Log, when set, receives a line for each part as it is searched.
 	Log func(string)
+
+	// fingerprints, in the runs of RunDynamic, are the parts' verifiers of
+	// the buckets searched so far.
+	fingerprints *fingerprints
 }
 
 // Result is the outcome of Run.
@@ -111,6 +115,7 @@ type outcome struct {
 	subtrees  []int
 	nsubtrees int    // of its search
 	result    result // under run.mu: a search abandoned on interruption may still write it
+	ops       string // the program's ops of the part that made it, printed (the fingerprint pool's key)
 }
 
 // result is what a search of a part gave.
@@ -206,6 +211,9 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 // search and verification deadlines, and the context its searches and
 // verification run under (done releases it).
 func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, runCtx context.Context, done func(), err error) {
+	if program.Dynamic() {
+		return nil, nil, nil, errors.New("the program has a dynamic dim: search it per bucket (RunDynamic)")
+	}
 	if opts.TimeLimit <= 0 {
 		opts.TimeLimit = DefaultTimeLimit
 	}
@@ -333,7 +341,7 @@ func (d *run) outcomeOf(p Part) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{program: pg, unfusedUs: e.Micros}
+	o := &outcome{program: pg, unfusedUs: e.Micros, ops: fmt.Sprint(p.Ops)}
 	d.outcomes[h] = o
 	if len(p.Ops) == 1 && d.program.Ops[p.Ops[0]].Kind == ugraph.OpCustomized {
 		o.result = result{done: true, fused: true, estimatedUs: e.Micros}
@@ -451,11 +459,13 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	if res == nil {
 		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
 		defer cancel()
+		opts.Verifier = d.opts.fingerprints.prefix(o)
 		var err error
 		if res, err = search.Run(vctx, o.program, o.cfg, opts); err != nil {
 			r.whyNot = "search failed: " + err.Error()
 			return r
 		}
+		d.opts.fingerprints.keep(o, res.Verifier)
 		if d.opts.Cache != nil && res.Stats.Stopped == "" {
 			if err := d.opts.Cache.Store(key, "part", res); err != nil {
 				d.logf("warning: cache: %v", err) // a cache that cannot be written only costs time

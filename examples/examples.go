@@ -8,3 +8,9 @@ import "embed"
 //
 //go:embed *.py
 var FS embed.FS
+
+// Engine is engine/engine.cpp: a decode loop over a dynamic program's one
+// entry point, as an inference engine runs it (see the file).
+//
+//go:embed engine/engine.cpp
+var Engine []byte

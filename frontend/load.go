@@ -57,6 +57,14 @@ type Program struct {
 	Graph    *kernel.Graph // the program's kernel graph; Outputs is never empty
 	Superopt *SuperoptArgs // the arguments of superoptimize; nil if not called
 	Warnings []string      // "file:line: message", in the order they arose
+	// Lines holds, per tensor of Graph, the line of the call that made it,
+	// so that a later check of an op (a dynamic dim, DESIGN §9) can name
+	// the program's line.
+	Lines []int
+	// Names maps the program's global variables that hold an input of
+	// Graph to the input's position (0 for the first new_input), so that
+	// inputs can be named on the command line (--dynamic X:0=1..64).
+	Names map[string]int
 }
 
 // SuperoptArgs are the arguments a program passed to superoptimize, for the
@@ -143,10 +151,34 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, l.staticError(err, toks, complete)
 	}
-	if _, err := prog.Init(l.newThread(), l.predeclared); err != nil {
+	globals, err := prog.Init(l.newThread(), l.predeclared)
+	if err != nil {
 		return nil, l.runtimeError(err)
 	}
-	return l.program()
+	p, err := l.program()
+	if err != nil {
+		return nil, err
+	}
+	p.Names = inputNames(p.Graph, globals)
+	return p, nil
+}
+
+// inputNames maps the globals that hold an input of g to its position
+// among g's inputs.
+func inputNames(g *kernel.Graph, globals starlark.StringDict) map[string]int {
+	pos := map[kernel.TensorID]int{}
+	for k, t := range g.Inputs() {
+		pos[t] = k
+	}
+	names := map[string]int{}
+	for name, v := range globals {
+		if t, ok := v.(dtensor); ok && t.kg.g == g {
+			if k, ok := pos[t.id]; ok {
+				names[name] = k
+			}
+		}
+	}
+	return names
 }
 
 // fileOptions let programs use the Python they commonly do: top-level
@@ -387,11 +419,18 @@ func (l *loader) program() (*Program, error) {
 	if note := l.ignoredNote(); note != "" {
 		l.warn(note)
 	}
+	lines := make([]int, len(kg.g.Tensors))
+	for i := range lines {
+		if i < len(kg.lines) {
+			lines[i] = int(kg.lines[i])
+		}
+	}
 	return &Program{
 		Name:     strings.TrimSuffix(filepath.Base(l.filename), ".py"),
 		Graph:    kg.g,
 		Superopt: kg.superopt,
 		Warnings: l.warnings,
+		Lines:    lines,
 	}, nil
 }
 

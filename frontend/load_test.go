@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"bytes"
+	"maps"
 	"io"
 	"path/filepath"
 	"reflect"
@@ -508,5 +509,30 @@ func TestOpMethods(t *testing.T) {
 	}
 	if got := outputShapes(p); !slices.Equal(got, []ugraph.Shape{ugraph.MustShape(16, 4096), ugraph.MustShape(16, 1)}) {
 		t.Errorf("outputs %v", got)
+	}
+}
+
+// TestInputNamesAndLines: the globals that hold inputs name them, and
+// each tensor records the line that made it.
+func TestInputNamesAndLines(t *testing.T) {
+	p := mustLoad(t, withHeader(
+		"A = g.exp(X)",
+		"Y = X",
+		"def f():",
+		"    Z = g.new_input(dims=(16, 4096))",
+		"    return Z",
+		"V = f()",
+		"g.mark_output(g.add(A, V))",
+	), Options{})
+	want := map[string]int{"X": 0, "W": 1, "Y": 0, "V": 2}
+	if !maps.Equal(p.Names, want) {
+		t.Errorf("names %v, want %v", p.Names, want)
+	}
+	if len(p.Lines) != len(p.Graph.Tensors) {
+		t.Fatalf("%d lines for %d tensors", len(p.Lines), len(p.Graph.Tensors))
+	}
+	first := p.Lines[2] // exp(X), the first line after the header
+	if p.Lines[3] != first+3 || p.Lines[4] != first+6 {
+		t.Errorf("lines %v: want new_input at %d and add at %d", p.Lines, first+3, first+6)
 	}
 }

@@ -71,6 +71,12 @@ type Options struct {
 	// (0: all) without verifying them: a run's share of a search whose
 	// candidates are verified together afterwards (VerifyMerged).
 	Unverified bool
+	// Verifier, when set, holds the program's fingerprints, made earlier
+	// with Seed (ffverify.New, or Verifier.Prefix of a search of the same
+	// program at more rows): the search checks its candidates with it
+	// instead of evaluating the program again. It does not change what
+	// the search finds.
+	Verifier *ffverify.Verifier
 	// MaxResults bounds how many candidates are returned: candidates are
 	// verified in rank order until MaxResults have passed. 0 means all,
 	// which verifies every candidate (about a second each for attention).
@@ -119,6 +125,10 @@ type Result struct {
 	Unverified bool
 	Stats      Stats
 	Oracle     absexpr.Stats // the abstract-expression oracle's work
+	// Verifier is the one the candidates were checked with (nil when
+	// Unverified, or when the result came from a cache), for a later
+	// search of the same program at fewer rows (Options.Verifier).
+	Verifier *ffverify.Verifier `json:"-"`
 }
 
 // Candidate is a verified μGraph with the figures it is ranked by.
@@ -184,7 +194,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Candidates: best, Unverified: opts.Unverified}
+	res := &Result{Candidates: best, Unverified: opts.Unverified, Verifier: s.verifier}
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
 	res.Stats.Seconds = time.Since(start).Seconds()
@@ -333,6 +343,14 @@ func newSearcherFor(ctx context.Context, program *kernel.Graph, cfg Config, opts
 		return nil, err
 	}
 	if !verifying {
+		return s, nil
+	}
+	if v := opts.Verifier; v != nil {
+		if v.Options().Seed != opts.Seed {
+			s.exprs.close()
+			return nil, fmt.Errorf("search: Options.Verifier draws with seed %d, the search with %d", v.Options().Seed, opts.Seed)
+		}
+		s.verifier = v
 		return s, nil
 	}
 	if s.verifier, err = ffverify.New(program, ffverify.Options{Seed: opts.Seed}); err != nil {

@@ -160,6 +160,11 @@ template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const v
 __device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid MIRAGE_SITE_PARAMS) {
   mirage_emu::cp_async(dst, src, 16, valid ? 16 : 0 MIRAGE_SITE_ARGS);
 }
+template <int BYTES>
+__device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, bool valid MIRAGE_SITE_PARAMS) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  mirage_emu::cp_async(dst, src, BYTES, valid ? BYTES : 0 MIRAGE_SITE_ARGS);
+}
 __device__ __forceinline__ void cp_async_commit() { mirage_emu::cp_async_commit(); }
 template <int N> __device__ __forceinline__ void cp_async_wait() { mirage_emu::cp_async_wait(N); }
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) { mirage_emu::ldmatrix(r, 4, false, p); }
@@ -196,6 +201,20 @@ template <int BYTES> __device__ __forceinline__ void cp_async(void* dst, const v
 __device__ __forceinline__ void cp_async16_zfill(void* dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 16 : 0)
                : "memory");
+}
+
+// cp_async_zfill<BYTES> is cp_async<BYTES>, or BYTES zero bytes when !valid
+// (src is then not read, but must still be a valid address): the rows of
+// a tensor past the dynamic dim m.
+template <int BYTES> __device__ __forceinline__ void cp_async_zfill(void* dst, const void* src, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  if (BYTES == 16) {
+    cp_async16_zfill(dst, src, valid);
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(smem_u32(dst)), "l"(src), "n"(BYTES),
+                 "r"(valid ? BYTES : 0)
+                 : "memory");
+  }
 }
 
 // Every thread must commit the same number of groups (empty ones included),

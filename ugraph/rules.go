@@ -41,6 +41,12 @@ func opErr(k OpKind, in []Shape, format string, args ...any) error {
 // Input, output and customized operators have no shape rule of their own
 // (the levels derive them from maps and block graphs), and InferShape
 // rejects them.
+//
+// An operand with a dynamic dim (the symbol m, Shape.Dynamic) gives a
+// result with the symbol where rows stay apart, and an *OpError where the
+// op would mix rows: a reduction, contraction or normalization across m, a
+// broadcast of m against a static extent, a weight (a matmul's right
+// operand) with m, a concat along m.
 func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 	out, err := inferShape(k, a, in, dimx)
 	if err == nil && !out.Valid() {
@@ -48,8 +54,87 @@ func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 		// either operand.
 		return Shape{}, opErr(k, in, "%v", out.tooLarge())
 	}
+	if err == nil {
+		for _, s := range in {
+			if s.IsDynamic() {
+				return dynamicShape(k, a, in, out)
+			}
+		}
+	}
 	return out, err
 }
+
+// dynamicShape marks the dims of out, the static result of op k on in,
+// that are the symbol m, or refuses an op that mixes rows (DESIGN §9).
+func dynamicShape(k OpKind, a Attr, in []Shape, out Shape) (Shape, error) {
+	mixes := func(format string, args ...any) (Shape, error) {
+		return Shape{}, opErr(k, in, "rows of the dynamic dim m must stay apart, but %s", fmt.Sprintf(format, args...))
+	}
+	x := in[0]
+	switch k.Info().Class {
+	case ClassUnary:
+		return out, nil
+	case ClassBinary:
+		y := in[1]
+		for i := range out.Rank() {
+			// m meets m, or a static 1 that broadcasts along it.
+			switch dx, dy := x.Dynamic(i), y.Dynamic(i); {
+			case dx && dy, dx && y.Dim(i) == 1, dy && x.Dim(i) == 1:
+				out = out.WithDynamic(i)
+			case dx:
+				return mixes("dim %d is m in one operand and a static %d in the other", i, y.Dim(i))
+			case dy:
+				return mixes("dim %d is m in one operand and a static %d in the other", i, x.Dim(i))
+			}
+		}
+		return out, nil
+	case ClassMatmul:
+		r := x.Rank()
+		if in[1].IsDynamic() {
+			return mixes("the right operand (the weight) has m; only the left operand's rows may be dynamic")
+		}
+		if x.Dynamic(r - 1) {
+			return mixes("it contracts the dynamic dim m (the left operand's last dim)")
+		}
+		if d := x.DynamicDim(); d < r-2 {
+			return mixes("batch dim %d is m in the left operand but static in the right", d)
+		}
+		return out.WithDynamic(r - 2), nil
+	case ClassReduction:
+		if x.Dynamic(a.Dim) {
+			return mixes("it reduces the dynamic dim m (dim %d)", a.Dim)
+		}
+	case ClassNorm:
+		for i := a.Dim; i < x.Rank(); i++ {
+			if x.Dynamic(i) {
+				return mixes("it normalizes across the dynamic dim m (dim %d)", i)
+			}
+		}
+	case ClassConcat:
+		for i := range out.Rank() {
+			if x.Dynamic(i) != in[1].Dynamic(i) {
+				return mixes("dim %d is m in one operand only", i)
+			}
+		}
+		if x.Dynamic(a.Dim) {
+			return mixes("it concatenates along the dynamic dim m")
+		}
+	case ClassAccum:
+		if x.Dynamic(x.Rank() - 1) {
+			return mixes("it accumulates along the dynamic dim m")
+		}
+	default:
+		return mixes("%v has no rule for them", k)
+	}
+	// The rest keep the operand's other dims.
+	for i := range out.Rank() {
+		if x.Dynamic(i) {
+			out = out.WithDynamic(i)
+		}
+	}
+	return out, nil
+}
+
 
 // CheckScalars checks the scalars of op k (Attr.Scalars): finite, and for
 // clamp, min_val <= max_val. InferShape checks them too; in names the

@@ -186,3 +186,71 @@ func TestCanonicalClearsUnusedFields(t *testing.T) {
 		}
 	}
 }
+
+// TestDynamicRows covers the symbol m through every class of rule: the
+// ops that keep rows apart carry it to their result, the ones that would
+// mix rows are refused with the reason.
+func TestDynamicRows(t *testing.T) {
+	m := func(dim int, dims ...int) Shape { return s(dims...).WithDynamic(dim) }
+	tests := []struct {
+		name string
+		op   OpKind
+		attr Attr
+		in   []Shape
+		want Shape
+		err  string
+	}{
+		{"unary keeps m", OpSilu, Attr{}, []Shape{m(0, 8, 4096)}, m(0, 8, 4096), ""},
+		{"m + m", OpAdd, Attr{}, []Shape{m(0, 8, 64), m(0, 8, 64)}, m(0, 8, 64), ""},
+		{"m + a row broadcast along m", OpMul, Attr{}, []Shape{m(0, 8, 64), s(1, 64)}, m(0, 8, 64), ""},
+		{"a row broadcast along m, m second", OpAdd, Attr{}, []Shape{s(1, 64), m(0, 8, 64)}, m(0, 8, 64), ""},
+		{"m written as 1 + a row", OpAdd, Attr{}, []Shape{m(0, 1, 64), s(1, 64)}, m(0, 1, 64), ""},
+		{"m against a static extent", OpAdd, Attr{}, []Shape{m(0, 8, 64), s(8, 64)}, Shape{}, "dim 0 is m in one operand and a static 8"},
+		{"m written as 1 broadcast to static rows", OpAdd, Attr{}, []Shape{m(0, 1, 64), s(16, 64)}, Shape{}, "a static 16"},
+		{"matmul keeps the left rows", OpMatmul, Attr{}, []Shape{m(0, 16, 4096), s(4096, 6144)}, m(0, 16, 6144), ""},
+		{"batched matmul rows", OpMatmul, Attr{}, []Shape{m(1, 2, 16, 64), s(2, 64, 32)}, m(1, 2, 16, 32), ""},
+		{"matmul contracts m", OpMatmul, Attr{}, []Shape{m(1, 16, 64), s(64, 32)}, Shape{}, "contracts the dynamic dim m"},
+		{"a dynamic weight", OpMatmul, Attr{}, []Shape{s(16, 64), m(1, 64, 32)}, Shape{}, "the right operand (the weight) has m"},
+		{"a dynamic batch dim", OpMatmul, Attr{}, []Shape{m(0, 2, 16, 64), s(2, 64, 32)}, Shape{}, "batch dim 0 is m"},
+		{"sum over the hidden dim", OpReduction, Attr{Dim: 1}, []Shape{m(0, 8, 64)}, m(0, 8, 1), ""},
+		{"sum over m", OpReduction, Attr{Dim: 0}, []Shape{m(0, 8, 64)}, Shape{}, "reduces the dynamic dim m"},
+		{"rms_norm over the hidden dim", OpRMSNorm, Attr{Dim: 1}, []Shape{m(0, 8, 4096)}, m(0, 8, 4096), ""},
+		{"rms_norm over m", OpRMSNorm, Attr{Dim: 0}, []Shape{m(0, 8, 4096)}, Shape{}, "normalizes across the dynamic dim m"},
+		{"concat beside m", OpConcat, Attr{Dim: 1}, []Shape{m(0, 8, 64), m(0, 8, 32)}, m(0, 8, 96), ""},
+		{"concat along m", OpConcat, Attr{Dim: 0}, []Shape{m(0, 8, 64), m(0, 8, 64)}, Shape{}, "concatenates along the dynamic dim m"},
+		{"concat of m and static rows", OpConcat, Attr{Dim: 1}, []Shape{m(0, 8, 64), s(8, 32)}, Shape{}, "dim 0 is m in one operand only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := InferShape(tt.op, tt.attr, tt.in, 1)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "rows of the dynamic dim m must stay apart, but") {
+					t.Fatalf("%v%v = %v, %v; want an error with %q", tt.op, tt.in, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("%v%v = %v (dynamic dim %d), %v; want %v (dynamic dim %d)", tt.op, tt.in, got, got.DynamicDim(), err, tt.want, tt.want.DynamicDim())
+			}
+		})
+	}
+}
+
+func TestShapeSymbol(t *testing.T) {
+	x := s(16, 4096).WithDynamic(0)
+	if x.String() != "[m, 4096]" || !x.IsDynamic() || x.DynamicDim() != 0 || x.Dynamic(1) {
+		t.Fatalf("%v: dynamic %v, dim %d", x, x.IsDynamic(), x.DynamicDim())
+	}
+	if b := x.Bind(3); b != s(3, 4096) || b.IsDynamic() {
+		t.Fatalf("Bind(3) = %v, want the static [3, 4096]", b)
+	}
+	if x == s(16, 4096) || x.StructHash() == s(16, 4096).StructHash() {
+		t.Fatal("a dynamic shape equals (or hashes as) the static one of its example size")
+	}
+	if got := x.WithDim(0, 5); got.IsDynamic() {
+		t.Fatalf("WithDim sets a static extent, got %v", got)
+	}
+	if s(16, 4096).DynamicDim() != -1 {
+		t.Fatal("a static shape has a dynamic dim")
+	}
+}

@@ -15,10 +15,18 @@ const MaxRank = 4
 // tensor shape.
 //
 // Shape is a comparable value: two shapes are equal exactly when they have
-// the same rank and the same extents, so it may be used with == and as a map
-// key, and copying a graph never copies shape storage.
+// the same rank, the same extents and the same dynamic dims, so it may be
+// used with == and as a map key, and copying a graph never copies shape
+// storage.
+//
+// A dim may be dynamic (DESIGN §9): it is the symbol m, the number of rows
+// (tokens) a call brings, and its extent is an example size (the program's,
+// or a bucket's). A program has one symbol; the shape rules carry it from
+// the inputs through every op that keeps rows apart, and refuse the ops that
+// would mix rows (ShapeRule errors). Bind gives the static shape at a size.
 type Shape struct {
 	rank uint8
+	dyn  uint8 // bit i: dim i is the symbol m
 	dims [MaxRank]int32
 }
 
@@ -103,6 +111,10 @@ func (s Shape) Hash() (uint64, error) {
 	for _, d := range s.dims {
 		mix(uint32(d))
 	}
+	if s.dyn != 0 {
+		// Static shapes hash as they did before shapes had symbols.
+		mix(uint32(s.dyn) | 0xd100)
+	}
 	return h, nil
 }
 
@@ -141,15 +153,50 @@ func (s Shape) Dims() []int {
 	return d
 }
 
-// WithDim returns s with dimension i set to v. v must be in [1, MaxDim].
-// The result may have more than MaxElements elements, and then is not
-// Valid: the shape rules that grow a shape check their result.
+// WithDim returns s with dimension i set to v, a static extent. v must be
+// in [1, MaxDim]. The result may have more than MaxElements elements, and
+// then is not Valid: the shape rules that grow a shape check their result.
 func (s Shape) WithDim(i, v int) Shape {
 	_ = s.Dim(i)
 	if v < 1 || v > MaxDim {
 		panic(fmt.Sprintf("ugraph: extent %d out of range", v))
 	}
 	s.dims[i] = int32(v)
+	s.dyn &^= 1 << i
+	return s
+}
+
+// WithDynamic returns s with dim i made the symbol m, its extent kept as
+// the example size.
+func (s Shape) WithDynamic(i int) Shape {
+	_ = s.Dim(i)
+	s.dyn |= 1 << i
+	return s
+}
+
+// Dynamic reports whether dim i is the symbol m.
+func (s Shape) Dynamic(i int) bool { return i >= 0 && i < int(s.rank) && s.dyn&(1<<i) != 0 }
+
+// IsDynamic reports whether any dim is the symbol m.
+func (s Shape) IsDynamic() bool { return s.dyn != 0 }
+
+// DynamicDim is the first dim that is the symbol m, or -1.
+func (s Shape) DynamicDim() int {
+	if s.dyn == 0 {
+		return -1
+	}
+	return bits.TrailingZeros8(s.dyn)
+}
+
+// Bind returns the static shape s has when m rows come: its dynamic dims
+// set to m (in [1, MaxDim]). The result may have more than MaxElements
+// elements, and then is not Valid.
+func (s Shape) Bind(m int) Shape {
+	for i := 0; i < int(s.rank); i++ {
+		if s.dyn&(1<<i) != 0 {
+			s = s.WithDim(i, m)
+		}
+	}
 	return s
 }
 
@@ -197,13 +244,17 @@ func (s Shape) Valid() bool {
 	return ok
 }
 
-// String formats s as "[16, 4096]".
+// String formats s as "[16, 4096]", a dynamic dim as "m" ("[m, 4096]").
 func (s Shape) String() string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i := 0; i < int(s.rank); i++ {
 		if i > 0 {
 			b.WriteString(", ")
+		}
+		if s.Dynamic(i) {
+			b.WriteByte('m')
+			continue
 		}
 		b.WriteString(strconv.Itoa(int(s.dims[i])))
 	}

@@ -40,6 +40,7 @@ type benchFlags struct {
 	tol           bench.Tolerances
 	history       string
 	shards        int
+	dynamicRange  string // LO..HI for the dynamic-batch line; "": none
 }
 
 func newBenchCmd() *cobra.Command {
@@ -109,6 +110,7 @@ another arch), before anything is searched or written.`,
 	fl.Float64Var(&f.tol.Estimate, "tolerance", bench.DefaultTolerances.Estimate, "relative growth of a best estimate that --compare allows")
 	fl.Float64Var(&f.tol.SearchTime, "time-ratio", bench.DefaultTolerances.SearchTime, "growth of a calibrated search time that --compare allows (0: not checked)")
 	fl.IntVar(&f.shards, "shard-balance", 4, "search gqa (when among the workloads) as this many shards too and report how evenly they share it (0: not)")
+	fl.StringVar(&f.dynamicRange, "dynamic-batch", "1..64", "search rmsnorm_matmul (when among the workloads) with its rows dynamic over this `LO..HI`, every bucket, and report the time against its largest bucket alone (\"\": not)")
 	fl.StringVar(&f.history, "history", "", "draw `DIR`/history.jsonl as DIR/history.svg and run nothing")
 	f.tol.Measured = bench.DefaultTolerances.Measured
 	return cmd
@@ -198,11 +200,21 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 			return &exitError{code: driver.ExitInterrupted, err: errors.New("bench: interrupted; nothing written")}
 		}
 	}
+	var dynamic *bench.DynamicCost
+	if i := slices.IndexFunc(ws, func(w bench.Workload) bool { return w.Name == "rmsnorm_matmul" }); i >= 0 && f.dynamicRange != "" {
+		fmt.Fprintf(errw, "bench: rmsnorm_matmul with m in %s\n", f.dynamicRange)
+		if dynamic, err = f.dynamicCost(ctx, inputs[i], ws[i]); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return &exitError{code: driver.ExitInterrupted, err: errors.New("bench: interrupted; nothing written")}
+		}
+	}
 	results := bench.NewResults(version, f.arch.Name, calibration, bench.Options{
 		TimeLimit: f.timeLimit.String(), Workers: f.workers, Seed: f.seed,
 		Config: f.config, MaxStates: f.maxStates, MaxCandidates: f.maxCandidates, Profile: f.profile,
 	}, rows)
-	results.Shards = balance
+	results.Shards, results.Dynamic = balance, dynamic
 	title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", f.arch.Name, f.workers, f.timeLimit)
 	var md, svg bytes.Buffer
 	if err := bench.WriteMarkdown(&md, title, rows); err != nil {
@@ -210,6 +222,11 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 	}
 	if balance != nil {
 		if err := bench.WriteShardBalance(&md, balance); err != nil {
+			return err
+		}
+	}
+	if dynamic != nil {
+		if err := bench.WriteDynamicCost(&md, dynamic); err != nil {
 			return err
 		}
 	}
@@ -243,8 +260,9 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 			Arch         string              `json:"arch"`
 			Rows         []bench.Row         `json:"rows"`
 			ShardBalance *bench.ShardBalance `json:"shard_balance,omitempty"`
+			DynamicBatch *bench.DynamicCost  `json:"dynamic_batch,omitempty"`
 			Comparison   *bench.Comparison   `json:"comparison,omitempty"`
-		}{f.arch.Name, rows, balance, cmp})
+		}{f.arch.Name, rows, balance, dynamic, cmp})
 	} else {
 		_, err = out.Write(md.Bytes())
 		if err == nil && cmp != nil {
@@ -374,6 +392,47 @@ func (f *benchFlags) shardBalance(ctx context.Context, in *input, w bench.Worklo
 		}
 	}
 	return bench.NewShardBalance(w.Name, secs, incomplete), nil
+}
+
+// dynamicCost searches the workload with input 0's dim 0 dynamic over
+// f.dynamicRange, every default bucket in one run (each with the time
+// limit of a workload), then its largest bucket alone, and times both.
+func (f *benchFlags) dynamicCost(ctx context.Context, in *input, w bench.Workload) (*bench.DynamicCost, error) {
+	flag, err := driver.ParseDynamicFlag("0:0=" + f.dynamicRange)
+	if err != nil {
+		return nil, fmt.Errorf("--dynamic-batch: %v", err)
+	}
+	g, err := in.graph(0)
+	if err != nil {
+		return nil, err
+	}
+	program, lo, hi, err := driver.MarkDynamic(g, []driver.DynamicFlag{flag}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: --dynamic-batch: %v", w.Name, err)
+	}
+	_, opts := f.options(in)
+	buckets := driver.DefaultBuckets(lo, hi)
+	opts.TimeLimit *= time.Duration(len(buckets))
+	start := time.Now()
+	res, err := driver.RunDynamic(ctx, program, lo, hi, buckets, opts)
+	if err != nil {
+		return nil, err
+	}
+	all := time.Since(start).Seconds()
+	var per []float64
+	for _, b := range res.Buckets {
+		per = append(per, b.Stats.Seconds)
+	}
+	largest, err := program.Bind(buckets[len(buckets)-1])
+	if err != nil {
+		return nil, err
+	}
+	_, opts = f.options(in)
+	start = time.Now()
+	if _, err := driver.Run(ctx, largest, opts); err != nil {
+		return nil, err
+	}
+	return bench.NewDynamicCost(w.Name, 0, lo, hi, buckets, per, all, time.Since(start).Seconds()), nil
 }
 
 // drawHistory writes dir/history.svg from dir/history.jsonl.

@@ -284,7 +284,7 @@ func TestBenchAgainstTheBaseline(t *testing.T) {
 		t.Fatalf("the baseline has %d workloads that searched in under a minute: %v", len(fast), fast)
 	}
 	out := t.TempDir()
-	args := []string{"bench", "--compare", path, "--time-ratio", "0", "--workload", strings.Join(fast, ","), "-o", out}
+	args := []string{"bench", "--compare", path, "--time-ratio", "0", "--workload", strings.Join(fast, ","), "-o", out, "--dynamic-batch", "1..8"}
 	code, stdout, stderr := mirage(t, args...)
 	if code != 0 {
 		t.Fatalf("mirage %s: exit %d\n%s\n%s", strings.Join(args, " "), code, stdout, stderr)
@@ -294,6 +294,9 @@ func TestBenchAgainstTheBaseline(t *testing.T) {
 	}
 	if slices.Contains(fast, "gqa") && !strings.Contains(stdout, "Shard balance: gqa in 4 shards: ") {
 		t.Errorf("no shard-balance line:\n%s", stdout)
+	}
+	if slices.Contains(fast, "rmsnorm_matmul") && !strings.Contains(stdout, "Dynamic batch: rmsnorm_matmul with m in 1..8 (input 0, dim 0), 4 buckets: ") {
+		t.Errorf("no dynamic-batch line:\n%s", stdout)
 	}
 
 	// The same check fails on a doctored baseline that claims a better

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -35,6 +36,7 @@ type superoptFlags struct {
 	shard      string // I/N or auto: search one slice (DESIGN §8)
 	shardDir   string
 	shards     int // N, for --shard auto in a Kubernetes Indexed Job
+	dynamic    dynamicFlags
 }
 
 func newSuperoptCmd() *cobra.Command {
@@ -85,6 +87,15 @@ Ctrl-C) writes nothing and exits 130, so that its task is run again; one
 stopped by --time-limit writes what it searched, and the merge says so.
 See deploy/ and the README.
 
+` + dynamicHelp + `
+The range is covered by buckets (--buckets, default powers of two up to
+HI); each is searched as the static program at m = its size and gets its
+own verified μGraph. The CUDA has one entry point, mirage_NAME(outputs,
+inputs, m, workspace, stream), that runs the smallest bucket at or above m
+on tensors of exactly m rows; NAME.ugraph.json holds each bucket's
+candidates, and --json adds "buckets" (size, range, estimated_us, the
+chosen μGraph, parts). examples/engine runs such a layer in a decode loop.
+
 Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.
 
@@ -110,6 +121,7 @@ unusable input.
 	fl.StringVar(&f.shard, "shard", "", "search only slice `I/N` (I from 0) of the run, or auto: from the Slurm array or Kubernetes Indexed Job; needs --shard-dir")
 	fl.StringVar(&f.shardDir, "shard-dir", "", "with --shard: the (shared) directory the slice's file goes to, for mirage merge")
 	fl.IntVar(&f.shards, "shards", 0, "with --shard auto in a Kubernetes Indexed Job: N, the Job's completions")
+	f.dynamic.register(cmd, true)
 	return cmd
 }
 
@@ -141,8 +153,14 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
+	if sharded && (f.dynamic.on() || f.dynamic.buckets != "") {
+		return errors.New("--dynamic with --shard: shard a dynamic program's buckets by hand (--buckets), one static run each")
+	}
 	if sharded {
 		return f.runShard(cmd, in, path, opts, shard)
+	}
+	if f.dynamic.on() || f.dynamic.buckets != "" {
+		return f.runDynamic(cmd, in, path, opts)
 	}
 	// The output directory is checked before the search, not after it.
 	if err := driver.CheckOutputDir(f.outDir); err != nil {
@@ -299,24 +317,7 @@ type mergeJSON struct {
 func printAnswerJSON(w io.Writer, res *driver.Result, out string, emitted *emittedJSON, merged *mergeJSON) error {
 	cands := make([]candidateJSON, len(res.Candidates))
 	for i, c := range res.Candidates {
-		cj := candidateJSON{
-			Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
-			DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
-			Speedup: res.Baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
-		}
-		for _, g := range c.Grids {
-			cj.Grids = append(cj.Grids, g[:])
-		}
-		cj.ForloopRanges = append(cj.ForloopRanges, c.ForloopRanges...)
-		cands[i] = cj
-	}
-	parts := make([]partJSON, len(res.Parts))
-	for i, p := range res.Parts {
-		parts[i] = partJSON{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
-			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats}
-		if p.SameAs >= 0 {
-			parts[i].SameAs = &p.SameAs
-		}
+		cands[i] = candidateSummary(c, res.Baseline)
 	}
 	return writeJSON(w, struct {
 		Stats      search.Stats    `json:"stats"`
@@ -327,7 +328,34 @@ func printAnswerJSON(w io.Writer, res *driver.Result, out string, emitted *emitt
 		Output     string          `json:"output"`
 		Emitted    *emittedJSON    `json:"emitted,omitempty"`
 		*mergeJSON
-	}{res.Stats, res.Baseline.Micros, cands, parts, res.Stopped, out, emitted, merged})
+	}{res.Stats, res.Baseline.Micros, cands, partsJSON(res), res.Stopped, out, emitted, merged})
+}
+
+// candidateSummary is a whole-program candidate as --json prints it.
+func candidateSummary(c *driver.Candidate, baseline cost.Estimate) candidateJSON {
+	cj := candidateJSON{
+		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
+		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
+		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
+	}
+	for _, g := range c.Grids {
+		cj.Grids = append(cj.Grids, g[:])
+	}
+	cj.ForloopRanges = append(cj.ForloopRanges, c.ForloopRanges...)
+	return cj
+}
+
+// partsJSON are a result's parts as --json prints them.
+func partsJSON(res *driver.Result) []partJSON {
+	parts := make([]partJSON, len(res.Parts))
+	for i, p := range res.Parts {
+		parts[i] = partJSON{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
+			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats}
+		if p.SameAs >= 0 {
+			parts[i].SameAs = &p.SameAs
+		}
+	}
+	return parts
 }
 
 func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, out string, emitted *emittedJSON) {

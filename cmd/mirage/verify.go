@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +23,7 @@ func newVerifyCmd() *cobra.Command {
 		seed      int64
 		trials    int
 		candidate int
+		dynamic   dynamicFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "verify A B [-- PROGRAM-ARGS]",
@@ -41,7 +45,13 @@ does not grow with --trials. A comparison that would take more than
 Exit status: 0 when all outputs agree, 1 when they differ (the output, the
 worst relative error and where are printed), 2 for unusable input (a
 comparison over the memory limit included). B may be a .ugraph.json file of
-several candidates: --candidate picks one (default 0, the best).`,
+several candidates: --candidate picks one (default 0, the best).
+
+` + dynamicHelp + `
+With --dynamic, A is the program and every graph of B (superopt --dynamic's
+NAME.ugraph.json holds each bucket's candidates) is verified against A at
+its own number of rows m, read from its inputs: a line per graph, exit 1 if
+any differs.`,
 		Args: lf.files(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := lf.load(cmd, args[0])
@@ -51,6 +61,12 @@ several candidates: --candidate picks one (default 0, the best).`,
 			b, err := lf.load(cmd, args[1])
 			if err != nil {
 				return err
+			}
+			if dynamic.on() {
+				if cmd.Flags().Changed("candidate") {
+					return errors.New("--candidate with --dynamic: every graph of B is verified at its own m")
+				}
+				return verifyDynamic(cmd, &dynamic, a, b, method, ffverify.Options{Trials: trials, Seed: uint64(seed), MaxBytes: int64(maxMemory)}, seed, int64(maxMemory))
 			}
 			ga, err := a.graph(0)
 			if err != nil {
@@ -80,6 +96,7 @@ several candidates: --candidate picks one (default 0, the best).`,
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the random inputs")
 	cmd.Flags().IntVar(&trials, "trials", ffverify.DefaultTrials, "independent random draws (--method ff)")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of B when B holds several candidates (numbered from 0)")
+	dynamic.register(cmd, false)
 	return cmd
 }
 
@@ -204,4 +221,56 @@ func matchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
 		return nil, diffs
 	}
 	return match, diffs
+}
+
+// verifyDynamic verifies every graph of b against program a, marked by
+// --dynamic, at the m its inputs have.
+func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method string, ff ffverify.Options, seed, limit int64) error {
+	program, lo, _, _, err := dyn.mark(a)
+	if err != nil {
+		return err
+	}
+	ins, _ := program.DynamicDims()
+	k := slices.IndexFunc(ins, func(d int) bool { return d >= 0 })
+	w := cmd.OutOrStdout()
+	differ := 0
+	for i, e := range b.File.Graphs {
+		gb := e.Graph
+		if len(gb.Inputs()) != len(ins) {
+			return fmt.Errorf("%s: graph %d has %d inputs, the program %d", b.Path, i, len(gb.Inputs()), len(ins))
+		}
+		m := gb.Tensors[gb.Inputs()[k]].Shape.Dim(ins[k])
+		if m < lo {
+			return fmt.Errorf("%s: graph %d has m = %d rows, below the range's %d", b.Path, i, m, lo)
+		}
+		ga, err := program.Bind(m)
+		if err != nil {
+			return fmt.Errorf("%s: %v", a.Path, err)
+		}
+		if err := sameInputs(ga, gb); err != nil {
+			return fmt.Errorf("%s at m = %d and graph %d of %s: %v", a.Path, m, i, b.Path, err)
+		}
+		fmt.Fprintf(w, "graph %d, m = %d: ", i, m)
+		switch method {
+		case "ff":
+			err = verifyFF(cmd, a, b, ga, gb, ff)
+		case "float":
+			err = verifyFloat(cmd, a, b, ga, gb, seed, limit)
+		default:
+			return fmt.Errorf("unknown --method %q (want ff or float)", method)
+		}
+		var ee *exitError
+		switch {
+		case errors.As(err, &ee) && ee.code == exitDiffer:
+			differ++
+		case err != nil:
+			return err
+		}
+	}
+	if differ > 0 {
+		fmt.Fprintf(w, "%d of %d graph(s) differ from the program at their m\n", differ, len(b.File.Graphs))
+		return &exitError{code: exitDiffer}
+	}
+	fmt.Fprintf(w, "all %d graph(s) are the program at their m\n", len(b.File.Graphs))
+	return nil
 }

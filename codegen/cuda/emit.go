@@ -67,8 +67,19 @@ type Result struct {
 	WorkspaceBytes int
 	Arch           string // the target's name, as nvcc takes it: "sm_90"
 	// Buffers are the device tensors the entry point touches: its inputs,
-	// its outputs, then the intermediates in the workspace.
+	// its outputs, then the intermediates in the workspace (of the largest
+	// bucket, for a dynamic program).
 	Buffers []Buffer
+	// Buckets, for a dynamic program (EmitDynamic), are its buckets in
+	// order, with their kernels (also in Kernels, in the same order).
+	Buckets []BucketCode
+}
+
+// BucketCode is what EmitDynamic wrote for one bucket.
+type BucketCode struct {
+	Size, Lo, Hi   int
+	Kernels        []Kernel
+	WorkspaceBytes int
 }
 
 // Buffer is where a device tensor of the emitted program lives.
@@ -116,11 +127,9 @@ const workspaceAlign = 256
 // identifier. Emit fails when a kernel needs more shared memory than the
 // architecture allows, even without pipelining.
 func Emit(name string, g *kernel.Graph, opts Options) (*Result, error) {
-	if opts.Arch.Name == "" {
-		opts.Arch = target.MustLookup(target.Default)
-	}
-	if a := opts.Arch; a.MMA != runtimeMMA || !a.AsyncCopy || !a.LdMatrix {
-		return nil, fmt.Errorf("%s: the CUDA runtime is written for %s with cp.async and ldmatrix", a.Name, runtimeMMA.PTX)
+	opts, err := checkArch(opts)
+	if err != nil {
+		return nil, err
 	}
 	if g == nil || len(g.Outputs) == 0 {
 		return nil, ErrNoOutputs
@@ -132,6 +141,17 @@ func Emit(name string, g *kernel.Graph, opts Options) (*Result, error) {
 		}
 	}
 	return p.res, nil
+}
+
+// checkArch defaults opts.Arch and checks that the runtime can target it.
+func checkArch(opts Options) (Options, error) {
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
+	}
+	if a := opts.Arch; a.MMA != runtimeMMA || !a.AsyncCopy || !a.LdMatrix {
+		return opts, fmt.Errorf("%s: the CUDA runtime is written for %s with cp.async and ldmatrix", a.Name, runtimeMMA.PTX)
+	}
+	return opts, nil
 }
 
 // programPasses are the steps of Emit, in order.
@@ -151,6 +171,12 @@ type program struct {
 	g    *kernel.Graph
 	opts Options
 	res  *Result
+
+	// rows, in a bucket of a dynamic program (EmitDynamic), holds the
+	// tensors with the dynamic dim m, by their dim; nil otherwise. bucket
+	// is the m the graph's shapes are written for.
+	rows   map[kernel.TensorID]int
+	bucket int
 
 	live    []bool   // per op
 	cname   []string // per tensor: its C pointer in the host function
@@ -236,7 +262,11 @@ func (p *program) kernels() error {
 	for j, t := range g.Outputs {
 		if op, _ := g.Producer(t); op >= 0 && g.Ops[op].Kind == ugraph.OpInput {
 			h.comment(fmt.Sprintf("Output %d is input t%d: copy it.", j, t))
-			h.line("err = cudaMemcpyAsync(outputs[%d], t%d, %d, cudaMemcpyDeviceToDevice, stream);", j, t, g.Tensors[t].Bytes())
+			n, err := p.count(g.Tensors[t].Bytes(), t)
+			if err != nil {
+				return err
+			}
+			h.line("err = cudaMemcpyAsync(outputs[%d], t%d, %s, cudaMemcpyDeviceToDevice, stream);", j, t, n)
 			h.line("if (err != cudaSuccess) return err;")
 		}
 	}
@@ -272,13 +302,21 @@ func (p *program) graphDefined(i int) error {
 	}
 	name := fmt.Sprintf("%s_kernel%d", p.name, countGraphDefined(p.res.Kernels))
 	var ins, outs []string
+	var strides []int
 	for _, t := range op.In {
 		ins = append(ins, p.cname[t])
 	}
 	for _, t := range op.Out {
 		outs = append(outs, p.cname[t])
 	}
-	bk := newBlockKernel(name, tg, ins, outs)
+	for _, t := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
+		st, err := p.rowStride(t)
+		if err != nil {
+			return err
+		}
+		strides = append(strides, st)
+	}
+	bk := newBlockKernel(name, tg, ins, outs, strides)
 	src, err := bk.emit()
 	if err != nil {
 		return err
@@ -297,6 +335,9 @@ func (p *program) graphDefined(i int) error {
 		h.line("if (err != cudaSuccess) return err;")
 	}
 	args := append(append([]string(nil), ins...), outs...)
+	if bk.dynamic() {
+		args = append(args, "m")
+	}
 	h.line("err = mirage::launch(%s, dim3(%d, %d, %d), dim3(%d), %d, stream, %s);", name, b.Grid[0], b.Grid[1], b.Grid[2], tg.Threads, tg.SmemBytes, strings.Join(args, ", "))
 	h.line("if (err != cudaSuccess) return err;")
 	return nil
@@ -414,10 +455,16 @@ func (p *program) predefined(i int) error {
 	x := g.Tensors[op.In[0]]
 	var kname string
 	var grid [3]int
+	gridY := "" // a grid.y that depends on m, when not ""
 	threads, smem := 256, 0
 	var args []string
 	var notes []string
 	attr := false
+	// count is a count of elements (or rows) of the op's tensors that
+	// scales with m in a dynamic bucket; every tensor of the op is cut at
+	// row m, as the guards of graph-defined kernels cut them.
+	ts := append(append([]kernel.TensorID(nil), op.In...), op.Out...)
+	count := func(n int) (string, error) { return p.count(n, ts...) }
 	switch op.Kind.Info().Class {
 	case ugraph.ClassUnary:
 		n := out.Shape.NumElements()
@@ -425,9 +472,13 @@ func (p *program) predefined(i int) error {
 		if err != nil {
 			return err
 		}
+		cn, err := count(n)
+		if err != nil {
+			return err
+		}
 		kname = fmt.Sprintf("mirage::unary_kernel<%s, %s>", ct, fn)
 		grid = [3]int{elementwiseBlocks(n), 1, 1}
-		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", n), fn + "{}"}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], cn, fn + "{}"}
 	case ugraph.ClassBinary:
 		n := out.Shape.NumElements()
 		y := g.Tensors[op.In[1]]
@@ -435,28 +486,40 @@ func (p *program) predefined(i int) error {
 		if err != nil {
 			return err
 		}
+		cn, err := count(n)
+		if err != nil {
+			return err
+		}
 		kname = fmt.Sprintf("mirage::binary_kernel<%s, %s>", ct, fn)
 		grid = [3]int{elementwiseBlocks(n), 1, 1}
-		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprintf("%dLL", n),
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], cn,
 			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape))),
 			fn + "{}"}
 	case ugraph.ClassReduction:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
+		co, err := count(outer)
+		if err != nil {
+			return err
+		}
 		if inner == 1 {
 			kname = fmt.Sprintf("mirage::reduce_rows_kernel<%s>", ct)
 			grid = [3]int{max(1, min((outer+7)/8, maxStrideBlocks)), 1, 1}
-			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", outer), fmt.Sprint(n)}
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
 		} else {
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
 			grid = [3]int{elementwiseBlocks(outer * inner), 1, 1}
-			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", outer), fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
 		}
 	case ugraph.ClassNorm:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
+		cr, err := count(rows)
+		if err != nil {
+			return err
+		}
 		kname = fmt.Sprintf("mirage::rms_norm_kernel<%s>", ct)
 		grid = [3]int{max(1, min(rows, maxStrideBlocks)), 1, 1}
-		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprintf("%dLL", rows), fmt.Sprint(n)}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], cr, fmt.Sprint(n)}
 	case ugraph.ClassMatmul:
 		r := x.Shape.Rank()
 		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
@@ -465,7 +528,27 @@ func (p *program) predefined(i int) error {
 			return fmt.Errorf("%d batched matrices; at most %d", batch, target.MaxGridYZ)
 		}
 		cfg, tc := gemmConfig(out.DType, m, n, kd)
-		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], fmt.Sprint(m), fmt.Sprint(n), fmt.Sprint(kd)}
+		// With m dynamic the rows are m (the batch is then 1: m is the
+		// outermost dim of extent above 1).
+		cm, err := p.count(m, op.In[0], op.Out[0])
+		if err != nil {
+			return err
+		}
+		rowsM := fmt.Sprint(m)
+		if cm != fmt.Sprintf("%dLL", m) {
+			if batch != 1 {
+				return fmt.Errorf("a batched matmul (%d) with the dynamic dim m", batch)
+			}
+			rowsM = fmt.Sprintf("static_cast<int>(%s)", cm)
+		}
+		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], rowsM, fmt.Sprint(n), fmt.Sprint(kd)}
+		tile := 16
+		if tc {
+			tile = cfg.bm
+		}
+		if rowsM != fmt.Sprint(m) {
+			gridY = fmt.Sprintf("static_cast<unsigned>((%s + %d) / %d)", rowsM, tile-1, tile)
+		}
 		if tc {
 			kname = fmt.Sprintf("mirage::gemm_kernel<%s, %d, %d, %d, %d, %d>", ct, cfg.bm, cfg.bn, cfg.wm, cfg.wn, gemmStages)
 			grid = [3]int{(n + cfg.bn - 1) / cfg.bn, (m + cfg.bm - 1) / cfg.bm, batch}
@@ -491,7 +574,11 @@ func (p *program) predefined(i int) error {
 		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", kname, smem)
 		h.line("if (err != cudaSuccess) return err;")
 	}
-	h.line("err = mirage::launch(%s, dim3(%d, %d, %d), dim3(%d), %d, stream, %s);", kname, grid[0], grid[1], grid[2], threads, smem, strings.Join(args, ", "))
+	gy := fmt.Sprint(grid[1])
+	if gridY != "" {
+		gy = gridY
+	}
+	h.line("err = mirage::launch(%s, dim3(%d, %s, %d), dim3(%d), %d, stream, %s);", kname, grid[0], gy, grid[2], threads, smem, strings.Join(args, ", "))
 	h.line("if (err != cudaSuccess) return err;")
 	return nil
 }
@@ -543,28 +630,8 @@ func dims4(d layout.Dims) string {
 
 // files assembles NAME.cu, NAME.h and the runtime.
 func (p *program) files() error {
-	g := p.g
 	name := p.name
-	src := p.opts.Source
-	if src == "" {
-		src = "a μGraph"
-	}
-	var cu writer
-	cu.comment(fmt.Sprintf("%s.cu: generated by mirage from %s for %s. Do not edit.", name, src, p.opts.Arch.Name),
-		"",
-		"Build: nvcc -arch="+p.opts.Arch.Name+" -c "+name+".cu (CUDA toolkit only). The API is in "+name+".h.")
-	cu.line("")
-	if p.opts.SingleFile {
-		cu.raw(templates.Runtime)
-		cu.line("")
-	} else {
-		cu.line("#include %q", templates.RuntimeName)
-	}
-	cu.line("#include %q", name+".h")
-	cu.line("")
-	cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800")
-	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
-	cu.line("#endif")
+	cu := preamble(name, p.opts)
 	if len(p.globals) > 0 {
 		cu.line("")
 		cu.line("namespace {")
@@ -578,7 +645,48 @@ func (p *program) files() error {
 	cu.line("")
 	cu.line("extern \"C\" size_t mirage_%s_workspace_bytes(void) { return %d; }", name, p.res.WorkspaceBytes)
 	cu.line("")
-	cu.open("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream)", name)
+	p.hostFunction(cu, fmt.Sprintf("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream)", name))
+	hdr := header(name, source(p.opts), p.g, p.res)
+	p.res.Files = append(p.res.Files, File{Name: name + ".cu", Data: []byte(cu.String())}, File{Name: name + ".h", Data: []byte(hdr)})
+	if !p.opts.SingleFile {
+		p.res.Files = append(p.res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
+	}
+	return nil
+}
+
+func source(opts Options) string {
+	if opts.Source == "" {
+		return "a μGraph"
+	}
+	return opts.Source
+}
+
+// preamble starts NAME.cu: the comment, the runtime and the header.
+func preamble(name string, opts Options) *writer {
+	cu := &writer{}
+	cu.comment(fmt.Sprintf("%s.cu: generated by mirage from %s for %s. Do not edit.", name, source(opts), opts.Arch.Name),
+		"",
+		"Build: nvcc -arch="+opts.Arch.Name+" -c "+name+".cu (CUDA toolkit only). The API is in "+name+".h.")
+	cu.line("")
+	if opts.SingleFile {
+		cu.raw(templates.Runtime)
+		cu.line("")
+	} else {
+		cu.line("#include %q", templates.RuntimeName)
+	}
+	cu.line("#include %q", name+".h")
+	cu.line("")
+	cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800")
+	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
+	cu.line("#endif")
+	return cu
+}
+
+// hostFunction writes the function that launches the program's kernels,
+// with the given signature (which names outputs, inputs, workspace and
+// stream, and m in a dynamic bucket).
+func (p *program) hostFunction(cu *writer, signature string) {
+	cu.open("%s", signature)
 	check := "outputs == nullptr || inputs == nullptr"
 	if p.res.WorkspaceBytes > 0 {
 		check += " || workspace == nullptr"
@@ -589,6 +697,9 @@ func (p *program) files() error {
 	} else {
 		cu.line("(void)workspace;")
 	}
+	if p.rows != nil {
+		cu.line("(void)m;")
+	}
 	for _, d := range p.decls {
 		cu.line("%s", d)
 	}
@@ -596,13 +707,6 @@ func (p *program) files() error {
 	cu.raw(p.host.String())
 	cu.line("return err;")
 	cu.close()
-
-	hdr := header(name, src, g, p.res)
-	p.res.Files = append(p.res.Files, File{Name: name + ".cu", Data: []byte(cu.String())}, File{Name: name + ".h", Data: []byte(hdr)})
-	if !p.opts.SingleFile {
-		p.res.Files = append(p.res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
-	}
-	return nil
 }
 
 // header is NAME.h: the entry points, with the tensors they take.

@@ -59,6 +59,44 @@ func BuildEmulation(ctx context.Context, dir string, g *kernel.Graph, res *Resul
 	return &Emulation{Bin: bin, g: g}, out, nil
 }
 
+// BuildEngine writes res, the code EmitDynamic wrote, into dir with the
+// emulator's headers and the host program engine (examples/engine's
+// engine.cpp, which includes NAME.h), and compiles them with g++ into
+// dir/engine. It returns the executable and the compiler's warnings.
+func BuildEngine(ctx context.Context, dir string, res *Result, engine []byte) (string, []byte, error) {
+	gxx, err := templates.EmulatorCompiler()
+	if err != nil {
+		return "", nil, err
+	}
+	if res.Buckets == nil {
+		return "", nil, fmt.Errorf("%s is not a dynamic program: the engine needs mirage_%s(..., m, ...)", res.Name, res.Name)
+	}
+	for _, f := range res.Files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			return "", nil, err
+		}
+	}
+	emu := filepath.Join(dir, "emu")
+	if err := os.MkdirAll(emu, 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := templates.WriteEmulator(emu); err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), engine, 0o644); err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "engine")
+	cmd := exec.CommandContext(ctx, gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
+		"-I"+emu, "-I"+dir, "-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h", "-x", "c++", "engine.cpp", res.Name+".cu", "-o", bin)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", nil, fmt.Errorf("g++ for the emulator: %v\n%s", err, out)
+	}
+	return bin, out, nil
+}
+
 // Run runs the program on the inputs in file in, writing to file out, with
 // env (such as MIRAGE_EMU_ORDER=random) added to the environment.
 func (e *Emulation) Run(ctx context.Context, in, out string, env ...string) error {

@@ -15,23 +15,30 @@ import (
 // block graph bg, planned by tg, reading the device tensors ins and writing
 // outs (kernel tensor names, one per input op and output op in order).
 type blockKernel struct {
-	name     string
-	tg       *thread.Graph
-	bg       *block.Graph
-	ins      []string // per input op, the kernel parameter
-	outs     []string // per output op
-	w        *writer
-	cur      []string // per tile: the C pointer naming its current buffer
-	outIndex map[int]int
-	inIndex  map[int]int
-	hz       hazards
-	barriers int      // __syncthreads() the hazard tracking emitted
-	trace    []string // what the kernel does, in order, for Kernel.Schedule
-	phase    string   // "loop" or "post", for the trace
+	name string
+	tg   *thread.Graph
+	bg   *block.Graph
+	ins  []string // per input op, the kernel parameter
+	outs []string // per output op
+	// rowStride, per input op and per output op (inputs first), is the
+	// stride of the dynamic dim m of its device tensor, or 0 when the
+	// tensor has none: the kernel then takes m and guards rows past it.
+	rowStride []int
+	w         *writer
+	cur       []string // per tile: the C pointer naming its current buffer
+	outIndex  map[int]int
+	inIndex   map[int]int
+	hz        hazards
+	barriers  int      // __syncthreads() the hazard tracking emitted
+	trace     []string // what the kernel does, in order, for Kernel.Schedule
+	phase     string   // "loop" or "post", for the trace
 }
 
-func newBlockKernel(name string, tg *thread.Graph, ins, outs []string) *blockKernel {
-	k := &blockKernel{name: name, tg: tg, bg: tg.Block, ins: ins, outs: outs, w: &writer{},
+func newBlockKernel(name string, tg *thread.Graph, ins, outs []string, rowStride []int) *blockKernel {
+	if rowStride == nil {
+		rowStride = make([]int, len(ins)+len(outs))
+	}
+	k := &blockKernel{name: name, tg: tg, bg: tg.Block, ins: ins, outs: outs, rowStride: rowStride, w: &writer{},
 		cur: make([]string, len(tg.Tiles)), outIndex: map[int]int{}, inIndex: map[int]int{}}
 	for i := range k.bg.Ops {
 		switch k.bg.Ops[i].Kind {
@@ -54,8 +61,13 @@ func (k *blockKernel) tile(t block.TensorID) view {
 	pt := &k.tg.Tiles[t]
 	s := k.bg.Tensors[t].Shape
 	if pt.Storage == thread.Device {
-		in := &k.bg.Ops[k.producer(t)].Input
-		return view{ptr: k.cur[t], ctype: ctype(pt.DType), shape: s, strides: in.DShape.Strides(), global: true}
+		i := k.producer(t)
+		in := &k.bg.Ops[i].Input
+		v := view{ptr: k.cur[t], ctype: ctype(pt.DType), shape: s, strides: in.DShape.Strides(), global: true}
+		if k.rowStride[k.inIndex[i]] > 0 {
+			v.avail = "avail_" + tileName(t)
+		}
+		return v
 	}
 	return sharedView(k.cur[t], s, pt)
 }
@@ -69,6 +81,17 @@ func (k *blockKernel) producer(t block.TensorID) int {
 	panic(fmt.Sprintf("tile s%d has no producer", t))
 }
 
+// dynamic reports whether the kernel takes m: a device tensor it reads or
+// writes has the dynamic dim.
+func (k *blockKernel) dynamic() bool {
+	for _, st := range k.rowStride {
+		if st > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // emit writes the kernel.
 func (k *blockKernel) emit() (string, error) {
 	w := k.w
@@ -80,6 +103,9 @@ func (k *blockKernel) emit() (string, error) {
 	}
 	for i, out := range bg.OutputOps() {
 		params = append(params, fmt.Sprintf("%s* __restrict__ %s", ctype(bg.Tensors[out.In[0]].DType), k.outs[i]))
+	}
+	if k.dynamic() {
+		params = append(params, "const long long m")
 	}
 	w.line("__global__ void __launch_bounds__(%d)", tg.Threads)
 	w.open("%s(%s)", k.name, strings.Join(params, ", "))
@@ -149,6 +175,9 @@ func (k *blockKernel) body() error {
 			in := &op.Input
 			origin := blockOrigin(bg.Grid, in.IMap, in.FMap, bg.ForloopRange, bg.Tensors[op.Out].Shape, in.DShape)
 			w.line("const %s* const %s = %s + %s;  // %s, read in place", ctype(t.DType), tileName(op.Out), k.ins[k.inIndex[i]], wide(origin, in.DShape), describeOp(bg, i))
+			if st := k.rowStride[k.inIndex[i]]; st > 0 {
+				w.line("const long long avail_%s = m * %d - (%s);  // its elements in rows below m", tileName(op.Out), st, wide(origin, in.DShape))
+			}
 		}
 	}
 	for i := range bg.Ops {
@@ -160,6 +189,9 @@ func (k *blockKernel) body() error {
 		origin := blockOrigin(bg.Grid, op.Output.OMap, -1, 1, tile, op.Output.DShape)
 		j := k.outIndex[i]
 		w.line("%s* const o%d = %s + %s;  // this block's %v tile of output %d", ctype(bg.Tensors[op.In[0]].DType), j, k.outs[j], wide(origin, op.Output.DShape), tile, j)
+		if st := k.rowStride[len(k.ins)+j]; st > 0 {
+			w.line("const long long avail_o%d = m * %d - (%s);  // its elements in rows below m", j, st, wide(origin, op.Output.DShape))
+		}
 	}
 	// Register accumulators held across the loop.
 	for gi := range tg.Groups {
@@ -287,6 +319,11 @@ func (k *blockKernel) loadLambda(i int) {
 	w.comment(fmt.Sprintf("%s: tile %v of %s %v; %s.", describeOp(bg, i), tile, k.ins[k.inIndex[i]], in.DShape, copyNote(vec)))
 	w.open("auto load_%s = [&](int it, %s* dst)", tileName(op.Out), ct)
 	w.line("const %s* src = %s + %s;", ct, k.ins[k.inIndex[i]], wide(origin, in.DShape))
+	st := k.rowStride[k.inIndex[i]]
+	if st > 0 {
+		// Rows past m are zero-filled: the tensor ends at row m.
+		w.line("const long long avail = m * %d - (%s);  // the elements of src in rows below m", st, wide(origin, in.DShape))
+	}
 	if !usesIdent(origin.String(), "it") {
 		w.line("(void)it;")
 	}
@@ -296,7 +333,12 @@ func (k *blockKernel) loadLambda(i int) {
 		rr, col := div(c, tile.Last()), mod(c, tile.Last())
 		w.open("for (int c = tid; c < %d; c += %d)", n, tg.Threads)
 		w.line("const int r = %s, j = %s;", rr, col)
-		w.line("MIRAGE_STS(dst[%s]) = MIRAGE_LDG(src[%s]);", add(mul(r, t.Pitch), vr("j", tile.Last())), add(rowOff, vr("j", tile.Last())))
+		from := add(rowOff, vr("j", tile.Last()))
+		if st > 0 {
+			w.line("MIRAGE_STS(dst[%s]) = %s < avail ? MIRAGE_LDG(src[%s]) : mirage::from_f32<%s>(0.0f);", add(mul(r, t.Pitch), vr("j", tile.Last())), from, from, ct)
+		} else {
+			w.line("MIRAGE_STS(dst[%s]) = MIRAGE_LDG(src[%s]);", add(mul(r, t.Pitch), vr("j", tile.Last())), from)
+		}
 		w.close()
 	} else {
 		per := tile.Last() * esize / vec // chunks per row
@@ -306,7 +348,14 @@ func (k *blockKernel) loadLambda(i int) {
 		w.open("for (int c = tid; c < %d; c += %d)", n, tg.Threads)
 		w.line("const int r = %s, v = %s;", div(c, per), mod(c, per))
 		v := vr("v", per)
-		w.line("mirage::cp_async<%d>(dst + %s, src + %s);", vec, add(mul(r, t.Pitch), mul(v, elems)), add(rowOff, mul(v, elems)))
+		to, from := add(mul(r, t.Pitch), mul(v, elems)), add(rowOff, mul(v, elems))
+		if st > 0 {
+			// A chunk lies in one row (m is never the last dim).
+			w.line("const bool ok = %s < avail;", from)
+			w.line("mirage::cp_async_zfill<%d>(dst + %s, ok ? src + %s : %s, ok);", vec, to, from, k.ins[k.inIndex[i]])
+		} else {
+			w.line("mirage::cp_async<%d>(dst + %s, src + %s);", vec, to, from)
+		}
 		w.close()
 	}
 	w.close(";")
@@ -649,7 +698,11 @@ func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e 
 		for _, s := range gr.Stores {
 			j := k.outIndex[s]
 			out := &bg.Ops[s].Output
-			k.store(view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(bg.Tensors[cur].DType), shape: bg.Tensors[cur].Shape, strides: out.DShape.Strides(), global: true}, e, fmt.Sprintf("output %d", j))
+			v := view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(bg.Tensors[cur].DType), shape: bg.Tensors[cur].Shape, strides: out.DShape.Strides(), global: true}
+			if k.rowStride[len(k.ins)+j] > 0 {
+				v.avail = fmt.Sprintf("avail_o%d", j)
+			}
+			k.store(v, e, fmt.Sprintf("output %d", j))
 		}
 	}
 	return nil
@@ -661,15 +714,16 @@ func (k *blockKernel) store(v view, e elem, note string) {
 	if note != "" {
 		note = "  // " + note
 	}
+	// The two elements of store2 are in one row: m is never the last dim.
 	if len(e.vals) == 2 {
-		w.line("mirage::store2(%s + %s, %s, %s);%s", v.ptr, v.offset(e.idx), e.vals[0], e.vals[1], note)
+		w.line("%smirage::store2(%s + %s, %s, %s);%s", v.guard(e.idx), v.ptr, v.offset(e.idx), e.vals[0], e.vals[1], note)
 		return
 	}
 	val := e.vals[0]
 	if v.ctype != "float" {
 		val = fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
 	}
-	w.line("%s = %s;%s", v.store(e.idx), val, note)
+	w.line("%s%s = %s;%s", v.guard(e.idx), v.store(e.idx), val, note)
 }
 
 // elementwise is the C expression of element-wise op applied to the value

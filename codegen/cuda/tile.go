@@ -17,6 +17,11 @@ type view struct {
 	shape   ugraph.Shape
 	strides []int
 	global  bool
+	// avail, when set, names the elements of a device tensor with the
+	// dynamic dim m that lie below row m, counted from ptr: an element at
+	// an offset at or past it is a padding row, read as zero and never
+	// written (DESIGN §9).
+	avail string
 }
 
 // offset is the offset of element idx, where idx has one entry per dim of
@@ -48,10 +53,23 @@ func (v view) access(what string, idx []*expr) string {
 
 // load is the element's value as a float.
 func (v view) load(idx []*expr) string {
-	if v.ctype == "float" {
-		return v.access("LD", idx)
+	x := v.access("LD", idx)
+	if v.ctype != "float" {
+		x = "mirage::to_f32(" + x + ")"
 	}
-	return "mirage::to_f32(" + v.access("LD", idx) + ")"
+	if v.avail != "" {
+		return fmt.Sprintf("(%s < %s ? %s : 0.0f)", v.offset(idx), v.avail, x)
+	}
+	return x
+}
+
+// guard is the condition under which element idx may be written: "" when
+// every element may.
+func (v view) guard(idx []*expr) string {
+	if v.avail == "" {
+		return ""
+	}
+	return fmt.Sprintf("if (%s < %s) ", v.offset(idx), v.avail)
 }
 
 // store is the element as an lvalue to assign to.

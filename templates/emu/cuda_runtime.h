@@ -68,6 +68,7 @@ inline float2 make_float2(float x, float y) { return float2{x, y}; }
 enum cudaError_t {
   cudaSuccess = 0,
   cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
   cudaErrorLaunchFailure = 719,
 };
@@ -831,5 +832,27 @@ inline cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t = nu
   std::memset(dst, v, n);
   return cudaSuccess;
 }
+
+// Device memory is host memory, 256-byte aligned as cudaMalloc's is; the
+// stream runs every launch at once, so synchronizing has nothing to wait for.
+inline cudaError_t cudaMalloc(void** p, size_t n) {
+  *p = std::aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind k) {
+  return cudaMemcpyAsync(dst, src, n, k);
+}
+inline cudaError_t cudaMemset(void* dst, int v, size_t n) { return cudaMemsetAsync(dst, v, n); }
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = nullptr;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return mirage_emu::st().last; }
+inline cudaError_t cudaDeviceSynchronize() { return mirage_emu::st().last; }
 
 #endif  // MIRAGE_EMU_CUDA_RUNTIME_H

@@ -63,12 +63,18 @@ func (d *deriver) lower() error {
 }
 
 // mmaPlan returns the tensor-core plan of a matmul, or nil when it must run
-// as SIMT loops: operands that are not 16-bit floats, an arch without an
-// MMA instruction, or K or N not a multiple of the instruction's.
+// as SIMT loops: operands that are not 16-bit floats (a for-loop
+// accumulator's tile is kept in fp32, whatever its dtype), an arch without
+// an MMA instruction, or K or N not a multiple of the instruction's.
 func (d *deriver) mmaPlan(op *block.Op) *MMA {
 	a, b := d.g.Tensors[op.In[0]], d.g.Tensors[op.In[1]]
 	if a.DType != ugraph.Float16 && a.DType != ugraph.BFloat16 {
 		return nil
+	}
+	for _, t := range op.In[:2] {
+		if d.g.Ops[d.prod[t]].Kind == ugraph.OpForloopAccum {
+			return nil
+		}
 	}
 	r := a.Shape.Rank()
 	m, k, n := a.Shape.Dim(r-2), a.Shape.Dim(r-1), b.Shape.Dim(r-1)

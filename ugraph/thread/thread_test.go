@@ -228,6 +228,23 @@ func TestMMALowering(t *testing.T) {
 		{"K = 8", mm(ugraph.Float16, sh(16, 8), sh(8, 64)), false},
 		{"N = 12", mm(ugraph.Float16, sh(16, 16), sh(16, 12)), false},
 	}
+	// An accumulator's tile is kept in fp32 whatever its dtype: a matmul
+	// reading one runs SIMT (mma.sync takes 16-bit operands; superopt once
+	// emitted CUDA that did not compile for such a μGraph).
+	accIn := func() *block.Graph {
+		bd := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+		x := bd.acc(bd.in(sh(16, 64), ugraph.Float16, block.Replicate, -1), ugraph.AccumNone)
+		y := bd.acc(bd.in(sh(64, 64), ugraph.Float16, block.Replicate, -1), ugraph.AccumNone)
+		bd.out(bd.op(ugraph.OpMatmul, none, x, y), block.Replicate)
+		return bd.g
+	}
+	g, err := Derive(accIn(), sm90, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Ops[4].MMA != nil {
+		t.Errorf("a matmul of an fp32 accumulator tile runs on tensor cores")
+	}
 	for _, tt := range tests {
 		g, err := Derive(tt.g, sm90, Options{})
 		if err != nil {

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dynProgram is a small LLaMA MLP block (hidden 64, MLP 128) whose row
+// count is a token count.
+const dynProgram = `import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+W1 = g.new_input(dims=(64, 128), dtype=mi.float16)
+W3 = g.new_input(dims=(64, 128), dtype=mi.float16)
+W2 = g.new_input(dims=(128, 64), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(64,))
+M = g.mul(g.silu(g.matmul(N, W1)), g.matmul(N, W3))
+g.mark_output(g.add(g.matmul(M, W2), X))
+`
+
+// TestSuperoptDynamic: one run answers every m of the range, bucket by
+// bucket, with one entry point; verify --dynamic checks every bucket's
+// graphs at their own m.
+func TestSuperoptDynamic(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "mlp.py")
+	os.WriteFile(prog, []byte(dynProgram), 0o644)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := mirage(t, "superopt", prog, "--dynamic", "X:0=1..16", "--buckets", "2,8,16", "-o", out, "--no-cache", "--json", "--time-limit", "90s")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Candidates []json.RawMessage `json:"candidates"`
+		Buckets    []struct {
+			Size, Lo, Hi int
+			EstimatedUs  float64 `json:"estimated_us"`
+			Chosen       struct {
+				Kernels int `json:"kernels"`
+			} `json:"chosen"`
+			Parts []json.RawMessage `json:"parts"`
+		} `json:"buckets"`
+		Lo, Hi int
+		Files  []string `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout)
+	}
+	if len(res.Buckets) != 3 || len(res.Candidates) != 3 || res.Lo != 1 || res.Hi != 16 {
+		t.Fatalf("buckets %+v, %d candidates, range %d..%d", res.Buckets, len(res.Candidates), res.Lo, res.Hi)
+	}
+	for i, want := range [][3]int{{2, 1, 2}, {8, 3, 8}, {16, 9, 16}} {
+		b := res.Buckets[i]
+		if [3]int{b.Size, b.Lo, b.Hi} != want || b.EstimatedUs <= 0 || b.Chosen.Kernels < 1 || len(b.Parts) == 0 {
+			t.Errorf("bucket %d: %+v, want size and range %v", i, b, want)
+		}
+	}
+	cu, err := os.ReadFile(filepath.Join(out, "mlp.cu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(cu), `extern "C" cudaError_t mirage_mlp(`); n != 1 {
+		t.Errorf("%d entry points, want 1", n)
+	}
+	h, _ := os.ReadFile(filepath.Join(out, "mlp.h"))
+	for _, want := range []string{"cudaError_t mirage_mlp(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream);",
+		"size_t mirage_mlp_workspace_bytes(int64_t m);", "MIRAGE_MLP_M_MAX 16", "inputs[0]   float16  [m, 64]", "outputs[0]  float16  [m, 64]"} {
+		if !strings.Contains(string(h), want) {
+			t.Errorf("mlp.h lacks %q:\n%s", want, h)
+		}
+	}
+	graphs := filepath.Join(out, "mlp.ugraph.json")
+	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16")
+	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16:") {
+		t.Errorf("verify --dynamic: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Against another program (exp(X) as the residual), every graph differs.
+	other := filepath.Join(dir, "other.py")
+	os.WriteFile(other, []byte(strings.Replace(dynProgram, "g.add(g.matmul(M, W2), X)", "g.add(g.matmul(M, W2), g.exp(X))", 1)), 0o644)
+	if code, stdout, _ := mirage(t, "verify", other, graphs, "--dynamic", "X:0=1..16"); code != exitDiffer || !strings.Contains(stdout, "differ from the program") {
+		t.Errorf("verify --dynamic against another program: exit %d\n%s", code, stdout)
+	}
+}
+
+// TestSuperoptDynamicBadInput: every refusal is exit 2 with a message that
+// names what is wrong, and writes nothing.
+func TestSuperoptDynamicBadInput(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "mlp.py")
+	os.WriteFile(prog, []byte(dynProgram), 0o644)
+	out := filepath.Join(dir, "out")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dynamic", "X:1=1..16"}, "mlp.py:7: --dynamic X:1=1..16: rms_norm([8, m])"},
+		{[]string{"--dynamic", "W1:0=1..16"}, "mlp.py:8:"},
+		{[]string{"--dynamic", "W1:1=1..16"}, "the weight"},
+		{[]string{"--dynamic", "Z:0=1..16"}, "no input named Z"},
+		{[]string{"--dynamic", "7:0=1..16"}, "has 4 inputs"},
+		{[]string{"--dynamic", "X:3=1..16"}, "no dim 3"},
+		{[]string{"--dynamic", "X:0=0..16"}, "LO is 0"},
+		{[]string{"--dynamic", "X:0=16..1"}, "LO 16 is above HI 1"},
+		{[]string{"--dynamic", "X:0=1..16", "--buckets", "1,4"}, "below HI 16"},
+		{[]string{"--dynamic", "X:0=1..16", "--buckets", "4,2,16"}, "must ascend"},
+		{[]string{"--dynamic", "X:0=1..16", "--buckets", "1,16,32"}, "already covers HI"},
+		{[]string{"--buckets", "1,16"}, "--buckets needs --dynamic"},
+		{[]string{"--dynamic", "X:0=1..16", "--shard", "0/2", "--shard-dir", dir}, "--dynamic with --shard"},
+	} {
+		code, _, stderr := mirage(t, append([]string{"superopt", prog, "-o", out, "--no-cache"}, tt.args...)...)
+		if code != exitUnusable || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tt.args, code, stderr, exitUnusable, tt.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused run wrote its output directory")
+	}
+}

@@ -1,0 +1,283 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mirage-go/mirage/templates"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// A bucket of a dynamic program (EmitDynamic) is a static graph at m =
+// bucket; its kernels take the runtime m and leave the rows past it alone:
+// the tensors with the dynamic dim (the entry point's inputs and outputs
+// that have it) hold exactly m rows. Graph-defined kernels guard every
+// access to them (zero-filled loads, no stores); pre-defined ops run on m
+// rows. Every other tensor lives in the bucket's workspace at full size.
+
+// rowDim returns the dynamic dim of tensor t in this bucket, or -1. A
+// tensor with one has its rows below m as a prefix of its memory: the dim
+// has the bucket's extent and every dim before it extent 1.
+func (p *program) rowDim(t kernel.TensorID) (int, error) {
+	d, ok := p.rows[t]
+	if !ok {
+		return -1, nil
+	}
+	s := p.g.Tensors[t].Shape
+	if err := rowsPrefix(s, d, p.bucket); err != nil {
+		return -1, fmt.Errorf("t%d: %v", t, err)
+	}
+	return d, nil
+}
+
+func rowsPrefix(s ugraph.Shape, d, bucket int) error {
+	if d < 0 || d >= s.Rank()-1 || s.Dim(d) != bucket {
+		return fmt.Errorf("%v has no dynamic row dim %d of extent %d", s, d, bucket)
+	}
+	for i := range d {
+		if s.Dim(i) != 1 {
+			return fmt.Errorf("%v: dim %d, outside the dynamic dim %d, is not 1", s, i, d)
+		}
+	}
+	return nil
+}
+
+// rowStride is the stride of tensor t's dynamic dim, or 0 when it has
+// none.
+func (p *program) rowStride(t kernel.TensorID) (int, error) {
+	d, err := p.rowDim(t)
+	if d < 0 || err != nil {
+		return 0, err
+	}
+	return p.g.Tensors[t].Shape.Strides()[d], nil
+}
+
+// count is the C expression of n, a count of elements or rows of an op
+// whose tensors are ts (the result last): n itself, or, when one of them
+// has the dynamic dim, n/bucket·m, the part in rows below m.
+func (p *program) count(n int, ts ...kernel.TensorID) (string, error) {
+	static := fmt.Sprintf("%dLL", n)
+	d := -1
+	for _, t := range ts {
+		dt, err := p.rowDim(t)
+		if err != nil {
+			return "", err
+		}
+		if dt >= 0 {
+			d = dt
+		}
+	}
+	if d < 0 {
+		return static, nil
+	}
+	out := p.g.Tensors[ts[len(ts)-1]].Shape
+	if err := rowsPrefix(out, d, p.bucket); err != nil || n%p.bucket != 0 {
+		return "", fmt.Errorf("cannot cut %v at row m: the op's result %v does not keep the dynamic rows", n, out)
+	}
+	return fmt.Sprintf("%dLL * m", n/p.bucket), nil
+}
+
+// Bucket is one bucket of a dynamic program: Graph is static at m = Size
+// and serves m in Lo..Hi.
+type Bucket struct {
+	Size, Lo, Hi int
+	Graph        *kernel.Graph
+}
+
+// Rows says which dim of each input and output (in order) is the dynamic
+// dim m, or -1, and the range of m.
+type Rows struct {
+	Lo, Hi          int
+	Inputs, Outputs []int
+}
+
+// EmitDynamic lowers the buckets of a dynamic program to one NAME.cu and
+// NAME.h with one entry point,
+//
+//	mirage_NAME(outputs, inputs, m, workspace, stream),
+//
+// that checks m against the range and runs the bucket that serves it;
+// mirage_NAME_workspace_bytes(m) is that bucket's workspace. Each bucket's
+// kernels live in a namespace of their own (NAME_m8_kernel0, ...).
+func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Result, error) {
+	opts, err := checkArch(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(buckets) == 0 {
+		return nil, errors.New("a dynamic program without buckets")
+	}
+	cname := Sanitize(name)
+	res := &Result{Name: cname, Arch: opts.Arch.Name}
+	var progs []*program
+	for i, b := range buckets {
+		g := b.Graph
+		if g == nil || len(g.Outputs) == 0 {
+			return nil, ErrNoOutputs
+		}
+		ins := g.Inputs()
+		if len(ins) != len(rows.Inputs) || len(g.Outputs) != len(rows.Outputs) {
+			return nil, fmt.Errorf("bucket %d: %d inputs and %d outputs, the program %d and %d", b.Size, len(ins), len(g.Outputs), len(rows.Inputs), len(rows.Outputs))
+		}
+		if b.Lo > b.Hi || b.Hi > b.Size || i > 0 && b.Lo != buckets[i-1].Hi+1 || i == 0 && b.Lo != rows.Lo || i == len(buckets)-1 && b.Hi != rows.Hi {
+			return nil, fmt.Errorf("bucket %d serves %d..%d: the buckets must cover %d..%d in order", b.Size, b.Lo, b.Hi, rows.Lo, rows.Hi)
+		}
+		p := &program{name: fmt.Sprintf("%s_m%d", cname, b.Size), g: g, opts: opts, res: &Result{Name: cname, Arch: opts.Arch.Name},
+			rows: map[kernel.TensorID]int{}, bucket: b.Size}
+		for k, d := range rows.Inputs {
+			if d >= 0 {
+				p.rows[ins[k]] = d
+			}
+		}
+		for j, d := range rows.Outputs {
+			if d >= 0 {
+				p.rows[g.Outputs[j]] = d
+			}
+		}
+		for _, step := range programPasses[:len(programPasses)-1] { // all but files
+			if err := step.run(p); err != nil {
+				return nil, fmt.Errorf("bucket %d: %w", b.Size, err)
+			}
+		}
+		progs = append(progs, p)
+		res.Kernels = append(res.Kernels, p.res.Kernels...)
+		res.WorkspaceBytes = max(res.WorkspaceBytes, p.res.WorkspaceBytes)
+		res.Buffers = p.res.Buffers
+		res.Buckets = append(res.Buckets, BucketCode{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Kernels: p.res.Kernels, WorkspaceBytes: p.res.WorkspaceBytes})
+	}
+
+	cu := preamble(cname, opts)
+	for _, p := range progs {
+		ns := fmt.Sprintf("m%d", p.bucket)
+		cu.line("")
+		cu.line("namespace {")
+		cu.line("namespace %s {  // m up to %d", ns, p.bucket)
+		for _, k := range p.globals {
+			cu.line("")
+			cu.raw(k)
+		}
+		cu.line("")
+		p.hostFunction(cu, "cudaError_t run(void* const* outputs, void const* const* inputs, long long m, void* workspace, cudaStream_t stream)")
+		cu.line("")
+		cu.line("}  // namespace %s", ns)
+		cu.line("}  // namespace")
+	}
+	cu.line("")
+	cu.open("extern \"C\" size_t mirage_%s_workspace_bytes(int64_t m)", cname)
+	cu.line("if (m < %d || m > %d) return 0;", rows.Lo, rows.Hi)
+	for _, b := range res.Buckets {
+		cu.line("if (m <= %d) return %d;", b.Hi, b.WorkspaceBytes)
+	}
+	cu.line("return 0;")
+	cu.close()
+	cu.line("")
+	cu.open("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream)", cname)
+	cu.line("if (m < %d || m > %d) return cudaErrorInvalidValue;  // outside the range: no launch", rows.Lo, rows.Hi)
+	for _, b := range res.Buckets {
+		cu.line("if (m <= %d) return m%d::run(outputs, inputs, m, workspace, stream);", b.Hi, b.Size)
+	}
+	cu.line("return cudaErrorInvalidValue;")
+	cu.close()
+
+	hdr := dynamicHeader(cname, source(opts), rows, buckets, res)
+	res.Files = append(res.Files, File{Name: cname + ".cu", Data: []byte(cu.String())}, File{Name: cname + ".h", Data: []byte(hdr)})
+	if !opts.SingleFile {
+		res.Files = append(res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
+	}
+	return res, nil
+}
+
+// dynamicHeader is NAME.h of a dynamic program: the entry points, the
+// range and the buckets, and per tensor its shape with m and its bytes per
+// row of m, as constants an engine can size its buffers with.
+func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) string {
+	var w writer
+	guard := "MIRAGE_" + strings.ToUpper(name) + "_H"
+	upper := "MIRAGE_" + strings.ToUpper(name)
+	g := buckets[len(buckets)-1].Graph
+	var sizes []string
+	for _, b := range buckets {
+		sizes = append(sizes, fmt.Sprintf("%d (m %d..%d)", b.Size, b.Lo, b.Hi))
+	}
+	w.comment(fmt.Sprintf("%s.h: generated by mirage from %s. Do not edit.", name, src),
+		"",
+		fmt.Sprintf("mirage_%s(outputs, inputs, m, workspace, stream) runs the program for m rows", name),
+		fmt.Sprintf("(tokens), %d <= m <= %d, on stream, asynchronously, and returns the first CUDA", rows.Lo, rows.Hi),
+		"error (launch errors included; it prints nothing). m outside the range returns",
+		"cudaErrorInvalidValue and launches nothing. inputs[k] and outputs[j] are device",
+		"pointers to dense row-major tensors, 16-byte aligned, of exactly the shapes",
+		"below at this m (no padding rows):",
+		"")
+	shape := func(t kernel.TensorID, d int) string {
+		s := g.Tensors[t].Shape
+		if d >= 0 {
+			s = s.WithDynamic(d)
+		}
+		return s.String()
+	}
+	for k, t := range g.Inputs() {
+		w.comment(fmt.Sprintf("  inputs[%d]   %-8v %v", k, g.Tensors[t].DType, shape(t, rows.Inputs[k])))
+	}
+	for j, t := range g.Outputs {
+		w.comment(fmt.Sprintf("  outputs[%d]  %-8v %v", j, g.Tensors[t].DType, shape(t, rows.Outputs[j])))
+	}
+	w.comment("",
+		"Each bucket is its own verified μGraph, searched at m = its size; the entry",
+		"point runs the smallest bucket at or above m, whose kernels neither read nor",
+		"write rows past m. Buckets: "+strings.Join(sizes, ", ")+".",
+		"",
+		fmt.Sprintf("workspace: mirage_%s_workspace_bytes(m) bytes of device memory,", name),
+		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",
+		"must not be shared by calls that run at the same time. An engine allocates",
+		fmt.Sprintf("once for %s_M_MAX rows and passes the same buffers at every m.", upper))
+	w.line("#ifndef %s", guard)
+	w.line("#define %s", guard)
+	w.line("")
+	w.line("#include <cuda_runtime.h>")
+	w.line("#include <stddef.h>")
+	w.line("#include <stdint.h>")
+	w.line("")
+	w.line("#define %s_M_MIN %d", upper, rows.Lo)
+	w.line("#define %s_M_MAX %d", upper, rows.Hi)
+	w.line("#define %s_BUCKETS %d", upper, len(buckets))
+	w.line("#define %s_INPUTS %d", upper, len(rows.Inputs))
+	w.line("#define %s_OUTPUTS %d", upper, len(rows.Outputs))
+	w.line("")
+	w.comment("Per input, then per output: element size in bytes, elements per row of m",
+		"(0 when the tensor has no dim m) and elements at any m (0 when it has).")
+	var tensors []string
+	add := func(t kernel.TensorID, d int) {
+		tt := g.Tensors[t]
+		perRow, fixed := 0, tt.Shape.NumElements()
+		if d >= 0 {
+			perRow, fixed = tt.Shape.Strides()[d], 0
+		}
+		tensors = append(tensors, fmt.Sprintf("{%d, %d, %d}", tt.DType.Size(), perRow, fixed))
+	}
+	for k, t := range g.Inputs() {
+		add(t, rows.Inputs[k])
+	}
+	for j, t := range g.Outputs {
+		add(t, rows.Outputs[j])
+	}
+	w.line("static const long long mirage_%s_tensors[%d][3] = {%s};", name, len(tensors), strings.Join(tensors, ", "))
+	w.line("static const long long mirage_%s_m_range[2] = {%d, %d};", name, rows.Lo, rows.Hi)
+	w.line("static const int mirage_%s_inputs_outputs[2] = {%d, %d};", name, len(rows.Inputs), len(rows.Outputs))
+	w.line("")
+	w.line("#ifdef __cplusplus")
+	w.line("extern \"C\" {")
+	w.line("#endif")
+	w.line("")
+	w.line("size_t mirage_%s_workspace_bytes(int64_t m);", name)
+	w.line("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream);", name)
+	w.line("")
+	w.line("#ifdef __cplusplus")
+	w.line("}")
+	w.line("#endif")
+	w.line("")
+	w.line("#endif  // %s", guard)
+	return w.String()
+}

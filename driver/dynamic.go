@@ -1,0 +1,339 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// A dynamic dim (DESIGN §9) is the symbol m of a program whose inputs were
+// marked with kernel.Graph.WithDynamic. Its range LO..HI is covered by
+// buckets: bucket b serves the m above the bucket before it, up to b, and
+// is searched as the static program at m = b.
+
+// DynamicFlag is one --dynamic INPUT:DIM=LO..HI: Input is an input's
+// position (from 0) or the program's name for it.
+type DynamicFlag struct {
+	Input  string
+	Dim    int
+	Lo, Hi int
+}
+
+func (f DynamicFlag) String() string { return fmt.Sprintf("%s:%d=%d..%d", f.Input, f.Dim, f.Lo, f.Hi) }
+
+// ParseDynamicFlag parses INPUT:DIM=LO..HI.
+func ParseDynamicFlag(s string) (DynamicFlag, error) {
+	var f DynamicFlag
+	bad := func(why string) (DynamicFlag, error) {
+		return DynamicFlag{}, fmt.Errorf("--dynamic %q: %s (want INPUT:DIM=LO..HI, e.g. X:0=1..64)", s, why)
+	}
+	in, rest, ok := strings.Cut(s, ":")
+	if !ok || in == "" {
+		return bad("no INPUT:")
+	}
+	dim, rng, ok := strings.Cut(rest, "=")
+	if !ok {
+		return bad("no =LO..HI")
+	}
+	d, err := strconv.Atoi(dim)
+	if err != nil || d < 0 || d >= ugraph.MaxRank {
+		return bad(fmt.Sprintf("DIM %q is not a dim (0 to %d)", dim, ugraph.MaxRank-1))
+	}
+	los, his, ok := strings.Cut(rng, "..")
+	if !ok {
+		return bad("the range has no ..")
+	}
+	lo, err1 := strconv.Atoi(los)
+	hi, err2 := strconv.Atoi(his)
+	switch {
+	case err1 != nil || err2 != nil:
+		return bad("LO and HI must be integers")
+	case lo < 1:
+		return bad(fmt.Sprintf("LO is %d; m counts rows, at least 1", lo))
+	case lo > hi:
+		return bad(fmt.Sprintf("LO %d is above HI %d", lo, hi))
+	case hi > ugraph.MaxDim:
+		return bad(fmt.Sprintf("HI %d is above %d", hi, ugraph.MaxDim))
+	}
+	f.Input, f.Dim, f.Lo, f.Hi = in, d, lo, hi
+	return f, nil
+}
+
+// MarkDynamic returns program with the inputs the flags name marked (one
+// symbol m: every flag must give the same range), and the range. names
+// maps the program's names for inputs to their positions. An op that mixes
+// rows is a *kernel.DynamicError.
+func MarkDynamic(program *kernel.Graph, flags []DynamicFlag, names map[string]int) (*kernel.Graph, int, int, error) {
+	inputs := program.Inputs()
+	dims := map[kernel.TensorID]int{}
+	for _, f := range flags {
+		if f.Lo != flags[0].Lo || f.Hi != flags[0].Hi {
+			return nil, 0, 0, fmt.Errorf("--dynamic %v and %v: the dynamic inputs share one m, so one range", flags[0], f)
+		}
+		k, err := strconv.Atoi(f.Input)
+		if err != nil {
+			var ok bool
+			if k, ok = names[f.Input]; !ok {
+				return nil, 0, 0, fmt.Errorf("--dynamic %v: the program has no input named %s%s", f, f.Input, knownNames(names))
+			}
+		} else if k < 0 || k >= len(inputs) {
+			return nil, 0, 0, fmt.Errorf("--dynamic %v: the program has %d inputs (0 to %d)", f, len(inputs), len(inputs)-1)
+		}
+		t := inputs[k]
+		if r := program.Tensors[t].Shape.Rank(); f.Dim >= r {
+			return nil, 0, 0, fmt.Errorf("--dynamic %v: input %d is %v, with no dim %d", f, k, program.Tensors[t].Shape, f.Dim)
+		}
+		if d, ok := dims[t]; ok && d != f.Dim {
+			return nil, 0, 0, fmt.Errorf("--dynamic %v: input %d already has dim %d dynamic; one dim per input", f, k, d)
+		}
+		dims[t] = f.Dim
+	}
+	if len(flags) == 0 {
+		return nil, 0, 0, errors.New("no --dynamic input")
+	}
+	g, err := program.WithDynamic(dims)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return g, flags[0].Lo, flags[0].Hi, nil
+}
+
+func knownNames(names map[string]int) string {
+	if len(names) == 0 {
+		return " (it names none; give the input's position)"
+	}
+	return " (inputs: " + strings.Join(slices.Sorted(maps.Keys(names)), ", ") + ", or a position)"
+}
+
+// DefaultBuckets are the powers of two from the one at or below lo... up
+// to the first at or above hi: 1, 2, 4, ..., 64 for 1..64.
+func DefaultBuckets(lo, hi int) []int {
+	b := 1 << (bits.Len(uint(lo)) - 1) // the power of two at or below lo
+	if b < lo {
+		b *= 2
+	}
+	var out []int
+	for ; ; b *= 2 {
+		out = append(out, b)
+		if b >= hi {
+			return out
+		}
+	}
+}
+
+// ParseBuckets parses --buckets 1,8,64 and checks it against lo..hi:
+// ascending sizes, each within the range but the last, which is at or
+// above hi.
+func ParseBuckets(s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--buckets %q: %q is not an integer", s, f)
+		}
+		out = append(out, b)
+	}
+	return out, CheckBuckets(out, lo, hi)
+}
+
+// CheckBuckets checks bucket sizes against the range lo..hi.
+func CheckBuckets(b []int, lo, hi int) error {
+	if len(b) == 0 {
+		return errors.New("--buckets: no bucket")
+	}
+	for i, s := range b {
+		switch {
+		case s < lo:
+			return fmt.Errorf("--buckets %v: %d is below the range %d..%d", b, s, lo, hi)
+		case i > 0 && s <= b[i-1]:
+			return fmt.Errorf("--buckets %v: sizes must ascend (%d after %d)", b, s, b[i-1])
+		case i < len(b)-1 && s >= hi:
+			return fmt.Errorf("--buckets %v: %d already covers HI %d; the buckets after it serve no m", b, s, hi)
+		case s > ugraph.MaxDim:
+			return fmt.Errorf("--buckets %v: %d is too large", b, s)
+		}
+	}
+	if last := b[len(b)-1]; last < hi {
+		return fmt.Errorf("--buckets %v: the last bucket %d is below HI %d; m up to %d would have none", b, last, hi, hi)
+	}
+	return nil
+}
+
+// Bucket is the answer for the m a bucket serves.
+type Bucket struct {
+	Size   int // the m it was searched at
+	Lo, Hi int // the m it serves
+	*Result
+}
+
+// DynamicResult is the outcome of RunDynamic: a bucket per size, each its
+// own verified answer.
+type DynamicResult struct {
+	Program *kernel.Graph // the program, with m
+	Lo, Hi  int
+	Buckets []*Bucket
+	Stats   search.Stats // totals over the buckets
+	Stopped string       // why a bucket stopped early, if one did
+	// Reused counts the part searches that checked their candidates with
+	// fingerprints cut from a larger bucket's.
+	Reused int
+}
+
+// RunDynamic superoptimizes program (with the dynamic dim m, in lo..hi)
+// once per bucket size, as the static program at m = size, largest first.
+//
+// The buckets share work: a part's search at a smaller size checks its
+// candidates against the fingerprints the largest bucket's search made
+// of the same part, cut to its rows (ffverify.Verifier.Prefix; the
+// program's rows are independent), rather than evaluating the part again;
+// and the searches share Options.Cache. The whole run keeps
+// Options.TimeLimit: each bucket may take the time left in proportion to
+// its size among the buckets left, so time a bucket does not use goes to
+// the smaller ones.
+func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets []int, opts Options) (*DynamicResult, error) {
+	if !program.Dynamic() {
+		return nil, errors.New("RunDynamic: the program has no dynamic dim")
+	}
+	if err := CheckBuckets(buckets, lo, hi); err != nil {
+		return nil, err
+	}
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	start := time.Now()
+	deadline := start.Add(opts.TimeLimit)
+	res := &DynamicResult{Program: program, Lo: lo, Hi: hi, Buckets: make([]*Bucket, len(buckets))}
+	opts.fingerprints = &fingerprints{of: map[string]*ffverify.Verifier{}}
+	left := 0
+	for _, size := range buckets {
+		left += size
+	}
+	for i := len(buckets) - 1; i >= 0; i-- {
+		size := buckets[i]
+		static, err := program.Bind(size)
+		if err != nil {
+			return nil, err
+		}
+		o := opts
+		o.TimeLimit = max(time.Until(deadline)*time.Duration(size)/time.Duration(left), time.Second)
+		left -= size
+		if o.Log != nil {
+			log := opts.Log
+			o.Log = func(line string) { log(fmt.Sprintf("bucket %d: %s", size, line)) }
+		}
+		r, err := Run(ctx, static, o)
+		if err != nil {
+			return nil, fmt.Errorf("bucket m = %d: %v", size, err)
+		}
+		from := lo
+		if i > 0 {
+			from = buckets[i-1] + 1
+		}
+		res.Buckets[i] = &Bucket{Size: size, Lo: from, Hi: min(size, hi), Result: r}
+		res.Stats.Add(r.Stats)
+		if r.Stopped != "" && res.Stopped == "" {
+			res.Stopped = r.Stopped
+		}
+	}
+	res.Stats.Seconds = time.Since(start).Seconds()
+	res.Reused = opts.fingerprints.reused
+	return res, nil
+}
+
+// fingerprints are the verifiers of a dynamic run's part searches, by the
+// part's ops: a search of the same part at fewer rows cuts them to its
+// own (Verifier.Prefix). Buckets are searched largest first, so the first
+// kept is the one to cut from.
+type fingerprints struct {
+	mu     sync.Mutex
+	of     map[string]*ffverify.Verifier
+	reused int
+}
+
+// prefix returns a verifier for o's part made from a larger bucket's, or
+// nil (the search then makes its own).
+func (f *fingerprints) prefix(o *outcome) *ffverify.Verifier {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	v := f.of[o.ops]
+	f.mu.Unlock()
+	if v == nil {
+		return nil
+	}
+	p, err := v.Prefix(o.program)
+	if err != nil {
+		return nil // not for a row-independent program; the search makes its own
+	}
+	f.mu.Lock()
+	f.reused++
+	f.mu.Unlock()
+	return p
+}
+
+// keep records v, the verifier of o's part, unless one is kept already.
+func (f *fingerprints) keep(o *outcome, v *ffverify.Verifier) {
+	if f == nil || v == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.of[o.ops] == nil {
+		f.of[o.ops] = v
+	}
+}
+
+// BucketFor returns the bucket that serves m: the smallest at or above it.
+func (r *DynamicResult) BucketFor(m int) (*Bucket, bool) {
+	if m < r.Lo || m > r.Hi {
+		return nil, false
+	}
+	for _, b := range r.Buckets {
+		if m <= b.Size {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// EstimateAt is the cost model's time of the answer for m rows: the
+// bucket that serves m, its chosen candidate (rank, as EmitCUDA took it)
+// run for m rows of the bucket's size.
+func (r *DynamicResult) EstimateAt(m, rank int, arch target.Arch) (cost.Estimate, error) {
+	b, ok := r.BucketFor(m)
+	if !ok {
+		return cost.Estimate{}, fmt.Errorf("m = %d is outside %d..%d", m, r.Lo, r.Hi)
+	}
+	if rank < 0 || rank >= len(b.Candidates) {
+		return cost.Estimate{}, fmt.Errorf("bucket %d has no candidate %d", b.Size, rank)
+	}
+	g := b.Candidates[rank].Graph
+	rows := cost.Rows{Bucket: b.Size, Active: m, Dims: map[kernel.TensorID]int{}}
+	ins, outs := r.Program.DynamicDims()
+	for k, t := range g.Inputs() {
+		if ins[k] >= 0 {
+			rows.Dims[t] = ins[k]
+		}
+	}
+	for j, t := range g.Outputs {
+		if outs[j] >= 0 {
+			rows.Dims[t] = outs[j]
+		}
+	}
+	return cost.EstimateRows(g, arch, rows)
+}

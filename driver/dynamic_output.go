@@ -1,0 +1,153 @@
+package driver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Rows says which dim of each input and output of the program is m.
+func (r *DynamicResult) Rows() cuda.Rows {
+	ins, outs := r.Program.DynamicDims()
+	return cuda.Rows{Lo: r.Lo, Hi: r.Hi, Inputs: ins, Outputs: outs}
+}
+
+// DynamicMeta is the "dynamic" object of a dynamic program's μGraph
+// document: which dims are m, the range, and the buckets, whose graphs
+// follow one another in the document (each bucket's best first).
+type DynamicMeta struct {
+	Inputs  []int `json:"inputs"`  // per input, its dim that is m, or -1
+	Outputs []int `json:"outputs"` // per output
+	Lo      int   `json:"lo"`
+	Hi      int   `json:"hi"`
+	Buckets []int `json:"buckets"`
+}
+
+// bucketMeta is the meta of one graph of a dynamic document: the figures
+// a static one has, and the bucket.
+type bucketMeta struct {
+	Bucket      int     `json:"bucket"`
+	Lo          int     `json:"lo"`
+	Hi          int     `json:"hi"`
+	Rank        int     `json:"rank"` // within the bucket
+	Kernels     int     `json:"kernels"`
+	Customized  int     `json:"customized"`
+	EstimatedUs float64 `json:"estimated_us"`
+	DeviceBytes int64   `json:"device_bytes"`
+	Flops       int64   `json:"flops"`
+	Unfused     bool    `json:"unfused"`
+}
+
+// File returns the buckets' candidates as one μGraph document, bucket after
+// bucket, each bucket's best first; its meta holds "dynamic" (DynamicMeta)
+// beside meta's fields.
+func (r *DynamicResult) File(name string, meta any) (*kernel.File, error) {
+	rows := r.Rows()
+	dm := DynamicMeta{Inputs: rows.Inputs, Outputs: rows.Outputs, Lo: r.Lo, Hi: r.Hi}
+	f := &kernel.File{Name: name}
+	for _, b := range r.Buckets {
+		dm.Buckets = append(dm.Buckets, b.Size)
+		for i, c := range b.Candidates {
+			m, err := json.Marshal(bucketMeta{Bucket: b.Size, Lo: b.Lo, Hi: b.Hi, Rank: i, Kernels: c.Kernels, Customized: c.Customized,
+				EstimatedUs: c.Estimate.Micros, DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, Unfused: c.Unfused})
+			if err != nil {
+				return nil, err
+			}
+			f.Graphs = append(f.Graphs, kernel.Entry{Graph: c.Graph, Meta: m})
+		}
+	}
+	doc := map[string]any{}
+	if meta != nil {
+		raw, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, fmt.Errorf("the document's meta must be an object: %v", err)
+		}
+	}
+	doc["dynamic"] = dm
+	m, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	f.Meta = m
+	return f, nil
+}
+
+// EmitCUDA lowers each bucket's best candidate that lowers (the unfused
+// program always does) into one entry point. It returns, per bucket, the
+// rank of the candidate it took.
+func (r *DynamicResult) EmitCUDA(name string, opts cuda.Options, warn func(string)) (*cuda.Result, []int, error) {
+	rows := r.Rows()
+	var chosen []cuda.Bucket
+	var ranks []int
+	for _, b := range r.Buckets {
+		rank := -1
+		for i, c := range b.Candidates {
+			one := cuda.Bucket{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Graph: c.Graph}
+			rr := rows
+			rr.Lo, rr.Hi = b.Lo, b.Hi
+			if _, err := cuda.EmitDynamic(name, rr, []cuda.Bucket{one}, opts); err != nil {
+				if warn != nil {
+					warn(fmt.Sprintf("bucket %d, candidate %d: no CUDA: %v", b.Size, i, err))
+				}
+				continue
+			}
+			chosen, rank = append(chosen, one), i
+			break
+		}
+		if rank < 0 {
+			return nil, nil, fmt.Errorf("bucket %d: no candidate lowers to CUDA", b.Size)
+		}
+		ranks = append(ranks, rank)
+	}
+	res, err := cuda.EmitDynamic(name, rows, chosen, opts)
+	return res, ranks, err
+}
+
+// DynamicWritten says what DynamicResult.Write wrote.
+type DynamicWritten struct {
+	Graph string   // the .ugraph.json's path
+	Ranks []int    // per bucket, the candidate whose CUDA was written; nil: none
+	CUDA  []string // the CUDA files' paths
+}
+
+// Write writes the buckets' candidates as one μGraph document and, with
+// out.CUDA, the one entry point, as one set (as Result.Write does).
+func (r *DynamicResult) Write(out Output) (*DynamicWritten, error) {
+	file, err := r.File(out.Name, out.Meta)
+	if err != nil {
+		return nil, err
+	}
+	var data bytes.Buffer
+	if err := file.Encode(&data); err != nil {
+		return nil, err
+	}
+	w := &DynamicWritten{Graph: filepath.Join(out.Dir, out.Name+".ugraph.json")}
+	files := []atomicfile.File{{Name: out.Name + ".ugraph.json", Data: data.Bytes()}}
+	if out.CUDA != nil {
+		res, ranks, err := r.EmitCUDA(out.Name, *out.CUDA, out.Warn)
+		if err != nil {
+			return nil, err
+		}
+		w.Ranks = ranks
+		for _, f := range res.Files {
+			files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
+			w.CUDA = append(w.CUDA, filepath.Join(out.Dir, f.Name))
+		}
+	}
+	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteSet(out.Dir, files, out.Name+".manifest.json"); err != nil {
+		return nil, fmt.Errorf("writing the result: %v", err)
+	}
+	return w, nil
+}

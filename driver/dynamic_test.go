@@ -1,0 +1,387 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/examples"
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+func TestParseDynamicFlag(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want DynamicFlag
+		err  string
+	}{
+		{"X:0=1..64", DynamicFlag{"X", 0, 1, 64}, ""},
+		{"0:1=4..4", DynamicFlag{"0", 1, 4, 4}, ""},
+		{"X:0=0..64", DynamicFlag{}, "LO is 0"},
+		{"X:0=65..64", DynamicFlag{}, "LO 65 is above HI 64"},
+		{"X:0=1-64", DynamicFlag{}, "no .."},
+		{"X=1..64", DynamicFlag{}, "no INPUT:"},
+		{"X:a=1..64", DynamicFlag{}, "is not a dim"},
+		{"X:0", DynamicFlag{}, "no =LO..HI"},
+		{"X:0=one..64", DynamicFlag{}, "integers"},
+		{":0=1..64", DynamicFlag{}, "no INPUT:"},
+	} {
+		got, err := ParseDynamicFlag(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: %v, %v; want an error with %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%q: %v, %v; want %v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	for _, tt := range []struct{ lo, hi int; want []int }{
+		{1, 64, []int{1, 2, 4, 8, 16, 32, 64}},
+		{1, 1, []int{1}},
+		{5, 64, []int{8, 16, 32, 64}},
+		{1, 100, []int{1, 2, 4, 8, 16, 32, 64, 128}},
+		{4, 4, []int{4}},
+	} {
+		if got := DefaultBuckets(tt.lo, tt.hi); !slices.Equal(got, tt.want) {
+			t.Errorf("DefaultBuckets(%d, %d) = %v, want %v", tt.lo, tt.hi, got, tt.want)
+		}
+		if err := CheckBuckets(DefaultBuckets(tt.lo, tt.hi), tt.lo, tt.hi); err != nil {
+			t.Errorf("the default buckets of %d..%d: %v", tt.lo, tt.hi, err)
+		}
+	}
+	for _, tt := range []struct {
+		s   string
+		err string
+	}{
+		{"1,8,64", ""},
+		{"1,8,100", ""},
+		{"8,1,64", "must ascend"},
+		{"1,8", "below HI 64"},
+		{"0,8,64", "below the range"},
+		{"1,64,128", "already covers HI"},
+		{"1,x,64", "not an integer"},
+		{"", "not an integer"},
+	} {
+		_, err := ParseBuckets(tt.s, 1, 64)
+		if (tt.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("--buckets %q: %v; want %q", tt.s, err, tt.err)
+		}
+	}
+}
+
+// TestMarkDynamic: inputs by name or position; the errors a user meets.
+func TestMarkDynamic(t *testing.T) {
+	src := "import mirage as mi\ng = mi.new_kernel_graph()\n" + strings.TrimPrefix(programs["llama_mlp"], "\n") + "\n"
+	p, err := frontend.Load("llama_mlp.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := func(s string) DynamicFlag {
+		f, err := ParseDynamicFlag(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, in := range []string{"X:0=1..64", "0:0=1..64"} {
+		g, lo, hi, err := MarkDynamic(p.Graph, []DynamicFlag{flag(in)}, p.Names)
+		if err != nil || lo != 1 || hi != 64 {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if ins, outs := g.DynamicDims(); !slices.Equal(ins, []int{0, -1, -1, -1}) || !slices.Equal(outs, []int{0}) {
+			t.Errorf("%s: dynamic dims %v -> %v", in, ins, outs)
+		}
+	}
+	for _, tt := range []struct {
+		flags []string
+		err   string
+		op    int // a *kernel.DynamicError at this op, or -1
+	}{
+		{[]string{"Y:0=1..64"}, "no input named Y (inputs: W1, W2, W3, X, or a position)", -1},
+		{[]string{"4:0=1..64"}, "has 4 inputs", -1},
+		{[]string{"X:2=1..64"}, "with no dim 2", -1},
+		{[]string{"X:1=1..64"}, "normalizes across the dynamic dim m", 4},
+		{[]string{"W1:0=1..64"}, "the weight", 5},
+		{[]string{"X:0=1..64", "W1:0=1..64"}, "the weight", 5},
+		{[]string{"W1:1=1..64"}, "the weight", 5},
+		{[]string{"X:0=1..64", "W1:0=1..32"}, "one range", -1},
+	} {
+		var flags []DynamicFlag
+		for _, s := range tt.flags {
+			flags = append(flags, flag(s))
+		}
+		_, _, _, err := MarkDynamic(p.Graph, flags, p.Names)
+		var de *kernel.DynamicError
+		switch {
+		case err == nil || !strings.Contains(err.Error(), tt.err):
+			t.Errorf("%v: %v; want an error with %q", tt.flags, err, tt.err)
+		case tt.op >= 0 && (!errors.As(err, &de) || de.Op != tt.op):
+			t.Errorf("%v: %v; want it at op %d", tt.flags, err, tt.op)
+		}
+	}
+}
+
+// TestDynamicEngine searches a small LLaMA MLP block with m dynamic in
+// 1..8 (buckets 1, 2, 4, 8), emits its one entry point, and runs it in the
+// CPU emulator through examples/engine: a decode loop whose m changes at
+// every step, each step's outputs checked against the interpreter at that
+// m, and no row past m written.
+func TestDynamicEngine(t *testing.T) {
+	needGXX(t)
+	for _, name := range []string{"llama_mlp", "rmsnorm_matmul_dyn"} {
+		t.Run(name, func(t *testing.T) {
+			body := programs[name]
+			if name == "rmsnorm_matmul_dyn" {
+				body = `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 96), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W))`
+			}
+			program, err := loadSource(t, name, body).WithDynamic(map[kernel.TensorID]int{0: 0})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const lo, hi = 1, 8
+			res, err := RunDynamic(context.Background(), program, lo, hi, DefaultBuckets(lo, hi), Options{TimeLimit: 2 * time.Minute, Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Buckets) != 4 {
+				t.Fatalf("%d buckets, want 4", len(res.Buckets))
+			}
+			fused := 0
+			for _, b := range res.Buckets {
+				// Each bucket's answer is verified at its own size.
+				static, _ := program.Bind(b.Size)
+				r, err := ffverify.Equivalent(static, b.Candidates[0].Graph, ffverify.Options{Seed: 3})
+				if err != nil || !r.Equivalent {
+					t.Errorf("bucket %d: its best is not the program at m = %d: %v %v", b.Size, b.Size, r, err)
+				}
+				if b.Candidates[0].Customized > 0 {
+					fused++
+				}
+			}
+			if fused == 0 {
+				t.Errorf("no bucket fused: the guards of graph-defined kernels go untested")
+			}
+			code, ranks, err := res.EmitCUDA(name, cuda.Options{}, func(msg string) { t.Log(msg) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkCostAtM(t, res, ranks)
+			out := runEngine(t, program, code, lo, hi, []int{1, 3, 5, 8, 2, 7, 4, 6, 0, 9})
+			for _, want := range []string{"m=0: outside 1..8: refused", "m=9: outside 1..8: refused", "m=5: error"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the engine's report lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestDynamicLibraryKernels runs the unfused program (pre-defined ops
+// only: the runtime's GEMM, RMSNorm, element-wise kernels) as every
+// bucket: each must work on the m rows it is given.
+func TestDynamicLibraryKernels(t *testing.T) {
+	needGXX(t)
+	program, err := load(t, "llama_mlp").WithDynamic(map[kernel.TensorID]int{0: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := cuda.Rows{Lo: 1, Hi: 16}
+	rows.Inputs, rows.Outputs = program.DynamicDims()
+	var buckets []cuda.Bucket
+	from := 1
+	for _, size := range []int{4, 16} {
+		g, err := program.Bind(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buckets = append(buckets, cuda.Bucket{Size: size, Lo: from, Hi: size, Graph: g})
+		from = size + 1
+	}
+	code, err := cuda.EmitDynamic("llama_mlp_unfused", rows, buckets, cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEngine(t, program, code, 1, 16, []int{1, 3, 4, 5, 13, 16})
+}
+
+// checkCostAtM: by the cost model, the bucket that runs m is never slower
+// than the static μGraph at the bucket's size, grows with m, and moves
+// fewer bytes below the bucket's size (padding rows cost no traffic).
+func checkCostAtM(t *testing.T, res *DynamicResult, ranks []int) {
+	t.Helper()
+	arch := target.MustLookup(target.Default)
+	for i, b := range res.Buckets {
+		static, err := cost.EstimateGraph(b.Candidates[ranks[i]].Graph, arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev cost.Estimate
+		for m := b.Lo; m <= b.Hi; m++ {
+			e, err := res.EstimateAt(m, ranks[i], arch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Micros > static.Micros || e.Bytes > static.Bytes {
+				t.Errorf("bucket %d at m = %d: %.2f µs, %d bytes; the static μGraph %.2f µs, %d bytes", b.Size, m, e.Micros, e.Bytes, static.Micros, static.Bytes)
+			}
+			if m < b.Size && e.Bytes >= static.Bytes {
+				t.Errorf("bucket %d at m = %d moves %d bytes, as many as at %d rows", b.Size, m, e.Bytes, b.Size)
+			}
+			if m > b.Lo && (e.Micros < prev.Micros || e.Bytes < prev.Bytes) {
+				t.Errorf("bucket %d: m = %d is estimated faster than m = %d", b.Size, m, m-1)
+			}
+			prev = e
+		}
+		if e, _ := res.EstimateAt(b.Size, ranks[i], arch); e.Micros != static.Micros || e.Bytes != static.Bytes {
+			t.Errorf("bucket %d at its own size: %v, the static estimate %v", b.Size, e.Micros, static.Micros)
+		}
+	}
+}
+
+func needGXX(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("g++"); err != nil {
+		if os.Getenv("MIRAGE_REQUIRE_EMULATOR") != "" {
+			t.Fatalf("g++: %v", err)
+		}
+		t.Skip("no g++ (scripts/setup.sh installs it)")
+	}
+}
+
+// runEngine builds examples/engine over code, the dynamic program's
+// CUDA, and runs its decode loop at the given m, with each step's outputs
+// expected to be the interpreter's on the first m rows. It returns what the
+// engine printed, failing the test unless it exits 0.
+func runEngine(t *testing.T, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin, warnings, err := cuda.BuildEngine(context.Background(), dir, code, examples.Engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("g++ warnings:\n%s", warnings)
+	}
+	// Inputs at hi rows, multiples of 1/64 in [-1, 1]: exact in every dtype.
+	full, err := program.Bind(hi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 8))
+	var in bytes.Buffer
+	var data [][]float64
+	for _, id := range full.Inputs() {
+		x := make([]float64, full.Tensors[id].Shape.NumElements())
+		for i := range x {
+			x[i] = float64(r.IntN(129)-64) / 64
+			binary.Write(&in, binary.LittleEndian, float32(x[i]))
+		}
+		data = append(data, x)
+	}
+	var ref bytes.Buffer
+	var args []string
+	for _, m := range steps {
+		args = append(args, fmt.Sprint(m))
+		if m < lo || m > hi {
+			continue
+		}
+		at, err := program.Bind(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ins []*interp.Tensor
+		for k, id := range at.Inputs() {
+			s := at.Tensors[id].Shape
+			x, err := interp.FromSlice(s, data[k][:s.NumElements()]) // the first m rows
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins = append(ins, x)
+		}
+		want, err := interp.Run(at, ins)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			for _, v := range w.Data {
+				binary.Write(&ref, binary.LittleEndian, float32(v))
+			}
+		}
+	}
+	inPath, refPath := filepath.Join(dir, "inputs.bin"), filepath.Join(dir, "reference.bin")
+	if err := os.WriteFile(inPath, in.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(refPath, ref.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{inPath, refPath}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the engine: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestBucketsAreStaticRuns: each bucket's answer is the one a static run
+// of the program written at its size gives, though the dynamic run checks
+// the smaller buckets' candidates with the largest one's fingerprints.
+func TestBucketsAreStaticRuns(t *testing.T) {
+	program, err := load(t, "shared_norm").WithDynamic(map[kernel.TensorID]int{0: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{TimeLimit: 2 * time.Minute, Workers: 2, PartResults: 3}
+	res, err := RunDynamic(context.Background(), program, 1, 16, []int{3, 16}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Reused == 0 {
+		t.Error("bucket 3 made its own fingerprints rather than cut bucket 16's")
+	}
+	for _, b := range res.Buckets {
+		static, _ := program.Bind(b.Size)
+		want, err := Run(context.Background(), static, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Stopped != "" || want.Stopped != "" {
+			t.Fatalf("bucket %d stopped early (%q, %q)", b.Size, b.Stopped, want.Stopped)
+		}
+		if got, want := hashes(b.Candidates), hashes(want.Candidates); !slices.Equal(got, want) {
+			t.Errorf("bucket %d: candidates %x, a static run %x", b.Size, got, want)
+		}
+	}
+}
+
+func hashes(cs []*Candidate) []uint64 {
+	var hs []uint64
+	for _, c := range cs {
+		hs = append(hs, c.Hash)
+	}
+	return hs
+}

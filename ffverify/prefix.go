@@ -1,0 +1,75 @@
+package ffverify
+
+import (
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Prefix returns a Verifier for program, which must compute on the first
+// rows of the inputs v's program takes the first rows of its outputs: a
+// program whose rows are independent (DESIGN §9), written for fewer rows
+// (kernel.Graph.Bind). The draws' inputs are keyed by their flat position,
+// so program's draws are the first rows of v's, and v's fingerprints of
+// the outputs, cut to their first rows, are program's: no evaluation.
+//
+// Each input and output of program must be its counterpart of v's, or
+// have fewer rows along a dim outside which every dim is 1 (so that its
+// rows are a prefix of the other's memory). Prefix does not check that
+// program computes what v's program computes on those rows; Verify's
+// candidates are checked against program as that promise makes it.
+func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
+	p, err := newPlan(program)
+	if err != nil {
+		return nil, fmt.Errorf("ffverify: program: %w", err)
+	}
+	nv := newVerifier(p, v.opts)
+	if len(nv.inputs) != len(v.inputs) || len(nv.outputs) != len(v.outputs) {
+		return nil, fmt.Errorf("ffverify: a prefix program has %d inputs and %d outputs, not %d and %d", len(nv.inputs), len(nv.outputs), len(v.inputs), len(v.outputs))
+	}
+	for k, s := range nv.inputs {
+		if !rowPrefix(s, v.inputs[k]) {
+			return nil, fmt.Errorf("ffverify: input %d %v is not the first rows of %v", k, s, v.inputs[k])
+		}
+	}
+	for j, s := range nv.outputs {
+		if !rowPrefix(s, v.outputs[j]) {
+			return nil, fmt.Errorf("ffverify: output %d %v is not the first rows of %v", j, s, v.outputs[j])
+		}
+	}
+	nv.held = ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
+	nv.shareInputs(p)
+	nv.prints = make([][]*tensor, len(v.prints))
+	for t, outs := range v.prints {
+		for j, o := range outs {
+			s := nv.outputs[j]
+			nv.prints[t] = append(nv.prints[t], &tensor{shape: s, v: o.v[:s.NumElements():s.NumElements()]})
+		}
+	}
+	return nv, nil
+}
+
+// rowPrefix reports whether a tensor of shape s holds the first elements
+// of one of shape of, in row-major order: equal shapes, or equal but for
+// one dim, smaller in s, with every dim before it 1.
+func rowPrefix(s, of ugraph.Shape) bool {
+	if s.Rank() != of.Rank() {
+		return false
+	}
+	for d := range s.Rank() {
+		if s.Dim(d) == of.Dim(d) {
+			continue
+		}
+		if s.Dim(d) > of.Dim(d) {
+			return false
+		}
+		for i := range s.Rank() {
+			if i < d && of.Dim(i) != 1 || i > d && s.Dim(i) != of.Dim(i) {
+				return false
+			}
+		}
+		return true
+	}
+	return true
+}

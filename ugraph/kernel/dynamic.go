@@ -1,0 +1,150 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/mirage-go/mirage/ugraph"
+)
+
+// DynamicError is an op of a program that cannot take the dynamic dim m
+// (DESIGN §9): Op indexes Graph.Ops.
+type DynamicError struct {
+	Op  int
+	Err error
+}
+
+func (e *DynamicError) Error() string { return fmt.Sprintf("op %d: %v", e.Op, e.Err) }
+func (e *DynamicError) Unwrap() error { return e.Err }
+
+// WithDynamic returns a copy of program g whose inputs named in dims (input
+// tensor -> dim) have that dim made the symbol m, every result derived again
+// by the shape rules, which carry m where rows stay apart and refuse the
+// ops that would mix rows (a *DynamicError naming the op).
+//
+// The emitted code guards rows past m by comparing flat offsets with m
+// times the dynamic dim's stride, so every tensor with m must have it as
+// its outermost dim of extent above 1, and not as its last dim; graph-
+// defined kernels in the program itself are refused (their maps were
+// written for one size).
+func (g *Graph) WithDynamic(dims map[TensorID]int) (*Graph, error) {
+	out := New()
+	// A dim that the emitted guards cannot take is reported after the
+	// shape rules: an op that mixes rows says more about a program.
+	var unguardable error
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		var err error
+		switch op.Kind {
+		case ugraph.OpInput:
+			t := g.Tensors[op.Out[0]]
+			if d, ok := dims[op.Out[0]]; ok {
+				if d < 0 || d >= t.Shape.Rank() {
+					return nil, &DynamicError{i, fmt.Errorf("input %v has no dim %d", t.Shape, d)}
+				}
+				t.Shape = t.Shape.WithDynamic(d)
+			}
+			_, err = out.AddInput(t.Shape, t.DType)
+		case ugraph.OpCustomized:
+			for _, t := range op.In {
+				if out.Tensors[t].Shape.IsDynamic() {
+					err = fmt.Errorf("a graph-defined kernel of the program reads %v: its maps are written for one size; write the op it computes instead", out.Tensors[t].Shape)
+					break
+				}
+			}
+			if err == nil {
+				_, err = out.Customized(op.In, op.Block)
+			}
+		default:
+			_, err = out.Add(op.Kind, op.Attr, op.In...)
+		}
+		if err != nil {
+			return nil, &DynamicError{i, err}
+		}
+		for _, t := range op.Out {
+			if err := rowsGuardable(out.Tensors[t].Shape); err != nil && unguardable == nil {
+				unguardable = &DynamicError{i, err}
+			}
+		}
+	}
+	if unguardable != nil {
+		return nil, unguardable
+	}
+	for _, t := range g.Outputs {
+		if err := out.MarkOutput(t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rowsGuardable checks that a shape's dynamic dim, if any, is its
+// outermost dim of extent above 1 and not its last: then the rows below m
+// are a prefix of the tensor's memory.
+func rowsGuardable(s ugraph.Shape) error {
+	d := s.DynamicDim()
+	if d < 0 {
+		return nil
+	}
+	if d == s.Rank()-1 {
+		return fmt.Errorf("%v: the dynamic dim m is the last dim; it must be a row dim (an outer one)", s)
+	}
+	for i := range d {
+		if s.Dim(i) != 1 {
+			return fmt.Errorf("%v: dim %d (%d) is outside the dynamic dim m; m must be the outermost dim of extent above 1", s, i, s.Dim(i))
+		}
+	}
+	return nil
+}
+
+// Dynamic reports whether any tensor of g has the dynamic dim m.
+func (g *Graph) Dynamic() bool {
+	for _, t := range g.Tensors {
+		if t.Shape.IsDynamic() {
+			return true
+		}
+	}
+	return false
+}
+
+// Bind returns program g at m rows: a static program whose dynamic dims
+// are m, built again through the shape rules (which check the sizes).
+func (g *Graph) Bind(m int) (*Graph, error) {
+	if m < 1 || m > ugraph.MaxDim {
+		return nil, fmt.Errorf("m = %d: want 1 to %d", m, ugraph.MaxDim)
+	}
+	out := New()
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		var err error
+		switch op.Kind {
+		case ugraph.OpInput:
+			t := g.Tensors[op.Out[0]]
+			_, err = out.AddInput(t.Shape.Bind(m), t.DType)
+		case ugraph.OpCustomized:
+			_, err = out.Customized(op.In, op.Block)
+		default:
+			_, err = out.Add(op.Kind, op.Attr, op.In...)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("at m = %d, op %d (%v): %v", m, i, op.Kind, err)
+		}
+	}
+	for _, t := range g.Outputs {
+		if err := out.MarkOutput(t); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// DynamicDims returns, per input (in the order of Inputs) and per output,
+// the dim that is m, or -1.
+func (g *Graph) DynamicDims() (inputs, outputs []int) {
+	for _, t := range g.Inputs() {
+		inputs = append(inputs, g.Tensors[t].Shape.DynamicDim())
+	}
+	for _, t := range g.Outputs {
+		outputs = append(outputs, g.Tensors[t].Shape.DynamicDim())
+	}
+	return inputs, outputs
+}

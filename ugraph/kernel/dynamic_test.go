@@ -1,0 +1,90 @@
+package kernel
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/ugraph"
+)
+
+// rmsnormMatmul is O = rms_norm(X) @ W, X rows x 64, W 64 x 32.
+func rmsnormMatmul(t *testing.T, rows int) *Graph {
+	t.Helper()
+	g := New()
+	x, _ := g.AddInput(ugraph.MustShape(rows, 64), ugraph.Float16)
+	w, _ := g.AddInput(ugraph.MustShape(64, 32), ugraph.Float16)
+	n, err := g.Add(ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := g.Add(ugraph.OpMatmul, ugraph.Attr{}, n, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.MarkOutput(o)
+	return g
+}
+
+func TestWithDynamicAndBind(t *testing.T) {
+	g := rmsnormMatmul(t, 16)
+	d, err := g.WithDynamic(map[TensorID]int{0: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, outs := d.DynamicDims()
+	if ins[0] != 0 || ins[1] != -1 || outs[0] != 0 || !d.Dynamic() || g.Dynamic() {
+		t.Fatalf("dynamic dims: inputs %v, outputs %v", ins, outs)
+	}
+	if Hash(d) == Hash(g) {
+		t.Fatal("the dynamic program hashes as the static one")
+	}
+	for _, m := range []int{1, 3, 16, 64} {
+		b, err := d.Bind(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := rmsnormMatmul(t, m); Hash(b) != Hash(want) {
+			t.Errorf("Bind(%d) is not the program written at %d rows:\n%v\nwant\n%v", m, m, b, want)
+		}
+	}
+	if _, err := d.Bind(0); err == nil {
+		t.Error("Bind(0) succeeded")
+	}
+}
+
+func TestWithDynamicRefuses(t *testing.T) {
+	g := rmsnormMatmul(t, 16)
+	for _, tt := range []struct {
+		name string
+		dims map[TensorID]int
+		op   int
+		err  string
+	}{
+		{"the hidden dim", map[TensorID]int{0: 1}, 2, "normalizes across the dynamic dim m"},
+		{"a weight", map[TensorID]int{1: 0}, 3, "the weight"},
+		{"no such dim", map[TensorID]int{0: 2}, 0, "has no dim 2"},
+	} {
+		_, err := g.WithDynamic(tt.dims)
+		var de *DynamicError
+		if !errors.As(err, &de) || de.Op != tt.op || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: %v; want a DynamicError at op %d with %q", tt.name, err, tt.op, tt.err)
+		}
+	}
+	// m must be the outermost dim of extent above 1.
+	h := New()
+	x, _ := h.AddInput(ugraph.MustShape(4, 16, 64), ugraph.Float16)
+	e, _ := h.Add(ugraph.OpExp, ugraph.Attr{}, x)
+	h.MarkOutput(e)
+	if _, err := h.WithDynamic(map[TensorID]int{0: 1}); err == nil || !strings.Contains(err.Error(), "outermost") {
+		t.Errorf("m inside a batch dim: %v", err)
+	}
+	if _, err := h.WithDynamic(map[TensorID]int{0: 0}); err != nil {
+		t.Errorf("m outermost: %v", err)
+	}
+	// m as the last dim of a program that keeps it apart: the guards
+	// cannot cut it.
+	if _, err := h.WithDynamic(map[TensorID]int{0: 2}); err == nil || !strings.Contains(err.Error(), "last dim") {
+		t.Errorf("m as the last dim: %v", err)
+	}
+}
