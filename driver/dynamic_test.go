@@ -56,7 +56,10 @@ func TestParseDynamicFlag(t *testing.T) {
 }
 
 func TestBuckets(t *testing.T) {
-	for _, tt := range []struct{ lo, hi int; want []int }{
+	for _, tt := range []struct {
+		lo, hi int
+		want   []int
+	}{
 		{1, 64, []int{1, 2, 4, 8, 16, 32, 64}},
 		{1, 1, []int{1}},
 		{5, 64, []int{8, 16, 32, 64}},

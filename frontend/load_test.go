@@ -2,8 +2,8 @@ package frontend
 
 import (
 	"bytes"
-	"maps"
 	"io"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"

@@ -135,7 +135,6 @@ func dynamicShape(k OpKind, a Attr, in []Shape, out Shape) (Shape, error) {
 	return out, nil
 }
 
-
 // CheckScalars checks the scalars of op k (Attr.Scalars): finite, and for
 // clamp, min_val <= max_val. InferShape checks them too; in names the
 // operands' shapes for the error.
