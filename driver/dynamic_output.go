@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/internal/atomicfile"
@@ -150,4 +151,49 @@ func (r *DynamicResult) Write(out Output) (*DynamicWritten, error) {
 		return nil, fmt.Errorf("writing the result: %v", err)
 	}
 	return w, nil
+}
+
+// DocBucket is one bucket of a dynamic μGraph document: its candidates,
+// best first.
+type DocBucket struct {
+	Size, Lo, Hi int
+	Graphs       []*kernel.Graph
+}
+
+// ReadDynamic reads back what DynamicResult.File wrote: the rows and the
+// buckets. ok is false for a document without "dynamic" in its meta.
+func ReadDynamic(f *kernel.File) (rows cuda.Rows, buckets []DocBucket, ok bool, err error) {
+	var doc struct {
+		Dynamic *DynamicMeta `json:"dynamic"`
+	}
+	if len(f.Meta) == 0 || json.Unmarshal(f.Meta, &doc) != nil || doc.Dynamic == nil {
+		return cuda.Rows{}, nil, false, nil
+	}
+	dm := doc.Dynamic
+	rows = cuda.Rows{Lo: dm.Lo, Hi: dm.Hi, Inputs: dm.Inputs, Outputs: dm.Outputs}
+	if err := CheckBuckets(dm.Buckets, dm.Lo, dm.Hi); err != nil {
+		return rows, nil, true, fmt.Errorf("meta.dynamic: %v", err)
+	}
+	from := dm.Lo
+	for _, size := range dm.Buckets {
+		buckets = append(buckets, DocBucket{Size: size, Lo: from, Hi: min(size, dm.Hi)})
+		from = size + 1
+	}
+	for i, e := range f.Graphs {
+		var bm bucketMeta
+		if err := json.Unmarshal(e.Meta, &bm); err != nil {
+			return rows, nil, true, fmt.Errorf("graph %d: no bucket in its meta", i)
+		}
+		k := slices.IndexFunc(buckets, func(b DocBucket) bool { return b.Size == bm.Bucket })
+		if k < 0 {
+			return rows, nil, true, fmt.Errorf("graph %d: bucket %d is not among %v", i, bm.Bucket, dm.Buckets)
+		}
+		buckets[k].Graphs = append(buckets[k].Graphs, e.Graph)
+	}
+	for _, b := range buckets {
+		if len(b.Graphs) == 0 {
+			return rows, nil, true, fmt.Errorf("bucket %d has no graph", b.Size)
+		}
+	}
+	return rows, buckets, true, nil
 }

@@ -73,6 +73,22 @@ func TestSuperoptDynamic(t *testing.T) {
 		}
 	}
 	graphs := filepath.Join(out, "mlp.ugraph.json")
+	// emit writes the same entry point from the document.
+	re := filepath.Join(dir, "re")
+	if code, _, stderr := mirage(t, "emit", graphs, "-o", re); code != exitOK {
+		t.Fatalf("emit of the dynamic document: exit %d: %s", code, stderr)
+	}
+	body := func(src []byte) string { _, rest, _ := strings.Cut(string(src), "\n"); return rest } // past the line naming the source
+	if again, _ := os.ReadFile(filepath.Join(re, "mlp.cu")); body(again) != body(cu) {
+		t.Error("emit of superopt's dynamic document wrote another mlp.cu than superopt")
+	}
+	// show prints the shapes with m; eval runs at --rows.
+	if code, stdout, _ := mirage(t, "show", prog, "--dynamic", "X:0=1..16"); code != exitOK || !strings.Contains(stdout, "# m in 1..16, buckets [1 2 4 8 16]") || !strings.Contains(stdout, "[m, 128]") {
+		t.Errorf("show --dynamic: exit %d\n%s", code, stdout)
+	}
+	if code, stdout, _ := mirage(t, "eval", prog, "--dynamic", "X:0=1..16", "--rows", "5"); code != exitOK || !strings.HasPrefix(stdout, "output 0  [5, 64]") {
+		t.Errorf("eval --dynamic --rows 5: exit %d\n%s", code, stdout)
+	}
 	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16")
 	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16:") {
 		t.Errorf("verify --dynamic: exit %d\n%s%s", code, stdout, stderr)
@@ -117,5 +133,20 @@ func TestSuperoptDynamicBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a refused run wrote its output directory")
+	}
+	for _, args := range [][]string{
+		{"emit", prog, "--dynamic", "X:1=1..16", "-o", out},
+		{"emit", prog, "--dynamic", "X:0=1..16", "--counters", "-o", out},
+		{"show", prog, "--dynamic", "X:1=1..16"},
+		{"eval", prog, "--dynamic", "X:0=1..16", "--rows", "17"},
+		{"eval", prog, "--rows", "3"},
+		{"verify", prog, prog, "--dynamic", "X:0=1..16", "--candidate", "1"},
+	} {
+		if code, _, stderr := mirage(t, args...); code != exitUnusable || stderr == "" {
+			t.Errorf("%v: exit %d, %q; want %d and a message", args, code, stderr, exitUnusable)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a refused emit wrote its output directory")
 	}
 }

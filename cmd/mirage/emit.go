@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -26,6 +28,7 @@ type emitFlags struct {
 	name       string
 	asJSON     bool
 	counters   bool
+	dynamic    dynamicFlags
 }
 
 func newEmitCmd() *cobra.Command {
@@ -60,7 +63,15 @@ written once); coalescing (bytes used over bytes moved); shared-memory bank
 conflicts per request; and cp.async bytes. A kernel whose largest input
 (its weights) is requested above 1.05x its size, or loaded below 90%
 coalescing, is flagged. With --json each kernel of the manifest has them as
-"counters".`,
+"counters".
+
+A dynamic program's document (superopt --dynamic) is emitted as its one
+entry point, mirage_NAME(outputs, inputs, m, workspace, stream), each
+bucket's first graph (or its --candidate-th). A .py program with --dynamic
+(and --buckets) is emitted the same way, every bucket running the program's
+own ops at its size.
+
+` + dynamicHelp,
 		Args: f.load.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
@@ -73,12 +84,16 @@ coalescing, is flagged. With --json each kernel of the manifest has them as
 	fl.StringVar(&f.name, "name", "", "the NAME of the files and of mirage_NAME (default: the program's name), so that several candidates can be linked together")
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
 	fl.BoolVar(&f.counters, "counters", false, "run the code in the CPU emulator (needs g++) and report each kernel's memory traffic")
+	f.dynamic.register(cmd, true)
 	return cmd
 }
 
 func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	in, err := f.load.load(cmd, path)
 	if err != nil {
+		return err
+	}
+	if done, err := f.emitDynamic(cmd, in, path); done || err != nil {
 		return err
 	}
 	g, err := in.graph(f.candidate)
@@ -121,6 +136,93 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	return nil
 }
 
+// emitDynamic emits a dynamic program (a dynamic document, or a program
+// with --dynamic) and reports whether in was one.
+func (f *emitFlags) emitDynamic(cmd *cobra.Command, in *input, path string) (bool, error) {
+	rows, docs, ok, err := driver.ReadDynamic(in.File)
+	switch {
+	case err != nil:
+		return true, fmt.Errorf("%s: %v", path, err)
+	case ok && f.dynamic.on():
+		return true, fmt.Errorf("%s is a dynamic program's document already: --dynamic is for a .py program", path)
+	case !ok && !f.dynamic.on() && f.dynamic.buckets == "":
+		return false, nil
+	case f.counters:
+		return true, errors.New("--counters measures one static program: emit a bucket's graph alone (show --candidate) to measure it")
+	}
+	var buckets []cuda.Bucket
+	if ok {
+		for _, b := range docs {
+			if f.candidate >= len(b.Graphs) {
+				return true, fmt.Errorf("%s: bucket %d has %d graph(s), no --candidate %d", path, b.Size, len(b.Graphs), f.candidate)
+			}
+			buckets = append(buckets, cuda.Bucket{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Graph: b.Graphs[f.candidate]})
+		}
+	} else {
+		program, lo, hi, sizes, err := f.dynamic.mark(in)
+		if err != nil {
+			return true, err
+		}
+		rows = cuda.Rows{Lo: lo, Hi: hi}
+		rows.Inputs, rows.Outputs = program.DynamicDims()
+		from := lo
+		for _, size := range sizes {
+			g, err := program.Bind(size)
+			if err != nil {
+				return true, fmt.Errorf("%s: %v", path, err)
+			}
+			buckets = append(buckets, cuda.Bucket{Size: size, Lo: from, Hi: min(size, hi), Graph: g})
+			from = size + 1
+		}
+	}
+	name := in.Name
+	if f.name != "" {
+		name = f.name
+	}
+	res, err := cuda.EmitDynamic(name, rows, buckets, cuda.Options{Arch: f.arch.Arch, SingleFile: f.singleFile, Source: path})
+	if err != nil {
+		return true, fmt.Errorf("%s: %v", path, err)
+	}
+	if err := writeFiles(res, f.outDir); err != nil {
+		return true, err
+	}
+	if f.asJSON {
+		return true, writeJSON(cmd.OutOrStdout(), struct {
+			Name    string            `json:"name"`
+			Lo      int               `json:"lo"`
+			Hi      int               `json:"hi"`
+			Files   []string          `json:"files"`
+			Buckets []cuda.BucketCode `json:"buckets"`
+		}{res.Name, rows.Lo, rows.Hi, fileNames(res, f.outDir), res.Buckets})
+	}
+	printEmitSummary(cmd.OutOrStdout(), res, f.outDir)
+	for _, b := range res.Buckets {
+		fmt.Fprintf(cmd.OutOrStdout(), "  bucket %d (m %d..%d): %d kernel(s), workspace %d bytes\n", b.Size, b.Lo, b.Hi, len(b.Kernels), b.WorkspaceBytes)
+	}
+	return true, nil
+}
+
+func fileNames(res *cuda.Result, dir string) []string {
+	var names []string
+	for _, file := range res.Files {
+		names = append(names, filepath.Join(dir, file.Name))
+	}
+	return names
+}
+
+// writeFiles writes res's files into dir as one set, with
+// NAME.manifest.json last (atomicfile.WriteSet).
+func writeFiles(res *cuda.Result, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var files []atomicfile.File
+	for _, f := range res.Files {
+		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
+	}
+	return atomicfile.WriteSet(dir, files, res.Name+".manifest.json")
+}
+
 // emitFiles lowers g and writes its files into dir as one set, with
 // NAME.manifest.json last (atomicfile.WriteSet). Nothing is written when
 // the lowering fails.
@@ -129,25 +231,14 @@ func emitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cu
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var files []atomicfile.File
-	for _, f := range res.Files {
-		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
-	}
-	if err := atomicfile.WriteSet(dir, files, res.Name+".manifest.json"); err != nil {
+	if err := writeFiles(res, dir); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
 func printEmitSummary(w io.Writer, res *cuda.Result, dir string) {
-	var names []string
-	for _, file := range res.Files {
-		names = append(names, filepath.Join(dir, file.Name))
-	}
-	fmt.Fprintf(w, "wrote %s\n", strings.Join(names, ", "))
+	fmt.Fprintf(w, "wrote %s\n", strings.Join(fileNames(res, dir), ", "))
 	fmt.Fprintf(w, "mirage_%s for %s: %d kernel(s), workspace %d bytes\n", res.Name, res.Arch, len(res.Kernels), res.WorkspaceBytes)
 	for i, k := range res.Kernels {
 		fmt.Fprintf(w, "  kernel %d  %-14s grid (%d, %d, %d) x %d threads, %d B shared  %s\n",

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -35,6 +36,8 @@ func newEvalCmd() *cobra.Command {
 		seed      int64
 		asJSON    bool
 		candidate int
+		dynamic   dynamicFlags
+		rows      int
 	)
 	cmd := &cobra.Command{
 		Use:   "eval FILE [-- PROGRAM-ARGS]",
@@ -46,16 +49,39 @@ largest magnitude. --json prints {"seed": N, "outputs": [...]}.
 
 Every value takes 8 bytes, and every tensor is kept until the end: a
 program that would take more than --max-memory (default 4GiB) is refused
-before anything is allocated, with exit status 2.`,
+before anything is allocated, with exit status 2.
+
+With --dynamic, the program runs at --rows m rows (default: the range's
+HI), as the entry point superopt --dynamic writes would for that m.
+
+` + dynamicHelp,
 		Args: lf.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			in, err := lf.load(cmd, args[0])
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("rows") && !dynamic.on() {
+				return errors.New("--rows needs --dynamic")
+			}
 			g, err := in.graph(candidate)
 			if err != nil {
 				return err
+			}
+			if dynamic.on() {
+				program, lo, hi, _, err := dynamic.mark(in)
+				if err != nil {
+					return err
+				}
+				if rows == 0 {
+					rows = hi
+				}
+				if rows < lo || rows > hi {
+					return fmt.Errorf("--rows %d: outside the range %d..%d", rows, lo, hi)
+				}
+				if g, err = program.Bind(rows); err != nil {
+					return fmt.Errorf("%s: %v", in.Path, err)
+				}
 			}
 			limit := int64(maxMemory)
 			if err := interp.CheckMemory(g, limit); err != nil {
@@ -87,6 +113,8 @@ before anything is allocated, with exit status 2.`,
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed of the random inputs")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of a multi-candidate file (numbered from 0)")
+	dynamic.register(cmd, false)
+	cmd.Flags().IntVar(&rows, "rows", 0, "with --dynamic: m, the rows to run the program at (default: HI)")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -23,6 +24,7 @@ func newShowCmd() *cobra.Command {
 		estimate  bool
 		arch      archFlag
 		candidate int
+		dynamic   dynamicFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "show FILE [-- PROGRAM-ARGS]",
@@ -39,7 +41,13 @@ blocks per SM, waves, bytes requested and from DRAM, flops, time and
 what bounds it) and in total (with --json: {"arch", "estimated_us",
 "bytes", "dram_bytes", "kernels": [...]}). For a file holding several
 candidates, --candidate picks one (default: all for the text form, 0 for
---dot and --estimate).`,
+--dot and --estimate).
+
+With --dynamic, show prints the program with m in its shapes ([m, 4096]),
+the range and the buckets, or refuses the op that would mix rows: a check
+of a program before superopt --dynamic searches it.
+
+` + dynamicHelp,
 		Args: lf.files(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if n := countTrue(asJSON && !estimate, asDot, asAbsexpr, estimate); n > 1 {
@@ -50,6 +58,18 @@ candidates, --candidate picks one (default: all for the text form, 0 for
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if dynamic.on() {
+				// The program with m: its shapes, or the op that mixes rows.
+				if asJSON || asDot || asAbsexpr || estimate {
+					return errors.New("--dynamic prints the program's shapes with m; it takes no --json, --dot, --absexpr or --estimate")
+				}
+				g, lo, hi, buckets, err := dynamic.mark(in)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "# m in %d..%d, buckets %v\n", lo, hi, buckets)
+				return kernel.Fprint(out, g)
+			}
 			picked := cmd.Flags().Changed("candidate")
 			switch {
 			case estimate:
@@ -115,6 +135,7 @@ candidates, --candidate picks one (default: all for the text form, 0 for
 	cmd.Flags().BoolVar(&estimate, "estimate", false, "print the cost model's estimate, per kernel and in total")
 	registerArch(cmd, &arch, "the cost model of --estimate")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of a multi-candidate file (numbered from 0)")
+	dynamic.register(cmd, true)
 	return cmd
 }
 
