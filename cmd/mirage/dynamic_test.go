@@ -93,6 +93,13 @@ func TestSuperoptDynamic(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16:") {
 		t.Errorf("verify --dynamic: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// The entry point in examples/engine's decode loop, in the emulator.
+	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16", "--engine", "1,3,5,13,16,0,17")
+	for _, want := range []string{"engine m = 13 (bucket 16): error", "engine m = 3 (bucket 8)", "engine m = 17: outside 1..16: refused"} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("verify --engine: exit %d, no %q\n%s%s", code, want, stdout, stderr)
+		}
+	}
 	// Against another program (exp(X) as the residual), every graph differs.
 	other := filepath.Join(dir, "other.py")
 	os.WriteFile(other, []byte(strings.Replace(dynProgram, "g.add(g.matmul(M, W2), X)", "g.add(g.matmul(M, W2), g.exp(X))", 1)), 0o644)

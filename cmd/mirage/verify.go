@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
@@ -24,6 +27,7 @@ func newVerifyCmd() *cobra.Command {
 		trials    int
 		candidate int
 		dynamic   dynamicFlags
+		engine    []int
 	)
 	cmd := &cobra.Command{
 		Use:   "verify A B [-- PROGRAM-ARGS]",
@@ -51,7 +55,12 @@ several candidates: --candidate picks one (default 0, the best).
 With --dynamic, A is the program and every graph of B (superopt --dynamic's
 NAME.ugraph.json holds each bucket's candidates) is verified against A at
 its own number of rows m, read from its inputs: a line per graph, exit 1 if
-any differs.`,
+any differs. --engine 1,3,5,13,33,64 then also emits B's one entry point
+(each bucket's first graph), builds examples/engine over it for the CPU
+emulator (g++) and runs its decode loop at those m, one after another on
+buffers allocated once: each step's outputs must match A's interpreter on
+the same rows (fp16 tolerance) and leave the rows past m untouched, and an
+m outside the range must be refused.`,
 		Args: lf.files(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := lf.load(cmd, args[0])
@@ -66,7 +75,14 @@ any differs.`,
 				if cmd.Flags().Changed("candidate") {
 					return errors.New("--candidate with --dynamic: every graph of B is verified at its own m")
 				}
-				return verifyDynamic(cmd, &dynamic, a, b, method, ffverify.Options{Trials: trials, Seed: uint64(seed), MaxBytes: int64(maxMemory)}, seed, int64(maxMemory))
+				err := verifyDynamic(cmd, &dynamic, a, b, method, ffverify.Options{Trials: trials, Seed: uint64(seed), MaxBytes: int64(maxMemory)}, seed, int64(maxMemory))
+				if err != nil || len(engine) == 0 {
+					return err
+				}
+				return runEngine(cmd, &dynamic, a, b, engine)
+			}
+			if len(engine) > 0 {
+				return errors.New("--engine runs a dynamic program's entry point: it needs --dynamic")
 			}
 			ga, err := a.graph(0)
 			if err != nil {
@@ -97,6 +113,7 @@ any differs.`,
 	cmd.Flags().IntVar(&trials, "trials", ffverify.DefaultTrials, "independent random draws (--method ff)")
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of B when B holds several candidates (numbered from 0)")
 	dynamic.register(cmd, false)
+	cmd.Flags().IntSliceVar(&engine, "engine", nil, "with --dynamic: run B's entry point in examples/engine's decode loop, in the CPU emulator, at these `m,m,...`")
 	return cmd
 }
 
@@ -273,4 +290,61 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	}
 	fmt.Fprintf(w, "all %d graph(s) are the program at their m\n", len(b.File.Graphs))
 	return nil
+}
+
+// runEngine emits b's entry point and runs examples/engine's decode loop
+// over it at steps, checked against program a.
+func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) error {
+	program, lo, hi, _, err := dyn.mark(a)
+	if err != nil {
+		return err
+	}
+	rows, docs, ok, err := driver.ReadDynamic(b.File)
+	if err != nil || !ok {
+		return fmt.Errorf("%s: --engine needs superopt --dynamic's document (%v)", b.Path, err)
+	}
+	if rows.Lo != lo || rows.Hi != hi {
+		return fmt.Errorf("%s covers m in %d..%d, --dynamic says %d..%d", b.Path, rows.Lo, rows.Hi, lo, hi)
+	}
+	var buckets []cuda.Bucket
+	for _, d := range docs {
+		buckets = append(buckets, cuda.Bucket{Size: d.Size, Lo: d.Lo, Hi: d.Hi, Graph: d.Graphs[0]})
+	}
+	code, err := cuda.EmitDynamic(a.Name, rows, buckets, cuda.Options{Source: b.Path})
+	if err != nil {
+		return fmt.Errorf("%s: %v", b.Path, err)
+	}
+	dir, err := os.MkdirTemp("", "mirage-engine-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	res, err := driver.RunEngine(cmd.Context(), dir, program, code, lo, hi, steps)
+	w := cmd.OutOrStdout()
+	for _, s := range res {
+		switch {
+		case s.M < lo || s.M > hi:
+			fmt.Fprintf(w, "engine m = %d: outside %d..%d: %s\n", s.M, lo, hi, map[bool]string{true: "refused", false: "ACCEPTED"}[s.Refused])
+		default:
+			b, _ := findBucket(buckets, s.M)
+			note := ""
+			if s.Past {
+				note = ", rows past m written"
+			}
+			fmt.Fprintf(w, "engine m = %d (bucket %d): error %.3g of max |want|%s: %s\n", s.M, b, s.Error, note, map[bool]string{true: "ok", false: "FAILED"}[s.OK])
+		}
+	}
+	if errors.Is(err, driver.ErrEngineFailed) {
+		return &exitError{code: exitDiffer, err: err}
+	}
+	return err
+}
+
+func findBucket(bs []cuda.Bucket, m int) (int, bool) {
+	for _, b := range bs {
+		if m >= b.Lo && m <= b.Hi {
+			return b.Size, true
+		}
+	}
+	return 0, false
 }

@@ -1,0 +1,160 @@
+package driver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/examples"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// EngineStep is one step of examples/engine's decode loop.
+type EngineStep struct {
+	M       int
+	Error   float64 // the worst output error, relative to the largest |expected| value
+	Past    bool    // a row past m of an output was written
+	OK      bool    // within the fp16 tolerance (2e-2) and nothing past m written; for m outside the range: refused
+	Refused bool    // m was outside the range, and the entry point returned an error
+}
+
+// ErrEngineFailed is returned by RunEngine when a step failed.
+var ErrEngineFailed = errors.New("the engine's decode loop failed")
+
+// RunEngine builds examples/engine over code (the CUDA of program, which has
+// the dynamic dim m) for the CPU emulator in dir and runs its decode loop at
+// steps: every input allocated once at hi rows (random multiples of 1/64,
+// exact in every dtype), each step's outputs checked against the
+// interpreter at that m on the inputs' first m rows, and the rows past m of
+// the outputs checked untouched. It returns the steps, and
+// ErrEngineFailed beside them when one failed.
+func RunEngine(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) ([]EngineStep, error) {
+	bin, warnings, err := cuda.BuildEngine(ctx, dir, code, examples.Engine)
+	if err != nil {
+		return nil, err
+	}
+	if len(warnings) > 0 {
+		return nil, fmt.Errorf("g++ warnings:\n%s", warnings)
+	}
+	full, err := program.Bind(hi)
+	if err != nil {
+		return nil, err
+	}
+	r := rand.New(rand.NewPCG(5, 8))
+	in := &bytes.Buffer{}
+	var data [][]float64
+	for _, id := range full.Inputs() {
+		x := make([]float64, full.Tensors[id].Shape.NumElements())
+		for i := range x {
+			x[i] = float64(r.IntN(129)-64) / 64
+			binary.Write(in, binary.LittleEndian, float32(x[i]))
+		}
+		data = append(data, x)
+	}
+	inPath, refPath := filepath.Join(dir, "inputs.bin"), filepath.Join(dir, "reference.bin")
+	if err := os.WriteFile(inPath, in.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	in = nil
+	ref, err := os.Create(refPath)
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriter(ref)
+	var args []string
+	for _, m := range steps {
+		args = append(args, strconv.Itoa(m))
+		if m < lo || m > hi {
+			continue
+		}
+		at, err := program.Bind(m)
+		if err != nil {
+			return nil, err
+		}
+		var ins []*interp.Tensor
+		for k, id := range at.Inputs() {
+			s := at.Tensors[id].Shape
+			x, err := interp.FromSlice(s, data[k][:s.NumElements()]) // the first m rows
+			if err != nil {
+				return nil, err
+			}
+			ins = append(ins, x)
+		}
+		want, err := interp.Run(at, ins)
+		if err != nil {
+			return nil, fmt.Errorf("the interpreter at m = %d: %v", m, err)
+		}
+		for _, t := range want {
+			for _, v := range t.Data {
+				binary.Write(w, binary.LittleEndian, float32(v))
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	if err := ref.Close(); err != nil {
+		return nil, err
+	}
+	out, err := exec.CommandContext(ctx, bin, append([]string{inPath, refPath}, args...)...).CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return nil, err
+	}
+	res, perr := parseEngine(string(out), steps)
+	if perr != nil {
+		return nil, fmt.Errorf("the engine: %v\n%s", perr, out)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%w: %v", ErrEngineFailed, err)
+	}
+	return res, nil
+}
+
+// parseEngine reads the engine's report, a line per step:
+// "m=13: error 0.00031 of max |want|: ok", "m=0: outside 1..64: refused".
+func parseEngine(out string, steps []int) ([]EngineStep, error) {
+	var res []EngineStep
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		rest, ok := strings.CutPrefix(line, "m=")
+		if !ok {
+			continue
+		}
+		ms, rest, _ := strings.Cut(rest, ": ")
+		m, err := strconv.Atoi(ms)
+		if err != nil {
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		s := EngineStep{M: m}
+		switch {
+		case strings.HasPrefix(rest, "outside"):
+			s.Refused = strings.HasSuffix(rest, "refused")
+			s.OK = s.Refused
+		case strings.HasPrefix(rest, "error "):
+			f := strings.Fields(rest)
+			if s.Error, err = strconv.ParseFloat(f[1], 64); err != nil {
+				return nil, fmt.Errorf("bad line %q", line)
+			}
+			s.Past = strings.Contains(rest, "rows past m written")
+			s.OK = strings.HasSuffix(rest, ": ok")
+		default:
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		res = append(res, s)
+	}
+	if len(res) != len(steps) {
+		return nil, fmt.Errorf("%d step(s) reported, %d run", len(res), len(steps))
+	}
+	return res, nil
+}
