@@ -86,6 +86,10 @@ type Candidate struct {
 	Grids         []block.Dim3
 	ForloopRanges []int
 	Unfused       bool // the program as written
+	// Rows, in a bucket of a dynamic program (RunDynamic), is the m the
+	// graph is written for when it is not the bucket's size: the graph of a
+	// larger bucket that the bucket runs on fewer rows (adopted).
+	Rows int
 }
 
 // PartReport says what happened to one part of the final partition.

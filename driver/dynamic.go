@@ -249,9 +249,51 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 			res.Stopped = r.Stopped
 		}
 	}
+	if err := res.adopt(opts.Arch); err != nil {
+		return nil, err
+	}
 	res.Stats.Seconds = time.Since(start).Seconds()
 	res.Reused = opts.fingerprints.reused
 	return res, nil
+}
+
+// adopt lets a bucket run the next larger bucket's best μGraph when the
+// cost model has that one, run for the bucket's size (its rows past m move
+// nothing), faster than the bucket's own best: the larger bucket's graph is
+// verified at its size, and, equivalent to a program whose rows are
+// independent, it computes any fewer rows as the program does. The
+// adopted graph goes first among the bucket's candidates (Candidate.Rows
+// says its size). Largest first, so a bucket may adopt what the next one
+// adopted.
+func (r *DynamicResult) adopt(arch target.Arch) error {
+	if arch.Name == "" {
+		arch = target.MustLookup(target.Default)
+	}
+	for i := len(r.Buckets) - 2; i >= 0; i-- {
+		b, next := r.Buckets[i], r.Buckets[i+1]
+		own, err := r.estimateRows(b.Candidates[0].Graph, b.rowsOf(b.Candidates[0]), b.Size, arch)
+		if err != nil {
+			return err
+		}
+		theirs, err := r.estimateRows(next.Candidates[0].Graph, next.rowsOf(next.Candidates[0]), b.Size, arch)
+		if err != nil {
+			return err
+		}
+		if cost.Compare(theirs, own) < 0 {
+			c := *next.Candidates[0]
+			c.Rows, c.Estimate = next.rowsOf(next.Candidates[0]), theirs
+			b.Candidates = append([]*Candidate{&c}, b.Candidates...)
+		}
+	}
+	return nil
+}
+
+// rowsOf is the m candidate c's graph is written for.
+func (b *Bucket) rowsOf(c *Candidate) int {
+	if c.Rows > 0 {
+		return c.Rows
+	}
+	return b.Size
 }
 
 // fingerprints are the verifiers of a dynamic run's part searches, by the
@@ -322,8 +364,14 @@ func (r *DynamicResult) EstimateAt(m, rank int, arch target.Arch) (cost.Estimate
 	if rank < 0 || rank >= len(b.Candidates) {
 		return cost.Estimate{}, fmt.Errorf("bucket %d has no candidate %d", b.Size, rank)
 	}
-	g := b.Candidates[rank].Graph
-	rows := cost.Rows{Bucket: b.Size, Active: m, Dims: map[kernel.TensorID]int{}}
+	c := b.Candidates[rank]
+	return r.estimateRows(c.Graph, b.rowsOf(c), m, arch)
+}
+
+// estimateRows is the cost model's time of g, written for size rows, run
+// for m of them.
+func (r *DynamicResult) estimateRows(g *kernel.Graph, size, m int, arch target.Arch) (cost.Estimate, error) {
+	rows := cost.Rows{Bucket: size, Active: m, Dims: map[kernel.TensorID]int{}}
 	ins, outs := r.Program.DynamicDims()
 	for k, t := range g.Inputs() {
 		if ins[k] >= 0 {

@@ -37,6 +37,7 @@ type bucketMeta struct {
 	Lo          int     `json:"lo"`
 	Hi          int     `json:"hi"`
 	Rank        int     `json:"rank"` // within the bucket
+	Rows        int     `json:"rows"` // the m the graph is written for: the bucket's size, or a larger bucket's (adopted)
 	Kernels     int     `json:"kernels"`
 	Customized  int     `json:"customized"`
 	EstimatedUs float64 `json:"estimated_us"`
@@ -55,7 +56,7 @@ func (r *DynamicResult) File(name string, meta any) (*kernel.File, error) {
 	for _, b := range r.Buckets {
 		dm.Buckets = append(dm.Buckets, b.Size)
 		for i, c := range b.Candidates {
-			m, err := json.Marshal(bucketMeta{Bucket: b.Size, Lo: b.Lo, Hi: b.Hi, Rank: i, Kernels: c.Kernels, Customized: c.Customized,
+			m, err := json.Marshal(bucketMeta{Bucket: b.Size, Lo: b.Lo, Hi: b.Hi, Rank: i, Rows: b.rowsOf(c), Kernels: c.Kernels, Customized: c.Customized,
 				EstimatedUs: c.Estimate.Micros, DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, Unfused: c.Unfused})
 			if err != nil {
 				return nil, err
@@ -92,7 +93,7 @@ func (r *DynamicResult) EmitCUDA(name string, opts cuda.Options, warn func(strin
 	for _, b := range r.Buckets {
 		rank := -1
 		for i, c := range b.Candidates {
-			one := cuda.Bucket{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Graph: c.Graph}
+			one := cuda.Bucket{Size: b.rowsOf(c), Lo: b.Lo, Hi: b.Hi, Graph: c.Graph}
 			rr := rows
 			rr.Lo, rr.Hi = b.Lo, b.Hi
 			if _, err := cuda.EmitDynamic(name, rr, []cuda.Bucket{one}, opts); err != nil {
@@ -158,6 +159,7 @@ func (r *DynamicResult) Write(out Output) (*DynamicWritten, error) {
 type DocBucket struct {
 	Size, Lo, Hi int
 	Graphs       []*kernel.Graph
+	Rows         []int // per graph, the m it is written for (Candidate.Rows)
 }
 
 // ReadDynamic reads back what DynamicResult.File wrote: the rows and the
@@ -188,7 +190,12 @@ func ReadDynamic(f *kernel.File) (rows cuda.Rows, buckets []DocBucket, ok bool, 
 		if k < 0 {
 			return rows, nil, true, fmt.Errorf("graph %d: bucket %d is not among %v", i, bm.Bucket, dm.Buckets)
 		}
+		rows := bm.Rows
+		if rows == 0 {
+			rows = bm.Bucket
+		}
 		buckets[k].Graphs = append(buckets[k].Graphs, e.Graph)
+		buckets[k].Rows = append(buckets[k].Rows, rows)
 	}
 	for _, b := range buckets {
 		if len(b.Graphs) == 0 {

@@ -104,11 +104,27 @@ func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *input, path string, o
 	if err != nil {
 		return err
 	}
-	if f.asJSON {
-		return printDynamicJSON(cmd.OutOrStdout(), res, w)
+	atLo := make([]float64, len(res.Buckets))
+	for i, b := range res.Buckets {
+		e, err := res.EstimateAt(b.Lo, rankOf(w, i), f.arch.Arch)
+		if err != nil {
+			return err
+		}
+		atLo[i] = e.Micros
 	}
-	printDynamicTable(cmd.OutOrStdout(), res, w)
+	if f.asJSON {
+		return printDynamicJSON(cmd.OutOrStdout(), res, w, atLo)
+	}
+	printDynamicTable(cmd.OutOrStdout(), res, w, atLo)
 	return nil
+}
+
+// rankOf is the candidate of bucket i that the entry point runs.
+func rankOf(w *driver.DynamicWritten, i int) int {
+	if w.Ranks == nil {
+		return 0
+	}
+	return w.Ranks[i]
 }
 
 // bucketJSON is one bucket in superopt --dynamic --json.
@@ -116,27 +132,32 @@ type bucketJSON struct {
 	Size        int           `json:"size"`
 	Lo          int           `json:"lo"`
 	Hi          int           `json:"hi"`
-	EstimatedUs float64       `json:"estimated_us"`
+	EstimatedUs float64       `json:"estimated_us"`       // at m = size
+	EstimatedLo float64       `json:"estimated_us_at_lo"` // at m = lo: rows past m move nothing
 	UnfusedUs   float64       `json:"unfused_us"`
 	Chosen      candidateJSON `json:"chosen"` // the μGraph the entry point runs for it
+	ChosenRows  int           `json:"chosen_rows"` // the m that μGraph is written for: size, or a larger bucket's it adopted
 	Emitted     *int          `json:"emitted_candidate,omitempty"`
 	Parts       []partJSON    `json:"parts"`
 	Stats       search.Stats  `json:"stats"`
 	Stopped     string        `json:"stopped,omitempty"`
 }
 
-func printDynamicJSON(w io.Writer, res *driver.DynamicResult, written *driver.DynamicWritten) error {
+func printDynamicJSON(w io.Writer, res *driver.DynamicResult, written *driver.DynamicWritten, atLo []float64) error {
 	var buckets []bucketJSON
 	var cands []candidateJSON
 	for i, b := range res.Buckets {
-		bj := bucketJSON{Size: b.Size, Lo: b.Lo, Hi: b.Hi, UnfusedUs: b.Baseline.Micros, Parts: partsJSON(b.Result), Stats: b.Stats, Stopped: b.Stopped}
-		rank := 0
+		bj := bucketJSON{Size: b.Size, Lo: b.Lo, Hi: b.Hi, EstimatedLo: atLo[i], UnfusedUs: b.Baseline.Micros, Parts: partsJSON(b.Result), Stats: b.Stats, Stopped: b.Stopped}
+		rank := rankOf(written, i)
 		if written.Ranks != nil {
-			rank = written.Ranks[i]
 			bj.Emitted = &written.Ranks[i]
 		}
 		c := b.Candidates[rank]
 		bj.Chosen = candidateSummary(c, b.Baseline)
+		bj.ChosenRows = b.Size
+		if c.Rows > 0 {
+			bj.ChosenRows = c.Rows
+		}
 		bj.EstimatedUs = c.Estimate.Micros
 		buckets = append(buckets, bj)
 		cands = append(cands, bj.Chosen)
@@ -153,28 +174,34 @@ func printDynamicJSON(w io.Writer, res *driver.DynamicResult, written *driver.Dy
 	}{res.Stats, cands, buckets, res.Lo, res.Hi, res.Stopped, written.Graph, written.CUDA})
 }
 
-func printDynamicTable(w io.Writer, res *driver.DynamicResult, written *driver.DynamicWritten) {
+func printDynamicTable(w io.Writer, res *driver.DynamicResult, written *driver.DynamicWritten, atLo []float64) {
 	fmt.Fprintf(w, "m in %d..%d: %d bucket(s); searched %d states in %.1fs", res.Lo, res.Hi, len(res.Buckets), res.Stats.States, res.Stats.Seconds)
 	if res.Stopped != "" {
 		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "bucket\tm\tkernels\tcustomized\tgrids\test. µs\tunfused µs\tspeedup\tsearch")
+	fmt.Fprintln(tw, "bucket\tm\truns\tkernels\tcustomized\tgrids\test. µs\tat m=lo\tunfused µs\tspeedup\tsearch")
 	for i, b := range res.Buckets {
-		rank := 0
-		if written.Ranks != nil {
-			rank = written.Ranks[i]
-		}
-		c := b.Candidates[rank]
+		c := b.Candidates[rankOf(written, i)]
 		var grids []string
 		for _, g := range c.Grids {
 			grids = append(grids, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
 		}
-		fmt.Fprintf(tw, "%d\t%d..%d\t%d\t%d\t%s\t%.1f\t%.1f\t%.2fx\t%d states, %.1fs\n", b.Size, b.Lo, b.Hi, c.Kernels, c.Customized,
-			orDash(strings.Join(grids, " ")), c.Estimate.Micros, b.Baseline.Micros, b.Baseline.Micros/c.Estimate.Micros, b.Stats.States, b.Stats.Seconds)
+		runs := "its own"
+		if c.Rows > 0 {
+			runs = fmt.Sprintf("bucket %d's", c.Rows)
+		}
+		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%d states, %.1fs\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
+			orDash(strings.Join(grids, " ")), c.Estimate.Micros, atLo[i], b.Baseline.Micros, b.Baseline.Micros/c.Estimate.Micros, b.Stats.States, b.Stats.Seconds)
 	}
 	tw.Flush()
+	for i, b := range res.Buckets {
+		if b.Candidates[rankOf(written, i)].Rows > 0 {
+			fmt.Fprintf(w, "(a bucket runs a larger bucket's μGraph where the cost model has it faster on its rows: rows past m move nothing)\n")
+			break
+		}
+	}
 	fmt.Fprintf(w, "wrote %s\n", written.Graph)
 	if len(written.CUDA) > 0 {
 		fmt.Fprintf(w, "CUDA, one entry point for m in %d..%d: %s\n", res.Lo, res.Hi, strings.Join(written.CUDA, ", "))

@@ -156,7 +156,7 @@ func (f *emitFlags) emitDynamic(cmd *cobra.Command, in *input, path string) (boo
 			if f.candidate >= len(b.Graphs) {
 				return true, fmt.Errorf("%s: bucket %d has %d graph(s), no --candidate %d", path, b.Size, len(b.Graphs), f.candidate)
 			}
-			buckets = append(buckets, cuda.Bucket{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Graph: b.Graphs[f.candidate]})
+			buckets = append(buckets, cuda.Bucket{Size: b.Rows[f.candidate], Lo: b.Lo, Hi: b.Hi, Graph: b.Graphs[f.candidate]})
 		}
 	} else {
 		program, lo, hi, sizes, err := f.dynamic.mark(in)

@@ -308,7 +308,7 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 	}
 	var buckets []cuda.Bucket
 	for _, d := range docs {
-		buckets = append(buckets, cuda.Bucket{Size: d.Size, Lo: d.Lo, Hi: d.Hi, Graph: d.Graphs[0]})
+		buckets = append(buckets, cuda.Bucket{Size: d.Rows[0], Lo: d.Lo, Hi: d.Hi, Graph: d.Graphs[0]})
 	}
 	code, err := cuda.EmitDynamic(a.Name, rows, buckets, cuda.Options{Source: b.Path})
 	if err != nil {
@@ -340,6 +340,7 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 	return err
 }
 
+// findBucket is the size of the graph that runs m.
 func findBucket(bs []cuda.Bucket, m int) (int, bool) {
 	for _, b := range bs {
 		if m >= b.Lo && m <= b.Hi {

@@ -102,6 +102,8 @@ type Rows struct {
 // that checks m against the range and runs the bucket that serves it;
 // mirage_NAME_workspace_bytes(m) is that bucket's workspace. Each bucket's
 // kernels live in a namespace of their own (NAME_m8_kernel0, ...).
+// Consecutive buckets that run the same graph (a bucket that adopted a
+// larger one's) are emitted once, serving both ranges.
 func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Result, error) {
 	opts, err := checkArch(opts)
 	if err != nil {
@@ -110,6 +112,16 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	if len(buckets) == 0 {
 		return nil, errors.New("a dynamic program without buckets")
 	}
+	var merged []Bucket
+	for _, b := range buckets {
+		if n := len(merged); n > 0 && merged[n-1].Size == b.Size && b.Graph != nil && merged[n-1].Graph != nil &&
+			merged[n-1].Hi+1 == b.Lo && kernel.Hash(merged[n-1].Graph) == kernel.Hash(b.Graph) {
+			merged[n-1].Hi = b.Hi
+			continue
+		}
+		merged = append(merged, b)
+	}
+	buckets = merged
 	cname := Sanitize(name)
 	res := &Result{Name: cname, Arch: opts.Arch.Name}
 	var progs []*program
