@@ -135,7 +135,7 @@ type bucketJSON struct {
 	EstimatedUs float64       `json:"estimated_us"`       // at m = size
 	EstimatedLo float64       `json:"estimated_us_at_lo"` // at m = lo: rows past m move nothing
 	UnfusedUs   float64       `json:"unfused_us"`
-	Chosen      candidateJSON `json:"chosen"` // the μGraph the entry point runs for it
+	Chosen      candidateJSON `json:"chosen"`      // the μGraph the entry point runs for it
 	ChosenRows  int           `json:"chosen_rows"` // the m that μGraph is written for: size, or a larger bucket's it adopted
 	Emitted     *int          `json:"emitted_candidate,omitempty"`
 	Parts       []partJSON    `json:"parts"`
