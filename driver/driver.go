@@ -119,7 +119,7 @@ type outcome struct {
 	subtrees  []int
 	nsubtrees int    // of its search
 	result    result // under run.mu: a search abandoned on interruption may still write it
-	ops       string // the program's ops of the part that made it, printed (the fingerprint pool's key)
+	ops       string // the ops, inputs and outputs of the part that made it, printed (the fingerprint pool's key)
 }
 
 // result is what a search of a part gave.
@@ -345,7 +345,7 @@ func (d *run) outcomeOf(p Part) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{program: pg, unfusedUs: e.Micros, ops: fmt.Sprint(p.Ops)}
+	o := &outcome{program: pg, unfusedUs: e.Micros, ops: fmt.Sprint(p.Ops, p.Inputs, p.Outputs)}
 	d.outcomes[h] = o
 	if len(p.Ops) == 1 && d.program.Ops[p.Ops[0]].Kind == ugraph.OpCustomized {
 		o.result = result{done: true, fused: true, estimatedUs: e.Micros}

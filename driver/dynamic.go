@@ -119,10 +119,10 @@ func knownNames(names map[string]int) string {
 	return " (inputs: " + strings.Join(slices.Sorted(maps.Keys(names)), ", ") + ", or a position)"
 }
 
-// DefaultBuckets are the powers of two from the one at or below lo... up
-// to the first at or above hi: 1, 2, 4, ..., 64 for 1..64.
+// DefaultBuckets are the powers of two from the first at or above lo up to
+// the first at or above hi: 1, 2, 4, ..., 64 for 1..64; 8, ..., 64 for 5..64.
 func DefaultBuckets(lo, hi int) []int {
-	b := 1 << (bits.Len(uint(lo)) - 1) // the power of two at or below lo
+	b := 1 << (bits.Len(uint(lo)) - 1) // at or below lo
 	if b < lo {
 		b *= 2
 	}
@@ -147,28 +147,34 @@ func ParseBuckets(s string, lo, hi int) ([]int, error) {
 		}
 		out = append(out, b)
 	}
-	return out, CheckBuckets(out, lo, hi)
+	if err := CheckBuckets(out, lo, hi); err != nil {
+		return nil, fmt.Errorf("--%v", err)
+	}
+	return out, nil
 }
 
 // CheckBuckets checks bucket sizes against the range lo..hi.
 func CheckBuckets(b []int, lo, hi int) error {
-	if len(b) == 0 {
-		return errors.New("--buckets: no bucket")
+	switch {
+	case lo < 1 || lo > hi:
+		return fmt.Errorf("the range %d..%d is not one of rows (1 <= LO <= HI)", lo, hi)
+	case len(b) == 0:
+		return errors.New("buckets []: no bucket")
 	}
 	for i, s := range b {
 		switch {
 		case s < lo:
-			return fmt.Errorf("--buckets %v: %d is below the range %d..%d", b, s, lo, hi)
+			return fmt.Errorf("buckets %v: %d is below the range %d..%d", b, s, lo, hi)
 		case i > 0 && s <= b[i-1]:
-			return fmt.Errorf("--buckets %v: sizes must ascend (%d after %d)", b, s, b[i-1])
+			return fmt.Errorf("buckets %v: sizes must ascend (%d after %d)", b, s, b[i-1])
 		case i < len(b)-1 && s >= hi:
-			return fmt.Errorf("--buckets %v: %d already covers HI %d; the buckets after it serve no m", b, s, hi)
+			return fmt.Errorf("buckets %v: %d already covers HI %d; the buckets after it serve no m", b, s, hi)
 		case s > ugraph.MaxDim:
-			return fmt.Errorf("--buckets %v: %d is too large", b, s)
+			return fmt.Errorf("buckets %v: %d is too large", b, s)
 		}
 	}
 	if last := b[len(b)-1]; last < hi {
-		return fmt.Errorf("--buckets %v: the last bucket %d is below HI %d; m up to %d would have none", b, last, hi, hi)
+		return fmt.Errorf("buckets %v: the last bucket %d is below HI %d; m up to %d would have none", b, last, hi, hi)
 	}
 	return nil
 }
@@ -203,7 +209,9 @@ type DynamicResult struct {
 // and the searches share Options.Cache. The whole run keeps
 // Options.TimeLimit: each bucket may take the time left in proportion to
 // its size among the buckets left, so time a bucket does not use goes to
-// the smaller ones.
+// the smaller ones (and at least a second, so that a run out of time still
+// gives every bucket its unfused program: the run may then overrun the
+// limit by as many seconds as there are buckets).
 func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets []int, opts Options) (*DynamicResult, error) {
 	if !program.Dynamic() {
 		return nil, errors.New("RunDynamic: the program has no dynamic dim")
@@ -229,7 +237,7 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 			return nil, err
 		}
 		o := opts
-		o.TimeLimit = max(time.Until(deadline)*time.Duration(size)/time.Duration(left), time.Second)
+		o.TimeLimit = max(time.Duration(float64(time.Until(deadline))*float64(size)/float64(left)), time.Second)
 		left -= size
 		if o.Log != nil {
 			log := opts.Log

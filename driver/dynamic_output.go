@@ -165,13 +165,14 @@ type DocBucket struct {
 // ReadDynamic reads back what DynamicResult.File wrote: the rows and the
 // buckets. ok is false for a document without "dynamic" in its meta.
 func ReadDynamic(f *kernel.File) (rows cuda.Rows, buckets []DocBucket, ok bool, err error) {
-	var doc struct {
-		Dynamic *DynamicMeta `json:"dynamic"`
-	}
-	if len(f.Meta) == 0 || json.Unmarshal(f.Meta, &doc) != nil || doc.Dynamic == nil {
+	var doc map[string]json.RawMessage
+	if len(f.Meta) == 0 || json.Unmarshal(f.Meta, &doc) != nil || doc["dynamic"] == nil {
 		return cuda.Rows{}, nil, false, nil
 	}
-	dm := doc.Dynamic
+	var dm DynamicMeta
+	if err := json.Unmarshal(doc["dynamic"], &dm); err != nil {
+		return cuda.Rows{}, nil, true, fmt.Errorf("meta.dynamic: %v", err)
+	}
 	rows = cuda.Rows{Lo: dm.Lo, Hi: dm.Hi, Inputs: dm.Inputs, Outputs: dm.Outputs}
 	if err := CheckBuckets(dm.Buckets, dm.Lo, dm.Hi); err != nil {
 		return rows, nil, true, fmt.Errorf("meta.dynamic: %v", err)

@@ -3,6 +3,7 @@ package ugraph
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 )
 
@@ -64,6 +65,15 @@ func InferShape(k OpKind, a Attr, in []Shape, dimx int) (Shape, error) {
 	return out, err
 }
 
+// oneSymbol refuses a result with m in two dims: rows of one operand
+// against rows of the other, an outer product across rows.
+func oneSymbol(k OpKind, in []Shape, out Shape) (Shape, error) {
+	if bits.OnesCount8(out.dyn) > 1 {
+		return Shape{}, opErr(k, in, "rows of the dynamic dim m must stay apart, but the result %v has m in two dims", out)
+	}
+	return out, nil
+}
+
 // dynamicShape marks the dims of out, the static result of op k on in,
 // that are the symbol m, or refuses an op that mixes rows (DESIGN §9).
 func dynamicShape(k OpKind, a Attr, in []Shape, out Shape) (Shape, error) {
@@ -87,7 +97,7 @@ func dynamicShape(k OpKind, a Attr, in []Shape, out Shape) (Shape, error) {
 				return mixes("dim %d is m in one operand and a static %d in the other", i, x.Dim(i))
 			}
 		}
-		return out, nil
+		return oneSymbol(k, in, out)
 	case ClassMatmul:
 		r := x.Rank()
 		if in[1].IsDynamic() {

@@ -205,6 +205,7 @@ func TestDynamicRows(t *testing.T) {
 		{"m + a row broadcast along m", OpMul, Attr{}, []Shape{m(0, 8, 64), s(1, 64)}, m(0, 8, 64), ""},
 		{"a row broadcast along m, m second", OpAdd, Attr{}, []Shape{s(1, 64), m(0, 8, 64)}, m(0, 8, 64), ""},
 		{"m written as 1 + a row", OpAdd, Attr{}, []Shape{m(0, 1, 64), s(1, 64)}, m(0, 1, 64), ""},
+		{"m in two dims", OpAdd, Attr{}, []Shape{m(0, 16, 1, 64), m(1, 1, 16, 64)}, Shape{}, "has m in two dims"},
 		{"m against a static extent", OpAdd, Attr{}, []Shape{m(0, 8, 64), s(8, 64)}, Shape{}, "dim 0 is m in one operand and a static 8"},
 		{"m written as 1 broadcast to static rows", OpAdd, Attr{}, []Shape{m(0, 1, 64), s(16, 64)}, Shape{}, "a static 16"},
 		{"matmul keeps the left rows", OpMatmul, Attr{}, []Shape{m(0, 16, 4096), s(4096, 6144)}, m(0, 16, 6144), ""},

@@ -82,6 +82,26 @@ func TestSuperoptDynamic(t *testing.T) {
 	if again, _ := os.ReadFile(filepath.Join(re, "mlp.cu")); body(again) != body(cu) {
 		t.Error("emit of superopt's dynamic document wrote another mlp.cu than superopt")
 	}
+	// A document whose meta was edited is refused, never a panic.
+	doc, _ := os.ReadFile(graphs)
+	for _, tt := range []struct{ old, new, want string }{
+		{`"dynamic": {`, `"dynamic": "yes", "was": {`, "meta.dynamic"},
+		{`"lo": 1, "hi": 16, "buckets"`, `"lo": 0, "hi": 16, "buckets"`, "not one of rows"},
+		{`"inputs": [0, -1, -1, -1]`, `"inputs": [-7, -1, -1, -1]`, "dynamic dim is -7"},
+		{`"inputs": [0, -1, -1, -1]`, `"inputs": [0, 5, -1, -1]`, "no dynamic row dim 5"},
+	} {
+		if !strings.Contains(string(doc), tt.old) {
+			t.Fatalf("the document lacks %q", tt.old)
+		}
+		edited := filepath.Join(dir, "edited.ugraph.json")
+		os.WriteFile(edited, []byte(strings.Replace(string(doc), tt.old, tt.new, 1)), 0o644)
+		if code, _, stderr := mirage(t, "emit", edited, "-o", filepath.Join(dir, "edited")); code != exitUnusable || !strings.Contains(stderr, tt.want) {
+			t.Errorf("emit of a document with %s: exit %d, %q; want %q", tt.new, code, stderr, tt.want)
+		}
+	}
+	if code, _, stderr := mirage(t, "emit", graphs, "--candidate", "-1", "-o", re); code != exitUnusable || !strings.Contains(stderr, "no --candidate -1") {
+		t.Errorf("emit --candidate -1: exit %d, %q", code, stderr)
+	}
 	// show prints the shapes with m; eval runs at --rows.
 	if code, stdout, _ := mirage(t, "show", prog, "--dynamic", "X:0=1..16"); code != exitOK || !strings.Contains(stdout, "# m in 1..16, buckets [1 2 4 8 16]") || !strings.Contains(stdout, "[m, 128]") {
 		t.Errorf("show --dynamic: exit %d\n%s", code, stdout)
@@ -155,5 +175,11 @@ func TestSuperoptDynamicBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a refused emit wrote its output directory")
+	}
+	// Rows of one input against rows of another: an outer product across m.
+	outer := filepath.Join(dir, "outer.py")
+	os.WriteFile(outer, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(16, 1, 64))\nY = g.new_input(dims=(1, 16, 64))\ng.mark_output(g.add(X, Y))\n"), 0o644)
+	if code, _, stderr := mirage(t, "show", outer, "--dynamic", "X:0=1..16", "--dynamic", "Y:1=1..16"); code != exitUnusable || !strings.Contains(stderr, "outer.py:5:") || !strings.Contains(stderr, "has m in two dims") {
+		t.Errorf("m in two dims: exit %d, %q", code, stderr)
 	}
 }

@@ -153,7 +153,7 @@ func (f *emitFlags) emitDynamic(cmd *cobra.Command, in *input, path string) (boo
 	var buckets []cuda.Bucket
 	if ok {
 		for _, b := range docs {
-			if f.candidate >= len(b.Graphs) {
+			if f.candidate < 0 || f.candidate >= len(b.Graphs) {
 				return true, fmt.Errorf("%s: bucket %d has %d graph(s), no --candidate %d", path, b.Size, len(b.Graphs), f.candidate)
 			}
 			buckets = append(buckets, cuda.Bucket{Size: b.Rows[f.candidate], Lo: b.Lo, Hi: b.Hi, Graph: b.Graphs[f.candidate]})

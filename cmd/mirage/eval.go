@@ -73,7 +73,7 @@ HI), as the entry point superopt --dynamic writes would for that m.
 				if err != nil {
 					return err
 				}
-				if rows == 0 {
+				if !cmd.Flags().Changed("rows") {
 					rows = hi
 				}
 				if rows < lo || rows > hi {

@@ -256,7 +256,11 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 		if len(gb.Inputs()) != len(ins) {
 			return fmt.Errorf("%s: graph %d has %d inputs, the program %d", b.Path, i, len(gb.Inputs()), len(ins))
 		}
-		m := gb.Tensors[gb.Inputs()[k]].Shape.Dim(ins[k])
+		s := gb.Tensors[gb.Inputs()[k]].Shape
+		if s.Rank() <= ins[k] {
+			return fmt.Errorf("%s: graph %d's input %d is %v, with no dim %d for m", b.Path, i, k, s, ins[k])
+		}
+		m := s.Dim(ins[k])
 		if m < lo {
 			return fmt.Errorf("%s: graph %d has m = %d rows, below the range's %d", b.Path, i, m, lo)
 		}
@@ -300,8 +304,11 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 		return err
 	}
 	rows, docs, ok, err := driver.ReadDynamic(b.File)
-	if err != nil || !ok {
-		return fmt.Errorf("%s: --engine needs superopt --dynamic's document (%v)", b.Path, err)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %v", b.Path, err)
+	case !ok:
+		return fmt.Errorf("%s: --engine runs a dynamic program's entry point: B must be superopt --dynamic's document", b.Path)
 	}
 	if rows.Lo != lo || rows.Hi != hi {
 		return fmt.Errorf("%s covers m in %d..%d, --dynamic says %d..%d", b.Path, rows.Lo, rows.Hi, lo, hi)
@@ -326,12 +333,11 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 		case s.M < lo || s.M > hi:
 			fmt.Fprintf(w, "engine m = %d: outside %d..%d: %s\n", s.M, lo, hi, map[bool]string{true: "refused", false: "ACCEPTED"}[s.Refused])
 		default:
-			b, _ := findBucket(buckets, s.M)
 			note := ""
 			if s.Past {
 				note = ", rows past m written"
 			}
-			fmt.Fprintf(w, "engine m = %d (bucket %d): error %.3g of max |want|%s: %s\n", s.M, b, s.Error, note, map[bool]string{true: "ok", false: "FAILED"}[s.OK])
+			fmt.Fprintf(w, "engine m = %d (%s): error %.3g of max |want|%s: %s\n", s.M, servedBy(docs, s.M), s.Error, note, map[bool]string{true: "ok", false: "FAILED"}[s.OK])
 		}
 	}
 	if errors.Is(err, driver.ErrEngineFailed) {
@@ -340,12 +346,15 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 	return err
 }
 
-// findBucket is the size of the graph that runs m.
-func findBucket(bs []cuda.Bucket, m int) (int, bool) {
-	for _, b := range bs {
+// servedBy says which bucket serves m and whose graph it runs.
+func servedBy(docs []driver.DocBucket, m int) string {
+	for _, b := range docs {
 		if m >= b.Lo && m <= b.Hi {
-			return b.Size, true
+			if b.Rows[0] != b.Size {
+				return fmt.Sprintf("bucket %d, bucket %d's graph", b.Size, b.Rows[0])
+			}
+			return fmt.Sprintf("bucket %d", b.Size)
 		}
 	}
-	return 0, false
+	return "no bucket"
 }

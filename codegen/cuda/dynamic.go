@@ -112,6 +112,9 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	if len(buckets) == 0 {
 		return nil, errors.New("a dynamic program without buckets")
 	}
+	if rows.Lo < 1 || rows.Lo > rows.Hi {
+		return nil, fmt.Errorf("the range %d..%d is not one of rows", rows.Lo, rows.Hi)
+	}
 	var merged []Bucket
 	for _, b := range buckets {
 		if n := len(merged); n > 0 && merged[n-1].Size == b.Size && b.Graph != nil && merged[n-1].Graph != nil &&
@@ -136,6 +139,22 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		}
 		if b.Lo > b.Hi || b.Hi > b.Size || i > 0 && b.Lo != buckets[i-1].Hi+1 || i == 0 && b.Lo != rows.Lo || i == len(buckets)-1 && b.Hi != rows.Hi {
 			return nil, fmt.Errorf("bucket %d serves %d..%d: the buckets must cover %d..%d in order", b.Size, b.Lo, b.Hi, rows.Lo, rows.Hi)
+		}
+		for k, d := range append(append([]int(nil), rows.Inputs...), rows.Outputs...) {
+			t := g.Outputs[0]
+			if k < len(ins) {
+				t = ins[k]
+			} else {
+				t = g.Outputs[k-len(ins)]
+			}
+			if d < -1 {
+				return nil, fmt.Errorf("bucket %d: tensor %d's dynamic dim is %d", b.Size, k, d)
+			}
+			if d >= 0 {
+				if err := rowsPrefix(g.Tensors[t].Shape, d, b.Size); err != nil {
+					return nil, fmt.Errorf("bucket %d: t%d: %v", b.Size, t, err)
+				}
+			}
 		}
 		p := &program{name: fmt.Sprintf("%s_m%d", cname, b.Size), g: g, opts: opts, res: &Result{Name: cname, Arch: opts.Arch.Name},
 			rows: map[kernel.TensorID]int{}, bucket: b.Size}

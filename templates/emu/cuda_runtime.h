@@ -231,6 +231,9 @@ struct State {
   int lo = 0, hi = 0;                    // the scheduler's bounds on runnable threads
   void (*body)() = nullptr;
   Counters cnt;
+  // fences are device memory no access may touch (fence): the rows past m
+  // of a dynamic program's tensors, which a caller need not have.
+  std::vector<std::pair<uintptr_t, uintptr_t>> fences;
 };
 
 inline State state;
@@ -280,7 +283,24 @@ inline void record(int site, const void* p, uint32_t bytes) {
 
 // traced records an access of sizeof(T) bytes at p by the macro site
 // numbered counter (__COUNTER__) and returns p.
+// fence makes [p, p+bytes) of device memory out of bounds: an access there
+// fails the program (the rows past m that a dynamic program's caller need
+// not have allocated). unfence lifts every fence.
+inline void fence(const void* p, size_t bytes) {
+  if (bytes > 0) st().fences.emplace_back(reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes);
+}
+inline void unfence() { st().fences.clear(); }
+
+inline void check_fences(const void* p, size_t bytes, Dir dir) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  for (const auto& f : st().fences) {
+    if (a < f.second && a + bytes > f.first)
+      fail(std::string(dir == Load ? "a load from" : "a store to") + " fenced device memory (a row past m)");
+  }
+}
+
 template <typename T> inline T* traced(int counter, Space space, Dir dir, T* p) {
+  if (space == GlobalMem && !st().fences.empty()) check_fences(p, sizeof(T), dir);
   Counters& c = st().cnt;
   if (!c.on) return p;
   const size_t key = 2 * static_cast<size_t>(counter) + dir;
@@ -304,6 +324,7 @@ inline bool in_dynamic_smem(const void* p) {
 // traced_line records an access of bytes at p by the function call at
 // file:line (the runtime's store2, add2, cp.async), in the space p is in.
 inline void traced_line(const char* file, int line, Dir dir, const void* p, uint32_t bytes, Space space) {
+  if (space == GlobalMem && !st().fences.empty()) check_fences(p, bytes, dir);
   Counters& c = st().cnt;
   if (!c.on) return;
   auto key = std::make_tuple(file, line, space * 2 + dir);
@@ -660,6 +681,7 @@ inline void cp_async(void* dst, const void* src, int bytes, int src_bytes, const
   unsigned char* lo = st().smem.data();
   if (static_cast<unsigned char*>(dst) < lo || static_cast<unsigned char*>(dst) + bytes > lo + st().smem.size())
     fail("cp.async outside the dynamic shared memory");
+  if (src_bytes > 0 && !st().fences.empty()) check_fences(src, src_bytes, Load);
   if (st().cnt.on) {
     traced_line(file, line, Load, src, src_bytes, GlobalMem);
     traced_line(file, line, Store, dst, bytes, SharedMem);

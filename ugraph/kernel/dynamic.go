@@ -85,6 +85,11 @@ func rowsGuardable(s ugraph.Shape) error {
 	if d < 0 {
 		return nil
 	}
+	for i := d + 1; i < s.Rank(); i++ {
+		if s.Dynamic(i) {
+			return fmt.Errorf("%v: m in dims %d and %d; one row dim", s, d, i)
+		}
+	}
 	if d == s.Rank()-1 {
 		return fmt.Errorf("%v: the dynamic dim m is the last dim; it must be a row dim (an outer one)", s)
 	}
