@@ -36,6 +36,10 @@
 #   MIRAGE_COUNTERS         1: emit --counters (each entry run once in the CPU emulator,
 #                           seconds each, for the harness's "moved MB" and "GB/s");
 #                           0: not; default: 1 where g++ is on PATH
+#   MIRAGE_DYNAMIC          1: also superopt rmsnorm_matmul with m dynamic in 1..64 and keep
+#                           the decode loop of examples/engine over its one entry point in
+#                           OUTDIR/ARCH/dynamic/engine (checked in the CPU emulator first;
+#                           run.sh runs it on the GPU); 0: not; default: 1 where g++ is on PATH
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -176,6 +180,30 @@ for arch in $archs; do
 		done
 	done
 done
+# The dynamic batch (issue #23): one entry point for m in 1..64, its decode
+# loop run in the emulator here and kept for the GPU.
+dynamic=${MIRAGE_DYNAMIC:-}
+if [ -z "$dynamic" ]; then
+	if command -v g++ >/dev/null; then dynamic=1; else dynamic=0; fi
+fi
+if [ "$dynamic" = 1 ]; then
+	for arch in $archs; do
+		ddir=$out/$arch/dynamic
+		rm -rf "$ddir"
+		mkdir -p "$ddir"
+		echo "== $arch dynamic rmsnorm_matmul (m in 1..64)"
+		# shellcheck disable=SC2086 # superopt_flags is a list of flags
+		if "$mirage" superopt examples/rmsnorm_matmul.py --dynamic X:0=1..64 -o "$ddir/superopt" --json --arch "$arch" \
+			--time-limit "$time_limit" $superopt_flags >"$ddir/superopt.json" 2>"$ddir/superopt.log" &&
+			"$mirage" verify examples/rmsnorm_matmul.py "$ddir/superopt/rmsnorm_matmul.ugraph.json" --dynamic X:0=1..64 \
+				--engine 1,3,5,13,33,64,0,65 --engine-dir "$ddir/engine" >"$ddir/emulated.txt" 2>&1; then
+			echo "  the decode loop passed in the emulator; kept in $ddir/engine"
+		else
+			echo "  FAILED: see $ddir"
+		fi
+	done
+fi
+
 metas=("$out"/*/*/meta.json)
 [ -f "${metas[0]}" ] || metas=()
 echo "prepared ${#metas[@]} entries under $out"

@@ -130,4 +130,11 @@ echo "compiled in $(($(date +%s) - start)) s"
 mkdir -p "$results"
 rc=0
 "$python" "$here/harness.py" --build "$dir" --results "$results" --lib-tag "$nvcc_arch" --nvcc "$nvcc" "$@" || rc=$?
+
+# The dynamic batch's decode loop (prepare.sh's dynamic/engine): one entry
+# point, m changing at every step, each step checked and timed.
+if [ -x "$dir/dynamic/engine/run-gpu.sh" ]; then
+	echo "== the decode loop of examples/engine on the GPU (m in 1..64)"
+	NVCC=$nvcc "$dir/dynamic/engine/run-gpu.sh" "$nvcc_arch" | tee "$results/engine.txt" || rc=1
+fi
 exit $rc

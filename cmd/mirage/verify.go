@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"slices"
 
@@ -28,6 +30,7 @@ func newVerifyCmd() *cobra.Command {
 		candidate int
 		dynamic   dynamicFlags
 		engine    []int
+		engineDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify A B [-- PROGRAM-ARGS]",
@@ -60,7 +63,9 @@ any differs. --engine 1,3,5,13,33,64 then also emits B's one entry point
 emulator (g++) and runs its decode loop at those m, one after another on
 buffers allocated once: each step's outputs must match A's interpreter on
 the same rows (fp16 tolerance) and leave the rows past m untouched, and an
-m outside the range must be refused.`,
+m outside the range must be refused. --engine-dir DIR keeps what it ran in
+DIR (the sources, inputs.bin, reference.bin) with run-gpu.sh, which builds
+the same decode loop with nvcc and runs it on a GPU (bench/gpu).`,
 		Args: lf.files(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a, err := lf.load(cmd, args[0])
@@ -79,7 +84,7 @@ m outside the range must be refused.`,
 				if err != nil || len(engine) == 0 {
 					return err
 				}
-				return runEngine(cmd, &dynamic, a, b, engine)
+				return runEngine(cmd, &dynamic, a, b, engine, engineDir)
 			}
 			if len(engine) > 0 {
 				return errors.New("--engine runs a dynamic program's entry point: it needs --dynamic")
@@ -114,6 +119,7 @@ m outside the range must be refused.`,
 	cmd.Flags().IntVar(&candidate, "candidate", 0, "which graph of B when B holds several candidates (numbered from 0)")
 	dynamic.register(cmd, false)
 	cmd.Flags().IntSliceVar(&engine, "engine", nil, "with --dynamic: run B's entry point in examples/engine's decode loop, in the CPU emulator, at these `m,m,...`")
+	cmd.Flags().StringVar(&engineDir, "engine-dir", "", "with --engine: keep the decode loop's sources and data in `DIR` (new or empty), with run-gpu.sh for a GPU")
 	return cmd
 }
 
@@ -298,7 +304,7 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 
 // runEngine emits b's entry point and runs examples/engine's decode loop
 // over it at steps, checked against program a.
-func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) error {
+func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int, keep string) error {
 	program, lo, hi, _, err := dyn.mark(a)
 	if err != nil {
 		return err
@@ -321,11 +327,15 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 	if err != nil {
 		return fmt.Errorf("%s: %v", b.Path, err)
 	}
-	dir, err := os.MkdirTemp("", "mirage-engine-*")
-	if err != nil {
-		return err
+	dir := keep
+	if keep == "" {
+		if dir, err = os.MkdirTemp("", "mirage-engine-*"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := emptyDir(keep); err != nil {
+		return fmt.Errorf("--engine-dir %s: %v", keep, err)
 	}
-	defer os.RemoveAll(dir)
 	res, err := driver.RunEngine(cmd.Context(), dir, program, code, lo, hi, steps)
 	w := cmd.OutOrStdout()
 	for _, s := range res {
@@ -343,7 +353,40 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int) 
 	if errors.Is(err, driver.ErrEngineFailed) {
 		return &exitError{code: exitDiffer, err: err}
 	}
+	if err == nil && keep != "" {
+		var ms []string
+		for _, m := range steps {
+			ms = append(ms, fmt.Sprint(m))
+		}
+		script := fmt.Sprintf(`#!/usr/bin/env bash
+# The decode loop that mirage verify --engine ran in the CPU emulator, built
+# with nvcc for a GPU: run-gpu.sh [ARCH] (default sm_90).
+set -euo pipefail
+cd "$(dirname "$0")"
+"${NVCC:-nvcc}" -O2 -std=c++17 -arch="${1:-sm_90}" -DMIRAGE_PROGRAM=%[1]s -include %[1]s.h -x cu engine.cpp %[1]s.cu -o engine-gpu
+./engine-gpu inputs.bin reference.bin %[2]s
+`, code.Name, strings.Join(ms, " "))
+		if err := os.WriteFile(filepath.Join(keep, "run-gpu.sh"), []byte(script), 0o755); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "kept the decode loop in %s (run-gpu.sh builds it with nvcc)\n", keep)
+	}
 	return err
+}
+
+// emptyDir makes dir, or checks that it is empty.
+func emptyDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 {
+		return errors.New("not empty")
+	}
+	return nil
 }
 
 // servedBy says which bucket serves m and whose graph it runs.

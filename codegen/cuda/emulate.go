@@ -71,6 +71,11 @@ func BuildEngine(ctx context.Context, dir string, res *Result, engine []byte) (s
 	if res.Buckets == nil {
 		return "", nil, fmt.Errorf("%s is not a dynamic program: the engine needs mirage_%s(..., m, ...)", res.Name, res.Name)
 	}
+	// g++ runs in dir: its include paths must not be relative to here.
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return "", nil, err
+	}
 	for _, f := range res.Files {
 		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
 			return "", nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	mirageexamples "github.com/mirage-go/mirage/examples"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -94,5 +95,52 @@ func TestNVCCCases(t *testing.T) {
 				nvccCompile(t, nvcc, c.name, g, opts)
 			})
 		}
+	}
+}
+
+// TestNVCCDynamic builds a dynamic program's one entry point (a bucket of
+// the hand-written RMSNorm+MatMul μGraph, whose kernel guards rows past m,
+// and one of the program's own ops) with examples/engine, the decode loop
+// an engine runs, into an executable for sm_80 and sm_90.
+func TestNVCCDynamic(t *testing.T) {
+	nvcc := needNVCC(t)
+	fused, plain := loadExample(t, "rmsnorm_matmul_mugraph"), loadExample(t, "rmsnorm_matmul")
+	rows := Rows{Lo: 1, Hi: 32, Inputs: []int{0, -1}, Outputs: []int{0}}
+	program, err := plain.WithDynamic(map[kernel.TensorID]int{plain.Inputs()[0]: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := program.Bind(32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets := []Bucket{{Size: 16, Lo: 1, Hi: 16, Graph: fused}, {Size: 32, Lo: 17, Hi: 32, Graph: big}}
+	for _, arch := range []target.Arch{sm80, sm90} {
+		t.Run(arch.Name, func(t *testing.T) {
+			t.Parallel()
+			res, err := EmitDynamic("rmsnorm_matmul", rows, buckets, Options{Arch: arch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			for _, f := range res.Files {
+				if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), mirageexamples.Engine, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(nvcc, "-arch="+arch.Name, "-std=c++17", "-O3", "-Xcompiler", "-Wall",
+				"-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h", "-x", "cu", "engine.cpp", res.Name+".cu", "-o", "engine")
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("nvcc: %v\n%s", err, out)
+			}
+			if msg := strings.TrimSpace(string(out)); msg != "" {
+				t.Errorf("nvcc warnings:\n%s", msg)
+			}
+		})
 	}
 }
