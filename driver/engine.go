@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -35,7 +36,9 @@ var ErrEngineFailed = errors.New("the engine's decode loop failed")
 // RunEngine builds examples/engine over code (the CUDA of program, which has
 // the dynamic dim m) for the CPU emulator in dir and runs its decode loop at
 // steps: every input allocated once at hi rows (random multiples of 1/64,
-// exact in every dtype), each step's outputs checked against the
+// a weight's scaled by a power of two near 1/sqrt(K) as a model's are, so
+// that fp16 does not overflow at a model's shapes: exact in every dtype),
+// each step's outputs checked against the
 // interpreter at that m on the inputs' first m rows, and the rows past m of
 // the outputs checked untouched. It returns the steps, and
 // ErrEngineFailed beside them when one failed.
@@ -54,10 +57,15 @@ func RunEngine(ctx context.Context, dir string, program *kernel.Graph, code *cud
 	r := rand.New(rand.NewPCG(5, 8))
 	in := &bytes.Buffer{}
 	var data [][]float64
-	for _, id := range full.Inputs() {
-		x := make([]float64, full.Tensors[id].Shape.NumElements())
+	for k, id := range full.Inputs() {
+		s := full.Tensors[id].Shape
+		scale := 1.0
+		if d := program.Tensors[program.Inputs()[k]].Shape; !d.IsDynamic() && d.Rank() >= 2 {
+			scale = math.Exp2(-math.Round(math.Log2(math.Sqrt(float64(d.Dim(d.Rank() - 2))))))
+		}
+		x := make([]float64, s.NumElements())
 		for i := range x {
-			x[i] = float64(r.IntN(129)-64) / 64
+			x[i] = float64(r.IntN(129)-64) / 64 * scale
 			binary.Write(in, binary.LittleEndian, float32(x[i]))
 		}
 		data = append(data, x)
