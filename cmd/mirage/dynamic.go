@@ -27,7 +27,10 @@ the number of rows m a call brings, LO <= m <= HI; the size written in the
 program is only an example. Give it once per input that has m (one range
 for all). m must stay row-independent: an op that reduces, contracts or
 normalizes across m, a weight with m, or a broadcast of m against a static
-size is refused (exit 2, the op and the program's line named).`
+size is refused (exit 2, the op and the program's line named); and m must
+be the outermost dim of extent above 1 of every tensor that has it, not
+its last (the emitted kernels cut tensors at row m).
+`
 
 func (f *dynamicFlags) register(cmd *cobra.Command, buckets bool) {
 	cmd.Flags().StringArrayVar(&f.specs, "dynamic", nil, "make dim DIM of input INPUT the dynamic row count m: `INPUT:DIM=LO..HI` (repeat for inputs sharing m)")

@@ -90,11 +90,13 @@ See deploy/ and the README.
 ` + dynamicHelp + `
 The range is covered by buckets (--buckets, default powers of two up to
 HI); each is searched as the static program at m = its size and gets its
-own verified μGraph. The CUDA has one entry point, mirage_NAME(outputs,
-inputs, m, workspace, stream), that runs the smallest bucket at or above m
-on tensors of exactly m rows; NAME.ugraph.json holds each bucket's
-candidates, and --json adds "buckets" (size, range, estimated_us, the
-chosen μGraph, parts). examples/engine runs such a layer in a decode loop.
+own verified μGraph (a bucket runs a larger bucket's instead when the cost
+model has it faster on its rows: rows past m move nothing). The CUDA has
+one entry point, mirage_NAME(outputs, inputs, m, workspace, stream), that
+runs the smallest bucket at or above m on tensors of exactly m rows;
+NAME.ugraph.json holds each bucket's candidates, and --json adds "buckets"
+(size, range, estimated_us, estimated_us_at_lo, the chosen μGraph, parts).
+examples/engine runs such a layer in a decode loop.
 
 Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.
