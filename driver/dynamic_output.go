@@ -1,15 +1,11 @@
 package driver
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
-	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -128,28 +124,15 @@ func (r *DynamicResult) Write(out Output) (*DynamicWritten, error) {
 	if err != nil {
 		return nil, err
 	}
-	var data bytes.Buffer
-	if err := file.Encode(&data); err != nil {
-		return nil, err
-	}
-	w := &DynamicWritten{Graph: filepath.Join(out.Dir, out.Name+".ugraph.json")}
-	files := []atomicfile.File{{Name: out.Name + ".ugraph.json", Data: data.Bytes()}}
+	w := &DynamicWritten{}
+	var code *cuda.Result
 	if out.CUDA != nil {
-		res, ranks, err := r.EmitCUDA(out.Name, *out.CUDA, out.Warn)
-		if err != nil {
+		if code, w.Ranks, err = r.EmitCUDA(out.Name, *out.CUDA, out.Warn); err != nil {
 			return nil, err
 		}
-		w.Ranks = ranks
-		for _, f := range res.Files {
-			files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
-			w.CUDA = append(w.CUDA, filepath.Join(out.Dir, f.Name))
-		}
 	}
-	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
+	if w.Graph, w.CUDA, err = out.write(file, code); err != nil {
 		return nil, err
-	}
-	if err := atomicfile.WriteSet(out.Dir, files, out.Name+".manifest.json"); err != nil {
-		return nil, fmt.Errorf("writing the result: %v", err)
 	}
 	return w, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // Output says where a Result is written and what goes with it.
@@ -51,12 +52,8 @@ func (r *Result) Write(out Output) (*Written, error) {
 	if err != nil {
 		return nil, err
 	}
-	var data bytes.Buffer
-	if err := file.Encode(&data); err != nil {
-		return nil, err
-	}
-	w := &Written{Graph: filepath.Join(out.Dir, out.Name+".ugraph.json"), Candidate: -1}
-	files := []atomicfile.File{{Name: out.Name + ".ugraph.json", Data: data.Bytes()}}
+	w := &Written{Candidate: -1}
+	var code *cuda.Result
 	for i, c := range r.Candidates {
 		if out.CUDA == nil {
 			break
@@ -68,18 +65,34 @@ func (r *Result) Write(out Output) (*Written, error) {
 			}
 			continue
 		}
-		w.Candidate = i
-		for _, f := range res.Files {
-			files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
-			w.CUDA = append(w.CUDA, filepath.Join(out.Dir, f.Name))
-		}
+		w.Candidate, code = i, res
 		break
 	}
-	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
+	if w.Graph, w.CUDA, err = out.write(file, code); err != nil {
 		return nil, err
 	}
-	if err := atomicfile.WriteSet(out.Dir, files, out.Name+".manifest.json"); err != nil {
-		return nil, fmt.Errorf("writing the result: %v", err)
-	}
 	return w, nil
+}
+
+// write writes file as NAME.ugraph.json and code's files (if not nil)
+// beside it, as one set (atomicfile.WriteSet), and returns their paths.
+func (out Output) write(file *kernel.File, code *cuda.Result) (graph string, cudaFiles []string, err error) {
+	var data bytes.Buffer
+	if err := file.Encode(&data); err != nil {
+		return "", nil, err
+	}
+	files := []atomicfile.File{{Name: out.Name + ".ugraph.json", Data: data.Bytes()}}
+	if code != nil {
+		for _, f := range code.Files {
+			files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
+			cudaFiles = append(cudaFiles, filepath.Join(out.Dir, f.Name))
+		}
+	}
+	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := atomicfile.WriteSet(out.Dir, files, out.Name+".manifest.json"); err != nil {
+		return "", nil, fmt.Errorf("writing the result: %v", err)
+	}
+	return filepath.Join(out.Dir, out.Name+".ugraph.json"), cudaFiles, nil
 }

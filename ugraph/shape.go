@@ -188,6 +188,24 @@ func (s Shape) DynamicDim() int {
 	return bits.TrailingZeros8(s.dyn)
 }
 
+// CheckRowDim checks that dim d can be cut at row m in memory: it is not
+// the last dim, and every dim before it has extent 1, so that the rows below
+// m are a prefix of the tensor (the emitted code's guards, DESIGN §9).
+func (s Shape) CheckRowDim(d int) error {
+	if d < 0 || d >= int(s.rank) {
+		return fmt.Errorf("%v has no dim %d", s, d)
+	}
+	if d == int(s.rank)-1 {
+		return fmt.Errorf("%v: the dynamic dim m is the last dim; it must be a row dim (an outer one)", s)
+	}
+	for i := range d {
+		if s.dims[i] != 1 {
+			return fmt.Errorf("%v: dim %d (%d) is outside the dynamic dim m; m must be the outermost dim of extent above 1", s, i, s.dims[i])
+		}
+	}
+	return nil
+}
+
 // Bind returns the static shape s has when m rows come: its dynamic dims
 // set to m (in [1, MaxDim]). The result may have more than MaxElements
 // elements, and then is not Valid.

@@ -187,16 +187,12 @@ func printDynamicTable(w io.Writer, res *driver.DynamicResult, written *driver.D
 	fmt.Fprintln(tw, "bucket\tm\truns\tkernels\tcustomized\tgrids\test. µs\tat m=lo\tunfused µs\tspeedup\tsearch")
 	for i, b := range res.Buckets {
 		c := b.Candidates[rankOf(written, i)]
-		var grids []string
-		for _, g := range c.Grids {
-			grids = append(grids, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
-		}
 		runs := "its own"
 		if c.Rows > 0 {
 			runs = fmt.Sprintf("bucket %d's", c.Rows)
 		}
 		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%d states, %.1fs\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
-			orDash(strings.Join(grids, " ")), c.Estimate.Micros, atLo[i], b.Baseline.Micros, b.Baseline.Micros/c.Estimate.Micros, b.Stats.States, b.Stats.Seconds)
+			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, b.Baseline.Micros/c.Estimate.Micros, b.Stats.States, b.Stats.Seconds)
 	}
 	tw.Flush()
 	for i, b := range res.Buckets {

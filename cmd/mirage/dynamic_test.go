@@ -88,7 +88,7 @@ func TestSuperoptDynamic(t *testing.T) {
 		{`"dynamic": {`, `"dynamic": "yes", "was": {`, "meta.dynamic"},
 		{`"lo": 1, "hi": 16, "buckets"`, `"lo": 0, "hi": 16, "buckets"`, "not one of rows"},
 		{`"inputs": [0, -1, -1, -1]`, `"inputs": [-7, -1, -1, -1]`, "dynamic dim is -7"},
-		{`"inputs": [0, -1, -1, -1]`, `"inputs": [0, 5, -1, -1]`, "no dynamic row dim 5"},
+		{`"inputs": [0, -1, -1, -1]`, `"inputs": [0, 5, -1, -1]`, "[64, 128] has no dim 5"},
 	} {
 		if !strings.Contains(string(doc), tt.old) {
 			t.Fatalf("the document lacks %q", tt.old)

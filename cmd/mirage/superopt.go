@@ -15,6 +15,7 @@ import (
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/block"
 )
 
 // superoptFlags are the flags of mirage superopt.
@@ -394,10 +395,9 @@ func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, ou
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "rank\tkernels\tcustomized\tgrids\tforloop\tdevice MB\tGFLOP\test. µs\tspeedup")
 	for i, c := range res.Candidates {
-		var grids, ranges []string
-		for j, g := range c.Grids {
-			grids = append(grids, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
-			ranges = append(ranges, fmt.Sprint(c.ForloopRanges[j]))
+		var ranges []string
+		for _, r := range c.ForloopRanges {
+			ranges = append(ranges, fmt.Sprint(r))
 		}
 		e := c.Estimate
 		note := ""
@@ -405,7 +405,7 @@ func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, ou
 			note = "  (the program as written)"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx%s\n", i, c.Kernels, c.Customized,
-			orDash(strings.Join(grids, " ")), orDash(strings.Join(ranges, " ")),
+			gridsText(c.Grids), orDash(strings.Join(ranges, " ")),
 			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, res.Baseline.Micros/e.Micros, note)
 	}
 	tw.Flush()
@@ -413,6 +413,16 @@ func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, ou
 	if emitted != nil {
 		fmt.Fprintf(w, "CUDA for candidate %d: %s\n", emitted.Candidate, strings.Join(emitted.Files, ", "))
 	}
+}
+
+// gridsText prints the grids of a candidate's graph-defined kernels as
+// "96x1x1 8x8x1", or "-" when it has none.
+func gridsText(grids []block.Dim3) string {
+	var gs []string
+	for _, g := range grids {
+		gs = append(gs, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
+	}
+	return orDash(strings.Join(gs, " "))
 }
 
 func orDash(s string) string {

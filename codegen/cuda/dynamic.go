@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mirage-go/mirage/templates"
-
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -34,13 +32,11 @@ func (p *program) rowDim(t kernel.TensorID) (int, error) {
 }
 
 func rowsPrefix(s ugraph.Shape, d, bucket int) error {
-	if d < 0 || d >= s.Rank()-1 || s.Dim(d) != bucket {
-		return fmt.Errorf("%v has no dynamic row dim %d of extent %d", s, d, bucket)
+	if err := s.CheckRowDim(d); err != nil {
+		return err
 	}
-	for i := range d {
-		if s.Dim(i) != 1 {
-			return fmt.Errorf("%v: dim %d, outside the dynamic dim %d, is not 1", s, i, d)
-		}
+	if s.Dim(d) != bucket {
+		return fmt.Errorf("%v: dim %d is %d, not the bucket's %d rows", s, d, s.Dim(d), bucket)
 	}
 	return nil
 }
@@ -213,11 +209,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	cu.line("return cudaErrorInvalidValue;")
 	cu.close()
 
-	hdr := dynamicHeader(cname, source(opts), rows, buckets, res)
-	res.Files = append(res.Files, File{Name: cname + ".cu", Data: []byte(cu.String())}, File{Name: cname + ".h", Data: []byte(hdr)})
-	if !opts.SingleFile {
-		res.Files = append(res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
-	}
+	res.addFiles(cname, cu.String(), dynamicHeader(cname, source(opts), rows, buckets, res), opts)
 	return res, nil
 }
 
@@ -264,13 +256,7 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",
 		"must not be shared by calls that run at the same time. An engine allocates",
 		fmt.Sprintf("once for %s_M_MAX rows and passes the same buffers at every m.", upper))
-	w.line("#ifndef %s", guard)
-	w.line("#define %s", guard)
-	w.line("")
-	w.line("#include <cuda_runtime.h>")
-	w.line("#include <stddef.h>")
-	w.line("#include <stdint.h>")
-	w.line("")
+	openHeader(&w, guard, "cuda_runtime.h", "stddef.h", "stdint.h")
 	w.line("#define %s_M_MIN %d", upper, rows.Lo)
 	w.line("#define %s_M_MAX %d", upper, rows.Hi)
 	w.line("#define %s_BUCKETS %d", upper, len(buckets))
@@ -298,17 +284,8 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 	w.line("static const long long mirage_%s_m_range[2] = {%d, %d};", name, rows.Lo, rows.Hi)
 	w.line("static const int mirage_%s_inputs_outputs[2] = {%d, %d};", name, len(rows.Inputs), len(rows.Outputs))
 	w.line("")
-	w.line("#ifdef __cplusplus")
-	w.line("extern \"C\" {")
-	w.line("#endif")
-	w.line("")
-	w.line("size_t mirage_%s_workspace_bytes(int64_t m);", name)
-	w.line("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream);", name)
-	w.line("")
-	w.line("#ifdef __cplusplus")
-	w.line("}")
-	w.line("#endif")
-	w.line("")
-	w.line("#endif  // %s", guard)
+	closeHeader(&w, guard,
+		fmt.Sprintf("size_t mirage_%s_workspace_bytes(int64_t m);", name),
+		fmt.Sprintf("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream);", name))
 	return w.String()
 }

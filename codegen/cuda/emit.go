@@ -646,12 +646,46 @@ func (p *program) files() error {
 	cu.line("extern \"C\" size_t mirage_%s_workspace_bytes(void) { return %d; }", name, p.res.WorkspaceBytes)
 	cu.line("")
 	p.hostFunction(cu, fmt.Sprintf("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream)", name))
-	hdr := header(name, source(p.opts), p.g, p.res)
-	p.res.Files = append(p.res.Files, File{Name: name + ".cu", Data: []byte(cu.String())}, File{Name: name + ".h", Data: []byte(hdr)})
-	if !p.opts.SingleFile {
-		p.res.Files = append(p.res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
-	}
+	p.res.addFiles(name, cu.String(), header(name, source(p.opts), p.g, p.res), p.opts)
 	return nil
+}
+
+// addFiles adds NAME.cu, NAME.h and, unless opts.SingleFile, the runtime
+// to res.Files.
+func (res *Result) addFiles(name, cu, hdr string, opts Options) {
+	res.Files = append(res.Files, File{Name: name + ".cu", Data: []byte(cu)}, File{Name: name + ".h", Data: []byte(hdr)})
+	if !opts.SingleFile {
+		res.Files = append(res.Files, File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
+	}
+}
+
+// openHeader starts NAME.h after its comment: the include guard and the
+// includes.
+func openHeader(w *writer, guard string, includes ...string) {
+	w.line("#ifndef %s", guard)
+	w.line("#define %s", guard)
+	w.line("")
+	for _, inc := range includes {
+		w.line("#include <%s>", inc)
+	}
+	w.line("")
+}
+
+// closeHeader ends NAME.h: the declarations, C linkage, and the guard.
+func closeHeader(w *writer, guard string, decls ...string) {
+	w.line("#ifdef __cplusplus")
+	w.line("extern \"C\" {")
+	w.line("#endif")
+	w.line("")
+	for _, d := range decls {
+		w.line("%s", d)
+	}
+	w.line("")
+	w.line("#ifdef __cplusplus")
+	w.line("}")
+	w.line("#endif")
+	w.line("")
+	w.line("#endif  // %s", guard)
 }
 
 func source(opts Options) string {
@@ -730,23 +764,9 @@ func header(name, src string, g *kernel.Graph, res *Result) string {
 		fmt.Sprintf("workspace: mirage_%s_workspace_bytes() bytes of device memory (%d),", name, res.WorkspaceBytes),
 		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",
 		"must not be shared by calls that run at the same time.")
-	w.line("#ifndef %s", guard)
-	w.line("#define %s", guard)
-	w.line("")
-	w.line("#include <cuda_runtime.h>")
-	w.line("#include <stddef.h>")
-	w.line("")
-	w.line("#ifdef __cplusplus")
-	w.line("extern \"C\" {")
-	w.line("#endif")
-	w.line("")
-	w.line("size_t mirage_%s_workspace_bytes(void);", name)
-	w.line("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream);", name)
-	w.line("")
-	w.line("#ifdef __cplusplus")
-	w.line("}")
-	w.line("#endif")
-	w.line("")
-	w.line("#endif  // %s", guard)
+	openHeader(&w, guard, "cuda_runtime.h", "stddef.h")
+	closeHeader(&w, guard,
+		fmt.Sprintf("size_t mirage_%s_workspace_bytes(void);", name),
+		fmt.Sprintf("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream);", name))
 	return w.String()
 }

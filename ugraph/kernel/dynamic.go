@@ -90,15 +90,7 @@ func rowsGuardable(s ugraph.Shape) error {
 			return fmt.Errorf("%v: m in dims %d and %d; one row dim", s, d, i)
 		}
 	}
-	if d == s.Rank()-1 {
-		return fmt.Errorf("%v: the dynamic dim m is the last dim; it must be a row dim (an outer one)", s)
-	}
-	for i := range d {
-		if s.Dim(i) != 1 {
-			return fmt.Errorf("%v: dim %d (%d) is outside the dynamic dim m; m must be the outermost dim of extent above 1", s, i, s.Dim(i))
-		}
-	}
-	return nil
+	return s.CheckRowDim(d)
 }
 
 // Dynamic reports whether any tensor of g has the dynamic dim m.
