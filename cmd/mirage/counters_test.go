@@ -42,7 +42,9 @@ func TestEmitCounters(t *testing.T) {
 		flagged               bool
 	}{
 		{grid: "16", table: []string{"t1 input", "1.00x", "weights (largest input t1): ok"}, requested: 1, coalescing: 1},
-		{grid: "256", table: []string{"4.00x", "weights (largest input t1): POOR", "25.0% coalescing"}, requested: 4, coalescing: 0.25, flagged: true},
+		// Each block reads its own strip: every sector of W is fetched by
+		// 4 blocks, distinct once.
+		{grid: "256", table: []string{"4.00x", "weights (largest input t1): POOR", "25.0% coalescing", "1.00x distinct"}, requested: 4, coalescing: 0.25, flagged: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.grid, func(t *testing.T) {
@@ -71,10 +73,12 @@ func TestEmitCounters(t *testing.T) {
 							Role           string  `json:"role"`
 							Bytes          int64   `json:"bytes"`
 							RequestedBytes int64   `json:"requested_bytes"`
+							DistinctBytes  int64   `json:"distinct_bytes"`
 							LoadCoalescing float64 `json:"load_coalescing"`
 						} `json:"tensors"`
 						IdealBytes             int64     `json:"ideal_bytes"`
 						MovedBytes             int64     `json:"moved_bytes"`
+						DistinctBytes          int64     `json:"distinct_bytes"`
 						Coalescing             float64   `json:"coalescing"`
 						BankConflictsPerAccess *float64  `json:"bank_conflicts_per_access"`
 						WeightProblems         *[]string `json:"weight_problems"`
@@ -98,8 +102,14 @@ func TestEmitCounters(t *testing.T) {
 			if r := float64(w.RequestedBytes) / float64(w.Bytes); r != tt.requested || w.LoadCoalescing != tt.coalescing {
 				t.Errorf("W requested %.3fx at %.3f coalescing, want %.3fx at %.3f", r, w.LoadCoalescing, tt.requested, tt.coalescing)
 			}
+			if w.DistinctBytes != w.Bytes {
+				t.Errorf("W's distinct bytes %d, want its size %d: every sector read", w.DistinctBytes, w.Bytes)
+			}
 			if c.IdealBytes != (16*512+512*1024+16*1024)*2 || c.MovedBytes < c.IdealBytes || c.Coalescing <= 0 || c.Coalescing > 1 {
 				t.Errorf("ideal %d, moved %d, coalescing %v", c.IdealBytes, c.MovedBytes, c.Coalescing)
+			}
+			if c.DistinctBytes < c.IdealBytes || c.DistinctBytes > c.MovedBytes {
+				t.Errorf("distinct %d bytes, want between the ideal %d and the moved %d", c.DistinctBytes, c.IdealBytes, c.MovedBytes)
 			}
 			if flagged := len(*c.WeightProblems) > 0; flagged != tt.flagged {
 				t.Errorf("weight problems %q, want flagged %v", *c.WeightProblems, tt.flagged)

@@ -58,8 +58,9 @@ kernels with their launches, and the tensors the entry point takes.
 or CUDA toolkit), runs it once on random inputs and prints, per kernel, what
 it moves through memory as a GPU would serve its warps' requests (32-byte
 sectors, no cache): per device tensor the bytes requested against its
-size; the total against the ideal (each input read once, each output
-written once); coalescing (bytes used over bytes moved); shared-memory bank
+size, and its distinct bytes (the sectors touched, each once: what DRAM
+would move were L2 to serve every re-read); the total against the ideal
+(each input read once, each output written once); coalescing (bytes used over bytes moved); shared-memory bank
 conflicts per request; and cp.async bytes. A kernel whose largest input
 (its weights) is requested above 1.05x its size, or loaded below 90%
 coalescing, is flagged. With --json each kernel of the manifest has them as
@@ -284,6 +285,7 @@ type manifestCounters struct {
 	Tensors                []manifestTraffic `json:"tensors"`
 	IdealBytes             int64             `json:"ideal_bytes"`
 	MovedBytes             int64             `json:"moved_bytes"`
+	DistinctBytes          int64             `json:"distinct_bytes"` // the sectors touched, each once: the traffic were L2 to serve every re-read
 	UsedBytes              int64             `json:"used_bytes"`
 	Coalescing             float64           `json:"coalescing"`
 	SharedRequests         int64             `json:"shared_requests"`
@@ -298,6 +300,7 @@ type manifestTraffic struct {
 	Role           string  `json:"role"`   // input, output or intermediate
 	Bytes          int64   `json:"bytes"`  // its size
 	RequestedBytes int64   `json:"requested_bytes"`
+	DistinctBytes  int64   `json:"distinct_bytes"`
 	LoadedBytes    int64   `json:"loaded_bytes"`
 	StoredBytes    int64   `json:"stored_bytes"`
 	LoadCoalescing float64 `json:"load_coalescing"`
@@ -306,7 +309,8 @@ type manifestTraffic struct {
 func newManifestCounters(c *cuda.Counters) *manifestCounters {
 	load, store := c.Total()
 	m := &manifestCounters{Name: c.Name, Tensors: []manifestTraffic{}, IdealBytes: c.IdealBytes, MovedBytes: c.MovedBytes(),
-		UsedBytes: load.Used + store.Used, Coalescing: c.Coalescing(), SharedRequests: c.SharedRequests,
+		DistinctBytes: c.DistinctBytes(),
+		UsedBytes:     load.Used + store.Used, Coalescing: c.Coalescing(), SharedRequests: c.SharedRequests,
 		BankConflicts: c.BankConflicts(), BankConflictsPerAccess: c.BankConflictsPerAccess(), CpAsyncBytes: c.CpAsyncBytes,
 		WeightProblems: append([]string{}, c.WeightProblems()...)}
 	for _, t := range c.Tensors {
@@ -314,7 +318,7 @@ func newManifestCounters(c *cuda.Counters) *manifestCounters {
 		if t.Role >= 0 {
 			role = t.Role.String()
 		}
-		m.Tensors = append(m.Tensors, manifestTraffic{Tensor: t.Tensor, Role: role, Bytes: t.Bytes, RequestedBytes: t.Requested(),
+		m.Tensors = append(m.Tensors, manifestTraffic{Tensor: t.Tensor, Role: role, Bytes: t.Bytes, RequestedBytes: t.Requested(), DistinctBytes: t.DistinctBytes(),
 			LoadedBytes: t.Load.Bytes(), StoredBytes: t.Store.Bytes(), LoadCoalescing: t.LoadCoalescing()})
 	}
 	return m

@@ -74,7 +74,9 @@ func costGap(program, what string, kernel int) (lo, hi float64, why string, ok b
 // what the emulator counts the emitted code moving: within 10%, or in the
 // range costModelGaps documents. A graph-defined kernel's bytes used (what
 // its lanes ask for, whole sectors aside) must match the model within 10%
-// always: the model describes the tiles the code loads and stores.
+// always: the model describes the tiles the code loads and stores. And
+// the model's DRAM bytes (cost.Kernel.DRAMBytes, each tile from DRAM once
+// and from L2 after) must be the distinct sectors the code touches.
 func TestCostModelBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: a minute of emulation")
@@ -107,11 +109,18 @@ func TestCostModelBytes(t *testing.T) {
 				load, store := c.Total()
 				moved := float64(c.MovedBytes()) / float64(m.Bytes)
 				used := float64(load.Used+store.Used) / float64(m.Bytes)
-				line := fmt.Sprintf("kernel %d (%s): model %d bytes (DRAM %d), moved %d (%.3fx), used %d (%.3fx)",
-					i, k.What, m.Bytes, m.DRAMBytes, c.MovedBytes(), moved, load.Used+store.Used, used)
+				line := fmt.Sprintf("kernel %d (%s): model %d bytes (DRAM %d), moved %d (%.3fx), used %d (%.3fx), distinct %d (%.3fx the model's DRAM)",
+					i, k.What, m.Bytes, m.DRAMBytes, c.MovedBytes(), moved, load.Used+store.Used, used,
+					c.DistinctBytes(), float64(c.DistinctBytes())/float64(m.DRAMBytes))
 				t.Log(line)
 				if k.What == "graph-defined" && (used < 0.9 || used > 1.1) {
 					t.Errorf("%s: the bytes used are not within 10%% of the model's", line)
+				}
+				// The model's DRAM bytes are each tile's first read: the
+				// distinct sectors the code touches, where (as in all of
+				// costPrograms) the replicated inputs fit in the L2.
+				if d := float64(c.DistinctBytes()) / float64(m.DRAMBytes); d < 0.9 || d > 1.1 {
+					t.Errorf("%s: the distinct bytes are not within 10%% of the model's DRAM bytes", line)
 				}
 				if moved >= 0.9 && moved <= 1.1 {
 					continue

@@ -24,6 +24,11 @@ type Traffic struct {
 	Requests int64 // warp-level requests (one per access site and warp, per execution)
 	Sectors  int64 // the distinct 32-byte sectors of each request, summed
 	Used     int64 // the distinct bytes the lanes of each request asked for, summed
+	// Distinct is the launch's distinct sectors: what DRAM would move if
+	// an L2 kept every sector the launch touched. Sectors > Distinct
+	// means re-reads of the same sectors, not bytes the kernel never
+	// needed.
+	Distinct int64
 }
 
 // Bytes is what the requests moved: their sectors' bytes.
@@ -33,6 +38,7 @@ func (t *Traffic) add(u Traffic) {
 	t.Requests += u.Requests
 	t.Sectors += u.Sectors
 	t.Used += u.Used
+	t.Distinct += u.Distinct
 }
 
 // TensorTraffic is one launch's traffic to one device tensor.
@@ -47,6 +53,12 @@ type TensorTraffic struct {
 // Requested is the bytes the launch's requests moved to and from the
 // tensor: each request's sectors, with no cache between it and DRAM.
 func (t TensorTraffic) Requested() int64 { return t.Load.Bytes() + t.Store.Bytes() }
+
+// DistinctBytes is the bytes of the tensor's sectors the launch loaded, plus
+// those it stored: its traffic if every re-read were served by L2.
+func (t TensorTraffic) DistinctBytes() int64 {
+	return SectorBytes * (t.Load.Distinct + t.Store.Distinct)
+}
 
 // Counters is what the CPU emulator counted of one kernel launch.
 type Counters struct {
@@ -81,6 +93,13 @@ func (c *Counters) Total() (load, store Traffic) {
 func (c *Counters) MovedBytes() int64 {
 	l, s := c.Total()
 	return l.Bytes() + s.Bytes()
+}
+
+// DistinctBytes is the sum of the tensors' DistinctBytes: what the launch
+// would move through DRAM if L2 served every re-read.
+func (c *Counters) DistinctBytes() int64 {
+	l, s := c.Total()
+	return SectorBytes * (l.Distinct + s.Distinct)
 }
 
 // Coalescing is the bytes used over the bytes moved: 1 when every sector
@@ -145,7 +164,11 @@ func (c *Counters) WeightProblems() []string {
 	}
 	var p []string
 	if r := float64(w.Requested()) / float64(w.Bytes); r > MaxWeightRequests {
-		p = append(p, fmt.Sprintf("requests %.2fx the size of its largest input %s (at most %.2fx)", r, w.Tensor, MaxWeightRequests))
+		msg := fmt.Sprintf("requests %.2fx the size of its largest input %s (at most %.2fx)", r, w.Tensor, MaxWeightRequests)
+		if d := float64(w.DistinctBytes()) / float64(w.Bytes); d <= MaxWeightRequests {
+			msg += fmt.Sprintf(", %.2fx distinct: the same sectors again, which L2 can serve", d)
+		}
+		p = append(p, msg)
 	}
 	if co := w.LoadCoalescing(); co < MinWeightCoalescing {
 		p = append(p, fmt.Sprintf("loads its largest input %s at %.1f%% coalescing (at least %.0f%%)", w.Tensor, 100*co, 100*MinWeightCoalescing))
@@ -206,8 +229,8 @@ type launchRecord struct {
 	Launch  int `json:"launch"`
 	Buffers []struct {
 		Name  string   `json:"name"`
-		Load  [3]int64 `json:"load"`
-		Store [3]int64 `json:"store"`
+		Load  [4]int64 `json:"load"`
+		Store [4]int64 `json:"store"`
 	} `json:"buffers"`
 	Shared       [3]int64 `json:"shared"`
 	CpAsyncBytes int64    `json:"cp_async_bytes"`
@@ -239,8 +262,8 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 		traffic := map[string]TensorTraffic{}
 		for _, b := range rec.Buffers {
 			t := TensorTraffic{Tensor: b.Name, Role: -1,
-				Load:  Traffic{b.Load[0], b.Load[1], b.Load[2]},
-				Store: Traffic{b.Store[0], b.Store[1], b.Store[2]}}
+				Load:  Traffic{b.Load[0], b.Load[1], b.Load[2], b.Load[3]},
+				Store: Traffic{b.Store[0], b.Store[1], b.Store[2], b.Store[3]}}
 			if buf, ok := buffers[b.Name]; ok {
 				t.Role, t.Bytes = buf.Role, int64(buf.Bytes)
 			}
@@ -296,7 +319,7 @@ func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
 	for _, c := range cs {
 		k := res.Kernels[c.Kernel]
 		fmt.Fprintf(&b, "kernel %d: %s, %s\n", c.Kernel, k.What, k.Name)
-		fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %16s\n", "tensor", "size", "loaded", "stored", "requested/size", "load coalescing")
+		fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s\n", "tensor", "size", "loaded", "stored", "requested/size", "distinct/size", "load coalescing")
 		for _, t := range c.Tensors {
 			name := t.Tensor
 			if name == "" {
@@ -304,11 +327,11 @@ func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
 			} else if t.Role >= 0 {
 				name += " " + t.Role.String()
 			}
-			fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %16s\n", name, mib(t.Bytes), mib(t.Load.Bytes()), mib(t.Store.Bytes()),
-				times(t.Requested(), t.Bytes), pct(t.LoadCoalescing(), t.Load.Sectors > 0))
+			fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s\n", name, mib(t.Bytes), mib(t.Load.Bytes()), mib(t.Store.Bytes()),
+				times(t.Requested(), t.Bytes), times(t.DistinctBytes(), t.Bytes), pct(t.LoadCoalescing(), t.Load.Sectors > 0))
 		}
-		fmt.Fprintf(&b, "  total: moved %s, ideal %s (%s), coalescing %s\n", mib(c.MovedBytes()), mib(c.IdealBytes),
-			times(c.MovedBytes(), c.IdealBytes), pct(c.Coalescing(), c.MovedBytes() > 0))
+		fmt.Fprintf(&b, "  total: moved %s, ideal %s (%s), distinct %s (%s), coalescing %s\n", mib(c.MovedBytes()), mib(c.IdealBytes),
+			times(c.MovedBytes(), c.IdealBytes), mib(c.DistinctBytes()), times(c.DistinctBytes(), c.IdealBytes), pct(c.Coalescing(), c.MovedBytes() > 0))
 		fmt.Fprintf(&b, "  shared memory: %d requests, %d bank conflicts (%.2f per request); cp.async %s\n",
 			c.SharedRequests, c.BankConflicts(), c.BankConflictsPerAccess(), mib(c.CpAsyncBytes))
 		if wt, ok := c.Weights(); ok {

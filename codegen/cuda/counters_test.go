@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,17 +31,22 @@ func TestCountersCatchBadTilings(t *testing.T) {
 		// What the counters must find of W (t1): requested bytes over its
 		// size, and the coalescing of its loads, within [lo, hi].
 		requested, coalescing [2]float64
-		problems              []string // what WeightProblems must name
+		// Its distinct bytes over its size: every variant touches each
+		// sector of W, the bad ones more than once.
+		distinct float64
+		problems []string // what WeightProblems must name
 	}{
 		{name: "good", src: rmsnormMatmul("(16, 1, 1)", "(-1, -1, -1)", "(1, -1, -1)"),
-			requested: [2]float64{1, 1}, coalescing: [2]float64{1, 1}},
+			requested: [2]float64{1, 1}, coalescing: [2]float64{1, 1}, distinct: 1},
 		// Two blocks along y split X's rows and both read every tile of W.
 		{name: "weights re-read per block", src: rmsnormMatmul("(16, 2, 1)", "(-1, 0, -1)", "(1, 0, -1)"),
-			requested: [2]float64{2, 2}, coalescing: [2]float64{1, 1}, problems: []string{"requests 2.00x"}},
+			requested: [2]float64{2, 2}, coalescing: [2]float64{1, 1}, distinct: 1,
+			problems: []string{"requests 2.00x the size of its largest input t1 (at most 1.05x), 1.00x distinct"}},
 		// 256 blocks of 4 columns: each row of a tile is 8 bytes, a
 		// quarter of a sector.
 		{name: "column strips", src: rmsnormMatmul("(256, 1, 1)", "(-1, -1, -1)", "(1, -1, -1)"),
-			requested: [2]float64{4, 4}, coalescing: [2]float64{0.25, 0.25}, problems: []string{"requests 4.00x", "25.0% coalescing"}},
+			requested: [2]float64{4, 4}, coalescing: [2]float64{0.25, 0.25}, distinct: 1,
+			problems: []string{"requests 4.00x", "25.0% coalescing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +70,12 @@ func TestCountersCatchBadTilings(t *testing.T) {
 			}
 			if r := float64(w.Requested()) / float64(w.Bytes); r < tt.requested[0] || r > tt.requested[1] {
 				t.Errorf("W requested %.3fx its size, want %v", r, tt.requested)
+			}
+			if d := float64(w.DistinctBytes()) / float64(w.Bytes); d != tt.distinct {
+				t.Errorf("W's distinct bytes %.3fx its size, want %vx", d, tt.distinct)
+			}
+			if c.DistinctBytes() > c.MovedBytes() || c.DistinctBytes() < c.IdealBytes {
+				t.Errorf("distinct %d bytes, want between the ideal %d and the moved %d", c.DistinctBytes(), c.IdealBytes, c.MovedBytes())
 			}
 			if co := w.LoadCoalescing(); co < tt.coalescing[0] || co > tt.coalescing[1] {
 				t.Errorf("W loaded at %.3f coalescing, want %v", co, tt.coalescing)
@@ -123,27 +135,33 @@ func TestCountersNormReadsItsRowOnce(t *testing.T) {
 // TestCountersArithmetic checks the figures Counters derives from what
 // the emulator counted.
 func TestCountersArithmetic(t *testing.T) {
-	w := TensorTraffic{Tensor: "t1", Role: RoleInput, Bytes: 1 << 20, Load: Traffic{Requests: 1 << 12, Sectors: 1 << 15, Used: 1 << 20}}
+	w := TensorTraffic{Tensor: "t1", Role: RoleInput, Bytes: 1 << 20, Load: Traffic{Requests: 1 << 12, Sectors: 1 << 15, Used: 1 << 20, Distinct: 1 << 15}}
 	tests := []struct {
 		name       string
 		c          Counters
 		moved      int64
+		distinct   int64
 		coalescing float64
 		conflicts  float64
 		weights    string
-		problems   int
+		problems   []string
 	}{
 		{name: "nothing moved", c: Counters{Tensors: []TensorTraffic{{Tensor: "t0", Bytes: 64}}, Inputs: 1},
 			coalescing: 1, weights: "t0"},
 		{name: "weights once, output in half sectors",
-			c: Counters{Tensors: []TensorTraffic{{Tensor: "t0", Bytes: 4096, Load: Traffic{1, 128, 4096}}, w,
-				{Tensor: "t2", Role: RoleOutput, Bytes: 4096, Store: Traffic{Requests: 16, Sectors: 256, Used: 4096}}},
+			c: Counters{Tensors: []TensorTraffic{{Tensor: "t0", Bytes: 4096, Load: Traffic{1, 128, 4096, 128}}, w,
+				{Tensor: "t2", Role: RoleOutput, Bytes: 4096, Store: Traffic{Requests: 16, Sectors: 256, Used: 4096, Distinct: 128}}},
 				Inputs: 2, SharedRequests: 10, SharedPhases: 10, SharedWavefronts: 15},
-			moved: 32 * (128 + 1<<15 + 256), coalescing: float64(4096+1<<20+4096) / float64(32*(128+1<<15+256)),
+			moved: 32 * (128 + 1<<15 + 256), distinct: 32 * (128 + 1<<15 + 128), coalescing: float64(4096+1<<20+4096) / float64(32*(128+1<<15+256)),
 			conflicts: 0.5, weights: "t1"},
 		{name: "weights twice, a quarter used",
-			c:     Counters{Tensors: []TensorTraffic{{Tensor: "t1", Bytes: 1 << 20, Load: Traffic{1, 1 << 16, 1 << 19}}}, Inputs: 1},
-			moved: 1 << 21, coalescing: 0.25, weights: "t1", problems: 2},
+			c:     Counters{Tensors: []TensorTraffic{{Tensor: "t1", Bytes: 1 << 20, Load: Traffic{1, 1 << 16, 1 << 19, 1 << 16}}}, Inputs: 1},
+			moved: 1 << 21, distinct: 1 << 21, coalescing: 0.25, weights: "t1",
+			problems: []string{"requests 2.00x the size of its largest input t1 (at most 1.05x)", "loads its largest input t1 at 25.0% coalescing (at least 90%)"}},
+		{name: "weights re-read, each sector twice",
+			c:     Counters{Tensors: []TensorTraffic{{Tensor: "t1", Bytes: 1 << 20, Load: Traffic{1, 1 << 16, 1 << 21, 1 << 15}}}, Inputs: 1},
+			moved: 1 << 21, distinct: 1 << 20, coalescing: 1, weights: "t1",
+			problems: []string{"requests 2.00x the size of its largest input t1 (at most 1.05x), 1.00x distinct: the same sectors again, which L2 can serve"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,8 +178,11 @@ func TestCountersArithmetic(t *testing.T) {
 			if got, ok := c.Weights(); !ok || got.Tensor != tt.weights {
 				t.Errorf("weights %v (%v), want %s", got.Tensor, ok, tt.weights)
 			}
-			if got := c.WeightProblems(); len(got) != tt.problems {
-				t.Errorf("problems %q, want %d", got, tt.problems)
+			if got := c.DistinctBytes(); got != tt.distinct {
+				t.Errorf("distinct %d, want %d", got, tt.distinct)
+			}
+			if got := c.WeightProblems(); !slices.Equal(got, tt.problems) {
+				t.Errorf("problems %q, want %q", got, tt.problems)
 			}
 		})
 	}

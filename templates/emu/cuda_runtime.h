@@ -178,7 +178,10 @@ struct Warp {
 // A global request moves the distinct 32-byte sectors its lanes touch, as
 // DRAM serves them with no L2 (a load re-reading a sector in a later
 // request counts again). Sectors are attributed to the device buffers
-// that the caller named (name_buffer). A shared request is served in
+// that the caller named (name_buffer). Each buffer also counts its
+// distinct sectors over the launch: what DRAM would move if an L2 kept
+// every sector the launch touches, so that a re-read (requested twice,
+// distinct once) tells apart bytes fetched again from bytes never needed. A shared request is served in
 // phases (all 32 lanes for accesses of up to 4 bytes, half-warps for 8,
 // quarter-warps for 16, a matrix per phase for ldmatrix); a phase whose
 // lanes touch n distinct 4-byte words in one of the 32 banks takes n
@@ -194,6 +197,8 @@ struct Site {
 
 struct Traffic {
   uint64_t requests = 0, sectors = 0, used = 0;  // used: distinct bytes the lanes asked for
+  uint64_t distinct = 0;                         // distinct sectors over the launch
+  std::vector<uint64_t> seen;                    // a bit per sector of the buffer: touched this launch
 };
 
 struct Buffer {
@@ -368,6 +373,18 @@ inline void count_shared(const Access* a, const int* lane, int n) {
   }
 }
 
+// mark counts sector i of a buffer (from the one holding its first byte)
+// as touched this launch, once.
+inline void mark(Traffic& t, uintptr_t i) {
+  if (i / 64 >= t.seen.size()) return;  // past the buffer's end
+  uint64_t& word = t.seen[i / 64];
+  const uint64_t bit = uint64_t(1) << (i % 64);
+  if (!(word & bit)) {
+    word |= bit;
+    t.distinct++;
+  }
+}
+
 // count_global counts one warp-level global request: per buffer it
 // touches, one request, its distinct sectors and the distinct bytes used.
 inline void count_global(Dir dir, Access* a, int n) {
@@ -391,6 +408,7 @@ inline void count_global(Dir dir, Access* a, int n) {
         t[b].sectors++;
         last_sector = s;
         any = true;
+        if (b < c.buffers.size()) mark(t[b], s - c.buffers[b].lo / 32);
       }
     if (hi > end) {
       t[b].used += hi - std::max(lo, end);
@@ -441,13 +459,14 @@ inline void flush_traces() {
 }
 
 inline void json_traffic(FILE* f, const Traffic& t) {
-  std::fprintf(f, "[%llu, %llu, %llu]", static_cast<unsigned long long>(t.requests),
-               static_cast<unsigned long long>(t.sectors), static_cast<unsigned long long>(t.used));
+  std::fprintf(f, "[%llu, %llu, %llu, %llu]", static_cast<unsigned long long>(t.requests),
+               static_cast<unsigned long long>(t.sectors), static_cast<unsigned long long>(t.used),
+               static_cast<unsigned long long>(t.distinct));
 }
 
 // write_counters appends this launch's counters to the counters file as a
 // line of JSON: {"launch": N, "buffers": [{"name", "load": [requests,
-// sectors, used bytes], "store": [...]}, ...], "shared": [requests,
+// sectors, used bytes, distinct sectors], "store": [...]}, ...], "shared": [requests,
 // wavefronts, phases], "cp_async_bytes": N}; the last buffer, named "",
 // holds accesses outside the named ones.
 inline void write_counters() {
@@ -478,6 +497,13 @@ inline void start_counters() {
   c.path = path;
   c.load.assign(c.buffers.size() + 1, Traffic{});
   c.store.assign(c.buffers.size() + 1, Traffic{});
+  for (size_t b = 0; b < c.buffers.size(); b++) {
+    // A bit per sector from the one holding lo to the one holding hi - 1.
+    const Buffer& buf = c.buffers[b];
+    const size_t sectors = buf.hi > buf.lo ? (buf.hi - 1) / 32 - buf.lo / 32 + 1 : 1;
+    c.load[b].seen.assign((sectors + 63) / 64, 0);
+    c.store[b].seen.assign((sectors + 63) / 64, 0);
+  }
   c.shared_requests = c.shared_wavefronts = c.shared_phases = c.cp_async_bytes = 0;
 }
 
