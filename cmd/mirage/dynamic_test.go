@@ -113,6 +113,13 @@ func TestSuperoptDynamic(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16:") {
 		t.Errorf("verify --dynamic: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// With too little memory to keep the program's fingerprints at m on
+	// every draw for the graphs of that m, each graph is checked on its
+	// own, one draw at a time: the same verdicts.
+	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16", "--trials", "400", "--max-memory", "1MiB")
+	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16: equivalent (finite fields, seed 1, 400 trial(s))") {
+		t.Errorf("verify --dynamic --max-memory 1MiB: exit %d\n%s%s", code, stdout, stderr)
+	}
 	// The entry point in examples/engine's decode loop, in the emulator.
 	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16", "--engine", "1,3,5,13,16,0,17")
 	for _, want := range []string{"engine m = 13 (bucket 16): error", "engine m = 3 (bucket 8)", "engine m = 17: outside 1..16: refused"} {

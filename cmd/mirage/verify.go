@@ -147,6 +147,12 @@ func verifyFF(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, opts ffveri
 	if err != nil {
 		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
+	return reportFF(cmd, r, opts)
+}
+
+// reportFF prints the finite-field verdict r and returns the exit status
+// that says it.
+func reportFF(cmd *cobra.Command, r ffverify.Result, opts ffverify.Options) error {
 	w := cmd.OutOrStdout()
 	if !r.Equivalent {
 		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, opts.Seed)
@@ -255,6 +261,13 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	}
 	ins, _ := program.DynamicDims()
 	k := slices.IndexFunc(ins, func(d int) bool { return d >= 0 })
+	if method == "ff" && ff.Trials < 1 {
+		return fmt.Errorf("--trials %d: want at least 1", ff.Trials)
+	}
+	// The program's fingerprints at m serve every graph of that m (a
+	// document holds a bucket's graphs together): computed for the first,
+	// kept until the next m.
+	var at programAt
 	w := cmd.OutOrStdout()
 	differ := 0
 	for i, e := range b.File.Graphs {
@@ -280,7 +293,7 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 		fmt.Fprintf(w, "graph %d, m = %d: ", i, m)
 		switch method {
 		case "ff":
-			err = verifyFF(cmd, a, b, ga, gb, ff)
+			err = at.verify(cmd, m, a, b, ga, gb, ff)
 		case "float":
 			err = verifyFloat(cmd, a, b, ga, gb, seed, limit)
 		default:
@@ -300,6 +313,38 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	}
 	fmt.Fprintf(w, "all %d graph(s) are the program at their m\n", len(b.File.Graphs))
 	return nil
+}
+
+// programAt holds the program's fingerprints at one m, for the graphs of
+// that m; v is nil where keeping them would pass the memory limit.
+type programAt struct {
+	valid bool
+	rows  int
+	v     *ffverify.Verifier
+}
+
+// verify verifies gb against ga, the program at m rows, with the
+// program's fingerprints at m computed once for consecutive graphs of the
+// same m. When keeping them on every draw would pass the memory limit, it
+// checks gb alone as verify without --dynamic does (one draw at a time).
+func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kernel.Graph, opts ffverify.Options) error {
+	if !p.valid || p.rows != m {
+		p.v, p.rows, p.valid = nil, m, true // the previous m's fingerprints go first
+		v, err := ffverify.New(ga, opts)
+		if _, tooBig := errors.AsType[*memlimit.Error](err); err != nil && !tooBig {
+			return fmt.Errorf("%s at m = %d: %w", a.Path, m, err)
+		}
+		p.v = v
+	}
+	v := p.v
+	if v == nil {
+		return verifyFF(cmd, a, b, ga, gb, opts)
+	}
+	r, err := v.Verify(gb)
+	if err != nil {
+		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
+	}
+	return reportFF(cmd, r, v.Options())
 }
 
 // runEngine emits b's entry point and runs examples/engine's decode loop
