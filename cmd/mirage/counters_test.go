@@ -39,12 +39,15 @@ func TestEmitCounters(t *testing.T) {
 		// --json: W's requested bytes over its size, its load coalescing,
 		// and whether the weights are flagged.
 		requested, coalescing float64
-		flagged               bool
+		// W's sectors per warp request: 16 bytes per lane (512 bytes, four
+		// whole 128-byte tile rows), or 8 bytes per lane in 32 rows.
+		sectorsPerRequest float64
+		flagged           bool
 	}{
-		{grid: "16", table: []string{"t1 input", "1.00x", "weights (largest input t1): ok"}, requested: 1, coalescing: 1},
+		{grid: "16", table: []string{"t1 input", "1.00x", "weights (largest input t1): ok"}, requested: 1, coalescing: 1, sectorsPerRequest: 16},
 		// Each block reads its own strip: every sector of W is fetched by
 		// 4 blocks, distinct once.
-		{grid: "256", table: []string{"4.00x", "weights (largest input t1): POOR", "25.0% coalescing", "1.00x distinct"}, requested: 4, coalescing: 0.25, flagged: true},
+		{grid: "256", table: []string{"4.00x", "weights (largest input t1): POOR", "25.0% coalescing", "1.00x distinct"}, requested: 4, coalescing: 0.25, sectorsPerRequest: 32, flagged: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.grid, func(t *testing.T) {
@@ -74,6 +77,8 @@ func TestEmitCounters(t *testing.T) {
 							Bytes          int64   `json:"bytes"`
 							RequestedBytes int64   `json:"requested_bytes"`
 							DistinctBytes  int64   `json:"distinct_bytes"`
+							Requests       int64   `json:"requests"`
+							SectorsPerReq  float64 `json:"sectors_per_request"`
 							LoadCoalescing float64 `json:"load_coalescing"`
 						} `json:"tensors"`
 						IdealBytes             int64     `json:"ideal_bytes"`
@@ -101,6 +106,9 @@ func TestEmitCounters(t *testing.T) {
 			}
 			if r := float64(w.RequestedBytes) / float64(w.Bytes); r != tt.requested || w.LoadCoalescing != tt.coalescing {
 				t.Errorf("W requested %.3fx at %.3f coalescing, want %.3fx at %.3f", r, w.LoadCoalescing, tt.requested, tt.coalescing)
+			}
+			if w.SectorsPerReq != tt.sectorsPerRequest || w.Requests == 0 {
+				t.Errorf("W: %d requests, %.2f sectors per request, want %v", w.Requests, w.SectorsPerReq, tt.sectorsPerRequest)
 			}
 			if w.DistinctBytes != w.Bytes {
 				t.Errorf("W's distinct bytes %d, want its size %d: every sector read", w.DistinctBytes, w.Bytes)

@@ -58,9 +58,10 @@ kernels with their launches, and the tensors the entry point takes.
 or CUDA toolkit), runs it once on random inputs and prints, per kernel, what
 it moves through memory as a GPU would serve its warps' requests (32-byte
 sectors, no cache): per device tensor the bytes requested against its
-size, and its distinct bytes (the sectors touched, each once: what DRAM
-would move were L2 to serve every re-read); the total against the ideal
-(each input read once, each output written once); coalescing (bytes used over bytes moved); shared-memory bank
+size, its distinct bytes (the sectors touched, each once: what DRAM would
+move were L2 to serve every re-read) and the sectors per warp request;
+the total against the ideal (each input read once, each output written
+once); coalescing (bytes used over bytes moved); shared-memory bank
 conflicts per request; and cp.async bytes. A kernel whose largest input
 (its weights) is requested above 1.05x its size, or loaded below 90%
 coalescing, is flagged. With --json each kernel of the manifest has them as
@@ -301,6 +302,8 @@ type manifestTraffic struct {
 	Bytes          int64   `json:"bytes"`  // its size
 	RequestedBytes int64   `json:"requested_bytes"`
 	DistinctBytes  int64   `json:"distinct_bytes"`
+	Requests       int64   `json:"requests"`            // warp-level loads and stores
+	SectorsPerReq  float64 `json:"sectors_per_request"` // sectors moved per request, on average
 	LoadedBytes    int64   `json:"loaded_bytes"`
 	StoredBytes    int64   `json:"stored_bytes"`
 	LoadCoalescing float64 `json:"load_coalescing"`
@@ -319,6 +322,7 @@ func newManifestCounters(c *cuda.Counters) *manifestCounters {
 			role = t.Role.String()
 		}
 		m.Tensors = append(m.Tensors, manifestTraffic{Tensor: t.Tensor, Role: role, Bytes: t.Bytes, RequestedBytes: t.Requested(), DistinctBytes: t.DistinctBytes(),
+			Requests: t.Load.Requests + t.Store.Requests, SectorsPerReq: t.SectorsPerRequest(),
 			LoadedBytes: t.Load.Bytes(), StoredBytes: t.Store.Bytes(), LoadCoalescing: t.LoadCoalescing()})
 	}
 	return m

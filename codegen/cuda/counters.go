@@ -54,6 +54,17 @@ type TensorTraffic struct {
 // tensor: each request's sectors, with no cache between it and DRAM.
 func (t TensorTraffic) Requested() int64 { return t.Load.Bytes() + t.Store.Bytes() }
 
+// SectorsPerRequest is the sectors a warp-level request to the tensor
+// moved, on average over its loads and stores (0 without any): 4 when
+// each lane asks for 4 bytes of one contiguous row, 16 for 16 bytes.
+func (t TensorTraffic) SectorsPerRequest() float64 {
+	n := t.Load.Requests + t.Store.Requests
+	if n == 0 {
+		return 0
+	}
+	return float64(t.Load.Sectors+t.Store.Sectors) / float64(n)
+}
+
 // DistinctBytes is the bytes of the tensor's sectors the launch loaded, plus
 // those it stored: its traffic if every re-read were served by L2.
 func (t TensorTraffic) DistinctBytes() int64 {
@@ -319,7 +330,7 @@ func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
 	for _, c := range cs {
 		k := res.Kernels[c.Kernel]
 		fmt.Fprintf(&b, "kernel %d: %s, %s\n", c.Kernel, k.What, k.Name)
-		fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s\n", "tensor", "size", "loaded", "stored", "requested/size", "distinct/size", "load coalescing")
+		fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s %12s\n", "tensor", "size", "loaded", "stored", "requested/size", "distinct/size", "load coalescing", "sectors/req")
 		for _, t := range c.Tensors {
 			name := t.Tensor
 			if name == "" {
@@ -327,8 +338,8 @@ func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
 			} else if t.Role >= 0 {
 				name += " " + t.Role.String()
 			}
-			fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s\n", name, mib(t.Bytes), mib(t.Load.Bytes()), mib(t.Store.Bytes()),
-				times(t.Requested(), t.Bytes), times(t.DistinctBytes(), t.Bytes), pct(t.LoadCoalescing(), t.Load.Sectors > 0))
+			fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s %12.1f\n", name, mib(t.Bytes), mib(t.Load.Bytes()), mib(t.Store.Bytes()),
+				times(t.Requested(), t.Bytes), times(t.DistinctBytes(), t.Bytes), pct(t.LoadCoalescing(), t.Load.Sectors > 0), t.SectorsPerRequest())
 		}
 		fmt.Fprintf(&b, "  total: moved %s, ideal %s (%s), distinct %s (%s), coalescing %s\n", mib(c.MovedBytes()), mib(c.IdealBytes),
 			times(c.MovedBytes(), c.IdealBytes), mib(c.DistinctBytes()), times(c.DistinctBytes(), c.IdealBytes), pct(c.Coalescing(), c.MovedBytes() > 0))
