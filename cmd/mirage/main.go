@@ -11,9 +11,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+
+	"github.com/mirage-go/mirage/internal/memlimit"
 )
 
 func main() {
+	// The garbage collector's soft limit, unless the user set one: a search
+	// at 70B shapes would otherwise let its heap grow to twice its live data.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		if l := memlimit.SoftLimit(); l > 0 {
+			debug.SetMemoryLimit(l)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
