@@ -20,27 +20,35 @@ var counterCases = []struct {
 	name    string
 	threads int
 	body    string
-	load    [3]int64 // requests, sectors, used bytes of g
-	store   [3]int64
+	load    [4]int64 // requests, sectors, used bytes, distinct sectors of g
+	store   [4]int64
 	shared  [3]int64 // requests, wavefronts, phases
 	cpasync int64
 }{
 	{name: "coalesced", threads: 32, body: "MIRAGE_STG(g[1024 + tid]) = MIRAGE_LDG(g[tid]);",
-		load: [3]int64{1, 4, 128}, store: [3]int64{1, 4, 128}},
+		load: [4]int64{1, 4, 128, 4}, store: [4]int64{1, 4, 128, 4}},
 	{name: "strided by a sector", threads: 32, body: "sink += MIRAGE_LDG(g[tid * 8]);",
-		load: [3]int64{1, 32, 128}},
+		load: [4]int64{1, 32, 128, 32}},
 	{name: "column of a row-major matrix", threads: 32, body: "sink += MIRAGE_LDG(g[tid * 64 + 3]);",
-		load: [3]int64{1, 32, 128}},
+		load: [4]int64{1, 32, 128, 32}},
 	{name: "broadcast", threads: 32, body: "sink += MIRAGE_LDG(g[0]);",
-		load: [3]int64{1, 1, 4}},
+		load: [4]int64{1, 1, 4, 1}},
 	{name: "misaligned by an element", threads: 32, body: "sink += MIRAGE_LDG(g[tid + 1]);",
-		load: [3]int64{1, 5, 128}},
+		load: [4]int64{1, 5, 128, 5}},
 	{name: "a quarter of the lanes", threads: 32, body: "if (tid < 8) sink += MIRAGE_LDG(g[tid]);",
-		load: [3]int64{1, 1, 32}},
+		load: [4]int64{1, 1, 32, 1}},
 	{name: "two warps, three iterations", threads: 64, body: "for (int i = 0; i < 3; ++i) sink += MIRAGE_LDG(g[i * 64 + tid]);",
-		load: [3]int64{6, 24, 768}},
+		load: [4]int64{6, 24, 768, 24}},
 	{name: "across a barrier", threads: 32, body: "sink += MIRAGE_LDG(g[tid]); __syncthreads(); sink += MIRAGE_LDG(g[tid * 2]);",
-		load: [3]int64{2, 4 + 8, 128 + 128}},
+		load: [4]int64{2, 4 + 8, 128 + 128, 8}},
+	// A second request for the same sectors moves them again; they are
+	// distinct once.
+	{name: "re-read after a barrier", threads: 32, body: "sink += MIRAGE_LDG(g[tid]); __syncthreads(); sink += MIRAGE_LDG(g[tid]);",
+		load: [4]int64{2, 8, 256, 4}},
+	{name: "two warps, the same row", threads: 64, body: "sink += MIRAGE_LDG(g[tid % 32]);",
+		load: [4]int64{2, 8, 256, 4}},
+	{name: "read then written", threads: 32, body: "MIRAGE_STG(g[tid]) = MIRAGE_LDG(g[tid]) + 1.0f;",
+		load: [4]int64{1, 4, 128, 4}, store: [4]int64{1, 4, 128, 4}},
 	{name: "shared, consecutive words", threads: 32, body: "MIRAGE_STS(s[tid]) = 1.0f;",
 		shared: [3]int64{1, 1, 1}},
 	{name: "shared, stride 2: 2-way conflict", threads: 32, body: "MIRAGE_STS(s[2 * tid]) = 1.0f;",
@@ -56,15 +64,15 @@ var counterCases = []struct {
 	{name: "store2 to shared: half-warp phases", threads: 32, body: "mirage::store2(s + 2 * tid, 1.0f, 2.0f);",
 		shared: [3]int64{1, 2, 2}},
 	{name: "store2 to global", threads: 32, body: "mirage::store2(g + 2 * tid, 1.0f, 2.0f);",
-		store: [3]int64{1, 8, 256}},
+		store: [4]int64{1, 8, 256, 8}},
 	{name: "add2", threads: 32, body: "mirage::store2(s + 2 * tid, 1.0f, 2.0f); __syncthreads(); mirage::add2(s + 2 * tid, 1.0f, 2.0f);",
 		shared: [3]int64{3, 6, 6}},
 	{name: "cp.async", threads: 32,
 		body: "mirage::cp_async<16>(smem + 16 * tid, g + 4 * tid); mirage::cp_async_commit(); mirage::cp_async_wait<0>();",
-		load: [3]int64{1, 16, 512}, shared: [3]int64{1, 4, 4}, cpasync: 512},
+		load: [4]int64{1, 16, 512, 16}, shared: [3]int64{1, 4, 4}, cpasync: 512},
 	{name: "cp.async zero-filling every other lane", threads: 32,
 		body: "for (int i = 0; i < 2; ++i) mirage::cp_async16_zfill(smem + 16 * tid, g + 4 * tid + 128 * i, (tid + i) % 2 == 0); mirage::cp_async_commit(); mirage::cp_async_wait<0>();",
-		load: [3]int64{2, 32, 512}, shared: [3]int64{2, 8, 8}, cpasync: 512},
+		load: [4]int64{2, 32, 512, 32}, shared: [3]int64{2, 8, 8}, cpasync: 512},
 	{name: "ldmatrix, rows of 16 bytes", threads: 32, body: "uint32_t r[4]; mirage::ldmatrix_x4(r, smem + 16 * tid); sink += r[0];",
 		shared: [3]int64{1, 4, 4}},
 	{name: "ldmatrix, rows 64 bytes apart: 4-way conflicts", threads: 32, body: "uint32_t r[4]; mirage::ldmatrix_x4(r, smem + 64 * tid); sink += r[0];",
@@ -115,8 +123,8 @@ func TestEmulatorCounters(t *testing.T) {
 	}
 	type traffic struct {
 		Name  string   `json:"name"`
-		Load  [3]int64 `json:"load"`
-		Store [3]int64 `json:"store"`
+		Load  [4]int64 `json:"load"`
+		Store [4]int64 `json:"store"`
 	}
 	var launches []struct {
 		Launch       int       `json:"launch"`
@@ -147,9 +155,9 @@ func TestEmulatorCounters(t *testing.T) {
 		}
 		g, rest := l.Buffers[0], l.Buffers[1]
 		if g.Load != c.load || g.Store != c.store {
-			t.Errorf("%s: g load %v store %v (requests, sectors, bytes used); want %v, %v", c.name, g.Load, g.Store, c.load, c.store)
+			t.Errorf("%s: g load %v store %v (requests, sectors, bytes used, distinct sectors); want %v, %v", c.name, g.Load, g.Store, c.load, c.store)
 		}
-		if rest.Load != [3]int64{} || rest.Store != [3]int64{} {
+		if rest.Load != [4]int64{} || rest.Store != [4]int64{} {
 			t.Errorf("%s: accesses outside g: load %v, store %v", c.name, rest.Load, rest.Store)
 		}
 		if l.Shared != c.shared {

@@ -47,7 +47,7 @@ func TestEmitCounters(t *testing.T) {
 		{grid: "16", table: []string{"t1 input", "1.00x", "weights (largest input t1): ok"}, requested: 1, coalescing: 1, sectorsPerRequest: 16},
 		// Each block reads its own strip: every sector of W is fetched by
 		// 4 blocks, distinct once.
-		{grid: "256", table: []string{"4.00x", "weights (largest input t1): POOR", "25.0% coalescing", "1.00x distinct"}, requested: 4, coalescing: 0.25, sectorsPerRequest: 32, flagged: true},
+		{grid: "256", table: []string{"4.00x", "weights (largest input t1): POOR", "25.0% coalescing", "4.00x the size of its largest input t1 (at most 1.05x): 1.00x distinct"}, requested: 4, coalescing: 0.25, sectorsPerRequest: 32, flagged: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.grid, func(t *testing.T) {

@@ -175,11 +175,10 @@ func (c *Counters) WeightProblems() []string {
 	}
 	var p []string
 	if r := float64(w.Requested()) / float64(w.Bytes); r > MaxWeightRequests {
-		msg := fmt.Sprintf("requests %.2fx the size of its largest input %s (at most %.2fx)", r, w.Tensor, MaxWeightRequests)
-		if d := float64(w.DistinctBytes()) / float64(w.Bytes); d <= MaxWeightRequests {
-			msg += fmt.Sprintf(", %.2fx distinct: the same sectors again, which L2 can serve", d)
-		}
-		p = append(p, msg)
+		// What is distinct of it says how much of the excess is re-reads
+		// (which L2 serves when it holds them between the reads).
+		p = append(p, fmt.Sprintf("requests %.2fx the size of its largest input %s (at most %.2fx): %.2fx distinct, the rest re-reads of the same sectors",
+			r, w.Tensor, MaxWeightRequests, float64(w.DistinctBytes())/float64(w.Bytes)))
 	}
 	if co := w.LoadCoalescing(); co < MinWeightCoalescing {
 		p = append(p, fmt.Sprintf("loads its largest input %s at %.1f%% coalescing (at least %.0f%%)", w.Tensor, 100*co, 100*MinWeightCoalescing))

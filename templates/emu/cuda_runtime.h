@@ -181,7 +181,7 @@ struct Warp {
 // that the caller named (name_buffer). Each buffer also counts its
 // distinct sectors over the launch: what DRAM would move if an L2 kept
 // every sector the launch touches, so that a re-read (requested twice,
-// distinct once) tells apart bytes fetched again from bytes never needed. A shared request is served in
+// distinct once) shows as such. A shared request is served in
 // phases (all 32 lanes for accesses of up to 4 bytes, half-warps for 8,
 // quarter-warps for 16, a matrix per phase for ldmatrix); a phase whose
 // lanes touch n distinct 4-byte words in one of the 32 banks takes n
@@ -199,6 +199,7 @@ struct Traffic {
   uint64_t requests = 0, sectors = 0, used = 0;  // used: distinct bytes the lanes asked for
   uint64_t distinct = 0;                         // distinct sectors over the launch
   std::vector<uint64_t> seen;                    // a bit per sector of the buffer: touched this launch
+  uintptr_t nsectors = 0;                        // the sectors holding the buffer's bytes
 };
 
 struct Buffer {
@@ -376,7 +377,7 @@ inline void count_shared(const Access* a, const int* lane, int n) {
 // mark counts sector i of a buffer (from the one holding its first byte)
 // as touched this launch, once.
 inline void mark(Traffic& t, uintptr_t i) {
-  if (i / 64 >= t.seen.size()) return;  // past the buffer's end
+  if (i >= t.nsectors) return;  // an access running past the buffer's end
   uint64_t& word = t.seen[i / 64];
   const uint64_t bit = uint64_t(1) << (i % 64);
   if (!(word & bit)) {
@@ -500,9 +501,11 @@ inline void start_counters() {
   for (size_t b = 0; b < c.buffers.size(); b++) {
     // A bit per sector from the one holding lo to the one holding hi - 1.
     const Buffer& buf = c.buffers[b];
-    const size_t sectors = buf.hi > buf.lo ? (buf.hi - 1) / 32 - buf.lo / 32 + 1 : 1;
-    c.load[b].seen.assign((sectors + 63) / 64, 0);
-    c.store[b].seen.assign((sectors + 63) / 64, 0);
+    const uintptr_t sectors = buf.hi > buf.lo ? (buf.hi - 1) / 32 - buf.lo / 32 + 1 : 0;
+    for (Traffic* t : {&c.load[b], &c.store[b]}) {
+      t->nsectors = sectors;
+      t->seen.assign((sectors + 63) / 64, 0);
+    }
   }
   c.shared_requests = c.shared_wavefronts = c.shared_phases = c.cp_async_bytes = 0;
 }
