@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,24 @@ func TestSuperoptDynamic(t *testing.T) {
 	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16", "--trials", "400", "--max-memory", "1MiB")
 	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16: equivalent (finite fields, seed 1, 400 trial(s))") {
 		t.Errorf("verify --dynamic --max-memory 1MiB: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Under any memory limit at which some graph verifies, a larger limit
+	// verifies it too: where the fingerprints fit but checking a graph
+	// beside them does not, the graph is checked one draw at a time.
+	passed := 0
+	for kib := 64; kib <= 512; kib += 2 {
+		code, stdout, stderr := mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16", "--trials", "4", "--max-memory", fmt.Sprintf("%dKiB", kib))
+		switch {
+		case code == exitOK:
+			passed++
+		case passed > 0:
+			t.Fatalf("verify --dynamic --max-memory %dKiB: exit %d, but a smaller limit passed\n%s%s", kib, code, stdout, stderr)
+		case code != exitUnusable || !strings.Contains(stderr, "--max-memory"):
+			t.Fatalf("verify --dynamic --max-memory %dKiB: exit %d, want 2 and a message naming --max-memory\n%s%s", kib, code, stdout, stderr)
+		}
+	}
+	if passed == 0 {
+		t.Error("verify --dynamic --trials 4 failed under every limit up to 512 KiB")
 	}
 	// The entry point in examples/engine's decode loop, in the emulator.
 	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16", "--engine", "1,3,5,13,16,0,17")

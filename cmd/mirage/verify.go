@@ -48,6 +48,8 @@ long as shapes agree).
 Draws are compared one by one (a few at a time, in parallel), so memory
 does not grow with --trials. A comparison that would take more than
 --max-memory (default 4GiB) is refused before anything is allocated.
+(With --dynamic, the program's outputs on every draw are kept for the
+graphs of one m, where they fit in --max-memory.)
 
 Exit status: 0 when all outputs agree, 1 when they differ (the output, the
 worst relative error and where are printed), 2 for unusable input (a
@@ -68,6 +70,9 @@ DIR (the sources, inputs.bin, reference.bin) with run-gpu.sh, which builds
 the same decode loop with nvcc and runs it on a GPU (bench/gpu).`,
 		Args: lf.files(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if method == "ff" && trials < 1 {
+				return fmt.Errorf("--trials %d: want at least 1", trials)
+			}
 			a, err := lf.load(cmd, args[0])
 			if err != nil {
 				return err
@@ -82,7 +87,7 @@ the same decode loop with nvcc and runs it on a GPU (bench/gpu).`,
 				}
 				err := verifyDynamic(cmd, &dynamic, a, b, method, ffverify.Options{Trials: trials, Seed: uint64(seed), MaxBytes: int64(maxMemory)}, seed, int64(maxMemory))
 				if err != nil || len(engine) == 0 {
-					return err
+					return maxMemory.explain(err)
 				}
 				return runEngine(cmd, &dynamic, a, b, engine, engineDir)
 			}
@@ -140,9 +145,6 @@ func sameInputs(a, b *kernel.Graph) error {
 }
 
 func verifyFF(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph, opts ffverify.Options) error {
-	if opts.Trials < 1 {
-		return fmt.Errorf("--trials %d: want at least 1", opts.Trials)
-	}
 	r, err := ffverify.Equivalent(ga, gb, opts)
 	if err != nil {
 		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
@@ -261,9 +263,6 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	}
 	ins, _ := program.DynamicDims()
 	k := slices.IndexFunc(ins, func(d int) bool { return d >= 0 })
-	if method == "ff" && ff.Trials < 1 {
-		return fmt.Errorf("--trials %d: want at least 1", ff.Trials)
-	}
 	// The program's fingerprints at m serve every graph of that m (a
 	// document holds a bucket's graphs together): computed for the first,
 	// kept until the next m.
@@ -315,36 +314,47 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	return nil
 }
 
-// programAt holds the program's fingerprints at one m, for the graphs of
-// that m; v is nil where keeping them would pass the memory limit.
+// programAt holds the program's fingerprints at rows m, for the graphs of
+// that m. v is nil, with known set, where they would pass the memory
+// limit.
 type programAt struct {
-	valid bool
+	known bool
 	rows  int
 	v     *ffverify.Verifier
 }
 
 // verify verifies gb against ga, the program at m rows, with the
 // program's fingerprints at m computed once for consecutive graphs of the
-// same m. When keeping them on every draw would pass the memory limit, it
-// checks gb alone as verify without --dynamic does (one draw at a time).
+// same m. Where keeping them on every draw, or checking gb beside them,
+// would pass the memory limit, it checks gb alone as verify without
+// --dynamic does (one draw at a time).
 func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kernel.Graph, opts ffverify.Options) error {
-	if !p.valid || p.rows != m {
-		p.v, p.rows, p.valid = nil, m, true // the previous m's fingerprints go first
+	if !p.known || p.rows != m {
+		*p = programAt{} // the previous m's fingerprints go first
 		v, err := ffverify.New(ga, opts)
-		if _, tooBig := errors.AsType[*memlimit.Error](err); err != nil && !tooBig {
+		if err != nil && !tooBig(err) {
 			return fmt.Errorf("%s at m = %d: %w", a.Path, m, err)
 		}
-		p.v = v
+		*p = programAt{known: true, rows: m, v: v}
 	}
-	v := p.v
-	if v == nil {
+	if p.v == nil {
 		return verifyFF(cmd, a, b, ga, gb, opts)
 	}
-	r, err := v.Verify(gb)
+	r, err := p.v.Verify(gb)
+	if tooBig(err) {
+		return verifyFF(cmd, a, b, ga, gb, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
-	return reportFF(cmd, r, v.Options())
+	return reportFF(cmd, r, p.v.Options())
+}
+
+// tooBig says whether err is an evaluation refused for passing its memory
+// limit.
+func tooBig(err error) bool {
+	_, ok := errors.AsType[*memlimit.Error](err)
+	return ok
 }
 
 // runEngine emits b's entry point and runs examples/engine's decode loop
