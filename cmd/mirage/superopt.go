@@ -103,8 +103,8 @@ Memory grows with the weights, which the verifier evaluates as
 finite-field values: a LLaMA-7B MLP block peaks at about 3.5 GB; a 70B
 one keeps about 7 GB live and, left alone, lets the heap grow to 15 GB.
 mirage caps the Go heap softly at 3/4 of the machine's memory (or of its
-cgroup's limit); GOMEMLIMIT caps it lower (GOMEMLIMIT=6GiB: the 70B block
-peaks at 7.6 GB, no slower).
+memory cgroup's limit); GOMEMLIMIT overrides that (GOMEMLIMIT=6GiB: the
+70B block peaks at 7.6 GB, no slower).
 
 Exit status: 0 with an answer (every program that loads has one), 2 for
 unusable input.

@@ -3,13 +3,15 @@ package memlimit
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // SoftLimit is the heap size past which the garbage collector should work
 // harder rather than let the heap grow: 3/4 of the memory this process may
-// use, the machine's or its cgroup's when lower; 0 when neither is known.
+// use, the machine's or its memory cgroup's when lower; 0 when neither is
+// known.
 //
 // Without it the Go heap grows to twice the live data before a collection.
 // A search at LLaMA-70B shapes keeps about 7 GB live (the verifiers'
@@ -17,17 +19,20 @@ import (
 // a 16 GB machine; under a 6 GiB limit the same search peaks at 7.6 GB,
 // as fast. Past the limit the collector's CPU share is capped (the
 // runtime's GC limiter), so a live set above it costs time, not a crash.
-func SoftLimit() int64 {
-	total := readMemTotal("/proc/meminfo")
-	if c := readCgroupMax("/sys/fs/cgroup/memory.max"); c > 0 && (total == 0 || c < total) {
+func SoftLimit() int64 { return softLimit("/") }
+
+// softLimit is SoftLimit with /proc and /sys under root.
+func softLimit(root string) int64 {
+	total := memTotal(filepath.Join(root, "proc/meminfo"))
+	if c := cgroupLimit(root); c > 0 && (total == 0 || c < total) {
 		total = c
 	}
 	return total / 4 * 3
 }
 
-// readMemTotal is MemTotal of a /proc/meminfo file, in bytes; 0 when the
+// memTotal is MemTotal of a /proc/meminfo file, in bytes; 0 when the
 // file or the line is missing or malformed.
-func readMemTotal(path string) int64 {
+func memTotal(path string) int64 {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0
@@ -49,21 +54,62 @@ func parseMemTotal(line string) int64 {
 		return 0
 	}
 	kb, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil || kb <= 0 || kb > 1<<53 {
+	if err != nil || kb <= 0 || kb >= 1<<53 {
 		return 0
 	}
 	return kb << 10
 }
 
-// readCgroupMax is a cgroup v2 memory.max file's limit in bytes; 0 when
-// the file is missing, says "max" (no limit) or is malformed.
-func readCgroupMax(path string) int64 {
+// cgroupLimit is the lowest memory limit of the cgroups this process is in
+// (per /proc/self/cgroup): cgroup v2's memory.max, v1's
+// memory.limit_in_bytes, at the process's cgroup and at the mount's root
+// (what a container sees of its own limit); 0 without one.
+func cgroupLimit(root string) int64 {
+	fs := filepath.Join(root, "sys/fs/cgroup")
+	files := []string{filepath.Join(fs, "memory.max"), filepath.Join(fs, "memory/memory.limit_in_bytes")}
+	if b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			// hierarchy-ID:controllers:path
+			f := strings.SplitN(line, ":", 3)
+			if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
+				continue
+			}
+			switch {
+			case f[0] == "0" && f[1] == "":
+				files = append(files, filepath.Join(fs, f[2], "memory.max"))
+			case hasController(f[1], "memory"):
+				files = append(files, filepath.Join(fs, "memory", f[2], "memory.limit_in_bytes"))
+			}
+		}
+	}
+	var lowest int64
+	for _, file := range files {
+		if n := readLimit(file); n > 0 && (lowest == 0 || n < lowest) {
+			lowest = n
+		}
+	}
+	return lowest
+}
+
+func hasController(list, name string) bool {
+	for c := range strings.SplitSeq(list, ",") {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+// readLimit is a cgroup memory limit file's value in bytes; 0 when the
+// file is missing or malformed, or says there is no limit ("max", or v1's
+// page-rounded 2^63-1).
+func readLimit(path string) int64 {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || n <= 0 {
+	if err != nil || n <= 0 || n >= 1<<62 {
 		return 0
 	}
 	return n
