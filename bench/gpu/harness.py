@@ -399,18 +399,20 @@ def md_escape(s):
 def counters_summary(manifest):
     """The emulator's counters (`mirage emit --counters --json`) of an
     entry, summed over its kernels: bytes moved (32-byte sectors per warp
-    request, no cache), the ideal bytes (each input read once, each output
-    written once), coalescing (bytes used over bytes moved), bank conflicts
+    request, no cache), distinct bytes (each sector a launch touches, once:
+    the DRAM traffic were L2 to serve every re-read), the ideal bytes (each
+    input read once, each output written once), coalescing (bytes used over bytes moved), bank conflicts
     per shared request, and each graph-defined kernel's weight problems.
     None when the manifest has no counters (prepare.sh without g++)."""
     kernels = (manifest or {}).get("kernels") or []
     if not kernels or any(not k.get("counters") for k in kernels):
         return None
-    moved = ideal = used = requests = conflicts = 0
+    moved = distinct = ideal = used = requests = conflicts = 0
     problems = []
     for i, k in enumerate(kernels):
         c = k["counters"]
         moved += c["moved_bytes"]
+        distinct += c.get("distinct_bytes", 0)
         ideal += c["ideal_bytes"]
         used += c.get("used_bytes", 0)
         requests += c.get("shared_requests", 0)
@@ -419,6 +421,7 @@ def counters_summary(manifest):
             problems += ["kernel %d: %s" % (i, p) for p in c.get("weight_problems") or []]
     return {
         "moved_bytes": moved,
+        "distinct_bytes": distinct,
         "ideal_bytes": ideal,
         "coalescing": used / moved if moved else None,
         "bank_conflicts_per_access": conflicts / requests if requests else 0.0,
@@ -447,6 +450,8 @@ TABLE_COLUMNS = [
     "model µs",
     "moved MB",
     "GB/s",
+    "distinct MB",
+    "DRAM GB/s",
     "eager µs",
     "compile µs",
     "speedup vs eager",
@@ -461,6 +466,7 @@ def format_table(results):
     for r in results:
         status = r["status"] if r["status"] == "ok" else "FAIL: " + (r.get("reason") or "")
         moved = (r.get("counters") or {}).get("moved_bytes")
+        distinct = (r.get("counters") or {}).get("distinct_bytes")
         rows.append(
             [
                 r["entry"],
@@ -472,6 +478,8 @@ def format_table(results):
                 fmt_us(r.get("estimated_us")),
                 fmt_mb(moved),
                 fmt_bandwidth(moved, r.get("mirage_us")),
+                fmt_mb(distinct),
+                fmt_bandwidth(distinct, r.get("mirage_us")),
                 fmt_us(r.get("eager_us")),
                 fmt_us(r.get("compile_us")),
                 fmt_speedup(r.get("eager_us"), r.get("mirage_us")),

@@ -287,7 +287,7 @@ class TableTest(unittest.TestCase):
         ncols = len(harness.TABLE_COLUMNS)
         for l in lines:
             self.assertEqual(len(re.findall(r"(?<!\\)\|", l)), ncols + 1, l)
-        self.assertIn("| lora.c0 | lora | 0 | 1 | 1.0e-03 | 5.50 | 4.36 | n/a | n/a | 11.00 | n/a | 2.00x | ok |", t)
+        self.assertIn("| lora.c0 | lora | 0 | 1 | 1.0e-03 | 5.50 | 4.36 | n/a | n/a | n/a | n/a | 11.00 | n/a | 2.00x | ok |", t)
         self.assertIn("| inf |", lines[3])
         self.assertIn("FAIL: max rel err inf >= 0.01 \\| x", lines[3])
         self.assertAlmostEqual(rs[0]["speedup_vs_eager"], 2.0)
@@ -297,21 +297,22 @@ class TableTest(unittest.TestCase):
         m = manifest("lora", "lora", "0123456789abcdef", [(16, 256)], [(16, 4096)], kernels=2)
         self.assertIsNone(harness.counters_summary(m))  # emitted without --counters
         m["kernels"][1]["what"] = "matmul"
-        m["kernels"][0]["counters"] = {"moved_bytes": 3000000, "ideal_bytes": 2000000, "used_bytes": 2400000,
+        m["kernels"][0]["counters"] = {"moved_bytes": 3000000, "distinct_bytes": 2000000, "ideal_bytes": 2000000, "used_bytes": 2400000,
                                        "shared_requests": 10, "bank_conflicts": 5,
                                        "weight_problems": ["requests 1.50x the size of its largest input t1"]}
-        m["kernels"][1]["counters"] = {"moved_bytes": 1000000, "ideal_bytes": 1000000, "used_bytes": 1000000,
+        m["kernels"][1]["counters"] = {"moved_bytes": 1000000, "distinct_bytes": 500000, "ideal_bytes": 1000000, "used_bytes": 1000000,
                                        "shared_requests": 10, "bank_conflicts": 0, "weight_problems": ["not judged"]}
         c = harness.counters_summary(m)
         self.assertEqual(c["moved_bytes"], 4000000)
+        self.assertEqual(c["distinct_bytes"], 2500000)
         self.assertEqual(c["ideal_bytes"], 3000000)
         self.assertAlmostEqual(c["coalescing"], 0.85)
         self.assertAlmostEqual(c["bank_conflicts_per_access"], 0.25)
         self.assertEqual(c["weight_problems"], ["kernel 0: requests 1.50x the size of its largest input t1"])
         r = result("lora.c0", est=4.36, us=5.0)
         r["counters"] = c
-        # 4 MB in 5 µs: 800 GB/s.
-        self.assertIn("| 5.00 | 4.36 | 4.00 | 800 |", harness.format_table([r]))
+        # 4 MB in 5 µs: 800 GB/s; 2.5 MB distinct: 500 GB/s from DRAM.
+        self.assertIn("| 5.00 | 4.36 | 4.00 | 800 | 2.50 | 500 |", harness.format_table([r]))
 
     def test_baseline_notes(self):
         t = harness.format_baseline_notes({
