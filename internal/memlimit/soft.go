@@ -108,7 +108,12 @@ func readLimit(path string) int64 {
 	if err != nil {
 		return 0
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return parseLimit(string(b))
+}
+
+// parseLimit reads a cgroup memory limit file's content as bytes.
+func parseLimit(content string) int64 {
+	n, err := strconv.ParseInt(strings.TrimSpace(content), 10, 64)
 	if err != nil || n <= 0 || n >= 1<<62 {
 		return 0
 	}
