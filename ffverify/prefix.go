@@ -2,6 +2,7 @@ package ffverify
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -38,8 +39,12 @@ func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
 			return nil, fmt.Errorf("ffverify: output %d %v is not the first rows of %v", j, s, v.outputs[j])
 		}
 	}
-	nv.held = ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
-	nv.shareInputs(p)
+	if v.dense != nil {
+		nv.shareInputsOf(v)
+	} else {
+		nv.held = ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
+		nv.shareInputs(p)
+	}
 	nv.prints = make([][]*tensor, len(v.prints))
 	for t, outs := range v.prints {
 		for j, o := range outs {
@@ -48,6 +53,25 @@ func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
 		}
 	}
 	return nv, nil
+}
+
+// shareInputsOf makes v's shared inputs the first rows of w's, and w's
+// products memo v's: the draws' inputs are keyed by their flat position,
+// so v's are w's first rows, and the memo names an input by its position
+// and shape, a computed tensor by its values, so w's products are v's.
+// Nothing more is held than w holds: v's inputs and fingerprints are
+// slices of w's.
+func (v *Verifier) shareInputsOf(w *Verifier) {
+	v.held, v.memoBytes, v.products = w.held, w.memoBytes, w.products
+	v.dense = make([][]func() *tensor, len(w.dense))
+	for t := range w.dense {
+		for k, s := range v.inputs {
+			full := w.dense[t][k]
+			v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor {
+				return &tensor{shape: s, v: full().v[:s.NumElements():s.NumElements()]}
+			}))
+		}
+	}
 }
 
 // rowPrefix reports whether a tensor of shape s holds the first elements
