@@ -26,18 +26,8 @@ func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
 		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
 	nv := newVerifier(p, v.opts)
-	if len(nv.inputs) != len(v.inputs) || len(nv.outputs) != len(v.outputs) {
-		return nil, fmt.Errorf("ffverify: a prefix program has %d inputs and %d outputs, not %d and %d", len(nv.inputs), len(nv.outputs), len(v.inputs), len(v.outputs))
-	}
-	for k, s := range nv.inputs {
-		if !rowPrefix(s, v.inputs[k]) {
-			return nil, fmt.Errorf("ffverify: input %d %v is not the first rows of %v", k, s, v.inputs[k])
-		}
-	}
-	for j, s := range nv.outputs {
-		if !rowPrefix(s, v.outputs[j]) {
-			return nil, fmt.Errorf("ffverify: output %d %v is not the first rows of %v", j, s, v.outputs[j])
-		}
+	if err := nv.rowsOf(v); err != nil {
+		return nil, err
 	}
 	if v.dense != nil {
 		nv.shareInputsOf(v)
@@ -53,6 +43,54 @@ func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
 		}
 	}
 	return nv, nil
+}
+
+// Rows returns a Verifier for program, which must take the first rows of
+// the inputs of v's program and give the first rows of its outputs, as
+// for Prefix. Unlike Prefix it evaluates program on every draw, as New
+// does, so that its verdicts do not rest on the rows being independent;
+// but on v's materialised inputs, cut to their first rows, and with v's
+// products memo, so that the inputs are not drawn again.
+func (v *Verifier) Rows(program *kernel.Graph) (*Verifier, error) {
+	p, err := newPlan(program)
+	if err != nil {
+		return nil, fmt.Errorf("ffverify: program: %w", err)
+	}
+	nv := newVerifier(p, v.opts)
+	if err := nv.rowsOf(v); err != nil {
+		return nil, err
+	}
+	prints := ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
+	if v.dense != nil {
+		nv.shareInputsOf(v)
+		nv.held = ugraph.AddSize(nv.held, prints) // its own outputs, beside v's
+	} else {
+		nv.held = prints
+		nv.shareInputs(p)
+	}
+	if err := nv.evaluate(p); err != nil {
+		return nil, err
+	}
+	return nv, nil
+}
+
+// rowsOf checks that each input and output of v's program is the first
+// rows of its counterpart in w's (rowPrefix).
+func (v *Verifier) rowsOf(w *Verifier) error {
+	if len(v.inputs) != len(w.inputs) || len(v.outputs) != len(w.outputs) {
+		return fmt.Errorf("ffverify: a prefix program has %d inputs and %d outputs, not %d and %d", len(v.inputs), len(v.outputs), len(w.inputs), len(w.outputs))
+	}
+	for k, s := range v.inputs {
+		if !rowPrefix(s, w.inputs[k]) {
+			return fmt.Errorf("ffverify: input %d %v is not the first rows of %v", k, s, w.inputs[k])
+		}
+	}
+	for j, s := range v.outputs {
+		if !rowPrefix(s, w.outputs[j]) {
+			return fmt.Errorf("ffverify: output %d %v is not the first rows of %v", j, s, w.outputs[j])
+		}
+	}
+	return nil
 }
 
 // shareInputsOf makes v's shared inputs the first rows of w's, and w's

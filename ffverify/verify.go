@@ -118,20 +118,28 @@ func New(program *kernel.Graph, opts Options) (*Verifier, error) {
 		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
 	v := newVerifier(p, opts)
-	out := p.outputBytes()
-	v.held = ugraph.MulSize(int64(opts.Trials), out)
+	v.held = ugraph.MulSize(int64(opts.Trials), p.outputBytes())
 	v.shareInputs(p)
-	// A draw's outputs are in held from the start.
-	u := p.memory(v.dense != nil)
-	w, err := opts.workers(opts.Trials, v.held, max(u.peak-out, 0),
-		fmt.Sprintf("evaluating the program (keeping its outputs on %d draws)", opts.Trials), "a draw "+p.peak(u))
-	if err != nil {
-		return nil, fmt.Errorf("ffverify: program: %w", err)
+	if err := v.evaluate(p); err != nil {
+		return nil, err
 	}
-	v.prints = make([][]*tensor, opts.Trials)
-	eachDraw(opts.Trials, w, func(t int) []*tensor { return p.run(v.trial(p, t)) },
-		func(t int, outs []*tensor) bool { v.prints[t] = outs; return true })
 	return v, nil
+}
+
+// evaluate runs the program p on every draw and keeps its outputs, whose
+// memory is in v.held already.
+func (v *Verifier) evaluate(p *plan) error {
+	out := p.outputBytes()
+	u := p.memory(v.dense != nil)
+	w, err := v.opts.workers(v.opts.Trials, v.held, max(u.peak-out, 0),
+		fmt.Sprintf("evaluating the program (keeping its outputs on %d draws)", v.opts.Trials), "a draw "+p.peak(u))
+	if err != nil {
+		return fmt.Errorf("ffverify: program: %w", err)
+	}
+	v.prints = make([][]*tensor, v.opts.Trials)
+	eachDraw(v.opts.Trials, w, func(t int) []*tensor { return p.run(v.trial(p, t)) },
+		func(t int, outs []*tensor) bool { v.prints[t] = outs; return true })
+	return nil
 }
 
 // newVerifier returns a Verifier for p's graph with no draws yet.

@@ -263,12 +263,13 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	}
 	ins, _ := program.DynamicDims()
 	k := slices.IndexFunc(ins, func(d int) bool { return d >= 0 })
-	// The program's fingerprints at m serve every graph of that m (a
-	// document holds a bucket's graphs together): computed for the first,
-	// kept until the next m.
-	var at programAt
-	w := cmd.OutOrStdout()
-	differ := 0
+	// Every graph's m and the program at that m, checked before any is
+	// verified.
+	type atM struct {
+		m      int
+		ga, gb *kernel.Graph
+	}
+	var graphs []atM
 	for i, e := range b.File.Graphs {
 		gb := e.Graph
 		if len(gb.Inputs()) != len(ins) {
@@ -289,12 +290,23 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 		if err := sameInputs(ga, gb); err != nil {
 			return fmt.Errorf("%s at m = %d and graph %d of %s: %v", a.Path, m, i, b.Path, err)
 		}
-		fmt.Fprintf(w, "graph %d, m = %d: ", i, m)
+		graphs = append(graphs, atM{m, ga, gb})
+	}
+	at := programAt{opts: ff}
+	for _, g := range graphs {
+		if at.largest == nil || g.m > at.largestRows {
+			at.largest, at.largestRows = g.ga, g.m
+		}
+	}
+	w := cmd.OutOrStdout()
+	differ := 0
+	for i, g := range graphs {
+		fmt.Fprintf(w, "graph %d, m = %d: ", i, g.m)
 		switch method {
 		case "ff":
-			err = at.verify(cmd, m, a, b, ga, gb, ff)
+			err = at.verify(cmd, g.m, a, b, g.ga, g.gb)
 		case "float":
-			err = verifyFloat(cmd, a, b, ga, gb, seed, limit)
+			err = verifyFloat(cmd, a, b, g.ga, g.gb, seed, limit)
 		default:
 			return fmt.Errorf("unknown --method %q (want ff or float)", method)
 		}
@@ -314,35 +326,58 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 	return nil
 }
 
-// programAt holds the program's fingerprints at rows m, for the graphs of
-// that m. v is nil, with known set, where they would pass the memory
-// limit.
+// programAt holds the program's fingerprints for the graphs of one m at a
+// time. The program at the largest m is evaluated first and kept: at a
+// smaller m the program is evaluated on the first rows of its inputs
+// (ffverify.Verifier.Rows) rather than on inputs drawn again, still on its
+// own, so that no verdict rests on its rows being independent.
 type programAt struct {
-	known bool
-	rows  int
-	v     *ffverify.Verifier
+	opts        ffverify.Options
+	largest     *kernel.Graph // the program at the largest m
+	largestRows int
+	full        *ffverify.Verifier // largest's; nil before it is made, or where it would pass the memory limit
+	fullTried   bool
+	known       bool // v is the verifier at rows (nil where it would pass the memory limit)
+	rows        int
+	v           *ffverify.Verifier
 }
 
-// verify verifies gb against ga, the program at m rows, with the
-// program's fingerprints at m computed once for consecutive graphs of the
-// same m. Where keeping them on every draw, or checking gb beside them,
-// would pass the memory limit, it checks gb alone as verify without
-// --dynamic does (one draw at a time).
-func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kernel.Graph, opts ffverify.Options) error {
+// verify verifies gb against ga, the program at m rows. Where keeping the
+// program's fingerprints on every draw, or checking gb beside them, would
+// pass the memory limit, it checks gb alone as verify without --dynamic
+// does (one draw at a time).
+func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kernel.Graph) error {
+	if !p.fullTried {
+		p.fullTried = true
+		full, err := ffverify.New(p.largest, p.opts)
+		if err != nil && !tooBig(err) {
+			return fmt.Errorf("%s at m = %d: %w", a.Path, p.largestRows, err)
+		}
+		p.full = full
+	}
 	if !p.known || p.rows != m {
-		*p = programAt{} // the previous m's fingerprints go first
-		v, err := ffverify.New(ga, opts)
+		p.known, p.v = false, nil // the previous m's fingerprints go first
+		var v *ffverify.Verifier
+		var err error
+		switch {
+		case p.full != nil && m == p.largestRows:
+			v = p.full
+		case p.full != nil:
+			v, err = p.full.Rows(ga)
+		default:
+			v, err = ffverify.New(ga, p.opts)
+		}
 		if err != nil && !tooBig(err) {
 			return fmt.Errorf("%s at m = %d: %w", a.Path, m, err)
 		}
-		*p = programAt{known: true, rows: m, v: v}
+		p.known, p.rows, p.v = true, m, v
 	}
 	if p.v == nil {
-		return verifyFF(cmd, a, b, ga, gb, opts)
+		return verifyFF(cmd, a, b, ga, gb, p.opts)
 	}
 	r, err := p.v.Verify(gb)
 	if tooBig(err) {
-		return verifyFF(cmd, a, b, ga, gb, opts)
+		return verifyFF(cmd, a, b, ga, gb, p.opts)
 	}
 	if err != nil {
 		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
