@@ -373,16 +373,24 @@ func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kerne
 		p.known, p.rows, p.v = true, m, v
 	}
 	if p.v == nil {
-		return verifyFF(cmd, a, b, ga, gb, p.opts)
+		return p.alone(cmd, a, b, ga, gb)
 	}
 	r, err := p.v.Verify(gb)
 	if tooBig(err) {
-		return verifyFF(cmd, a, b, ga, gb, p.opts)
+		return p.alone(cmd, a, b, ga, gb)
 	}
 	if err != nil {
 		return fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
 	return reportFF(cmd, r, p.v.Options())
+}
+
+// alone checks gb against ga one draw at a time, as verify without
+// --dynamic does, within the memory limit: the fingerprints kept so far
+// are let go first, and the graphs after it make their own.
+func (p *programAt) alone(cmd *cobra.Command, a, b *input, ga, gb *kernel.Graph) error {
+	p.full, p.v = nil, nil
+	return verifyFF(cmd, a, b, ga, gb, p.opts)
 }
 
 // tooBig says whether err is an evaluation refused for passing its memory
