@@ -21,19 +21,9 @@ import (
 // program computes what v's program computes on those rows; Verify's
 // candidates are checked against program as that promise makes it.
 func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
-	p, err := newPlan(program)
+	nv, _, err := v.firstRows(program, false)
 	if err != nil {
-		return nil, fmt.Errorf("ffverify: program: %w", err)
-	}
-	nv := newVerifier(p, v.opts)
-	if err := nv.rowsOf(v); err != nil {
 		return nil, err
-	}
-	if v.dense != nil {
-		nv.shareInputsOf(v)
-	} else {
-		nv.held = ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
-		nv.shareInputs(p)
 	}
 	nv.prints = make([][]*tensor, len(v.prints))
 	for t, outs := range v.prints {
@@ -52,26 +42,42 @@ func (v *Verifier) Prefix(program *kernel.Graph) (*Verifier, error) {
 // but on v's materialised inputs, cut to their first rows, and with v's
 // products memo, so that the inputs are not drawn again.
 func (v *Verifier) Rows(program *kernel.Graph) (*Verifier, error) {
-	p, err := newPlan(program)
+	nv, p, err := v.firstRows(program, true)
 	if err != nil {
-		return nil, fmt.Errorf("ffverify: program: %w", err)
-	}
-	nv := newVerifier(p, v.opts)
-	if err := nv.rowsOf(v); err != nil {
 		return nil, err
-	}
-	prints := ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
-	if v.dense != nil {
-		nv.shareInputsOf(v)
-		nv.held = ugraph.AddSize(nv.held, prints) // its own outputs, beside v's
-	} else {
-		nv.held = prints
-		nv.shareInputs(p)
 	}
 	if err := nv.evaluate(p); err != nil {
 		return nil, err
 	}
 	return nv, nil
+}
+
+// firstRows returns a Verifier, with no draws yet, for program, whose
+// inputs and outputs are the first rows of v's program's (rowsOf): it
+// shares v's materialised inputs and memo where v has them, else shares
+// its own. ownPrints says the caller will keep outputs of its own beside
+// v's (Rows), rather than slices of v's (Prefix), for its memory.
+func (v *Verifier) firstRows(program *kernel.Graph, ownPrints bool) (*Verifier, *plan, error) {
+	p, err := newPlan(program)
+	if err != nil {
+		return nil, nil, fmt.Errorf("ffverify: program: %w", err)
+	}
+	nv := newVerifier(p, v.opts)
+	if err := nv.rowsOf(v); err != nil {
+		return nil, nil, err
+	}
+	prints := ugraph.MulSize(int64(nv.opts.Trials), p.outputBytes())
+	switch {
+	case v.dense == nil:
+		nv.held = prints
+		nv.shareInputs(p)
+	case ownPrints:
+		nv.shareInputsOf(v)
+		nv.held = ugraph.AddSize(nv.held, prints)
+	default:
+		nv.shareInputsOf(v)
+	}
+	return nv, p, nil
 }
 
 // rowsOf checks that each input and output of v's program is the first

@@ -292,10 +292,11 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 		}
 		graphs = append(graphs, atM{m, ga, gb})
 	}
-	at := programAt{opts: ff}
-	for _, g := range graphs {
-		if at.largest == nil || g.m > at.largestRows {
-			at.largest, at.largestRows = g.ga, g.m
+	var at *programAt
+	if method == "ff" && len(graphs) > 0 {
+		largest := slices.MaxFunc(graphs, func(x, y atM) int { return x.m - y.m })
+		if at, err = newProgramAt(largest.ga, largest.m, ff); err != nil {
+			return fmt.Errorf("%s at m = %d: %w", a.Path, largest.m, err)
 		}
 	}
 	w := cmd.OutOrStdout()
@@ -333,13 +334,20 @@ func verifyDynamic(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, method st
 // own, so that no verdict rests on its rows being independent.
 type programAt struct {
 	opts        ffverify.Options
-	largest     *kernel.Graph // the program at the largest m
 	largestRows int
-	full        *ffverify.Verifier // largest's; nil before it is made, or where it would pass the memory limit
-	fullTried   bool
-	known       bool // v is the verifier at rows (nil where it would pass the memory limit)
-	rows        int
-	v           *ffverify.Verifier
+	full        *ffverify.Verifier // the program at largestRows; nil where it would pass the memory limit
+	rows        int                // the m of v; 0 before the first graph
+	v           *ffverify.Verifier // the program at rows; nil where it would pass the memory limit
+}
+
+// newProgramAt evaluates largest, the program at its largest m, on every
+// draw, unless that would pass the memory limit.
+func newProgramAt(largest *kernel.Graph, m int, opts ffverify.Options) (*programAt, error) {
+	full, err := ffverify.New(largest, opts)
+	if err != nil && !tooBig(err) {
+		return nil, err
+	}
+	return &programAt{opts: opts, largestRows: m, full: full}, nil
 }
 
 // verify verifies gb against ga, the program at m rows. Where keeping the
@@ -347,16 +355,8 @@ type programAt struct {
 // pass the memory limit, it checks gb alone as verify without --dynamic
 // does (one draw at a time).
 func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kernel.Graph) error {
-	if !p.fullTried {
-		p.fullTried = true
-		full, err := ffverify.New(p.largest, p.opts)
-		if err != nil && !tooBig(err) {
-			return fmt.Errorf("%s at m = %d: %w", a.Path, p.largestRows, err)
-		}
-		p.full = full
-	}
-	if !p.known || p.rows != m {
-		p.known, p.v = false, nil // the previous m's fingerprints go first
+	if p.rows != m {
+		p.rows, p.v = 0, nil // the previous m's fingerprints go first
 		var v *ffverify.Verifier
 		var err error
 		switch {
@@ -370,7 +370,7 @@ func (p *programAt) verify(cmd *cobra.Command, m int, a, b *input, ga, gb *kerne
 		if err != nil && !tooBig(err) {
 			return fmt.Errorf("%s at m = %d: %w", a.Path, m, err)
 		}
-		p.known, p.rows, p.v = true, m, v
+		p.rows, p.v = m, v
 	}
 	if p.v == nil {
 		return p.alone(cmd, a, b, ga, gb)
