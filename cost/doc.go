@@ -24,9 +24,11 @@
 // fit in half the L2, each of their tiles comes from DRAM once in the
 // kernel; otherwise once per wave that reads it.
 //
-// How a block runs comes from ugraph/thread's plan (derived with the
-// default options, as the code generator does): its shared memory, which
-// matmuls run on tensor cores, which ops are dead. The shared memory, the
+// Every kernel is costed as the launch plan (package launch, with its
+// default options) launches it, the plan the code generator emits: a
+// graph-defined kernel's grid, threads and shared memory, and from its
+// thread plan which matmuls run on tensor cores and which ops are dead;
+// ops no output depends on launch nothing and cost nothing. The shared memory, the
 // threads and the arch's limits give the resident blocks per SM:
 //
 //	blocksPerSM = min(MaxBlocksPerSM, SmemPerSM / (smem + SmemReserved), MaxThreadsPerSM / threads rounded up to warps)

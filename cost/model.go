@@ -2,10 +2,10 @@ package cost
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
 
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
@@ -43,7 +43,7 @@ const maxEnumBlocks = 1 << 22
 
 // ErrDoesNotFit reports a graph-defined kernel that cannot run on the
 // arch: its blocks need more shared memory than one block may have.
-var ErrDoesNotFit = errors.New("does not fit")
+var ErrDoesNotFit = launch.ErrDoesNotFit
 
 // Bound names what limits a kernel's time.
 type Bound string
@@ -58,6 +58,9 @@ const (
 type Kernel struct {
 	Op   int    // index of the op in the kernel graph's Ops
 	Name string // the op's kind: "matmul", "customized", ...
+	// Launch is the launch the model costs: the plan's, which the code
+	// generator emits.
+	Launch *launch.Kernel
 
 	// Grid and Threads are the launch shape of a graph-defined kernel.
 	// A pre-defined op is a library kernel: its shape is the library's
@@ -152,28 +155,30 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 // estimateScaled is EstimateGraph with the traffic of some tensors scaled (nil:
 // none).
 func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID]float64) (Estimate, error) {
+	plan, err := launch.Graph(g, arch, launch.Options{})
+	if err != nil {
+		return Estimate{}, err
+	}
 	e := Estimate{Arch: arch.Name}
-	for i := range g.Ops {
+	for li := range plan.Kernels {
+		lk := &plan.Kernels[li]
+		i := lk.Op
 		op := &g.Ops[i]
-		if op.Kind == ugraph.OpInput {
-			continue
-		}
 		var k Kernel
-		if op.Kind == ugraph.OpCustomized {
-			var err error
+		if lk.Code == launch.GraphDefined {
 			var ioScale []float64
 			if scale != nil {
 				for _, t := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
 					ioScale = append(ioScale, scaleOf(scale, t))
 				}
 			}
-			if k, err = graphKernel(op, arch, ioScale); err != nil {
+			if k, err = graphKernel(lk, arch, ioScale); err != nil {
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
 		} else {
 			k = libraryKernel(g, op, arch, scale)
 		}
-		k.Op, k.Name = i, op.Kind.String()
+		k.Op, k.Name, k.Launch = i, op.Kind.String(), lk
 		e.Kernels = append(e.Kernels, k)
 		e.Launches++
 		e.Blocks += k.Grid.Count() // 0 for a library kernel
@@ -239,24 +244,19 @@ func scaled(n int64, f float64) int64 {
 	return int64(math.Ceil(float64(n) * f))
 }
 
-// graphKernel costs a customized op from its threadblock graph. ioScale,
-// when not nil, holds per input op and then per output op the part of its
-// device tensor the kernel moves (Rows).
-func graphKernel(op *kernel.Op, arch target.Arch, ioScale []float64) (Kernel, error) {
-	b := op.Block
-	if b == nil {
-		return Kernel{}, errors.New("customized op without a threadblock graph")
-	}
-	k := Kernel{Grid: b.Grid, Threads: b.Threads}
-	plan, err := planBlock(b, arch)
-	if err != nil {
+// graphKernel costs a graph-defined kernel from its launch and thread
+// plan. ioScale, when not nil, holds per input op and then per output op
+// the part of its device tensor the kernel moves (Rows).
+func graphKernel(lk *launch.Kernel, arch target.Arch, ioScale []float64) (Kernel, error) {
+	b := lk.Thread.Block
+	k := Kernel{Grid: block.Dim3(lk.Grid), Threads: b.Threads}
+	plan := planOf(lk.Thread, arch)
+	k.SmemBytes = lk.SmemBytes
+	var err error
+	if k.BlocksPerSM, err = blocksPerSM(arch, lk.SmemBytes, lk.Threads); err != nil {
 		return Kernel{}, err
 	}
-	k.SmemBytes = plan.smem
-	if k.BlocksPerSM, err = blocksPerSM(arch, plan.smem, b.Threads.Count()); err != nil {
-		return Kernel{}, err
-	}
-	blocks := b.Grid.Count()
+	blocks := lk.Blocks()
 	slots := arch.SMs * k.BlocksPerSM
 	k.Waves = ceilDiv(blocks, slots)
 

@@ -261,11 +261,29 @@ func TestWaves(t *testing.T) {
 		if err := tb.AddOutput(acc, block.Map{0, -1, -1}); err != nil {
 			t.Fatal(err)
 		}
-		check[[]kernel.TensorID](t)(g.Customized([]kernel.TensorID{x}, tb))
+		out := check[[]kernel.TensorID](t)(g.Customized([]kernel.TensorID{x}, tb))[0]
+		if err := g.MarkOutput(out); err != nil {
+			t.Fatal(err)
+		}
 		k := estimate(t, g, mustArch(t, tt.arch)).Kernels[0]
 		if k.BlocksPerSM != 2 || k.Waves != tt.waves {
 			t.Errorf("%s, %d blocks: %d blocks/SM, %d waves; want 2, %d", tt.arch, tt.grid, k.BlocksPerSM, k.Waves, tt.waves)
 		}
+	}
+}
+
+// An op no output depends on launches nothing, as in the emitted code.
+func TestDeadOpsCostNothing(t *testing.T) {
+	g := kernel.New()
+	x := check[kernel.TensorID](t)(g.AddInput(sh(1024, 1024), fp16))
+	check[kernel.TensorID](t)(g.Add(ugraph.OpExp, ugraph.Attr{}, x))
+	y := check[kernel.TensorID](t)(g.Add(ugraph.OpSquare, ugraph.Attr{}, x))
+	if err := g.MarkOutput(y); err != nil {
+		t.Fatal(err)
+	}
+	e := estimate(t, g, mustArch(t, "sm_90"))
+	if len(e.Kernels) != 1 || e.Kernels[0].Op != 2 || e.Launches != 1 {
+		t.Errorf("kernels %+v: want op 2 alone", e.Kernels)
 	}
 }
 
@@ -333,7 +351,10 @@ func TestSmallKernelIsLaunchBound(t *testing.T) {
 func TestLibraryKernelReadsEachInputOnce(t *testing.T) {
 	g := kernel.New()
 	x := check[kernel.TensorID](t)(g.AddInput(sh(1024, 1024), fp16))
-	check[kernel.TensorID](t)(g.Add(ugraph.OpMul, ugraph.Attr{}, x, x))
+	y := check[kernel.TensorID](t)(g.Add(ugraph.OpMul, ugraph.Attr{}, x, x))
+	if err := g.MarkOutput(y); err != nil {
+		t.Fatal(err)
+	}
 	k := estimate(t, g, mustArch(t, "sm_80")).Kernels[0]
 	if want := int64(2 * 1024 * 1024 * 2); k.Bytes != want || k.DRAMBytes != want {
 		t.Errorf("Bytes %d, DRAMBytes %d, want %d", k.Bytes, k.DRAMBytes, want)

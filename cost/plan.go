@@ -1,12 +1,8 @@
 package cost
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
-	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
@@ -20,16 +16,10 @@ type blockPlan struct {
 	freeAccum []bool     // per op: a None accumulator that the mma does in its registers
 }
 
-// planBlock plans b for arch, with the default options, as the code
-// generator plans it (the model describes the code it emits).
-func planBlock(b *block.Graph, arch target.Arch) (blockPlan, error) {
-	tg, err := thread.Derive(b, arch, thread.Options{})
-	if se := (*thread.SmemError)(nil); errors.As(err, &se) {
-		return blockPlan{}, fmt.Errorf("%w: a block needs %d bytes of shared memory, %s allows %d", ErrDoesNotFit, se.Bytes, arch, se.Limit)
-	}
-	if err != nil {
-		return blockPlan{}, err
-	}
+// planOf reads what the model needs of a graph-defined kernel's thread
+// plan: the plan the launch package made, which the code generator emits.
+func planOf(tg *thread.Graph, arch target.Arch) blockPlan {
+	b := tg.Block
 	n := len(b.Ops)
 	p := blockPlan{instr: arch.MMA, smem: tg.SmemBytes, dead: make([]bool, n), mma: make([]bool, n), freeAccum: make([]bool, n)}
 	for i, op := range tg.Ops {
@@ -45,5 +35,5 @@ func planBlock(b *block.Graph, arch target.Arch) (blockPlan, error) {
 		head := tg.Ops[gr.Head].MMA
 		p.freeAccum[i] = head != nil && head.Persistent && gr.Chain[0] == i
 	}
-	return p, nil
+	return p
 }

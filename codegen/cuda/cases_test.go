@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/ugraph"
 )
 
@@ -71,7 +72,7 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.forloop_accum(tb.exp(tb.matmul(tA, tB))), output_map=(0, -1, -1))`)},
 	// Past the register budget the mma accumulator lives in shared memory
 	// (fp32), added into by the streamed epilogue.
-	{name: "mma_smem_accum", scale: 0.5, opts: Options{Stages: 2}, src: oneKernel(
+	{name: "mma_smem_accum", scale: 0.5, opts: Options{Launch: launch.Options{Stages: 2}}, src: oneKernel(
 		[][3]string{{"A", "(128, 64)", "float16"}, {"B", "(64, 256)", "float16"}},
 		"grid_dim=(1, 1, 1), block_dim=(128, 1, 1), forloop_range=2, reduction_dimx=1",
 		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=1)`,
@@ -142,7 +143,7 @@ var emuCases = []emuCase{
 	// Copies that are not 16-byte: rows of 4 and 3 fp16 elements (8-byte
 	// and element-wise copies), 6 fp32 (8-byte); a grid along two axes, the
 	// for-loop walking a partitioned dim; one buffer per tile.
-	{name: "copies", scale: 1, opts: Options{Stages: 1}, src: oneKernel(
+	{name: "copies", scale: 1, opts: Options{Launch: launch.Options{Stages: 1}}, src: oneKernel(
 		[][3]string{{"A", "(4, 16, 8)", "float16"}, {"B", "(4, 16, 3)", "float16"}, {"C", "(4, 16, 6)", "float32"}},
 		"grid_dim=(2, 2, 1), block_dim=(32, 1, 1), forloop_range=2, reduction_dimx=1",
 		`tA = tb.new_input(dtensor=A, input_map=(0, 1, -1), forloop_dim=2)`,
@@ -152,7 +153,7 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.forloop_accum(tB), output_map=(0, 1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(tC, "rms"), output_map=(0, 1, -1))`)},
 	// Pipelines deeper than 2 with F not a multiple of the depth.
-	{name: "pipeline", scale: 1, opts: Options{Stages: 3}, src: oneKernel(
+	{name: "pipeline", scale: 1, opts: Options{Launch: launch.Options{Stages: 3}}, src: oneKernel(
 		[][3]string{{"X", "(16, 80)", "float16"}, {"W", "(80, 32)", "float16"}},
 		"grid_dim=(2, 1, 1), block_dim=(64, 1, 1), forloop_range=5, reduction_dimx=1",
 		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
@@ -26,9 +27,10 @@ type Options struct {
 	// SingleFile inlines the device runtime into NAME.cu instead of writing
 	// it beside it.
 	SingleFile bool
-	// Stages is the cp.async pipeline depth to aim for (0: the thread
-	// package's default); Emit lowers it where shared memory runs out.
-	Stages int
+	// Launch tunes the launch plan (package launch) the kernels are
+	// emitted from; the cost model must plan with the same options to
+	// describe the emitted code.
+	Launch launch.Options
 	// Source names where the program came from, for the files' comments.
 	Source string
 }
@@ -47,6 +49,7 @@ type Kernel struct {
 	Grid      [3]int
 	Threads   int
 	SmemBytes int // dynamic shared memory per block
+	Stages    int // cp.async pipeline depth; 1 without one
 	// Plan is the thread-level plan of a graph-defined kernel.
 	Plan *thread.Graph
 	// Barriers counts the __syncthreads() the hazard tracking placed in a
@@ -159,7 +162,7 @@ var programPasses = [...]struct {
 	name string
 	run  func(*program) error
 }{
-	{"liveness", (*program).liveness}, // the ops the outputs need
+	{"plan", (*program).planLaunches}, // the ops the outputs need, and every launch
 	{"storage", (*program).storage},   // inputs, outputs, workspace offsets
 	{"kernels", (*program).kernels},   // a __global__ per graph-defined kernel, launches for all
 	{"files", (*program).files},       // NAME.cu, NAME.h, the runtime
@@ -178,33 +181,22 @@ type program struct {
 	rows   map[kernel.TensorID]int
 	bucket int
 
-	live    []bool   // per op
+	plan    *launch.Plan
+	live    []bool   // per op, the plan's
 	cname   []string // per tensor: its C pointer in the host function
 	decls   []string // host declarations of the tensor pointers
 	globals []string // source of the __global__ functions
 	host    writer   // body of the host function after the declarations
 }
 
-func (p *program) liveness() error {
-	g := p.g
-	p.live = make([]bool, len(g.Ops))
-	need := make([]bool, len(g.Tensors))
-	for _, t := range g.Outputs {
-		need[t] = true
+// planLaunches plans every kernel the program launches (package launch):
+// the code below emits what the plan says, as the cost model costs it.
+func (p *program) planLaunches() error {
+	plan, err := launch.Graph(p.g, p.opts.Arch, p.opts.Launch)
+	if err != nil {
+		return err
 	}
-	for i := len(g.Ops) - 1; i >= 0; i-- {
-		op := &g.Ops[i]
-		for _, t := range op.Out {
-			if need[t] {
-				p.live[i] = true
-			}
-		}
-		if p.live[i] {
-			for _, t := range op.In {
-				need[t] = true
-			}
-		}
-	}
+	p.plan, p.live = plan, plan.Live
 	return nil
 }
 
@@ -292,14 +284,8 @@ func (p *program) kernels() error {
 func (p *program) graphDefined(i int) error {
 	g := p.g
 	op := &g.Ops[i]
-	tg, err := thread.Derive(op.Block, p.opts.Arch, thread.Options{Stages: p.opts.Stages})
-	var se *thread.SmemError
-	if errors.As(err, &se) {
-		return fmt.Errorf("the graph-defined kernel needs %d bytes of shared memory per block; %s allows %d", se.Bytes, p.opts.Arch.Name, se.Limit)
-	}
-	if err != nil {
-		return err
-	}
+	lk := p.plan.Kernel(i)
+	tg := lk.Thread
 	name := fmt.Sprintf("%s_kernel%d", p.name, countGraphDefined(p.res.Kernels))
 	var ins, outs []string
 	var strides []int
@@ -322,23 +308,22 @@ func (p *program) graphDefined(i int) error {
 		return err
 	}
 	p.globals = append(p.globals, src)
-	b := op.Block
-	kinfo := Kernel{Name: name, Op: i, What: "graph-defined", Grid: [3]int(b.Grid), Threads: tg.Threads,
-		SmemBytes: tg.SmemBytes, Plan: tg, Barriers: bk.barriers, Schedule: bk.trace, Notes: planNotes(tg)}
+	kinfo := Kernel{Name: name, Op: i, What: "graph-defined", Grid: lk.Grid, Threads: lk.Threads, SmemBytes: lk.SmemBytes,
+		Stages: lk.Stages, Plan: tg, Barriers: bk.barriers, Schedule: bk.trace, Notes: planNotes(tg)}
 	p.res.Kernels = append(p.res.Kernels, kinfo)
 
 	h := &p.host
 	h.line("")
 	h.comment(fmt.Sprintf("op %d: graph-defined kernel -> %s", i, strings.Join(outs, ", ")))
-	if tg.SmemBytes > target.StaticSmemPerBlock {
-		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", name, tg.SmemBytes)
+	if lk.SmemBytes > target.StaticSmemPerBlock {
+		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", name, lk.SmemBytes)
 		h.line("if (err != cudaSuccess) return err;")
 	}
 	args := append(append([]string(nil), ins...), outs...)
 	if bk.dynamic() {
 		args = append(args, "m")
 	}
-	h.line("err = mirage::launch(%s, dim3(%d, %d, %d), dim3(%d), %d, stream, %s);", name, b.Grid[0], b.Grid[1], b.Grid[2], tg.Threads, tg.SmemBytes, strings.Join(args, ", "))
+	h.line("err = mirage::launch(%s, dim3(%d, %d, %d), dim3(%d), %d, stream, %s);", name, lk.Grid[0], lk.Grid[1], lk.Grid[2], lk.Threads, lk.SmemBytes, strings.Join(args, ", "))
 	h.line("if (err != cudaSuccess) return err;")
 	return nil
 }
@@ -369,8 +354,7 @@ func planNotes(tg *thread.Graph) []string {
 			case thread.Device:
 				notes = append(notes, fmt.Sprintf("s%d: read in place from device memory", op.Out))
 			case thread.Shared:
-				vec := copyVector(bg.Tensors[op.Out].Shape, op.Input.DShape, t.DType.Size())
-				n := copyNote(vec)
+				n := copyNote(t.Vector)
 				if t.Stages > 1 {
 					n += fmt.Sprintf(", %d-stage pipeline", t.Stages)
 				}
@@ -390,14 +374,6 @@ func planNotes(tg *thread.Graph) []string {
 	}
 	return notes
 }
-
-// elementwiseBlocks is the grid of the runtime's element-wise kernels.
-func elementwiseBlocks(n int) int { return max(1, min((n+255)/256, maxStrideBlocks)) }
-
-// maxStrideBlocks bounds the grid of the runtime's grid-stride kernels:
-// more blocks than this loop instead (CUDA allows far more along x; this
-// many fill any GPU in the table many times over).
-const maxStrideBlocks = target.MaxGridYZ
 
 // elementFunctor defines, among the .cu file's globals, the function
 // object that the runtime's unary_kernel or binary_kernel applies for
@@ -444,29 +420,27 @@ func elementCall(k ugraph.OpKind, a ugraph.Attr, x, y string) (string, error) {
 	return "mirage::" + info.Elem.Runtime + "(" + strings.Join(args, ", ") + ")", nil
 }
 
-// predefined writes the launch of pre-defined op i: a small kernel of the
-// runtime, with the launch shape decided here.
+// predefined writes the launch of pre-defined op i: a kernel of the
+// runtime, launched as the plan says.
 func (p *program) predefined(i int) error {
 	g := p.g
 	op := &g.Ops[i]
+	lk := p.plan.Kernel(i)
 	out := g.Tensors[op.Out[0]]
 	ct := ctype(out.DType)
 	h := &p.host
 	x := g.Tensors[op.In[0]]
 	var kname string
-	var grid [3]int
 	gridY := "" // a grid.y that depends on m, when not ""
-	threads, smem := 256, 0
 	var args []string
 	var notes []string
-	attr := false
 	// count is a count of elements (or rows) of the op's tensors that
 	// scales with m in a dynamic bucket; every tensor of the op is cut at
 	// row m, as the guards of graph-defined kernels cut them.
 	ts := append(append([]kernel.TensorID(nil), op.In...), op.Out...)
 	count := func(n int) (string, error) { return p.count(n, ts...) }
-	switch op.Kind.Info().Class {
-	case ugraph.ClassUnary:
+	switch lk.Code {
+	case launch.Unary, launch.Binary:
 		n := out.Shape.NumElements()
 		fn, err := p.elementFunctor(i)
 		if err != nil {
@@ -476,41 +450,30 @@ func (p *program) predefined(i int) error {
 		if err != nil {
 			return err
 		}
-		kname = fmt.Sprintf("mirage::unary_kernel<%s, %s>", ct, fn)
-		grid = [3]int{elementwiseBlocks(n), 1, 1}
-		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], cn, fn + "{}"}
-	case ugraph.ClassBinary:
-		n := out.Shape.NumElements()
+		if lk.Code == launch.Unary {
+			kname = fmt.Sprintf("mirage::unary_kernel<%s, %s>", ct, fn)
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], cn, fn + "{}"}
+			break
+		}
 		y := g.Tensors[op.In[1]]
-		fn, err := p.elementFunctor(i)
-		if err != nil {
-			return err
-		}
-		cn, err := count(n)
-		if err != nil {
-			return err
-		}
 		kname = fmt.Sprintf("mirage::binary_kernel<%s, %s>", ct, fn)
-		grid = [3]int{elementwiseBlocks(n), 1, 1}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], cn,
 			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape))),
 			fn + "{}"}
-	case ugraph.ClassReduction:
+	case launch.ReduceRows, launch.ReduceMid:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		co, err := count(outer)
 		if err != nil {
 			return err
 		}
-		if inner == 1 {
+		if lk.Code == launch.ReduceRows {
 			kname = fmt.Sprintf("mirage::reduce_rows_kernel<%s>", ct)
-			grid = [3]int{max(1, min((outer+7)/8, maxStrideBlocks)), 1, 1}
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
 		} else {
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
-			grid = [3]int{elementwiseBlocks(outer * inner), 1, 1}
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
 		}
-	case ugraph.ClassNorm:
+	case launch.RMSNorm:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
 		cr, err := count(rows)
@@ -518,16 +481,11 @@ func (p *program) predefined(i int) error {
 			return err
 		}
 		kname = fmt.Sprintf("mirage::rms_norm_kernel<%s>", ct)
-		grid = [3]int{max(1, min(rows, maxStrideBlocks)), 1, 1}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], cr, fmt.Sprint(n)}
-	case ugraph.ClassMatmul:
+	case launch.GEMM, launch.GEMMSIMT:
 		r := x.Shape.Rank()
 		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
 		batch := x.Shape.NumElements() / (m * kd)
-		if batch > target.MaxGridYZ { // the batch is the grid's z axis
-			return fmt.Errorf("%d batched matrices; at most %d", batch, target.MaxGridYZ)
-		}
-		cfg, tc := gemmConfig(out.DType, m, n, kd)
 		// With m dynamic the rows are m (the batch is then 1: m is the
 		// outermost dim of extent above 1).
 		cm, err := p.count(m, op.In[0], op.Out[0])
@@ -542,35 +500,25 @@ func (p *program) predefined(i int) error {
 			rowsM = fmt.Sprintf("static_cast<int>(%s)", cm)
 		}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], rowsM, fmt.Sprint(n), fmt.Sprint(kd)}
-		tile := 16
-		if tc {
-			tile = cfg.bm
-		}
 		if rowsM != fmt.Sprint(m) {
-			gridY = fmt.Sprintf("static_cast<unsigned>((%s + %d) / %d)", rowsM, tile-1, tile)
+			gridY = fmt.Sprintf("static_cast<unsigned>((%s + %d) / %d)", rowsM, lk.RowTile-1, lk.RowTile)
 		}
-		if tc {
-			kname = fmt.Sprintf("mirage::gemm_kernel<%s, %d, %d, %d, %d, %d>", ct, cfg.bm, cfg.bn, cfg.wm, cfg.wn, gemmStages)
-			grid = [3]int{(n + cfg.bn - 1) / cfg.bn, (m + cfg.bm - 1) / cfg.bm, batch}
-			threads = cfg.wm * cfg.wn * target.WarpSize
-			smem = gemmStages * (cfg.bm*(32+8) + 32*(cfg.bn+8)) * out.DType.Size()
-			attr = smem > target.StaticSmemPerBlock
-			notes = append(notes, fmt.Sprintf("tensor cores (mma.sync), %dx%d block tiles, %d-stage cp.async pipeline", cfg.bm, cfg.bn, gemmStages))
+		if lk.Code == launch.GEMM {
+			t := lk.Tile
+			kname = fmt.Sprintf("mirage::gemm_kernel<%s, %d, %d, %d, %d, %d>", ct, t.BM, t.BN, t.WM, t.WN, lk.Stages)
+			notes = append(notes, fmt.Sprintf("tensor cores (mma.sync), %dx%d block tiles, %d-stage cp.async pipeline", t.BM, t.BN, lk.Stages))
 		} else {
 			kname = fmt.Sprintf("mirage::gemm_simt_kernel<%s>", ct)
-			grid = [3]int{(n + 15) / 16, (m + 15) / 16, batch}
 			notes = append(notes, "SIMT fallback (16x16 tiles)")
 		}
 	default:
 		return fmt.Errorf("no runtime kernel for %v", op.Kind)
 	}
-	if grid[1] > target.MaxGridYZ || grid[2] > target.MaxGridYZ {
-		return fmt.Errorf("grid %v is too large", grid)
-	}
-	p.res.Kernels = append(p.res.Kernels, Kernel{Name: kname, Op: i, What: op.Kind.String(), Grid: grid, Threads: threads, SmemBytes: smem, Notes: notes})
+	grid, threads, smem := lk.Grid, lk.Threads, lk.SmemBytes
+	p.res.Kernels = append(p.res.Kernels, Kernel{Name: kname, Op: i, What: op.Kind.String(), Grid: grid, Threads: threads, SmemBytes: smem, Stages: lk.Stages, Notes: notes})
 	h.line("")
 	h.comment(fmt.Sprintf("op %d: %s -> %s %v", i, kernelCall(g, i), p.cname[op.Out[0]], out.Shape))
-	if attr {
+	if smem > target.StaticSmemPerBlock {
 		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", kname, smem)
 		h.line("if (err != cudaSuccess) return err;")
 	}
@@ -598,29 +546,6 @@ func kernelCall(g *kernel.Graph, i int) string {
 		args = append(args, fmt.Sprint(op.Attr.Scalars[k]))
 	}
 	return fmt.Sprintf("%v(%s)", op.Kind, strings.Join(args, ", "))
-}
-
-// gemmStages is the pipeline depth of the runtime GEMM.
-const gemmStages = 3
-
-type gemmTile struct{ bm, bn, wm, wn int }
-
-// gemmConfig picks the runtime GEMM's block tile from M (decode-sized M
-// gets 16-row tiles), and says whether tensor cores apply: fp16/bf16 with K
-// and N multiples of 8 (16-byte rows for cp.async).
-func gemmConfig(dt ugraph.DType, m, n, k int) (gemmTile, bool) {
-	if dt == ugraph.Float32 || k%8 != 0 || n%8 != 0 {
-		return gemmTile{}, false
-	}
-	switch {
-	case m <= 16:
-		return gemmTile{16, 64, 1, 4}, true
-	case m <= 32:
-		return gemmTile{32, 64, 2, 2}, true
-	case m <= 64:
-		return gemmTile{64, 64, 2, 2}, true
-	}
-	return gemmTile{128, 128, 2, 2}, true
 }
 
 // dims4 is d as the runtime's mirage::Dims4.

@@ -282,18 +282,6 @@ func (k *blockKernel) loadLambdas() (inputLoads, error) {
 	return l, nil
 }
 
-// copyVector is the widest cp.async (16, 8 or 4 bytes) that every row of
-// the tile splits into with aligned addresses in both memories, or 0 when
-// rows are only 2-byte aligned (the copy is then synchronous).
-func copyVector(tile, dshape ugraph.Shape, esize int) int {
-	for _, v := range []int{16, 8, 4} {
-		if tile.Last()*esize%v == 0 && dshape.Last()*esize%v == 0 {
-			return v
-		}
-	}
-	return 0
-}
-
 func (k *blockKernel) loadLambda(i int) {
 	w := k.w
 	bg, tg := k.bg, k.tg
@@ -314,7 +302,7 @@ func (k *blockKernel) loadLambda(i int) {
 	for d := 0; d+1 < tile.Rank(); d++ {
 		rowOff = add(rowOff, mul(rowIdx[d], dst[d]))
 	}
-	vec := copyVector(tile, in.DShape, esize)
+	vec := t.Vector
 	w.line("")
 	w.comment(fmt.Sprintf("%s: tile %v of %s %v; %s.", describeOp(bg, i), tile, k.ins[k.inIndex[i]], in.DShape, copyNote(vec)))
 	w.open("auto load_%s = [&](int it, %s* dst)", tileName(op.Out), ct)

@@ -30,6 +30,7 @@ var floors = map[string]float64{
 	"ugraph/kernel": 1.3, "ugraph/thread": 1.3,
 	// 2: each reads or builds the IR.
 	"interp": 2, "ffverify": 2, "absexpr": 2, "frontend": 2, "templates": 2,
+	"launch": 2, // every kernel's launch, read by cost, search and codegen/cuda
 	// 3: cost, the code generator and the generator.
 	"cost": 3, "codegen/cuda": 3, "search": 3,
 	// 4: the driver.

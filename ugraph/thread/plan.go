@@ -258,13 +258,30 @@ func (d *deriver) layout(stages int) {
 		t.Rows = shape.NumElements()/shape.Last() + pad[op.Out]
 		t.Pitch = Pitch(shape.Last(), t.DType)
 		t.Stages = 1
-		if op.Kind == ugraph.OpInput && op.Input.FMap >= 0 && stages > 1 {
-			t.Stages = stages
-			out.Stages = stages
+		if op.Kind == ugraph.OpInput {
+			t.Vector = CopyVector(shape, op.Input.DShape, t.DType.Size())
+			if op.Input.FMap >= 0 && stages > 1 {
+				t.Stages = stages
+				out.Stages = stages
+			}
 		}
 		t.StageBytes = roundUp(t.Rows*t.Pitch*t.DType.Size(), SmemAlign)
 		t.Bytes = t.StageBytes * t.Stages
 	}
+}
+
+// CopyVector is the widest cp.async (16, 8 or 4 bytes) that every row of
+// a tile of the given shape, cut from a device tensor of shape dshape with
+// elements of esize bytes, splits into with aligned addresses in both
+// memories, or 0 when rows are only 2-byte aligned (the copy is then
+// synchronous).
+func CopyVector(tile, dshape ugraph.Shape, esize int) int {
+	for _, v := range []int{16, 8, 4} {
+		if tile.Last()*esize%v == 0 && dshape.Last()*esize%v == 0 {
+			return v
+		}
+	}
+	return 0
 }
 
 // Pitch is the row pitch, in elements, of a shared tile whose rows hold n

@@ -150,6 +150,10 @@ type Tile struct {
 	// Accum marks an accumulator in shared memory: zeroed in the prologue,
 	// added into by its group during the for-loop.
 	Accum bool
+	// Vector is the bytes of one cp.async that copies an input tile from
+	// device memory (16, 8 or 4); 0 when its rows are not 4-byte aligned
+	// and it is copied element by element.
+	Vector int
 }
 
 // Interval is a closed interval of schedule steps.

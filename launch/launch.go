@@ -1,0 +1,317 @@
+// Package launch decides how every kernel of a kernel graph launches on a
+// GPU: which code runs it, its grid, threads per block, dynamic shared
+// memory, cp.async pipeline depth, vector width and reduction split. The
+// search (does a block graph fit?), the cost model (what does it cost?)
+// and the code generator (what does it emit?) all read the same Plan, so
+// the kernel that is ranked is the kernel that is emitted; none of them
+// decides a launch of its own.
+//
+// A graph-defined kernel (a customized op) runs its threadblock graph as
+// ugraph/thread plans it: the grid is the block graph's, the threads and
+// shared memory the thread plan's. A pre-defined op runs one of the
+// runtime library's kernels (templates/mirage_runtime.cuh), whose launch
+// shapes are this package's rules; they must agree with the templates'
+// __launch_bounds__ and shared-memory needs, which the code generator's
+// tests check by compiling and running the emitted code.
+package launch
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/layout"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// Options tune a plan. The zero value asks for the defaults; the search,
+// the cost model and the code generator must be given the same Options for
+// their plans to agree.
+type Options struct {
+	// Stages is the most cp.async buffers an input tile that a
+	// graph-defined kernel's for-loop walks gets (0: thread.DefaultStages);
+	// the plan lowers it where shared memory runs out.
+	Stages int
+}
+
+// Code names the code that runs a kernel.
+type Code uint8
+
+const (
+	GraphDefined Code = iota // the customized op's own __global__, from its block graph
+	Unary                    // mirage::unary_kernel: grid-stride, an element per thread per step
+	Binary                   // mirage::binary_kernel: the same, with broadcasting
+	ReduceRows               // mirage::reduce_rows_kernel: a warp per row
+	ReduceMid                // mirage::reduce_mid_kernel: a thread per output
+	RMSNorm                  // mirage::rms_norm_kernel: a block per row
+	GEMM                     // mirage::gemm_kernel: tensor cores, block tiles, a cp.async pipeline
+	GEMMSIMT                 // mirage::gemm_simt_kernel: 16x16 tiles on CUDA cores
+)
+
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "gemm", "gemm_simt"}
+
+func (c Code) String() string {
+	if int(c) < len(codeNames) {
+		return codeNames[c]
+	}
+	return fmt.Sprintf("Code(%d)", uint8(c))
+}
+
+// Library reports whether the code is a kernel of the runtime library.
+func (c Code) Library() bool { return c != GraphDefined }
+
+// Kernel is the launch of one op of a kernel graph.
+type Kernel struct {
+	Op      int // the op's index in the kernel graph
+	Code    Code
+	Grid    [3]int
+	Threads int // per block, a whole number of warps
+	// SmemBytes is the dynamic shared memory per block (the library's
+	// static __shared__ arrays, a few hundred bytes, are not counted).
+	SmemBytes int
+	// Stages is the depth of the kernel's cp.async pipeline; 1 when it
+	// has none.
+	Stages int
+	// Vector is the bytes one thread moves per global-memory access of a
+	// library kernel. A graph-defined kernel copies each input tile with
+	// its own width: thread.Tile.Vector.
+	Vector int
+	// Split is how many blocks share one output's reduction (split-K);
+	// 1: each output is reduced by one block.
+	Split int
+	// Thread is the thread-level plan of a graph-defined kernel.
+	Thread *thread.Graph
+	// Tile is a GEMM's block tile (BM x BN, WM x WN warps); for GEMMSIMT
+	// 16x16 with no warp grid.
+	Tile GEMMTile
+	// RowTile is the rows of M that one block of grid.y covers, for a
+	// matmul: a grid that scales with a dynamic m is ceil(m / RowTile).
+	RowTile int
+}
+
+// Blocks is the number of blocks in the grid.
+func (k *Kernel) Blocks() int { return k.Grid[0] * k.Grid[1] * k.Grid[2] }
+
+// Plan is the launch of every kernel a kernel graph runs.
+type Plan struct {
+	Arch target.Arch
+	// Live, per op, says whether an output depends on it: dead ops are
+	// not launched and have no Kernel.
+	Live []bool
+	// Kernels are the launches, in the order of their ops.
+	Kernels []Kernel
+}
+
+// Kernel returns the launch of op i, or nil when op i launches nothing
+// (an input, or a dead op).
+func (p *Plan) Kernel(i int) *Kernel {
+	for k := range p.Kernels {
+		if p.Kernels[k].Op == i {
+			return &p.Kernels[k]
+		}
+	}
+	return nil
+}
+
+// ErrDoesNotFit reports a graph-defined kernel that cannot run on the
+// arch: its blocks need more shared memory than one block may have, even
+// with no pipelining.
+var ErrDoesNotFit = errors.New("does not fit")
+
+// FitError is ErrDoesNotFit with the figures.
+type FitError struct {
+	Bytes, Limit int    // shared memory per block: needed, allowed
+	Arch         string // the arch's name
+}
+
+func (e *FitError) Error() string {
+	return fmt.Sprintf("the graph-defined kernel needs %d bytes of shared memory per block; %s allows %d", e.Bytes, e.Arch, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrDoesNotFit) hold.
+func (e *FitError) Is(target error) bool { return target == ErrDoesNotFit }
+
+// OpError is an op that cannot be planned.
+type OpError struct {
+	Op   int
+	Kind ugraph.OpKind
+	Err  error
+}
+
+func (e *OpError) Error() string { return fmt.Sprintf("op %d (%v): %v", e.Op, e.Kind, e.Err) }
+func (e *OpError) Unwrap() error { return e.Err }
+
+// Graph plans every live op of g but its inputs, in order. An error names
+// the op (an *OpError): "op 3 (customized): ...".
+func Graph(g *kernel.Graph, arch target.Arch, opts Options) (*Plan, error) {
+	p := &Plan{Arch: arch, Live: Live(g)}
+	for i := range g.Ops {
+		if g.Ops[i].Kind == ugraph.OpInput || !p.Live[i] {
+			continue
+		}
+		k, err := Op(g, i, arch, opts)
+		if err != nil {
+			return nil, &OpError{Op: i, Kind: g.Ops[i].Kind, Err: err}
+		}
+		p.Kernels = append(p.Kernels, k)
+	}
+	return p, nil
+}
+
+// Live returns, per op of g, whether one of g's outputs depends on it.
+func Live(g *kernel.Graph) []bool {
+	live := make([]bool, len(g.Ops))
+	need := make([]bool, len(g.Tensors))
+	for _, t := range g.Outputs {
+		need[t] = true
+	}
+	for i := len(g.Ops) - 1; i >= 0; i-- {
+		op := &g.Ops[i]
+		for _, t := range op.Out {
+			if need[t] {
+				live[i] = true
+			}
+		}
+		if live[i] {
+			for _, t := range op.In {
+				need[t] = true
+			}
+		}
+	}
+	return live
+}
+
+// Op plans op i of g, which must not be an input.
+func Op(g *kernel.Graph, i int, arch target.Arch, opts Options) (Kernel, error) {
+	op := &g.Ops[i]
+	if op.Kind == ugraph.OpCustomized {
+		if op.Block == nil {
+			return Kernel{}, errors.New("customized op without a threadblock graph")
+		}
+		k, err := Block(op.Block, arch, opts)
+		k.Op = i
+		return k, err
+	}
+	k, err := library(g, op)
+	k.Op = i
+	return k, err
+}
+
+// Block plans a graph-defined kernel from its block graph alone, as Op
+// does for the customized op that holds it: the search's check that a
+// candidate block graph fits the arch.
+func Block(b *block.Graph, arch target.Arch, opts Options) (Kernel, error) {
+	tg, err := thread.Derive(b, arch, thread.Options{Stages: opts.Stages})
+	if se := (*thread.SmemError)(nil); errors.As(err, &se) {
+		return Kernel{}, &FitError{Bytes: se.Bytes, Limit: se.Limit, Arch: arch.Name}
+	}
+	if err != nil {
+		return Kernel{}, err
+	}
+	return graphDefined(-1, tg), nil
+}
+
+func graphDefined(op int, tg *thread.Graph) Kernel {
+	return Kernel{Op: op, Code: GraphDefined, Grid: [3]int(tg.Block.Grid), Threads: tg.Threads, SmemBytes: tg.SmemBytes,
+		Stages: tg.Stages, Split: 1, Thread: tg}
+}
+
+// The runtime library's launch rules. The element-wise, reduction and norm
+// kernels are written for 256 threads (their __launch_bounds__).
+const (
+	libraryThreads = 256
+	// maxStrideBlocks bounds the grid of the grid-stride kernels: more
+	// blocks than this loop instead (CUDA allows far more along x; this
+	// many fill any GPU in the table many times over).
+	maxStrideBlocks = target.MaxGridYZ
+	// gemmStages is the pipeline depth of the runtime GEMM.
+	gemmStages = 3
+	// gemmBK is the runtime GEMM's step along K; its A tile rows are
+	// padded by 8 elements, as are its B tile rows (LDA, LDB).
+	gemmBK, gemmPad = 32, 8
+	simtTile        = 16
+)
+
+// GEMMTile is the runtime GEMM's block tile: BM x BN outputs per block,
+// computed by WM x WN warps.
+type GEMMTile struct{ BM, BN, WM, WN int }
+
+// library plans pre-defined op as a kernel of the runtime library.
+func library(g *kernel.Graph, op *kernel.Op) (Kernel, error) {
+	out := g.Tensors[op.Out[0]]
+	x := g.Tensors[op.In[0]]
+	k := Kernel{Threads: libraryThreads, Stages: 1, Split: 1, Vector: out.DType.Size()}
+	switch op.Kind.Info().Class {
+	case ugraph.ClassUnary:
+		k.Code = Unary
+		k.Grid = [3]int{strideBlocks(out.Shape.NumElements()), 1, 1}
+	case ugraph.ClassBinary:
+		k.Code = Binary
+		k.Grid = [3]int{strideBlocks(out.Shape.NumElements()), 1, 1}
+	case ugraph.ClassReduction:
+		outer, _, inner := layout.Split(x.Shape, op.Attr.Dim)
+		if inner == 1 {
+			k.Code = ReduceRows
+			warps := libraryThreads / target.WarpSize // a warp per row
+			k.Grid = [3]int{max(1, min((outer+warps-1)/warps, maxStrideBlocks)), 1, 1}
+		} else {
+			k.Code = ReduceMid
+			k.Grid = [3]int{strideBlocks(outer * inner), 1, 1}
+		}
+	case ugraph.ClassNorm:
+		rows, _, _ := layout.Split(x.Shape, op.Attr.Dim)
+		k.Code = RMSNorm
+		k.Grid = [3]int{max(1, min(rows, maxStrideBlocks)), 1, 1}
+	case ugraph.ClassMatmul:
+		r := x.Shape.Rank()
+		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
+		batch := x.Shape.NumElements() / (m * kd)
+		if batch > target.MaxGridYZ { // the batch is the grid's z axis
+			return Kernel{}, fmt.Errorf("%d batched matrices; at most %d", batch, target.MaxGridYZ)
+		}
+		if tile, ok := gemmConfig(out.DType, m, n, kd); ok {
+			k.Code, k.Tile, k.RowTile = GEMM, tile, tile.BM
+			k.Grid = [3]int{(n + tile.BN - 1) / tile.BN, (m + tile.BM - 1) / tile.BM, batch}
+			k.Threads = tile.WM * tile.WN * target.WarpSize
+			k.Stages = gemmStages
+			k.SmemBytes = gemmStages * (tile.BM*(gemmBK+gemmPad) + gemmBK*(tile.BN+gemmPad)) * out.DType.Size()
+			k.Vector = 16 // cp.async of 16-byte chunks
+		} else {
+			k.Code, k.Tile, k.RowTile = GEMMSIMT, GEMMTile{BM: simtTile, BN: simtTile}, simtTile
+			k.Grid = [3]int{(n + simtTile - 1) / simtTile, (m + simtTile - 1) / simtTile, batch}
+		}
+	default:
+		return Kernel{}, fmt.Errorf("no runtime kernel for %v", op.Kind)
+	}
+	if k.Grid[1] > target.MaxGridYZ || k.Grid[2] > target.MaxGridYZ {
+		return Kernel{}, fmt.Errorf("grid %v is too large", k.Grid)
+	}
+	return k, nil
+}
+
+// strideBlocks is the grid of a grid-stride kernel over n elements, one
+// per thread per step.
+func strideBlocks(n int) int {
+	return max(1, min((n+libraryThreads-1)/libraryThreads, maxStrideBlocks))
+}
+
+// gemmConfig picks the runtime GEMM's block tile from M (decode-sized M
+// gets 16-row tiles), and says whether tensor cores apply: fp16/bf16 with K
+// and N multiples of 8 (16-byte rows for cp.async).
+func gemmConfig(dt ugraph.DType, m, n, k int) (GEMMTile, bool) {
+	if dt == ugraph.Float32 || k%8 != 0 || n%8 != 0 {
+		return GEMMTile{}, false
+	}
+	switch {
+	case m <= 16:
+		return GEMMTile{16, 64, 1, 4}, true
+	case m <= 32:
+		return GEMMTile{32, 64, 2, 2}, true
+	case m <= 64:
+		return GEMMTile{64, 64, 2, 2}, true
+	}
+	return GEMMTile{128, 128, 2, 2}, true
+}

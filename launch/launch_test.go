@@ -1,0 +1,150 @@
+package launch
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+func load(t *testing.T, src ...string) *kernel.Graph {
+	t.Helper()
+	p, err := frontend.Load("p.py", []byte("import mirage as mi\ng = mi.new_kernel_graph()\n"+strings.Join(src, "\n")+"\n"), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Graph
+}
+
+var sm90 = target.MustLookup("sm_90")
+
+// TestLibraryLaunches checks the runtime library's launch rules against
+// what its kernels are written for (templates/mirage_runtime.cuh): 256
+// threads for the grid-stride, reduction and norm kernels; a warp per row
+// for reduce_rows; a block per row for rms_norm; the GEMM's tile by M, its
+// threads WM·WN warps and its STAGES·(BM·40 + 32·(BN+8)) elements of
+// shared memory.
+func TestLibraryLaunches(t *testing.T) {
+	tests := []struct {
+		name string
+		src  []string
+		want Kernel
+	}{
+		{"exp", []string{`x = g.new_input(dims=(3, 1000), dtype=mi.float16)`, `g.mark_output(g.exp(x))`},
+			Kernel{Code: Unary, Grid: [3]int{12, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+		{"huge unary: the grid-stride loop caps the grid", []string{`x = g.new_input(dims=(65536, 1024), dtype=mi.float32)`, `g.mark_output(g.exp(x))`},
+			Kernel{Code: Unary, Grid: [3]int{65535, 1, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1}},
+		{"add", []string{`x = g.new_input(dims=(16, 64), dtype=mi.bfloat16)`, `y = g.new_input(dims=(1, 64), dtype=mi.bfloat16)`, `g.mark_output(g.add(x, y))`},
+			Kernel{Code: Binary, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+		{"row sum: a warp per row", []string{`x = g.new_input(dims=(2, 33, 100), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 2))`},
+			Kernel{Code: ReduceRows, Grid: [3]int{9, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+		{"middle sum: a thread per output", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceMid, Grid: [3]int{5, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+		{"rms_norm: a block per row", []string{`x = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(4096,)))`},
+			Kernel{Code: RMSNorm, Grid: [3]int{8, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+		{"decode matmul: 16x64 tiles", []string{`a = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `w = g.new_input(dims=(4096, 11008), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMM, Grid: [3]int{172, 1, 1}, Threads: 128, SmemBytes: 3 * (16*40 + 32*72) * 2, Stages: 3, Vector: 16, Split: 1,
+				Tile: GEMMTile{16, 64, 1, 4}, RowTile: 16}},
+		{"32 rows", []string{`a = g.new_input(dims=(32, 256), dtype=mi.float16)`, `w = g.new_input(dims=(256, 128), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMM, Grid: [3]int{2, 1, 1}, Threads: 128, SmemBytes: 3 * (32*40 + 32*72) * 2, Stages: 3, Vector: 16, Split: 1,
+				Tile: GEMMTile{32, 64, 2, 2}, RowTile: 32}},
+		{"batched 256 rows: 128x128 tiles, batch on z", []string{`a = g.new_input(dims=(2, 256, 64), dtype=mi.float16)`, `w = g.new_input(dims=(2, 64, 4096), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMM, Grid: [3]int{32, 2, 2}, Threads: 128, SmemBytes: 3 * (128*40 + 32*136) * 2, Stages: 3, Vector: 16, Split: 1,
+				Tile: GEMMTile{128, 128, 2, 2}, RowTile: 128}},
+		{"fp32: SIMT", []string{`a = g.new_input(dims=(20, 64), dtype=mi.float32)`, `w = g.new_input(dims=(64, 40), dtype=mi.float32)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMMSIMT, Grid: [3]int{3, 2, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}},
+		{"N not a multiple of 8: SIMT", []string{`a = g.new_input(dims=(16, 64), dtype=mi.float16)`, `w = g.new_input(dims=(64, 20), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMMSIMT, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := load(t, tt.src...)
+			p, err := Graph(g, sm90, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Kernels) != 1 {
+				t.Fatalf("%d kernels, want 1", len(p.Kernels))
+			}
+			got := p.Kernels[0]
+			tt.want.Op = got.Op
+			if got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if got.Op != len(g.Ops)-1 || p.Kernel(got.Op) != &p.Kernels[0] {
+				t.Errorf("the kernel is op %d, want the last op %d", got.Op, len(g.Ops)-1)
+			}
+		})
+	}
+}
+
+// TestDeadOpsLaunchNothing: an op no output depends on is not planned.
+func TestDeadOpsLaunchNothing(t *testing.T) {
+	g := load(t,
+		`x = g.new_input(dims=(16, 64), dtype=mi.float16)`,
+		`unused = g.exp(x)`,
+		`g.mark_output(g.square(x))`)
+	p, err := Graph(g, sm90, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []bool{true, false, true}; !slices.Equal(p.Live, want) {
+		t.Errorf("live %v, want %v", p.Live, want)
+	}
+	if len(p.Kernels) != 1 || p.Kernels[0].Op != 2 || p.Kernel(1) != nil || p.Kernel(0) != nil {
+		t.Errorf("kernels %+v: want op 2 only", p.Kernels)
+	}
+}
+
+// TestGraphDefined: a customized op's launch is its block graph's grid and
+// its thread plan's threads, shared memory and stages; the stages option
+// reaches the thread plan; a block over the arch's shared memory is a
+// FitError that errors.Is ErrDoesNotFit, named by its op.
+func TestGraphDefined(t *testing.T) {
+	src := func(cols int) []string {
+		return []string{
+			`x = g.new_input(dims=(16, 1024), dtype=mi.float16)`,
+			`w = g.new_input(dims=(1024, ` + strconv.Itoa(cols) + `), dtype=mi.float16)`,
+			`tb = mi.new_threadblock_graph(grid_dim=(4, 1, 1), block_dim=(100, 1, 1), forloop_range=4, reduction_dimx=64)`,
+			`tx = tb.new_input(dtensor=x, input_map=(-1, -1, -1), forloop_dim=1)`,
+			`tw = tb.new_input(dtensor=w, input_map=(1, -1, -1), forloop_dim=0)`,
+			`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tx, tw)), output_map=(1, -1, -1))`,
+			`g.mark_output(g.customized([x, w], tb)[0])`,
+		}
+	}
+	g := load(t, src(256)...)
+	for _, stages := range []int{0, 1, 2} {
+		p, err := Graph(g, sm90, Options{Stages: stages})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := p.Kernels[0]
+		want := stages
+		if stages == 0 {
+			want = 4 // thread.DefaultStages, at most forloop_range
+		}
+		if k.Code != GraphDefined || k.Grid != [3]int{4, 1, 1} || k.Threads != 128 || k.Stages != want || k.Thread == nil ||
+			k.SmemBytes != k.Thread.SmemBytes || k.Split != 1 {
+			t.Errorf("stages %d: %+v", stages, k)
+		}
+		if k.Thread.Tiles[k.Thread.Block.Ops[0].Out].Vector != 16 {
+			t.Errorf("stages %d: x's tile is not copied in 16-byte pieces", stages)
+		}
+	}
+	// 1024 rows of 256 columns of W per iteration do not fit 227 KB.
+	g = load(t, src(256*64)...)
+	_, err := Graph(g, sm90, Options{})
+	var oe *OpError
+	var fe *FitError
+	if !errors.As(err, &oe) || oe.Op != 2 || !errors.As(err, &fe) || !errors.Is(err, ErrDoesNotFit) || fe.Arch != "sm_90" || fe.Limit != sm90.MaxSmemPerBlock {
+		t.Fatalf("err = %v, want an OpError for op 2 wrapping a FitError", err)
+	}
+	if !strings.HasPrefix(err.Error(), "op 2 (customized): the graph-defined kernel needs ") {
+		t.Errorf("message %q", err)
+	}
+}

@@ -1,0 +1,177 @@
+package launch_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/launch"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// program is a kernel graph to plan, named for messages.
+type program struct {
+	name string
+	g    *kernel.Graph
+}
+
+// benchPrograms are the examples and bench workloads as written (unfused
+// programs and hand-written μGraphs) and every graph measured on the H100
+// (the searches' candidates for the bench programs, cost/testdata).
+func benchPrograms(t *testing.T) []program {
+	t.Helper()
+	var ps []program
+	for _, glob := range []string{"../examples/*.py", "../bench/workloads/*.py"} {
+		files, err := filepath.Glob(glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			p, err := frontend.LoadFile(f, frontend.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps = append(ps, program{filepath.Base(f), p.Graph})
+		}
+	}
+	docs, err := filepath.Glob("../cost/testdata/h100-2026-11-27/*.measured.ugraph.json")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no measured graphs: %v", err)
+	}
+	for _, d := range docs {
+		f, err := kernel.ReadFile(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range f.Graphs {
+			ps = append(ps, program{fmt.Sprintf("%s#%d", filepath.Base(d), i), e.Graph})
+		}
+	}
+	return ps
+}
+
+// emittedLaunch is a launch as the emitted .cu writes it.
+type emittedLaunch struct {
+	name          string
+	grid          [3]int
+	threads, smem int
+	stages        int
+	optIn         bool // cudaFuncSetAttribute raises its dynamic shared memory
+}
+
+var (
+	launchRE = regexp.MustCompile(`err = mirage::launch\(([^,]+(?:<[^>]*>)?), dim3\((\d+), (\d+), (\d+)\), dim3\((\d+)\), (\d+), stream`)
+	boundsRE = regexp.MustCompile(`__global__ void __launch_bounds__\((\d+)\)\n(\w+)\(`)
+	headerRE = regexp.MustCompile(`// (\w+): grid \(\d+, \d+, \d+\), \d+ threads, forloop_range \d+, \d+ bytes of shared memory(?:, (\d+)-stage cp\.async pipeline)?\.`)
+	gemmRE   = regexp.MustCompile(`^mirage::gemm_kernel<[^,]+, \d+, \d+, \d+, \d+, (\d+)>$`)
+	attrRE   = regexp.MustCompile(`cudaFuncSetAttribute\(([^,]+(?:<[^>]*>)?), cudaFuncAttributeMaxDynamicSharedMemorySize, (\d+)\)`)
+)
+
+// launches reads the launches of an emitted .cu: the host's
+// mirage::launch lines, with each graph-defined kernel's
+// __launch_bounds__ and pipeline depth from its definition, and each
+// library GEMM's from its template arguments.
+func launches(t *testing.T, cu string) []emittedLaunch {
+	t.Helper()
+	bounds := map[string]int{}
+	for _, m := range boundsRE.FindAllStringSubmatch(cu, -1) {
+		bounds[m[2]], _ = strconv.Atoi(m[1])
+	}
+	stages := map[string]int{}
+	for _, m := range headerRE.FindAllStringSubmatch(cu, -1) {
+		stages[m[1]] = 1
+		if m[2] != "" {
+			stages[m[1]], _ = strconv.Atoi(m[2])
+		}
+	}
+	optIn := map[string]int{}
+	for _, m := range attrRE.FindAllStringSubmatch(cu, -1) {
+		optIn[m[1]], _ = strconv.Atoi(m[2])
+	}
+	var ls []emittedLaunch
+	for _, m := range launchRE.FindAllStringSubmatch(cu, -1) {
+		l := emittedLaunch{name: m[1]}
+		for a := range 3 {
+			l.grid[a], _ = strconv.Atoi(m[2+a])
+		}
+		l.threads, _ = strconv.Atoi(m[5])
+		l.smem, _ = strconv.Atoi(m[6])
+		l.stages = 1
+		if g := gemmRE.FindStringSubmatch(l.name); g != nil {
+			l.stages, _ = strconv.Atoi(g[1])
+		} else if s, ok := stages[l.name]; ok {
+			l.stages = s
+			if b := bounds[l.name]; b != l.threads {
+				t.Errorf("%s: launched with %d threads, __launch_bounds__(%d)", l.name, l.threads, b)
+			}
+		}
+		if s, ok := optIn[l.name]; ok {
+			l.optIn = true
+			if s != l.smem {
+				t.Errorf("%s: launched with %d bytes of shared memory, opted in to %d", l.name, l.smem, s)
+			}
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// TestCostReadsTheEmittedPlan checks, for every kernel of the bench
+// programs and their measured candidates on both archs, that the launch
+// the cost model costs (threads, shared memory, stages, grid) is the one
+// the emitted code launches with, as read back from the .cu text.
+func TestCostReadsTheEmittedPlan(t *testing.T) {
+	kernels := 0
+	for _, arch := range target.Archs() {
+		for _, p := range benchPrograms(t) {
+			est, err := cost.EstimateGraph(p.g, arch)
+			if err != nil {
+				// A kernel over the arch's shared memory: the code
+				// generator must refuse it too.
+				if _, eerr := cuda.Emit("p", p.g, cuda.Options{Arch: arch}); eerr == nil {
+					t.Errorf("%s on %s: the model refuses it (%v), the code generator emits it", p.name, arch.Name, err)
+				}
+				continue
+			}
+			res, err := cuda.Emit("p", p.g, cuda.Options{Arch: arch})
+			if err != nil {
+				t.Errorf("%s on %s: the model costs it, the code generator refuses it: %v", p.name, arch.Name, err)
+				continue
+			}
+			cu := string(res.Files[0].Data)
+			got := launches(t, cu)
+			if len(got) != len(est.Kernels) {
+				t.Errorf("%s on %s: the model costs %d kernels, the code launches %d", p.name, arch.Name, len(est.Kernels), len(got))
+				continue
+			}
+			for i, l := range got {
+				k := est.Kernels[i]
+				lk := k.Launch
+				want := emittedLaunch{name: l.name, grid: lk.Grid, threads: lk.Threads, smem: lk.SmemBytes, stages: lk.Stages,
+					optIn: lk.SmemBytes > target.StaticSmemPerBlock}
+				if l != want {
+					t.Errorf("%s on %s, kernel %d (op %d, %s):\nemitted %+v\nplanned %+v", p.name, arch.Name, i, k.Op, k.Name, l, want)
+				}
+				if lk.Code == launch.GraphDefined && (k.SmemBytes != lk.SmemBytes || [3]int(k.Grid) != lk.Grid) {
+					t.Errorf("%s on %s, kernel %d: the model's figures (smem %d, grid %v) are not its plan's (%d, %v)",
+						p.name, arch.Name, i, k.SmemBytes, k.Grid, lk.SmemBytes, lk.Grid)
+				}
+				kernels++
+			}
+			if !strings.Contains(cu, "mirage::launch(") {
+				t.Errorf("%s: no launch in the emitted code", p.name)
+			}
+		}
+	}
+	if kernels < 100 {
+		t.Errorf("only %d kernels checked: the programs were not found", kernels)
+	}
+	t.Logf("%d kernels", kernels)
+}
