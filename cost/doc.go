@@ -9,60 +9,78 @@
 // pre-defined ops, so its estimate is the baseline a μGraph is compared
 // with; there is no special case.
 //
-// A pre-defined op is a library kernel (cuBLAS-like for matmul): it reads
-// each distinct input once, writes its output once, and is taken to fill
-// the GPU in one wave.
-//
-// A customized op runs its threadblock graph on every block of its grid.
-// One block requests, from global memory, its tile of each input at every
-// for-loop iteration (once when the input has no for-loop dim) and stores
-// its output tiles once; Kernel.Bytes is that traffic over all blocks, so
-// an input replicated across the grid counts once per block. Of it, only
-// DRAMBytes reach device memory: a tile read by several blocks (they
-// differ only along grid axes its input replicates) comes from DRAM for
-// the first of them and from L2 for the rest. When the replicated inputs
-// fit in half the L2, each of their tiles comes from DRAM once in the
-// kernel; otherwise once per wave that reads it.
-//
 // Every kernel is costed as the launch plan (package launch, with its
-// default options) launches it, the plan the code generator emits: a
-// graph-defined kernel's grid, threads and shared memory, and from its
-// thread plan which matmuls run on tensor cores and which ops are dead;
-// ops no output depends on launch nothing and cost nothing. The shared memory, the
-// threads and the arch's limits give the resident blocks per SM:
+// default options) launches it, the plan the code generator emits: its
+// grid, threads, shared memory and pipeline, and for a graph-defined
+// kernel its thread plan. Ops no output depends on launch nothing and
+// cost nothing. A pre-defined op runs a kernel of the runtime library,
+// which reads each distinct input once and writes its output once.
+//
+// Traffic. A graph-defined kernel's block requests its tile of each input
+// at every for-loop iteration (once when the input has no for-loop dim)
+// and stores its output tiles once; Kernel.Bytes is that traffic over all
+// blocks, so an input replicated across the grid counts once per block.
+// Of it, only DRAMBytes reach device memory: a tile read by several blocks
+// (they differ only along grid axes its input replicates) comes from DRAM
+// for the first of them and from L2 for the rest; when the replicated
+// inputs fit in half the L2, once in the kernel, otherwise once per wave.
+//
+// Waves. The shared memory, the threads and the arch's limits give the
+// resident blocks per SM:
 //
 //	blocksPerSM = min(MaxBlocksPerSM, SmemPerSM / (smem + SmemReserved), MaxThreadsPerSM / threads rounded up to warps)
 //	waves       = ceil(blocks / (SMs * blocksPerSM))
 //
-// and each wave of n blocks takes the larger of its memory and compute
-// times. Memory charges every byte the blocks request: those that reach
-// device memory at HBM bandwidth, the re-reads that hit L2 at L2
-// bandwidth, so that two candidates moving different traffic never get
-// the same memory time:
+// and a wave of n blocks, whose busiest SM holds b = ceil(n/SMs) of them,
+// takes the longest of three times:
 //
-//	share   = min(1, min(n, SMs) / (SMs * memSaturation))
 //	memory  = (DRAM bytes / (MemBandwidth * memEfficiency) +
-//	           (all bytes - DRAM bytes) / (L2Bandwidth * memEfficiency)) / share
-//	compute = ceil(n / SMs) * (block tensor flops / (TensorFLOPS/SMs * tensorEfficiency) +
-//	                           block CUDA flops   / (FP32FLOPS/SMs   * cudaEfficiency))
-//	time    = Σ_waves max(memory, compute) + LaunchMicros + waves * waveMicros
+//	           (all bytes - DRAM bytes) / (L2Bandwidth * memEfficiency)) / min(1, min(n, SMs) / (SMs * memSaturation))
+//	compute = b * (block tensor flops / (TensorFLOPS/SMs * tensorEfficiency) +
+//	               block CUDA flops   / (FP32FLOPS/SMs   * cudaEfficiency))
+//	latency = blockTime(b)
+//	time    = Σ_waves max(memory, compute, latency) + LaunchMicros
 //
-// A library kernel is the same formula with one full wave. Charging L2
-// hits on top of DRAM traffic, rather than overlapping the two, errs slow
-// for tiled matmuls that re-read their strips many times: on sm_90 an
-// 8192³ matmul in 128x256 tiles is estimated L2-bound, about 30% above
-// its tensor time. Ranking (Compare) breaks equal times by fewer bytes,
-// then fewer blocks. Tensor flops
-// are those of fp16/bf16 matmuls on tensor cores, padded to whole m16n8k16
-// instructions; CUDA-core flops are those of element-wise ops (special
-// functions count 4), reductions, accumulators and SIMT (fp32) matmuls. Ops
-// before the for-loop's accumulators run every iteration, the others once;
-// a None accumulator that an mma keeps in its registers costs nothing. The
-// factors
-// (memEfficiency 0.85, tensorEfficiency 0.75, cudaEfficiency 0.8,
-// memSaturation 0.5, waveMicros 0.5) are documented where
-// they are defined; the GPU figures, with their sources, are package
-// target's table.
+// Latency. The first H100 measurements (testdata/h100-2026-11-27) showed
+// kernels of 4 warps, one block an SM, running at a third of the memory
+// and a few percent of the tensor peak: each warp alone on its scheduler
+// waits on every load, shuffle and barrier it issues. So a block's time is
+// counted as its code runs it: the steps of its prologue, of each for-loop
+// iteration and of its epilogue (steps: cp.async copies, element loops,
+// row reductions with warp_sum, ldmatrix and mma.sync, SIMT multiply-adds,
+// stores, barriers, reads of tiles left in device memory), counted from
+// the thread plan by the code generator's patterns (or, for a library
+// kernel, from the runtime's code), and priced in cycles for one warp
+// alone on its scheduler (the latency table, fitted). Where b blocks share
+// an SM their latencies overlap, until their warps issue more than the
+// schedulers can (Saturation warps a scheduler): past that they slow in
+// proportion. Each iteration also waits for its tiles where the cp.async
+// pipeline does not hide them: a fetch is a round trip (MemLatencyNs) plus
+// a transfer, the slower of its bytes at the block's share of the SM's
+// bandwidth (SMBandwidth, and the HBM's over the wave's SMs) and its
+// 128-byte lines at the SM's memory pipeline's rate (a tile of short rows,
+// a few columns of a weight matrix, costs a line per row). With s stages
+// an iteration takes the longest of its steps, its transfer and a fetch
+// over s-1; with one stage (a tile that holds a whole reduction, or a
+// pipeline lowered to fit), all in turn.
+//
+// The latency table and the arch's ClockHz, MemLatencyNs, SMBandwidth and
+// LaunchMicros were fitted to the measured graphs (TestFit, -fit; each
+// value held near a prior from published microbenchmarks), and
+// TestCalibratedOnH100 checks the fit: per workload Kendall's tau of at
+// least 0.7, the median estimate within 1.3x of the measured time. The
+// measurements are of the code emitted at d43b159: a change to the code
+// generator makes those of the graphs it changes stale until the next GPU
+// run, and the table must follow it.
+//
+// Ranking (Compare) breaks equal times by fewer bytes, then fewer blocks.
+// Tensor flops are those of fp16/bf16 matmuls on tensor cores, padded to
+// whole m16n8k16 instructions; CUDA-core flops are those of element-wise
+// ops (special functions count 4), reductions, accumulators and SIMT
+// (fp32) matmuls. The factors (memEfficiency 0.85, tensorEfficiency 0.75,
+// cudaEfficiency 0.8, memSaturation 0.5) are documented where they are
+// defined; the GPU figures, with their sources, are package target's
+// table.
 //
 // # Profiles
 //

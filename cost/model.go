@@ -32,9 +32,6 @@ const (
 	// pipelined an SM draws about twice its even share of bandwidth, so a
 	// wave that occupies fewer SMs gets a proportional share.
 	memSaturation = 0.5
-	// Per wave of blocks: the pipeline fill, one DRAM round trip under
-	// load before the first tile arrives, that no roofline overlaps.
-	waveMicros = 0.5
 )
 
 // maxEnumBlocks bounds the grids whose waves the model walks block by
@@ -51,7 +48,8 @@ type Bound string
 const (
 	BoundMemory  Bound = "memory"  // moving bytes to and from device memory
 	BoundCompute Bound = "compute" // tensor-core and CUDA-core work
-	BoundLaunch  Bound = "launch"  // launch overhead and per-wave latency
+	BoundLatency Bound = "latency" // the blocks' dependent chains: a warp waiting on what it loaded or computed
+	BoundLaunch  Bound = "launch"  // launch overhead
 )
 
 // Kernel is the estimate of one kernel launch: one op of the kernel graph.
@@ -86,6 +84,7 @@ type Kernel struct {
 
 	MemoryMicros   float64 // summed over waves
 	ComputeMicros  float64 // summed over waves
+	LatencyMicros  float64 // summed over waves: the blocks' own time (blockTime)
 	OverheadMicros float64 // launch plus per-wave latency
 	Micros         float64 // Σ_waves max(memory, compute) + overhead
 	Bound          Bound
@@ -175,8 +174,8 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 			if k, err = graphKernel(lk, arch, ioScale); err != nil {
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
-		} else {
-			k = libraryKernel(g, op, arch, scale)
+		} else if k, err = libraryKernel(g, op, lk, arch, scale); err != nil {
+			return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 		}
 		k.Op, k.Name, k.Launch = i, op.Kind.String(), lk
 		e.Kernels = append(e.Kernels, k)
@@ -190,13 +189,13 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 	return e, nil
 }
 
-// libraryKernel costs a pre-defined op as a library kernel (cuBLAS-like
-// for matmul): it reads each distinct input once, writes its output once,
-// and spreads its work over the whole GPU in one wave.
+// libraryKernel costs a pre-defined op as the runtime library's kernel
+// that the plan launches: it reads each distinct input once and writes
+// its output once, on the plan's grid.
 //
 // With scale, the op works on the rows below m when one of its tensors has
 // m: that tensor moves its scaled bytes, and the work scales alike.
-func libraryKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[kernel.TensorID]float64) Kernel {
+func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch target.Arch, scale map[kernel.TensorID]float64) (Kernel, error) {
 	var k Kernel
 	seen := map[kernel.TensorID]bool{}
 	in := make([]kernel.Tensor, len(op.In))
@@ -221,11 +220,23 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[k
 	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
 	k.TensorFlops, k.CUDAFlops = scaled(k.TensorFlops, rows), scaled(k.CUDAFlops, rows)
 
-	n := float64(arch.SMs)
+	k.Grid, k.Threads, k.SmemBytes = block.Dim3(lk.Grid), block.Dim3{lk.Threads, 1, 1}, lk.SmemBytes
+	var err error
+	if k.BlocksPerSM, err = blocksPerSM(arch, lk.SmemBytes, lk.Threads); err != nil {
+		return Kernel{}, err
+	}
+	blocks := lk.Blocks()
+	slots := arch.SMs * k.BlocksPerSM
+	k.Waves = ceilDiv(blocks, slots)
+	n := float64(blocks)
 	per := work{traffic: float64(k.Bytes) / n, tensor: float64(k.TensorFlops) / n, cuda: float64(k.CUDAFlops) / n}
-	k.Waves = 1
-	k.finish(arch, per, []wave{{count: 1, blocks: arch.SMs, dram: float64(k.DRAMBytes)}})
-	return k
+	full, tail := blocks/slots, blocks%slots
+	perBlock := float64(k.DRAMBytes) / n
+	waves := []wave{{count: full, blocks: slots, dram: perBlock * float64(slots)}, {count: 1, blocks: tail, dram: perBlock * float64(tail)}}
+	bs := librarySteps(lk, shapes, out.Shape, op.Attr, op.Kind)
+	bs.scale(rows)
+	k.finish(arch, per, waves, bs)
+	return k, nil
 }
 
 // scaleOf is the part of tensor t that a kernel moves: 1, or its rows
@@ -266,7 +277,7 @@ func graphKernel(lk *launch.Kernel, arch target.Arch, ioScale []float64) (Kernel
 	k.Bytes = int64(per.traffic) * int64(blocks)
 	waves, dram := dramPerWave(b, plan, slots, arch, ioScale)
 	k.DRAMBytes = dram
-	k.finish(arch, per, waves)
+	k.finish(arch, per, waves, graphSteps(lk.Thread))
 	return k, nil
 }
 
@@ -281,16 +292,18 @@ type wave struct {
 	dram          float64
 }
 
-// finish sets the times of k from the per-block work and the waves.
+// finish sets the times of k from the per-block work, the waves and the
+// steps of one block.
 //
-// Per wave of n blocks: the busiest SM holds ceil(n/SMs) of them and
-// computes at 1/SMs of the peak rates; memory moves its DRAM bytes at the
-// HBM bandwidth and the rest of the bytes its blocks request (re-reads
-// that hit L2) at the L2 bandwidth, scaled down when the wave occupies
-// fewer than memSaturation of the SMs. Every byte is charged: two
+// Per wave of n blocks the busiest SM holds b = ceil(n/SMs) of them. The
+// wave takes the largest of three times: its blocks' latency (blockTime),
+// its memory time and its compute time. Memory moves the wave's DRAM bytes
+// at the HBM bandwidth and the rest of the bytes its blocks request
+// (re-reads that hit L2) at the L2 bandwidth, scaled down when the wave
+// occupies fewer than memSaturation of the SMs; compute runs the busiest
+// SM's blocks at 1/SMs of the peak rates. Every byte is charged: two
 // candidates that move different traffic never get the same memory time.
-// The wave takes the larger of its memory and compute times.
-func (k *Kernel) finish(arch target.Arch, per work, waves []wave) {
+func (k *Kernel) finish(arch target.Arch, per work, waves []wave, bs blockSteps) {
 	sms := float64(arch.SMs)
 	hbm := arch.MemBandwidth * memEfficiency
 	l2 := arch.L2Bandwidth * memEfficiency
@@ -305,21 +318,65 @@ func (k *Kernel) finish(arch target.Arch, per work, waves []wave) {
 		hits := max(0, float64(w.blocks)*per.traffic-w.dram)
 		mem := (w.dram/hbm + hits/l2) / share * 1e6
 		comp := float64(ceilDiv(w.blocks, arch.SMs)) * blockCompute * 1e6
+		lat := blockTime(arch, &fitted, bs, ceilDiv(w.blocks, arch.SMs), min(w.blocks, arch.SMs)) * 1e6
 		n := float64(w.count)
 		k.MemoryMicros += n * mem
 		k.ComputeMicros += n * comp
-		busy += n * max(mem, comp)
+		k.LatencyMicros += n * lat
+		busy += n * max(mem, comp, lat)
 	}
-	k.OverheadMicros = arch.LaunchMicros + float64(k.Waves)*waveMicros
+	k.OverheadMicros = arch.LaunchMicros
 	k.Micros = busy + k.OverheadMicros
 	switch {
-	case k.OverheadMicros >= max(k.MemoryMicros, k.ComputeMicros):
+	case k.OverheadMicros >= max(k.MemoryMicros, k.ComputeMicros, k.LatencyMicros):
 		k.Bound = BoundLaunch
+	case k.LatencyMicros >= max(k.MemoryMicros, k.ComputeMicros):
+		k.Bound = BoundLatency
 	case k.MemoryMicros >= k.ComputeMicros:
 		k.Bound = BoundMemory
 	default:
 		k.Bound = BoundCompute
 	}
+}
+
+// blockTime is the time, in seconds, that a block takes when the busiest
+// SM holds b blocks and the wave occupies active SMs: its steps at the
+// latency table's cycles (slowed when the SM's warps issue more than its
+// schedulers can), each for-loop iteration waiting for its tiles where the
+// pipeline does not hide their fetch, and the fetch before the loop.
+//
+// A fetch takes a round trip (MemLatencyNs) plus its transfer: its bytes at
+// the block's share of the SM's bandwidth, or its lines at the SM's memory
+// pipeline's rate (shared by the SM's blocks), whichever is slower. A
+// pipeline of s stages overlaps s-1 fetches with the iterations' work: an
+// iteration takes the longest of its work, its transfer, and a fetch over
+// s-1; with one stage, all of them in turn.
+func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, active int) float64 {
+	clock := arch.ClockHz
+	warpsPerScheduler := float64(b*bs.Warps) / float64(arch.SchedulersPerSM)
+	issue := max(1, warpsPerScheduler/c.Saturation)
+	// Each SM draws at most SMBandwidth, and the wave's SMs together the
+	// HBM bandwidth; an SM's blocks share what it draws.
+	perSM := min(arch.SMBandwidth, arch.MemBandwidth*memEfficiency/float64(active))
+	perBlock := perSM / float64(b)
+	latency := arch.MemLatencyNs * 1e-9
+	transfer := func(f fetch) float64 { return max(f.Bytes/perBlock, float64(b)*f.Lines*c.Line/clock) }
+	iter := bs.Iter.cycles(c) / clock * issue
+	if bs.FetchIter.Bytes > 0 {
+		x := transfer(bs.FetchIter)
+		if bs.Stages >= 2 {
+			iter = max(iter, x, (latency+x)/float64(bs.Stages-1))
+		} else {
+			iter += latency + x
+		}
+	}
+	once := bs.Once.cycles(c) / clock * issue
+	first := bs.FetchOnce
+	first.add(bs.FetchIter, float64(max(1, bs.Stages-1)))
+	if first.Bytes > 0 {
+		once += latency + transfer(first)
+	}
+	return once + float64(bs.Iters)*iter
 }
 
 // blocksPerSM is how many blocks of smem bytes of shared memory and the

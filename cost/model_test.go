@@ -11,11 +11,13 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// The fused RMSNorm+MatMul at batch 16 (X 16x4096, W 4096x6144, fp16) is
-// memory-bound: it streams W once, and each of its 96 blocks reads all of X,
-// which L2 serves after the first read. Its time is the DRAM bytes at the
-// achievable bandwidth plus the launch.
-func TestFusedRMSNormMatmulIsOnTheBandwidthRoofline(t *testing.T) {
+// The hand-written RMSNorm+MatMul μGraph at batch 16 (X 16x4096, W
+// 4096x6144, fp16) streams W once, and each of its 96 blocks reads all of
+// X, which L2 serves after the first read. Its memory time charges those
+// bytes; but each of its 64 for-loop iterations waits on a 16x64 tile's
+// row reductions and mma, one warp per scheduler, so it is latency-bound:
+// the H100 ran it in 99 µs, 4.5x its memory time (testdata).
+func TestRMSNormMatmulMuGraphIsLatencyBound(t *testing.T) {
 	const (
 		x = 16 * 4096 * 2   // bytes of X
 		w = 4096 * 6144 * 2 // bytes of W: 50 MB
@@ -29,8 +31,8 @@ func TestFusedRMSNormMatmulIsOnTheBandwidthRoofline(t *testing.T) {
 				t.Fatalf("%d kernels, want 1", len(e.Kernels))
 			}
 			k := e.Kernels[0]
-			if k.Grid != (block.Dim3{96, 1, 1}) || k.Waves != 1 || k.Bound != BoundMemory {
-				t.Errorf("grid %v, %d waves, %s-bound; want (96, 1, 1), 1 wave, memory-bound", k.Grid, k.Waves, k.Bound)
+			if k.Grid != (block.Dim3{96, 1, 1}) || k.Waves != 1 || k.Bound != BoundLatency {
+				t.Errorf("grid %v, %d waves, %s-bound; want (96, 1, 1), 1 wave, latency-bound", k.Grid, k.Waves, k.Bound)
 			}
 			if want := int64(96*x + w + o); k.Bytes != want {
 				t.Errorf("Bytes = %d, want %d (X read by all 96 blocks)", k.Bytes, want)
@@ -40,19 +42,21 @@ func TestFusedRMSNormMatmulIsOnTheBandwidthRoofline(t *testing.T) {
 			}
 			// Every byte is charged: X, W and the output once at HBM
 			// bandwidth, the other 95 reads of X at L2 bandwidth.
-			want := hbmMicros(arch, x+w+o) + 95*x/(arch.L2Bandwidth*memEfficiency)*1e6 + arch.LaunchMicros
-			if !within(e.Micros, want, 0.04) {
-				t.Errorf("%.2f µs, want %.2f µs ± 4%%", e.Micros, want)
+			mem := hbmMicros(arch, x+w+o) + 95*x/(arch.L2Bandwidth*memEfficiency)*1e6
+			if !within(k.MemoryMicros, mem, 0.01) {
+				t.Errorf("memory %.2f µs, want %.2f µs", k.MemoryMicros, mem)
+			}
+			if !(k.LatencyMicros > 2*mem) || !within(e.Micros, k.LatencyMicros+arch.LaunchMicros, 1e-9) {
+				t.Errorf("%.2f µs, latency %.2f µs: want the latency, over 2x the memory time %.2f µs, plus the launch", e.Micros, k.LatencyMicros, mem)
 			}
 		})
 	}
 }
 
-// An 8192³ fp16 matmul is compute-bound, as a library op and as a
-// graph-defined kernel with tiles large enough that its L2 and DRAM
-// traffic take less time than its flops: its time is its flops at the
-// achievable tensor rate, plus a tail wave and the launch.
-func TestSquareMatmulIsOnTheComputeRoofline(t *testing.T) {
+// An 8192³ fp16 matmul, as a library op and as a graph-defined kernel:
+// its compute time is its flops at the achievable tensor rate, and its
+// time is no less (the latency of the mma.sync code it runs adds to it).
+func TestSquareMatmulIsNoFasterThanTheComputeRoofline(t *testing.T) {
 	const n = 8192
 	const flops = 2 * n * n * n
 	tests := []struct {
@@ -60,32 +64,31 @@ func TestSquareMatmulIsOnTheComputeRoofline(t *testing.T) {
 		tile [2]int // zero: the pre-defined op
 		tol  float64
 	}{
-		{"sm_80", [2]int{}, 0.01},
-		{"sm_90", [2]int{}, 0.01},
+		{"sm_80", [2]int{}, 0.02},
+		{"sm_90", [2]int{}, 0.04}, // 4096 blocks, 4 an SM: 7.76 waves, the last partly idle
 		{"sm_80", [2]int{256, 128}, 0.03},
-		// On sm_90 no tile that fits is large enough: a 128x256 tile's L2
-		// re-reads of the A and B strips, charged on top of its DRAM
-		// traffic, take longer than its flops (TestSmallTilesAreL2Bound).
+		{"sm_90", [2]int{128, 256}, 0.04}, // 2048 blocks: 15.5 waves
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/tile%dx%d", tt.arch, tt.tile[0], tt.tile[1]), func(t *testing.T) {
 			arch := mustArch(t, tt.arch)
 			e := estimate(t, matmulKernel(t, n, n, n, tt.tile), arch)
 			k := e.Kernels[0]
-			if k.TensorFlops != flops || k.Bound != BoundCompute {
-				t.Errorf("%d tensor flops, %s-bound; want %d, compute-bound", k.TensorFlops, k.Bound, int64(flops))
+			roof := tensorMicros(arch, flops) - arch.LaunchMicros
+			if k.TensorFlops != flops || !within(k.ComputeMicros, roof, tt.tol) {
+				t.Errorf("%d tensor flops in %.0f µs of compute; want %d in %.0f µs ± %.0f%% (%d waves of %d blocks/SM)",
+					k.TensorFlops, k.ComputeMicros, int64(flops), roof, 100*tt.tol, k.Waves, k.BlocksPerSM)
 			}
-			want := tensorMicros(arch, flops)
-			if !within(e.Micros, want, tt.tol) {
-				t.Errorf("%.0f µs, want %.0f µs ± %.0f%% (%d waves of %d blocks/SM)", e.Micros, want, 100*tt.tol, k.Waves, k.BlocksPerSM)
+			if !(e.Micros >= roof) || k.Bound == BoundMemory || k.Bound == BoundLaunch {
+				t.Errorf("%.0f µs, %s-bound: want no less than the compute roofline %.0f µs, compute- or latency-bound", e.Micros, k.Bound, roof)
 			}
 		})
 	}
 }
 
-// Tiles too small for the arch's compute rate make a matmul L2-bound: on
-// sm_90, 128x128 tiles request 16 KB per 1 Mflop, more than L2 serves at
-// the tensor rate.
+// Tiles too small for the arch's compute rate make a matmul's memory time
+// L2's: on sm_90, 128x128 tiles request 16 KB per 1 Mflop, more than L2
+// serves at the tensor rate.
 func TestSmallTilesAreL2Bound(t *testing.T) {
 	const n = 8192
 	arch := mustArch(t, "sm_90")
@@ -97,24 +100,28 @@ func TestSmallTilesAreL2Bound(t *testing.T) {
 	// 31 full waves and a tail of 4 blocks, whose few SMs draw a small
 	// share of the bandwidth.
 	want := (float64(k.DRAMBytes)/(arch.MemBandwidth*memEfficiency) + float64(traffic-k.DRAMBytes)/(arch.L2Bandwidth*memEfficiency)) * 1e6
-	if k.Bytes != traffic || k.DRAMBytes > traffic/3 || k.Bound != BoundMemory || !within(k.MemoryMicros, want, 0.04) {
-		t.Errorf("%d bytes (%d from DRAM), %s-bound, memory %.0f µs; want %d, mostly L2 hits, memory-bound, %.0f µs",
-			k.Bytes, k.DRAMBytes, k.Bound, k.MemoryMicros, traffic, want)
+	if k.Bytes != traffic || k.DRAMBytes > traffic/3 || !within(k.MemoryMicros, want, 0.04) || !(k.Micros > k.MemoryMicros) {
+		t.Errorf("%d bytes (%d from DRAM), memory %.0f µs of %.0f µs; want %d, mostly L2 hits, memory %.0f µs",
+			k.Bytes, k.DRAMBytes, k.MemoryMicros, k.Micros, traffic, want)
 	}
 }
 
-// The unfused program, a kernel graph of pre-defined ops, is the baseline:
-// each example's hand-written μGraph must beat it on every arch.
-func TestMuGraphsBeatTheirPrograms(t *testing.T) {
-	for _, name := range []string{"rmsnorm_matmul", "gated_mlp", "gqa"} {
-		program, fused := loadExample(t, name+".py"), loadExample(t, name+"_mugraph.py")
-		for _, arch := range target.Archs() {
-			base, opt := estimate(t, program, arch), estimate(t, fused, arch)
-			t.Logf("%s on %s: program %.1f µs in %d launches, μGraph %.1f µs in %d, speedup %.2f",
-				name, arch.Name, base.Micros, base.Launches, opt.Micros, opt.Launches, opt.Speedup(base))
-			if s := opt.Speedup(base); !(s > 1) {
-				t.Errorf("%s on %s: speedup %.2f, want > 1", name, arch.Name, s)
-			}
+// The unfused program, a kernel graph of pre-defined ops, is the baseline.
+// On the H100 (testdata) the hand-written gated MLP and GQA μGraphs beat
+// their programs (47.8 vs 124.3 µs, 90.0 vs 138.2 µs) and the
+// RMSNorm+MatMul one does not (99.1 vs 64.7 µs): the model must agree.
+func TestMuGraphsAgainstTheirPrograms(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		faster bool
+	}{{"rmsnorm_matmul", false}, {"gated_mlp", true}, {"gqa", true}} {
+		program, fused := loadExample(t, tt.name+".py"), loadExample(t, tt.name+"_mugraph.py")
+		arch := mustArch(t, "sm_90")
+		base, opt := estimate(t, program, arch), estimate(t, fused, arch)
+		t.Logf("%s: program %.1f µs in %d launches, μGraph %.1f µs in %d, speedup %.2f",
+			tt.name, base.Micros, base.Launches, opt.Micros, opt.Launches, opt.Speedup(base))
+		if s := opt.Speedup(base); (s > 1) != tt.faster {
+			t.Errorf("%s: speedup %.2f; the H100 measured the μGraph faster: %v", tt.name, s, tt.faster)
 		}
 	}
 }
@@ -327,7 +334,8 @@ func TestOpFlops(t *testing.T) {
 	}
 }
 
-// Small element-wise kernels are dominated by the launch.
+// Small element-wise kernels are dominated by the launch: one element a
+// thread, a load's round trip.
 func TestSmallKernelIsLaunchBound(t *testing.T) {
 	g := kernel.New()
 	x := check[kernel.TensorID](t)(g.AddInput(sh(16, 64), fp16))
@@ -341,8 +349,8 @@ func TestSmallKernelIsLaunchBound(t *testing.T) {
 		if e.Launches != 1 || k.Bound != BoundLaunch || k.Bytes != 2*16*64*2 {
 			t.Errorf("%s: %d launches, %s-bound, %d bytes; want 1, launch-bound, %d", arch.Name, e.Launches, k.Bound, k.Bytes, 2*16*64*2)
 		}
-		if want := arch.LaunchMicros + waveMicros; !within(e.Micros, want, 0.01) {
-			t.Errorf("%s: %.2f µs, want %.2f", arch.Name, e.Micros, want)
+		if !(e.Micros > arch.LaunchMicros && e.Micros < arch.LaunchMicros+1) {
+			t.Errorf("%s: %.2f µs, want under a microsecond past the launch's %.2f", arch.Name, e.Micros, arch.LaunchMicros)
 		}
 	}
 }
@@ -394,27 +402,24 @@ func TestEveryElementwiseOpHasACost(t *testing.T) {
 	}
 }
 
-// A kernel's traffic decides its time, all else equal: the same matmul
-// (X 16x4096 @ W 4096x6144, as in RMSNorm+MatMul) in one wave of blocks
-// that all draw full bandwidth, with narrower column tiles that re-read X
-// from more blocks, moves more bytes and is estimated slower; candidates
-// whose traffic differs by more than 10% never tie.
-func TestMoreTrafficIsSlower(t *testing.T) {
+// A kernel's traffic decides its memory time: the same matmul (X 16x4096
+// @ W 4096x6144, as in RMSNorm+MatMul) in one wave, with narrower column
+// tiles that re-read X from more blocks, moves more bytes and takes more
+// memory time. (Its time may still fall: each block does less, and the
+// H100 ran 32-column tiles faster than 48-column ones, testdata.)
+func TestMoreTrafficTakesMoreMemoryTime(t *testing.T) {
 	for _, arch := range target.Archs() {
-		var prev Estimate
+		var prev Kernel
 		for i, cols := range []int{64, 32, 16} {
-			e := estimate(t, matmulKernel(t, 16, 6144, 4096, [2]int{16, cols}), arch)
-			k := e.Kernels[0]
-			if blocks := 6144 / cols; k.Waves != 1 || blocks < arch.SMs/2 || k.Bound != BoundMemory {
-				t.Fatalf("%s, %d-column tiles: %d waves of %d blocks, %s-bound; want one wave of at least SMs/2, memory-bound", arch.Name, cols, k.Waves, blocks, k.Bound)
+			k := estimate(t, matmulKernel(t, 16, 6144, 4096, [2]int{16, cols}), arch).Kernels[0]
+			if blocks := 6144 / cols; k.Waves != 1 || blocks < arch.SMs/2 {
+				t.Fatalf("%s, %d-column tiles: %d waves of %d blocks; want one wave of at least SMs/2", arch.Name, cols, k.Waves, blocks)
 			}
-			if i > 0 {
-				if !(e.Bytes > prev.Bytes*11/10) || !(e.Micros > prev.Micros) || Compare(e, prev) <= 0 {
-					t.Errorf("%s, %d-column tiles: %d bytes in %.2f µs; %d-column tiles move %d in %.2f µs: want more bytes estimated slower",
-						arch.Name, cols, e.Bytes, e.Micros, []int{64, 32, 16}[i-1], prev.Bytes, prev.Micros)
-				}
+			if i > 0 && (!(k.Bytes > prev.Bytes*11/10) || !(k.MemoryMicros > prev.MemoryMicros)) {
+				t.Errorf("%s, %d-column tiles: %d bytes in %.2f µs of memory time; %d-column tiles move %d in %.2f µs: want more bytes, more time",
+					arch.Name, cols, k.Bytes, k.MemoryMicros, []int{64, 32, 16}[i-1], prev.Bytes, prev.MemoryMicros)
 			}
-			prev = e
+			prev = k
 		}
 	}
 }

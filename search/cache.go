@@ -121,7 +121,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 10: one-iteration input tiles read more than once are copied
 // into shared memory (package thread), which changes the shared memory
 // per block, so the occupancy and the estimates, of some candidates.
-const cacheVersion = 10
+// Version 11: the cost model counts each block's latency (its code's
+// steps, fitted to the first H100 measurements), which reorders the
+// candidates of most searches.
+const cacheVersion = 11
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

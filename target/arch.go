@@ -53,7 +53,13 @@ type Arch struct {
 	MaxThreadsPerSM int
 	MaxBlocksPerSM  int
 
-	LaunchMicros float64 // host overhead between back-to-back kernel launches
+	LaunchMicros float64 // the GPU's gap between back-to-back kernels in one stream, with the host ahead of it
+
+	// The figures a block's latency is modelled with.
+	ClockHz         float64 // SM clock under sustained load
+	SchedulersPerSM int     // warp schedulers (SM sub-partitions), each issuing one warp per cycle
+	MemLatencyNs    float64 // a device-memory load's round trip under load
+	SMBandwidth     float64 // the most bytes/s one SM draws from device memory
 
 	// The instruction paths that thread plans and emitted code use.
 	MMA       MMA  // tensor-core tile for fp16/bf16 matmuls, fp32 accumulate
@@ -72,6 +78,7 @@ const (
 	srcCUDA   = "[CUDA-CG] CUDA C++ Programming Guide, Technical Specifications per Compute Capability (8.0, 9.0) and the shared-memory notes for 8.x/9.0"
 	srcLaunch = "[LAUNCH] model assumption: back-to-back launches in one stream cost 2-4 µs on current drivers; to be replaced by bench/gpu measurements"
 	srcPTX    = "[PTX] PTX ISA 7.0+: mma.sync.aligned.m16n8k16 (sm_80+), cp.async (sm_80+), ldmatrix (sm_75+)"
+	srcRun    = "[RUN] the first H100 run of bench/gpu (2026-11-27, the project's cost/testdata/h100-2026-11-27): measured or fitted there, as each figure says"
 	srcL2     = "[L2] model assumption: NVIDIA publishes no L2 bandwidth for H100; the A100's ratio of L2 to HBM bandwidth (7.2 / 2.04 TB/s, 3.5x) applied to the H100's HBM3; to be replaced by a bench/gpu measurement"
 )
 
@@ -97,10 +104,14 @@ var archs = []Arch{
 		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 8.0: 2048 resident threads per SM
 		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 8.0: 32 resident blocks per SM
 		LaunchMicros:    3,         // [LAUNCH]
+		ClockHz:         1.41e9,    // [A100-WP] boost clock 1410 MHz
+		SchedulersPerSM: 4,         // [A100-WP] four processing blocks per SM, one warp scheduler each
+		MemLatencyNs:    655,       // [RUN] the H100's, unmeasured on A100
+		SMBandwidth:     102e9,     // [RUN] the H100's, unmeasured on A100
 		MMA:             ampereMMA, // [PTX]
 		AsyncCopy:       true,      // [PTX]
 		LdMatrix:        true,      // [PTX]
-		Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch, srcPTX}, "; "),
+		Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch, srcPTX, srcRun}, "; "),
 	},
 	{
 		Name:            "sm_90",
@@ -116,11 +127,15 @@ var archs = []Arch{
 		SmemReserved:    1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
 		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
 		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
-		LaunchMicros:    3,         // [LAUNCH]
+		LaunchMicros:    2.9,       // [RUN] fitted
+		ClockHz:         1.71e9,    // [RUN] ncu counted 69,983 cycles in rmsnorm_matmul's best kernel, the harness timed it at 40.98 µs
+		SchedulersPerSM: 4,         // [H100-WP] four processing blocks per SM, one warp scheduler each
+		MemLatencyNs:    655,       // [RUN] fitted
+		SMBandwidth:     102e9,     // [RUN] fitted
 		MMA:             ampereMMA, // [PTX]
 		AsyncCopy:       true,      // [PTX]
 		LdMatrix:        true,      // [PTX]
-		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2}, "; "),
+		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2, srcRun}, "; "),
 	},
 }
 

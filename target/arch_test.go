@@ -39,7 +39,8 @@ func TestArchTableIsComplete(t *testing.T) {
 	for _, a := range as {
 		positive := []float64{float64(a.SMs), a.MemBandwidth, a.L2Bandwidth, float64(a.L2Bytes), a.TensorFLOPS, a.FP32FLOPS,
 			float64(a.SmemPerSM), float64(a.MaxSmemPerBlock), float64(a.SmemReserved),
-			float64(a.MaxThreadsPerSM), float64(a.MaxBlocksPerSM), a.LaunchMicros}
+			float64(a.MaxThreadsPerSM), float64(a.MaxBlocksPerSM), a.LaunchMicros,
+			a.ClockHz, float64(a.SchedulersPerSM), a.MemLatencyNs, a.SMBandwidth}
 		for i, v := range positive {
 			if !(v > 0) {
 				t.Errorf("%s: figure %d is %v", a.Name, i, v)
@@ -71,9 +72,9 @@ func TestArchFiguresCiteSources(t *testing.T) {
 	for _, cg := range f.Comments {
 		comments[fset.Position(cg.Pos()).Line] = cg.Text()
 	}
-	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]", "[PTX]", "[L2]"}
+	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]", "[PTX]", "[L2]", "[RUN]"}
 	for _, k := range keys {
-		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch+srcPTX+srcL2, k) {
+		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch+srcPTX+srcL2+srcRun, k) {
 			t.Errorf("source key %s is not defined", k)
 		}
 	}

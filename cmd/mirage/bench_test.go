@@ -258,7 +258,7 @@ func TestBenchUnusableInput(t *testing.T) {
 }
 
 // TestBenchAgainstTheBaseline is the project's own regression check: the
-// built-in workloads whose search took under a minute when the baseline
+// built-in workloads whose search took under 40 s when the baseline
 // was recorded are searched again and compared with it, so a change that
 // loses a fused result or worsens an estimate fails the tests. Search
 // times are not compared here (--time-ratio 0): the other packages' tests
@@ -276,12 +276,14 @@ func TestBenchAgainstTheBaseline(t *testing.T) {
 	}
 	var fast []string
 	for _, r := range baseline.Rows {
-		if r.Err == "" && r.Stopped == "" && r.Seconds < 60 {
+		// Under 40 s: the suite's searches (qknorm_gqa's, 47 s) would
+		// take this package past its 10-minute limit on 2 loaded cores.
+		if r.Err == "" && r.Stopped == "" && r.Seconds < 40 {
 			fast = append(fast, r.Workload)
 		}
 	}
 	if len(fast) < 5 {
-		t.Fatalf("the baseline has %d workloads that searched in under a minute: %v", len(fast), fast)
+		t.Fatalf("the baseline has %d workloads that searched in under 40 s: %v", len(fast), fast)
 	}
 	out := t.TempDir()
 	args := []string{"bench", "--compare", path, "--time-ratio", "0", "--workload", strings.Join(fast, ","), "-o", out, "--dynamic-batch", "1..8"}

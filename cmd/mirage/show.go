@@ -36,9 +36,11 @@ for-loop range, and input, output and for-loop maps.
 With --json it prints the graph(s) as a .ugraph.json document; with --dot, as
 Graphviz; with --absexpr, the abstract expression of every tensor and tile
 (the k-th input is inK), as the search's pruning sees them; with
---estimate, the cost model's estimate for --arch, per kernel (grid,
-blocks per SM, waves, bytes requested and from DRAM, flops, time and
-what bounds it) and in total (with --json: {"arch", "estimated_us",
+--estimate, the cost model's estimate for --arch, per kernel (the code
+that runs it: graph-defined or the runtime's, its launch as the emitted
+code makes it, blocks per SM, waves, bytes requested and from DRAM, flops,
+its memory, compute and latency times, the total and what bounds it) and
+in total (with --json: {"arch", "estimated_us",
 "bytes", "dram_bytes", "kernels": [...]}). For a file holding several
 candidates, --candidate picks one (default: all for the text form, 0 for
 --dot and --estimate).
@@ -198,8 +200,9 @@ func printAbsexpr(w io.Writer, g *kernel.Graph) error {
 type kernelEstimateJSON struct {
 	Op          int     `json:"op"`
 	Kind        string  `json:"kind"`
-	Grid        []int   `json:"grid,omitempty"` // graph-defined kernels only
-	Threads     []int   `json:"threads,omitempty"`
+	Code        string  `json:"code"` // what runs it: "graph-defined", or the runtime's kernel ("gemm", "rms_norm", ...)
+	Grid        []int   `json:"grid"`
+	Threads     []int   `json:"threads"`
 	BlocksPerSM int     `json:"blocks_per_sm,omitempty"`
 	Waves       int     `json:"waves"`
 	SmemBytes   int     `json:"smem_bytes,omitempty"`
@@ -209,6 +212,7 @@ type kernelEstimateJSON struct {
 	CUDAFlops   int64   `json:"cuda_flops"`
 	MemoryUs    float64 `json:"memory_us"`
 	ComputeUs   float64 `json:"compute_us"`
+	LatencyUs   float64 `json:"latency_us"`
 	OverheadUs  float64 `json:"overhead_us"`
 	EstimatedUs float64 `json:"estimated_us"`
 	Bound       string  `json:"bound"`
@@ -217,12 +221,11 @@ type kernelEstimateJSON struct {
 func estimateJSON(e cost.Estimate) any {
 	ks := make([]kernelEstimateJSON, len(e.Kernels))
 	for i, k := range e.Kernels {
-		ks[i] = kernelEstimateJSON{Op: k.Op, Kind: k.Name, BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SmemBytes: k.SmemBytes,
+		ks[i] = kernelEstimateJSON{Op: k.Op, Kind: k.Name, Code: k.Launch.Code.String(), Grid: k.Grid[:], Threads: k.Threads[:],
+			BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SmemBytes: k.SmemBytes,
 			Bytes: k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
-			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, OverheadUs: k.OverheadMicros, EstimatedUs: k.Micros, Bound: string(k.Bound)}
-		if k.Grid.Count() > 0 {
-			ks[i].Grid, ks[i].Threads = k.Grid[:], k.Threads[:]
-		}
+			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, LatencyUs: k.LatencyMicros, OverheadUs: k.OverheadMicros,
+			EstimatedUs: k.Micros, Bound: string(k.Bound)}
 	}
 	return struct {
 		Arch        string               `json:"arch"`
@@ -238,15 +241,12 @@ func estimateJSON(e cost.Estimate) any {
 // printEstimate prints e as a table, a kernel per line, and the total.
 func printEstimate(w io.Writer, e cost.Estimate, arch target.Arch) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "op	kind	grid	blocks/SM	waves	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	overhead µs	est. µs	bound")
+	fmt.Fprintln(tw, "op	kind	code	grid	threads	blocks/SM	waves	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
 	for _, k := range e.Kernels {
-		grid, perSM := "library", "-"
-		if k.Grid.Count() > 0 {
-			grid, perSM = fmt.Sprintf("%dx%dx%d", k.Grid[0], k.Grid[1], k.Grid[2]), fmt.Sprint(k.BlocksPerSM)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, grid, perSM, k.Waves,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%dx%dx%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
+			k.Grid[0], k.Grid[1], k.Grid[2], k.Threads.Count(), k.BlocksPerSM, k.Waves,
 			float64(k.Bytes)/1e6, float64(k.DRAMBytes)/1e6, float64(k.TensorFlops+k.CUDAFlops)/1e9,
-			k.MemoryMicros, k.ComputeMicros, k.OverheadMicros, k.Micros, k.Bound)
+			k.MemoryMicros, k.ComputeMicros, k.LatencyMicros, k.OverheadMicros, k.Micros, k.Bound)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "total: %.2f µs estimated on %v, %d launch(es), %.2f MB requested, %.2f MB from DRAM\n",

@@ -1,0 +1,411 @@
+package cost
+
+import (
+	"github.com/mirage-go/mirage/launch"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/layout"
+	"github.com/mirage-go/mirage/ugraph/thread"
+)
+
+// steps counts what the busiest warp of a block executes, in the units
+// the latency table prices: the emitted code's loops, by the pattern each
+// part of a thread plan (or each runtime kernel) is written in. Copies,
+// element loops and stores are counted per thread (each thread of a warp
+// does the same count), row loops and tensor-core work per warp.
+type steps struct {
+	Barriers   float64 // __syncthreads()
+	Copies     float64 // cp.async a thread issues (any width)
+	SyncCopies float64 // elements a thread copies synchronously (rows not 4-byte aligned)
+	Global     float64 // elements a thread reads from device memory and waits for
+	Elements   float64 // iterations of element loops a thread runs (index math, shared loads and stores)
+	Flops      float64 // element-wise work, in the op table's flops per element (Elementwise.Flops)
+	Rows       float64 // rows a warp reduces with warp_sum, and its lane 0's update
+	RowElems   float64 // elements a lane reads in row loops
+	LdMatrix   float64 // ldmatrix a warp issues for mma fragments
+	MMAs       float64 // mma.sync a warp issues
+	FMAs       float64 // multiply-adds of a SIMT matmul a thread runs (two shared loads each)
+	Stores     float64 // elements a thread stores to device memory
+}
+
+func (s *steps) add(t steps, n float64) {
+	s.Barriers += n * t.Barriers
+	s.Copies += n * t.Copies
+	s.SyncCopies += n * t.SyncCopies
+	s.Global += n * t.Global
+	s.Elements += n * t.Elements
+	s.Flops += n * t.Flops
+	s.Rows += n * t.Rows
+	s.RowElems += n * t.RowElems
+	s.LdMatrix += n * t.LdMatrix
+	s.MMAs += n * t.MMAs
+	s.FMAs += n * t.FMAs
+	s.Stores += n * t.Stores
+}
+
+// cycles is what the steps take, in SM cycles, for one warp alone on its
+// scheduler: the latency of the emitted code's dependent chains (a load,
+// then what uses it), not its issue rate.
+func (s steps) cycles(c *latencyTable) float64 {
+	return s.Barriers*c.Barrier + s.Copies*c.Copy + s.SyncCopies*c.SyncCopy + s.Global*c.Global +
+		s.Elements*c.Element + s.Flops*c.Flop + s.Rows*c.Row + s.RowElems*c.RowElem +
+		s.LdMatrix*c.LdMatrix + s.MMAs*c.MMA + s.FMAs*c.FMA + s.Stores*c.Store
+}
+
+// blockSteps is what one block of a kernel does: the steps of its
+// prologue and epilogue (Once), of each for-loop iteration (Iter, Iters
+// times), and what each iteration copies from device memory into shared
+// memory through a Stages-deep cp.async pipeline (FetchOnce before the
+// loop). Stages 1 means no overlap: an iteration waits for its tiles.
+type blockSteps struct {
+	Once, Iter           steps
+	Iters                int
+	Stages               int
+	FetchIter, FetchOnce fetch
+	Warps                int
+}
+
+// fetch is what a block copies from device memory: bytes, and the 128-byte
+// lines its rows touch. The SM's memory pipeline handles a line at a time:
+// a tile whose rows are short (a few columns of a weight matrix) costs a
+// line per row however few bytes it holds.
+type fetch struct{ Bytes, Lines float64 }
+
+func (f *fetch) add(g fetch, n float64) { f.Bytes += n * g.Bytes; f.Lines += n * g.Lines }
+
+// tileFetch is the fetch of a rows x rowBytes tile.
+func tileFetch(rows, rowBytes int) fetch {
+	return fetch{Bytes: float64(rows * rowBytes), Lines: float64(rows) * ceilf(rowBytes, lineBytes)}
+}
+
+// lineBytes is an L1 cache line: what one wavefront of the SM's memory
+// pipeline serves.
+const lineBytes = 128
+
+func ceilf(a, b int) float64 { return float64((a + b - 1) / b) }
+
+// graphSteps counts a graph-defined kernel's steps from its thread plan,
+// by the code generator's patterns (codegen/cuda: loads, parts, flow).
+func graphSteps(tg *thread.Graph) blockSteps {
+	bg := tg.Block
+	threads, warps := tg.Threads, tg.Warps()
+	bs := blockSteps{Iters: bg.ForloopRange, Stages: max(1, tg.Stages), Warps: warps}
+	// Input tiles: copied (cp.async or element by element), or read in
+	// place by the ops that use them.
+	for i := range bg.Ops {
+		op := &bg.Ops[i]
+		if op.Kind != ugraph.OpInput || tg.Ops[i].Role == thread.RoleDead {
+			continue
+		}
+		t := &tg.Tiles[op.Out]
+		if t.Storage != thread.Shared {
+			continue
+		}
+		shape := bg.Tensors[op.Out].Shape
+		var s steps
+		f := tileFetch(shape.NumElements()/shape.Last(), shape.Last()*t.DType.Size())
+		if t.Vector > 0 {
+			s.Copies = ceilf(shape.NumElements()*t.DType.Size()/t.Vector, threads)
+		} else {
+			s.SyncCopies = ceilf(shape.NumElements(), threads)
+		}
+		if op.Input.FMap >= 0 {
+			bs.Iter.add(s, 1)
+			bs.FetchIter.add(f, 1)
+		} else {
+			bs.Once.add(s, 1)
+			bs.FetchOnce.add(f, 1)
+		}
+	}
+	bs.Iter.Barriers++ // the pipeline's wait and barrier
+	if bs.Stages == 1 && bs.FetchIter.Bytes > 0 {
+		bs.Iter.Barriers++ // and the barrier before refilling the single buffer
+	}
+	shared := func(t block.TensorID) bool { return tg.Tiles[t].Storage == thread.Shared }
+	// Parts in order: a barrier where a part reads a shared tile that an
+	// earlier part of the same phase wrote.
+	phase := func(groups []int, post bool, into *steps) {
+		written := map[block.TensorID]bool{}
+		for _, gi := range groups {
+			gr := &tg.Groups[gi]
+			s := partSteps(tg, gr, post)
+			for _, i := range partOps(tg, gr, post) {
+				for _, in := range bg.Ops[i].Operands() {
+					if written[in] {
+						s.Barriers++
+						clear(written)
+						break
+					}
+				}
+			}
+			if shared(gr.Result) {
+				written[gr.Result] = true
+			}
+			into.add(s, 1)
+		}
+	}
+	phase(tg.Loop, false, &bs.Iter)
+	if len(tg.Post) > 0 {
+		bs.Once.Barriers++
+	}
+	phase(tg.Post, true, &bs.Once)
+	return bs
+}
+
+// partOps are the ops of group gr that its for-loop part (post false) or
+// its post-loop part runs.
+func partOps(tg *thread.Graph, gr *thread.Group, post bool) []int {
+	switch {
+	case !post:
+		return append([]int{gr.Head}, gr.Chain[:gr.InLoop]...)
+	case tg.InLoop(gr.Head):
+		return gr.Chain[gr.InLoop:]
+	}
+	return gr.Ops()
+}
+
+// partSteps counts one part (the for-loop part, or the post-loop part) of
+// group gr, as codegen/cuda's loopPart and postPart write it.
+func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
+	bg := tg.Block
+	threads, warps := tg.Threads, tg.Warps()
+	var s steps
+	// chain counts the fused ops run on each of n elements a thread
+	// handles, and their reads of tiles in device memory.
+	chain := func(ops []int, n float64) {
+		for _, i := range ops {
+			op := &bg.Ops[i]
+			if f := op.Kind.Info().Elem.Flops; f > 0 {
+				s.Flops += n * float64(f)
+			}
+			for _, in := range op.Operands() {
+				if tg.Tiles[in].Storage == thread.Device {
+					s.Global += n
+				}
+			}
+		}
+	}
+	// sinks counts the stores of n elements per thread after the loop.
+	sinks := func(n float64) {
+		if post {
+			s.Stores += n * float64(len(gr.Stores))
+		}
+	}
+	reads := func(op *block.Op, n float64) { // reads of device tiles by the head
+		for _, in := range op.Operands() {
+			if tg.Tiles[in].Storage == thread.Device {
+				s.Global += n
+			}
+		}
+	}
+	head := &bg.Ops[gr.Head]
+	inLoop := tg.InLoop(gr.Head)
+	if post && inLoop { // the post-loop part of a group whose head ran in the loop
+		rest := gr.Chain[gr.InLoop:]
+		if p := tg.Ops[gr.Head].MMA; p != nil && p.Persistent {
+			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize) // fragment values per lane
+			s.Elements += n / 2
+			chain(rest, n)
+			sinks(n)
+			return s
+		}
+		a := bg.Ops[gr.Accum].Out
+		n := ceilf(bg.Tensors[a].Shape.NumElements(), threads)
+		s.Elements += n
+		chain(rest, n)
+		sinks(n)
+		return s
+	}
+	ops := gr.Chain
+	if !post {
+		ops = gr.Chain[:gr.InLoop]
+	}
+	if gr.Accum == gr.Head && !post { // an accumulator heads the group
+		xs := bg.Tensors[head.In[0]].Shape
+		switch head.Attr.Accum {
+		case ugraph.AccumNone:
+			n := ceilf(xs.NumElements(), threads)
+			s.Elements += n
+			reads(head, n)
+		case ugraph.AccumSumToDimx:
+			out := bg.Tensors[head.Out].Shape
+			n := ceilf(out.NumElements(), threads)
+			s.Elements += n * float64(xs.Last()/out.Last())
+			reads(head, n*float64(xs.Last()/out.Last()))
+		default: // sum, mean, rms: a warp per row
+			rows := ceilf(xs.NumElements()/xs.Last(), warps)
+			s.Rows += rows
+			s.RowElems += rows * ceilf(xs.Last(), target.WarpSize)
+			reads(head, rows*ceilf(xs.Last(), target.WarpSize))
+		}
+		return s
+	}
+	out := bg.Tensors[head.Out].Shape
+	switch p := tg.Ops[gr.Head].MMA; {
+	case p != nil:
+		k := float64(p.K / p.Instr.K)
+		s.LdMatrix += k * float64(p.MPer+(p.NPer+1)/2)
+		s.MMAs += k * float64(p.MPer*p.NPer)
+		if !(p.Persistent && gr.Accum >= 0 && len(ops) == 1 && ops[0] == gr.Accum) {
+			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize)
+			s.Elements += n / 2 // the epilogue handles element pairs
+			chain(ops, n)
+			sinks(n)
+		}
+	case head.Kind == ugraph.OpRMSNorm || head.Kind == ugraph.OpReduction && rowReduction(bg, head):
+		xs := bg.Tensors[head.In[0]].Shape
+		rows := ceilf(xs.NumElements()/xs.Last(), warps)
+		per := ceilf(xs.Last(), target.WarpSize)
+		passes := 1.0
+		if head.Kind == ugraph.OpRMSNorm {
+			passes = 2 // the sum of squares, then the scaling
+			chain(ops, rows*per)
+			sinks(rows * per)
+		} else {
+			chain(ops, rows)
+			sinks(rows)
+		}
+		s.Rows += rows
+		s.RowElems += rows * per * passes
+		reads(head, rows*per*passes)
+	default: // an element per thread
+		n := ceilf(out.NumElements(), threads)
+		s.Elements += n
+		switch head.Kind.Info().Class {
+		case ugraph.ClassMatmul:
+			s.FMAs += n * float64(bg.Tensors[head.In[0]].Shape.Last())
+			reads(head, n*float64(bg.Tensors[head.In[0]].Shape.Last()))
+		case ugraph.ClassReduction:
+			d := head.Attr.Dim
+			terms := float64(bg.Tensors[head.In[0]].Shape.Dim(d) / out.Dim(d))
+			s.Elements += n * (terms - 1)
+			reads(head, n*terms)
+		default:
+			if f := head.Kind.Info().Elem.Flops; f > 0 {
+				s.Flops += n * float64(f)
+			}
+			reads(head, n)
+		}
+		chain(ops, n)
+		sinks(n)
+	}
+	return s
+}
+
+// rowReduction is codegen/cuda's rule: a reduction of the last dim, at
+// least a warp wide, runs a warp per row.
+func rowReduction(bg *block.Graph, op *block.Op) bool {
+	x := bg.Tensors[op.In[0]].Shape
+	return op.Attr.Dim == x.Rank()-1 && x.Last() >= target.WarpSize
+}
+
+// librarySteps counts a runtime library kernel's steps per block, by the
+// code of templates/mirage_runtime.cuh.
+func librarySteps(lk *launch.Kernel, in []ugraph.Shape, out ugraph.Shape, attr ugraph.Attr, kind ugraph.OpKind) blockSteps {
+	blocks := lk.Blocks()
+	warps := lk.Threads / target.WarpSize
+	bs := blockSteps{Iters: 1, Stages: 1, Warps: warps}
+	x := in[0]
+	switch lk.Code {
+	case launch.Unary, launch.Binary:
+		per := ceilf(out.NumElements(), blocks*lk.Threads) // grid-stride steps per thread
+		bs.Once.Elements = per
+		bs.Once.Global = per * float64(len(in))
+		bs.Once.Stores = per
+		bs.Once.Flops = per * float64(max(1, kind.Info().Elem.Flops))
+	case launch.ReduceRows:
+		outer, n, _ := layout.Split(x, attr.Dim)
+		rows := ceilf(outer, blocks*warps)
+		bs.Once.Rows = rows
+		bs.Once.RowElems = rows * ceilf(n, target.WarpSize)
+		bs.Once.Global = bs.Once.RowElems
+		bs.Once.Stores = rows
+	case launch.ReduceMid:
+		outer, n, inner := layout.Split(x, attr.Dim)
+		per := ceilf(outer*inner, blocks*lk.Threads)
+		bs.Once.Elements = per * float64(n)
+		bs.Once.Global = per * float64(n)
+		bs.Once.Stores = per
+	case launch.RMSNorm:
+		rows, n, inner := layout.Split(x, attr.Dim)
+		n *= inner
+		per := ceilf(rows, blocks) // rows per block
+		elems := per * ceilf(n, lk.Threads)
+		bs.Once.Global = elems
+		bs.Once.Elements = elems
+		bs.Once.Rows = per
+		bs.Once.Barriers = 2 * per
+		bs.Once.Stores = elems
+	case launch.GEMM:
+		t := lk.Tile
+		r := x.Rank()
+		k := x.Dim(r - 1)
+		mper, nper := t.BM/16/t.WM, t.BN/8/t.WN
+		bs.Iters = (k + 31) / 32
+		bs.Stages = lk.Stages
+		bs.Iter.Barriers = 1
+		bs.Iter.Copies = ceilf(t.BM*32/8+32*t.BN/8, lk.Threads)
+		bs.Iter.LdMatrix = 2 * float64(mper+(nper+1)/2)
+		bs.Iter.MMAs = 2 * float64(mper*nper)
+		bs.FetchIter = tileFetch(t.BM, 32*2)
+		bs.FetchIter.add(tileFetch(32, t.BN*2), 1)
+		bs.Once.Stores = float64(mper * nper * 4)
+	case launch.GEMMSIMT:
+		r := x.Rank()
+		k := x.Dim(r - 1)
+		bs.Iters = (k + 15) / 16
+		bs.Iter.Barriers = 2
+		bs.Iter.SyncCopies = 2
+		bs.Iter.Global = 2
+		bs.Iter.FMAs = 16
+		bs.Once.Stores = 1
+	}
+	return bs
+}
+
+// scale scales the work that scales with the rows a bucket runs (Rows):
+// element loops, copies and stores; the loop's trip count does not change.
+func (bs *blockSteps) scale(f float64) {
+	if f == 1 {
+		return
+	}
+	var zero steps
+	once, iter := zero, zero
+	once.add(bs.Once, f)
+	iter.add(bs.Iter, f)
+	once.Barriers, iter.Barriers = bs.Once.Barriers, bs.Iter.Barriers
+	bs.Once, bs.Iter = once, iter
+	bs.FetchIter = fetch{bs.FetchIter.Bytes * f, bs.FetchIter.Lines * f}
+	bs.FetchOnce = fetch{bs.FetchOnce.Bytes * f, bs.FetchOnce.Lines * f}
+}
+
+// latencyTable prices the steps: SM cycles per step for one warp alone on
+// its scheduler, and the warps per scheduler at which their issue, not
+// their latency, bounds them.
+type latencyTable struct {
+	Barrier, Copy, SyncCopy, Global, Element, Flop, Row, RowElem, LdMatrix, MMA, FMA, Store float64
+	Saturation                                                                              float64
+	// Line is the SM cycles its memory pipeline spends on each 128-byte
+	// line that copies into shared memory touch.
+	Line float64
+}
+
+// fitted is the latency table fitted to the H100 measurements
+// (testdata/h100-2026-11-27, TestCalibratedOnH100; -fit refits it).
+var fitted = latencyTable{
+	Barrier:    110,
+	Copy:       19,
+	SyncCopy:   61,
+	Global:     60,
+	Element:    23,
+	Flop:       3.5,
+	Row:        356,
+	RowElem:    29,
+	LdMatrix:   18.6,
+	MMA:        14.5,
+	FMA:        20,
+	Store:      19,
+	Saturation: 4.5,
+	Line:       2.4,
+}

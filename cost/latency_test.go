@@ -1,0 +1,165 @@
+package cost
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/mirage-go/mirage/launch"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// measuredKernel plans the first graph-defined kernel of the measured
+// graph with the given entry.
+func measuredKernel(t *testing.T, workload, entry string) *launch.Kernel {
+	t.Helper()
+	for _, m := range loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"))[workload] {
+		if m.entry != entry {
+			continue
+		}
+		p, err := launch.Graph(m.g, mustArch(t, "sm_90"), launch.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Kernels {
+			if p.Kernels[i].Code == launch.GraphDefined {
+				return &p.Kernels[i]
+			}
+		}
+	}
+	t.Fatalf("%s: no graph-defined kernel in %s", workload, entry)
+	return nil
+}
+
+// TestGraphStepsFollowTheEmittedCode counts the steps of rmsnorm_matmul's
+// best kernel (grid 96, 128 threads, forloop_range 16, a 4-stage
+// pipeline) as its emitted code runs them, read off that code
+// (codegen/cuda writes it; `mirage emit` shows it):
+//
+//	per iteration: cp_async_wait + __syncthreads; load_s0 (X's 16x256
+//	tile, 512 16-byte chunks: 4 a thread) and load_s1 (W's 256x64 tile,
+//	2048 chunks: 16 a thread); g0, the rms accumulator, a warp per row:
+//	16 rows over 4 warps, 256/32 = 8 elements a lane each; g1,
+//	mma_tiles<1, 2, K=256>: 16 k-steps of one A and one B ldmatrix and
+//	two mma.sync.
+//	after the loop: __syncthreads; g0 finishes the rms in place (16
+//	elements: one a thread); __syncthreads (g1 reads s2); g1's 8
+//	fragment values a lane (4 pairs), divided by the rms and stored.
+func TestGraphStepsFollowTheEmittedCode(t *testing.T) {
+	k := measuredKernel(t, "rmsnorm_matmul", "run3:complete-set#0")
+	if k.Grid != [3]int{96, 1, 1} || k.Threads != 128 || k.Stages != 4 || k.Thread.Block.ForloopRange != 16 {
+		t.Fatalf("not the kernel described: %+v", k)
+	}
+	bs := graphSteps(k.Thread)
+	want := blockSteps{
+		Iters: 16, Stages: 4, Warps: 4,
+		// X: 16 rows of 512 bytes, 4 lines each; W: 256 rows of 128 bytes.
+		FetchIter: fetch{Bytes: 16*256*2 + 256*64*2, Lines: 16*4 + 256},
+		Iter:      steps{Barriers: 1, Copies: 4 + 16, Rows: 4, RowElems: 4 * 8, LdMatrix: 16 * 2, MMAs: 16 * 2},
+		Once:      steps{Barriers: 2, Elements: 1 + 4, Flops: 8 * 5, Stores: 8},
+	}
+	if bs != want {
+		t.Errorf("steps\n%+v\nwant\n%+v", bs, want)
+	}
+}
+
+// TestLibraryStepsFollowTheRuntime counts the runtime GEMM's steps for the
+// unfused RMSNorm+MatMul's matmul (16x4096 @ 4096x6144: 16x64 tiles of
+// 1x4 warps, 96 blocks), from gemm_kernel in templates/mirage_runtime.cuh:
+// K/32 = 128 iterations, each a wait and barrier, (16·32 + 32·64)/8 = 320
+// chunks over 128 threads (3 a thread), and mma_tiles<1, 2, K=32>: 2
+// k-steps of one A and one B ldmatrix and two mma.sync; then 1x2 tiles of
+// 4 values a lane stored.
+func TestLibraryStepsFollowTheRuntime(t *testing.T) {
+	g := loadExample(t, "rmsnorm_matmul.py")
+	p, err := launch.Graph(g, mustArch(t, "sm_90"), launch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := p.Kernel(3)
+	if lk == nil || lk.Code != launch.GEMM || lk.Grid != [3]int{96, 1, 1} {
+		t.Fatalf("op 3: %+v, want the runtime GEMM on 96 blocks", lk)
+	}
+	op := &g.Ops[3]
+	in := []kernel.Tensor{g.Tensors[op.In[0]], g.Tensors[op.In[1]]}
+	bs := librarySteps(lk, shapesOf(in), g.Tensors[op.Out[0]].Shape, op.Attr, op.Kind)
+	want := blockSteps{
+		Iters: 128, Stages: 3, Warps: 4,
+		// A: 16 rows of 64 bytes; B: 32 rows of 128 bytes, a line each.
+		FetchIter: fetch{Bytes: (16*32 + 32*64) * 2, Lines: 16 + 32},
+		Iter:      steps{Barriers: 1, Copies: 3, LdMatrix: 2 * 2, MMAs: 2 * 2},
+		Once:      steps{Stores: 8},
+	}
+	if bs != want {
+		t.Errorf("steps\n%+v\nwant\n%+v", bs, want)
+	}
+}
+
+func shapesOf(ts []kernel.Tensor) (out []ugraph.Shape) {
+	for _, t := range ts {
+		out = append(out, t.Shape)
+	}
+	return out
+}
+
+// TestPipelineHidesTheFetch: with two or more stages an iteration takes
+// the longest of its own steps, its transfer, and its round trip and
+// transfer over stages-1; with one stage, all of them in turn. The
+// transfer is the slower of the bytes at the block's bandwidth and the
+// lines at the SM's memory pipeline's rate.
+func TestPipelineHidesTheFetch(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	c := fitted
+	busy := steps{MMAs: 2000} // longer than any fetch below
+	idle := steps{MMAs: 1}
+	wide := fetch{Bytes: 32 << 10, Lines: 256}    // 256 rows of 128 bytes
+	narrow := fetch{Bytes: 32 << 10, Lines: 2048} // 2048 rows of 16 bytes
+	perBlock := min(arch.SMBandwidth, arch.MemBandwidth*memEfficiency/100)
+	latency := arch.MemLatencyNs * 1e-9
+	tests := []struct {
+		name   string
+		iter   steps
+		stages int
+		f      fetch
+		want   func(compute, x float64) float64
+	}{
+		{"deep pipeline, busy", busy, 4, wide, func(c, x float64) float64 { return c }},
+		{"deep pipeline, idle", idle, 4, wide, func(c, x float64) float64 { return max(x, (latency+x)/3) }},
+		{"deep pipeline, idle, short rows", idle, 4, narrow, func(c, x float64) float64 { return max(x, (latency+x)/3) }},
+		{"no pipeline, busy", busy, 1, wide, func(c, x float64) float64 { return c + latency + x }},
+		{"no pipeline, idle", idle, 1, narrow, func(c, x float64) float64 { return c + latency + x }},
+	}
+	for _, tt := range tests {
+		bs := blockSteps{Iter: tt.iter, Iters: 10, Stages: tt.stages, FetchIter: tt.f, Warps: 4}
+		x := max(tt.f.Bytes/perBlock, tt.f.Lines*c.Line/arch.ClockHz)
+		compute := tt.iter.cycles(&c) / arch.ClockHz
+		n := float64(max(1, tt.stages-1))
+		prologue := latency + max(n*tt.f.Bytes/perBlock, n*tt.f.Lines*c.Line/arch.ClockHz)
+		want := prologue + 10*tt.want(compute, x)
+		if got := blockTime(arch, &c, bs, 1, 100); !within(got, want, 1e-9) {
+			t.Errorf("%s: %.4g s, want %.4g s", tt.name, got, want)
+		}
+	}
+	// Short rows cost more lines than their bytes: the transfer is the
+	// lines'.
+	if !(narrow.Lines*c.Line/arch.ClockHz > narrow.Bytes/perBlock) {
+		t.Errorf("16-byte rows: %.3g s of lines, %.3g s of bytes; want the lines slower", narrow.Lines*c.Line/arch.ClockHz, narrow.Bytes/perBlock)
+	}
+}
+
+// TestIssueSaturates: blocks that share an SM overlap their latencies
+// until their warps issue as fast as the schedulers can; past that, each
+// more warp slows them all.
+func TestIssueSaturates(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	c := fitted
+	bs := blockSteps{Iter: steps{MMAs: 100}, Iters: 10, Stages: 1, Warps: 4}
+	one := blockTime(arch, &c, bs, 1, 132)
+	for b := 1; b <= 8; b++ {
+		got := blockTime(arch, &c, bs, b, 132)
+		want := one * max(1, float64(b)/c.Saturation)
+		if !within(got, want, 1e-9) {
+			t.Errorf("%d blocks an SM: %.3g s, want %.3g s", b, got, want)
+		}
+	}
+}
