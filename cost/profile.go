@@ -35,6 +35,10 @@ type Measurement struct {
 	// runs, when the harness recorded them (both or neither).
 	P10Micros float64 `json:"p10_us,omitempty"`
 	P90Micros float64 `json:"p90_us,omitempty"`
+	// EstimatedMicros is the model's estimate when the graph was measured,
+	// when the harness recorded it: how far the model is off for this
+	// program (Profiles.Scale).
+	EstimatedMicros float64 `json:"estimated_us,omitempty"`
 }
 
 // Spread is half the distance between the 10th and 90th percentiles of
@@ -85,6 +89,9 @@ func (p *Profile) check() error {
 		}
 		if !(m.MedianMicros > 0) || math.IsInf(m.MedianMicros, 0) {
 			return fmt.Errorf("measurement %d: median_us %v, want a positive time", i, m.MedianMicros)
+		}
+		if m.EstimatedMicros < 0 || math.IsInf(m.EstimatedMicros, 0) || math.IsNaN(m.EstimatedMicros) {
+			return fmt.Errorf("measurement %d: estimated_us %v, want a positive time or none", i, m.EstimatedMicros)
 		}
 		if (m.P10Micros != 0 || m.P90Micros != 0) && !(0 < m.P10Micros && m.P10Micros <= m.MedianMicros && m.MedianMicros <= m.P90Micros && !math.IsInf(m.P90Micros, 0)) {
 			return fmt.Errorf("measurement %d: p10_us %v, median_us %v, p90_us %v: want 0 < p10 <= median <= p90", i, m.P10Micros, m.MedianMicros, m.P90Micros)
@@ -181,6 +188,30 @@ func (ps *Profiles) Measurement(arch, program string, g *kernel.Graph) (Measurem
 	}
 	m, ok := ps.micros[profileKey{arch, program, GraphHash(g)}]
 	return m.Measurement, ok
+}
+
+// Scale is how much slower than the model the measured graphs of program
+// ran on arch: the geometric mean of measured over estimated time, over
+// the measurements that recorded their estimate. Multiplying the model's
+// estimate of a graph nobody measured by it puts that graph on the
+// measured ones' scale, so that they can be ranked together. ok is false
+// when no measurement of program has an estimate.
+func (ps *Profiles) Scale(arch, program string) (scale float64, ok bool) {
+	if ps == nil {
+		return 1, false
+	}
+	var sum float64
+	n := 0
+	for k, m := range ps.micros {
+		if k.arch == arch && k.program == program && m.EstimatedMicros > 0 {
+			sum += math.Log(m.MedianMicros / m.EstimatedMicros)
+			n++
+		}
+	}
+	if n == 0 {
+		return 1, false
+	}
+	return math.Exp(sum / float64(n)), true
 }
 
 // Len is the number of measurements held.

@@ -97,6 +97,32 @@ func TestProfilesLookup(t *testing.T) {
 	}
 }
 
+// Scale is the geometric mean of measured over estimated times of a
+// program's measurements that recorded their estimate, per arch.
+func TestProfilesScale(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "profile.json")
+	writeFile(t, path, `{"version": 1, "arch": "sm_90", "gpu": "g", "measurements": [
+	{"program": "p", "hash": "0000000000000001", "median_us": 20, "estimated_us": 10},
+	{"program": "p", "hash": "0000000000000002", "median_us": 80, "estimated_us": 10},
+	{"program": "p", "hash": "0000000000000003", "median_us": 5},
+	{"program": "q", "hash": "0000000000000001", "median_us": 3}]}`)
+	ps, err := LoadProfiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := ps.Scale("sm_90", "p"); !ok || !within(s, 4, 1e-12) { // sqrt(2 * 8)
+		t.Errorf("p: scale %v, %v; want 4", s, ok)
+	}
+	for _, k := range [][2]string{{"sm_90", "q"}, {"sm_80", "p"}, {"sm_90", "r"}} {
+		if s, ok := ps.Scale(k[0], k[1]); ok || s != 1 {
+			t.Errorf("%v: scale %v, %v; want none", k, s, ok)
+		}
+	}
+	if s, ok := (*Profiles)(nil).Scale("sm_90", "p"); ok || s != 1 {
+		t.Errorf("no profiles: %v, %v", s, ok)
+	}
+}
+
 func TestBadProfiles(t *testing.T) {
 	const good = `{"program": "p", "hash": "0123456789abcdef", "median_us": 3}`
 	profile := func(version, arch, m string) string {
@@ -114,6 +140,7 @@ func TestBadProfiles(t *testing.T) {
 		{"no program", map[string]string{"profile_a.json": profile("1", "sm_80", `{"hash": "0123456789abcdef", "median_us": 3}`)}, "names no program"},
 		{"zero time", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 0}`)}, "median_us 0"},
 		{"p90 below the median", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "p10_us": 2, "p90_us": 2.5}`)}, "want 0 < p10 <= median <= p90"},
+		{"negative estimate", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "estimated_us": -1}`)}, "estimated_us -1"},
 		{"p10 alone", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "p10_us": 2}`)}, "p10_us 2"},
 		{"not json", map[string]string{"profile_a.json": "{"}, "profile_a.json: unexpected EOF"},
 		{"duplicate", map[string]string{"profile_a.json": profile("1", "sm_80", good), "profile_b.json": profile("1", "sm_80", good)}, "profile_b.json: sm_80 p graph 0123456789abcdef is also measured in"},

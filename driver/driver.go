@@ -50,7 +50,13 @@ type Options struct {
 	// PartResults is how many candidates each part's search verifies
 	// (best first); 0 means 2, a negative number all of them.
 	PartResults int
-	Cache       *search.Cache // nil: no cache
+	// Answers is how many whole-program answers Run returns beside the
+	// unfused program, best first: combinations of the parts' verified
+	// candidates (and their own ops), each stitched and verified against
+	// the whole program. 0 means as many as PartResults; a negative
+	// number every one, up to MaxAnswers for a program of several parts.
+	Answers int
+	Cache   *search.Cache // nil: no cache
 	// Searched holds the unverified results of part searches shared out
 	// among the shards of a sharded run (MergeShards), by the search.Key
 	// of the part's whole search: such a part is verified, not searched.
@@ -69,7 +75,8 @@ type Result struct {
 	Program  *kernel.Graph
 	Baseline cost.Estimate // the unfused program
 	// Candidates are whole-program answers, verified against the program,
-	// best first. The unfused program is always among them.
+	// best first: the unfused program, always, and up to Options.Answers
+	// others.
 	Candidates []*Candidate
 	Parts      []*PartReport
 	Stats      search.Stats // totals over the parts' searches
@@ -86,6 +93,7 @@ type Candidate struct {
 	Grids         []block.Dim3
 	ForloopRanges []int
 	Unfused       bool // the program as written
+	Measured      bool // Estimate.Micros is a profile's measured time
 	// Rows, in a bucket of a dynamic program (RunDynamic), is the m the
 	// graph is written for when it is not the bucket's size: the graph of a
 	// larger bucket that the bucket runs on fewer rows (adopted).
@@ -168,36 +176,11 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		return nil, err
 	}
 	res.Candidates = []*Candidate{unfused}
-	stitched, err := d.stitch(parts, outs)
+	answers, err := d.answers(ctx, parts, outs, res.Parts)
 	if err != nil {
 		return nil, err
 	}
-	if stitched != nil {
-		switch ok, err := d.verifyWithin(ctx, stitched, parts, outs); {
-		case errors.Is(err, errAbandoned):
-			for _, r := range res.Parts {
-				if r.Fused {
-					r.Fused, r.WhyNot, r.EstimatedUs = false, "the run ended before the stitched program was verified", r.UnfusedUs
-				}
-			}
-		case err != nil:
-			return nil, err
-		case ok:
-			c, err := d.candidate(stitched, false)
-			if err != nil {
-				return nil, err
-			}
-			res.Candidates = append(res.Candidates, c)
-		default:
-			// Each part's replacement passed the verifier against its part,
-			// so this is a bug; the unfused program stays the answer.
-			for _, r := range res.Parts {
-				if r.Fused {
-					r.Fused, r.WhyNot, r.EstimatedUs = false, "the stitched program did not verify", r.UnfusedUs
-				}
-			}
-		}
-	}
+	res.Candidates = append(res.Candidates, answers...)
 	slices.SortStableFunc(res.Candidates, func(a, b *Candidate) int { return cost.Compare(a.Estimate, b.Estimate) })
 	switch {
 	case interrupt.Err() != nil:
@@ -226,6 +209,9 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	}
 	if opts.PartResults == 0 {
 		opts.PartResults = 2
+	}
+	if opts.Answers == 0 {
+		opts.Answers = opts.PartResults
 	}
 	if opts.Arch.Name == "" {
 		opts.Arch = target.MustLookup(target.Default)
@@ -277,6 +263,11 @@ type run struct {
 	interruptCtx context.Context
 	mu           sync.Mutex          // guards every outcome's result
 	outcomes     map[uint64]*outcome // by the canonical hash of a part's program
+
+	// verifier checks stitched programs against the program; made once.
+	verifierOnce sync.Once
+	verifier     *ffverify.Verifier
+	verifierErr  error
 }
 
 // maxRounds bounds how often parts that did not fuse are split again.
@@ -359,13 +350,29 @@ func (d *run) outcomeOf(p Part) (*outcome, error) {
 }
 
 // estimate is the cost model's estimate of g, a measured time overriding
-// it where a profile has one.
+// it where a profile has one. Where the profile measured other graphs of
+// the program, with their estimates, the estimate of a graph it did not
+// measure is put on the measured times' scale (Profiles.Scale): measured
+// and unmeasured graphs then rank together.
 func (d *run) estimate(g *kernel.Graph) (cost.Estimate, error) {
-	e, err := cost.EstimateGraph(g, d.opts.Arch)
-	if us, ok := d.opts.Profiles.Lookup(d.opts.Arch.Name, d.opts.Name, g); ok && err == nil {
-		e.Micros = us
-	}
+	e, _, err := d.estimateMeasured(g)
 	return e, err
+}
+
+// estimateMeasured is estimate, and whether the time is measured.
+func (d *run) estimateMeasured(g *kernel.Graph) (cost.Estimate, bool, error) {
+	e, err := cost.EstimateGraph(g, d.opts.Arch)
+	if err != nil {
+		return e, false, err
+	}
+	if us, ok := d.opts.Profiles.Lookup(d.opts.Arch.Name, d.opts.Name, g); ok {
+		e.Micros = us
+		return e, true, nil
+	}
+	if scale, ok := d.opts.Profiles.Scale(d.opts.Arch.Name, d.opts.Name); ok {
+		e.Micros *= scale
+	}
+	return e, false, nil
 }
 
 // resultOf returns what o's search gave so far.
@@ -590,25 +597,6 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 	return rs
 }
 
-// stitch returns the program with every fused part replaced, or nil when
-// no part is.
-func (d *run) stitch(parts []Part, outs []*outcome) (*kernel.Graph, error) {
-	var repl []*kernel.Graph
-	any := false
-	for _, o := range outs {
-		r := d.resultOf(o)
-		if !r.done {
-			r.best = nil
-		}
-		repl = append(repl, r.best)
-		any = any || r.best != nil
-	}
-	if !any {
-		return nil, nil
-	}
-	return Stitch(d.program, parts, repl)
-}
-
 // interruptGrace is how long the searches may go on verifying what they
 // found after an interrupt.
 const interruptGrace = time.Second
@@ -645,17 +633,20 @@ func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, o
 	}
 }
 
-// verify checks the stitched program against the program, unless its one
-// part is the program itself, whose search verified the replacement.
+// verify checks a stitched program against the program, unless its one
+// part is the program itself, whose search verified the replacement. The
+// program's verifier is made once and kept for the run's other answers.
 func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
 	if len(parts) == 1 && kernel.Hash(outs[0].program) == kernel.Hash(d.program) {
 		return true, nil
 	}
-	v, err := ffverify.New(d.program, ffverify.Options{Seed: d.opts.Seed})
-	if err != nil {
-		return false, fmt.Errorf("verifying the stitched program: %v", err)
+	d.verifierOnce.Do(func() {
+		d.verifier, d.verifierErr = ffverify.New(d.program, ffverify.Options{Seed: d.opts.Seed})
+	})
+	if d.verifierErr != nil {
+		return false, fmt.Errorf("verifying the stitched program: %v", d.verifierErr)
 	}
-	r, err := v.Verify(g)
+	r, err := d.verifier.Verify(g)
 	if err != nil {
 		return false, fmt.Errorf("verifying the stitched program: %v", err)
 	}
@@ -669,13 +660,80 @@ func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, erro
 	return r.Equivalent, nil
 }
 
+// answers are the run's whole-program answers beside the unfused program:
+// up to Options.Answers combinations of the parts' options (combinations),
+// each stitched and verified against the program, fastest first. The
+// first is every part's fastest option, the answer the reports describe:
+// when it cannot be verified (the run ended, or, a bug, it is not
+// equivalent) its parts are reported unfused. A later combination that
+// fails is left out.
+func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, reports []*PartReport) ([]*Candidate, error) {
+	opts := d.partOptions(outs)
+	n := d.opts.Answers
+	switch {
+	case n < 0 && len(opts) == 1:
+		n = len(opts[0])
+	case n < 0:
+		n = MaxAnswers
+	}
+	var out []*Candidate
+	for rank, choice := range combinations(opts, n) {
+		repl := make([]*kernel.Graph, len(parts))
+		for k, i := range choice {
+			repl[k] = opts[k][i].graph
+		}
+		g, err := Stitch(d.program, parts, repl)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := d.verifyWithin(ctx, g, parts, outs)
+		if rank == 0 {
+			switch {
+			case errors.Is(err, errAbandoned):
+				unfuse(reports, "the run ended before the stitched program was verified")
+			case err != nil:
+				return nil, err
+			case !ok:
+				// Each part's replacement passed the verifier against its
+				// part, so this is a bug; the unfused program stays the
+				// answer.
+				unfuse(reports, "the stitched program did not verify")
+			}
+		}
+		if errors.Is(err, errAbandoned) {
+			break // the run is over: what is verified is the answer
+		}
+		if err != nil || !ok {
+			if rank > 0 {
+				d.logf("warning: answer %d (a combination of verified parts) did not verify: %v", rank, err)
+			}
+			continue
+		}
+		c, err := d.candidate(g, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// unfuse reports every fused part unfused, for why.
+func unfuse(reports []*PartReport, why string) {
+	for _, r := range reports {
+		if r.Fused {
+			r.Fused, r.WhyNot, r.EstimatedUs = false, why, r.UnfusedUs
+		}
+	}
+}
+
 // candidate describes g as an answer.
 func (d *run) candidate(g *kernel.Graph, unfused bool) (*Candidate, error) {
-	e, err := d.estimate(g)
+	e, measured, err := d.estimateMeasured(g)
 	if err != nil {
 		return nil, err
 	}
-	c := &Candidate{Graph: g, Hash: kernel.Hash(g), Estimate: e, Unfused: unfused}
+	c := &Candidate{Graph: g, Hash: kernel.Hash(g), Estimate: e, Unfused: unfused, Measured: measured}
 	for _, op := range g.Ops {
 		switch {
 		case op.Block != nil:

@@ -542,6 +542,10 @@ def make_profile(results, arch, gpu, extra=None):
         if t.get("p10_us") is not None and t.get("p90_us") is not None:
             # The spread of the runs, for mirage bench --compare.
             m["p10_us"], m["p90_us"] = t["p10_us"], t["p90_us"]
+        if r.get("estimated_us"):
+            # The model's estimate beside it: superopt --profile puts the
+            # graphs nobody measured on the measured times' scale.
+            m["estimated_us"] = r["estimated_us"]
         if key not in seen or m["median_us"] < seen[key]["median_us"]:
             seen[key] = m
     prof = {"version": 1, "arch": arch, "gpu": gpu, "measurements": list(seen.values())}

@@ -348,6 +348,7 @@ class ProfileTest(unittest.TestCase):
             result("lora.mugraph", variant="mugraph", us=7.0, hash_="aaaaaaaaaaaaaaaa", program="lora_mugraph"),
         ]
         rs[1]["timing"] = {"median_us": 6.0, "p10_us": 5.5, "p90_us": 7.0, "runs": 200}
+        rs[1]["estimated_us"] = 4.5
         p = harness.make_profile(rs, "sm_90", "NVIDIA H100 80GB HBM3", {"torch": "2.11", "version": 99})
         self.assertEqual(p["version"], 1)  # extra fields never override the format's
         self.assertEqual(p["arch"], "sm_90")
@@ -360,6 +361,9 @@ class ProfileTest(unittest.TestCase):
         # The spread travels with the median where the timing has it.
         self.assertEqual((ms[("lora", "bbbbbbbbbbbbbbbb")]["p10_us"], ms[("lora", "bbbbbbbbbbbbbbbb")]["p90_us"]), (5.5, 7.0))
         self.assertNotIn("p10_us", ms[("lora", "aaaaaaaaaaaaaaaa")])
+        # The estimate travels too, where the entry has one.
+        self.assertEqual(ms[("lora", "bbbbbbbbbbbbbbbb")]["estimated_us"], 4.5)
+        self.assertNotIn("estimated_us", ms[("lora", "aaaaaaaaaaaaaaaa")])
         for m in p["measurements"]:
             self.assertRegex(m["hash"], r"^[0-9a-f]{16}$")
             self.assertGreater(m["median_us"], 0)

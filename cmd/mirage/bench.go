@@ -324,7 +324,9 @@ func (f *benchFlags) options(in *input) (bench.Configuration, driver.Options) {
 	return conf, driver.Options{
 		Name: in.Name, Arch: f.arch.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
 		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
-		PartResults: partResults(f.maxCandidates),
+		// The suite reports the best answer alone: verifying more
+		// combinations of a whole program's parts would only cost time.
+		PartResults: partResults(f.maxCandidates), Answers: 1,
 	}
 }
 

@@ -61,6 +61,7 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 		newShowCmd(),
 		newEvalCmd(),
 		newVerifyCmd(),
+		newTuneCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -122,7 +122,7 @@ unusable input.
 	fl.IntVar(&f.workers, "workers", 2, "parallel search workers")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
-	fl.IntVar(&f.maxResults, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass (0: all of them)")
+	fl.IntVar(&f.maxResults, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, and write the N best whole-program answers (0: all of them)")
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
@@ -296,6 +296,8 @@ type candidateJSON struct {
 	EstimatedUs   float64 `json:"estimated_us"`
 	Speedup       float64 `json:"speedup"`
 	Unfused       bool    `json:"unfused"`
+	Hash          string  `json:"hash"`               // cost.GraphHash: what profiles key it by
+	Measured      bool    `json:"measured,omitempty"` // estimated_us is a profile's measured time
 }
 
 // partJSON is one part in superopt --json.
@@ -347,6 +349,7 @@ func candidateSummary(c *driver.Candidate, baseline cost.Estimate) candidateJSON
 		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
 		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
+		Hash: fmt.Sprintf("%016x", c.Hash), Measured: c.Measured,
 	}
 	for _, g := range c.Grids {
 		cj.Grids = append(cj.Grids, g[:])

@@ -23,17 +23,8 @@ var ntrans = filepath.Join("..", "..", "bench", "workloads", "ntrans.py")
 type superoptJSON struct {
 	Stats      map[string]json.RawMessage `json:"stats"`
 	BaselineUs float64                    `json:"baseline_us"`
-	Candidates []struct {
-		Kernels       int     `json:"kernels"`
-		Customized    int     `json:"customized"`
-		Grids         [][]int `json:"grids"`
-		ForloopRanges []int   `json:"forloop_ranges"`
-		DeviceBytes   int64   `json:"device_bytes"`
-		EstimatedUs   float64 `json:"estimated_us"`
-		Speedup       float64 `json:"speedup"`
-		Unfused       bool    `json:"unfused"`
-	} `json:"candidates"`
-	Parts []struct {
+	Candidates []superoptCandidate        `json:"candidates"`
+	Parts      []struct {
 		Ops    []string `json:"ops"`
 		Fused  bool     `json:"fused"`
 		WhyNot string   `json:"why_not"`
@@ -45,6 +36,20 @@ type superoptJSON struct {
 		Candidate int      `json:"candidate"`
 		Files     []string `json:"files"`
 	} `json:"emitted"`
+}
+
+// superoptCandidate is a candidate of superopt --json.
+type superoptCandidate struct {
+	Kernels       int     `json:"kernels"`
+	Customized    int     `json:"customized"`
+	Grids         [][]int `json:"grids"`
+	ForloopRanges []int   `json:"forloop_ranges"`
+	DeviceBytes   int64   `json:"device_bytes"`
+	EstimatedUs   float64 `json:"estimated_us"`
+	Speedup       float64 `json:"speedup"`
+	Unfused       bool    `json:"unfused"`
+	Hash          string  `json:"hash"`
+	Measured      bool    `json:"measured"`
 }
 
 func TestSuperopt(t *testing.T) {
@@ -421,8 +426,14 @@ func TestSuperoptAnswersEveryProgram(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Candidates) != 1 || !res.Candidates[0].Unfused || res.Candidates[0].Speedup != 1 {
-		t.Errorf("candidates %+v, want the unfused program alone", res.Candidates)
+	// The unfused program first; fused forms the model puts slower follow.
+	if len(res.Candidates) == 0 || !res.Candidates[0].Unfused || res.Candidates[0].Speedup != 1 {
+		t.Errorf("candidates %+v, want the unfused program first", res.Candidates)
+	}
+	for _, c := range res.Candidates[1:] {
+		if c.Unfused || !(c.Speedup <= 1) {
+			t.Errorf("candidate %+v: want a fused form no faster than the program", c)
+		}
 	}
 	if len(res.Parts) != 1 || res.Parts[0].Fused || res.Parts[0].WhyNot == "" || !slices.Equal(res.Parts[0].Ops, []string{"exp"}) {
 		t.Errorf("parts %+v, want one unfused part that says why", res.Parts)

@@ -28,6 +28,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -905,5 +906,50 @@ inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
 inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
 inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return mirage_emu::st().last; }
 inline cudaError_t cudaDeviceSynchronize() { return mirage_emu::st().last; }
+
+// Events time the host: the stream has run everything recorded before them.
+struct mirage_emu_event {
+  std::chrono::steady_clock::time_point at;
+};
+typedef mirage_emu_event* cudaEvent_t;
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = new mirage_emu_event{};
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t = nullptr) {
+  e->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return cudaSuccess;
+}
+
+// One device: the emulator, with an H100's L2 and clock for the host code
+// that asks.
+struct cudaDeviceProp {
+  char name[256];
+};
+enum cudaDeviceAttr { cudaDevAttrClockRate = 13, cudaDevAttrL2CacheSize = 38 };
+inline cudaError_t cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
+  if (d != 0) return cudaErrorInvalidValue;
+  std::snprintf(p->name, sizeof p->name, "mirage CPU emulator");
+  return cudaSuccess;
+}
+inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
+  if (d != 0) return cudaErrorInvalidValue;
+  *v = a == cudaDevAttrClockRate ? 1755000 : 50 << 20;
+  return cudaSuccess;
+}
 
 #endif  // MIRAGE_EMU_CUDA_RUNTIME_H

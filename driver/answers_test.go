@@ -1,0 +1,119 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// TestCombinations: best-first choices of one option per part, by their
+// summed estimate, leaving out the all-own-ops choice (the unfused
+// program).
+func TestCombinations(t *testing.T) {
+	fused := &kernel.Graph{}
+	opt := func(us float64, isFused bool) option {
+		if isFused {
+			return option{graph: fused, us: us}
+		}
+		return option{us: us}
+	}
+	tests := []struct {
+		name string
+		opts [][]option
+		n    int
+		want [][]int
+	}{
+		{"one part: its options in order, own ops left out",
+			[][]option{{opt(1, true), opt(2, true), opt(5, false), opt(6, true)}}, 10,
+			[][]int{{0}, {1}, {3}}},
+		{"one part, n caps",
+			[][]option{{opt(1, true), opt(2, true), opt(5, false)}}, 1,
+			[][]int{{0}}},
+		{"two parts: the next-best of the part where it costs least",
+			[][]option{{opt(10, true), opt(11, true), opt(20, false)}, {opt(5, true), opt(8, false)}}, 10,
+			// sums: 15, 16 (0 +1), 18 (1 0... part 1 own), 19, 25, [28: both own, left out]
+			[][]int{{0, 0}, {1, 0}, {0, 1}, {1, 1}, {2, 0}}},
+		{"a part that did not fuse has its own ops only",
+			[][]option{{opt(3, false)}, {opt(1, true), opt(2, false)}}, 10,
+			[][]int{{0, 0}}},
+		{"nothing fused: no combination",
+			[][]option{{opt(3, false)}, {opt(2, false)}}, 10,
+			nil},
+		{"equal sums in a fixed order",
+			[][]option{{opt(1, true), opt(2, false)}, {opt(1, true), opt(2, false)}}, 10,
+			[][]int{{0, 0}, {0, 1}, {1, 0}}},
+	}
+	for _, tt := range tests {
+		got := combinations(tt.opts, tt.n)
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestRunAnswers: Options.Answers whole-program answers beside the unfused
+// program, best first, each equivalent to the program (in the finite-field
+// verifier and in float64), all different; -1 keeps every one of a
+// single-part program's verified candidates, and, for a program of
+// several parts, combinations of theirs.
+func TestRunAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	tests := []struct {
+		program string
+		answers int
+		parts   int // at least
+	}{
+		{"lora", 4, 1},
+		{"lora", -1, 1},
+		{"llama_mlp", 4, 2},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.program, tt.answers), func(t *testing.T) {
+			g := load(t, tt.program)
+			res, err := Run(context.Background(), g, Options{Workers: 2, Seed: 1, TimeLimit: 30 * time.Second,
+				Arch: target.MustLookup("sm_90"), PartResults: tt.answers, Answers: tt.answers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Parts) < tt.parts {
+				t.Fatalf("%d parts, want at least %d", len(res.Parts), tt.parts)
+			}
+			var fused []*Candidate
+			hashes := map[uint64]bool{}
+			for i, c := range res.Candidates {
+				if i > 0 && res.Candidates[i-1].Estimate.Micros > c.Estimate.Micros {
+					t.Errorf("answer %d (%.2f µs) is ranked after a slower one (%.2f µs)", i, c.Estimate.Micros, res.Candidates[i-1].Estimate.Micros)
+				}
+				if hashes[c.Hash] {
+					t.Errorf("answer %d is written twice", i)
+				}
+				hashes[c.Hash] = true
+				if !c.Unfused {
+					fused = append(fused, c)
+				}
+				checkEquivalent(t, fmt.Sprintf("answer %d", i), g, c.Graph)
+			}
+			if !slices.ContainsFunc(res.Candidates, func(c *Candidate) bool { return c.Unfused }) {
+				t.Error("the unfused program is not among the answers")
+			}
+			switch {
+			case tt.answers > 0 && len(fused) != tt.answers:
+				t.Errorf("%d answers beside the unfused program, want %d", len(fused), tt.answers)
+			case tt.answers < 0 && len(res.Parts) == 1 && len(fused) != int(res.Parts[0].Stats.Verified):
+				// Every verified candidate of the part's search runs a
+				// graph-defined kernel here (LoRA has no rewrite into
+				// pre-defined ops alone).
+				t.Errorf("%d answers, the search verified %d", len(fused), res.Parts[0].Stats.Verified)
+			case tt.answers < 0 && len(fused) <= 4:
+				t.Errorf("%d answers: want the whole verified set, more than 4", len(fused))
+			}
+		})
+	}
+}

@@ -1,0 +1,232 @@
+// Package tune measures a μGraph document's best candidates on a GPU and
+// writes what it measured as a profile (package cost's format), which
+// superopt --profile ranks by: the model picks the few candidates worth
+// timing, the GPU picks among them.
+//
+// It emits each candidate's CUDA, writes one host program that runs them
+// all on the same inputs (rotated among copies when they fit in L2, so
+// that a run reads them from device memory), times each with a pair of
+// CUDA events around every run after a warm-up, the GPU kept ahead of the
+// host by a spin kernel before each, and checks each candidate's outputs
+// against the best-ranked one's. It needs nvcc and a GPU, no Python; on a
+// machine without a GPU it says so (ErrNoGPU). Options.Emulate builds the
+// same program for the CPU emulator instead (templates/emu), so that its
+// plumbing is tested where no GPU is: the times it reports are the CPU's.
+package tune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/templates"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Options configure Run.
+type Options struct {
+	Arch target.Arch
+	// Program is the name the profile keys the measurements by: superopt's
+	// for the program (its file name without .py).
+	Program string
+	// Candidates is how many of the document's graphs to measure, best
+	// first; 0 means all.
+	Candidates int
+	Warmup     int // untimed runs of each candidate first; 0 means 20
+	Runs       int // timed runs of each; 0 means 200
+	// Tolerance is the largest relative error (max |a-b| over max |b|,
+	// per output) of a candidate's outputs against the first one's; 0
+	// means 1e-2, as bench/gpu checks fp16 results.
+	Tolerance float64
+	Dir       string // where the sources and the program are built; must exist
+	NVCC      string // the CUDA compiler; "" finds nvcc on PATH
+	// Emulate builds for the CPU emulator (g++, no GPU): for tests.
+	Emulate bool
+}
+
+// ErrNoGPU reports a machine where the program finds no CUDA device.
+var ErrNoGPU = errors.New("no CUDA GPU")
+
+// Measurement is one candidate's outcome.
+type Measurement struct {
+	Candidate int    // the graph's index in the document
+	Hash      string // cost.GraphHash
+	// Err says why the candidate was not measured (it does not lower to
+	// CUDA for the arch) or why its time does not count (its outputs
+	// differ from the reference's); "" when it does.
+	Err                string
+	MedianUs, P10, P90 float64
+	Runs               int
+	MaxRelErr          float64 // against the reference's outputs
+	Reference          bool    // the candidate the others are checked against
+	EstimatedUs        float64 // the cost model's estimate
+}
+
+// Result is what Run measured.
+type Result struct {
+	GPU          string // the device, as CUDA names it
+	Measurements []Measurement
+	// Profile holds the candidates measured and right, for superopt
+	// --profile.
+	Profile *cost.Profile
+}
+
+// Run measures doc's candidates as Options say. The program it builds
+// stays in opts.Dir.
+func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
+	if opts.Warmup <= 0 {
+		opts.Warmup = 20
+	}
+	if opts.Runs <= 0 {
+		opts.Runs = 200
+	}
+	if opts.Tolerance <= 0 {
+		opts.Tolerance = 1e-2
+	}
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
+	}
+	if opts.Program == "" {
+		opts.Program = doc.Name
+	}
+	n := len(doc.Graphs)
+	if opts.Candidates > 0 {
+		n = min(n, opts.Candidates)
+	}
+	if n == 0 {
+		return nil, errors.New("the document holds no graph")
+	}
+	first := doc.Graphs[0].Graph
+	var ms []Measurement
+	var progs []candidateCode
+	for i, e := range doc.Graphs[:n] {
+		m := Measurement{Candidate: i, Hash: cost.GraphHash(e.Graph)}
+		if err := sameSignature(first, e.Graph); err != nil {
+			return nil, fmt.Errorf("graph %d: %v", i, err)
+		}
+		if est, err := cost.EstimateGraph(e.Graph, opts.Arch); err == nil {
+			m.EstimatedUs = est.Micros
+		}
+		name := fmt.Sprintf("tune_c%d", i)
+		res, err := cuda.Emit(name, e.Graph, cuda.Options{Arch: opts.Arch, Source: fmt.Sprintf("%s, graph %d", doc.Name, i)})
+		if err != nil {
+			m.Err = "no CUDA: " + err.Error()
+			ms = append(ms, m)
+			continue
+		}
+		for _, f := range res.Files {
+			if err := os.WriteFile(filepath.Join(opts.Dir, f.Name), f.Data, 0o644); err != nil {
+				return nil, err
+			}
+		}
+		progs = append(progs, candidateCode{index: len(ms), name: res.Name, graph: e.Graph})
+		ms = append(ms, m)
+	}
+	if len(progs) == 0 {
+		return nil, errors.New("no candidate lowers to CUDA for " + opts.Arch.Name)
+	}
+	ms[progs[0].index].Reference = true
+	src := hostProgram(first, progs, opts)
+	if err := os.WriteFile(filepath.Join(opts.Dir, "tune.cu"), []byte(src), 0o644); err != nil {
+		return nil, err
+	}
+	bin, err := build(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Dir = opts.Dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && exit.ExitCode() == exitNoGPU {
+		return nil, fmt.Errorf("%w: %s", ErrNoGPU, strings.TrimSpace(stderr.String()))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the timing program: %v\n%s", err, strings.TrimSpace(stderr.String()))
+	}
+	r := &Result{Measurements: ms}
+	if err := parseReport(string(out), progs, r, opts); err != nil {
+		return nil, err
+	}
+	r.Profile = &cost.Profile{Version: cost.ProfileVersion, Arch: opts.Arch.Name, GPU: r.GPU}
+	for _, m := range r.Measurements {
+		if m.Err == "" {
+			r.Profile.Measurements = append(r.Profile.Measurements, cost.Measurement{Program: opts.Program, Hash: m.Hash,
+				MedianMicros: m.MedianUs, Runs: m.Runs, P10Micros: m.P10, P90Micros: m.P90, EstimatedMicros: m.EstimatedUs})
+		}
+	}
+	return r, nil
+}
+
+// candidateCode is a candidate emitted as NAME.cu, NAME.h.
+type candidateCode struct {
+	index int // in the measurements
+	name  string
+	graph *kernel.Graph
+}
+
+// sameSignature checks that g takes and gives what ref does: the
+// candidates of one document run on the same buffers.
+func sameSignature(ref, g *kernel.Graph) error {
+	ri, gi := ref.Inputs(), g.Inputs()
+	if len(ri) != len(gi) || len(ref.Outputs) != len(g.Outputs) {
+		return fmt.Errorf("%d inputs and %d outputs, the first graph %d and %d", len(gi), len(g.Outputs), len(ri), len(ref.Outputs))
+	}
+	for k := range ri {
+		if ref.Tensors[ri[k]] != g.Tensors[gi[k]] {
+			return fmt.Errorf("input %d is %v %v, the first graph's %v %v", k, g.Tensors[gi[k]].DType, g.Tensors[gi[k]].Shape,
+				ref.Tensors[ri[k]].DType, ref.Tensors[ri[k]].Shape)
+		}
+	}
+	for j := range ref.Outputs {
+		if ref.Tensors[ref.Outputs[j]] != g.Tensors[g.Outputs[j]] {
+			return fmt.Errorf("output %d differs from the first graph's", j)
+		}
+	}
+	return nil
+}
+
+// build compiles tune.cu in opts.Dir with nvcc, or for the emulator with
+// g++, and returns the program's path.
+func build(ctx context.Context, opts Options) (string, error) {
+	bin := filepath.Join(opts.Dir, "tune")
+	var cmd *exec.Cmd
+	if opts.Emulate {
+		gxx, err := templates.EmulatorCompiler()
+		if err != nil {
+			return "", err
+		}
+		emu := filepath.Join(opts.Dir, "emu")
+		if err := os.MkdirAll(emu, 0o755); err != nil {
+			return "", err
+		}
+		if err := templates.WriteEmulator(emu); err != nil {
+			return "", err
+		}
+		cmd = exec.CommandContext(ctx, gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
+			"-I"+emu, "-I"+opts.Dir, "-x", "c++", "tune.cu", "-o", bin)
+	} else {
+		nvcc := opts.NVCC
+		if nvcc == "" {
+			var err error
+			if nvcc, err = exec.LookPath("nvcc"); err != nil {
+				return "", fmt.Errorf("%w: nvcc is not on PATH (the CUDA toolkit builds the candidates)", ErrNoGPU)
+			}
+		}
+		cmd = exec.CommandContext(ctx, nvcc, "-O3", "-std=c++17", "-arch="+opts.Arch.Name, "-o", bin, "tune.cu")
+	}
+	cmd.Dir = opts.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the timing program: %v\n%s", err, out)
+	}
+	return bin, nil
+}

@@ -1,0 +1,200 @@
+package tune
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+func load(t *testing.T, body string) *kernel.Graph {
+	t.Helper()
+	p, err := frontend.Load("p.py", []byte("import mirage as mi\ng = mi.new_kernel_graph()\n"+body), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Graph
+}
+
+const (
+	// An RMSNorm and a matmul, as written: two library kernels.
+	unfused = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
+W = g.new_input(dims=(128, 64), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(128,)), W))
+`
+	// The same, fused: one graph-defined kernel.
+	fused = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
+W = g.new_input(dims=(128, 64), dtype=mi.float16)
+tb = mi.new_threadblock_graph(grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=2, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)
+tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)
+tb.new_output(stensor=tb.div(tb.forloop_accum(tb.matmul(tX, tW)), tb.forloop_accum(tX, "rms")), output_map=(1, -1, -1))
+g.mark_output(g.customized([X, W], tb)[0])
+`
+	// Not the same function: no norm.
+	wrong = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
+W = g.new_input(dims=(128, 64), dtype=mi.float16)
+g.mark_output(g.matmul(X, W))
+`
+)
+
+func needGXX(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("no g++ for the emulator")
+	}
+}
+
+// TestTuneInTheEmulator runs the whole of tune in the CPU emulator: every
+// candidate built into one program, timed, checked against the first; a
+// candidate that computes something else is reported and left out of the
+// profile, whose measurements key the others by program and hash.
+func TestTuneInTheEmulator(t *testing.T) {
+	needGXX(t)
+	doc := kernel.NewFile("norm_proj", load(t, fused), load(t, unfused), load(t, wrong))
+	res, err := Run(context.Background(), doc, Options{Arch: target.MustLookup("sm_90"), Warmup: 1, Runs: 3, Dir: t.TempDir(), Emulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.GPU != "mirage CPU emulator" || len(res.Measurements) != 3 {
+		t.Fatalf("gpu %q, %d measurements", res.GPU, len(res.Measurements))
+	}
+	for i, m := range res.Measurements {
+		if m.Candidate != i || m.Hash != cost.GraphHash(doc.Graphs[i].Graph) || m.Runs != 3 || !(m.MedianUs > 0) ||
+			!(m.P10 <= m.MedianUs && m.MedianUs <= m.P90) || !(m.EstimatedUs > 0) {
+			t.Errorf("measurement %d: %+v", i, m)
+		}
+	}
+	if m := res.Measurements[0]; !m.Reference || m.Err != "" || m.MaxRelErr != 0 {
+		t.Errorf("the reference: %+v", m)
+	}
+	if m := res.Measurements[1]; m.Err != "" || m.MaxRelErr > 1e-2 {
+		t.Errorf("the unfused program, equivalent: %+v", m)
+	}
+	if m := res.Measurements[2]; !strings.Contains(m.Err, "outputs differ from candidate 0's") || !(m.MaxRelErr > 1e-2) {
+		t.Errorf("the wrong graph: %+v", m)
+	}
+	p := res.Profile
+	if p.Arch != "sm_90" || p.GPU != res.GPU || len(p.Measurements) != 2 {
+		t.Fatalf("profile %+v: want the two right candidates", p)
+	}
+	for i, m := range p.Measurements {
+		if m.Program != "norm_proj" || m.Hash != res.Measurements[i].Hash || m.MedianMicros != res.Measurements[i].MedianUs {
+			t.Errorf("profile measurement %d: %+v", i, m)
+		}
+	}
+	// What it writes, superopt reads.
+	path := filepath.Join(t.TempDir(), "profile.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ps, err := cost.LoadProfiles(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us, ok := ps.Lookup("sm_90", "norm_proj", doc.Graphs[1].Graph); !ok || us != res.Measurements[1].MedianUs {
+		t.Errorf("the profile gives %v, %v for the unfused graph", us, ok)
+	}
+}
+
+// TestTuneCandidatesAndSignatures: Candidates takes the first graphs; a
+// graph that takes other inputs than the first is an error; a candidate
+// that does not lower is reported, not built.
+func TestTuneCandidatesAndSignatures(t *testing.T) {
+	needGXX(t)
+	doc := kernel.NewFile("p", load(t, fused), load(t, unfused), load(t, wrong))
+	res, err := Run(context.Background(), doc, Options{Candidates: 1, Warmup: 1, Runs: 1, Dir: t.TempDir(), Emulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Measurements) != 1 || len(res.Profile.Measurements) != 1 {
+		t.Errorf("%d measurements, want 1", len(res.Measurements))
+	}
+	other := load(t, `X = g.new_input(dims=(8, 64), dtype=mi.float16)
+g.mark_output(g.exp(X))
+`)
+	_, err = Run(context.Background(), kernel.NewFile("p", load(t, fused), other), Options{Dir: t.TempDir(), Emulate: true})
+	if err == nil || !strings.Contains(err.Error(), "graph 1: 1 inputs and 1 outputs, the first graph 2 and 1") {
+		t.Errorf("err = %v", err)
+	}
+	// 180 KB of shared memory even with one stage: it fits sm_90, not sm_80.
+	big := load(t, `X = g.new_input(dims=(16, 4096), dtype=mi.float16)
+W = g.new_input(dims=(4096, 6144), dtype=mi.float16)
+tb = mi.new_threadblock_graph(grid_dim=(96, 1, 1), block_dim=(128, 1, 1), forloop_range=4, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)
+tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)
+tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(1, -1, -1))
+g.mark_output(g.customized([X, W], tb)[0])
+`)
+	_, err = Run(context.Background(), kernel.NewFile("p", big), Options{Arch: target.MustLookup("sm_80"), Dir: t.TempDir(), Emulate: true})
+	if err == nil || !strings.Contains(err.Error(), "no candidate lowers to CUDA for sm_80") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// TestNoGPU: a timing program that finds no device is ErrNoGPU, with what
+// it said; so is a machine without nvcc.
+func TestNoGPU(t *testing.T) {
+	dir := t.TempDir()
+	// A stand-in for nvcc that builds a program finding no device.
+	fake := filepath.Join(dir, "nvcc")
+	script := "#!/bin/sh\nwhile [ \"$1\" != -o ]; do shift; done\nprintf '#!/bin/sh\\necho no CUDA device >&2\\nexit 3\\n' > \"$2\"\nchmod +x \"$2\"\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := kernel.NewFile("p", load(t, unfused))
+	_, err := Run(context.Background(), doc, Options{Dir: dir, NVCC: fake})
+	if !errors.Is(err, ErrNoGPU) || !strings.Contains(err.Error(), "no CUDA device") {
+		t.Errorf("err = %v, want ErrNoGPU saying why", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err = Run(context.Background(), doc, Options{Dir: t.TempDir()})
+	if !errors.Is(err, ErrNoGPU) || !strings.Contains(err.Error(), "nvcc is not on PATH") {
+		t.Errorf("without nvcc: err = %v", err)
+	}
+}
+
+// TestParseReport reads the timing program's lines, and refuses others.
+func TestParseReport(t *testing.T) {
+	progs := []candidateCode{{index: 0}, {index: 2}}
+	fresh := func() *Result { return &Result{Measurements: make([]Measurement, 3)} }
+	r := fresh()
+	out := "gpu NVIDIA H100 80GB HBM3\ntime 0 10.5 10.0 11.0 200\nerr 0 0\ntime 1 8.25 8.0 9.0 200\nerr 1 0.5\n"
+	if err := parseReport(out, progs, r, Options{Tolerance: 1e-2}); err != nil {
+		t.Fatal(err)
+	}
+	if r.GPU != "NVIDIA H100 80GB HBM3" || r.Measurements[0].MedianUs != 10.5 || r.Measurements[2].P90 != 9 || r.Measurements[2].Runs != 200 {
+		t.Errorf("%+v", r)
+	}
+	if !strings.Contains(r.Measurements[2].Err, "max relative error 0.5") || r.Measurements[0].Err != "" {
+		t.Errorf("errors: %q, %q", r.Measurements[0].Err, r.Measurements[2].Err)
+	}
+	for _, bad := range []string{
+		"time 0 1 1 1 1\n",               // candidate 1 never timed
+		"gpu x\ntime 2 1 1 1 1\n",        // no candidate 2
+		"time 0 1 1 1\ntime 1 1 1 1 1\n", // a field short
+		"time 0 x 1 1 1\n",
+		"hello\n",
+	} {
+		if err := parseReport(bad, progs, fresh(), Options{Tolerance: 1e-2}); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	r = fresh()
+	if err := parseReport("time 0 1 1 1 1\nerr 0 0\ntime 1 2 2 2 1\nerr 1 nan\n", progs, r, Options{Tolerance: 1e-2}); err != nil || r.Measurements[2].Err == "" {
+		t.Errorf("a NaN error passes: %v, %+v", err, r.Measurements[2])
+	}
+}
