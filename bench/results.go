@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -17,11 +16,19 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/internal/boundedread"
 )
 
 // Format names the results file format this package writes. A file of any
 // other format is refused, never guessed at.
 const Format = "mirage-bench-results/1"
+
+// The most mirage reads of a results file (a baseline) and of a history:
+// a run's line takes a few KiB, so the history holds tens of thousands.
+const (
+	MaxResultsSize = 64 << 20
+	MaxHistorySize = 256 << 20
+)
 
 // Results is one run of the suite: what results.json holds, and one line
 // of history.jsonl.
@@ -107,7 +114,7 @@ func checkoutCommit() (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	mod, err := os.ReadFile(filepath.Join(top, "go.mod"))
+	mod, err := boundedread.ReadFile(filepath.Join(top, "go.mod"), 1<<20)
 	if err != nil || !strings.HasPrefix(string(mod), "module "+modulePath+"\n") {
 		return "", false
 	}
@@ -122,7 +129,7 @@ func checkoutCommit() (string, bool) {
 // ReadResults reads and checks a results file: a missing, truncated or
 // foreign file is an error that says which.
 func ReadResults(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedread.ReadFile(path, MaxResultsSize)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +226,7 @@ func (r *Results) Save(dir string) error {
 		return err
 	}
 	history := filepath.Join(dir, HistoryFile)
-	old, err := os.ReadFile(history)
+	old, err := boundedread.ReadFile(history, MaxHistorySize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -235,7 +242,7 @@ func (r *Results) Save(dir string) error {
 // ReadHistory reads the runs of a history file, oldest first. A line that
 // is not a run of this format is an error naming the line.
 func ReadHistory(path string) ([]*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedread.ReadFile(path, MaxHistorySize)
 	if err != nil {
 		return nil, err
 	}

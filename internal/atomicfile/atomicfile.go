@@ -17,6 +17,8 @@ import (
 	"runtime"
 	"slices"
 	"time"
+
+	"github.com/mirage-go/mirage/internal/boundedread"
 )
 
 // WriteFile writes data to path atomically, like os.WriteFile. The file gets
@@ -181,11 +183,17 @@ func step() {
 	}
 }
 
+// The most CheckSet reads of a manifest, and of each file it lists.
+const (
+	MaxManifestSize = 16 << 20
+	MaxSetFileSize  = 1 << 30
+)
+
 // CheckSet checks the set whose manifest is dir/manifest: every file it
 // lists is there with the listed sum. It returns the files' names, or an
 // error wrapping fs.ErrNotExist when there is no manifest (no whole set).
 func CheckSet(dir, manifest string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, manifest))
+	data, err := boundedread.ReadFile(filepath.Join(dir, manifest), MaxManifestSize)
 	if err != nil {
 		return nil, fmt.Errorf("atomicfile: %w", err)
 	}
@@ -195,7 +203,7 @@ func CheckSet(dir, manifest string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range m.Files {
-		got, err := os.ReadFile(filepath.Join(dir, e.Name))
+		got, err := boundedread.ReadFile(filepath.Join(dir, e.Name), MaxSetFileSize)
 		if err != nil {
 			// %v: a listed file that is missing is a broken set, not a
 			// missing one.
