@@ -113,6 +113,7 @@ another arch), before anything is searched or written.`,
 	fl.StringVar(&f.dynamicRange, "dynamic-batch", "1..64", "search rmsnorm_matmul (when among the workloads) with its rows dynamic over this `LO..HI`, every bucket, and report the time against its largest bucket alone (\"\": not)")
 	fl.StringVar(&f.history, "history", "", "draw `DIR`/history.jsonl as DIR/history.svg and run nothing")
 	f.tol.Measured = bench.DefaultTolerances.Measured
+	pathFlags(cmd, "out", "profile", "compare", "history")
 	return cmd
 }
 

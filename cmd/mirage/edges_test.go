@@ -85,3 +85,52 @@ func TestHostileInputFiles(t *testing.T) {
 		}
 	}
 }
+
+// An empty path, as a path flag or an argument, is unusable input: it
+// would otherwise read as the flag left out (--compare '' comparing with
+// nothing and passing, --history '' running the whole suite) or as the
+// working directory. Nothing is run or written.
+func TestEmptyPaths(t *testing.T) {
+	program, err := filepath.Abs(examplePath("rmsnorm_matmul.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs(filepath.Join("..", "..", "frontend", "testdata", "scripts", "rmsnorm_args.py"))
+	t.Chdir(t.TempDir()) // where a run taking '' for . would write
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--only-paths", program, "--compare", ""}, "--compare '': an empty path"},
+		{[]string{"bench", "--history", ""}, "--history '': an empty path"},
+		{[]string{"bench", "--only-paths", program, "-o", ""}, "--out '': an empty path"},
+		{[]string{"bench", "--only-paths", program, "--profile="}, "--profile '': an empty path"},
+		{[]string{"bench", ""}, "argument 1 is ''"},
+		{[]string{"superopt", program, "-o", ""}, "--out '': an empty path"},
+		{[]string{"superopt", program, "--cache", ""}, "--cache '': an empty path"},
+		{[]string{"superopt", program, "--profile", ""}, "--profile '': an empty path"},
+		{[]string{"superopt", program, "--shard", "0/2", "--shard-dir", ""}, "--shard-dir '': an empty path"},
+		{[]string{"superopt", ""}, "argument 1 is ''"},
+		{[]string{"merge", ""}, "argument 1 is ''"},
+		{[]string{"merge", "shards", "-o", ""}, "--out '': an empty path"},
+		{[]string{"emit", program, "-o", ""}, "--out '': an empty path"},
+		{[]string{"show", ""}, "argument 1 is ''"},
+		{[]string{"eval", ""}, "argument 1 is ''"},
+		{[]string{"verify", program, ""}, "argument 2 is ''"},
+		{[]string{"verify", "--engine-dir", "", program, program}, "--engine-dir '': an empty path"},
+		{[]string{"show", "--cpuprofile", "", program}, "--cpuprofile '': an empty path"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := mirage(t, tt.args...)
+		if code != exitUnusable || !strings.Contains(stderr, tt.want) || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q", tt.args, code, stdout, stderr, exitUnusable, tt.want)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("refused runs wrote %v", entries)
+	}
+	// A program's own arguments after -- may be empty strings.
+	if code, _, stderr := mirage(t, "show", script, "--", "--file", ""); code != exitOK {
+		t.Errorf("an empty program argument: exit %d, %s", code, stderr)
+	}
+}

@@ -87,6 +87,7 @@ own ops at its size.
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
 	fl.BoolVar(&f.counters, "counters", false, "run the code in the CPU emulator (needs g++) and report each kernel's memory traffic")
 	f.dynamic.register(cmd, true)
+	pathFlags(cmd, "out")
 	return cmd
 }
 

@@ -49,6 +49,7 @@ with a message naming the files and indices, and nothing written.`,
 	fl.IntVar(&f.workers, "workers", 2, "parallel verification workers")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
+	pathFlags(cmd, "out")
 	return cmd
 }
 

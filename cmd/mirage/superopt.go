@@ -132,6 +132,7 @@ unusable input.
 	fl.StringVar(&f.shardDir, "shard-dir", "", "with --shard: the (shared) directory the slice's file goes to, for mirage merge")
 	fl.IntVar(&f.shards, "shards", 0, "with --shard auto in a Kubernetes Indexed Job: N, the Job's completions")
 	f.dynamic.register(cmd, true)
+	pathFlags(cmd, "out", "cache", "profile", "shard-dir")
 	return cmd
 }
 
