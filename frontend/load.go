@@ -240,6 +240,7 @@ func newLoader(filename string, opts Options) *loader {
 	}
 	l.guardPredeclared(l.predeclared)
 	statementBuiltins(l.predeclared)
+	orderBuiltins(l.predeclared)
 	return l
 }
 
