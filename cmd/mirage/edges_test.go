@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mirage-go/mirage/internal/atomicfile"
 )
 
 // runChild runs the command line in a process of its own and returns its
@@ -132,5 +135,63 @@ func TestEmptyPaths(t *testing.T) {
 	// A program's own arguments after -- may be empty strings.
 	if code, _, stderr := mirage(t, "show", script, "--", "--file", ""); code != exitOK {
 		t.Errorf("an empty program argument: exit %d, %s", code, stderr)
+	}
+}
+
+// Two programs whose names a C identifier reads alike (my-layer and
+// my_layer; 日本 and 中文, both __) write the same CUDA files: the second
+// into the same directory is refused before its search, with exit status
+// 2, and the first program's set stays whole.
+func TestNamesThatCollide(t *testing.T) {
+	src := func(n int) string {
+		return fmt.Sprintf("import mirage as mi\ngraph = mi.new_kernel_graph()\nA = graph.new_input(dims=(8, %d), dtype=mi.float16)\nB = graph.new_input(dims=(8, %d), dtype=mi.float16)\ngraph.mark_output(graph.mul(graph.silu(A), B))\n", n, n)
+	}
+	dir := t.TempDir()
+	write := func(name string, n int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct{ first, second, cname string }{
+		{"my-layer", "my_layer", "my_layer"},
+		{"日本", "中文", "__"},
+	} {
+		out := filepath.Join(dir, "out-"+tt.cname)
+		first, second := write(tt.first+".py", 1024), write(tt.second+".py", 512)
+		if code, _, stderr := mirage(t, "superopt", first, "-o", out, "--no-cache", "--time-limit", "20s"); code != exitOK {
+			t.Fatalf("superopt %s: exit %d: %s", tt.first, code, stderr)
+		}
+		code, stdout, stderr := mirage(t, "superopt", second, "-o", out, "--no-cache", "--time-limit", "20s")
+		want := fmt.Sprintf("%s.cu and %s.h in %s belong to %s's set (%s.manifest.json)", tt.cname, tt.cname, out, tt.first, tt.first)
+		if code != exitUnusable || !strings.Contains(stderr, want) || stdout != "" || strings.Contains(stderr, "searched") {
+			t.Errorf("superopt %s after %s: exit %d, stdout %q, stderr %q; want 2 and %q, before any search", tt.second, tt.first, code, stdout, stderr, want)
+		}
+		if _, err := atomicfile.CheckSet(out, tt.first+".manifest.json"); err != nil {
+			t.Errorf("%s's set: %v", tt.first, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, tt.second+".ugraph.json")); err == nil {
+			t.Errorf("%s's μGraph was written", tt.second)
+		}
+		// --no-emit writes no CUDA: nothing collides.
+		if code, _, stderr := mirage(t, "superopt", second, "-o", out, "--no-cache", "--time-limit", "20s", "--no-emit"); code != exitOK {
+			t.Errorf("superopt --no-emit %s: exit %d: %s", tt.second, code, stderr)
+		}
+		// emit names its set by the C name: the second program's would
+		// replace the first's.
+		emitted := filepath.Join(dir, "emit-"+tt.cname)
+		if code, _, stderr := mirage(t, "emit", first, "-o", emitted); code != exitOK {
+			t.Fatalf("emit %s: exit %d: %s", tt.first, code, stderr)
+		}
+		if code, _, stderr := mirage(t, "emit", second, "-o", emitted); code != exitUnusable || !strings.Contains(stderr, "is the manifest of "+tt.first+"'s set") {
+			t.Errorf("emit %s after %s: exit %d, %q", tt.second, tt.first, code, stderr)
+		}
+		if code, _, stderr := mirage(t, "emit", second, "-o", emitted, "--name", tt.cname+"_2"); code != exitOK {
+			t.Errorf("emit %s --name: exit %d: %s", tt.second, code, stderr)
+		}
+		if _, err := atomicfile.CheckSet(emitted, tt.cname+".manifest.json"); err != nil {
+			t.Errorf("emit: %s's set: %v", tt.first, err)
+		}
 	}
 }

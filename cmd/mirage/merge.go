@@ -69,7 +69,12 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	if err := json.Unmarshal(m.Meta, &meta); err != nil {
 		return fmt.Errorf("%s: the shards' meta: %v", dir, err)
 	}
-	if err := driver.CheckOutputDir(f.outDir); err != nil {
+	arch, err := target.Lookup(meta.Answer.Arch)
+	if err != nil {
+		return fmt.Errorf("%s: the shards' arch: %v", dir, err)
+	}
+	emit := !f.noEmit && !meta.NoEmit
+	if err := answerOutput(cmd, f.outDir, m.Options.Name, meta.Source, meta.Answer, arch, emit).Check(); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 	errw := cmd.ErrOrStderr()
@@ -88,11 +93,7 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", dir, err)
 	}
-	arch, err := target.Lookup(meta.Answer.Arch)
-	if err != nil {
-		return fmt.Errorf("%s: the shards' arch: %v", dir, err)
-	}
-	out, emitted, err := writeAnswer(cmd, res, f.outDir, opts.Name, meta.Source, meta.Answer, arch, !f.noEmit && !meta.NoEmit)
+	out, emitted, err := writeAnswer(cmd, res, f.outDir, opts.Name, meta.Source, meta.Answer, arch, emit)
 	if err != nil {
 		return err
 	}
