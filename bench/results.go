@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"math"
 	"os/exec"
 	"path/filepath"
@@ -214,9 +215,10 @@ const (
 )
 
 // Save writes r to dir/results.json and appends it, as one line, to
-// dir/history.jsonl. Both files are replaced whole (temp file, rename), so
-// a killed run leaves each as it was or as it should be.
-func (r *Results) Save(dir string) error {
+// dir/history.jsonl, with the run's other files (the table, the chart) as
+// one set (atomicfile.Set): an error leaves every file as it was, and a
+// killed run leaves each as it was or as it should be.
+func (r *Results) Save(dir string, others ...atomicfile.File) error {
 	pretty, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -233,10 +235,29 @@ func (r *Results) Save(dir string) error {
 	if len(old) > 0 && old[len(old)-1] != '\n' {
 		old = append(old, '\n')
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, ResultsFile), append(pretty, '\n'), 0o644); err != nil {
+	files := append(others, atomicfile.File{Name: ResultsFile, Data: append(pretty, '\n')},
+		atomicfile.File{Name: HistoryFile, Data: append(append(old, line...), '\n')})
+	return atomicfile.Set{Dir: dir, Files: files}.Write()
+}
+
+// CheckOutput checks, before a run, that its files can be written into
+// dir (made if need be): that none of them is there as something other
+// than a file, and that the history to append to reads.
+func CheckOutput(dir string, others ...string) error {
+	for _, name := range append(others, ResultsFile, HistoryFile) {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err == nil && fi.IsDir() {
+			return fmt.Errorf("%s is a directory", filepath.Join(dir, name))
+		}
+	}
+	r, err := boundedread.Open(filepath.Join(dir, HistoryFile), MaxHistorySize)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return atomicfile.WriteFile(history, append(append(old, line...), '\n'), 0o644)
+	if r != nil {
+		r.Close()
+	}
+	return nil
 }
 
 // ReadHistory reads the runs of a history file, oldest first. A line that

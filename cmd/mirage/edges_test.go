@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -194,4 +197,65 @@ func TestNamesThatCollide(t *testing.T) {
 			t.Errorf("emit: %s's set: %v", tt.first, err)
 		}
 	}
+}
+
+// An output set is never left mixed. bench's -o with history.jsonl,
+// results.json or latest.md there as a directory fails before the run,
+// writing nothing; superopt whose rename of NAME.h fails midway (an
+// immutable file) leaves the previous set whole, its manifest included.
+func TestOutputSetsNeverMixed(t *testing.T) {
+	team := writeTeam(t)
+	for _, name := range []string{"history.jsonl", "results.json", "latest.md"} {
+		out := filepath.Join(t.TempDir(), "results")
+		if err := os.MkdirAll(filepath.Join(out, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := mirage(t, "bench", "--only-paths", team, "--workload", "silu_mul", "-o", out)
+		if code != exitUnusable || !strings.Contains(stderr, name+" is a directory") || strings.Contains(stderr, "bench: silu_mul") {
+			t.Errorf("%s a directory: exit %d, stdout %q, stderr %q; want 2 before the run", name, code, stdout, stderr)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 1 {
+			t.Errorf("%s a directory: -o holds %v", name, entries)
+		}
+	}
+
+	dir := t.TempDir()
+	program := filepath.Join(dir, "layer.py")
+	os.WriteFile(program, []byte(teamPrograms["silu_mul.py"]), 0o644)
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := mirage(t, "superopt", program, "-o", out, "--no-cache", "--time-limit", "20s"); code != exitOK {
+		t.Fatalf("superopt: exit %d: %s", code, stderr)
+	}
+	before := snapshotDir(t, out)
+	header := filepath.Join(out, "layer.h")
+	if err := exec.Command("chattr", "+i", header).Run(); err != nil {
+		t.Skipf("chattr +i (needs root and a file system that has it): %v", err)
+	}
+	defer exec.Command("chattr", "-i", header).Run()
+	os.WriteFile(program, []byte(strings.ReplaceAll(teamPrograms["silu_mul.py"], "1024", "512")), 0o644)
+	code, _, stderr := mirage(t, "superopt", program, "-o", out, "--no-cache", "--time-limit", "20s")
+	if code != exitUnusable || !strings.Contains(stderr, "layer.h") {
+		t.Errorf("superopt with layer.h immutable: exit %d, %s", code, stderr)
+	}
+	if after := snapshotDir(t, out); !maps.Equal(before, after) {
+		t.Errorf("the output set went from %v to %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+	if _, err := atomicfile.CheckSet(out, "layer.manifest.json"); err != nil {
+		t.Errorf("the previous set: %v", err)
+	}
+}
+
+// snapshotDir is a directory's files and their contents.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, e := range es {
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		m[e.Name()] = string(data)
+	}
+	return m
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -124,8 +125,10 @@ func WriteSet(dir string, files []File, manifest string) error {
 
 // Write writes the set: every file goes to a temporary file first, so that
 // an error (a full disk) leaves the previous set as it was and no
-// temporary file behind; only when all are written is the old manifest
-// removed, the files renamed into place, and the new manifest written. So
+// temporary file behind; only when all are written are the files in place
+// backed up, the old manifest removed, the files renamed into place, and
+// the new manifest written. A rename that fails midway is rolled back:
+// after any error the previous set is whole, its manifest included. And
 // wherever a process is killed, a manifest that exists lists files that
 // match it: a reader that finds one has a whole set. Temporary files that
 // a killed Write left for these names are removed first. Writes into one
@@ -158,9 +161,12 @@ func (s Set) Write() error {
 		names = append(names, manifest)
 	}
 	for _, name := range names {
-		stale, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp-*"))
-		for _, s := range stale {
-			os.Remove(s)
+		// A killed Write's temporary files and backups.
+		for _, pattern := range []string{".tmp-*", ".old-*"} {
+			stale, _ := filepath.Glob(filepath.Join(dir, "."+name+pattern))
+			for _, s := range stale {
+				os.Remove(s)
+			}
 		}
 	}
 	// Every byte is written (the manifest too) before anything in place
@@ -193,24 +199,146 @@ func (s Set) Write() error {
 		tmps = append(tmps, tmp)
 		step()
 	}
+	// What is in place is backed up before anything changes, so that a
+	// rename that fails midway (an immutable file, an I/O error) is rolled
+	// back: every error leaves the previous set whole, not only a full
+	// disk's. A destination that cannot be replaced fails here.
+	dests := make([]string, len(all))
+	backups := make([]string, len(all)) // "": nothing in place
+	keep := make([]bool, len(all))      // a backup a failed rollback still needs
+	defer func() {
+		for i, b := range backups {
+			if b != "" && !keep[i] {
+				os.Remove(b)
+			}
+		}
+	}()
+	for i, f := range all {
+		dests[i] = filepath.Join(dir, f.Name)
+		fi, err := os.Lstat(dests[i])
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("atomicfile: %w", err)
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("atomicfile: %s is a directory", dests[i])
+		}
+		if backups[i], err = backup(dir, f.Name, fi); err != nil {
+			return fmt.Errorf("atomicfile: cannot replace %s: %v", dests[i], err)
+		}
+	}
 	if manifest != "" {
-		if err := os.Remove(filepath.Join(dir, manifest)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := fsops.remove(dests[len(all)-1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("atomicfile: %w", err)
 		}
 		step()
 		if err := syncDir(dir); err != nil {
-			return err
+			return s.rollback(err, 0, dests, backups, keep)
 		}
 	}
 	for i, tmp := range tmps { // the manifest last
-		if err := os.Rename(tmp, filepath.Join(dir, all[i].Name)); err != nil {
-			return fmt.Errorf("atomicfile: %w", err)
+		if err := fsops.rename(tmp, dests[i]); err != nil {
+			return s.rollback(fmt.Errorf("atomicfile: %w", err), i, dests, backups, keep)
 		}
 		tmps[i] = ""
 		step()
 	}
 	return syncDir(dir)
 }
+
+// rollback undoes a Write that failed with err after renaming its first
+// done files into place: each goes back to its backup, or away where
+// nothing was in place, and the previous manifest, removed first, comes
+// back last. It returns err, with what could not be undone.
+func (s Set) rollback(err error, done int, dests, backups []string, keep []bool) error {
+	var failed []error
+	restore := func(i int) {
+		if backups[i] == "" {
+			if e := fsops.remove(dests[i]); e != nil && !errors.Is(e, fs.ErrNotExist) {
+				failed = append(failed, e)
+			}
+			return
+		}
+		if e := fsops.rename(backups[i], dests[i]); e != nil {
+			failed = append(failed, e)
+			keep[i] = true // the only copy of what was in place
+			return
+		}
+		backups[i] = ""
+	}
+	for i := done - 1; i >= 0; i-- {
+		restore(i)
+	}
+	if m := len(dests) - 1; s.Manifest != "" && done <= m && backups[m] != "" {
+		restore(m)
+	}
+	syncDir(s.Dir)
+	if len(failed) > 0 {
+		return fmt.Errorf("%w; restoring the previous set failed too (%v): the files in place before are kept as .NAME.old-*", err, errors.Join(failed...))
+	}
+	return err
+}
+
+// backup keeps the file in place for name (fi its Lstat) under a hidden
+// name beside it, and returns that name: a hard link, or where the file
+// system has none, a copy.
+func backup(dir, name string, fi fs.FileInfo) (string, error) {
+	dest := filepath.Join(dir, name)
+	for range 10 {
+		b := filepath.Join(dir, fmt.Sprintf(".%s.old-%d", name, rand.Uint32()))
+		err := fsops.link(dest, b)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	switch mode := fi.Mode(); {
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(dest)
+		if err != nil {
+			return "", err
+		}
+		b := filepath.Join(dir, fmt.Sprintf(".%s.old-%d", name, rand.Uint32()))
+		return b, os.Symlink(target, b)
+	case mode.IsRegular():
+		data, err := boundedread.ReadFile(dest, MaxSetFileSize)
+		if err != nil {
+			return "", err
+		}
+		f, err := os.CreateTemp(dir, "."+name+".old-*")
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Chmod(mode.Perm())
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return "", err
+		}
+		return f.Name(), nil
+	}
+	return "", fmt.Errorf("%s (%v) cannot be backed up", dest, fi.Mode().Type())
+}
+
+// fsops are the calls by which Write changes what is in place; tests
+// replace them to fail at a chosen call.
+var fsops = struct {
+	rename func(from, to string) error
+	link   func(from, to string) error
+	remove func(name string) error
+}{os.Rename, os.Link, os.Remove}
 
 func sum(data []byte) string { return fmt.Sprintf("%x", sha256.Sum256(data)) }
 
