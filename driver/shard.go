@@ -294,7 +294,8 @@ func RunShard(ctx context.Context, program *kernel.Graph, opts Options, sh Shard
 // to be searched, each once, in the order of their parts.
 func (d *run) firstOutcomes() ([]*outcome, error) {
 	var todo []*outcome
-	for _, p := range cut(d.program, d.firstGroups()) {
+	// Never cut short: every shard must compute the same slicing.
+	for _, p := range cut(d.ix, d.firstGroups(nil)) {
 		o, err := d.outcomeOf(p)
 		if err != nil {
 			return nil, err

@@ -259,3 +259,77 @@ func snapshotDir(t *testing.T, dir string) map[string]string {
 	}
 	return m
 }
+
+// Large inputs keep the budget: a 10,000-op program and a program with
+// 1,000 buckets, each under --time-limit and each interrupted by SIGTERM,
+// end with their answer (exit 0) and a whole output set. (How soon they
+// end is measured by hand, not here.)
+func TestLargeInputsEndWithTheirAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	dir := t.TempDir()
+	ops := filepath.Join(dir, "ops.py")
+	os.WriteFile(ops, []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+for i in range(2500):
+    X = g.relu(g.mul(g.exp(g.matmul(X, W)), X))
+g.mark_output(X)
+`), 0o644)
+	buckets := filepath.Join(dir, "buckets.py")
+	os.WriteFile(buckets, []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))
+`), 0o644)
+	var sizes []string
+	for b := 1; b <= 1000; b++ {
+		sizes = append(sizes, fmt.Sprint(b))
+	}
+	dynamic := []string{"--dynamic", "X:0=1..1000", "--buckets", strings.Join(sizes, ",")}
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		sigterm bool
+		want    string // in stdout
+	}{
+		{"10,000 ops, --time-limit", []string{ops, "--time-limit", "4s"}, false, "(stopped: time limit)"},
+		{"10,000 ops, SIGTERM", []string{ops}, true, "(stopped: interrupted)"},
+		{"1,000 buckets, --time-limit", append([]string{buckets, "--time-limit", "4s"}, dynamic...), false, "1000 bucket(s)"},
+		{"1,000 buckets, SIGTERM", append([]string{buckets}, dynamic...), true, "(stopped: interrupted)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			c := startMirage(t, nil, append([]string{"superopt", "-o", out, "--no-cache"}, tt.args...)...)
+			if tt.sigterm {
+				c.waitForStderr(t, "time budget")
+				time.Sleep(3 * time.Second)
+				c.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			done := make(chan int, 1)
+			go func() { done <- c.wait() }()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(5 * time.Minute):
+				c.cmd.Process.Kill()
+				t.Fatalf("still running after 5 minutes\n%s", c.stderrString())
+			}
+			if code != exitOK || !strings.Contains(c.stdout.String(), tt.want) {
+				t.Errorf("exit %d, stdout %q; want 0 and %q\n%s", code, firstLine(c.stdout.String()), tt.want, c.stderrString())
+			}
+			name := strings.TrimSuffix(filepath.Base(tt.args[0]), ".py")
+			if files, err := atomicfile.CheckSet(out, name+".manifest.json"); err != nil || len(files) != 4 {
+				t.Errorf("the output set: %v, %v", files, err)
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
