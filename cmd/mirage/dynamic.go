@@ -89,6 +89,11 @@ func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *input, path string, o
 	if err := out.Check(); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
+	if out.CUDA != nil {
+		if err := driver.CheckLowers(in.Name, program, lo, hi, buckets, *out.CUDA); err != nil {
+			return fmt.Errorf("%s: --dynamic %s: %v", path, strings.Join(f.dynamic.specs, " --dynamic "), err)
+		}
+	}
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "superopt %s: m in %d..%d, buckets %v; time budget %v (--time-limit), %d worker(s), %s\n",
 		in.Name, lo, hi, buckets, opts.TimeLimit, opts.Workers, opts.Arch)

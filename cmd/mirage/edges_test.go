@@ -333,3 +333,29 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// A dynamic range past what the emitted code supports is refused before
+// any search, with the largest m it supports (once it was searched for 39
+// s at 7.5 GB and then failed: "bucket 8388608: no candidate lowers to
+// CUDA").
+func TestDynamicRangePastTheCode(t *testing.T) {
+	dir := t.TempDir()
+	program := filepath.Join(dir, "p.py")
+	os.WriteFile(program, []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))
+`), 0o644)
+	for _, hi := range []string{"1073741824", "8388608"} {
+		out := filepath.Join(dir, "out"+hi)
+		code, stdout, stderr := mirage(t, "superopt", program, "--dynamic", "X:0=1.."+hi, "--time-limit", "20s", "-o", out, "--no-cache")
+		want := "p.py: --dynamic X:0=1.." + hi + ": the emitted code supports m up to 8388480"
+		if code != exitUnusable || !strings.Contains(stderr, want) || strings.Contains(stderr, "part (") || stdout != "" {
+			t.Errorf("1..%s: exit %d, stdout %q, stderr %q; want 2 and %q before any search", hi, code, stdout, stderr, want)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) > 0 {
+			t.Errorf("1..%s: wrote %v", hi, entries)
+		}
+	}
+}
