@@ -278,7 +278,7 @@ func (s Set) rollback(err error, done int, dests, backups []string, keep []bool)
 	if len(failed) > 0 {
 		return fmt.Errorf("%w; restoring the previous set failed too (%v): the files in place before are kept as .NAME.old-*", err, errors.Join(failed...))
 	}
-	return err
+	return fmt.Errorf("%w (the previous set is left as it was)", err)
 }
 
 // backup keeps the file in place for name (fi its Lstat) under a hidden
