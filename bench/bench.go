@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -22,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/mirage-go/mirage/examples"
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -98,17 +98,9 @@ func FromPaths(in []Workload, paths []string) ([]Workload, error) {
 	out := slices.Clone(in)
 	for _, file := range files {
 		name, _ := workloadName(file)
-		f, err := os.Open(file)
+		src, err := boundedread.ReadFile(file, maxProgramFile)
 		if err != nil {
 			return nil, err
-		}
-		src, err := io.ReadAll(io.LimitReader(f, maxProgramFile+1))
-		f.Close()
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%s: %v", file, err)
-		case len(src) > maxProgramFile:
-			return nil, fmt.Errorf("%s: larger than %d MiB", file, maxProgramFile>>20)
 		}
 		if i, ok := byName[name]; ok {
 			if bytes.Equal(out[i].Source, src) {

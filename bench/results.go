@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -17,11 +17,19 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/internal/boundedread"
 )
 
 // Format names the results file format this package writes. A file of any
 // other format is refused, never guessed at.
 const Format = "mirage-bench-results/1"
+
+// The most mirage reads of a results file (a baseline) and of a history:
+// a run's line takes a few KiB, so the history holds tens of thousands.
+const (
+	MaxResultsSize = 64 << 20
+	MaxHistorySize = 256 << 20
+)
 
 // Results is one run of the suite: what results.json holds, and one line
 // of history.jsonl.
@@ -107,7 +115,7 @@ func checkoutCommit() (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	mod, err := os.ReadFile(filepath.Join(top, "go.mod"))
+	mod, err := boundedread.ReadFile(filepath.Join(top, "go.mod"), 1<<20)
 	if err != nil || !strings.HasPrefix(string(mod), "module "+modulePath+"\n") {
 		return "", false
 	}
@@ -122,7 +130,7 @@ func checkoutCommit() (string, bool) {
 // ReadResults reads and checks a results file: a missing, truncated or
 // foreign file is an error that says which.
 func ReadResults(path string) (*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedread.ReadFile(path, MaxResultsSize)
 	if err != nil {
 		return nil, err
 	}
@@ -207,9 +215,10 @@ const (
 )
 
 // Save writes r to dir/results.json and appends it, as one line, to
-// dir/history.jsonl. Both files are replaced whole (temp file, rename), so
-// a killed run leaves each as it was or as it should be.
-func (r *Results) Save(dir string) error {
+// dir/history.jsonl, with the run's other files (the table, the chart) as
+// one set (atomicfile.Set): an error leaves every file as it was, and a
+// killed run leaves each as it was or as it should be.
+func (r *Results) Save(dir string, others ...atomicfile.File) error {
 	pretty, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -219,23 +228,42 @@ func (r *Results) Save(dir string) error {
 		return err
 	}
 	history := filepath.Join(dir, HistoryFile)
-	old, err := os.ReadFile(history)
+	old, err := boundedread.ReadFile(history, MaxHistorySize)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if len(old) > 0 && old[len(old)-1] != '\n' {
 		old = append(old, '\n')
 	}
-	if err := atomicfile.WriteFile(filepath.Join(dir, ResultsFile), append(pretty, '\n'), 0o644); err != nil {
+	files := append(others, atomicfile.File{Name: ResultsFile, Data: append(pretty, '\n')},
+		atomicfile.File{Name: HistoryFile, Data: append(append(old, line...), '\n')})
+	return atomicfile.Set{Dir: dir, Files: files}.Write()
+}
+
+// CheckOutput checks, before a run, that its files can be written into
+// dir (made if need be): that none of them is there as something other
+// than a file, and that the history to append to reads.
+func CheckOutput(dir string, others ...string) error {
+	for _, name := range append(others, ResultsFile, HistoryFile) {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err == nil && fi.IsDir() {
+			return fmt.Errorf("%s is a directory", filepath.Join(dir, name))
+		}
+	}
+	r, err := boundedread.Open(filepath.Join(dir, HistoryFile), MaxHistorySize)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	return atomicfile.WriteFile(history, append(append(old, line...), '\n'), 0o644)
+	if r != nil {
+		r.Close()
+	}
+	return nil
 }
 
 // ReadHistory reads the runs of a history file, oldest first. A line that
 // is not a run of this format is an error naming the line.
 func ReadHistory(path string) ([]*Results, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedread.ReadFile(path, MaxHistorySize)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -125,6 +126,9 @@ type measured struct {
 	file string
 }
 
+// MaxProfileSize bounds what a profile file may hold.
+const MaxProfileSize = 64 << 20
+
 // LoadProfiles reads a profile file, or every profile*.json file of a
 // directory (bench/gpu writes profile_ARCH.json beside its other results).
 // Two measurements of the same graph for the same arch are an error: which
@@ -154,7 +158,7 @@ func LoadProfiles(path string) (*Profiles, error) {
 }
 
 func (ps *Profiles) load(file string) error {
-	f, err := os.Open(file)
+	f, err := boundedread.Open(file, MaxProfileSize)
 	if err != nil {
 		return err
 	}

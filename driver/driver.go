@@ -159,7 +159,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		return nil, fmt.Errorf("estimating the program: %v", err)
 	}
 	res := &Result{Program: program, Baseline: baseline}
-	groups := d.firstGroups()
+	groups := d.firstGroups(d.searchOver)
 	parts, outs, err := d.searchRounds(ctx, groups)
 	if err != nil {
 		return nil, err
@@ -227,8 +227,8 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	interrupt := ctx
 	runCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
 	stopAfter := context.AfterFunc(interrupt, func() { time.AfterFunc(interruptGrace, cancel) })
-	d = &run{opts: opts, program: program, limits: lim, outcomes: map[uint64]*outcome{},
-		interrupt: interrupt.Done(), interruptCtx: interrupt, start: start}
+	d = &run{opts: opts, program: program, ix: index(program), limits: lim, outcomes: map[uint64]*outcome{},
+		interrupt: interrupt.Done(), interruptCtx: interrupt, start: start, verifyStop: make(chan struct{})}
 	// Searches enumerate until the budget but a tenth (at least 4 s, at
 	// most 30 s): that is left for ranking and verifying what they found,
 	// and the stitched program. Ranking grows with the candidates found:
@@ -245,15 +245,22 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 }
 
 // firstGroups are the ops of the first round's parts (Partition's groups,
-// before cut).
-func (d *run) firstGroups() [][]int {
-	return recompute(d.program, split(d.program, computeOps(d.program), d.limits), d.limits)
+// before cut). stop (unless nil) cuts the partition short (split).
+func (d *run) firstGroups(stop func() bool) [][]int {
+	return recompute(d.ix, split(d.ix, computeOps(d.program), d.limits, stop), d.limits)
+}
+
+// searchOver reports whether the searches' time is over: the run was
+// interrupted or its search deadline passed.
+func (d *run) searchOver() bool {
+	return d.interrupted() || !time.Now().Before(d.searchEnd)
 }
 
 // run is the state of one Run.
 type run struct {
 	opts      Options
 	program   *kernel.Graph
+	ix        *indexed // program, indexed for partitioning
 	limits    func(ops []int) Limits
 	start     time.Time
 	searchEnd time.Time       // searches stop enumerating then
@@ -264,11 +271,17 @@ type run struct {
 	mu           sync.Mutex          // guards every outcome's result
 	outcomes     map[uint64]*outcome // by the canonical hash of a part's program
 
-	// verifier checks stitched programs against the program; made once.
-	verifierOnce sync.Once
-	verifier     *ffverify.Verifier
-	verifierErr  error
+	// whole checks stitched programs against the program; made once. It
+	// stops when verifyStop is closed (stopVerifying).
+	wholeOnce  sync.Once
+	whole      *ffverify.Verifier
+	wholeErr   error
+	verifyStop chan struct{}
+	stopOnce   sync.Once
 }
+
+// stopVerifying gives up the stitched programs' verification for good.
+func (d *run) stopVerifying() { d.stopOnce.Do(func() { close(d.verifyStop) }) }
 
 // maxRounds bounds how often parts that did not fuse are split again.
 const maxRounds = 3
@@ -279,7 +292,7 @@ const maxRounds = 3
 // final partition and each part's outcome.
 func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outcome, error) {
 	for round := 0; ; round++ {
-		parts := cut(d.program, groups)
+		parts := cut(d.ix, groups)
 		outs := make([]*outcome, len(parts))
 		var todo []*outcome
 		for k, p := range parts {
@@ -311,14 +324,14 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 				l.Ops = len(grp) - 1
 				return l
 			}
-			pieces := split(d.program, grp, tighter)
+			pieces := split(d.ix, grp, tighter, d.searchOver)
 			next = append(next, pieces...)
 			changed = changed || len(pieces) > 1
 		}
 		if !changed {
 			return parts, outs, nil
 		}
-		groups = recompute(d.program, next, d.limits)
+		groups = recompute(d.ix, next, d.limits)
 	}
 }
 
@@ -470,13 +483,32 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	if res == nil {
 		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
 		defer cancel()
-		opts.Verifier = d.opts.fingerprints.prefix(o)
+		var base *ffverify.Verifier
+		if !opts.Unverified {
+			// The search's checks end with the run's context: by then its
+			// answer is not waited for, and the processors are the next
+			// run's (a bucket's, a workload's) or the writer's.
+			v, err := d.verifier(o, ctx.Done())
+			switch {
+			case errors.Is(err, ffverify.ErrStopped):
+				r.whyNot, r.timedOut = "the run ended before the part was fingerprinted", true
+				return r
+			case err != nil:
+				r.whyNot = "search failed: fingerprinting the part: " + err.Error()
+				return r
+			}
+			opts.Verifier, base = v, v.StopWhen(nil)
+		}
 		var err error
 		if res, err = search.Run(vctx, o.program, o.cfg, opts); err != nil {
+			if errors.Is(err, ffverify.ErrStopped) {
+				r.whyNot, r.timedOut = "the run ended before its candidates were verified", true
+				return r
+			}
 			r.whyNot = "search failed: " + err.Error()
 			return r
 		}
-		d.opts.fingerprints.keep(o, res.Verifier)
+		d.opts.fingerprints.keep(o, base)
 		if d.opts.Cache != nil && res.Stats.Stopped == "" {
 			if err := d.opts.Cache.Store(key, "part", res); err != nil {
 				d.logf("warning: cache: %v", err) // a cache that cannot be written only costs time
@@ -505,6 +537,16 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		}
 	}
 	return r
+}
+
+// verifier returns the verifier of o's part's search, stopped once stop is
+// closed: one made from a larger bucket's (fingerprints.prefix), else a
+// new one, as the search would make it.
+func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, error) {
+	if v := d.opts.fingerprints.prefix(o); v != nil {
+		return v.StopWhen(stop), nil
+	}
+	return ffverify.NewStopping(o.program, ffverify.Options{Seed: d.opts.Seed}, stop)
 }
 
 // searchOptions are the options of a part's search.
@@ -608,8 +650,9 @@ const verifyGrace = 500 * time.Millisecond
 // errAbandoned reports a verification the run did not wait for.
 var errAbandoned = errors.New("driver: verification abandoned")
 
-// verifyWithin is verify, given up verifyGrace after ctx ends: an
-// interrupted run answers at once, with what it has verified.
+// verifyWithin is verify, given up verifyGrace after ctx ends or the run
+// is interrupted: an interrupted run answers at once, with what it has
+// verified. (interruptGrace is the searches', which are over by now.)
 func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
 	type verdict struct {
 		ok  bool
@@ -617,36 +660,41 @@ func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, o
 	}
 	ch := make(chan verdict, 1)
 	go func() {
-		ok, err := d.verify(g, parts, outs)
+		ok, err := d.verify(g, parts, outs, d.verifyStop)
 		ch <- verdict{ok, err}
 	}()
 	select {
 	case v := <-ch:
 		return v.ok, v.err
 	case <-ctx.Done():
+	case <-d.interrupt:
 	}
 	select {
 	case v := <-ch:
 		return v.ok, v.err
 	case <-time.After(verifyGrace):
+		// What is left of it would only take the processors; the run
+		// verifies nothing more.
+		d.stopVerifying()
 		return false, errAbandoned
 	}
 }
 
 // verify checks a stitched program against the program, unless its one
 // part is the program itself, whose search verified the replacement. The
-// program's verifier is made once and kept for the run's other answers.
-func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
+// program's verifier is made once and kept for the run's other answers;
+// it gives up (ffverify.ErrStopped) once stop is closed.
+func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome, stop <-chan struct{}) (bool, error) {
 	if len(parts) == 1 && kernel.Hash(outs[0].program) == kernel.Hash(d.program) {
 		return true, nil
 	}
-	d.verifierOnce.Do(func() {
-		d.verifier, d.verifierErr = ffverify.New(d.program, ffverify.Options{Seed: d.opts.Seed})
+	d.wholeOnce.Do(func() {
+		d.whole, d.wholeErr = ffverify.NewStopping(d.program, ffverify.Options{Seed: d.opts.Seed}, stop)
 	})
-	if d.verifierErr != nil {
-		return false, fmt.Errorf("verifying the stitched program: %v", d.verifierErr)
+	if d.wholeErr != nil {
+		return false, fmt.Errorf("verifying the stitched program: %v", d.wholeErr)
 	}
-	r, err := d.verifier.Verify(g)
+	r, err := d.whole.Verify(g)
 	if err != nil {
 		return false, fmt.Errorf("verifying the stitched program: %v", err)
 	}

@@ -173,7 +173,7 @@ func TestPartitionStitchRoundTrip(t *testing.T) {
 			// dependency order.
 			covered := map[int]bool{}
 			for _, p := range parts {
-				if !connected(g, p.Ops) {
+				if !connected(index(g), p.Ops) {
 					t.Errorf("part %v is not connected", p.Ops)
 				}
 				for _, o := range p.Ops {
@@ -245,11 +245,12 @@ func TestRecomputeSharedNorm(t *testing.T) {
 	lim := defaultLimits(t, g)
 	ops := computeOps(g) // rms_norm, matmul, matmul
 	tight := func(run []int) Limits { l := lim(run); l.Ops = 2; return l }
-	groups := recompute(g, split(g, ops, tight), lim)
+	ix := index(g)
+	groups := recompute(ix, split(ix, ops, tight, nil), lim)
 	if want := [][]int{{ops[0], ops[1]}, {ops[0], ops[2]}}; !slices.EqualFunc(groups, want, slices.Equal) {
 		t.Fatalf("groups %v, want %v", groups, want)
 	}
-	parts := cut(g, groups)
+	parts := cut(ix, groups)
 	if len(parts[0].Outputs) != 1 || len(parts[1].Outputs) != 1 {
 		t.Errorf("each part provides only its projection: %+v", parts)
 	}

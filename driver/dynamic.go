@@ -209,9 +209,11 @@ type DynamicResult struct {
 // and the searches share Options.Cache. The whole run keeps
 // Options.TimeLimit: each bucket may take the time left in proportion to
 // its size among the buckets left, so time a bucket does not use goes to
-// the smaller ones (and at least a second, so that a run out of time still
-// gives every bucket its unfused program: the run may then overrun the
-// limit by as many seconds as there are buckets).
+// the smaller ones, and at least minBucketTime while that much is left.
+// The buckets left when the time is over (or the run is interrupted) get
+// the program as written at once, unsearched: however many buckets, the
+// run keeps its limit. (They may still run a larger bucket's μGraph:
+// adopt.)
 func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets []int, opts Options) (*DynamicResult, error) {
 	if !program.Dynamic() {
 		return nil, errors.New("RunDynamic: the program has no dynamic dim")
@@ -237,13 +239,22 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 			return nil, err
 		}
 		o := opts
-		o.TimeLimit = max(time.Duration(float64(time.Until(deadline))*float64(size)/float64(left)), time.Second)
+		remaining := time.Until(deadline)
+		o.TimeLimit = min(max(time.Duration(float64(remaining)*float64(size)/float64(left)), minBucketTime), remaining)
 		left -= size
 		if o.Log != nil {
 			log := opts.Log
 			o.Log = func(line string) { log(fmt.Sprintf("bucket %d: %s", size, line)) }
 		}
-		r, err := Run(ctx, static, o)
+		var r *Result
+		switch {
+		case ctx.Err() != nil:
+			r, err = unsearched(static, o, "interrupted")
+		case remaining < minBucketTime:
+			r, err = unsearched(static, o, "time limit")
+		default:
+			r, err = Run(ctx, static, o)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("bucket m = %d: %v", size, err)
 		}
@@ -257,12 +268,39 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 			res.Stopped = r.Stopped
 		}
 	}
+	if ctx.Err() != nil {
+		res.Stopped = "interrupted" // whichever bucket stopped first, and why
+	}
 	if err := res.adopt(opts.Arch); err != nil {
 		return nil, err
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()
 	res.Reused = opts.fingerprints.reused
 	return res, nil
+}
+
+// minBucketTime is the least time a bucket is searched for: a bucket with
+// less left is not searched.
+const minBucketTime = time.Second
+
+// unsearched is the answer of a program that is not searched (a bucket
+// left no time): the program as written, as Run gives it when no search
+// starts, but without cutting the program into parts, which would cost as
+// much again for every such bucket.
+func unsearched(program *kernel.Graph, opts Options, stopped string) (*Result, error) {
+	if opts.Arch.Name == "" {
+		opts.Arch = target.MustLookup(target.Default)
+	}
+	d := &run{opts: opts, program: program}
+	baseline, err := d.estimate(program)
+	if err != nil {
+		return nil, fmt.Errorf("estimating the program: %v", err)
+	}
+	c, err := d.candidate(program, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Program: program, Baseline: baseline, Candidates: []*Candidate{c}, Stopped: stopped}, nil
 }
 
 // adopt lets a bucket run the next larger bucket's best μGraph when the

@@ -3,6 +3,7 @@ package driver
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
@@ -187,4 +188,47 @@ func ReadDynamic(f *kernel.File) (rows cuda.Rows, buckets []DocBucket, ok bool, 
 		}
 	}
 	return rows, buckets, true, nil
+}
+
+// CheckLowers checks, before a dynamic run that writes CUDA, that every
+// bucket's code can be emitted: that the program as written, which every
+// bucket has as an answer, lowers at the largest bucket's size (the code
+// for more rows needs larger grids, and past the GPU's grid limits there
+// is none: a matmul of 128-row tiles stops at 65535 of them). Otherwise
+// the search would run, at a size that may not fit in memory, for an
+// answer that cannot be written. The error gives the largest m the code
+// can be emitted for, and the largest HI the default buckets then allow.
+func CheckLowers(name string, program *kernel.Graph, lo, hi int, buckets []int, opts cuda.Options) error {
+	ins, outs := program.DynamicDims()
+	lower := func(m int) error {
+		g, err := program.Bind(m)
+		if err != nil {
+			return err
+		}
+		rows := cuda.Rows{Lo: m, Hi: m, Inputs: ins, Outputs: outs}
+		_, err = cuda.EmitDynamic(name, rows, []cuda.Bucket{{Size: m, Lo: m, Hi: m, Graph: g}}, opts)
+		return err
+	}
+	last := buckets[len(buckets)-1]
+	err := lower(last)
+	if err == nil {
+		return nil
+	}
+	if lerr := lower(lo); lerr != nil {
+		return fmt.Errorf("the emitted code supports no m in %d..%d: at m = %d, %v", lo, hi, lo, lerr)
+	}
+	// The largest m that lowers, between lo (does) and last (does not):
+	// the grids grow with m.
+	good, bad, why := lo, last, err
+	for bad-good > 1 {
+		mid := good + (bad-good)/2
+		if err := lower(mid); err != nil {
+			bad, why = mid, err
+		} else {
+			good = mid
+		}
+	}
+	pow := 1 << (bits.Len(uint(good)) - 1)
+	return fmt.Errorf("the emitted code supports m up to %d (at m = %d, %v): give HI at most %d with the default buckets (powers of two), or --buckets ending at most at %d; --no-emit searches without it",
+		good, bad, why, pow, good)
 }

@@ -2,12 +2,14 @@ package driver
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -41,6 +43,44 @@ func CheckOutputDir(dir string) error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
+}
+
+// Check checks, before a run, that out can be written: its directory (as
+// CheckOutputDir), and that its files are not another set's. Two programs
+// whose names a C identifier reads alike (my-layer and my_layer; 日本 and
+// 中文, both __) write the same CUDA files: the second is refused here,
+// rather than overwriting the first's after its search.
+func (out Output) Check() error {
+	if err := CheckOutputDir(out.Dir); err != nil {
+		return err
+	}
+	return explainConflict(out.set(out.plannedFiles()).Conflicts(), out.Name)
+}
+
+// plannedFiles are the files out will hold, their contents unknown but
+// the runtime header's, which every set shares.
+func (out Output) plannedFiles() []atomicfile.File {
+	files := []atomicfile.File{{Name: out.Name + ".ugraph.json"}}
+	if out.CUDA != nil {
+		c := cuda.Sanitize(out.Name)
+		files = append(files, atomicfile.File{Name: c + ".cu"}, atomicfile.File{Name: c + ".h"},
+			atomicfile.File{Name: templates.RuntimeName, Data: []byte(templates.Runtime)})
+	}
+	return files
+}
+
+// set is the output set of files, owned by the program's name.
+func (out Output) set(files []atomicfile.File) atomicfile.Set {
+	return atomicfile.Set{Dir: out.Dir, Files: files, Manifest: out.Name + atomicfile.ManifestSuffix, Owner: out.Name}
+}
+
+// explainConflict says what to do when a set would take another's files.
+func explainConflict(err error, name string) error {
+	var c *atomicfile.ConflictError
+	if !errors.As(err, &c) {
+		return err
+	}
+	return fmt.Errorf("%v: %s would overwrite another program's output (names that differ only in characters a C identifier cannot hold share the CUDA files' names); write it to another directory, or remove that set first", err, name)
 }
 
 // Write writes r's candidates as a μGraph document and the best one's CUDA
@@ -91,7 +131,11 @@ func (out Output) write(file *kernel.File, code *cuda.Result) (graph string, cud
 	if err := os.MkdirAll(out.Dir, 0o755); err != nil {
 		return "", nil, err
 	}
-	if err := atomicfile.WriteSet(out.Dir, files, out.Name+".manifest.json"); err != nil {
+	if err := out.set(files).Write(); err != nil {
+		var c *atomicfile.ConflictError
+		if errors.As(err, &c) {
+			return "", nil, explainConflict(err, out.Name)
+		}
 		return "", nil, fmt.Errorf("writing the result: %v", err)
 	}
 	return filepath.Join(out.Dir, out.Name+".ugraph.json"), cudaFiles, nil

@@ -34,7 +34,47 @@ type Limits struct {
 // under the limits limitsFor gives for each (those of the configuration it
 // would be searched with): split, then recompute, then cut.
 func Partition(g *kernel.Graph, limitsFor func(ops []int) Limits) []Part {
-	return cut(g, recompute(g, split(g, computeOps(g), limitsFor), limitsFor))
+	ix := index(g)
+	return cut(ix, recompute(ix, split(ix, computeOps(g), limitsFor, nil), limitsFor))
+}
+
+// indexed is a program with what partitioning asks of it at every step
+// computed once: who produces and who reads each tensor. Without it, a
+// 10,000-op program took minutes to cut (each question scanned every op).
+type indexed struct {
+	*kernel.Graph
+	producer []int   // per tensor, the op that makes it
+	readers  [][]int // per tensor, the ops that read it, ascending, once each
+	output   []bool  // per tensor, whether it is a program output
+}
+
+func index(g *kernel.Graph) *indexed {
+	ix := &indexed{Graph: g, producer: make([]int, len(g.Tensors)), readers: make([][]int, len(g.Tensors)), output: make([]bool, len(g.Tensors))}
+	for i, op := range g.Ops {
+		for _, t := range op.Out {
+			ix.producer[t] = i
+		}
+		for _, t := range op.In {
+			if r := ix.readers[t]; len(r) == 0 || r[len(r)-1] != i {
+				ix.readers[t] = append(r, i)
+			}
+		}
+	}
+	for _, t := range g.Outputs {
+		ix.output[t] = true
+	}
+	return ix
+}
+
+// groupsOf returns, per op of ix, the groups that hold it, ascending.
+func (ix *indexed) groupsOf(groups [][]int) [][]int {
+	of := make([][]int, len(ix.Ops))
+	for k, ops := range groups {
+		for _, o := range ops {
+			of[o] = append(of[o], k)
+		}
+	}
+	return of
 }
 
 // split cuts ops (ascending) into runs that one search can take under the
@@ -43,7 +83,10 @@ func Partition(g *kernel.Graph, limitsFor func(ops []int) Limits) []Part {
 // the fewest bytes of intermediate tensors in device memory (each cut
 // tensor is written and read back). An op that is not searchable even
 // alone is a run of its own.
-func split(g *kernel.Graph, ops []int, limitsFor func(ops []int) Limits) [][]int {
+//
+// Once stop (unless nil) says so, the ops not yet placed are runs of one
+// op each: cutting a large program must not outlast the run's budget.
+func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, stop func() bool) [][]int {
 	n := len(ops)
 	type best struct {
 		runs  int
@@ -52,6 +95,12 @@ func split(g *kernel.Graph, ops []int, limitsFor func(ops []int) Limits) [][]int
 	}
 	dp := make([]best, n+1)
 	for j := 1; j <= n; j++ {
+		if j%64 == 0 && stop != nil && stop() {
+			for ; j <= n; j++ {
+				dp[j] = best{runs: dp[j-1].runs + 1, bytes: dp[j-1].bytes, from: j - 1}
+			}
+			break
+		}
 		dp[j] = best{runs: -1}
 		for i := j - 1; i >= max(0, j-maxPartOps); i-- {
 			run := ops[i:j]
@@ -82,7 +131,7 @@ const maxPartOps = 20
 // kernel that reads it (an RMSNorm shared by two projections, say) is
 // cheaper than a kernel of its own and a round trip through device memory,
 // and lets each consumer fuse it.
-func recompute(g *kernel.Graph, groups [][]int, limitsFor func(ops []int) Limits) [][]int {
+func recompute(g *indexed, groups [][]int, limitsFor func(ops []int) Limits) [][]int {
 	out := make([][]int, len(groups))
 	for k, grp := range groups {
 		grp = slices.Clone(grp)
@@ -90,7 +139,7 @@ func recompute(g *kernel.Graph, groups [][]int, limitsFor func(ops []int) Limits
 			added := false
 			for _, i := range grp {
 				for _, t := range g.Ops[i].In {
-					o, _ := g.Producer(t)
+					o := g.producer[t]
 					if slices.Contains(grp, o) || !cheap(g, o) {
 						continue
 					}
@@ -113,8 +162,9 @@ func recompute(g *kernel.Graph, groups [][]int, limitsFor func(ops []int) Limits
 	}
 	// A group left with nothing but copies that others recompute is gone.
 	var kept [][]int
+	of := g.groupsOf(out)
 	for k, grp := range out {
-		if !copiedWhole(out, k) {
+		if !copiedWhole(of, grp, k) {
 			kept = append(kept, grp)
 		}
 	}
@@ -123,31 +173,24 @@ func recompute(g *kernel.Graph, groups [][]int, limitsFor func(ops []int) Limits
 
 // cheap reports whether op o of g is worth recomputing: a norm or an
 // element-wise op whose operands are all program inputs.
-func cheap(g *kernel.Graph, o int) bool {
+func cheap(g *indexed, o int) bool {
 	op := &g.Ops[o]
 	if c := op.Kind.Info().Class; c != ugraph.ClassNorm && !op.Kind.IsElementwise() {
 		return false
 	}
 	for _, t := range op.In {
-		if p, _ := g.Producer(t); g.Ops[p].Kind != ugraph.OpInput {
+		if g.Ops[g.producer[t]].Kind != ugraph.OpInput {
 			return false
 		}
 	}
 	return true
 }
 
-// copiedWhole reports whether every op of groups[k] is also in a later
-// group, and no program output is its alone.
-func copiedWhole(groups [][]int, k int) bool {
-	for _, o := range groups[k] {
-		found := false
-		for _, other := range groups[k+1:] {
-			if slices.Contains(other, o) {
-				found = true
-				break
-			}
-		}
-		if !found {
+// copiedWhole reports whether every op of group k (grp) is also in a
+// later group (of: the groups of each op, ascending).
+func copiedWhole(of [][]int, grp []int, k int) bool {
+	for _, o := range grp {
+		if gs := of[o]; gs[len(gs)-1] <= k {
 			return false
 		}
 	}
@@ -158,25 +201,14 @@ func copiedWhole(groups [][]int, k int) bool {
 // reads from outside are its inputs; those it computes that a later group
 // reads without computing them itself, or that are program outputs (and
 // computed by no later group), are its outputs.
-func cut(g *kernel.Graph, groups [][]int) []Part {
+func cut(g *indexed, groups [][]int) []Part {
 	parts := make([]Part, len(groups))
+	of := g.groupsOf(groups)
 	for k, ops := range groups {
-		p := Part{Ops: ops}
-		inside := map[kernel.TensorID]bool{}
-		for _, i := range ops {
-			for _, t := range g.Ops[i].In {
-				if !inside[t] && !slices.Contains(p.Inputs, t) {
-					p.Inputs = append(p.Inputs, t)
-				}
-			}
-			for _, t := range g.Ops[i].Out {
-				inside[t] = true
-			}
-		}
-		slices.Sort(p.Inputs)
+		p := Part{Ops: ops, Inputs: partInputs(g, ops)}
 		for _, i := range ops {
 			for _, t := range g.Ops[i].Out {
-				if providedBy(g, groups, t) == k {
+				if providedBy(g, of, t) == k {
 					p.Outputs = append(p.Outputs, t)
 				}
 			}
@@ -186,26 +218,57 @@ func cut(g *kernel.Graph, groups [][]int) []Part {
 	return parts
 }
 
+// partInputs returns the tensors that ops (ascending) read from outside,
+// ascending.
+func partInputs(g *indexed, ops []int) []kernel.TensorID {
+	var in []kernel.TensorID
+	inside := map[kernel.TensorID]bool{}
+	for _, i := range ops {
+		for _, t := range g.Ops[i].In {
+			if !inside[t] && !slices.Contains(in, t) {
+				in = append(in, t)
+			}
+		}
+		for _, t := range g.Ops[i].Out {
+			inside[t] = true
+		}
+	}
+	slices.Sort(in)
+	return in
+}
+
 // providedBy returns which group provides tensor t to the groups that read
 // it without computing it, and to the program's outputs: the last group
 // that computes t before the first such reader (or the last that computes
-// it, for an output). -1 when no one needs it from a group.
-func providedBy(g *kernel.Graph, groups [][]int, t kernel.TensorID) int {
-	o, _ := g.Producer(t)
-	last, need := -1, -1
-	for k, ops := range groups {
-		if slices.Contains(ops, o) {
-			if need < 0 {
-				last = k
+// it, for an output). -1 when no one needs it from a group. of holds the
+// groups of each op, ascending.
+func providedBy(g *indexed, of [][]int, t kernel.TensorID) int {
+	makers := of[g.producer[t]]
+	if len(makers) == 0 {
+		return -1
+	}
+	// The first group after one that computes t, reading t without
+	// computing it.
+	need := -1
+	for _, r := range g.readers[t] {
+		for _, k := range of[r] {
+			if k > makers[0] && (need < 0 || k < need) && !slices.Contains(makers, k) {
+				need = k
+				break // of[r] ascends
 			}
-			continue
-		}
-		if need < 0 && last >= 0 && slices.ContainsFunc(ops, func(i int) bool { return slices.Contains(g.Ops[i].In, t) }) {
-			need = k
 		}
 	}
-	if need >= 0 || slices.Contains(g.Outputs, t) {
+	switch {
+	case need >= 0:
+		last := -1
+		for _, k := range makers {
+			if k < need {
+				last = k
+			}
+		}
 		return last
+	case g.output[t]:
+		return makers[len(makers)-1]
 	}
 	return -1
 }
@@ -217,7 +280,7 @@ func providedBy(g *kernel.Graph, groups [][]int, t kernel.TensorID) int {
 // division of each matmul's result; a reduction a block reduction and an
 // accumulator; an element-wise op itself. A part with neither matmul nor
 // reduction needs one accumulator more, to make its result post-loop.
-func blockCost(g *kernel.Graph, ops []int, inputs int) int {
+func blockCost(g *indexed, ops []int, inputs int) int {
 	n, accumulated := inputs, false
 	for _, i := range ops {
 		op := &g.Ops[i]
@@ -238,7 +301,7 @@ func blockCost(g *kernel.Graph, ops []int, inputs int) int {
 }
 
 // matmulsReading counts the matmuls of ops that read t.
-func matmulsReading(g *kernel.Graph, ops []int, t kernel.TensorID) int {
+func matmulsReading(g *indexed, ops []int, t kernel.TensorID) int {
 	n := 0
 	for _, i := range ops {
 		if g.Ops[i].Kind == ugraph.OpMatmul && slices.Contains(g.Ops[i].In, t) {
@@ -252,7 +315,7 @@ func matmulsReading(g *kernel.Graph, ops []int, t kernel.TensorID) int {
 // under lim: connected, with no graph-defined kernel of the program's own
 // (a program that already wrote one keeps it as a part of its own), and
 // within the limits.
-func searchable(g *kernel.Graph, ops []int, lim Limits) bool {
+func searchable(g *indexed, ops []int, lim Limits) bool {
 	for _, i := range ops {
 		if g.Ops[i].Kind == ugraph.OpCustomized {
 			return len(ops) == 1
@@ -261,24 +324,23 @@ func searchable(g *kernel.Graph, ops []int, lim Limits) bool {
 	if len(ops) > lim.Ops || !connected(g, ops) {
 		return false
 	}
-	p := cut(g, [][]int{ops})[0]
-	// Alone, the group provides only program outputs: count what the
-	// rest of the program reads from it too.
-	outs := len(p.Outputs)
+	// The part's outputs: the program outputs it computes, and what the
+	// rest of the program reads from it.
+	inputs, outs := len(partInputs(g, ops)), 0
 	for _, i := range ops {
 		for _, t := range g.Ops[i].Out {
-			if !slices.Contains(p.Outputs, t) && readElsewhere(g, ops, t) {
+			if g.output[t] || readElsewhere(g, ops, t) {
 				outs++
 			}
 		}
 	}
-	return len(p.Inputs) <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, len(p.Inputs)) <= lim.BlockOps
+	return inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps
 }
 
 // readElsewhere reports whether an op outside ops reads t.
-func readElsewhere(g *kernel.Graph, ops []int, t kernel.TensorID) bool {
-	for i, op := range g.Ops {
-		if !slices.Contains(ops, i) && slices.Contains(op.In, t) {
+func readElsewhere(g *indexed, ops []int, t kernel.TensorID) bool {
+	for _, r := range g.readers[t] {
+		if !slices.Contains(ops, r) {
 			return true
 		}
 	}
@@ -288,7 +350,7 @@ func readElsewhere(g *kernel.Graph, ops []int, t kernel.TensorID) bool {
 // connected reports whether ops form one piece, linked through the tensors
 // they share (a shared program input links two matmuls that read it: one
 // kernel can load it once for both).
-func connected(g *kernel.Graph, ops []int) bool {
+func connected(g *indexed, ops []int) bool {
 	if len(ops) == 0 {
 		return false
 	}
@@ -323,11 +385,11 @@ func shareTensor(a, b kernel.Op) bool {
 
 // cutBytes is the device-memory traffic of what the run of ops writes for
 // the rest of the program (not its outputs): written once, read back.
-func cutBytes(g *kernel.Graph, ops []int) int64 {
+func cutBytes(g *indexed, ops []int) int64 {
 	var b int64
 	for _, i := range ops {
 		for _, t := range g.Ops[i].Out {
-			if !slices.Contains(g.Outputs, t) && readElsewhere(g, ops, t) {
+			if !g.output[t] && readElsewhere(g, ops, t) {
 				b += 2 * int64(g.Tensors[t].Bytes())
 			}
 		}

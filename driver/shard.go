@@ -85,7 +85,17 @@ func ShardFromEnv(getenv func(string) string, count int) (Shard, error) {
 			if err != nil {
 				return Shard{}, err
 			}
-			sh = Shard{Index: task - lo, Count: hi - lo + 1}
+			// Checked before subtracting: values near the ends of int64
+			// would wrap around into a slice that looks valid.
+			switch {
+			case lo > hi:
+				return Shard{}, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_MIN=%d is above SLURM_ARRAY_TASK_MAX=%d", lo, hi)
+			case task < lo || task > hi:
+				return Shard{}, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_ID=%d is outside SLURM_ARRAY_TASK_MIN..MAX (%d..%d)", task, lo, hi)
+			case uint64(hi)-uint64(lo) >= MaxShards: // exact: hi >= lo
+				return Shard{}, fmt.Errorf("--shard auto: SLURM_ARRAY_TASK_MIN..MAX (%d..%d) is more than %d shards", lo, hi, MaxShards)
+			}
+			sh = Shard{Index: int(uint64(task) - uint64(lo)), Count: int(uint64(hi)-uint64(lo)) + 1}
 		}
 		if err := sh.Check(); err != nil {
 			return Shard{}, fmt.Errorf("--shard auto (Slurm array task %d): %v", task, err)
@@ -284,7 +294,8 @@ func RunShard(ctx context.Context, program *kernel.Graph, opts Options, sh Shard
 // to be searched, each once, in the order of their parts.
 func (d *run) firstOutcomes() ([]*outcome, error) {
 	var todo []*outcome
-	for _, p := range cut(d.program, d.firstGroups()) {
+	// Never cut short: every shard must compute the same slicing.
+	for _, p := range cut(d.ix, d.firstGroups(nil)) {
 		o, err := d.outcomeOf(p)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/big"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -168,6 +169,15 @@ func TestShardFromEnv(t *testing.T) {
 		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "3"}, count: 3, err: "index must be in 0..2"},
 		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "1"}, err: "not a number"},
 		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "1"}, err: "SLURM_ARRAY_TASK_MIN"},
+		// Values at the ends of int64 must not wrap around into a slice.
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "9223372036854775807", "SLURM_ARRAY_TASK_MIN": "9223372036854775807", "SLURM_ARRAY_TASK_MAX": "-9223372036854775808"},
+			err: "SLURM_ARRAY_TASK_MIN=9223372036854775807 is above SLURM_ARRAY_TASK_MAX=-9223372036854775808"},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_MIN": "-9223372036854775808", "SLURM_ARRAY_TASK_MAX": "9223372036854775807"}, err: "more than 65536 shards"},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "-9223372036854775808", "SLURM_ARRAY_TASK_MIN": "9223372036854775806", "SLURM_ARRAY_TASK_MAX": "9223372036854775807"}, err: "is outside SLURM_ARRAY_TASK_MIN..MAX"},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "9223372036854775807", "SLURM_ARRAY_TASK_MIN": "9223372036854775806", "SLURM_ARRAY_TASK_MAX": "9223372036854775807"}, want: Shard{1, 2}},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "6", "SLURM_ARRAY_TASK_MAX": "9"}, err: "SLURM_ARRAY_TASK_ID=5 is outside"},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "-3", "SLURM_ARRAY_TASK_MIN": "-4", "SLURM_ARRAY_TASK_MAX": "-3"}, want: Shard{1, 2}},
+		{env: map[string]string{"SLURM_ARRAY_TASK_ID": "99999999999999999999", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "1"}, err: "not a number"},
 		{env: map[string]string{"JOB_COMPLETION_INDEX": "5"}, count: 7, want: Shard{5, 7}},
 		{env: map[string]string{"JOB_COMPLETION_INDEX": "7"}, count: 7, err: "index must be in 0..6"},
 		{env: map[string]string{"JOB_COMPLETION_INDEX": "0"}, err: "needs --shards N"},
@@ -263,4 +273,34 @@ func TestMergeChecksCoverage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzShardFromEnv: whatever a scheduler's environment holds, the slice
+// taken is one that exists, and in a Slurm array it is ID-MIN of
+// MAX-MIN+1, computed without wrapping around.
+func FuzzShardFromEnv(f *testing.F) {
+	f.Add("2", "0", "3", 0)
+	f.Add("9223372036854775807", "9223372036854775807", "-9223372036854775808", 0)
+	f.Add("1", "1", "1", 3)
+	f.Fuzz(func(t *testing.T, id, lo, hi string, count int) {
+		env := map[string]string{"SLURM_ARRAY_TASK_ID": id, "SLURM_ARRAY_TASK_MIN": lo, "SLURM_ARRAY_TASK_MAX": hi}
+		sh, err := ShardFromEnv(func(k string) string { return env[k] }, count)
+		if err != nil {
+			return
+		}
+		if err := sh.Check(); err != nil {
+			t.Fatalf("%v --shards %d: took %v: %v", env, count, sh, err)
+		}
+		if count != 0 || id == "" {
+			return
+		}
+		i, _ := new(big.Int).SetString(id, 10)
+		l, _ := new(big.Int).SetString(lo, 10)
+		h, _ := new(big.Int).SetString(hi, 10)
+		wantIndex := new(big.Int).Sub(i, l)
+		wantCount := new(big.Int).Add(new(big.Int).Sub(h, l), big.NewInt(1))
+		if wantIndex.Cmp(big.NewInt(int64(sh.Index))) != 0 || wantCount.Cmp(big.NewInt(int64(sh.Count))) != 0 {
+			t.Fatalf("%v: took %v, want %v/%v", env, sh, wantIndex, wantCount)
+		}
+	})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mitchellh/hashstructure/v2"
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -199,6 +200,10 @@ func ShardFileName(name string, sh Shard) string {
 	return fmt.Sprintf("%s.shard-%d-of-%d.json", name, sh.Index, sh.Count)
 }
 
+// MaxShardFileSize bounds what a shard file may hold: a slice's kept
+// candidates, each a μGraph document's worth at most.
+const MaxShardFileSize = 4 * kernel.MaxFileSize
+
 var shardFileName = regexp.MustCompile(`^(.+)\.shard-(\d+)-of-(\d+)\.json$`)
 
 // Write writes f into dir as one unit (a temp file, then a rename): a
@@ -218,7 +223,7 @@ func (f *ShardFile) Write(dir string) error {
 // ReadShardFile reads a shard file; a truncated or edited one is an error
 // that names it.
 func ReadShardFile(path string) (*ShardFile, error) {
-	data, err := os.ReadFile(path)
+	data, err := boundedread.ReadFile(path, MaxShardFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -32,3 +32,44 @@ func LazyMismatch(g *kernel.Graph, seed uint64, t, limit int) error {
 // SharesInputs reports whether v shares its draws' inputs between
 // candidates.
 func SharesInputs(v *Verifier) bool { return v.dense != nil }
+
+// KernelStoppedAt runs the first graph-defined kernel of candidate c on
+// draw 0 through v's products memo, and stops it (as a closed StopWhen
+// channel does) at its n-th check. It reports whether the kernel ran
+// through the memo and was stopped.
+func KernelStoppedAt(v *Verifier, c *kernel.Graph, n int) (stopped bool, err error) {
+	p, err := v.plan(c)
+	if err != nil {
+		return false, err
+	}
+	tr := v.trial(p, 0)
+	if tr.products == nil {
+		return false, fmt.Errorf("no products memo for the candidate")
+	}
+	for i := range c.Ops {
+		op := &c.Ops[i]
+		if op.Block == nil {
+			continue
+		}
+		var args []source
+		for _, id := range op.In {
+			args = append(args, source{tr: tr, input: p.inputPos[id], shape: c.Tensors[id].Shape})
+		}
+		calls := 0
+		check := func() {
+			if calls++; calls == n {
+				panic(errStopped)
+			}
+		}
+		defer func() {
+			if e := recover(); e == errStopped {
+				stopped = true
+			} else if e != nil {
+				panic(e)
+			}
+		}()
+		tr.products.kernel(p.blocks[i])(tr.block[i], args, tr.products, check)
+		return false, nil
+	}
+	return false, fmt.Errorf("the candidate has no graph-defined kernel")
+}

@@ -41,6 +41,7 @@ type lazy struct {
 	// deferred holds those met at maxDepth, for value to compute first.
 	depth    int
 	deferred []demand
+	demands  int // begun (descend), for the trial's stop check
 }
 
 // maxDepth bounds the demands on the Go stack at once (each takes a few
@@ -154,6 +155,7 @@ func (l *lazy) remember(pg *page, i int, v elem) {
 	if l.computed++; l.computed > l.budget {
 		panic(errBudget)
 	}
+
 	c := pg.chunks[i>>chunkBits]
 	if c == nil {
 		n := min(1<<chunkBits, pg.size-i&^(1<<chunkBits-1))
@@ -212,6 +214,9 @@ func (l *lazy) value(t, idx int) elem {
 // it defers d instead and returns false; the caller then returns a
 // placeholder.
 func (l *lazy) descend(d demand) (mark int, ok bool) {
+	if l.demands++; l.demands&(1<<12-1) == 0 {
+		l.tr.check() // a demand computed again, deferred, is not remembered: count them all
+	}
 	if l.depth == maxDepth {
 		l.deferred = append(l.deferred, d)
 		return 0, false

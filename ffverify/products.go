@@ -102,8 +102,8 @@ func (ps *products) operands(ins []source) []operand {
 // candidate runs too (two-kernel candidates share their first kernel by
 // the dozen) on the same operand values gives the results kept then. The
 // key is the block graph itself (its JSON) and the operands' names.
-func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *products) []*tensor {
-	return func(fns []fn, ins []source, _ *products) []*tensor {
+func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *products, check func()) []*tensor {
+	return func(fns []fn, ins []source, _ *products, check func()) []*tensor {
 		operands := ps.operands(ins)
 		var bytes int64
 		for _, i := range bp.outputs {
@@ -111,7 +111,7 @@ func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *produc
 		}
 		key, err := bp.g.MarshalJSON()
 		if err != nil || bytes > ps.budget/4 {
-			return bp.runOn(fns, ins, ps, operands)
+			return bp.runOn(fns, ins, ps, operands, check)
 		}
 		k := kernelKey{graph: string(key)}
 		for _, o := range operands {
@@ -119,10 +119,22 @@ func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *produc
 		}
 		p, first := ps.entry(k, bytes)
 		if first {
-			p.outs = bp.runOn(fns, ins, ps, operands)
+			defer func() {
+				if p.outs == nil {
+					// Stopped midway (check panicked; the memo is shared
+					// with checks that were not): the entry goes, and
+					// those waiting for it compute it themselves.
+					ps.forget(k, p)
+					close(p.ready)
+				}
+			}()
+			p.outs = bp.runOn(fns, ins, ps, operands, check)
 			close(p.ready)
 		}
 		<-p.ready
+		if p.outs == nil {
+			return bp.runOn(fns, ins, ps, operands, check)
+		}
 		outs := make([]*tensor, len(p.outs))
 		for i, t := range p.outs {
 			outs[i] = &tensor{shape: t.shape, v: slices.Clone(t.v)}
@@ -288,6 +300,20 @@ func (ps *products) entry(k any, bytes int64) (p *product, first bool) {
 	ps.order = append(ps.order, k)
 	ps.used += bytes
 	return p, true
+}
+
+// forget removes p, kept under k, from the memo.
+func (ps *products) forget(k any, p *product) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.memo[k] != p {
+		return
+	}
+	delete(ps.memo, k)
+	ps.used -= p.bytes
+	if i := slices.Index(ps.order, k); i >= 0 {
+		ps.order = slices.Delete(ps.order, i, i+1)
+	}
 }
 
 // view returns the box of t at padded offset off with shape box: a slice

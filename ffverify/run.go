@@ -15,6 +15,7 @@ func (p *plan) run(tr *trial) []*tensor {
 		if !p.live[i] {
 			continue
 		}
+		tr.check()
 		op := &g.Ops[i]
 		switch op.Kind {
 		case ugraph.OpInput:
@@ -29,7 +30,7 @@ func (p *plan) run(tr *trial) []*tensor {
 			if tr.products != nil {
 				run = tr.products.kernel(p.blocks[i])
 			}
-			for r, t := range run(tr.block[i], args, tr.products) {
+			for r, t := range run(tr.block[i], args, tr.products, tr.check) {
 				val[op.Out[r]] = source{t: t, shape: t.shape}
 			}
 		default:
@@ -101,13 +102,14 @@ func (s source) load(dst *tensor, off layout.Dims) {
 
 // run evaluates one graph-defined kernel densely: every block of the grid
 // runs the for-loop, then the post-loop ops, then stores its output tiles.
-// ps, when not nil, is the draw's memo of products.
-func (bp *blockPlan) run(fns []fn, ins []source, ps *products) []*tensor {
-	return bp.runOn(fns, ins, ps, ps.operands(ins))
+// ps, when not nil, is the draw's memo of products. check is called
+// before each block (trial.check).
+func (bp *blockPlan) run(fns []fn, ins []source, ps *products, check func()) []*tensor {
+	return bp.runOn(fns, ins, ps, ps.operands(ins), check)
 }
 
 // runOn is run with the memo's names of the kernel's operands.
-func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []operand) []*tensor {
+func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []operand, check func()) []*tensor {
 	g := bp.g
 	tile := make([]*tensor, len(g.Tensors))
 	for i, t := range g.Tensors {
@@ -129,6 +131,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 	for bz := range g.Grid[2] {
 		for by := range g.Grid[1] {
 			for bx := range g.Grid[0] {
+				check()
 				b := block.Dim3{bx, by, bz}
 				for _, i := range bp.loop {
 					if op := &g.Ops[i]; op.Kind == ugraph.OpForloopAccum {

@@ -15,6 +15,22 @@ type trial struct {
 	products *products
 	ops      []fn   // per kernel op
 	block    [][]fn // per kernel op: per block op, for customized ops
+	// stop, when closed, stops the evaluation at its next check (the
+	// Verifier's, StopWhen).
+	stop <-chan struct{}
+}
+
+// check panics with errStopped once tr.stop is closed; the Verifier's
+// checks recover it.
+func (tr *trial) check() {
+	if tr.stop == nil {
+		return
+	}
+	select {
+	case <-tr.stop:
+		panic(errStopped)
+	default:
+	}
 }
 
 // trialKey derives the key of draw t from the seed.

@@ -1,6 +1,7 @@
 package ffverify
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -101,6 +102,49 @@ type Verifier struct {
 	// held is the memory that prints and dense take (or will, once the
 	// inputs are materialised), in bytes.
 	held int64
+	// stop, when closed, ends the checks (StopWhen).
+	stop <-chan struct{}
+}
+
+// ErrStopped is the error of a check given up because the channel given
+// to StopWhen was closed.
+var ErrStopped = errors.New("ffverify: the check was stopped")
+
+// errStopped is the panic value that stops an evaluation (trial.check).
+var errStopped = errors.New("ffverify: stopped")
+
+// StopWhen returns a Verifier that shares v's fingerprints, inputs and
+// memo, and whose checks (Verify, Reject) give up with ErrStopped once
+// stop is closed: a search left behind when its run's time is over stops
+// at once, rather than finish a check no one will read while the next run
+// waits for the processor. v itself is not stopped.
+func (v *Verifier) StopWhen(stop <-chan struct{}) *Verifier {
+	w := *v
+	w.stop = stop
+	return &w
+}
+
+// stopped turns an evaluation stopped by its check (errStopped) into
+// ErrStopped.
+func stopped(err *error) {
+	if e := recover(); e != nil {
+		if e != errStopped {
+			panic(e)
+		}
+		*err = ErrStopped
+	}
+}
+
+// checkStop panics with errStopped once v.stop is closed.
+func (v *Verifier) checkStop() {
+	if v.stop == nil {
+		return
+	}
+	select {
+	case <-v.stop:
+		panic(errStopped)
+	default:
+	}
 }
 
 // New evaluates program on every draw (in parallel, as many draws at once
@@ -109,6 +153,13 @@ type Verifier struct {
 // would build op by op, with at least one output; or if its outputs on
 // every draw and one draw's evaluation would not fit in Options.MaxBytes.
 func New(program *kernel.Graph, opts Options) (*Verifier, error) {
+	return NewStopping(program, opts, nil)
+}
+
+// NewStopping is New, given up with ErrStopped once stop is closed; the
+// Verifier it returns stops with it too (StopWhen). A nil stop never
+// closes.
+func NewStopping(program *kernel.Graph, opts Options, stop <-chan struct{}) (*Verifier, error) {
 	opts, err := opts.normalized()
 	if err != nil {
 		return nil, err
@@ -118,6 +169,7 @@ func New(program *kernel.Graph, opts Options) (*Verifier, error) {
 		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
 	v := newVerifier(p, opts)
+	v.stop = stop
 	v.held = ugraph.MulSize(int64(opts.Trials), p.outputBytes())
 	v.shareInputs(p)
 	if err := v.evaluate(p); err != nil {
@@ -137,8 +189,24 @@ func (v *Verifier) evaluate(p *plan) error {
 		return fmt.Errorf("ffverify: program: %w", err)
 	}
 	v.prints = make([][]*tensor, v.opts.Trials)
-	eachDraw(v.opts.Trials, w, func(t int) []*tensor { return p.run(v.trial(p, t)) },
-		func(t int, outs []*tensor) bool { v.prints[t] = outs; return true })
+	halted := false
+	eachDraw(v.opts.Trials, w, func(t int) (outs []*tensor) {
+		defer func() {
+			if e := recover(); e != nil {
+				if e != errStopped {
+					panic(e)
+				}
+				outs = nil // stopped (StopWhen)
+			}
+		}()
+		return p.run(v.trial(p, t))
+	}, func(t int, outs []*tensor) bool {
+		v.prints[t], halted = outs, outs == nil
+		return !halted
+	})
+	if halted {
+		return ErrStopped
+	}
 	return nil
 }
 
@@ -186,6 +254,7 @@ func (v *Verifier) shareInputs(p *plan) {
 // trial compiles p for draw t, with the shared inputs.
 func (v *Verifier) trial(p *plan, t int) *trial {
 	tr := p.trial(v.opts.Seed, t)
+	tr.stop = v.stop
 	if v.dense != nil {
 		tr.dense = v.dense[t]
 		if p.memo {
@@ -293,19 +362,21 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 // much as the full check (each position depends on most of the graph). It
 // fails on an invalid candidate or one whose inputs differ from the
 // program's.
-func (v *Verifier) Reject(candidate *kernel.Graph) (bool, error) {
+func (v *Verifier) Reject(candidate *kernel.Graph) (rejected bool, err error) {
+	defer stopped(&err)
 	p, err := v.plan(candidate)
 	if err != nil {
 		return false, err
 	}
-	_, rejected := v.fast(p, 16)
+	_, rejected = v.fast(p, 16)
 	return rejected, nil
 }
 
 // Verify decides whether candidate computes the program's outputs: it runs
 // the fast path, then compares every output position on every draw. Like
 // Reject, it only reads candidate, which must not change during the call.
-func (v *Verifier) Verify(candidate *kernel.Graph) (Result, error) {
+func (v *Verifier) Verify(candidate *kernel.Graph) (r Result, err error) {
+	defer stopped(&err)
 	p, err := v.plan(candidate)
 	if err != nil {
 		return Result{}, err
@@ -393,13 +464,16 @@ func (v *Verifier) fast(p *plan, share int64) (r Result, rejected bool) {
 	// Its pages take at most a dense evaluation's worth of values, and
 	// what MaxBytes leaves.
 	room := min(p.denseSize(), (v.opts.MaxBytes-v.held)/elemBytes)
-	l := newLazy(p, p.trial(v.opts.Seed, 0), int(max(p.denseSize()/share, 1<<12)), int(room))
+	tr := p.trial(v.opts.Seed, 0)
+	tr.stop = v.stop
+	l := newLazy(p, tr, int(max(p.denseSize()/share, 1<<12)), int(room))
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {
 		pos[i] = samplePositions(v.opts.Seed, p.g.Tensors[id].Shape, v.opts.Samples)
 	}
 	for s := range v.opts.Samples {
+		v.checkStop()
 		for i, id := range p.g.Outputs {
 			if s >= len(pos[i]) {
 				continue

@@ -1,7 +1,9 @@
 package frontend
 
 import (
+	"errors"
 	"fmt"
+	"math"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -149,8 +151,12 @@ func (l *loader) guardPredeclared(predeclared starlark.StringDict) {
 	for op, name := range guardOps {
 		predeclared[name] = starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 			x, y := args[0], args[1] // the rewrite passes two
-			if err := l.charge(th, l.binarySize(op, x, y)); err != nil {
+			n := l.binarySize(op, x, y)
+			if err := l.charge(th, n); err != nil {
 				return nil, err
+			}
+			if f, ok := x.(starlark.String); ok && op == syntax.PERCENT {
+				return l.formatted(th, n, func(limit int64) (string, error) { return percentFormat(string(f), y, limit) })
 			}
 			return starlark.Binary(op, x, y)
 		})
@@ -241,11 +247,38 @@ func (l *loader) guardAttr(recv starlark.Value, name string, attr starlark.Value
 		return attr // a mirage value's own method
 	}
 	return starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		if err := l.chargeCall(th, method, size, recv, args, kwargs); err != nil {
+		n, err := size(l, recv, args, kwargs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", method.Name(), err)
+		}
+		if err := l.charge(th, n); err != nil {
 			return nil, err
+		}
+		if f, ok := recv.(starlark.String); ok && name == "format" {
+			// Python's, with format specs ({:.3f}), which Starlark's lacks.
+			return l.formatted(th, n, func(limit int64) (string, error) { return strFormat(string(f), args, kwargs, limit) })
 		}
 		return method.CallInternal(th, args, kwargs)
 	}).BindReceiver(recv)
+}
+
+// formatted returns the string that format builds (format.go), of at most
+// what is left of the bound past charged, the estimate already charged for
+// it; what it builds past the estimate is charged too.
+func (l *loader) formatted(th *starlark.Thread, charged int64, format func(limit int64) (string, error)) (starlark.Value, error) {
+	s, err := format(add(charged, l.left()))
+	if errors.Is(err, errTooLong) {
+		return nil, l.charge(th, math.MaxInt64)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if extra := int64(len(s)) - charged; extra > 0 {
+		if err := l.charge(th, extra); err != nil {
+			return nil, err
+		}
+	}
+	return starlark.String(s), nil
 }
 
 // chargeCall charges the estimated result of a call of b.

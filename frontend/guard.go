@@ -14,7 +14,9 @@ const whileName = "while"
 // operations they replace, so errors name the lines the user wrote.
 //
 //	x + y, x * y, x % y, x << y    ->  "+"(x, y), ...
-//	x += y (and *=, %=, <<=)       ->  x += "+="(x, y)
+//	x < y (and >, <=, >=)          ->  "<"(x, y): an inert operand (inert.go)
+//	x += y (and *=, <<=)           ->  x += "+="(x, y)
+//	x %= y                         ->  x = "%"(x, y)
 //	x.join (replace, format, ...)  ->  ".join"(x)
 //	x[i:j:k]                       ->  "[:]"(x, k)[i:j:k]
 //	f(*args, **kwargs)             ->  f(*"*args"(args), **"**kwargs"(kwargs))
@@ -108,6 +110,11 @@ func guardAugmented(s *syntax.AssignStmt, op syntax.Token) []syntax.Stmt {
 		s.RHS = guardExpr(s.RHS) // Starlark rejects the target
 		return []syntax.Stmt{s}
 	}
+	if op == syntax.PERCENT {
+		// x = "%"(x, y): a format is Python's (format.go), not Starlark's.
+		s.Op, s.RHS = syntax.EQ, call("%", s.OpPos, again, guardExpr(s.RHS))
+		return append(pre, s)
+	}
 	if lit, ok := s.RHS.(*syntax.Literal); ok && op != syntax.STAR && op != syntax.LTLT && isNumber(lit) {
 		return append(pre, s)
 	}
@@ -170,8 +177,12 @@ func guardExpr(e syntax.Expr) syntax.Expr {
 	switch e := e.(type) {
 	case *syntax.BinaryExpr:
 		e.X, e.Y = guardExpr(e.X), guardExpr(e.Y)
+		if name, ok := orderOps[e.Op]; ok {
+			return call(name, e.OpPos, e.X, e.Y)
+		}
 		name, ok := guardOps[e.Op]
-		if !ok || (e.Op == syntax.PLUS || e.Op == syntax.PERCENT) && (isNumber(e.X) || isNumber(e.Y)) {
+		// A number literal on the left makes % a remainder, not a format.
+		if !ok || e.Op == syntax.PLUS && (isNumber(e.X) || isNumber(e.Y)) || e.Op == syntax.PERCENT && isNumber(e.X) {
 			return e
 		}
 		return call(name, e.OpPos, e.X, e.Y)

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"fmt"
 	"hash/fnv"
 
 	"go.starlark.net/starlark"
@@ -82,3 +83,89 @@ type emptyIterator struct{}
 
 func (emptyIterator) Next(*starlark.Value) bool { return false }
 func (emptyIterator) Done()                     {}
+
+// orderOps are the ordered comparisons, rewritten into calls of built-ins
+// of these names (guardExpr; not identifiers, so a program cannot use
+// them): Starlark cannot compare values of different types, and an inert
+// value is a number the script never sees, such as time.time().
+var orderOps = map[syntax.Token]string{
+	syntax.LT: "<",
+	syntax.GT: ">",
+	syntax.LE: "<=",
+	syntax.GE: ">=",
+}
+
+// less is x op y for an ordered comparison op. An inert operand compares
+// as NaN does: false, so that the branch of `if dt < best:` or the loop of
+// `while time.time() - t0 < 10:` does not run, as a stub's loop does not.
+func less(op syntax.Token, x, y starlark.Value) (bool, error) {
+	if isInert(x) || isInert(y) {
+		return false, nil
+	}
+	return starlark.Compare(op, x, y)
+}
+
+// orderBuiltins adds the comparisons' built-ins, and min and max, which
+// compare too, to predeclared.
+func orderBuiltins(predeclared starlark.StringDict) {
+	for op, name := range orderOps {
+		predeclared[name] = starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			ok, err := less(op, args[0], args[1]) // the rewrite passes two
+			return starlark.Bool(ok), err
+		})
+	}
+	for name, op := range map[string]syntax.Token{"min": syntax.LT, "max": syntax.GT} {
+		predeclared[name] = starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			return extreme(th, b, op, args, kwargs)
+		})
+	}
+}
+
+// extreme is min (op <) or max (op >) as Starlark's, but for comparing
+// with less: an inert value never beats another, nor is beaten.
+func extreme(th *starlark.Thread, b *starlark.Builtin, op syntax.Token, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%s requires at least one positional argument", b.Name())
+	}
+	var keyFunc starlark.Callable
+	if err := starlark.UnpackArgs(b.Name(), nil, kwargs, "key?", &keyFunc); err != nil {
+		return nil, err
+	}
+	var iterable starlark.Value = args
+	if len(args) == 1 {
+		iterable = args[0]
+	}
+	iter := starlark.Iterate(iterable)
+	if iter == nil {
+		return nil, fmt.Errorf("%s: %s value is not iterable", b.Name(), iterable.Type())
+	}
+	defer iter.Done()
+	keyOf := func(v starlark.Value) (starlark.Value, error) {
+		if keyFunc == nil {
+			return v, nil
+		}
+		return starlark.Call(th, keyFunc, starlark.Tuple{v}, nil)
+	}
+	var best, x starlark.Value
+	if !iter.Next(&best) {
+		return nil, fmt.Errorf("%s: argument is an empty sequence", b.Name())
+	}
+	bestKey, err := keyOf(best)
+	if err != nil {
+		return nil, err
+	}
+	for iter.Next(&x) {
+		key, err := keyOf(x)
+		if err != nil {
+			return nil, err
+		}
+		beats, err := less(op, key, bestKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		if beats {
+			best, bestKey = x, key
+		}
+	}
+	return best, nil
+}

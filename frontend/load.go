@@ -13,6 +13,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -103,15 +104,16 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.Filename, e.Line, e.Col, e.Msg)
 }
 
+var tooLargeMsg = fmt.Sprintf("the program is larger than %s, the most the front-end reads", byteSize(MaxSourceSize))
+
 // LoadFile loads the program in the file at path. It reads no more than
 // MaxSourceSize bytes of it.
 func LoadFile(path string, opts Options) (*Program, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	src, err := boundedread.ReadFile(path, MaxSourceSize)
+	var tooLarge *boundedread.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return nil, &Error{Filename: path, Msg: tooLargeMsg}
 	}
-	defer f.Close()
-	src, err := io.ReadAll(io.LimitReader(f, MaxSourceSize+1))
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +129,7 @@ func LoadFile(path string, opts Options) (*Program, error) {
 // (Mirage's demos do not always mark outputs), in creation order.
 func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if len(src) > MaxSourceSize {
-		return nil, &Error{Filename: filename, Msg: fmt.Sprintf("the program is larger than %s, the most the front-end reads", byteSize(MaxSourceSize))}
+		return nil, &Error{Filename: filename, Msg: tooLargeMsg}
 	}
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
@@ -238,6 +240,7 @@ func newLoader(filename string, opts Options) *loader {
 	}
 	l.guardPredeclared(l.predeclared)
 	statementBuiltins(l.predeclared)
+	orderBuiltins(l.predeclared)
 	return l
 }
 

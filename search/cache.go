@@ -13,6 +13,7 @@ import (
 	"github.com/mitchellh/hashstructure/v2"
 
 	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -153,7 +154,7 @@ func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugrap
 // is an error, never an answer. An unreadable or refused entry is reported
 // as an error (and can be overwritten).
 func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bool, error) {
-	data, err := os.ReadFile(c.path(key))
+	data, err := boundedread.ReadFile(c.path(key), kernel.MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -113,6 +113,7 @@ another arch), before anything is searched or written.`,
 	fl.StringVar(&f.dynamicRange, "dynamic-batch", "1..64", "search rmsnorm_matmul (when among the workloads) with its rows dynamic over this `LO..HI`, every bucket, and report the time against its largest bucket alone (\"\": not)")
 	fl.StringVar(&f.history, "history", "", "draw `DIR`/history.jsonl as DIR/history.svg and run nothing")
 	f.tol.Measured = bench.DefaultTolerances.Measured
+	pathFlags(cmd, "out", "profile", "compare", "history")
 	return cmd
 }
 
@@ -172,6 +173,9 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 		}
 	}
 	if err := driver.CheckOutputDir(f.outDir); err != nil {
+		return fmt.Errorf("-o %s: %v", f.outDir, err)
+	}
+	if err := bench.CheckOutput(f.outDir, benchFiles...); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 
@@ -236,16 +240,8 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 	if err := os.MkdirAll(f.outDir, 0o755); err != nil {
 		return err
 	}
-	for _, file := range []struct {
-		name string
-		data []byte
-	}{{"latest.md", md.Bytes()}, {"speedup.svg", svg.Bytes()}} {
-		if err := atomicfile.WriteFile(filepath.Join(f.outDir, file.name), file.data, 0o644); err != nil {
-			return err
-		}
-	}
-	if err := results.Save(f.outDir); err != nil {
-		return err
+	if err := results.Save(f.outDir, atomicfile.File{Name: benchFiles[0], Data: md.Bytes()}, atomicfile.File{Name: benchFiles[1], Data: svg.Bytes()}); err != nil {
+		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 
 	var cmp *bench.Comparison
@@ -284,6 +280,10 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 	}
 	return nil
 }
+
+// benchFiles are the files of a run beside results.json and
+// history.jsonl: the table and the chart.
+var benchFiles = []string{"latest.md", "speedup.svg"}
 
 // workloads returns the workloads to run: the built-in ones unless
 // --only-paths, then those at paths, less those --workload leaves out.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -86,8 +85,14 @@ func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *input, path string, o
 	if err != nil {
 		return err
 	}
-	if err := driver.CheckOutputDir(f.outDir); err != nil {
+	out := answerOutput(cmd, f.outDir, in.Name, path, f.answerMeta(), f.arch.Arch, !f.noEmit)
+	if err := out.Check(); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
+	}
+	if out.CUDA != nil {
+		if err := driver.CheckLowers(in.Name, program, lo, hi, buckets, *out.CUDA); err != nil {
+			return fmt.Errorf("%s: --dynamic %s: %v", path, strings.Join(f.dynamic.specs, " --dynamic "), err)
+		}
 	}
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "superopt %s: m in %d..%d, buckets %v; time budget %v (--time-limit), %d worker(s), %s\n",
@@ -97,11 +102,6 @@ func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *input, path string, o
 	res, err := driver.RunDynamic(ctx, program, lo, hi, buckets, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
-	}
-	out := driver.Output{Dir: f.outDir, Name: in.Name, Meta: f.answerMeta(),
-		Warn: func(msg string) { fmt.Fprintln(errw, "warning: "+msg) }}
-	if !f.noEmit {
-		out.CUDA = &cuda.Options{Arch: f.arch.Arch, Source: path}
 	}
 	w, err := res.Write(out)
 	if err != nil {

@@ -87,6 +87,7 @@ own ops at its size.
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
 	fl.BoolVar(&f.counters, "counters", false, "run the code in the CPU emulator (needs g++) and report each kernel's memory traffic")
 	f.dynamic.register(cmd, true)
+	pathFlags(cmd, "out")
 	return cmd
 }
 
@@ -185,7 +186,7 @@ func (f *emitFlags) emitDynamic(cmd *cobra.Command, in *input, path string) (boo
 	if err != nil {
 		return true, fmt.Errorf("%s: %v", path, err)
 	}
-	if err := writeFiles(res, f.outDir); err != nil {
+	if err := writeFiles(res, f.outDir, name); err != nil {
 		return true, err
 	}
 	if f.asJSON {
@@ -212,9 +213,10 @@ func fileNames(res *cuda.Result, dir string) []string {
 	return names
 }
 
-// writeFiles writes res's files into dir as one set, with
-// NAME.manifest.json last (atomicfile.WriteSet).
-func writeFiles(res *cuda.Result, dir string) error {
+// writeFiles writes res's files into dir as one set, the set of program
+// name, with NAME.manifest.json last (atomicfile.Set): a set of another
+// program whose name a C identifier reads alike is not overwritten.
+func writeFiles(res *cuda.Result, dir, name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -222,7 +224,12 @@ func writeFiles(res *cuda.Result, dir string) error {
 	for _, f := range res.Files {
 		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
 	}
-	return atomicfile.WriteSet(dir, files, res.Name+".manifest.json")
+	err := atomicfile.Set{Dir: dir, Files: files, Manifest: res.Name + atomicfile.ManifestSuffix, Owner: name}.Write()
+	var c *atomicfile.ConflictError
+	if errors.As(err, &c) {
+		return fmt.Errorf("-o %s: %v: %s would overwrite another program's files (its C name is %s too); use another -o, or --name", dir, err, name, res.Name)
+	}
+	return err
 }
 
 // emitFiles lowers g and writes its files into dir as one set, with
@@ -233,7 +240,7 @@ func emitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cu
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFiles(res, dir); err != nil {
+	if err := writeFiles(res, dir, name); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mirage-go/mirage/frontend"
 )
@@ -22,6 +23,42 @@ A program runs bounded: at most %d MiB of source, %d Starlark steps and
 %d MiB of values built (strings, lists, ...); a program that goes past a
 bound stops with an error at its line (exit status 2).`,
 	frontend.MaxSourceSize>>20, frontend.DefaultMaxSteps, frontend.DefaultMaxAlloc>>20)
+
+// pathFlags marks cmd's flags names as paths (files or directories): an
+// empty one is then refused (checkPaths), and shells complete them.
+func pathFlags(cmd *cobra.Command, names ...string) {
+	for _, name := range names {
+		if err := cmd.MarkFlagFilename(name); err != nil {
+			panic(err) // a name of a flag the command does not have
+		}
+	}
+}
+
+// checkPaths refuses an empty path, given as a path flag or as an
+// argument (every argument before -- is a path): "" would otherwise read
+// as the flag left out (--compare '' comparing with nothing, --history ''
+// running the whole suite) or as the working directory.
+func checkPaths(cmd *cobra.Command, args []string) error {
+	var err error
+	visit := func(f *pflag.Flag) {
+		if _, isPath := f.Annotations[cobra.BashCompFilenameExt]; isPath && err == nil && f.Value.String() == "" {
+			err = fmt.Errorf("--%s '': an empty path names no file", f.Name)
+		}
+	}
+	cmd.Flags().Visit(visit) // the flags given, the inherited ones among them
+	if err != nil {
+		return err
+	}
+	if d := cmd.ArgsLenAtDash(); d >= 0 {
+		args = args[:d]
+	}
+	for i, a := range args {
+		if a == "" {
+			return fmt.Errorf("argument %d is '': an empty path names no file", i+1)
+		}
+	}
+	return nil
+}
 
 // checkNotNegative returns an error naming the first of cmd's flags names
 // (durations and ints, where 0 means no limit) that is negative.

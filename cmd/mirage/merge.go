@@ -49,6 +49,7 @@ with a message naming the files and indices, and nothing written.`,
 	fl.IntVar(&f.workers, "workers", 2, "parallel verification workers")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
+	pathFlags(cmd, "out")
 	return cmd
 }
 
@@ -68,7 +69,12 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	if err := json.Unmarshal(m.Meta, &meta); err != nil {
 		return fmt.Errorf("%s: the shards' meta: %v", dir, err)
 	}
-	if err := driver.CheckOutputDir(f.outDir); err != nil {
+	arch, err := target.Lookup(meta.Answer.Arch)
+	if err != nil {
+		return fmt.Errorf("%s: the shards' arch: %v", dir, err)
+	}
+	emit := !f.noEmit && !meta.NoEmit
+	if err := answerOutput(cmd, f.outDir, m.Options.Name, meta.Source, meta.Answer, arch, emit).Check(); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 	errw := cmd.ErrOrStderr()
@@ -87,11 +93,7 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", dir, err)
 	}
-	arch, err := target.Lookup(meta.Answer.Arch)
-	if err != nil {
-		return fmt.Errorf("%s: the shards' arch: %v", dir, err)
-	}
-	out, emitted, err := writeAnswer(cmd, res, f.outDir, opts.Name, meta.Source, meta.Answer, arch, !f.noEmit && !meta.NoEmit)
+	out, emitted, err := writeAnswer(cmd, res, f.outDir, opts.Name, meta.Source, meta.Answer, arch, emit)
 	if err != nil {
 		return err
 	}

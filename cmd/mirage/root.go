@@ -31,7 +31,11 @@ Exit status: 0 on success, 1 when verify finds that programs differ,
 	var profile *os.File
 	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE`")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	_ = root.MarkPersistentFlagFilename("cpuprofile")
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := checkPaths(cmd, args); err != nil {
+			return err
+		}
 		if cpuprofile == "" {
 			return nil
 		}

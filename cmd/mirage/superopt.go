@@ -132,6 +132,7 @@ unusable input.
 	fl.StringVar(&f.shardDir, "shard-dir", "", "with --shard: the (shared) directory the slice's file goes to, for mirage merge")
 	fl.IntVar(&f.shards, "shards", 0, "with --shard auto in a Kubernetes Indexed Job: N, the Job's completions")
 	f.dynamic.register(cmd, true)
+	pathFlags(cmd, "out", "cache", "profile", "shard-dir")
 	return cmd
 }
 
@@ -173,7 +174,7 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 		return f.runDynamic(cmd, in, path, opts)
 	}
 	// The output directory is checked before the search, not after it.
-	if err := driver.CheckOutputDir(f.outDir); err != nil {
+	if err := answerOutput(cmd, f.outDir, in.Name, path, f.answerMeta(), f.arch.Arch, !f.noEmit).Check(); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 	errw := cmd.ErrOrStderr()
@@ -269,12 +270,7 @@ func (f *superoptFlags) answerMeta() answerMeta {
 // writeAnswer writes res into dir as the output set NAME.* (superopt's and
 // merge's), the CUDA unless !emit.
 func writeAnswer(cmd *cobra.Command, res *driver.Result, dir, name, source string, meta answerMeta, arch target.Arch, emit bool) (string, *emittedJSON, error) {
-	out := driver.Output{Dir: dir, Name: name, Meta: meta,
-		Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }}
-	if emit {
-		out.CUDA = &cuda.Options{Arch: arch, Source: source}
-	}
-	w, err := res.Write(out)
+	w, err := res.Write(answerOutput(cmd, dir, name, source, meta, arch, emit))
 	if err != nil {
 		return "", nil, err
 	}
@@ -283,6 +279,16 @@ func writeAnswer(cmd *cobra.Command, res *driver.Result, dir, name, source strin
 		emitted = &emittedJSON{Candidate: w.Candidate, Files: w.CUDA}
 	}
 	return w.Graph, emitted, nil
+}
+
+// answerOutput is the output set superopt and merge write.
+func answerOutput(cmd *cobra.Command, dir, name, source string, meta answerMeta, arch target.Arch, emit bool) driver.Output {
+	out := driver.Output{Dir: dir, Name: name, Meta: meta,
+		Warn: func(msg string) { fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+msg) }}
+	if emit {
+		out.CUDA = &cuda.Options{Arch: arch, Source: source}
+	}
+	return out
 }
 
 // candidateJSON is one whole-program candidate in superopt --json.

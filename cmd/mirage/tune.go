@@ -68,6 +68,7 @@ so and exits 2.`,
 	// tests of tune on machines without a GPU. Its times are the CPU's.
 	fl.BoolVar(&f.emulate, "emulate", false, "build for the CPU emulator instead of the GPU (for testing tune; the times are meaningless)")
 	_ = fl.MarkHidden("emulate")
+	pathFlags(cmd, "out")
 	return cmd
 }
 

@@ -121,6 +121,7 @@ func TestTuneRefuses(t *testing.T) {
 		{[]string{"tune", doc, "--runs", "0"}, "--runs 0"},
 		{[]string{"tune", doc, "--candidates", "-1"}, "--candidates"},
 		{[]string{"tune", filepath.Join(dir, "missing.ugraph.json")}, "missing.ugraph.json"},
+		{[]string{"tune", doc, "-o", ""}, "empty"},
 	} {
 		if code, _, stderr := mirage(t, tt.args...); code != exitUnusable || !strings.Contains(stderr, tt.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", tt.args, code, stderr, tt.want)

@@ -125,6 +125,7 @@ the same decode loop with nvcc and runs it on a GPU (bench/gpu).`,
 	dynamic.register(cmd, false)
 	cmd.Flags().IntSliceVar(&engine, "engine", nil, "with --dynamic: run B's entry point in examples/engine's decode loop, in the CPU emulator, at these `m,m,...`")
 	cmd.Flags().StringVar(&engineDir, "engine-dir", "", "with --engine: keep the decode loop's sources and data in `DIR` (new or empty), with run-gpu.sh for a GPU")
+	pathFlags(cmd, "engine-dir")
 	return cmd
 }
 

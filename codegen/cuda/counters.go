@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -222,7 +223,7 @@ func Measure(ctx context.Context, g *kernel.Graph, res *Result, seed uint64) ([]
 	if err := emu.Run(ctx, in, out, "MIRAGE_EMU_COUNTERS="+counts); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(counts)
+	f, err := boundedread.Open(counts, maxCountersFile)
 	if os.IsNotExist(err) && len(res.Kernels) == 0 {
 		return nil, nil
 	}
@@ -232,6 +233,9 @@ func Measure(ctx context.Context, g *kernel.Graph, res *Result, seed uint64) ([]
 	defer f.Close()
 	return readCounters(f, g, res)
 }
+
+// maxCountersFile bounds the emulator's counters file, a line per launch.
+const maxCountersFile = 1 << 30
 
 // launchRecord is a line of the emulator's counters file (see
 // write_counters in templates/emu/cuda_runtime.h).

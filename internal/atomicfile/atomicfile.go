@@ -12,11 +12,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/mirage-go/mirage/internal/boundedread"
 )
 
 // WriteFile writes data to path atomically, like os.WriteFile. The file gets
@@ -96,17 +100,47 @@ type File struct {
 	Data []byte
 }
 
-// WriteSet writes files into dir as one set, and then manifest, a file
-// listing them with their SHA-256 sums: every file goes to a temporary file
-// first, so that an error (a full disk) leaves the previous set as it was
-// and no temporary file behind; only when all are written is the old
-// manifest removed, the files renamed into place, and the new manifest
-// written. So wherever a process is killed, a manifest that exists lists
-// files that match it: a reader that finds one has a whole set. Temporary
-// files that a killed WriteSet left for these names are removed first.
-// WriteSets into one directory from several processes take turns (a lock
-// on the directory), so that one's manifest never lists another's files.
+// ManifestSuffix ends the name of a set's manifest: a set finds the other
+// sets of its directory by it.
+const ManifestSuffix = ".manifest.json"
+
+// Set is a set of files written together into one directory.
+type Set struct {
+	Dir   string
+	Files []File
+	// Manifest, the name of a file listing the set's files with their
+	// SHA-256 sums, ends in ManifestSuffix; "": no manifest.
+	Manifest string
+	// Owner is what the set was written for (a program's name), recorded in
+	// the manifest: a set of another owner under the same manifest is not
+	// replaced. "": none recorded, and none checked.
+	Owner string
+}
+
+// WriteSet writes files into dir as one set, with manifest listing them
+// (Set.Write).
 func WriteSet(dir string, files []File, manifest string) error {
+	return Set{Dir: dir, Files: files, Manifest: manifest}.Write()
+}
+
+// Write writes the set: every file goes to a temporary file first, so that
+// an error (a full disk) leaves the previous set as it was and no
+// temporary file behind; only when all are written are the files in place
+// backed up, the old manifest removed, the files renamed into place, and
+// the new manifest written. A rename that fails midway is rolled back:
+// after any error the previous set is whole, its manifest included. And
+// wherever a process is killed, a manifest that exists lists files that
+// match it: a reader that finds one has a whole set. Temporary files that
+// a killed Write left for these names are removed first. Writes into one
+// directory from several processes take turns (a lock on the directory),
+// so that one's manifest never lists another's files.
+//
+// A set with a manifest never takes another's files: when another
+// manifest in the directory lists one of its files with other contents, or
+// its manifest exists and was written for another owner, Write writes
+// nothing and returns a *ConflictError.
+func (s Set) Write() error {
+	dir, files, manifest := s.Dir, s.Files, s.Manifest
 	// The lock covers the whole write: another process's cleanup must not
 	// take this one's temporary files for stale ones.
 	unlock, err := lockDir(dir)
@@ -114,29 +148,41 @@ func WriteSet(dir string, files []File, manifest string) error {
 		return fmt.Errorf("atomicfile: %w", err)
 	}
 	defer unlock()
+	if manifest != "" {
+		if err := s.conflicts(); err != nil {
+			return err
+		}
+	}
 	names := make([]string, 0, len(files)+1)
 	for _, f := range files {
 		names = append(names, f.Name)
 	}
-	names = append(names, manifest)
+	if manifest != "" {
+		names = append(names, manifest)
+	}
 	for _, name := range names {
-		stale, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp-*"))
-		for _, s := range stale {
-			os.Remove(s)
+		// A killed Write's temporary files and backups.
+		for _, pattern := range []string{".tmp-*", ".old-*"} {
+			stale, _ := filepath.Glob(filepath.Join(dir, "."+name+pattern))
+			for _, s := range stale {
+				os.Remove(s)
+			}
 		}
 	}
 	// Every byte is written (the manifest too) before anything in place
 	// changes: a full disk fails here, with the previous set whole.
-	all := append(slices.Clone(files), File{Name: manifest})
-	sums := make([]setEntry, 0, len(files))
-	for _, f := range files {
-		sums = append(sums, setEntry{Name: f.Name, SHA256: fmt.Sprintf("%x", sha256.Sum256(f.Data))})
+	all := slices.Clone(files)
+	if manifest != "" {
+		sums := make([]setEntry, 0, len(files))
+		for _, f := range files {
+			sums = append(sums, setEntry{Name: f.Name, SHA256: sum(f.Data)})
+		}
+		data, err := json.MarshalIndent(setManifest{Owner: s.Owner, Files: sums}, "", "  ")
+		if err != nil {
+			return err
+		}
+		all = append(all, File{Name: manifest, Data: append(data, '\n')})
 	}
-	data, err := json.MarshalIndent(setManifest{sums}, "", "  ")
-	if err != nil {
-		return err
-	}
-	all[len(files)].Data = append(data, '\n')
 	tmps := make([]string, 0, len(all))
 	defer func() {
 		for _, t := range tmps {
@@ -153,21 +199,224 @@ func WriteSet(dir string, files []File, manifest string) error {
 		tmps = append(tmps, tmp)
 		step()
 	}
-	if err := os.Remove(filepath.Join(dir, manifest)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("atomicfile: %w", err)
+	// What is in place is backed up before anything changes, so that a
+	// rename that fails midway (an immutable file, an I/O error) is rolled
+	// back: every error leaves the previous set whole, not only a full
+	// disk's. A destination that cannot be replaced fails here.
+	dests := make([]string, len(all))
+	backups := make([]string, len(all)) // "": nothing in place
+	keep := make([]bool, len(all))      // a backup a failed rollback still needs
+	defer func() {
+		for i, b := range backups {
+			if b != "" && !keep[i] {
+				os.Remove(b)
+			}
+		}
+	}()
+	for i, f := range all {
+		dests[i] = filepath.Join(dir, f.Name)
+		fi, err := os.Lstat(dests[i])
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("atomicfile: %w", err)
+		}
+		if fi.IsDir() {
+			return fmt.Errorf("atomicfile: %s is a directory", dests[i])
+		}
+		if backups[i], err = backup(dir, f.Name, fi); err != nil {
+			return fmt.Errorf("atomicfile: cannot replace %s: %v", dests[i], err)
+		}
 	}
-	step()
-	if err := syncDir(dir); err != nil {
-		return err
+	if manifest != "" {
+		if err := fsops.remove(dests[len(all)-1]); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("atomicfile: %w", err)
+		}
+		step()
+		if err := syncDir(dir); err != nil {
+			return s.rollback(err, 0, dests, backups, keep)
+		}
 	}
 	for i, tmp := range tmps { // the manifest last
-		if err := os.Rename(tmp, filepath.Join(dir, all[i].Name)); err != nil {
-			return fmt.Errorf("atomicfile: %w", err)
+		if err := fsops.rename(tmp, dests[i]); err != nil {
+			return s.rollback(fmt.Errorf("atomicfile: %w", err), i, dests, backups, keep)
 		}
 		tmps[i] = ""
 		step()
 	}
 	return syncDir(dir)
+}
+
+// rollback undoes a Write that failed with err after renaming its first
+// done files into place: each goes back to its backup, or away where
+// nothing was in place, and the previous manifest, removed first, comes
+// back last. It returns err, with what could not be undone.
+func (s Set) rollback(err error, done int, dests, backups []string, keep []bool) error {
+	var failed []error
+	restore := func(i int) {
+		if backups[i] == "" {
+			if e := fsops.remove(dests[i]); e != nil && !errors.Is(e, fs.ErrNotExist) {
+				failed = append(failed, e)
+			}
+			return
+		}
+		if e := fsops.rename(backups[i], dests[i]); e != nil {
+			failed = append(failed, e)
+			keep[i] = true // the only copy of what was in place
+			return
+		}
+		backups[i] = ""
+	}
+	for i := done - 1; i >= 0; i-- {
+		restore(i)
+	}
+	if m := len(dests) - 1; s.Manifest != "" && done <= m && backups[m] != "" {
+		restore(m)
+	}
+	syncDir(s.Dir)
+	if len(failed) > 0 {
+		return fmt.Errorf("%w; restoring the previous set failed too (%v): the files in place before are kept as .NAME.old-*", err, errors.Join(failed...))
+	}
+	return fmt.Errorf("%w (the previous set is left as it was)", err)
+}
+
+// backup keeps the file in place for name (fi its Lstat) under a hidden
+// name beside it, and returns that name: a hard link, or where the file
+// system has none, a copy.
+func backup(dir, name string, fi fs.FileInfo) (string, error) {
+	dest := filepath.Join(dir, name)
+	for range 10 {
+		b := filepath.Join(dir, fmt.Sprintf(".%s.old-%d", name, rand.Uint32()))
+		err := fsops.link(dest, b)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	switch mode := fi.Mode(); {
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(dest)
+		if err != nil {
+			return "", err
+		}
+		b := filepath.Join(dir, fmt.Sprintf(".%s.old-%d", name, rand.Uint32()))
+		return b, os.Symlink(target, b)
+	case mode.IsRegular():
+		data, err := boundedread.ReadFile(dest, MaxSetFileSize)
+		if err != nil {
+			return "", err
+		}
+		f, err := os.CreateTemp(dir, "."+name+".old-*")
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(data)
+		if err == nil {
+			err = f.Chmod(mode.Perm())
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return "", err
+		}
+		return f.Name(), nil
+	}
+	return "", fmt.Errorf("%s (%v) cannot be backed up", dest, fi.Mode().Type())
+}
+
+// fsops are the calls by which Write changes what is in place; tests
+// replace them to fail at a chosen call.
+var fsops = struct {
+	rename func(from, to string) error
+	link   func(from, to string) error
+	remove func(name string) error
+}{os.Rename, os.Link, os.Remove}
+
+func sum(data []byte) string { return fmt.Sprintf("%x", sha256.Sum256(data)) }
+
+// ConflictError is a set that would take another set's files, or replace
+// a set written for another owner.
+type ConflictError struct {
+	Dir      string
+	Files    []string // the files of the set written that the other set lists
+	Manifest string   // the other set's manifest
+	Owner    string   // the other set's owner, if recorded
+}
+
+func (e *ConflictError) Error() string {
+	other := "the set of " + e.Manifest
+	if e.Owner != "" {
+		other = fmt.Sprintf("%s's set (%s)", e.Owner, e.Manifest)
+	}
+	if len(e.Files) == 0 {
+		return fmt.Sprintf("%s is the manifest of %s's set", filepath.Join(e.Dir, e.Manifest), e.Owner)
+	}
+	return fmt.Sprintf("%s in %s belong%s to %s", strings.Join(e.Files, " and "), e.Dir, map[bool]string{false: "s"}[len(e.Files) > 1], other)
+}
+
+// Conflicts reports what Write would refuse for the set: a *ConflictError,
+// or nil. A file whose Data is nil is taken to differ from any contents:
+// a run checks its output directory this way before it has the files.
+func (s Set) Conflicts() error {
+	return s.conflicts()
+}
+
+func (s Set) conflicts() error {
+	// A missing or damaged manifest of the set's own name is the set's to
+	// write.
+	if own, err := readManifest(filepath.Join(s.Dir, s.Manifest)); err == nil && own.Owner != "" && s.Owner != "" && own.Owner != s.Owner {
+		return &ConflictError{Dir: s.Dir, Manifest: s.Manifest, Owner: own.Owner}
+	}
+	others, err := filepath.Glob(filepath.Join(s.Dir, "*"+ManifestSuffix))
+	if err != nil {
+		return fmt.Errorf("atomicfile: %w", err)
+	}
+	slices.Sort(others)
+	for _, path := range others {
+		name := filepath.Base(path)
+		if name == s.Manifest {
+			continue
+		}
+		m, err := readManifest(path)
+		if err != nil {
+			continue // not a manifest of ours, or damaged: it lists nothing
+		}
+		listed := map[string]string{}
+		for _, e := range m.Files {
+			listed[e.Name] = e.SHA256
+		}
+		var taken []string
+		for _, f := range s.Files {
+			if want, ok := listed[f.Name]; ok && (f.Data == nil || sum(f.Data) != want) {
+				taken = append(taken, f.Name)
+			}
+		}
+		if len(taken) > 0 {
+			return &ConflictError{Dir: s.Dir, Files: taken, Manifest: name, Owner: m.Owner}
+		}
+	}
+	return nil
+}
+
+// readManifest reads and decodes a manifest.
+func readManifest(path string) (*setManifest, error) {
+	data, err := boundedread.ReadFile(path, MaxManifestSize)
+	if err != nil {
+		return nil, err
+	}
+	var m setManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Base(path), err)
+	}
+	return &m, nil
 }
 
 // SlowSteps, when not zero, is a pause after each step of WriteSet (a
@@ -181,27 +430,29 @@ func step() {
 	}
 }
 
+// The most CheckSet reads of a manifest, and of each file it lists.
+const (
+	MaxManifestSize = 16 << 20
+	MaxSetFileSize  = 1 << 30
+)
+
 // CheckSet checks the set whose manifest is dir/manifest: every file it
 // lists is there with the listed sum. It returns the files' names, or an
 // error wrapping fs.ErrNotExist when there is no manifest (no whole set).
 func CheckSet(dir, manifest string) ([]string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, manifest))
+	m, err := readManifest(filepath.Join(dir, manifest))
 	if err != nil {
 		return nil, fmt.Errorf("atomicfile: %w", err)
 	}
-	var m setManifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("atomicfile: %s: %v", manifest, err)
-	}
 	var names []string
 	for _, e := range m.Files {
-		got, err := os.ReadFile(filepath.Join(dir, e.Name))
+		got, err := boundedread.ReadFile(filepath.Join(dir, e.Name), MaxSetFileSize)
 		if err != nil {
 			// %v: a listed file that is missing is a broken set, not a
 			// missing one.
 			return nil, fmt.Errorf("atomicfile: %s lists %s: %v", manifest, e.Name, err)
 		}
-		if sum := fmt.Sprintf("%x", sha256.Sum256(got)); sum != e.SHA256 {
+		if sum(got) != e.SHA256 {
 			return nil, fmt.Errorf("atomicfile: %s does not match %s", e.Name, manifest)
 		}
 		names = append(names, e.Name)
@@ -211,6 +462,7 @@ func CheckSet(dir, manifest string) ([]string, error) {
 
 // setManifest is a manifest's contents.
 type setManifest struct {
+	Owner string     `json:"owner,omitempty"`
 	Files []setEntry `json:"files"`
 }
 

@@ -217,3 +217,56 @@ func TestCheckSet(t *testing.T) {
 		t.Errorf("a missing file: %v", err)
 	}
 }
+
+// A set never takes another set's files: a file that another manifest
+// lists with other contents, or a manifest written for another owner, is
+// refused before anything is written. The same contents (a shared
+// runtime header) may be listed by both.
+func TestWriteSetRefusesAnotherSetsFiles(t *testing.T) {
+	dir := t.TempDir()
+	first := Set{Dir: dir, Manifest: "my-layer.manifest.json", Owner: "my-layer",
+		Files: []File{{"my-layer.ugraph.json", []byte("g1")}, {"my_layer.cu", []byte("cu1")}, {"my_layer.h", []byte("h1")}, {"runtime.cuh", []byte("rt")}}}
+	if err := first.Write(); err != nil {
+		t.Fatal(err)
+	}
+	before := entries(t, dir)
+	tests := []struct {
+		name string
+		set  Set
+		want string
+	}{
+		{"same C name", Set{Dir: dir, Manifest: "my_layer.manifest.json", Owner: "my_layer",
+			Files: []File{{"my_layer.ugraph.json", []byte("g2")}, {"my_layer.cu", []byte("cu2")}, {"my_layer.h", []byte("h2")}, {"runtime.cuh", []byte("rt")}}},
+			"my_layer.cu and my_layer.h in " + dir + " belong to my-layer's set (my-layer.manifest.json)"},
+		{"unknown contents", Set{Dir: dir, Manifest: "other.manifest.json", Files: []File{{"my_layer.h", nil}}},
+			"my_layer.h in " + dir + " belongs to my-layer's set (my-layer.manifest.json)"},
+		{"another owner's manifest", Set{Dir: dir, Manifest: "my-layer.manifest.json", Owner: "my_layer",
+			Files: []File{{"x.cu", []byte("x")}}},
+			filepath.Join(dir, "my-layer.manifest.json") + " is the manifest of my-layer's set"},
+	}
+	for _, tt := range tests {
+		var conflict *ConflictError
+		if err := tt.set.Conflicts(); !errors.As(err, &conflict) || err.Error() != tt.want {
+			t.Errorf("%s: Conflicts() = %v, want %q", tt.name, err, tt.want)
+		}
+		if err := tt.set.Write(); !errors.As(err, &conflict) {
+			t.Errorf("%s: Write() = %v, want a conflict", tt.name, err)
+		}
+		if got := entries(t, dir); !slices.Equal(got, before) {
+			t.Errorf("%s: the directory went from %v to %v", tt.name, before, got)
+		}
+	}
+	if _, err := CheckSet(dir, "my-layer.manifest.json"); err != nil {
+		t.Errorf("the first set: %v", err)
+	}
+	// The first set written again, other contents, same owner: fine; a
+	// set sharing only the same runtime header: fine.
+	first.Files[1].Data = []byte("cu1, again")
+	if err := first.Write(); err != nil {
+		t.Errorf("the same owner again: %v", err)
+	}
+	other := Set{Dir: dir, Manifest: "b.manifest.json", Owner: "b", Files: []File{{"b.cu", []byte("b")}, {"runtime.cuh", []byte("rt")}}}
+	if err := other.Write(); err != nil {
+		t.Errorf("a set sharing the same runtime header: %v", err)
+	}
+}

@@ -2,10 +2,11 @@ package memlimit
 
 import (
 	"bufio"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/mirage-go/mirage/internal/boundedread"
 )
 
 // SoftLimit is the heap size past which the garbage collector should work
@@ -30,10 +31,13 @@ func softLimit(root string) int64 {
 	return total / 4 * 3
 }
 
+// maxProcFile bounds what is read of a /proc or cgroup file: a few lines.
+const maxProcFile = 1 << 20
+
 // memTotal is MemTotal of a /proc/meminfo file, in bytes; 0 when the
 // file or the line is missing or malformed.
 func memTotal(path string) int64 {
-	f, err := os.Open(path)
+	f, err := boundedread.Open(path, maxProcFile)
 	if err != nil {
 		return 0
 	}
@@ -67,7 +71,7 @@ func parseMemTotal(line string) int64 {
 func cgroupLimit(root string) int64 {
 	fs := filepath.Join(root, "sys/fs/cgroup")
 	files := []string{filepath.Join(fs, "memory.max"), filepath.Join(fs, "memory/memory.limit_in_bytes")}
-	if b, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup")); err == nil {
+	if b, err := boundedread.ReadFile(filepath.Join(root, "proc/self/cgroup"), maxProcFile); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			// hierarchy-ID:controllers:path
 			f := strings.SplitN(line, ":", 3)
@@ -104,7 +108,7 @@ func hasController(list, name string) bool {
 // file is missing or malformed, or says there is no limit ("max", or v1's
 // page-rounded 2^63-1).
 func readLimit(path string) int64 {
-	b, err := os.ReadFile(path)
+	b, err := boundedread.ReadFile(path, maxProcFile)
 	if err != nil {
 		return 0
 	}

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/internal/ujson"
@@ -259,7 +259,7 @@ func Decode(r io.Reader) (*File, error) {
 
 // ReadFile decodes the document in the named file; errors name the path.
 func ReadFile(path string) (*File, error) {
-	r, err := os.Open(path)
+	r, err := boundedread.Open(path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,361 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/internal/atomicfile"
+)
+
+// runChild runs the command line in a process of its own and returns its
+// exit status and stderr; a run that has not ended after a minute (one
+// that hangs on a FIFO, or reads /dev/zero until memory runs out) is
+// killed and fails the test. The minute is a hang's bound, not a speed.
+func runChild(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	c := startMirage(t, env, args...)
+	done := make(chan int, 1)
+	go func() { done <- c.wait() }()
+	select {
+	case code := <-done:
+		return code, c.stderrString()
+	case <-time.After(time.Minute):
+		c.cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v: still running after a minute; killed\n%s", args, c.stderrString())
+		return 0, ""
+	}
+}
+
+// Every file the tool reads is a regular file read up to a cap: /dev/zero
+// (linked in, or named) and FIFOs, as any input, are refused at once with
+// exit status 2 and the file's name.
+func TestHostileInputFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := func(name string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	zero := func(name string) string {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.Symlink("/dev/zero", p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	program := examplePath("rmsnorm_matmul.py")
+	shards := filepath.Dir(zero("shards/p.shard-1-of-2.json"))
+	history := filepath.Dir(fifo("history/history.jsonl"))
+	zeroHistory := filepath.Dir(zero("zhistory/history.jsonl"))
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"merge, a shard linked to /dev/zero", []string{"merge", shards, "-o", filepath.Join(dir, "out")}, "p.shard-1-of-2.json: not a regular file (a character device)"},
+		{"bench --compare /dev/zero", []string{"bench", "--only-paths", program, "--compare", "/dev/zero", "-o", filepath.Join(dir, "b")}, "/dev/zero: not a regular file"},
+		{"bench --compare FIFO", []string{"bench", "--only-paths", program, "--compare", fifo("base.json"), "-o", filepath.Join(dir, "b")}, "base.json: not a regular file (a named pipe)"},
+		{"bench --history, a FIFO", []string{"bench", "--history", history}, "history.jsonl: not a regular file (a named pipe)"},
+		{"bench --history, /dev/zero", []string{"bench", "--history", zeroHistory}, "history.jsonl: not a regular file"},
+		{"bench, a FIFO program", []string{"bench", "--only-paths", fifo("team/layer.py"), "-o", filepath.Join(dir, "b")}, "layer.py: not a program"},
+		{"show, a FIFO program", []string{"show", fifo("prog.py")}, "prog.py: not a regular file (a named pipe)"},
+		{"show, a FIFO μGraph", []string{"show", fifo("g.ugraph.json")}, "g.ugraph.json: not a regular file (a named pipe)"},
+		{"verify, a μGraph linked to /dev/zero", []string{"verify", program, zero("z.ugraph.json")}, "z.ugraph.json: not a regular file"},
+		{"superopt --profile /dev/zero", []string{"superopt", program, "--profile", "/dev/zero", "-o", filepath.Join(dir, "s")}, "--profile: /dev/zero: not a regular file"},
+		{"superopt --profile FIFO", []string{"superopt", program, "--profile", fifo("profile.json"), "-o", filepath.Join(dir, "s")}, "profile.json: not a regular file (a named pipe)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stderr := runChild(t, nil, tt.args...)
+			if code != exitUnusable || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitUnusable, tt.want)
+			}
+		})
+	}
+	for _, out := range []string{"out", "b", "s"} {
+		if _, err := os.Stat(filepath.Join(dir, out)); err == nil {
+			t.Errorf("a refused run wrote %s", out)
+		}
+	}
+}
+
+// An empty path, as a path flag or an argument, is unusable input: it
+// would otherwise read as the flag left out (--compare '' comparing with
+// nothing and passing, --history '' running the whole suite) or as the
+// working directory. Nothing is run or written.
+func TestEmptyPaths(t *testing.T) {
+	program, err := filepath.Abs(examplePath("rmsnorm_matmul.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs(filepath.Join("..", "..", "frontend", "testdata", "scripts", "rmsnorm_args.py"))
+	t.Chdir(t.TempDir()) // where a run taking '' for . would write
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--only-paths", program, "--compare", ""}, "--compare '': an empty path"},
+		{[]string{"bench", "--history", ""}, "--history '': an empty path"},
+		{[]string{"bench", "--only-paths", program, "-o", ""}, "--out '': an empty path"},
+		{[]string{"bench", "--only-paths", program, "--profile="}, "--profile '': an empty path"},
+		{[]string{"bench", ""}, "argument 1 is ''"},
+		{[]string{"superopt", program, "-o", ""}, "--out '': an empty path"},
+		{[]string{"superopt", program, "--cache", ""}, "--cache '': an empty path"},
+		{[]string{"superopt", program, "--profile", ""}, "--profile '': an empty path"},
+		{[]string{"superopt", program, "--shard", "0/2", "--shard-dir", ""}, "--shard-dir '': an empty path"},
+		{[]string{"superopt", ""}, "argument 1 is ''"},
+		{[]string{"merge", ""}, "argument 1 is ''"},
+		{[]string{"merge", "shards", "-o", ""}, "--out '': an empty path"},
+		{[]string{"emit", program, "-o", ""}, "--out '': an empty path"},
+		{[]string{"show", ""}, "argument 1 is ''"},
+		{[]string{"eval", ""}, "argument 1 is ''"},
+		{[]string{"verify", program, ""}, "argument 2 is ''"},
+		{[]string{"verify", "--engine-dir", "", program, program}, "--engine-dir '': an empty path"},
+		{[]string{"show", "--cpuprofile", "", program}, "--cpuprofile '': an empty path"},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := mirage(t, tt.args...)
+		if code != exitUnusable || !strings.Contains(stderr, tt.want) || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q", tt.args, code, stdout, stderr, exitUnusable, tt.want)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("refused runs wrote %v", entries)
+	}
+	// A program's own arguments after -- may be empty strings.
+	if code, _, stderr := mirage(t, "show", script, "--", "--file", ""); code != exitOK {
+		t.Errorf("an empty program argument: exit %d, %s", code, stderr)
+	}
+}
+
+// Two programs whose names a C identifier reads alike (my-layer and
+// my_layer; 日本 and 中文, both __) write the same CUDA files: the second
+// into the same directory is refused before its search, with exit status
+// 2, and the first program's set stays whole.
+func TestNamesThatCollide(t *testing.T) {
+	src := func(n int) string {
+		return fmt.Sprintf("import mirage as mi\ngraph = mi.new_kernel_graph()\nA = graph.new_input(dims=(8, %d), dtype=mi.float16)\nB = graph.new_input(dims=(8, %d), dtype=mi.float16)\ngraph.mark_output(graph.mul(graph.silu(A), B))\n", n, n)
+	}
+	dir := t.TempDir()
+	write := func(name string, n int) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct{ first, second, cname string }{
+		{"my-layer", "my_layer", "my_layer"},
+		{"日本", "中文", "__"},
+	} {
+		out := filepath.Join(dir, "out-"+tt.cname)
+		first, second := write(tt.first+".py", 1024), write(tt.second+".py", 512)
+		if code, _, stderr := mirage(t, "superopt", first, "-o", out, "--no-cache", "--time-limit", "20s"); code != exitOK {
+			t.Fatalf("superopt %s: exit %d: %s", tt.first, code, stderr)
+		}
+		code, stdout, stderr := mirage(t, "superopt", second, "-o", out, "--no-cache", "--time-limit", "20s")
+		want := fmt.Sprintf("%s.cu and %s.h in %s belong to %s's set (%s.manifest.json)", tt.cname, tt.cname, out, tt.first, tt.first)
+		if code != exitUnusable || !strings.Contains(stderr, want) || stdout != "" || strings.Contains(stderr, "searched") {
+			t.Errorf("superopt %s after %s: exit %d, stdout %q, stderr %q; want 2 and %q, before any search", tt.second, tt.first, code, stdout, stderr, want)
+		}
+		if _, err := atomicfile.CheckSet(out, tt.first+".manifest.json"); err != nil {
+			t.Errorf("%s's set: %v", tt.first, err)
+		}
+		if _, err := os.Stat(filepath.Join(out, tt.second+".ugraph.json")); err == nil {
+			t.Errorf("%s's μGraph was written", tt.second)
+		}
+		// --no-emit writes no CUDA: nothing collides.
+		if code, _, stderr := mirage(t, "superopt", second, "-o", out, "--no-cache", "--time-limit", "20s", "--no-emit"); code != exitOK {
+			t.Errorf("superopt --no-emit %s: exit %d: %s", tt.second, code, stderr)
+		}
+		// emit names its set by the C name: the second program's would
+		// replace the first's.
+		emitted := filepath.Join(dir, "emit-"+tt.cname)
+		if code, _, stderr := mirage(t, "emit", first, "-o", emitted); code != exitOK {
+			t.Fatalf("emit %s: exit %d: %s", tt.first, code, stderr)
+		}
+		if code, _, stderr := mirage(t, "emit", second, "-o", emitted); code != exitUnusable || !strings.Contains(stderr, "is the manifest of "+tt.first+"'s set") {
+			t.Errorf("emit %s after %s: exit %d, %q", tt.second, tt.first, code, stderr)
+		}
+		if code, _, stderr := mirage(t, "emit", second, "-o", emitted, "--name", tt.cname+"_2"); code != exitOK {
+			t.Errorf("emit %s --name: exit %d: %s", tt.second, code, stderr)
+		}
+		if _, err := atomicfile.CheckSet(emitted, tt.cname+".manifest.json"); err != nil {
+			t.Errorf("emit: %s's set: %v", tt.first, err)
+		}
+	}
+}
+
+// An output set is never left mixed. bench's -o with history.jsonl,
+// results.json or latest.md there as a directory fails before the run,
+// writing nothing; superopt whose rename of NAME.h fails midway (an
+// immutable file) leaves the previous set whole, its manifest included.
+func TestOutputSetsNeverMixed(t *testing.T) {
+	team := writeTeam(t)
+	for _, name := range []string{"history.jsonl", "results.json", "latest.md"} {
+		out := filepath.Join(t.TempDir(), "results")
+		if err := os.MkdirAll(filepath.Join(out, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := mirage(t, "bench", "--only-paths", team, "--workload", "silu_mul", "-o", out)
+		if code != exitUnusable || !strings.Contains(stderr, name+" is a directory") || strings.Contains(stderr, "bench: silu_mul") {
+			t.Errorf("%s a directory: exit %d, stdout %q, stderr %q; want 2 before the run", name, code, stdout, stderr)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) != 1 {
+			t.Errorf("%s a directory: -o holds %v", name, entries)
+		}
+	}
+
+	dir := t.TempDir()
+	program := filepath.Join(dir, "layer.py")
+	os.WriteFile(program, []byte(teamPrograms["silu_mul.py"]), 0o644)
+	out := filepath.Join(dir, "out")
+	if code, _, stderr := mirage(t, "superopt", program, "-o", out, "--no-cache", "--time-limit", "20s"); code != exitOK {
+		t.Fatalf("superopt: exit %d: %s", code, stderr)
+	}
+	before := snapshotDir(t, out)
+	header := filepath.Join(out, "layer.h")
+	if err := exec.Command("chattr", "+i", header).Run(); err != nil {
+		t.Skipf("chattr +i (needs root and a file system that has it): %v", err)
+	}
+	defer exec.Command("chattr", "-i", header).Run()
+	os.WriteFile(program, []byte(strings.ReplaceAll(teamPrograms["silu_mul.py"], "1024", "512")), 0o644)
+	code, _, stderr := mirage(t, "superopt", program, "-o", out, "--no-cache", "--time-limit", "20s")
+	if code != exitUnusable || !strings.Contains(stderr, "layer.h") {
+		t.Errorf("superopt with layer.h immutable: exit %d, %s", code, stderr)
+	}
+	if after := snapshotDir(t, out); !maps.Equal(before, after) {
+		t.Errorf("the output set went from %v to %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+	if _, err := atomicfile.CheckSet(out, "layer.manifest.json"); err != nil {
+		t.Errorf("the previous set: %v", err)
+	}
+}
+
+// snapshotDir is a directory's files and their contents.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, e := range es {
+		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		m[e.Name()] = string(data)
+	}
+	return m
+}
+
+// Large inputs keep the budget: a 10,000-op program and a program with
+// 1,000 buckets, each under --time-limit and each interrupted by SIGTERM,
+// end with their answer (exit 0) and a whole output set. (How soon they
+// end is measured by hand, not here.)
+func TestLargeInputsEndWithTheirAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	dir := t.TempDir()
+	ops := filepath.Join(dir, "ops.py")
+	os.WriteFile(ops, []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+for i in range(2500):
+    X = g.relu(g.mul(g.exp(g.matmul(X, W)), X))
+g.mark_output(X)
+`), 0o644)
+	buckets := filepath.Join(dir, "buckets.py")
+	os.WriteFile(buckets, []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))
+`), 0o644)
+	var sizes []string
+	for b := 1; b <= 1000; b++ {
+		sizes = append(sizes, fmt.Sprint(b))
+	}
+	dynamic := []string{"--dynamic", "X:0=1..1000", "--buckets", strings.Join(sizes, ",")}
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		sigterm bool
+		want    string // in stdout
+	}{
+		{"10,000 ops, --time-limit", []string{ops, "--time-limit", "4s"}, false, "(stopped: time limit)"},
+		{"10,000 ops, SIGTERM", []string{ops}, true, "(stopped: interrupted)"},
+		{"1,000 buckets, --time-limit", append([]string{buckets, "--time-limit", "4s"}, dynamic...), false, "1000 bucket(s)"},
+		{"1,000 buckets, SIGTERM", append([]string{buckets}, dynamic...), true, "(stopped: interrupted)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			c := startMirage(t, nil, append([]string{"superopt", "-o", out, "--no-cache"}, tt.args...)...)
+			if tt.sigterm {
+				c.waitForStderr(t, "time budget")
+				time.Sleep(3 * time.Second)
+				c.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			done := make(chan int, 1)
+			go func() { done <- c.wait() }()
+			var code int
+			select {
+			case code = <-done:
+			case <-time.After(5 * time.Minute):
+				c.cmd.Process.Kill()
+				t.Fatalf("still running after 5 minutes\n%s", c.stderrString())
+			}
+			if code != exitOK || !strings.Contains(c.stdout.String(), tt.want) {
+				t.Errorf("exit %d, stdout %q; want 0 and %q\n%s", code, firstLine(c.stdout.String()), tt.want, c.stderrString())
+			}
+			name := strings.TrimSuffix(filepath.Base(tt.args[0]), ".py")
+			if files, err := atomicfile.CheckSet(out, name+".manifest.json"); err != nil || len(files) != 4 {
+				t.Errorf("the output set: %v, %v", files, err)
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// A dynamic range past what the emitted code supports is refused before
+// any search, with the largest m it supports (once it was searched for 39
+// s at 7.5 GB and then failed: "bucket 8388608: no candidate lowers to
+// CUDA").
+func TestDynamicRangePastTheCode(t *testing.T) {
+	dir := t.TempDir()
+	program := filepath.Join(dir, "p.py")
+	os.WriteFile(program, []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))
+`), 0o644)
+	for _, hi := range []string{"1073741824", "8388608"} {
+		out := filepath.Join(dir, "out"+hi)
+		code, stdout, stderr := mirage(t, "superopt", program, "--dynamic", "X:0=1.."+hi, "--time-limit", "20s", "-o", out, "--no-cache")
+		want := "p.py: --dynamic X:0=1.." + hi + ": the emitted code supports m up to 8388480"
+		if code != exitUnusable || !strings.Contains(stderr, want) || strings.Contains(stderr, "part (") || stdout != "" {
+			t.Errorf("1..%s: exit %d, stdout %q, stderr %q; want 2 and %q before any search", hi, code, stdout, stderr, want)
+		}
+		if entries, _ := os.ReadDir(out); len(entries) > 0 {
+			t.Errorf("1..%s: wrote %v", hi, entries)
+		}
+	}
+}

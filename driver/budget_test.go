@@ -1,0 +1,169 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// chain is a program of n ops: matmul, exp, mul and relu repeated, as a
+// deep model is; cutting it into parts is what once took the whole
+// budget of a run.
+func chain(t testing.TB, n int) *kernel.Graph {
+	t.Helper()
+	return loadSource(t, "chain", fmt.Sprintf(`
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+for i in range(%d):
+    X = g.relu(g.mul(g.exp(g.matmul(X, W)), X))
+g.mark_output(X)`, n/4))
+}
+
+// A 10,000-op program under a short budget is cut into parts in time for
+// them to be searched (once, no part was: cutting it took 40 s), and the
+// run answers with every part accounted for.
+func TestRunLargeProgramWithinItsBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	g := chain(t, 10_000)
+	res, err := Run(context.Background(), g, Options{TimeLimit: 5 * time.Second, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.States == 0 {
+		t.Errorf("no part was searched: %+v", res.Stats)
+	}
+	ops := 0
+	for _, p := range res.Parts {
+		ops += len(p.Ops)
+	}
+	if ops != len(computeOps(g)) {
+		t.Errorf("the parts hold %d ops, the program %d", ops, len(computeOps(g)))
+	}
+	if !slices.ContainsFunc(res.Candidates, func(c *Candidate) bool { return c.Unfused }) {
+		t.Error("the unfused program is not among the answers")
+	}
+}
+
+// Cutting a program stops placing ops when its stop says so: the ops
+// left are parts of one op each, which the run then does not search.
+func TestSplitStops(t *testing.T) {
+	g := chain(t, 400)
+	ix := index(g)
+	lim := defaultLimits(t, g)
+	ops := computeOps(g)
+	full := split(ix, ops, lim, nil)
+	calls := 0
+	stopped := split(ix, ops, lim, func() bool { calls++; return calls > 2 })
+	if len(stopped) <= len(full) {
+		t.Fatalf("stopped: %d runs, not more than the %d of a full split", len(stopped), len(full))
+	}
+	var placed []int
+	for _, r := range stopped {
+		placed = append(placed, r...)
+	}
+	if !slices.Equal(placed, ops) {
+		t.Errorf("a stopped split places %v, want every op once, in order", placed)
+	}
+	if last := stopped[len(stopped)-1]; len(last) != 1 {
+		t.Errorf("the ops left after the stop are runs of %d ops", len(last))
+	}
+}
+
+// The index answers what a scan of the program's ops does.
+func TestIndexMatchesScans(t *testing.T) {
+	for name := range programs {
+		g := load(t, name)
+		ix := index(g)
+		for tid := range g.Tensors {
+			tt := kernel.TensorID(tid)
+			op, _ := g.Producer(tt)
+			if ix.producer[tt] != op {
+				t.Errorf("%s: tensor %d: producer %d, scan %d", name, tt, ix.producer[tt], op)
+			}
+			var readers []int
+			for i, o := range g.Ops {
+				if slices.Contains(o.In, tt) {
+					readers = append(readers, i)
+				}
+			}
+			if !slices.Equal(ix.readers[tt], readers) {
+				t.Errorf("%s: tensor %d: readers %v, scan %v", name, tt, ix.readers[tt], readers)
+			}
+			if ix.output[tt] != slices.Contains(g.Outputs, tt) {
+				t.Errorf("%s: tensor %d: output %v", name, tt, ix.output[tt])
+			}
+		}
+	}
+}
+
+// A dynamic run over more buckets than its budget can search keeps its
+// limit: the buckets left when the time is over get the program as
+// written, unsearched (once, each was searched for at least a second, so
+// 300 buckets took five minutes), and each bucket has an answer that
+// can be written.
+func TestRunDynamicManyBucketsKeepsItsLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	program, err := load(t, "llama_mlp").WithDynamic(map[kernel.TensorID]int{0: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buckets []int
+	for b := 1; b <= 300; b++ {
+		buckets = append(buckets, b)
+	}
+	res, err := RunDynamic(context.Background(), program, 1, 300, buckets, Options{TimeLimit: 4 * time.Second, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "time limit" {
+		t.Errorf("stopped %q, want time limit", res.Stopped)
+	}
+	unsearched := 0
+	for _, b := range res.Buckets {
+		if b.Parts == nil && b.Stopped == "time limit" && len(b.Candidates) > 0 && b.Candidates[len(b.Candidates)-1].Unfused {
+			unsearched++
+		}
+	}
+	if unsearched < 200 {
+		t.Errorf("%d buckets left unsearched; want most of the 300", unsearched)
+	}
+	dir := t.TempDir()
+	if _, err := res.Write(Output{Dir: dir, Name: "many"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := atomicfile.CheckSet(dir, "many.manifest.json"); err != nil {
+		t.Error(err)
+	}
+}
+
+// An interrupted dynamic run answers at once for the buckets left, and
+// says it was interrupted.
+func TestRunDynamicInterrupted(t *testing.T) {
+	program, err := load(t, "llama_mlp").WithDynamic(map[kernel.TensorID]int{0: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := RunDynamic(ctx, program, 1, 64, DefaultBuckets(1, 64), Options{TimeLimit: time.Minute, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "interrupted" {
+		t.Errorf("stopped %q, want interrupted", res.Stopped)
+	}
+	for _, b := range res.Buckets {
+		if b.Stopped != "interrupted" || !b.Candidates[0].Unfused {
+			t.Errorf("bucket %d: stopped %q, first candidate unfused %v", b.Size, b.Stopped, b.Candidates[0].Unfused)
+		}
+	}
+}
