@@ -220,14 +220,10 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch targe
 	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
 	k.TensorFlops, k.CUDAFlops = scaled(k.TensorFlops, rows), scaled(k.CUDAFlops, rows)
 
-	k.Grid, k.Threads, k.SmemBytes = block.Dim3(lk.Grid), block.Dim3{lk.Threads, 1, 1}, lk.SmemBytes
-	var err error
-	if k.BlocksPerSM, err = blocksPerSM(arch, lk.SmemBytes, lk.Threads); err != nil {
+	blocks, slots, err := k.occupy(arch, lk, block.Dim3{lk.Threads, 1, 1})
+	if err != nil {
 		return Kernel{}, err
 	}
-	blocks := lk.Blocks()
-	slots := arch.SMs * k.BlocksPerSM
-	k.Waves = ceilDiv(blocks, slots)
 	n := float64(blocks)
 	per := work{traffic: float64(k.Bytes) / n, tensor: float64(k.TensorFlops) / n, cuda: float64(k.CUDAFlops) / n}
 	full, tail := blocks/slots, blocks%slots
@@ -260,16 +256,12 @@ func scaled(n int64, f float64) int64 {
 // the part of its device tensor the kernel moves (Rows).
 func graphKernel(lk *launch.Kernel, arch target.Arch, ioScale []float64) (Kernel, error) {
 	b := lk.Thread.Block
-	k := Kernel{Grid: block.Dim3(lk.Grid), Threads: b.Threads}
-	plan := planOf(lk.Thread, arch)
-	k.SmemBytes = lk.SmemBytes
-	var err error
-	if k.BlocksPerSM, err = blocksPerSM(arch, lk.SmemBytes, lk.Threads); err != nil {
+	var k Kernel
+	blocks, slots, err := k.occupy(arch, lk, b.Threads)
+	if err != nil {
 		return Kernel{}, err
 	}
-	blocks := lk.Blocks()
-	slots := arch.SMs * k.BlocksPerSM
-	k.Waves = ceilDiv(blocks, slots)
+	plan := planOf(lk.Thread, arch)
 
 	per := blockWork(b, plan, ioScale)
 	k.TensorFlops = int64(per.tensor) * int64(blocks)
@@ -377,6 +369,19 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, active int) 
 		once += latency + transfer(first)
 	}
 	return once + float64(bs.Iters)*iter
+}
+
+// occupy sets k's launch (threads as the graph gives them) and the blocks
+// its SMs hold, and returns its blocks and the slots a wave fills.
+func (k *Kernel) occupy(arch target.Arch, lk *launch.Kernel, threads block.Dim3) (blocks, slots int, err error) {
+	k.Grid, k.Threads, k.SmemBytes = block.Dim3(lk.Grid), threads, lk.SmemBytes
+	if k.BlocksPerSM, err = blocksPerSM(arch, lk.SmemBytes, lk.Threads); err != nil {
+		return 0, 0, err
+	}
+	blocks = lk.Blocks()
+	slots = arch.SMs * k.BlocksPerSM
+	k.Waves = ceilDiv(blocks, slots)
+	return blocks, slots, nil
 }
 
 // blocksPerSM is how many blocks of smem bytes of shared memory and the
