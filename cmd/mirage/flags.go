@@ -36,7 +36,7 @@ func pathFlags(cmd *cobra.Command, names ...string) {
 
 // checkPaths refuses an empty path, given as a path flag or as an
 // argument (every argument before -- is a path): "" would otherwise read
-// as the flag left out (--compare '' comparing with nothing, --history ''
+// as the flag left out (--compare ” comparing with nothing, --history ”
 // running the whole suite) or as the working directory.
 func checkPaths(cmd *cobra.Command, args []string) error {
 	var err error
