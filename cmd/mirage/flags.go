@@ -36,8 +36,8 @@ func pathFlags(cmd *cobra.Command, names ...string) {
 
 // checkPaths refuses an empty path, given as a path flag or as an
 // argument (every argument before -- is a path): "" would otherwise read
-// as the flag left out (--compare ” comparing with nothing, --history ”
-// running the whole suite) or as the working directory.
+// as the flag left out (an empty --compare comparing with nothing, an
+// empty --history running the whole suite) or as the working directory.
 func checkPaths(cmd *cobra.Command, args []string) error {
 	var err error
 	visit := func(f *pflag.Flag) {
