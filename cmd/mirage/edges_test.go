@@ -93,8 +93,8 @@ func TestHostileInputFiles(t *testing.T) {
 }
 
 // An empty path, as a path flag or an argument, is unusable input: it
-// would otherwise read as the flag left out (--compare ” comparing with
-// nothing and passing, --history ” running the whole suite) or as the
+// would otherwise read as the flag left out (an empty --compare comparing
+// with nothing and passing, an empty --history running the whole suite) or as the
 // working directory. Nothing is run or written.
 func TestEmptyPaths(t *testing.T) {
 	program, err := filepath.Abs(examplePath("rmsnorm_matmul.py"))
