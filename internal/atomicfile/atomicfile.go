@@ -309,25 +309,7 @@ func backup(dir, name string, fi fs.FileInfo) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		f, err := os.CreateTemp(dir, "."+name+".old-*")
-		if err != nil {
-			return "", err
-		}
-		_, err = f.Write(data)
-		if err == nil {
-			err = f.Chmod(mode.Perm())
-		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(f.Name())
-			return "", err
-		}
-		return f.Name(), nil
+		return syncedTemp(dir, "."+name+".old-*", data, mode.Perm())
 	}
 	return "", fmt.Errorf("%s (%v) cannot be backed up", dest, fi.Mode().Type())
 }
@@ -474,13 +456,24 @@ type setEntry struct {
 // writeTemp writes data to a synced temporary file for name in dir and
 // returns its path.
 func writeTemp(dir, name string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	path, err := syncedTemp(dir, "."+name+".tmp-*", data, 0o644)
 	if err != nil {
-		return "", fmt.Errorf("atomicfile: %w", err)
+		return "", fmt.Errorf("atomicfile: writing %s: %w", filepath.Join(dir, name), err)
+	}
+	return path, nil
+}
+
+// syncedTemp writes data to a new file in dir named after pattern
+// (os.CreateTemp's), with mode perm, synced, and returns its path; on an
+// error it leaves nothing behind.
+func syncedTemp(dir, pattern string, data []byte, perm fs.FileMode) (string, error) {
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = f.Chmod(0o644)
+		err = f.Chmod(perm)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -490,7 +483,7 @@ func writeTemp(dir, name string, data []byte) (string, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", fmt.Errorf("atomicfile: writing %s: %w", filepath.Join(dir, name), err)
+		return "", err
 	}
 	return f.Name(), nil
 }
