@@ -253,7 +253,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			chain(ops, n)
 			sinks(n)
 		}
-	case head.Kind == ugraph.OpRMSNorm || head.Kind == ugraph.OpReduction && rowReduction(bg, head):
+	case thread.ByRow(bg, head):
 		xs := bg.Tensors[head.In[0]].Shape
 		rows := ceilf(xs.NumElements()/xs.Last(), warps)
 		per := ceilf(xs.Last(), target.WarpSize)
@@ -291,13 +291,6 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		sinks(n)
 	}
 	return s
-}
-
-// rowReduction is codegen/cuda's rule: a reduction of the last dim, at
-// least a warp wide, runs a warp per row.
-func rowReduction(bg *block.Graph, op *block.Op) bool {
-	x := bg.Tensors[op.In[0]].Shape
-	return op.Attr.Dim == x.Rank()-1 && x.Last() >= target.WarpSize
 }
 
 // librarySteps counts a runtime library kernel's steps per block, by the

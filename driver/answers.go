@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"slices"
@@ -22,7 +23,8 @@ type option struct {
 
 // partOptions are the ways to run each part, fastest first: its search's
 // verified fused candidates and its own ops. A part whose search did not
-// finish runs its own ops only.
+// finish, or that is a customized op as written (never searched), runs its
+// own ops only.
 func (d *run) partOptions(outs []*outcome) [][]option {
 	opts := make([][]option, len(outs))
 	for k, o := range outs {
@@ -36,19 +38,8 @@ func (d *run) partOptions(outs []*outcome) [][]option {
 				}
 			}
 		}
-		if r.done && r.searched == nil && r.best != nil { // a part written as a customized op
-			fused = append(fused, option{graph: r.best, us: r.estimatedUs})
-		}
 		opts[k] = append(fused, own)
-		slices.SortStableFunc(opts[k], func(a, b option) int {
-			switch {
-			case a.us < b.us:
-				return -1
-			case a.us > b.us:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(opts[k], func(a, b option) int { return cmp.Compare(a.us, b.us) })
 	}
 	return opts
 }

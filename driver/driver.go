@@ -711,10 +711,10 @@ func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome, stop <-chan
 // answers are the run's whole-program answers beside the unfused program:
 // up to Options.Answers combinations of the parts' options (combinations),
 // each stitched and verified against the program, fastest first. The
-// first is every part's fastest option, the answer the reports describe:
-// when it cannot be verified (the run ended, or, a bug, it is not
-// equivalent) its parts are reported unfused. A later combination that
-// fails is left out.
+// first is every part's fastest option (the answer the reports describe)
+// unless that is the unfused program: when it cannot be verified (the run
+// ended, or, a bug, it is not equivalent) its fused parts are reported
+// unfused. A later combination that fails is left out.
 func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, reports []*PartReport) ([]*Candidate, error) {
 	opts := d.partOptions(outs)
 	n := d.opts.Answers

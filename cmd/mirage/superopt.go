@@ -355,7 +355,7 @@ func candidateSummary(c *driver.Candidate, baseline cost.Estimate) candidateJSON
 		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
 		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
-		Hash: fmt.Sprintf("%016x", c.Hash), Measured: c.Measured,
+		Hash: cost.GraphHash(c.Graph), Measured: c.Measured,
 	}
 	for _, g := range c.Grids {
 		cj.Grids = append(cj.Grids, g[:])

@@ -615,17 +615,10 @@ func (k *blockKernel) runHead(gr *thread.Group, chain []int, acc int, post bool)
 	switch {
 	case k.tg.Ops[gr.Head].MMA != nil:
 		return k.mmaRun(gr, chain, acc, post)
-	case op.Kind == ugraph.OpRMSNorm, op.Kind == ugraph.OpReduction && k.rowReduction(op):
+	case thread.ByRow(k.bg, op):
 		return k.rowRun(gr, chain, acc, post)
 	}
 	return k.simtRun(gr, chain, acc, post)
-}
-
-// rowReduction reports whether a reduction sums whole rows (the last dim,
-// at least a warp wide), which a warp per row does best.
-func (k *blockKernel) rowReduction(op *block.Op) bool {
-	x := k.bg.Tensors[op.In[0]].Shape
-	return op.Attr.Dim == x.Rank()-1 && x.Last() >= target.WarpSize
 }
 
 // elem is one element (or, in an mma epilogue, two consecutive elements

@@ -3,6 +3,7 @@ package thread
 import (
 	"slices"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 )
@@ -268,6 +269,21 @@ func (d *deriver) layout(stages int) {
 		t.StageBytes = roundUp(t.Rows*t.Pitch*t.DType.Size(), SmemAlign)
 		t.Bytes = t.StageBytes * t.Stages
 	}
+}
+
+// ByRow reports whether a head op computes its tile a row at a time, a
+// warp per row: rms_norm, and a reduction of the last dim at least a warp
+// wide. The code generator writes such a head as a row loop, and the cost
+// model counts its steps as one.
+func ByRow(g *block.Graph, op *block.Op) bool {
+	switch op.Kind {
+	case ugraph.OpRMSNorm:
+		return true
+	case ugraph.OpReduction:
+		x := g.Tensors[op.In[0]].Shape
+		return op.Attr.Dim == x.Rank()-1 && x.Last() >= target.WarpSize
+	}
+	return false
 }
 
 // CopyVector is the widest cp.async (16, 8 or 4 bytes) that every row of

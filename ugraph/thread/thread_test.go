@@ -562,3 +562,38 @@ func smemLimit(bytes int) target.Arch {
 	a.MaxSmemPerBlock = bytes
 	return a
 }
+
+// TestByRow: rms_norm and a reduction of a last dim at least a warp wide
+// run a warp per row; a narrower or an inner reduction, and other ops, do
+// not.
+func TestByRow(t *testing.T) {
+	tests := []struct {
+		shape []int
+		kind  ugraph.OpKind
+		dim   int
+		want  bool
+	}{
+		{[]int{16, 64}, ugraph.OpRMSNorm, 1, true},
+		{[]int{16, 64}, ugraph.OpReduction, 1, true},
+		{[]int{16, 32}, ugraph.OpReduction, 1, true},
+		{[]int{16, 16}, ugraph.OpReduction, 1, false}, // narrower than a warp
+		{[]int{16, 64}, ugraph.OpReduction, 0, false}, // not the last dim
+		{[]int{16, 64}, ugraph.OpExp, 0, false},
+	}
+	for _, tt := range tests {
+		g, err := block.New(block.Dim3{1, 1, 1}, block.Dim3{128, 1, 1}, 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, err := g.AddInput(ugraph.MustShape(tt.shape...), ugraph.Float16, block.Replicate, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Add(tt.kind, ugraph.Attr{Dim: tt.dim}, x); err != nil {
+			t.Fatal(err)
+		}
+		if got := ByRow(g, &g.Ops[1]); got != tt.want {
+			t.Errorf("%v over dim %d of %v: %v, want %v", tt.kind, tt.dim, tt.shape, got, tt.want)
+		}
+	}
+}
