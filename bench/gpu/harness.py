@@ -114,6 +114,12 @@ def ref_ntrans(H, X, alpha):
     return (rms_norm(C),)
 
 
+def ref_llama_mlp_block(X, W1, W3, W2):
+    N = rms_norm(X)
+    gate = torch.nn.functional.silu(torch.matmul(N, W1))
+    return (X + torch.matmul(gate * torch.matmul(N, W3), W2),)
+
+
 def _uniform(gen, shape, scale=1.0):
     return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * scale
 
@@ -135,6 +141,18 @@ def gen_qknorm_gqa(g, shapes):
     keys) near 8000, under fp16's 65504."""
     qshape, kshape, vshape = shapes
     return [_uniform(g, qshape), _uniform(g, kshape, 0.25), _uniform(g, vshape)]
+
+
+def gen_scaled_weights(g, shapes):
+    """Inputs for a model's layer: the activations uniform in [-1, 1), each
+    weight scaled by the power of two nearest 1/sqrt(K), K its rows, as a
+    trained model's are (and as driver.RunEngine scales them), so that
+    fp16 does not overflow at a model's shapes."""
+    x, *weights = shapes
+    out = [_uniform(g, x)]
+    for s in weights:
+        out.append(_uniform(g, s, 2.0 ** -round(math.log2(math.sqrt(s[0])))))
+    return out
 
 
 class Workload:
@@ -162,6 +180,10 @@ WORKLOADS = {
         ),
         Workload("lora", [(16, 256), (256, 4096), (256, 16), (16, 4096)], [(16, 4096)], ref_lora, gen_uniform(1.0)),
         Workload("ntrans", [(32, 4096)] * 3, [(32, 4096)], ref_ntrans, gen_uniform(1.0)),
+        Workload(
+            "llama_mlp_block", [(8, 4096), (4096, 11008), (4096, 11008), (11008, 4096)], [(8, 4096)],
+            ref_llama_mlp_block, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K))",
+        ),
     ]
 }
 

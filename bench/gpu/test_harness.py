@@ -11,6 +11,7 @@ the harness also runs DIR's ntrans and lora entries end to end in mirage's
 CPU emulator.
 """
 
+import ast
 import importlib.util
 import json
 import math
@@ -375,7 +376,20 @@ class WorkloadTableTest(unittest.TestCase):
     def shapes_of(self, path):
         with open(path) as f:
             src = f.read()
-        return [tuple(int(x) for x in m.split(",") if x.strip())
+        # Names bound to integers at the top (tokens, hidden, mlp = 8, 4096, 11008).
+        names = {}
+        for node in ast.parse(src).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+                if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    pairs = zip(target.elts, value.elts)
+                else:
+                    pairs = [(target, value)]
+                for t, v in pairs:
+                    if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and isinstance(v.value, int):
+                        names[t.id] = v.value
+        dim = lambda x: names[x] if x in names else int(x)  # noqa: E731
+        return [tuple(dim(x.strip()) for x in m.split(",") if x.strip())
                 for m in re.findall(r"new_input\(dims=\(([^)]*)\)", src)]
 
     def test_inputs_match_programs(self):
@@ -415,7 +429,7 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
 
     def test_scripts_parse(self):
-        for s in ("prepare.sh", "run.sh"):
+        for s in ("prepare.sh", "run.sh", "device.sh"):
             p = subprocess.run(["bash", "-n", os.path.join(HERE, s)], stderr=subprocess.PIPE)
             self.assertEqual(p.returncode, 0, p.stderr)
             p = subprocess.run(["bash", os.path.join(HERE, s), "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -501,6 +515,23 @@ class ReferenceTest(unittest.TestCase):
             Sh = Eh.float().sum(-1, keepdim=True).half()
             Oh = t.matmul((Eh.float() / Sh.float()).half().float(), f(V.float()).half().float())
             self.assertLess(harness.rel_err(Oh, ref), 1e-2, name)
+
+    def test_llama_mlp_block(self):
+        t = self.torch
+        w = harness.WORKLOADS["llama_mlp_block"]
+        X, W1, W3, W2 = harness.make_inputs(w, ["float16"] * 4, 1)
+        # Each weight is scaled by the power of two nearest 1/sqrt(K).
+        self.assertLessEqual(float(W1.abs().max()), 1 / 64)
+        self.assertGreater(float(W1.abs().max()), 1 / 128)
+        self.assertLessEqual(float(W2.abs().max()), 1 / 128)  # sqrt(11008) = 104.9
+        self.assertGreater(float(W2.abs().max()), 1 / 256)
+        (ref,) = w.ref(X, W1, W3, W2)
+        nrm = X / (X * X).mean(-1, keepdim=True).sqrt()
+        a = nrm @ W1
+        want = X + (a / (1 + t.exp(-a)) * (nrm @ W3)) @ W2
+        self.assertTrue(t.allclose(ref, want))
+        self.assertLess(float((ref - X).abs().max()), 1e3)  # in fp16 range, not flat
+        self.assertGreater(float((ref - X).std()), 1e-3)
 
     def test_rel_err(self):
         t = self.torch

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bench/gpu/device.sh RESULTS_DIR [BUILD_DIR]: everything one GPU lease
+# measures, in one call, on the GPU machine (after prepare.sh here).
+#
+#   1. the harness's own tests, with torch (its reference programs);
+#   2. run.sh: build, check against float64, time against eager and
+#      torch.compile (RESULTS_DIR/gpu.md, gpu.json, profile_ARCH.json);
+#   3. mirage tune on the top candidates of the workloads in TUNE
+#      (RESULTS_DIR/tune_W.json and tune_W.txt);
+#   4. compute-sanitizer memcheck, racecheck and synccheck on the entries
+#      in SANITIZE, each run once by the harness (RESULTS_DIR/sanitizer.txt);
+#   5. the GPU, driver, nvcc and torch versions (RESULTS_DIR/versions.txt).
+#
+# A step that fails is reported and the next one runs; the exit status is
+# 1 when any failed.
+#
+# Environment (all optional):
+#   MIRAGE     the mirage binary for tune (default BUILD_DIR/mirage: build it
+#              where it is prepared with CGO_ENABLED=0 go build -o
+#              BUILD_DIR/mirage ./cmd/mirage, a static binary)
+#   TUNE       workloads to tune (default "rmsnorm_matmul gated_mlp"; "" for none)
+#   SANITIZE   harness entry patterns to sanitize (default: none)
+#   HARNESS    more harness arguments for step 2
+set -uo pipefail
+
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case ${1:-} in -h | --help) usage; exit 0 ;; '' | -*) usage >&2; exit 2 ;; esac
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+results=$1
+build=${2:-$repo/out/gpu}
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+mirage=${MIRAGE:-$build/mirage}
+tune=${TUNE-rmsnorm_matmul gated_mlp}
+sanitize=${SANITIZE:-}
+rc=0
+step() { echo "== $* ($(date -u +%H:%M:%S))"; }
+
+step versions
+{
+	date -u +%Y-%m-%dT%H:%M:%SZ
+	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+	nvcc --version | tail -n 2
+	python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
+} >"$results/versions.txt" 2>&1
+cat "$results/versions.txt"
+
+step harness tests
+(cd "$here" && python3 -m unittest test_harness 2>&1 | tail -n 3) || rc=1
+
+step run.sh
+# shellcheck disable=SC2086 # HARNESS is a list of arguments
+"$here/run.sh" "$results" "$build" -- ${HARNESS:-} || rc=1
+
+arch=$(ls "$build" | grep -m 1 '^sm_')
+for w in $tune; do
+	step tune "$w"
+	f=$build/$arch/superopt/$w/$w.ugraph.json
+	if [ -f "$f" ]; then
+		"$mirage" tune "$f" --arch "$arch" --candidates 4 -o "$results/tune_$w.json" >"$results/tune_$w.txt" 2>&1 || rc=1
+		cat "$results/tune_$w.txt"
+	else
+		echo "no $f" && rc=1
+	fi
+done
+
+if [ -n "$sanitize" ]; then
+	: >"$results/sanitizer.txt"
+	for tool in memcheck racecheck synccheck; do
+		step compute-sanitizer "$tool"
+		for p in $sanitize; do
+			echo "--- $tool $p" >>"$results/sanitizer.txt"
+			compute-sanitizer --tool "$tool" --print-limit 20 python3 "$here/harness.py" --build "$build/$arch" \
+				--results "/tmp/sanitize.$tool" --lib-tag "sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | tr -d .)" \
+				--entries "$p" --runs 1 --warmup 0 --no-compile --no-isolate 2>&1 |
+				grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|========= (Invalid|Race|Barrier)|FAIL' | head -n 20 >>"$results/sanitizer.txt" || true
+		done
+	done
+	cat "$results/sanitizer.txt"
+fi
+exit $rc
