@@ -72,7 +72,7 @@ func TestGraphStepsFollowTheEmittedCode(t *testing.T) {
 // 4 values a lane stored.
 func TestLibraryStepsFollowTheRuntime(t *testing.T) {
 	g := loadExample(t, "rmsnorm_matmul.py")
-	p, err := launch.Graph(g, mustArch(t, "sm_90"), launch.Options{})
+	p, err := launch.Graph(g, mustArch(t, "sm_90"), launch.Options{OwnGEMM: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,14 @@ const (
 	// still be hit when a later wave re-reads them; the rest holds
 	// streamed data.
 	l2Share = 0.5
+	// Fraction of peak HBM bandwidth that cuBLASLt's skinny GEMMs reach,
+	// and the time one takes beyond its launch: fitted to eager PyTorch
+	// (which runs them) on the H100, bench/results/h100/2026-11-28-fef1746:
+	// gated_mlp's two 8x4096x4096 matmuls in 37.1 µs with two element-wise
+	// kernels, the LLaMA-7B MLP block's three 8x4096x11008 ones in 127.6 µs
+	// with five; Nsight Compute read 67-79% of DRAM bandwidth on them.
+	vendorMemEfficiency = 0.77
+	vendorLatencyMicros = 1.1
 	// Fraction of the SMs whose blocks saturate HBM: with its loads
 	// pipelined an SM draws about twice its even share of bandwidth, so a
 	// wave that occupies fewer SMs gets a proportional share.
@@ -174,6 +182,8 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 			if k, err = graphKernel(lk, arch, ioScale); err != nil {
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
+		} else if lk.Code.Vendor() {
+			k = vendorKernel(g, op, arch, scale)
 		} else if k, err = libraryKernel(g, op, lk, arch, scale); err != nil {
 			return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 		}
@@ -233,6 +243,49 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch targe
 	bs.scale(rows)
 	k.finish(arch, per, waves, bs)
 	return k, nil
+}
+
+// vendorKernel costs a pre-defined op that a vendor library (cuBLASLt)
+// runs with kernels of its own choosing: its distinct bytes at the
+// library's measured share of the bandwidth, its flops at the tensor
+// cores' achievable rate, or its fixed latency, whichever is longest, plus
+// a launch. The library fills the GPU (Waves 1): its heuristic splits K
+// when the output has few tiles.
+func vendorKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[kernel.TensorID]float64) Kernel {
+	var k Kernel
+	rows := 1.0
+	for _, id := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
+		rows = min(rows, scaleOf(scale, id))
+	}
+	seen := map[kernel.TensorID]bool{}
+	shapes := make([]ugraph.Shape, len(op.In))
+	for i, id := range op.In {
+		shapes[i] = g.Tensors[id].Shape
+		if !seen[id] {
+			seen[id] = true
+			k.Bytes += scaled(int64(g.Tensors[id].Bytes()), scaleOf(scale, id))
+		}
+	}
+	out := g.Tensors[op.Out[0]]
+	k.Bytes += scaled(int64(out.Bytes()), rows)
+	k.DRAMBytes = k.Bytes
+	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
+	k.TensorFlops, k.CUDAFlops = scaled(k.TensorFlops, rows), scaled(k.CUDAFlops, rows)
+	k.Waves = 1
+	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
+	k.ComputeMicros = (float64(k.TensorFlops)/(arch.TensorFLOPS*tensorEfficiency) + float64(k.CUDAFlops)/(arch.FP32FLOPS*cudaEfficiency)) * 1e6
+	k.LatencyMicros = vendorLatencyMicros
+	k.OverheadMicros = arch.LaunchMicros
+	k.Micros = max(k.MemoryMicros, k.ComputeMicros, k.LatencyMicros) + k.OverheadMicros
+	switch {
+	case k.LatencyMicros >= max(k.MemoryMicros, k.ComputeMicros):
+		k.Bound = BoundLatency
+	case k.MemoryMicros >= k.ComputeMicros:
+		k.Bound = BoundMemory
+	default:
+		k.Bound = BoundCompute
+	}
+	return k
 }
 
 // scaleOf is the part of tensor t that a kernel moves: 1, or its rows

@@ -107,14 +107,20 @@ func TestSmallTilesAreL2Bound(t *testing.T) {
 }
 
 // The unfused program, a kernel graph of pre-defined ops, is the baseline.
-// On the H100 (testdata) the hand-written gated MLP and GQA μGraphs beat
-// their programs (47.8 vs 124.3 µs, 90.0 vs 138.2 µs) and the
-// RMSNorm+MatMul one does not (99.1 vs 64.7 µs): the model must agree.
+// On the H100 (bench/results/h100/2026-11-28-fef1746) the hand-written
+// RMSNorm+MatMul, gated MLP and GQA μGraphs took 99.6, 47.8 and 90.0 µs,
+// and eager PyTorch, whose matmuls are cuBLAS's as the programs' now are
+// (cuBLASLt), 39.0, 37.1 and 33.3 µs with more launches than ours: the
+// model must rank the RMSNorm+MatMul and GQA programs ahead of their
+// μGraphs, by margins of 2.5x and more. (With the runtime's own GEMM, at
+// 64.7 and 137.2 µs, the GQA program was behind.) The gated MLP is left
+// out: 37.1 against 47.8 µs is inside the model's error on that μGraph
+// (estimated 35.6), until a GPU run times the new program itself.
 func TestMuGraphsAgainstTheirPrograms(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		faster bool
-	}{{"rmsnorm_matmul", false}, {"gated_mlp", true}, {"gqa", true}} {
+	}{{"rmsnorm_matmul", false}, {"gqa", false}} {
 		program, fused := loadExample(t, tt.name+".py"), loadExample(t, tt.name+"_mugraph.py")
 		arch := mustArch(t, "sm_90")
 		base, opt := estimate(t, program, arch), estimate(t, fused, arch)

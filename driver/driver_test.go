@@ -360,9 +360,11 @@ g.mark_output(g.matmul(A, B))`)
 }
 
 // A search that finds more than the run has time to verify returns what it
-// verified before the run ends, so its part is still fused: verifying every
-// candidate of RMSNorm+MatMul at the paper's shape (296) takes half a
-// minute on 2 cores, its enumeration a few seconds; this run has 20 s.
+// verified before the run ends: verifying every candidate of RMSNorm+MatMul
+// at the paper's shape (296) takes half a minute on 2 cores, its
+// enumeration a few seconds; this run has 20 s. (The program itself, its
+// matmul through cuBLASLt, is estimated faster than any fused answer, so
+// the verified fused ones rank after it.)
 func TestRunKeepsWhatItVerifiedInTime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: searches")
@@ -376,10 +378,10 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(4096,)), W))`)
 		t.Fatal(err)
 	}
 	p := res.Parts[0]
-	if !p.Fused || p.Stats.Verified == 0 || p.Stats.Unchecked == 0 {
-		t.Errorf("part: fused %v (%s), %d verified, %d left unchecked; want fused, some verified and some left", p.Fused, p.WhyNot, p.Stats.Verified, p.Stats.Unchecked)
+	if p.Stats.Verified == 0 || p.Stats.Unchecked == 0 {
+		t.Errorf("part: %d verified, %d left unchecked; want some verified and some left", p.Stats.Verified, p.Stats.Unchecked)
 	}
-	if len(res.Candidates) < 2 || res.Candidates[0].Customized == 0 {
-		t.Errorf("%d answers, the best runs %d graph-defined kernels", len(res.Candidates), res.Candidates[0].Customized)
+	if !slices.ContainsFunc(res.Candidates, func(c *Candidate) bool { return c.Customized > 0 }) {
+		t.Errorf("%d answers, none with a graph-defined kernel: the verified ones were not kept", len(res.Candidates))
 	}
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// A range whose largest bucket's code cannot be emitted (a matmul's grid
-// past 65535 blocks of 128 rows) is refused before any search, with the
-// largest m that can be; one within it is not.
+// A range whose largest bucket's code cannot be emitted (an fp32 matmul's
+// grid past 65535 blocks of 16 rows, on the runtime's SIMT GEMM) is
+// refused before any search, with the largest m that can be; one within
+// it is not.
 func TestCheckLowers(t *testing.T) {
 	program, err := loadSource(t, "p", `
-X = g.new_input(dims=(16, 256), dtype=mi.float16)
-W = g.new_input(dims=(256, 256), dtype=mi.float16)
+X = g.new_input(dims=(16, 256), dtype=mi.float32)
+W = g.new_input(dims=(256, 256), dtype=mi.float32)
 g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))`).WithDynamic(map[kernel.TensorID]int{0: 0})
 	if err != nil {
 		t.Fatal(err)
@@ -26,11 +27,11 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))`).WithDynamic
 		buckets []int
 		err     string
 	}{
-		{1, 1 << 30, nil, "the emitted code supports m up to 8388480 (at m = 8388481, "},
-		{1, 8388608, nil, "give HI at most 4194304 with the default buckets"},
-		{1, 4194304, nil, ""},
-		{1, 8388480, []int{64, 8388480}, ""},
-		{1, 8388480, []int{64, 8388481}, "--buckets ending at most at 8388480"},
+		{1, 1 << 30, nil, "the emitted code supports m up to 1048560 (at m = 1048561, "},
+		{1, 8388608, nil, "give HI at most 524288 with the default buckets"},
+		{1, 524288, nil, ""},
+		{1, 1048560, []int{64, 1048560}, ""},
+		{1, 1048560, []int{64, 1048561}, "--buckets ending at most at 1048560"},
 		{16777216, 1 << 30, nil, "supports no m in 16777216..1073741824"},
 	} {
 		buckets := tt.buckets

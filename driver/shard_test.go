@@ -86,8 +86,8 @@ func TestMergedShardsAreOneProcess(t *testing.T) {
 			if one.Stopped != "" {
 				t.Fatalf("one process stopped early: %s", one.Stopped)
 			}
-			if !slices.ContainsFunc(one.Parts, func(r *PartReport) bool { return r.Fused }) {
-				t.Fatal("one process fused nothing: nothing to compare")
+			if !slices.ContainsFunc(one.Candidates, func(c *Candidate) bool { return c.Customized > 0 }) {
+				t.Fatal("one process kept no fused answer: nothing to compare")
 			}
 			for _, n := range []int{1, 2, 4, 7} {
 				m, _ := runShards(t, program, opts, n, filepath.Join(t.TempDir(), fmt.Sprint(n)))

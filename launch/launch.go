@@ -18,6 +18,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
@@ -35,7 +36,17 @@ type Options struct {
 	// graph-defined kernel's for-loop walks gets (0: thread.DefaultStages);
 	// the plan lowers it where shared memory runs out.
 	Stages int
+	// OwnGEMM runs pre-defined matmuls on the runtime's own GEMM kernels
+	// (gemm_kernel) instead of cuBLASLt, for code that must link with
+	// nothing but the CUDA runtime.
+	OwnGEMM bool
 }
+
+// LibraryWorkspace is the scratch memory, in bytes, that a cuBLASLt
+// matmul is given: templates/mirage_runtime.cuh's LtWorkspaceBytes, what
+// PyTorch gives cuBLAS on Hopper (so that the library's heuristic may pick
+// the split-K kernels eager PyTorch runs).
+const LibraryWorkspace = 32 << 20
 
 // Code names the code that runs a kernel.
 type Code uint8
@@ -49,9 +60,10 @@ const (
 	RMSNorm                  // mirage::rms_norm_kernel: a block per row
 	GEMM                     // mirage::gemm_kernel: tensor cores, block tiles, a cp.async pipeline
 	GEMMSIMT                 // mirage::gemm_simt_kernel: 16x16 tiles on CUDA cores
+	CuBLASLt                 // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
 )
 
-var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "gemm", "gemm_simt"}
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "gemm", "gemm_simt", "cublaslt"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -60,8 +72,22 @@ func (c Code) String() string {
 	return fmt.Sprintf("Code(%d)", uint8(c))
 }
 
-// Library reports whether the code is a kernel of the runtime library.
+// Library reports whether the code is a kernel of the runtime library (or
+// a call into a CUDA library through it).
 func (c Code) Library() bool { return c != GraphDefined }
+
+// Vendor reports whether the code calls a library of the CUDA toolkit
+// whose kernels, grids and shared memory are the library's choice: the
+// plan knows the call, not its launches (Grid is zero).
+func (c Code) Vendor() bool { return c == CuBLASLt }
+
+// Links is the library that code needing c links with ("" for none).
+func (c Code) Links() string {
+	if c == CuBLASLt {
+		return "cublasLt"
+	}
+	return ""
+}
 
 // Kernel is the launch of one op of a kernel graph.
 type Kernel struct {
@@ -90,6 +116,9 @@ type Kernel struct {
 	// RowTile is the rows of M that one block of grid.y covers, for a
 	// matmul: a grid that scales with a dynamic m is ceil(m / RowTile).
 	RowTile int
+	// Workspace is the scratch memory, in bytes, that the call of a
+	// vendor library needs beside the program's tensors.
+	Workspace int
 }
 
 // Blocks is the number of blocks in the grid.
@@ -195,7 +224,7 @@ func Op(g *kernel.Graph, i int, arch target.Arch, opts Options) (Kernel, error) 
 		k.Op = i
 		return k, err
 	}
-	k, err := library(g, op)
+	k, err := library(g, op, opts)
 	k.Op = i
 	return k, err
 }
@@ -240,7 +269,7 @@ const (
 type GEMMTile struct{ BM, BN, WM, WN int }
 
 // library plans pre-defined op as a kernel of the runtime library.
-func library(g *kernel.Graph, op *kernel.Op) (Kernel, error) {
+func library(g *kernel.Graph, op *kernel.Op, opts Options) (Kernel, error) {
 	out := g.Tensors[op.Out[0]]
 	x := g.Tensors[op.In[0]]
 	k := Kernel{Threads: libraryThreads, Stages: 1, Split: 1, Vector: out.DType.Size()}
@@ -272,14 +301,24 @@ func library(g *kernel.Graph, op *kernel.Op) (Kernel, error) {
 		if batch > target.MaxGridYZ { // the batch is the grid's z axis
 			return Kernel{}, fmt.Errorf("%d batched matrices; at most %d", batch, target.MaxGridYZ)
 		}
-		if tile, ok := gemmConfig(out.DType, m, n, kd); ok {
+		tile, ok := gemmConfig(out.DType, m, n, kd)
+		switch {
+		case ok && !opts.OwnGEMM:
+			// cuBLASLt moves skinny matmuls' weights at eager PyTorch's
+			// speed (it is what eager runs); the runtime's own GEMM
+			// reached a quarter of that on an H100 (bench/results/h100).
+			if max(m, n, kd) > math.MaxInt32 {
+				return Kernel{}, fmt.Errorf("%dx%dx%d matmul: cuBLASLt takes dims of at most %d (lt_matmul's int)", m, kd, n, math.MaxInt32)
+			}
+			k = Kernel{Code: CuBLASLt, Stages: 1, Split: 1, Vector: 16, Workspace: LibraryWorkspace}
+		case ok:
 			k.Code, k.Tile, k.RowTile = GEMM, tile, tile.BM
 			k.Grid = [3]int{(n + tile.BN - 1) / tile.BN, (m + tile.BM - 1) / tile.BM, batch}
 			k.Threads = tile.WM * tile.WN * target.WarpSize
 			k.Stages = gemmStages
 			k.SmemBytes = gemmStages * (tile.BM*(gemmBK+gemmPad) + gemmBK*(tile.BN+gemmPad)) * out.DType.Size()
 			k.Vector = 16 // cp.async of 16-byte chunks
-		} else {
+		default:
 			k.Code, k.Tile, k.RowTile = GEMMSIMT, GEMMTile{BM: simtTile, BN: simtTile}, simtTile
 			k.Grid = [3]int{(n + simtTile - 1) / simtTile, (m + simtTile - 1) / simtTile, batch}
 		}

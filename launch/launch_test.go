@@ -30,41 +30,47 @@ var sm90 = target.MustLookup("sm_90")
 // threads WM·WN warps and its STAGES·(BM·40 + 32·(BN+8)) elements of
 // shared memory.
 func TestLibraryLaunches(t *testing.T) {
+	lt := Kernel{Code: CuBLASLt, Stages: 1, Vector: 16, Split: 1, Workspace: LibraryWorkspace}
 	tests := []struct {
 		name string
 		src  []string
 		want Kernel
+		opts Options
 	}{
 		{"exp", []string{`x = g.new_input(dims=(3, 1000), dtype=mi.float16)`, `g.mark_output(g.exp(x))`},
-			Kernel{Code: Unary, Grid: [3]int{12, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+			Kernel{Code: Unary, Grid: [3]int{12, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"huge unary: the grid-stride loop caps the grid", []string{`x = g.new_input(dims=(65536, 1024), dtype=mi.float32)`, `g.mark_output(g.exp(x))`},
-			Kernel{Code: Unary, Grid: [3]int{65535, 1, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1}},
+			Kernel{Code: Unary, Grid: [3]int{65535, 1, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1}, Options{}},
 		{"add", []string{`x = g.new_input(dims=(16, 64), dtype=mi.bfloat16)`, `y = g.new_input(dims=(1, 64), dtype=mi.bfloat16)`, `g.mark_output(g.add(x, y))`},
-			Kernel{Code: Binary, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+			Kernel{Code: Binary, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"row sum: a warp per row", []string{`x = g.new_input(dims=(2, 33, 100), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 2))`},
-			Kernel{Code: ReduceRows, Grid: [3]int{9, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+			Kernel{Code: ReduceRows, Grid: [3]int{9, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"middle sum: a thread per output", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
-			Kernel{Code: ReduceMid, Grid: [3]int{5, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
+			Kernel{Code: ReduceMid, Grid: [3]int{5, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"rms_norm: a block per row", []string{`x = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(4096,)))`},
-			Kernel{Code: RMSNorm, Grid: [3]int{8, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}},
-		{"decode matmul: 16x64 tiles", []string{`a = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `w = g.new_input(dims=(4096, 11008), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: RMSNorm, Grid: [3]int{8, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"decode matmul: cuBLASLt", []string{`a = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `w = g.new_input(dims=(4096, 11008), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			lt, Options{}},
+		{"batched bf16 matmul: cuBLASLt", []string{`a = g.new_input(dims=(2, 256, 64), dtype=mi.bfloat16)`, `w = g.new_input(dims=(2, 64, 4096), dtype=mi.bfloat16)`, `g.mark_output(g.matmul(a, w))`},
+			lt, Options{}},
+		{"decode matmul, own GEMM: 16x64 tiles", []string{`a = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `w = g.new_input(dims=(4096, 11008), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
 			Kernel{Code: GEMM, Grid: [3]int{172, 1, 1}, Threads: 128, SmemBytes: 3 * (16*40 + 32*72) * 2, Stages: 3, Vector: 16, Split: 1,
-				Tile: GEMMTile{16, 64, 1, 4}, RowTile: 16}},
-		{"32 rows", []string{`a = g.new_input(dims=(32, 256), dtype=mi.float16)`, `w = g.new_input(dims=(256, 128), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+				Tile: GEMMTile{16, 64, 1, 4}, RowTile: 16}, Options{OwnGEMM: true}},
+		{"32 rows, own GEMM", []string{`a = g.new_input(dims=(32, 256), dtype=mi.float16)`, `w = g.new_input(dims=(256, 128), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
 			Kernel{Code: GEMM, Grid: [3]int{2, 1, 1}, Threads: 128, SmemBytes: 3 * (32*40 + 32*72) * 2, Stages: 3, Vector: 16, Split: 1,
-				Tile: GEMMTile{32, 64, 2, 2}, RowTile: 32}},
-		{"batched 256 rows: 128x128 tiles, batch on z", []string{`a = g.new_input(dims=(2, 256, 64), dtype=mi.float16)`, `w = g.new_input(dims=(2, 64, 4096), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+				Tile: GEMMTile{32, 64, 2, 2}, RowTile: 32}, Options{OwnGEMM: true}},
+		{"batched 256 rows, own GEMM: 128x128 tiles, batch on z", []string{`a = g.new_input(dims=(2, 256, 64), dtype=mi.float16)`, `w = g.new_input(dims=(2, 64, 4096), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
 			Kernel{Code: GEMM, Grid: [3]int{32, 2, 2}, Threads: 128, SmemBytes: 3 * (128*40 + 32*136) * 2, Stages: 3, Vector: 16, Split: 1,
-				Tile: GEMMTile{128, 128, 2, 2}, RowTile: 128}},
+				Tile: GEMMTile{128, 128, 2, 2}, RowTile: 128}, Options{OwnGEMM: true}},
 		{"fp32: SIMT", []string{`a = g.new_input(dims=(20, 64), dtype=mi.float32)`, `w = g.new_input(dims=(64, 40), dtype=mi.float32)`, `g.mark_output(g.matmul(a, w))`},
-			Kernel{Code: GEMMSIMT, Grid: [3]int{3, 2, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}},
+			Kernel{Code: GEMMSIMT, Grid: [3]int{3, 2, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{}},
 		{"N not a multiple of 8: SIMT", []string{`a = g.new_input(dims=(16, 64), dtype=mi.float16)`, `w = g.new_input(dims=(64, 20), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
-			Kernel{Code: GEMMSIMT, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}},
+			Kernel{Code: GEMMSIMT, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := load(t, tt.src...)
-			p, err := Graph(g, sm90, Options{})
+			p, err := Graph(g, sm90, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

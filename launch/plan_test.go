@@ -71,13 +71,15 @@ var (
 	boundsRE = regexp.MustCompile(`__global__ void __launch_bounds__\((\d+)\)\n(\w+)\(`)
 	headerRE = regexp.MustCompile(`// (\w+): grid \(\d+, \d+, \d+\), \d+ threads, forloop_range \d+, \d+ bytes of shared memory(?:, (\d+)-stage cp\.async pipeline)?\.`)
 	gemmRE   = regexp.MustCompile(`^mirage::gemm_kernel<[^,]+, \d+, \d+, \d+, \d+, (\d+)>$`)
+	callRE   = regexp.MustCompile(`err = (mirage::lt_matmul<[^>]*>)\(`)
 	attrRE   = regexp.MustCompile(`cudaFuncSetAttribute\(([^,]+(?:<[^>]*>)?), cudaFuncAttributeMaxDynamicSharedMemorySize, (\d+)\)`)
 )
 
 // launches reads the launches of an emitted .cu: the host's
 // mirage::launch lines, with each graph-defined kernel's
 // __launch_bounds__ and pipeline depth from its definition, and each
-// library GEMM's from its template arguments.
+// library GEMM's from its template arguments; a call into cuBLASLt is a
+// launch of no grid of ours, in its place among them.
 func launches(t *testing.T, cu string) []emittedLaunch {
 	t.Helper()
 	bounds := map[string]int{}
@@ -96,7 +98,16 @@ func launches(t *testing.T, cu string) []emittedLaunch {
 		optIn[m[1]], _ = strconv.Atoi(m[2])
 	}
 	var ls []emittedLaunch
-	for _, m := range launchRE.FindAllStringSubmatch(cu, -1) {
+	calls := callRE.FindAllStringSubmatchIndex(cu, -1)
+	for _, idx := range launchRE.FindAllStringSubmatchIndex(cu, -1) {
+		for len(calls) > 0 && calls[0][0] < idx[0] {
+			ls = append(ls, emittedLaunch{name: cu[calls[0][2]:calls[0][3]], stages: 1})
+			calls = calls[1:]
+		}
+		m := make([]string, len(idx)/2)
+		for i := range m {
+			m[i] = cu[idx[2*i]:idx[2*i+1]]
+		}
 		l := emittedLaunch{name: m[1]}
 		for a := range 3 {
 			l.grid[a], _ = strconv.Atoi(m[2+a])
@@ -119,6 +130,9 @@ func launches(t *testing.T, cu string) []emittedLaunch {
 			}
 		}
 		ls = append(ls, l)
+	}
+	for _, c := range calls {
+		ls = append(ls, emittedLaunch{name: cu[c[2]:c[3]], stages: 1})
 	}
 	return ls
 }

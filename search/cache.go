@@ -124,8 +124,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // per block, so the occupancy and the estimates, of some candidates.
 // Version 11: the cost model counts each block's latency (its code's
 // steps, fitted to the first H100 measurements), which reorders the
-// candidates of most searches.
-const cacheVersion = 11
+// candidates of most searches. Version 12: pre-defined matmuls run
+// through cuBLASLt, costed at its measured bandwidth, which changes every
+// baseline with a matmul and the rank of candidates that keep one.
+const cacheVersion = 12
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

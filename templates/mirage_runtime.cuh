@@ -550,3 +550,142 @@ __global__ void __launch_bounds__(256) gemm_simt_kernel(T* __restrict__ C, const
 }  // namespace mirage
 
 #endif  // MIRAGE_RUNTIME_CUH
+
+// ---------------------------------------------------------------------------
+// Section 6: matmuls through cuBLASLt
+// ---------------------------------------------------------------------------
+//
+// The code mirage emits defines MIRAGE_CUBLASLT when a pre-defined matmul
+// runs through cuBLASLt, the CUDA toolkit's matmul library (its skinny,
+// split-K GEMMs move weights at PyTorch's speed); such code links with
+// -lcublasLt. The emulator's cublasLt.h implements the entry points used
+// here on the CPU. Guarded on its own: a program that includes several
+// emitted files (mirage tune's) gets it when any of them defines it first.
+#if defined(MIRAGE_CUBLASLT) && !defined(MIRAGE_RUNTIME_CUBLASLT)
+#define MIRAGE_RUNTIME_CUBLASLT
+#include <cublasLt.h>
+
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace mirage {
+
+// LtWorkspaceBytes is the workspace every cuBLASLt matmul is given (the
+// emitted code reserves it in the program's workspace): what PyTorch gives
+// cuBLAS on Hopper, so that the heuristic may pick the same split-K kernels.
+constexpr size_t LtWorkspaceBytes = size_t(32) << 20;
+
+// LtPlan is what one matmul shape needs: its descriptors and the
+// algorithm the heuristic chose, made once per shape and alignment.
+struct LtPlan {
+  cublasStatus_t status = CUBLAS_STATUS_NOT_INITIALIZED;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+
+// lt_handle is the process's cuBLASLt handle, made at the first matmul
+// (cublasLtCreate allocates no device memory). nullptr if that failed.
+inline cublasLtHandle_t lt_handle() {
+  static cublasLtHandle_t h = [] {
+    cublasLtHandle_t made = nullptr;
+    return cublasLtCreate(&made) == CUBLAS_STATUS_SUCCESS ? made : nullptr;
+  }();
+  return h;
+}
+
+template <typename T> constexpr cudaDataType_t lt_type();
+template <> constexpr cudaDataType_t lt_type<__half>() { return CUDA_R_16F; }
+template <> constexpr cudaDataType_t lt_type<__nv_bfloat16>() { return CUDA_R_16BF; }
+
+// lt_layout is a column-major rows x cols layout of batch matrices.
+inline cublasStatus_t lt_layout(cublasLtMatrixLayout_t* l, cudaDataType_t t, int rows, int cols, int batch) {
+  cublasStatus_t st = cublasLtMatrixLayoutCreate(l, t, rows, cols, rows);
+  if (st != CUBLAS_STATUS_SUCCESS || batch == 1) return st;
+  const int32_t count = batch;
+  const int64_t stride = static_cast<int64_t>(rows) * cols;
+  st = cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+  if (st != CUBLAS_STATUS_SUCCESS) return st;
+  return cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+}
+
+// lt_plan makes the plan of a row-major C[M][N] = A[M][K] · B[K][N]: in
+// cuBLAS's column-major terms C^T = B^T · A^T, so B is the first operand.
+inline LtPlan lt_plan(cudaDataType_t t, int M, int N, int K, int batch, uint32_t align) {
+  LtPlan p;
+  cublasLtMatmulPreference_t pref = nullptr;
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  const uint64_t ws = LtWorkspaceBytes;
+  p.status = cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  if (p.status == CUBLAS_STATUS_SUCCESS) p.status = lt_layout(&p.a, t, N, K, batch);
+  if (p.status == CUBLAS_STATUS_SUCCESS) p.status = lt_layout(&p.b, t, K, M, batch);
+  if (p.status == CUBLAS_STATUS_SUCCESS) p.status = lt_layout(&p.c, t, N, M, batch);
+  if (p.status == CUBLAS_STATUS_SUCCESS) p.status = cublasLtMatmulPreferenceCreate(&pref);
+  if (p.status == CUBLAS_STATUS_SUCCESS)
+    p.status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    if (p.status == CUBLAS_STATUS_SUCCESS) p.status = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
+  if (p.status == CUBLAS_STATUS_SUCCESS)
+    p.status = cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  if (p.status == CUBLAS_STATUS_SUCCESS && found == 0) p.status = CUBLAS_STATUS_NOT_SUPPORTED;
+  if (p.status == CUBLAS_STATUS_SUCCESS) p.algo = result.algo;
+  if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
+  return p;
+}
+
+// lt_error is the cudaError_t an entry point returns for a cuBLASLt status.
+inline cudaError_t lt_error(cublasStatus_t st) {
+  switch (st) {
+    case CUBLAS_STATUS_SUCCESS: return cudaSuccess;
+    case CUBLAS_STATUS_ALLOC_FAILED: return cudaErrorMemoryAllocation;
+    case CUBLAS_STATUS_INVALID_VALUE: return cudaErrorInvalidValue;
+    case CUBLAS_STATUS_NOT_SUPPORTED: return cudaErrorNotSupported;
+    default: return cudaErrorLaunchFailure;
+  }
+}
+
+// lt_align is the largest power of two up to 256 dividing every address
+// and batch stride, in bytes: what the heuristic may assume.
+inline uint32_t lt_align(std::initializer_list<uintptr_t> xs) {
+  uint32_t a = 256;
+  for (uintptr_t x : xs)
+    while (a > 1 && x % a != 0) a /= 2;
+  return a;
+}
+
+// lt_matmul runs C[b] = A[b] · B[b] for row-major A [M][K], B [K][N],
+// C [M][N], b < batch, on stream through cuBLASLt, fp32 accumulation;
+// workspace holds LtWorkspaceBytes. Each shape's plan is made at its first
+// call (host work only: no allocation, no synchronisation) and kept for the
+// process, so later calls, a CUDA graph's capture among them, only launch.
+template <typename T>
+cudaError_t lt_matmul(T* C, const T* A, const T* B, int M, int N, int K, int batch, void* workspace,
+                      cudaStream_t stream) {
+  if (M == 0) return cudaSuccess;  // a dynamic m of 0 rows
+  if (lt_handle() == nullptr) return cudaErrorNotSupported;
+  const uintptr_t es = sizeof(T);
+  const uint32_t align = lt_align({reinterpret_cast<uintptr_t>(A), reinterpret_cast<uintptr_t>(B),
+                                   reinterpret_cast<uintptr_t>(C), batch > 1 ? es * M * K : 256,
+                                   batch > 1 ? es * K * N : 256, batch > 1 ? es * M * N : 256});
+  static std::mutex mu;
+  static std::map<std::tuple<int, int, int, int, int, uint32_t>, LtPlan> plans;
+  LtPlan p;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto key = std::make_tuple(static_cast<int>(lt_type<T>()), M, N, K, batch, align);
+    auto it = plans.find(key);
+    if (it == plans.end()) it = plans.emplace(key, lt_plan(lt_type<T>(), M, N, K, batch, align)).first;
+    p = it->second;
+  }
+  if (p.status != CUBLAS_STATUS_SUCCESS) return lt_error(p.status);
+  const float one = 1.0f, zero = 0.0f;
+  return lt_error(cublasLtMatmul(lt_handle(), p.desc, &one, B, p.a, A, p.b, &zero, C, p.c, C, p.c, &p.algo, workspace,
+                                 LtWorkspaceBytes, stream));
+}
+
+}  // namespace mirage
+#endif  // MIRAGE_CUBLASLT

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
@@ -106,6 +107,7 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	first := doc.Graphs[0].Graph
 	var ms []Measurement
 	var progs []candidateCode
+	var links []string // the toolkit libraries any candidate calls
 	for i, e := range doc.Graphs[:n] {
 		m := Measurement{Candidate: i, Hash: cost.GraphHash(e.Graph)}
 		if err := sameSignature(first, e.Graph); err != nil {
@@ -126,6 +128,11 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 				return nil, err
 			}
 		}
+		for _, l := range res.Links {
+			if !slices.Contains(links, l) {
+				links = append(links, l)
+			}
+		}
 		progs = append(progs, candidateCode{index: len(ms), name: res.Name, graph: e.Graph})
 		ms = append(ms, m)
 	}
@@ -137,7 +144,7 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(opts.Dir, "tune.cu"), []byte(src), 0o644); err != nil {
 		return nil, err
 	}
-	bin, err := build(ctx, opts)
+	bin, err := build(ctx, opts, links)
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +202,10 @@ func sameSignature(ref, g *kernel.Graph) error {
 	return nil
 }
 
-// build compiles tune.cu in opts.Dir with nvcc, or for the emulator with
-// g++, and returns the program's path.
-func build(ctx context.Context, opts Options) (string, error) {
+// build compiles tune.cu in opts.Dir with nvcc, linking the toolkit's
+// libraries in links, or for the emulator with g++ (whose headers stand in
+// for those libraries), and returns the program's path.
+func build(ctx context.Context, opts Options, links []string) (string, error) {
 	bin := filepath.Join(opts.Dir, "tune")
 	var cmd *exec.Cmd
 	if opts.Emulate {
@@ -222,7 +230,11 @@ func build(ctx context.Context, opts Options) (string, error) {
 				return "", fmt.Errorf("%w: nvcc is not on PATH (the CUDA toolkit builds the candidates)", ErrNoGPU)
 			}
 		}
-		cmd = exec.CommandContext(ctx, nvcc, "-O3", "-std=c++17", "-arch="+opts.Arch.Name, "-o", bin, "tune.cu")
+		args := []string{"-O3", "-std=c++17", "-arch=" + opts.Arch.Name, "-o", bin, "tune.cu"}
+		for _, l := range links {
+			args = append(args, "-l"+l)
+		}
+		cmd = exec.CommandContext(ctx, nvcc, args...)
 	}
 	cmd.Dir = opts.Dir
 	if out, err := cmd.CombinedOutput(); err != nil {

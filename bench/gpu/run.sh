@@ -103,9 +103,12 @@ compile_one() {
 		return 0
 	fi
 	rm -f "$lib"
+	# The libraries of the CUDA toolkit that the code calls (its header says).
+	local links=()
+	grep -q '^#define MIRAGE_CUBLASLT' "$cu" && links+=(-lcublasLt)
 	# shellcheck disable=SC2086 # NVCC_FLAGS is a list of flags
 	if "$nvcc" -O3 -std=c++17 -arch="$nvcc_arch" -shared -Xcompiler -fPIC $NVCC_FLAGS \
-		-o "$lib.tmp" "$cu" >"$log" 2>&1; then
+		-o "$lib.tmp" "$cu" "${links[@]}" >"$log" 2>&1; then
 		mv "$lib.tmp" "$lib"
 	else
 		rm -f "$lib.tmp"

@@ -250,8 +250,15 @@ func printEmitSummary(w io.Writer, res *cuda.Result, dir string) {
 	fmt.Fprintf(w, "wrote %s\n", strings.Join(fileNames(res, dir), ", "))
 	fmt.Fprintf(w, "mirage_%s for %s: %d kernel(s), workspace %d bytes\n", res.Name, res.Arch, len(res.Kernels), res.WorkspaceBytes)
 	for i, k := range res.Kernels {
+		if k.Library != "" {
+			fmt.Fprintf(w, "  kernel %d  %-14s a call into %s  %s\n", i, k.What, k.Library, k.Name)
+			continue
+		}
 		fmt.Fprintf(w, "  kernel %d  %-14s grid (%d, %d, %d) x %d threads, %d B shared  %s\n",
 			i, k.What, k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, k.SmemBytes, k.Name)
+	}
+	if len(res.Links) > 0 {
+		fmt.Fprintf(w, "link with: -l%s\n", strings.Join(res.Links, " -l"))
 	}
 }
 
@@ -270,6 +277,9 @@ type manifest struct {
 	Inputs         []manifestTensor `json:"inputs"`
 	Outputs        []manifestTensor `json:"outputs"`
 	Kernels        []manifestKernel `json:"kernels"`
+	// Links are the CUDA toolkit libraries to link with, as -l takes
+	// them: ["cublasLt"]; empty when the CUDA runtime alone will do.
+	Links []string `json:"links"`
 }
 
 type manifestTensor struct {
@@ -283,6 +293,7 @@ type manifestKernel struct {
 	Grid      [3]int            `json:"grid"`
 	Threads   int               `json:"threads"`
 	SmemBytes int               `json:"smem_bytes"`
+	Library   string            `json:"library,omitempty"`  // a call into this library ("cublasLt"): grid and threads are its own
 	Counters  *manifestCounters `json:"counters,omitempty"` // --counters
 }
 
@@ -340,6 +351,7 @@ func newManifest(res *cuda.Result, program, source string, candidate int, g *ker
 		Name: res.Name, Program: program, Source: source, Candidate: candidate,
 		Hash: cost.GraphHash(g), Arch: res.Arch, Dir: dir, WorkspaceBytes: res.WorkspaceBytes,
 		Files: []string{}, Inputs: []manifestTensor{}, Outputs: []manifestTensor{}, Kernels: []manifestKernel{},
+		Links: append([]string{}, res.Links...),
 	}
 	for _, file := range res.Files {
 		m.Files = append(m.Files, file.Name)
@@ -355,7 +367,7 @@ func newManifest(res *cuda.Result, program, source string, candidate int, g *ker
 		m.Outputs = append(m.Outputs, tensor(t))
 	}
 	for _, k := range res.Kernels {
-		m.Kernels = append(m.Kernels, manifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes})
+		m.Kernels = append(m.Kernels, manifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
 	}
 	return m
 }

@@ -243,8 +243,12 @@ func printEstimate(w io.Writer, e cost.Estimate, arch target.Arch) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "op	kind	code	grid	threads	blocks/SM	waves	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
 	for _, k := range e.Kernels {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%dx%dx%d\t%d\t%d\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
-			k.Grid[0], k.Grid[1], k.Grid[2], k.Threads.Count(), k.BlocksPerSM, k.Waves,
+		grid, threads, perSM := fmt.Sprintf("%dx%dx%d", k.Grid[0], k.Grid[1], k.Grid[2]), fmt.Sprint(k.Threads.Count()), fmt.Sprint(k.BlocksPerSM)
+		if k.Launch.Code.Vendor() { // the library's own launches
+			grid, threads, perSM = "-", "-", "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
+			grid, threads, perSM, k.Waves,
 			float64(k.Bytes)/1e6, float64(k.DRAMBytes)/1e6, float64(k.TensorFlops+k.CUDAFlops)/1e9,
 			k.MemoryMicros, k.ComputeMicros, k.LatencyMicros, k.OverheadMicros, k.Micros, k.Bound)
 	}

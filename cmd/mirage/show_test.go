@@ -49,20 +49,23 @@ func TestShowEstimate(t *testing.T) {
 		return e
 	}
 	program, fused := get(examplePath("rmsnorm_matmul.py")), get(examplePath("rmsnorm_matmul_mugraph.py"))
-	// The library's GEMM on 16x64 tiles: 96 blocks of 4 warps.
-	if mm := program.Kernels[1]; program.Launches != 2 || mm.Code != "gemm" || !slices.Equal(mm.Grid, []int{96, 1, 1}) || !slices.Equal(mm.Threads, []int{128, 1, 1}) {
+	// The matmul through cuBLASLt: the library's launches, no grid of ours.
+	if mm := program.Kernels[1]; program.Launches != 2 || mm.Code != "cublaslt" || !slices.Equal(mm.Grid, []int{0, 0, 0}) || !slices.Equal(mm.Threads, []int{0, 0, 0}) {
 		t.Errorf("program %+v", program)
 	}
 	if k := fused.Kernels[0]; fused.Launches != 1 || k.Kind != "customized" || k.Code != "graph-defined" || !slices.Equal(k.Grid, []int{96, 1, 1}) {
 		t.Errorf("μGraph %+v", fused)
 	}
-	// On the H100 the hand-written gated MLP μGraph beat its program and
-	// the RMSNorm+MatMul one did not (cost/testdata): so does the model.
+	// On the H100 the hand-written RMSNorm+MatMul μGraph took 99.6 µs,
+	// its program 64.7 µs with the runtime's own GEMM and eager PyTorch
+	// 39.0 µs: the model must rank the program (now cuBLASLt's) ahead.
 	if !(fused.EstimatedUs > program.EstimatedUs) {
 		t.Errorf("the RMSNorm+MatMul μGraph (%.2f µs) is estimated faster than its program (%.2f µs)", fused.EstimatedUs, program.EstimatedUs)
 	}
-	if gp, gf := get(examplePath("gated_mlp.py")), get(examplePath("gated_mlp_mugraph.py")); !(gf.EstimatedUs < gp.EstimatedUs) {
-		t.Errorf("the gated MLP μGraph (%.2f µs) is not estimated faster than its program (%.2f µs)", gf.EstimatedUs, gp.EstimatedUs)
+	// The GQA μGraph took 90.0 µs on the H100, eager PyTorch's program
+	// (cuBLAS's matmuls, as ours now are) 33.3 µs.
+	if gp, gf := get(examplePath("gqa.py")), get(examplePath("gqa_mugraph.py")); !(gf.EstimatedUs > gp.EstimatedUs) {
+		t.Errorf("the GQA μGraph (%.2f µs) is estimated faster than its program (%.2f µs)", gf.EstimatedUs, gp.EstimatedUs)
 	}
 	if a100 := get("--arch", "sm_80", examplePath("rmsnorm_matmul_mugraph.py")); a100.Arch != "sm_80" || !(a100.EstimatedUs > fused.EstimatedUs) {
 		t.Errorf("sm_80 %.2f µs, sm_90 %.2f µs: want the A100 slower", a100.EstimatedUs, fused.EstimatedUs)

@@ -462,9 +462,9 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int, 
 # with nvcc for a GPU: run-gpu.sh [ARCH] (default sm_90).
 set -euo pipefail
 cd "$(dirname "$0")"
-"${NVCC:-nvcc}" -O2 -std=c++17 -arch="${1:-sm_90}" -DMIRAGE_PROGRAM=%[1]s -include %[1]s.h -x cu engine.cpp %[1]s.cu -o engine-gpu
+"${NVCC:-nvcc}" -O2 -std=c++17 -arch="${1:-sm_90}" -DMIRAGE_PROGRAM=%[1]s -include %[1]s.h -x cu engine.cpp %[1]s.cu -o engine-gpu%[3]s
 ./engine-gpu inputs.bin reference.bin %[2]s
-`, code.Name, strings.Join(ms, " "))
+`, code.Name, strings.Join(ms, " "), linkArgs(code.Links))
 		if err := os.WriteFile(filepath.Join(keep, "run-gpu.sh"), []byte(script), 0o755); err != nil {
 			return err
 		}
@@ -499,4 +499,13 @@ func servedBy(docs []driver.DocBucket, m int) string {
 		}
 	}
 	return "no bucket"
+}
+
+// linkArgs is " -lNAME" for each library in links (cuda.Result.Links).
+func linkArgs(links []string) string {
+	var b strings.Builder
+	for _, l := range links {
+		b.WriteString(" -l" + l)
+	}
+	return b.String()
 }

@@ -197,6 +197,31 @@ var emuCases = []emuCase{
 		"g.mark_output(g.matmul(X, Y))",
 		"g.mark_output(g.matmul(P, Q))",
 	}},
+	// Pre-defined matmuls through cuBLASLt at odd row counts, batched and
+	// not, fp16 and bf16, one reading another's output from the workspace
+	// (the row-major/column-major swap, batch strides, the scratch after
+	// the intermediates).
+	{name: "cublaslt", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"A = g.new_input(dims=(5, 3, 24), dtype=mi.float16)",
+		"B = g.new_input(dims=(5, 24, 40), dtype=mi.float16)",
+		"C = g.new_input(dims=(5, 40, 8), dtype=mi.float16)",
+		"P = g.new_input(dims=(13, 32), dtype=mi.bfloat16)",
+		"Q = g.new_input(dims=(32, 24), dtype=mi.bfloat16)",
+		"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
+		"g.mark_output(g.matmul(P, Q))",
+	}},
+	// The same on the runtime's own GEMM (launch.Options.OwnGEMM).
+	{name: "own_gemm", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: []string{
+		"g = mi.new_kernel_graph()",
+		"A = g.new_input(dims=(5, 3, 24), dtype=mi.float16)",
+		"B = g.new_input(dims=(5, 24, 40), dtype=mi.float16)",
+		"C = g.new_input(dims=(5, 40, 8), dtype=mi.float16)",
+		"P = g.new_input(dims=(13, 32), dtype=mi.bfloat16)",
+		"Q = g.new_input(dims=(32, 24), dtype=mi.bfloat16)",
+		"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
+		"g.mark_output(g.matmul(P, Q))",
+	}},
 }
 
 // everyElementwise is a program that applies every element-wise op of the

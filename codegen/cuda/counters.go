@@ -76,6 +76,9 @@ func (t TensorTraffic) DistinctBytes() int64 {
 type Counters struct {
 	Kernel int    // the index in Result.Kernels
 	Name   string // the kernel's Name
+	// Library is the vendor library that ran the kernel ("cublasLt"): the
+	// emulator counts none of its accesses, and Tensors is empty.
+	Library string
 	// Tensors are the launch's op's inputs then outputs (each once), then
 	// any other buffer it touched; the first Inputs are the op's inputs.
 	Tensors []TensorTraffic
@@ -258,18 +261,37 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 	for _, b := range res.Buffers {
 		buffers[b.Name()] = b
 	}
-	var cs []Counters
+	// The emulator records our own kernels' launches; a vendor library's
+	// calls launch nothing it records.
+	var launched []int
+	cs := make([]Counters, len(res.Kernels))
+	for i, k := range res.Kernels {
+		if k.Library == "" {
+			launched = append(launched, i)
+			continue
+		}
+		cs[i] = Counters{Kernel: i, Name: k.Name, Library: k.Library}
+		seen := map[kernel.TensorID]bool{}
+		for _, id := range append(append([]kernel.TensorID(nil), g.Ops[k.Op].In...), g.Ops[k.Op].Out...) {
+			if !seen[id] {
+				seen[id] = true
+				cs[i].IdealBytes += int64(g.Tensors[id].Bytes())
+			}
+		}
+	}
+	records := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<24)
 	for sc.Scan() {
 		var rec launchRecord
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, fmt.Errorf("the emulator's counters, launch %d: %v", len(cs), err)
+			return nil, fmt.Errorf("the emulator's counters, launch %d: %v", records, err)
 		}
-		i := len(cs)
-		if i >= len(res.Kernels) {
-			return nil, fmt.Errorf("the emulated program launched more than its %d kernels", len(res.Kernels))
+		if records >= len(launched) {
+			return nil, fmt.Errorf("the emulated program launched more than its %d kernels", len(launched))
 		}
+		i := launched[records]
+		records++
 		k := res.Kernels[i]
 		c := Counters{Kernel: i, Name: k.Name, SharedRequests: rec.Shared[0], SharedWavefronts: rec.Shared[1],
 			SharedPhases: rec.Shared[2], CpAsyncBytes: rec.CpAsyncBytes}
@@ -312,13 +334,13 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 				c.Tensors = append(c.Tensors, t)
 			}
 		}
-		cs = append(cs, c)
+		cs[i] = c
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if len(cs) != len(res.Kernels) {
-		return nil, fmt.Errorf("the emulated program launched %d of its %d kernels", len(cs), len(res.Kernels))
+	if records != len(launched) {
+		return nil, fmt.Errorf("the emulated program launched %d of its %d kernels", records, len(launched))
 	}
 	return cs, nil
 }
@@ -332,6 +354,10 @@ func WriteCountersTable(w io.Writer, res *Result, cs []Counters) error {
 	var b strings.Builder
 	for _, c := range cs {
 		k := res.Kernels[c.Kernel]
+		if c.Library != "" {
+			fmt.Fprintf(&b, "kernel %d: %s, %s: a call into %s, whose accesses the emulator does not count\n", c.Kernel, k.What, k.Name, c.Library)
+			continue
+		}
 		fmt.Fprintf(&b, "kernel %d: %s, %s\n", c.Kernel, k.What, k.Name)
 		fmt.Fprintf(&b, "  %-18s %10s %10s %10s %15s %14s %16s %12s\n", "tensor", "size", "loaded", "stored", "requested/size", "distinct/size", "load coalescing", "sectors/req")
 		for _, t := range c.Tensors {

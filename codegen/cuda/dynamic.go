@@ -3,6 +3,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -172,11 +173,16 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		progs = append(progs, p)
 		res.Kernels = append(res.Kernels, p.res.Kernels...)
 		res.WorkspaceBytes = max(res.WorkspaceBytes, p.res.WorkspaceBytes)
+		for _, l := range p.res.Links {
+			if !slices.Contains(res.Links, l) {
+				res.Links = append(res.Links, l)
+			}
+		}
 		res.Buffers = p.res.Buffers
 		res.Buckets = append(res.Buckets, BucketCode{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Kernels: p.res.Kernels, WorkspaceBytes: p.res.WorkspaceBytes})
 	}
 
-	cu := preamble(cname, opts)
+	cu := preamble(cname, opts, res.Links)
 	for _, p := range progs {
 		ns := fmt.Sprintf("m%d", p.bucket)
 		cu.line("")
@@ -256,6 +262,7 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",
 		"must not be shared by calls that run at the same time. An engine allocates",
 		fmt.Sprintf("once for %s_M_MAX rows and passes the same buffers at every m.", upper))
+	linksComment(&w, res.Links)
 	openHeader(&w, guard, "cuda_runtime.h", "stddef.h", "stdint.h")
 	w.line("#define %s_M_MIN %d", upper, rows.Lo)
 	w.line("#define %s_M_MAX %d", upper, rows.Hi)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,8 +132,17 @@ func TestNVCCDynamic(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), mirageexamples.Engine, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(nvcc, "-arch="+arch.Name, "-std=c++17", "-O3", "-Xcompiler", "-Wall",
-				"-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h", "-x", "cu", "engine.cpp", res.Name+".cu", "-o", "engine")
+			args := []string{"-arch=" + arch.Name, "-std=c++17", "-O3", "-Xcompiler", "-Wall",
+				"-DMIRAGE_PROGRAM=" + res.Name, "-include", res.Name + ".h", "-x", "cu", "engine.cpp", res.Name + ".cu", "-o", "engine"}
+			// The 32-row bucket is the plain program: its matmul calls
+			// cuBLASLt, which the engine then links.
+			if !slices.Equal(res.Links, []string{"cublasLt"}) {
+				t.Errorf("links %v, want [cublasLt]", res.Links)
+			}
+			for _, l := range res.Links {
+				args = append(args, "-l"+l)
+			}
+			cmd := exec.Command(nvcc, args...)
 			cmd.Dir = dir
 			out, err := cmd.CombinedOutput()
 			if err != nil {

@@ -19,7 +19,11 @@ func (r *Result) Summary() string {
 	fmt.Fprintf(&b, "files: %s\n", strings.Join(names, ", "))
 	for i, k := range r.Kernels {
 		fmt.Fprintf(&b, "\nkernel %d: op %d, %s: %s\n", i, k.Op, k.What, k.Name)
-		fmt.Fprintf(&b, "  launch: grid (%d, %d, %d) x %d threads, %d bytes of dynamic shared memory\n", k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, k.SmemBytes)
+		if k.Library != "" {
+			fmt.Fprintf(&b, "  launch: a call into %s, which launches its own kernels\n", k.Library)
+		} else {
+			fmt.Fprintf(&b, "  launch: grid (%d, %d, %d) x %d threads, %d bytes of dynamic shared memory\n", k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, k.SmemBytes)
+		}
 		for _, n := range k.Notes {
 			fmt.Fprintf(&b, "  %s\n", n)
 		}
