@@ -295,25 +295,47 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 
 // librarySteps counts a runtime library kernel's steps per block, by the
 // code of templates/mirage_runtime.cuh.
-func librarySteps(lk *launch.Kernel, in []ugraph.Shape, out ugraph.Shape, attr ugraph.Attr, kind ugraph.OpKind) blockSteps {
+func librarySteps(lk *launch.Kernel, in []ugraph.Shape, out ugraph.Shape, dt ugraph.DType, attr ugraph.Attr, kind ugraph.OpKind) blockSteps {
 	blocks := lk.Blocks()
 	warps := lk.Threads / target.WarpSize
 	bs := blockSteps{Iters: 1, Stages: 1, Warps: warps}
 	x := in[0]
+	// vec is the elements one access of the kernel moves: a 16-byte
+	// vector's, or one.
+	vec := 1
+	if lk.Vector == launch.VectorBytes {
+		vec = launch.VectorBytes / dt.Size()
+	}
 	switch lk.Code {
 	case launch.Unary, launch.Binary:
-		per := ceilf(out.NumElements(), blocks*lk.Threads) // grid-stride steps per thread
-		bs.Once.Elements = per
+		// Grid-stride steps per thread, a vector (or an element) each: an
+		// access per operand, the op on each element, a store.
+		per := ceilf((out.NumElements()+vec-1)/vec, blocks*lk.Threads)
+		bs.Once.Elements = per * float64(vec)
 		bs.Once.Global = per * float64(len(in))
 		bs.Once.Stores = per
-		bs.Once.Flops = per * float64(max(1, kind.Info().Elem.Flops))
+		bs.Once.Flops = per * float64(vec*max(1, kind.Info().Elem.Flops))
 	case launch.ReduceRows:
+		// A warp per row: each lane's accesses (vectors or elements), each
+		// element added.
 		outer, n, _ := layout.Split(x, attr.Dim)
 		rows := ceilf(outer, blocks*warps)
 		bs.Once.Rows = rows
-		bs.Once.RowElems = rows * ceilf(n, target.WarpSize)
+		bs.Once.RowElems = rows * ceilf(n, target.WarpSize*vec)
 		bs.Once.Global = bs.Once.RowElems
+		bs.Once.Elements = bs.Once.RowElems * float64(vec-1)
 		bs.Once.Stores = rows
+	case launch.RMSNormWarp:
+		// A warp per row held in registers: each lane's vectors loaded,
+		// squared and summed, one warp sum, scaled and stored; no barrier.
+		rows, n, inner := layout.Split(x, attr.Dim)
+		n *= inner
+		per := ceilf(rows, blocks*warps)
+		vecs := per * ceilf(n, target.WarpSize*vec)
+		bs.Once.Rows = per
+		bs.Once.Global = vecs
+		bs.Once.Elements = 2 * vecs * float64(vec)
+		bs.Once.Stores = vecs
 	case launch.ReduceMid:
 		outer, n, inner := layout.Split(x, attr.Dim)
 		per := ceilf(outer*inner, blocks*lk.Threads)

@@ -82,7 +82,7 @@ func TestLibraryStepsFollowTheRuntime(t *testing.T) {
 	}
 	op := &g.Ops[3]
 	in := []kernel.Tensor{g.Tensors[op.In[0]], g.Tensors[op.In[1]]}
-	bs := librarySteps(lk, shapesOf(in), g.Tensors[op.Out[0]].Shape, op.Attr, op.Kind)
+	bs := librarySteps(lk, shapesOf(in), g.Tensors[op.Out[0]].Shape, g.Tensors[op.Out[0]].DType, op.Attr, op.Kind)
 	want := blockSteps{
 		Iters: 128, Stages: 3, Warps: 4,
 		// A: 16 rows of 64 bytes; B: 32 rows of 128 bytes, a line each.

@@ -239,7 +239,7 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch targe
 	full, tail := blocks/slots, blocks%slots
 	perBlock := float64(k.DRAMBytes) / n
 	waves := []wave{{count: full, blocks: slots, dram: perBlock * float64(slots)}, {count: 1, blocks: tail, dram: perBlock * float64(tail)}}
-	bs := librarySteps(lk, shapes, out.Shape, op.Attr, op.Kind)
+	bs := librarySteps(lk, shapes, out.Shape, out.DType, op.Attr, op.Kind)
 	bs.scale(rows)
 	k.finish(arch, per, waves, bs)
 	return k, nil

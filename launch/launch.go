@@ -58,12 +58,13 @@ const (
 	ReduceRows               // mirage::reduce_rows_kernel: a warp per row
 	ReduceMid                // mirage::reduce_mid_kernel: a thread per output
 	RMSNorm                  // mirage::rms_norm_kernel: a block per row
+	RMSNormWarp              // mirage::rms_norm_warp_kernel: a warp per row of at most WarpRowVectors vectors
 	GEMM                     // mirage::gemm_kernel: tensor cores, block tiles, a cp.async pipeline
 	GEMMSIMT                 // mirage::gemm_simt_kernel: 16x16 tiles on CUDA cores
 	CuBLASLt                 // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
 )
 
-var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "gemm", "gemm_simt", "cublaslt"}
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "gemm", "gemm_simt", "cublaslt", "rms_norm_warp"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -224,7 +225,7 @@ func Op(g *kernel.Graph, i int, arch target.Arch, opts Options) (Kernel, error) 
 		k.Op = i
 		return k, err
 	}
-	k, err := library(g, op, opts)
+	k, err := library(g, op, arch, opts)
 	k.Op = i
 	return k, err
 }
@@ -268,30 +269,64 @@ const (
 // computed by WM x WN warps.
 type GEMMTile struct{ BM, BN, WM, WN int }
 
+// VectorBytes is the width of the library kernels' vector accesses
+// (mirage::Vec16): 8 fp16/bf16 or 4 fp32 elements.
+const VectorBytes = 16
+
+// WarpRowVectors is the most 16-byte vectors of a row that
+// rms_norm_warp_kernel's lane holds (its PER) times the warp's lanes.
+const WarpRowVectors = 4 * target.WarpSize
+
 // library plans pre-defined op as a kernel of the runtime library.
-func library(g *kernel.Graph, op *kernel.Op, opts Options) (Kernel, error) {
+func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Kernel, error) {
 	out := g.Tensors[op.Out[0]]
 	x := g.Tensors[op.In[0]]
-	k := Kernel{Threads: libraryThreads, Stages: 1, Split: 1, Vector: out.DType.Size()}
+	es := out.DType.Size()
+	perVec := VectorBytes / es // elements a vector holds
+	k := Kernel{Threads: libraryThreads, Stages: 1, Split: 1, Vector: es}
+	// rowWarps plans a kernel that runs a warp per row: 8 a block, or 2
+	// when 8 would leave SMs without a block.
+	rowWarps := func(rows int) {
+		warps := libraryThreads / target.WarpSize
+		if (rows+warps-1)/warps < arch.SMs {
+			warps = 2
+		}
+		k.Threads = warps * target.WarpSize
+		k.Grid = [3]int{max(1, min((rows+warps-1)/warps, maxStrideBlocks)), 1, 1}
+	}
 	switch op.Kind.Info().Class {
 	case ugraph.ClassUnary:
-		k.Code = Unary
-		k.Grid = [3]int{strideBlocks(out.Shape.NumElements()), 1, 1}
+		// The bulk in vectors, the tail (under a vector) by the same threads.
+		k.Code, k.Vector = Unary, VectorBytes
+		k.Grid = [3]int{strideBlocks((out.Shape.NumElements() + perVec - 1) / perVec), 1, 1}
 	case ugraph.ClassBinary:
 		k.Code = Binary
-		k.Grid = [3]int{strideBlocks(out.Shape.NumElements()), 1, 1}
+		n := out.Shape.NumElements()
+		if out.Shape.Last()%perVec == 0 { // rows of whole vectors
+			k.Vector, n = VectorBytes, n/perVec
+		}
+		k.Grid = [3]int{strideBlocks(n), 1, 1}
 	case ugraph.ClassReduction:
-		outer, _, inner := layout.Split(x.Shape, op.Attr.Dim)
+		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		if inner == 1 {
 			k.Code = ReduceRows
-			warps := libraryThreads / target.WarpSize // a warp per row
-			k.Grid = [3]int{max(1, min((outer+warps-1)/warps, maxStrideBlocks)), 1, 1}
+			if n%perVec == 0 {
+				k.Vector = VectorBytes
+			}
+			rowWarps(outer)
 		} else {
 			k.Code = ReduceMid
 			k.Grid = [3]int{strideBlocks(outer * inner), 1, 1}
 		}
 	case ugraph.ClassNorm:
-		rows, _, _ := layout.Split(x.Shape, op.Attr.Dim)
+		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
+		n *= inner
+		if n%perVec == 0 && n/perVec <= WarpRowVectors {
+			// A short row: a warp's registers hold it, no barrier.
+			k.Code, k.Vector = RMSNormWarp, VectorBytes
+			rowWarps(rows)
+			break
+		}
 		k.Code = RMSNorm
 		k.Grid = [3]int{max(1, min(rows, maxStrideBlocks)), 1, 1}
 	case ugraph.ClassMatmul:

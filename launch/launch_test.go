@@ -25,8 +25,10 @@ var sm90 = target.MustLookup("sm_90")
 
 // TestLibraryLaunches checks the runtime library's launch rules against
 // what its kernels are written for (templates/mirage_runtime.cuh): 256
-// threads for the grid-stride, reduction and norm kernels; a warp per row
-// for reduce_rows; a block per row for rms_norm; the GEMM's tile by M, its
+// threads for the grid-stride kernels, 16-byte vectors where rows are whole
+// vectors; a warp per row for reduce_rows and rms_norm_warp, 8 a block or 2
+// when 8 would leave SMs idle; a block per row for rms_norm's long rows;
+// cuBLASLt for tensor-core matmuls, or the runtime's GEMM: its tile by M, its
 // threads WM·WN warps and its STAGES·(BM·40 + 32·(BN+8)) elements of
 // shared memory.
 func TestLibraryLaunches(t *testing.T) {
@@ -38,17 +40,25 @@ func TestLibraryLaunches(t *testing.T) {
 		opts Options
 	}{
 		{"exp", []string{`x = g.new_input(dims=(3, 1000), dtype=mi.float16)`, `g.mark_output(g.exp(x))`},
-			Kernel{Code: Unary, Grid: [3]int{12, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+			Kernel{Code: Unary, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"huge unary: the grid-stride loop caps the grid", []string{`x = g.new_input(dims=(65536, 1024), dtype=mi.float32)`, `g.mark_output(g.exp(x))`},
-			Kernel{Code: Unary, Grid: [3]int{65535, 1, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1}, Options{}},
+			Kernel{Code: Unary, Grid: [3]int{65535, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"add", []string{`x = g.new_input(dims=(16, 64), dtype=mi.bfloat16)`, `y = g.new_input(dims=(1, 64), dtype=mi.bfloat16)`, `g.mark_output(g.add(x, y))`},
+			Kernel{Code: Binary, Grid: [3]int{1, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"add, rows not whole vectors: an element at a time", []string{`x = g.new_input(dims=(16, 60), dtype=mi.float16)`, `y = g.new_input(dims=(16, 1), dtype=mi.float16)`, `g.mark_output(g.add(x, y))`},
 			Kernel{Code: Binary, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"row sum: a warp per row", []string{`x = g.new_input(dims=(2, 33, 100), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 2))`},
-			Kernel{Code: ReduceRows, Grid: [3]int{9, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+			Kernel{Code: ReduceRows, Grid: [3]int{33, 1, 1}, Threads: 64, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"long rows sum: vectors, 8 warps a block when that fills the SMs", []string{`x = g.new_input(dims=(4096, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRows, Grid: [3]int{512, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"middle sum: a thread per output", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceMid, Grid: [3]int{5, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"rms_norm: a block per row", []string{`x = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(4096,)))`},
 			Kernel{Code: RMSNorm, Grid: [3]int{8, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"rms_norm of short rows: a warp per row", []string{`x = g.new_input(dims=(8192, 64), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(64,)))`},
+			Kernel{Code: RMSNormWarp, Grid: [3]int{1024, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"rms_norm of 1032 bf16: over what a warp holds", []string{`x = g.new_input(dims=(4, 1032), dtype=mi.bfloat16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(1032,)))`},
+			Kernel{Code: RMSNorm, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"decode matmul: cuBLASLt", []string{`a = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `w = g.new_input(dims=(4096, 11008), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
 			lt, Options{}},
 		{"batched bf16 matmul: cuBLASLt", []string{`a = g.new_input(dims=(2, 256, 64), dtype=mi.bfloat16)`, `w = g.new_input(dims=(2, 64, 4096), dtype=mi.bfloat16)`, `g.mark_output(g.matmul(a, w))`},

@@ -347,20 +347,68 @@ struct Dims4 {
   long long d[4];
 };
 
-// unary_kernel and binary_kernel apply f, a function object the emitted
-// code defines (float operator()(float[, float]) const, calling an op_NAME
-// above with the op's scalars), to every element.
-template <typename T, typename F>
-__global__ void __launch_bounds__(256) unary_kernel(T* __restrict__ out, const T* __restrict__ x, long long n, F f) {
-  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) MIRAGE_STG(out[e]) = from_f32<T>(f(to_f32(MIRAGE_LDG(x[e]))));
+// Vec16<T> is the 16 bytes one vector access moves: 8 fp16/bf16 or 4
+// fp32 elements. load16 and store16 move one at p, which must be 16-byte
+// aligned (every tensor is, and a row of a multiple of VEC elements keeps
+// each of its vectors so).
+template <typename T> struct alignas(16) Vec16 {
+  static constexpr int N = 16 / sizeof(T);
+  T e[N];
+};
+template <typename T> constexpr int VEC = Vec16<T>::N;
+
+template <typename T> __device__ __forceinline__ Vec16<T> load16(const T* p MIRAGE_SITE_PARAMS) {
+  Vec16<T> v;
+#if defined(MIRAGE_EMULATE)
+  mirage_emu::traced_line(site_file, site_line, mirage_emu::Load, p, 16);
+  v = *reinterpret_cast<const Vec16<T>*>(p);
+#else
+  *reinterpret_cast<uint4*>(&v) = *reinterpret_cast<const uint4*>(p);
+#endif
+  return v;
+}
+template <typename T> __device__ __forceinline__ void store16(T* p, const Vec16<T>& v MIRAGE_SITE_PARAMS) {
+#if defined(MIRAGE_EMULATE)
+  mirage_emu::traced_line(site_file, site_line, mirage_emu::Store, p, 16);
+  *reinterpret_cast<Vec16<T>*>(p) = v;
+#else
+  *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(&v);
+#endif
 }
 
+// unary_kernel and binary_kernel apply f, a function object the emitted
+// code defines (float operator()(float[, float]) const, calling an op_NAME
+// above with the op's scalars), to every element: a 16-byte vector of
+// elements per thread per step, then the tail past the last whole vector
+// an element at a time.
+template <typename T, typename F>
+__global__ void __launch_bounds__(256) unary_kernel(T* __restrict__ out, const T* __restrict__ x, long long n, F f) {
+  constexpr int V = VEC<T>;
+  const long long nv = n / V, step = 256ll * gridDim.x, first = blockIdx.x * 256ll + threadIdx.x;
+  for (long long v = first; v < nv; v += step) {
+    Vec16<T> a = load16(x + v * V);
+#pragma unroll
+    for (int i = 0; i < V; ++i) a.e[i] = from_f32<T>(f(to_f32(a.e[i])));
+    store16(out + v * V, a);
+  }
+  for (long long e = nv * V + first; e < n; e += step) MIRAGE_STG(out[e]) = from_f32<T>(f(to_f32(MIRAGE_LDG(x[e]))));
+}
+
+// binary_kernel broadcasts: an operand's stride is 0 along a dim it has
+// extent 1 in. Where the output's rows are whole vectors, a vector of the
+// output reads a vector of an operand with the row's dim (stride 1) and
+// one element of an operand broadcast along it (stride 0), with one index
+// computation per vector; otherwise an element at a time.
 template <typename T, typename F>
 __global__ void __launch_bounds__(256) binary_kernel(T* __restrict__ out, const T* __restrict__ x,
                                                      const T* __restrict__ y, long long n, Dims4 shape, Dims4 xs,
                                                      Dims4 ys, F f) {
-  for (long long e = blockIdx.x * 256ll + threadIdx.x; e < n; e += 256ll * gridDim.x) {
-    long long r = e, xo = 0, yo = 0;
+  constexpr int V = VEC<T>;
+  const long long step = 256ll * gridDim.x, first = blockIdx.x * 256ll + threadIdx.x;
+  auto offsets = [&](long long e, long long& xo, long long& yo) {
+    long long r = e;
+    xo = 0;
+    yo = 0;
 #pragma unroll
     for (int d = 3; d >= 0; --d) {
       const long long i = r % shape.d[d];
@@ -368,19 +416,61 @@ __global__ void __launch_bounds__(256) binary_kernel(T* __restrict__ out, const 
       xo += i * xs.d[d];
       yo += i * ys.d[d];
     }
+  };
+  if (shape.d[3] % V == 0) {
+    for (long long v = first; v < n / V; v += step) {
+      long long xo, yo;
+      offsets(v * V, xo, yo);
+      Vec16<T> a, b;
+      if (xs.d[3] != 0) {
+        a = load16(x + xo);
+      } else {
+        const T s = MIRAGE_LDG(x[xo]);
+#pragma unroll
+        for (int i = 0; i < V; ++i) a.e[i] = s;
+      }
+      if (ys.d[3] != 0) {
+        b = load16(y + yo);
+      } else {
+        const T s = MIRAGE_LDG(y[yo]);
+#pragma unroll
+        for (int i = 0; i < V; ++i) b.e[i] = s;
+      }
+#pragma unroll
+      for (int i = 0; i < V; ++i) a.e[i] = from_f32<T>(f(to_f32(a.e[i]), to_f32(b.e[i])));
+      store16(out + v * V, a);
+    }
+    return;
+  }
+  for (long long e = first; e < n; e += step) {
+    long long xo, yo;
+    offsets(e, xo, yo);
     MIRAGE_STG(out[e]) = from_f32<T>(f(to_f32(MIRAGE_LDG(x[xo])), to_f32(MIRAGE_LDG(y[yo]))));
   }
 }
 
 // reduce_rows_kernel: out[r] = Σ_j x[r][j] (reduction over the last dim): a
-// warp per row.
+// warp per row (blockDim.x / 32 rows a block), each lane summing 16-byte
+// vectors of it when n is a whole number of them.
 template <typename T>
 __global__ void __launch_bounds__(256) reduce_rows_kernel(T* __restrict__ out, const T* __restrict__ x,
                                                           long long rows, int n) {
-  const int lane = threadIdx.x % 32;
-  for (long long r = blockIdx.x * 8ll + threadIdx.x / 32; r < rows; r += 8ll * gridDim.x) {
+  constexpr int V = VEC<T>;
+  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (long long r = static_cast<long long>(blockIdx.x) * warps + threadIdx.x / 32; r < rows;
+       r += static_cast<long long>(warps) * gridDim.x) {
+    const T* xr = x + r * n;
     float s = 0.0f;
-    for (int j = lane; j < n; j += 32) s += to_f32(MIRAGE_LDG(x[r * n + j]));
+    if (n % V == 0) {
+#pragma unroll 4
+      for (int j = lane * V; j < n; j += 32 * V) {
+        const Vec16<T> a = load16(xr + j);
+#pragma unroll
+        for (int i = 0; i < V; ++i) s += to_f32(a.e[i]);
+      }
+    } else {
+      for (int j = lane; j < n; j += 32) s += to_f32(MIRAGE_LDG(xr[j]));
+    }
     s = warp_sum(s);
     if (lane == 0) MIRAGE_STG(out[r]) = from_f32<T>(s);
   }
@@ -398,6 +488,44 @@ __global__ void __launch_bounds__(256) reduce_mid_kernel(T* __restrict__ out, co
     float s = 0.0f;
     for (int j = 0; j < n; ++j) s += to_f32(MIRAGE_LDG(p[j * inner]));
     MIRAGE_STG(out[e]) = from_f32<T>(s);
+  }
+}
+
+// rms_norm_warp_kernel: a warp per row (blockDim.x / 32 rows a block) of n
+// elements, for rows of at most 32·VEC·4 (1024 fp16): each lane keeps its
+// 16-byte vectors of the row in registers between the sum of squares and
+// the scaling, so the row is read once, with no barrier. n must be a
+// whole number of vectors. out = x / sqrt(mean(x²)), no epsilon.
+template <typename T>
+__global__ void __launch_bounds__(256) rms_norm_warp_kernel(T* __restrict__ out, const T* __restrict__ x, long long rows,
+                                                            int n) {
+  constexpr int V = VEC<T>, PER = 4;  // vectors a lane holds
+  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (long long r = static_cast<long long>(blockIdx.x) * warps + threadIdx.x / 32; r < rows;
+       r += static_cast<long long>(warps) * gridDim.x) {
+    const T* xr = x + r * n;
+    Vec16<T> v[PER];
+    float s = 0.0f;
+#pragma unroll
+    for (int c = 0; c < PER; ++c) {
+      const int j = (lane + 32 * c) * V;
+      if (j < n) {
+        v[c] = load16(xr + j);
+#pragma unroll
+        for (int i = 0; i < V; ++i) s += to_f32(v[c].e[i]) * to_f32(v[c].e[i]);
+      }
+    }
+    s = warp_sum(s);
+    const float inv = 1.0f / sqrtf(s / static_cast<float>(n));
+#pragma unroll
+    for (int c = 0; c < PER; ++c) {
+      const int j = (lane + 32 * c) * V;
+      if (j < n) {
+#pragma unroll
+        for (int i = 0; i < V; ++i) v[c].e[i] = from_f32<T>(to_f32(v[c].e[i]) * inv);
+        store16(out + r * n + j, v[c]);
+      }
+    }
   }
 }
 

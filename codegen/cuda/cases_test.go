@@ -211,6 +211,28 @@ var emuCases = []emuCase{
 		"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
 		"g.mark_output(g.matmul(P, Q))",
 	}},
+	// The library's 16-byte vectors and their edges: a tail past the last
+	// whole vector, rows that are not whole vectors (element at a time),
+	// broadcasts along and across the row, rows of exactly and just over
+	// what rms_norm_warp_kernel holds (128 vectors), fp32's 4-element
+	// vectors.
+	{name: "vector_edges", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(3, 13), dtype=mi.float16)",
+		"B = g.new_input(dims=(1, 13), dtype=mi.float16)",
+		"Y = g.new_input(dims=(5, 1024), dtype=mi.bfloat16)",
+		"Z = g.new_input(dims=(2, 1032), dtype=mi.bfloat16)",
+		"C = g.new_input(dims=(5, 1), dtype=mi.bfloat16)",
+		"F = g.new_input(dims=(6, 12), dtype=mi.float32)",
+		"g.mark_output(g.add(g.exp(X), B))",
+		"g.mark_output(g.reduction(X, 1))",
+		"g.mark_output(g.rms_norm(X, normalized_shape=(13,)))",
+		"g.mark_output(g.mul(g.rms_norm(Y, normalized_shape=(1024,)), C))",
+		"g.mark_output(g.reduction(Y, 1))",
+		"g.mark_output(g.rms_norm(Z, normalized_shape=(1032,)))",
+		"g.mark_output(g.div(g.exp(F), g.reduction(g.exp(F), 1)))",
+		"g.mark_output(g.rms_norm(F, normalized_shape=(12,)))",
+	}},
 	// The same on the runtime's own GEMM (launch.Options.OwnGEMM).
 	{name: "own_gemm", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: []string{
 		"g = mi.new_kernel_graph()",

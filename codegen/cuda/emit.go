@@ -495,7 +495,7 @@ func (p *program) predefined(i int) error {
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
 		}
-	case launch.RMSNorm:
+	case launch.RMSNorm, launch.RMSNormWarp:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
 		cr, err := count(rows)
@@ -503,6 +503,9 @@ func (p *program) predefined(i int) error {
 			return err
 		}
 		kname = fmt.Sprintf("mirage::rms_norm_kernel<%s>", ct)
+		if lk.Code == launch.RMSNormWarp {
+			kname = fmt.Sprintf("mirage::rms_norm_warp_kernel<%s>", ct)
+		}
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], cr, fmt.Sprint(n)}
 	case launch.CuBLASLt:
 		return p.libraryCall(i, lk)
