@@ -127,7 +127,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // candidates of most searches. Version 12: pre-defined matmuls run
 // through cuBLASLt, costed at its measured bandwidth, which changes every
 // baseline with a matmul and the rank of candidates that keep one.
-const cacheVersion = 12
+// Version 13: the library's element-wise, row-sum and short-norm kernels
+// move 16-byte vectors, which changes the estimates of every program that
+// keeps one.
+const cacheVersion = 13
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
