@@ -12,6 +12,10 @@ go test -count=1 ./...
 # skip themselves).
 if command -v python3 >/dev/null 2>&1; then
 	python3 -m unittest discover -s bench/gpu -p 'test_*.py'
+	# mirage_torch: the emitted code as torch ops, on the CPU emulator
+	# (needs torch: Debian's python3-torch; skips without it unless
+	# MIRAGE_REQUIRE_TORCH is set, as .ci/run does).
+	python3 -m unittest discover -s python -p 'test_*.py'
 fi
 
 # Each Fuzz function runs alone: go test -fuzz takes one target at a time.

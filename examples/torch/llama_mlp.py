@@ -1,0 +1,130 @@
+"""The LLaMA MLP block as a torch nn.Module whose forward is one mirage op.
+
+    mirage superopt examples/llama_mlp_block.py --dynamic X:0=1..16 -o out/llama
+    python3 examples/torch/llama_mlp.py out/llama
+
+It loads the emitted code as torch.ops.mirage.NAME (mirage_torch), builds
+the module with random weights at the header's shapes (scaled as a trained
+model's are), checks its forward against the same block in eager PyTorch,
+then runs a decode loop over changing token counts (the dynamic entry
+point takes m from the rows of x). On a GPU it also runs the module under
+torch.compile and captures one decode step in a CUDA graph and replays it,
+and times the op against eager. --device cpu runs it all on the CPU
+through mirage's emulator (slow: for small programs and tests).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import mirage_torch  # noqa: E402
+
+
+class LlamaMLP(torch.nn.Module):
+    """H = X + W2·(silu(W1·n(X)) * W3·n(X)), n the RMSNorm without weight or
+    epsilon (Mirage's rms_norm), through the mirage op."""
+
+    def __init__(self, op, hidden, mlp, dtype, device, seed=0):
+        super().__init__()
+        self.op = op
+        g = torch.Generator().manual_seed(seed)
+
+        def weight(rows, cols):
+            scale = 2.0 ** -round(math.log2(math.sqrt(rows)))
+            return torch.nn.Parameter(((torch.rand(rows, cols, generator=g) * 2 - 1) * scale).to(dtype).to(device),
+                                      requires_grad=False)
+
+        self.w1, self.w3, self.w2 = weight(hidden, mlp), weight(hidden, mlp), weight(mlp, hidden)
+
+    def forward(self, x):
+        return self.op(x, self.w1, self.w3, self.w2)
+
+    def eager(self, x):
+        # At the input dtype on a GPU; in fp32 on the CPU, which has no
+        # fp16 matmul.
+        dt = torch.float32 if x.device.type == "cpu" else x.dtype
+        x, w1, w3, w2 = (t.to(dt) for t in (x, self.w1, self.w3, self.w2))
+        n = x / torch.sqrt(torch.mean(x.float() * x.float(), dim=-1, keepdim=True)).to(dt)
+        return x + (torch.nn.functional.silu(n @ w1) * (n @ w3)) @ w2
+
+
+def rel_err(got, want):
+    return float((got.double() - want.double()).abs().max() / want.double().abs().max())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("emitted", help="the directory mirage superopt/emit wrote (with NAME.h)")
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--steps", default="1,3,8,16,5", help="token counts of the decode loop, within the op's range")
+    ap.add_argument("--tol", type=float, default=2e-2, help="largest relative error against eager")
+    args = ap.parse_args()
+
+    op = mirage_torch.load(args.emitted, devices=[args.device])
+    p = op.program
+    if len(p.inputs) != 4 or len(p.outputs) != 1:
+        sys.exit("%s: want the LLaMA MLP block's 4 inputs and 1 output, got %d and %d" % (args.emitted, len(p.inputs), len(p.outputs)))
+    hidden, mlp = p.inputs[1].dims
+    dtype = getattr(torch, p.inputs[0].dtype)
+    model = LlamaMLP(op, hidden, mlp, dtype, args.device)
+    lo, hi = p.m_range or (p.inputs[0].dims[0],) * 2
+    steps = [int(s) for s in args.steps.split(",")] if p.m_range else [lo]
+    g = torch.Generator().manual_seed(1)
+
+    worst = 0.0
+    for m in steps:
+        x = (torch.rand(m, hidden, generator=g) * 2 - 1).to(dtype).to(args.device)
+        y = model(x)
+        err = rel_err(y, model.eager(x))
+        worst = max(worst, err)
+        if not err < args.tol:
+            sys.exit("m = %d: max rel err %.3g against eager (tolerance %.3g)" % (m, err, args.tol))
+    print("decode loop: %d steps, m in %s, max rel err %.2e against eager (%s)" % (len(steps), steps, worst, args.device))
+
+    if args.device != "cuda":
+        return
+    x = (torch.rand(steps[-1], hidden, generator=g) * 2 - 1).to(dtype).to(args.device)
+    compiled = torch.compile(model)
+    print("torch.compile: max rel err %.2e" % rel_err(compiled(x), model.eager(x)))
+
+    # One decode step captured in a CUDA graph, replayed on new inputs.
+    static_x = x.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = model(static_x)
+    static_x.copy_((torch.rand(static_x.shape, generator=g) * 2 - 1).to(dtype))
+    graph.replay()
+    torch.cuda.synchronize()
+    print("CUDA graph replay: max rel err %.2e" % rel_err(static_y, model.eager(static_x)))
+
+    def timed(fn, runs=200):
+        for _ in range(20):
+            fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0 = time.perf_counter()
+        start.record()
+        for _ in range(runs):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) * 1000 / runs, (time.perf_counter() - t0) * 1e6 / runs
+
+    for label, fn in [("mirage op", lambda: model(x)), ("eager", lambda: model.eager(x)), ("CUDA graph replay", graph.replay)]:
+        gpu_us, wall_us = timed(fn)
+        print("%-18s %8.1f µs a call (GPU), %8.1f µs (host, back to back)" % (label, gpu_us, wall_us))
+
+
+if __name__ == "__main__":
+    main()

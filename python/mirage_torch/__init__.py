@@ -1,0 +1,360 @@
+"""mirage_torch: the CUDA that ``mirage emit`` (or ``superopt``) writes, as
+PyTorch ops.
+
+    import mirage_torch
+    mirage_torch.load("out/llama")          # builds NAME.cu once, registers the op
+    y = torch.ops.mirage.llama_mlp_block(x, w1, w3, w2)
+
+``load`` reads the emitted directory's ``NAME.h`` (the entry point, each
+tensor's dtype and shape, the dynamic range of m, the libraries to link),
+builds ``NAME.cu`` into a shared library (nvcc for a CUDA device; for the
+CPU, g++ with mirage's CPU emulator, whose "device" pointers are host
+memory: slow, for tests) and registers ``torch.ops.mirage.NAME``:
+
+- every input is checked against the header before anything launches:
+  count, dtype, shape (m from the rows of the inputs that have it, within
+  the range), device (one for all), contiguity and 16-byte alignment; a
+  mismatch raises ``ValueError`` naming the op, the input and what was
+  expected;
+- outputs and the workspace come from torch's allocator, and the kernels
+  run on torch's current stream, with no host synchronisation: a CUDA
+  graph can capture a call once the library is built (at ``load``);
+- a fake (meta) implementation gives the outputs' shapes, so
+  ``torch.compile`` traces through the op.
+
+``torch.library.custom_op`` registers it where torch has it (2.4 and
+later), ``torch.library.Library`` where it does not (1.13 and on).
+"""
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+
+__all__ = ["load", "Op", "Program", "parse_header", "BuildError"]
+
+_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32"}
+_ALIGN = 16  # bytes: every tensor the emitted code takes is 16-byte aligned
+
+
+class BuildError(RuntimeError):
+    """The compiler refused the emitted code; its output is the message."""
+
+
+class Tensor:
+    """One tensor of the entry point: its dtype and dims, "m" for the
+    dynamic row count."""
+
+    def __init__(self, dtype, dims):
+        self.dtype = dtype
+        self.dims = dims
+
+    def shape(self, m):
+        return tuple(m if d == "m" else d for d in self.dims)
+
+    def has_m(self):
+        return "m" in self.dims
+
+    def __repr__(self):
+        return "%s[%s]" % (self.dtype, ", ".join(str(d) for d in self.dims))
+
+
+class Program:
+    """What NAME.h says: the entry point's name, its tensors, the range of m
+    (None for a static program) and the libraries to link."""
+
+    def __init__(self, name, inputs, outputs, m_range, links, header):
+        self.name = name
+        self.inputs = inputs
+        self.outputs = outputs
+        self.m_range = m_range
+        self.links = links
+        self.header = header
+
+
+_TENSOR_RE = re.compile(r"^//\s+(inputs|outputs)\[(\d+)\]\s+(\w+)\s+\[([^\]]*)\]")
+_ENTRY_RE = re.compile(r"^cudaError_t mirage_(\w+)\((.*)\);$")
+
+
+def parse_header(path):
+    """Reads the header ``mirage emit`` wrote (``NAME.h``) into a Program.
+    Raises ValueError, naming the file and line, on anything else."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    tensors = {"inputs": {}, "outputs": {}}
+    name, dynamic, links, defines = None, False, [], {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = _TENSOR_RE.match(line)
+        if m:
+            kind, k, dtype, dims = m.group(1), int(m.group(2)), m.group(3), m.group(4)
+            if dtype not in _DTYPES:
+                raise ValueError("%s:%d: unknown dtype %r" % (path, lineno, dtype))
+            parsed = []
+            for d in dims.split(","):
+                d = d.strip()
+                if d == "m" or d.isdigit():
+                    parsed.append(d if d == "m" else int(d))
+                else:
+                    raise ValueError("%s:%d: bad dim %r in %s[%d]" % (path, lineno, d, kind, k))
+            tensors[kind][k] = Tensor(dtype, parsed)
+            continue
+        m = _ENTRY_RE.match(line)
+        if m:
+            name, dynamic = m.group(1), "int64_t m" in m.group(2)
+            continue
+        m = re.match(r"^#define MIRAGE_\w+_(M_MIN|M_MAX) (\d+)$", line)
+        if m:
+            defines[m.group(1)] = int(m.group(2))
+            continue
+        for lib in re.findall(r"^//.*Link with ((?:-l\w+ ?)+)", line):
+            links += [f[2:] for f in lib.split()]
+    if name is None:
+        raise ValueError("%s: no mirage_NAME entry point declared: not a header mirage emit wrote" % path)
+    for kind in ("inputs", "outputs"):
+        if sorted(tensors[kind]) != list(range(len(tensors[kind]))):
+            raise ValueError("%s: %s numbered %s, want 0..%d" % (path, kind, sorted(tensors[kind]), len(tensors[kind]) - 1))
+    if not tensors["outputs"]:
+        raise ValueError("%s: no outputs" % path)
+    m_range = None
+    if dynamic:
+        if "M_MIN" not in defines or "M_MAX" not in defines:
+            raise ValueError("%s: a dynamic entry point without its M_MIN and M_MAX" % path)
+        m_range = (defines["M_MIN"], defines["M_MAX"])
+    ins = [tensors["inputs"][k] for k in range(len(tensors["inputs"]))]
+    outs = [tensors["outputs"][k] for k in range(len(tensors["outputs"]))]
+    return Program(name, ins, outs, m_range, links, text)
+
+
+def _emulator_headers():
+    """The CPU emulator's headers: the package's emu/ (a link to the
+    repository's templates/emu), or MIRAGE_EMU_INCLUDE."""
+    d = os.environ.get("MIRAGE_EMU_INCLUDE") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "emu")
+    if not os.path.isfile(os.path.join(d, "cuda_runtime.h")):
+        raise BuildError("no CPU emulator headers in %s (set MIRAGE_EMU_INCLUDE to mirage's templates/emu)" % d)
+    return d
+
+
+def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
+    """Builds NAME.cu in directory into a shared library for device ("cuda"
+    or "cpu") and returns its path. An up-to-date library is kept; a failed
+    build leaves nothing behind."""
+    cu = os.path.join(directory, program.name + ".cu")
+    if not os.path.isfile(cu):
+        raise FileNotFoundError("%s: no %s.cu beside the header" % (directory, program.name))
+    sources = [cu, os.path.join(directory, program.name + ".h")]
+    runtime = os.path.join(directory, "mirage_runtime.cuh")
+    if os.path.isfile(runtime):
+        sources.append(runtime)
+    if device == "cuda":
+        tag = arch
+        compiler = nvcc or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        cmd = [compiler, "-O3", "-std=c++17", "-arch=" + arch, "-shared", "-Xcompiler", "-fPIC", cu]
+        cmd += ["-l" + lib for lib in program.links]
+    else:
+        tag = "emu"
+        compiler = cxx or shutil.which("g++") or "g++"
+        emu = _emulator_headers()
+        cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-DMIRAGE_EMULATE", "-I" + emu, "-I" + directory,
+               "-x", "c++", cu]
+    lib = os.path.join(directory, "lib%s.%s.so" % (program.name, tag))
+    stamp = max(os.path.getmtime(s) for s in sources)
+    if os.path.isfile(lib) and os.path.getmtime(lib) >= stamp:
+        return lib
+    fd, tmp = tempfile.mkstemp(prefix=".lib%s." % program.name, suffix=".so.tmp", dir=directory)
+    os.close(fd)
+    try:
+        p = subprocess.run(cmd + ["-o", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            raise BuildError("building %s for %s failed (%s):\n%s" % (cu, device, " ".join(cmd), p.stdout))
+        os.replace(tmp, lib)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return lib
+
+
+class Op:
+    """A registered op: call it, or torch.ops.mirage.NAME, with the inputs."""
+
+    def __init__(self, torch, program, directory, libs):
+        self._torch = torch
+        self.program = program
+        self.directory = directory
+        self._entry = {}
+        self._workspace = {}
+        for device, path in libs.items():
+            so = ctypes.CDLL(path)
+            entry = getattr(so, "mirage_" + program.name)
+            ws = getattr(so, "mirage_%s_workspace_bytes" % program.name)
+            ws.restype = ctypes.c_size_t
+            entry.restype = ctypes.c_int
+            if program.m_range:
+                entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+                ws.argtypes = [ctypes.c_int64]
+            else:
+                entry.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                ws.argtypes = []
+            self._entry[device] = (so, entry, ws)
+
+    @property
+    def name(self):
+        return self.program.name
+
+    def __call__(self, *inputs):
+        return getattr(self._torch.ops.mirage, self.program.name)(*inputs)
+
+    def _dtype(self, name):
+        return getattr(self._torch, _DTYPES[name])
+
+    def check(self, inputs):
+        """Checks inputs against the header; returns m (None when static)."""
+        torch, p = self._torch, self.program
+        what = "torch.ops.mirage.%s" % p.name
+        if len(inputs) != len(p.inputs):
+            raise ValueError("%s takes %d inputs (%s), got %d" % (what, len(p.inputs), ", ".join(map(repr, p.inputs)), len(inputs)))
+        m = None
+        for k, (x, want) in enumerate(zip(inputs, p.inputs)):
+            if not isinstance(x, torch.Tensor):
+                raise ValueError("%s: input %d is a %s, not a tensor" % (what, k, type(x).__name__))
+            if want.has_m() and x.dim() == len(want.dims):
+                got = x.shape[want.dims.index("m")]
+                if m is None:
+                    m = got
+                elif got != m:
+                    raise ValueError("%s: input %d has %d rows (m), input 0's tensors %d: one m for all" % (what, k, got, m))
+        if p.m_range and m is not None and not p.m_range[0] <= m <= p.m_range[1]:
+            raise ValueError("%s: m = %d rows, outside the range %d..%d it was built for" % (what, m, p.m_range[0], p.m_range[1]))
+        device = inputs[0].device if inputs else None
+        for k, (x, want) in enumerate(zip(inputs, p.inputs)):
+            shape = want.shape(m)
+            if x.dtype != self._dtype(want.dtype):
+                raise ValueError("%s: input %d is %s, want %s" % (what, k, x.dtype, "torch." + want.dtype))
+            if tuple(x.shape) != shape:
+                raise ValueError("%s: input %d has shape %s, want %s" % (what, k, list(x.shape), list(shape)))
+            if x.device != device:
+                raise ValueError("%s: input %d is on %s, input 0 on %s: all on one device" % (what, k, x.device, device))
+            if x.device.type != "meta":
+                if not x.is_contiguous():
+                    raise ValueError("%s: input %d is not contiguous (strides %s): the kernels read dense row-major tensors; pass .contiguous()" % (what, k, list(x.stride())))
+                if x.numel() and x.data_ptr() % _ALIGN:
+                    raise ValueError("%s: input %d is not %d-byte aligned (a view into another tensor?); pass a copy" % (what, k, _ALIGN))
+        return m
+
+    def fake(self, *inputs):
+        """The outputs' shapes on the inputs' device, computing nothing."""
+        m = self.check(inputs)
+        dev = inputs[0].device
+        outs = [self._torch.empty(t.shape(m), dtype=self._dtype(t.dtype), device=dev) for t in self.program.outputs]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def run(self, *inputs):
+        torch, p = self._torch, self.program
+        m = self.check(inputs)
+        dev = inputs[0].device
+        if dev.type not in self._entry:
+            raise ValueError("torch.ops.mirage.%s was built for %s, not %s: load(..., devices=[%r])" % (
+                p.name, ", ".join(sorted(self._entry)), dev.type, dev.type))
+        _, entry, ws_bytes = self._entry[dev.type]
+        outs = [torch.empty(t.shape(m), dtype=self._dtype(t.dtype), device=dev) for t in p.outputs]
+        nws = ws_bytes(m) if p.m_range else ws_bytes()
+        ws = torch.empty(nws, dtype=torch.uint8, device=dev) if nws else None
+        out_ptrs = (ctypes.c_void_p * len(outs))(*[o.data_ptr() for o in outs])
+        in_ptrs = (ctypes.c_void_p * max(1, len(inputs)))(*[x.data_ptr() for x in inputs])
+        stream = torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else None
+        ws_ptr = ws.data_ptr() if ws is not None else None
+        if p.m_range:
+            rc = entry(out_ptrs, in_ptrs, m, ws_ptr, stream)
+        else:
+            rc = entry(out_ptrs, in_ptrs, ws_ptr, stream)
+        if rc != 0:
+            raise RuntimeError("torch.ops.mirage.%s: mirage_%s returned CUDA error %d" % (p.name, p.name, rc))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+_lock = threading.Lock()
+_registered = {}  # name -> (header digest, Op)
+_library = None  # torch.library.Library("mirage", "DEF") where custom_op is missing
+
+
+def _schema(program):
+    args = ", ".join("Tensor x%d" % k for k in range(len(program.inputs)))
+    ret = "Tensor" if len(program.outputs) == 1 else "(%s)" % ", ".join(["Tensor"] * len(program.outputs))
+    return "(%s) -> %s" % (args, ret)
+
+
+def _register(torch, op):
+    global _library
+    name, schema = op.program.name, _schema(op.program)
+    if hasattr(torch.library, "custom_op"):  # torch >= 2.4
+        custom = torch.library.custom_op("mirage::" + name, op.run, mutates_args=(), schema=schema)
+        custom.register_fake(op.fake)
+        return
+    if _library is None:
+        _library = torch.library.Library("mirage", "DEF")
+    _library.define(name + schema)
+    for key in ("CPU", "CUDA"):
+        _library.impl(name, op.run, key)
+    _library.impl(name, op.fake, "Meta")
+    # torch 1.x sends meta tensors through AutogradMeta, which has no
+    # fallthrough for a Python-defined op: the outputs' shapes there too.
+    _library.impl(name, op.fake, "AutogradMeta")
+
+
+def _default_devices(torch):
+    return ["cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+def load(directory, devices=None, arch=None, nvcc=None, cxx=None):
+    """Builds the emitted code in directory (the NAME.h there, or the
+    header's path) and registers torch.ops.mirage.NAME; returns the Op.
+
+    devices: "cuda" and/or "cpu" (default: cuda where torch sees a GPU, else
+    cpu, through mirage's CPU emulator). arch: nvcc's -arch (default: the
+    current GPU's sm_XY). Loading the same header again returns the op
+    already registered; another program under a registered name is refused.
+    """
+    import torch
+
+    header = directory
+    if os.path.isdir(directory):
+        found = sorted(f for f in os.listdir(directory) if f.endswith(".h"))
+        if len(found) != 1:
+            raise ValueError("%s: want one NAME.h that mirage emit wrote, found %s" % (directory, found or "none"))
+        header = os.path.join(directory, found[0])
+    directory = os.path.dirname(os.path.abspath(header))
+    program = parse_header(header)
+    digest = hashlib.sha256(program.header.encode()).hexdigest()
+    devices = list(devices or _default_devices(torch))
+    for d in devices:
+        if d not in ("cuda", "cpu"):
+            raise ValueError("devices: %r is neither 'cuda' nor 'cpu'" % d)
+    with _lock:
+        if program.name in _registered:
+            old_digest, old = _registered[program.name]
+            if old_digest != digest:
+                raise ValueError("torch.ops.mirage.%s is already registered from %s; this is another program of that name (emit it under another name)"
+                                 % (program.name, old.directory))
+            missing = [d for d in devices if d not in old._entry]
+            if missing:
+                raise ValueError("torch.ops.mirage.%s is already registered for %s; load it for %s before its first load"
+                                 % (program.name, ", ".join(sorted(old._entry)), ", ".join(missing)))
+            return old
+        libs = {}
+        for d in devices:
+            a = arch
+            if d == "cuda":
+                if not torch.cuda.is_available():
+                    raise ValueError("devices: cuda, but torch sees no CUDA device")
+                major, minor = torch.cuda.get_device_capability()
+                if major < 8:
+                    raise ValueError("the emitted code needs an sm_80 or newer GPU; this one is sm_%d%d" % (major, minor))
+                a = a or "sm_%d%d" % (major, minor)
+            libs[d] = _build(directory, program, d, arch=a, nvcc=nvcc, cxx=cxx)
+        op = Op(torch, program, directory, libs)
+        _register(torch, op)
+        _registered[program.name] = (digest, op)
+        return op

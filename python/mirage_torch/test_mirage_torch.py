@@ -1,0 +1,246 @@
+"""Tests of mirage_torch that need no GPU: the emitted code built for the CPU
+emulator, called on CPU tensors through torch.ops.mirage (python3-torch,
+Debian's 1.13, is enough).
+
+Run from the repository: python3 -m unittest discover -s python -p 'test_*.py'
+(scripts/test.sh does). They build bin/mirage with Go, or use $MIRAGE.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import mirage_torch  # noqa: E402
+
+try:
+    import torch
+except ImportError:  # the module's own tests below still run
+    torch = None
+
+# A LLaMA MLP block at small shapes (the structure of
+# examples/llama_mlp_block.py): H = X + W2·(silu(W1·n(X)) * W3·n(X)).
+MLP = """import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(4, 64), dtype=mi.float16)
+W1 = g.new_input(dims=(64, 96), dtype=mi.float16)
+W3 = g.new_input(dims=(64, 96), dtype=mi.float16)
+W2 = g.new_input(dims=(96, 64), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(64,))
+up = g.matmul(N, W3)
+g.mark_output(g.add(g.matmul(g.mul(g.silu(g.matmul(N, W1)), up), W2), X))
+"""
+
+# Two outputs, one a row sum, in bf16.
+TWO = """import mirage as mi
+g = mi.new_kernel_graph()
+A = g.new_input(dims=(3, 40), dtype=mi.bfloat16)
+B = g.new_input(dims=(3, 40), dtype=mi.bfloat16)
+S = g.add(g.exp(A), B)
+g.mark_output(S)
+g.mark_output(g.reduction(S, 1))
+"""
+
+
+def mlp_reference(x, w1, w3, w2):
+    x, w1, w3, w2 = (t.double() for t in (x, w1, w3, w2))
+    n = x / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True))
+    a = n @ w1
+    return x + ((a / (1 + torch.exp(-a))) * (n @ w3)) @ w2
+
+
+def mirage_binary():
+    if os.environ.get("MIRAGE"):
+        return os.environ["MIRAGE"]
+    out = os.path.join(tempfile.gettempdir(), "mirage-torch-test-bin", "mirage")
+    subprocess.run(["go", "build", "-o", out, "./cmd/mirage"], cwd=REPO, check=True)
+    return out
+
+
+class HeaderTest(unittest.TestCase):
+    """The header parser, on headers written here by hand (no torch)."""
+
+    def write(self, text):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        p = os.path.join(d, "p.h")
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def test_static(self):
+        p = mirage_torch.parse_header(self.write(
+            "//   inputs[0]   float16  [8, 4096]        strides [4096 1]\n"
+            "//   inputs[1]   bfloat16 [4096]           strides [1]\n"
+            "//   outputs[0]  float32  [8, 4096]        strides [4096 1]\n"
+            "// Link with -lcublasLt: the CUDA toolkit's cuBLASLt runs the pre-defined\n"
+            "cudaError_t mirage_p(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream);\n"))
+        self.assertEqual(p.name, "p")
+        self.assertEqual([(t.dtype, t.dims) for t in p.inputs], [("float16", [8, 4096]), ("bfloat16", [4096])])
+        self.assertEqual([(t.dtype, t.dims) for t in p.outputs], [("float32", [8, 4096])])
+        self.assertIsNone(p.m_range)
+        self.assertEqual(p.links, ["cublasLt"])
+
+    def test_dynamic(self):
+        p = mirage_torch.parse_header(self.write(
+            "//   inputs[0]   float16  [m, 4096]\n"
+            "//   outputs[0]  float16  [m, 6144]\n"
+            "#define MIRAGE_P_M_MIN 1\n#define MIRAGE_P_M_MAX 64\n"
+            "cudaError_t mirage_p(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream);\n"))
+        self.assertEqual(p.m_range, (1, 64))
+        self.assertEqual(p.inputs[0].shape(5), (5, 4096))
+        self.assertEqual(p.links, [])
+
+    def test_refused(self):
+        for text, want in [
+            ("// nothing\n", "no mirage_NAME entry point"),
+            ("//   inputs[0]   int8  [8]\ncudaError_t mirage_p(void* const* outputs);\n", "unknown dtype"),
+            ("//   inputs[0]   float16  [8, k]\ncudaError_t mirage_p(void* const* outputs);\n", "bad dim 'k'"),
+            ("//   inputs[1]   float16  [8]\n//   outputs[0]  float16  [8]\ncudaError_t mirage_p(void* const* outputs);\n", "inputs numbered [1]"),
+            ("//   inputs[0]   float16  [m]\n//   outputs[0]  float16  [m]\n"
+             "cudaError_t mirage_p(void* const* outputs, void const* const* inputs, int64_t m, void* w, cudaStream_t s);\n", "M_MIN and M_MAX"),
+        ]:
+            with self.assertRaises(ValueError) as cm:
+                mirage_torch.parse_header(self.write(text))
+            self.assertIn(want, str(cm.exception))
+
+
+@unittest.skipIf(torch is None and not os.environ.get("MIRAGE_REQUIRE_TORCH"),
+                 "torch is not installed (Debian: python3-torch); .ci/run installs it and sets MIRAGE_REQUIRE_TORCH")
+class OpTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if torch is None:
+            raise RuntimeError("MIRAGE_REQUIRE_TORCH is set but %s has no torch (Debian: apt-get install python3-torch)" % sys.executable)
+        cls.mirage = mirage_binary()
+        cls.tmp = tempfile.mkdtemp()
+        cls.dirs = {}
+        for name, src, extra in [("mlp", MLP, []), ("two", TWO, []),
+                                 ("dyn", MLP, ["--dynamic", "X:0=1..8"])]:
+            prog = os.path.join(cls.tmp, name + ".py")
+            with open(prog, "w") as f:
+                f.write(src)
+            out = os.path.join(cls.tmp, "out-" + name)
+            if extra:
+                cmd = [cls.mirage, "superopt", prog, "-o", out, "--time-limit", "20s", "--no-cache"] + extra
+            else:
+                cmd = [cls.mirage, "emit", prog, "-o", out]
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            for f in os.listdir(out):  # superopt writes the μGraph file too
+                if f.endswith(".ugraph.json") or f.endswith(".manifest.json"):
+                    os.remove(os.path.join(out, f))
+            cls.dirs[name] = out
+        cls.mlp = mirage_torch.load(cls.dirs["mlp"], devices=["cpu"])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def inputs(self, m=4, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        r = lambda *s: ((torch.rand(*s, generator=g) * 2 - 1) / (s[0] ** 0.5 if len(s) == 2 and s[0] > 8 else 1))  # noqa: E731
+        return [r(m, 64).half(), (r(64, 96) / 8).half(), (r(64, 96) / 8).half(), (r(96, 64) / 8).half()]
+
+    def test_registered_and_right(self):
+        self.assertTrue(hasattr(torch.ops.mirage, "mlp"))
+        x = self.inputs()
+        y = torch.ops.mirage.mlp(*x)
+        self.assertEqual((y.dtype, tuple(y.shape), y.device.type), (torch.float16, (4, 64), "cpu"))
+        ref = mlp_reference(*x)
+        err = float((y.double() - ref).abs().max() / ref.abs().max())
+        self.assertLess(err, 1e-2)
+        # The Op object calls the same op.
+        self.assertTrue(torch.equal(self.mlp(*x), y))
+
+    def test_two_outputs(self):
+        op = mirage_torch.load(self.dirs["two"], devices=["cpu"])
+        g = torch.Generator().manual_seed(1)
+        a, b = (torch.rand(3, 40, generator=g) * 2 - 1).bfloat16(), (torch.rand(3, 40, generator=g) * 2 - 1).bfloat16()
+        s, r = op(a, b)
+        want = torch.exp(a.double()) + b.double()
+        self.assertLess(float((s.double() - want).abs().max()), 2e-2 * float(want.abs().max()))
+        rows = want.sum(1, keepdim=True)
+        self.assertEqual(tuple(r.shape), (3, 1))
+        self.assertLess(float((r.double() - rows).abs().max()), 2e-2 * float(rows.abs().max()))
+
+    def test_dynamic_rows(self):
+        op = mirage_torch.load(self.dirs["dyn"], devices=["cpu"])
+        self.assertEqual(op.program.m_range, (1, 8))
+        for m in (1, 3, 8):
+            x = self.inputs(m=m, seed=m)
+            y = torch.ops.mirage.dyn(*x)
+            ref = mlp_reference(*x)
+            self.assertEqual(tuple(y.shape), (m, 64))
+            self.assertLess(float((y.double() - ref).abs().max() / ref.abs().max()), 1e-2, m)
+        for m in (9, 16):
+            with self.assertRaises(ValueError) as cm:
+                op(*self.inputs(m=m))
+            self.assertIn("outside the range 1..8", str(cm.exception))
+
+    def test_bad_inputs_refused(self):
+        x = self.inputs()
+        cases = [
+            (x[:3], "x3"),  # the op's schema: torch says the argument is missing
+            ([x[0].float()] + x[1:], "input 0 is torch.float32, want torch.float16"),
+            ([x[0][:, :32].contiguous()] + x[1:], "input 0 has shape [4, 32], want [4, 64]"),
+            ([x[0], x[1].t().contiguous()] + x[2:], "input 1 has shape [96, 64], want [64, 96]"),
+            ([x[0], x[1], x[2], torch.empty(96, 64, dtype=torch.float16, device="meta")], "input 3 is on meta"),
+            ([x[0], x[1], x[2], torch.empty(64, 96, dtype=torch.float16).t()], "input 3 is not contiguous"),
+            ([torch.empty(4 * 64 + 1, dtype=torch.float16)[1:].view(4, 64)] + x[1:], "not 16-byte aligned"),
+            ([x[0].numpy()] + x[1:], "argument 'x0'"),  # torch's schema check
+        ]
+        for args, want in cases:
+            with self.assertRaises((ValueError, RuntimeError)) as cm:
+                torch.ops.mirage.mlp(*args)
+            self.assertIn(want, str(cm.exception), want)
+
+    def test_meta_gives_shapes(self):
+        x = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in self.inputs()]
+        y = torch.ops.mirage.mlp(*x)
+        self.assertEqual((y.device.type, tuple(y.shape), y.dtype), ("meta", (4, 64), torch.float16))
+
+    def test_load_again(self):
+        self.assertIs(mirage_torch.load(self.dirs["mlp"], devices=["cpu"]), self.mlp)
+        # Another program under a registered name is refused.
+        other = os.path.join(self.tmp, "other")
+        shutil.copytree(self.dirs["two"], other)
+        os.rename(os.path.join(other, "two.h"), os.path.join(other, "mlp.h"))
+        with open(os.path.join(other, "mlp.h")) as f:
+            text = f.read().replace("mirage_two", "mirage_mlp")
+        with open(os.path.join(other, "mlp.h"), "w") as f:
+            f.write(text)
+        with self.assertRaises(ValueError) as cm:
+            mirage_torch.load(other, devices=["cpu"])
+        self.assertIn("already registered", str(cm.exception))
+
+    def test_failed_build_leaves_nothing(self):
+        broken = os.path.join(self.tmp, "broken")
+        shutil.copytree(self.dirs["two"], broken)
+        for f in os.listdir(broken):
+            if f.endswith(".so"):
+                os.remove(os.path.join(broken, f))
+        with open(os.path.join(broken, "two.cu"), "a") as f:
+            f.write("\nthis is not C++;\n")
+        before = sorted(os.listdir(broken))
+        prog = mirage_torch.parse_header(os.path.join(broken, "two.h"))
+        with self.assertRaises(mirage_torch.BuildError) as cm:
+            mirage_torch._build(broken, prog, "cpu")
+        self.assertIn("two.cu", str(cm.exception))
+        self.assertEqual(sorted(os.listdir(broken)), before)
+
+    def test_example_module(self):
+        # examples/torch/llama_mlp.py on the small program, on the CPU.
+        p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "torch", "llama_mlp.py"), self.dirs["dyn"],
+                            "--device", "cpu", "--steps", "1,2,5,8"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("decode loop: 4 steps", p.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
