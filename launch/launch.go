@@ -64,7 +64,7 @@ const (
 	CuBLASLt                 // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
 )
 
-var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "gemm", "gemm_simt", "cublaslt", "rms_norm_warp"}
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {

@@ -2,6 +2,7 @@ package launch
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -162,5 +163,18 @@ func TestGraphDefined(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "op 2 (customized): the graph-defined kernel needs ") {
 		t.Errorf("message %q", err)
+	}
+}
+
+// Each code prints its own name: the table of names follows the constants.
+func TestCodeNames(t *testing.T) {
+	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows",
+		ReduceMid: "reduce_mid", RMSNorm: "rms_norm", RMSNormWarp: "rms_norm_warp", GEMM: "gemm", GEMMSIMT: "gemm_simt", CuBLASLt: "cublaslt"} {
+		if got := c.String(); got != want {
+			t.Errorf("Code(%d) prints %q, want %q", uint8(c), got, want)
+		}
+	}
+	if got := Code(len(codeNames)).String(); got != fmt.Sprintf("Code(%d)", len(codeNames)) {
+		t.Errorf("past the table: %q", got)
 	}
 }
