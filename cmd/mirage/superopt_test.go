@@ -410,14 +410,16 @@ func TestSuperoptProfileOverridesTheModel(t *testing.T) {
 	}
 }
 
-// TestSuperoptAnswersEveryProgram: a program the search cannot fuse at all
-// still gets an answer, its own ops: a .ugraph.json, its CUDA and exit 0,
-// with the part saying why it was not fused; and the files come as one set,
-// their sums in the manifest written last.
+// TestSuperoptAnswersEveryProgram: a program the search cannot beat still
+// gets an answer, its own ops: a .ugraph.json, its CUDA and exit 0, with
+// the part saying why it was not fused; and the files come as one set,
+// their sums in the manifest written last. (One exp over 64x4096: the
+// runtime's vectorized unary kernel, estimated 3.3 µs, against 3.4 µs for
+// the best graph-defined kernel; at 3x5 the two tie within 0.1%.)
 func TestSuperoptAnswersEveryProgram(t *testing.T) {
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "odd.py")
-	os.WriteFile(prog, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(3, 5), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"), 0o644)
+	os.WriteFile(prog, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(64, 4096), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"), 0o644)
 	code, stdout, stderr := mirage(t, "superopt", prog, "-o", dir, "--no-cache", "--json", "--time-limit", "30s")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
