@@ -39,7 +39,7 @@
 //	graph.new_input(dims, strides=None, dtype=mi.float16)   # strides: None or row-major
 //	graph.mark_output(A, strides=None)
 //	graph.matmul(A, B)  graph.reduction(A, dim)  graph.rms_norm(A, normalized_shape)
-//	graph.exp(A) square sqrt silu gelu relu log  graph.clamp(A, min_val, max_val)
+//	graph.exp(A) square sqrt silu gelu relu log tanh sigmoid  graph.clamp(A, min_val, max_val)
 //	graph.mul_scalar(A, scalar)  graph.add(A, B) mul div pow
 //	graph.customized(inputs, bgraph) -> [outputs]
 //	graph.superoptimize(config=None, griddims=None, blockdims=None, imaps=None,

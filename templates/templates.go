@@ -3,9 +3,10 @@
 // codegen/cuda can write it beside the emitted .cu file or inline it.
 //
 // It also holds the CPU emulator's stand-ins for cuda_runtime.h,
-// cuda_fp16.h and cuda_bf16.h (emu/), under which the emitted code compiles with a host
-// C++ compiler and runs on the CPU: mirage's tests use it to check emitted
-// kernels against the float64 interpreter where there is no GPU.
+// cuda_fp16.h, cuda_bf16.h and cublasLt.h (emu/), under which the emitted
+// code compiles with a host C++ compiler and runs on the CPU: mirage's
+// tests use it to check emitted kernels against the float64 interpreter
+// where there is no GPU.
 package templates
 
 import (
@@ -25,9 +26,10 @@ const RuntimeName = "mirage_runtime.cuh"
 //go:embed mirage_runtime.cuh
 var Runtime string
 
-// Emulator holds the emulator's headers under emu/: its cuda_runtime.h and
-// its own cuda_fp16.h and cuda_bf16.h, so that emulation needs no CUDA
-// toolkit. WriteEmulator copies them out.
+// Emulator holds the emulator's headers under emu/: its cuda_runtime.h,
+// its own cuda_fp16.h and cuda_bf16.h, and the cublasLt.h entry points the
+// runtime's lt_matmul calls, so that emulation needs no CUDA toolkit.
+// WriteEmulator copies them out.
 //
 //go:embed emu/*.h
 var Emulator embed.FS
