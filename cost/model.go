@@ -68,10 +68,10 @@ type Kernel struct {
 	// generator emits.
 	Launch *launch.Kernel
 
-	// Grid and Threads are the launch shape of a graph-defined kernel.
-	// A pre-defined op is a library kernel: its shape is the library's
-	// choice, and the model takes it to fill the GPU in one wave (zero
-	// Grid and Threads, BlocksPerSM 0, Waves 1).
+	// Grid and Threads are the launch shape the plan gives the kernel
+	// (Launch). A call into a vendor library (cuBLASLt) launches kernels
+	// of the library's choosing, which the model takes to fill the GPU in
+	// one wave: zero Grid and Threads, BlocksPerSM 0, Waves 1.
 	Grid, Threads block.Dim3
 
 	// Bytes is the global-memory traffic the blocks request: each block
@@ -93,8 +93,8 @@ type Kernel struct {
 	MemoryMicros   float64 // summed over waves
 	ComputeMicros  float64 // summed over waves
 	LatencyMicros  float64 // summed over waves: the blocks' own time (blockTime)
-	OverheadMicros float64 // launch plus per-wave latency
-	Micros         float64 // Σ_waves max(memory, compute) + overhead
+	OverheadMicros float64 // the launch (target.Arch.LaunchMicros)
+	Micros         float64 // Σ_waves max(memory, compute, latency) + overhead
 	Bound          Bound
 }
 
@@ -104,7 +104,7 @@ type Estimate struct {
 	Arch      string // the arch's Name
 	Kernels   []Kernel
 	Launches  int
-	Blocks    int   // Σ blocks of the graph-defined kernels' grids
+	Blocks    int   // Σ blocks of the kernels' grids (none for a vendor call)
 	Bytes     int64 // Σ Kernel.Bytes
 	DRAMBytes int64 // Σ Kernel.DRAMBytes
 	Flops     int64 // Σ Kernel.TensorFlops + CUDAFlops
@@ -190,7 +190,7 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 		k.Op, k.Name, k.Launch = i, op.Kind.String(), lk
 		e.Kernels = append(e.Kernels, k)
 		e.Launches++
-		e.Blocks += k.Grid.Count() // 0 for a library kernel
+		e.Blocks += k.Grid.Count() // 0 for a vendor call
 		e.Bytes += k.Bytes
 		e.DRAMBytes += k.DRAMBytes
 		e.Flops += k.TensorFlops + k.CUDAFlops

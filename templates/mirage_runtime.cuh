@@ -1,14 +1,16 @@
 // mirage_runtime.cuh: the device runtime of the CUDA code that mirage emits.
 //
-// Header-only. It needs the CUDA toolkit alone (no CUTLASS, no CuTe) and an
-// sm_80 or newer GPU: tiles are loaded with cp.async, multiplied with
-// ldmatrix + mma.sync m16n8k16 (fp16 or bf16 in, fp32 accumulate).
+// Header-only. It needs the CUDA toolkit alone (no CUTLASS, no CuTe; code
+// that defines MIRAGE_CUBLASLT links the toolkit's cuBLASLt) and an sm_80 or
+// newer GPU: tiles are loaded with cp.async, multiplied with ldmatrix +
+// mma.sync m16n8k16 (fp16 or bf16 in, fp32 accumulate).
 //
 //   Section 1  element types and conversions
 //   Section 2  the math of the element-wise ops (fp32), warp reductions
 //   Section 3  PTX wrappers: cp.async, ldmatrix, mma.sync
 //   Section 4  warp-level tensor-core tiles (used by graph-defined kernels and the GEMM)
 //   Section 5  pre-defined kernel ops: element-wise, reduction, rms_norm, matmul
+//   Section 6  pre-defined matmuls through cuBLASLt (under MIRAGE_CUBLASLT)
 //
 // Conventions: tensors are dense and row-major; every device pointer must be
 // 16-byte aligned (cudaMalloc's are); tiles in shared memory are row-major
