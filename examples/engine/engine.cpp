@@ -8,6 +8,7 @@
 //
 // Build (NAME is the layer's name, as in mirage_NAME):
 //   GPU:      nvcc -O2 -arch=sm_90 -DMIRAGE_PROGRAM=NAME -include NAME.h engine.cpp NAME.cu -o engine
+//             (and -lcublasLt where NAME.h says to link it)
 //   emulator: g++ -std=c++17 -O1 -DMIRAGE_EMULATE -Iemu -I. -DMIRAGE_PROGRAM=NAME
 //             -include NAME.h -x c++ engine.cpp NAME.cu -o engine
 // Run:
