@@ -716,13 +716,17 @@ struct LtPlan {
   cublasLtMatmulAlgo_t algo;
 };
 
-// lt_handle is the process's cuBLASLt handle, made at the first matmul
-// (cublasLtCreate allocates no device memory). nullptr if that failed.
-inline cublasLtHandle_t lt_handle() {
-  static cublasLtHandle_t h = [] {
-    cublasLtHandle_t made = nullptr;
-    return cublasLtCreate(&made) == CUBLAS_STATUS_SUCCESS ? made : nullptr;
-  }();
+// lt_handle is the cuBLASLt handle of the current device, made at its first
+// matmul (cublasLtCreate allocates no device memory) and kept; nullptr when
+// that failed (tried again at the next call). Callers hold lt_mutex().
+inline std::mutex& lt_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+inline cublasLtHandle_t lt_handle(int device) {
+  static std::map<int, cublasLtHandle_t> handles;
+  cublasLtHandle_t& h = handles[device];
+  if (h == nullptr && cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) h = nullptr;
   return h;
 }
 
@@ -743,7 +747,7 @@ inline cublasStatus_t lt_layout(cublasLtMatrixLayout_t* l, cudaDataType_t t, int
 
 // lt_plan makes the plan of a row-major C[M][N] = A[M][K] · B[K][N]: in
 // cuBLAS's column-major terms C^T = B^T · A^T, so B is the first operand.
-inline LtPlan lt_plan(cudaDataType_t t, int M, int N, int K, int batch, uint32_t align) {
+inline LtPlan lt_plan(cublasLtHandle_t handle, cudaDataType_t t, int M, int N, int K, int batch, uint32_t align) {
   LtPlan p;
   cublasLtMatmulPreference_t pref = nullptr;
   cublasLtMatmulHeuristicResult_t result;
@@ -760,10 +764,15 @@ inline LtPlan lt_plan(cudaDataType_t t, int M, int N, int K, int batch, uint32_t
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     if (p.status == CUBLAS_STATUS_SUCCESS) p.status = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
   if (p.status == CUBLAS_STATUS_SUCCESS)
-    p.status = cublasLtMatmulAlgoGetHeuristic(lt_handle(), p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+    p.status = cublasLtMatmulAlgoGetHeuristic(handle, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   if (p.status == CUBLAS_STATUS_SUCCESS && found == 0) p.status = CUBLAS_STATUS_NOT_SUPPORTED;
   if (p.status == CUBLAS_STATUS_SUCCESS) p.algo = result.algo;
   if (pref != nullptr) cublasLtMatmulPreferenceDestroy(pref);
+  if (p.status != CUBLAS_STATUS_SUCCESS) {  // nothing of a failed plan is kept
+    if (p.desc != nullptr) cublasLtMatmulDescDestroy(p.desc);
+    for (cublasLtMatrixLayout_t l : {p.a, p.b, p.c})
+      if (l != nullptr) cublasLtMatrixLayoutDestroy(l);
+  }
   return p;
 }
 
@@ -774,7 +783,7 @@ inline cudaError_t lt_error(cublasStatus_t st) {
     case CUBLAS_STATUS_ALLOC_FAILED: return cudaErrorMemoryAllocation;
     case CUBLAS_STATUS_INVALID_VALUE: return cudaErrorInvalidValue;
     case CUBLAS_STATUS_NOT_SUPPORTED: return cudaErrorNotSupported;
-    default: return cudaErrorLaunchFailure;
+    default: return cudaErrorUnknown;  // not a sticky launch failure: the context is fine
   }
 }
 
@@ -789,31 +798,39 @@ inline uint32_t lt_align(std::initializer_list<uintptr_t> xs) {
 
 // lt_matmul runs C[b] = A[b] · B[b] for row-major A [M][K], B [K][N],
 // C [M][N], b < batch, on stream through cuBLASLt, fp32 accumulation;
-// workspace holds LtWorkspaceBytes. Each shape's plan is made at its first
-// call (host work only: no allocation, no synchronisation) and kept for the
-// process, so later calls, a CUDA graph's capture among them, only launch.
+// workspace holds LtWorkspaceBytes. Each device's handle and each shape's
+// plan (per device and alignment) are made at their first call (host work
+// only: no allocation, no synchronisation) and kept for the process, so
+// later calls, a CUDA graph's capture among them, only launch; a failed
+// plan is not kept, and is tried again.
 template <typename T>
 cudaError_t lt_matmul(T* C, const T* A, const T* B, int M, int N, int K, int batch, void* workspace,
                       cudaStream_t stream) {
   if (M == 0) return cudaSuccess;  // a dynamic m of 0 rows
-  if (lt_handle() == nullptr) return cudaErrorNotSupported;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return cudaErrorInvalidDevice;
   const uintptr_t es = sizeof(T);
   const uint32_t align = lt_align({reinterpret_cast<uintptr_t>(A), reinterpret_cast<uintptr_t>(B),
                                    reinterpret_cast<uintptr_t>(C), batch > 1 ? es * M * K : 256,
                                    batch > 1 ? es * K * N : 256, batch > 1 ? es * M * N : 256});
-  static std::mutex mu;
-  static std::map<std::tuple<int, int, int, int, int, uint32_t>, LtPlan> plans;
+  static std::map<std::tuple<int, int, int, int, int, int, uint32_t>, LtPlan> plans;
   LtPlan p;
+  cublasLtHandle_t handle;
   {
-    std::lock_guard<std::mutex> lock(mu);
-    const auto key = std::make_tuple(static_cast<int>(lt_type<T>()), M, N, K, batch, align);
+    std::lock_guard<std::mutex> lock(lt_mutex());
+    handle = lt_handle(device);
+    if (handle == nullptr) return cudaErrorNotSupported;
+    const auto key = std::make_tuple(device, static_cast<int>(lt_type<T>()), M, N, K, batch, align);
     auto it = plans.find(key);
-    if (it == plans.end()) it = plans.emplace(key, lt_plan(lt_type<T>(), M, N, K, batch, align)).first;
+    if (it == plans.end()) {
+      p = lt_plan(handle, lt_type<T>(), M, N, K, batch, align);
+      if (p.status != CUBLAS_STATUS_SUCCESS) return lt_error(p.status);
+      it = plans.emplace(key, p).first;
+    }
     p = it->second;
   }
-  if (p.status != CUBLAS_STATUS_SUCCESS) return lt_error(p.status);
   const float one = 1.0f, zero = 0.0f;
-  return lt_error(cublasLtMatmul(lt_handle(), p.desc, &one, B, p.a, A, p.b, &zero, C, p.c, C, p.c, &p.algo, workspace,
+  return lt_error(cublasLtMatmul(handle, p.desc, &one, B, p.a, A, p.b, &zero, C, p.c, C, p.c, &p.algo, workspace,
                                  LtWorkspaceBytes, stream));
 }
 

@@ -97,7 +97,8 @@ type Rows struct {
 //	mirage_NAME(outputs, inputs, m, workspace, stream),
 //
 // that checks m against the range and runs the bucket that serves it;
-// mirage_NAME_workspace_bytes(m) is that bucket's workspace. Each bucket's
+// mirage_NAME_workspace_bytes(m) is the most any bucket needs, for every
+// m in the range (an engine allocates once). Each bucket's
 // kernels live in a namespace of their own (NAME_m8_kernel0, ...).
 // Consecutive buckets that run the same graph (a bucket that adopted a
 // larger one's) are emitted once, serving both ranges.
@@ -200,11 +201,11 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	}
 	cu.line("")
 	cu.open("extern \"C\" size_t mirage_%s_workspace_bytes(int64_t m)", cname)
+	// The most any bucket needs, at every m: an engine allocates once (for
+	// M_MAX) and a smaller bucket may need more than the largest (a
+	// library call's scratch that a fused bucket does without).
 	cu.line("if (m < %d || m > %d) return 0;", rows.Lo, rows.Hi)
-	for _, b := range res.Buckets {
-		cu.line("if (m <= %d) return %d;", b.Hi, b.WorkspaceBytes)
-	}
-	cu.line("return 0;")
+	cu.line("return %d;", res.WorkspaceBytes)
 	cu.close()
 	cu.line("")
 	cu.open("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream)", cname)
@@ -258,10 +259,11 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		"point runs the smallest bucket at or above m, whose kernels neither read nor",
 		"write rows past m. Buckets: "+strings.Join(sizes, ", ")+".",
 		"",
-		fmt.Sprintf("workspace: mirage_%s_workspace_bytes(m) bytes of device memory,", name),
-		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",
-		"must not be shared by calls that run at the same time. An engine allocates",
-		fmt.Sprintf("once for %s_M_MAX rows and passes the same buffers at every m.", upper))
+		fmt.Sprintf("workspace: mirage_%s_workspace_bytes(m) bytes of device memory (the", name),
+		"most any bucket needs, the same at every m in the range), 256-byte aligned,",
+		"for intermediate tensors; may be NULL when that is 0. It must not be shared",
+		"by calls that run at the same time. An engine allocates once for",
+		fmt.Sprintf("%s_M_MAX rows and passes the same buffers at every m.", upper))
 	linksComment(&w, res.Links)
 	openHeader(&w, guard, "cuda_runtime.h", "stddef.h", "stdint.h")
 	w.line("#define %s_M_MIN %d", upper, rows.Lo)

@@ -160,6 +160,8 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
         emu = _emulator_headers()
         cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-DMIRAGE_EMULATE", "-I" + emu, "-I" + directory,
                "-x", "c++", cu]
+    if device == "cpu":
+        sources += [os.path.join(emu, f) for f in os.listdir(emu) if f.endswith(".h")]
     lib = os.path.join(directory, "lib%s.%s.so" % (program.name, tag))
     stamp = max(os.path.getmtime(s) for s in sources)
     if os.path.isfile(lib) and os.path.getmtime(lib) >= stamp:
@@ -170,6 +172,7 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
         p = subprocess.run(cmd + ["-o", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
             raise BuildError("building %s for %s failed (%s):\n%s" % (cu, device, " ".join(cmd), p.stdout))
+        os.chmod(tmp, 0o755)  # mkstemp made it private
         os.replace(tmp, lib)
     finally:
         if os.path.exists(tmp):
@@ -185,7 +188,7 @@ class Op:
         self.program = program
         self.directory = directory
         self._entry = {}
-        self._workspace = {}
+        self._cpu_lock = threading.Lock()
         for device, path in libs.items():
             so = ctypes.CDLL(path)
             entry = getattr(so, "mirage_" + program.name)
@@ -211,7 +214,10 @@ class Op:
         return getattr(self._torch, _DTYPES[name])
 
     def check(self, inputs):
-        """Checks inputs against the header; returns m (None when static)."""
+        """Checks the inputs' metadata against the header (count, dtype,
+        shape, m's range, one device, no lazy negation or conjugation, no
+        gradient asked for); returns m (None when static). Fake tensors
+        (torch.compile's) pass through it: it reads no data pointer."""
         torch, p = self._torch, self.program
         what = "torch.ops.mirage.%s" % p.name
         if len(inputs) != len(p.inputs):
@@ -220,7 +226,9 @@ class Op:
         for k, (x, want) in enumerate(zip(inputs, p.inputs)):
             if not isinstance(x, torch.Tensor):
                 raise ValueError("%s: input %d is a %s, not a tensor" % (what, k, type(x).__name__))
-            if want.has_m() and x.dim() == len(want.dims):
+            if x.dim() != len(want.dims):
+                raise ValueError("%s: input %d has %d dims (shape %s), want %d: %r" % (what, k, x.dim(), list(x.shape), len(want.dims), want))
+            if want.has_m():
                 got = x.shape[want.dims.index("m")]
                 if m is None:
                     m = got
@@ -237,12 +245,22 @@ class Op:
                 raise ValueError("%s: input %d has shape %s, want %s" % (what, k, list(x.shape), list(shape)))
             if x.device != device:
                 raise ValueError("%s: input %d is on %s, input 0 on %s: all on one device" % (what, k, x.device, device))
-            if x.device.type != "meta":
-                if not x.is_contiguous():
-                    raise ValueError("%s: input %d is not contiguous (strides %s): the kernels read dense row-major tensors; pass .contiguous()" % (what, k, list(x.stride())))
-                if x.numel() and x.data_ptr() % _ALIGN:
-                    raise ValueError("%s: input %d is not %d-byte aligned (a view into another tensor?); pass a copy" % (what, k, _ALIGN))
+            if (hasattr(x, "is_neg") and x.is_neg()) or x.is_conj():
+                raise ValueError("%s: input %d is a lazily negated or conjugated view; pass .resolve_neg().resolve_conj()" % (what, k))
+            if x.requires_grad and torch.is_grad_enabled():
+                raise ValueError("%s: input %d requires grad, and the op has no backward: call it under torch.no_grad() "
+                                 "or torch.inference_mode(), or pass .detach()" % (what, k))
         return m
+
+    def check_data(self, inputs):
+        """Checks what the kernels read in memory: dense row-major tensors,
+        16-byte aligned."""
+        what = "torch.ops.mirage.%s" % self.program.name
+        for k, x in enumerate(inputs):
+            if not x.is_contiguous():
+                raise ValueError("%s: input %d is not contiguous (strides %s): the kernels read dense row-major tensors; pass .contiguous()" % (what, k, list(x.stride())))
+            if x.numel() and x.data_ptr() % _ALIGN:
+                raise ValueError("%s: input %d is not %d-byte aligned (a view into another tensor?); pass a copy" % (what, k, _ALIGN))
 
     def fake(self, *inputs):
         """The outputs' shapes on the inputs' device, computing nothing."""
@@ -254,10 +272,20 @@ class Op:
     def run(self, *inputs):
         torch, p = self._torch, self.program
         m = self.check(inputs)
+        self.check_data(inputs)
         dev = inputs[0].device
         if dev.type not in self._entry:
             raise ValueError("torch.ops.mirage.%s was built for %s, not %s: load(..., devices=[%r])" % (
                 p.name, ", ".join(sorted(self._entry)), dev.type, dev.type))
+        if dev.type == "cuda":
+            with torch.cuda.device(dev):  # the kernels launch on the inputs' GPU
+                return self._launch(dev, m, inputs)
+        # The CPU emulator keeps one global state: one call at a time.
+        with self._cpu_lock:
+            return self._launch(dev, m, inputs)
+
+    def _launch(self, dev, m, inputs):
+        torch, p = self._torch, self.program
         _, entry, ws_bytes = self._entry[dev.type]
         outs = [torch.empty(t.shape(m), dtype=self._dtype(t.dtype), device=dev) for t in p.outputs]
         nws = ws_bytes(m) if p.m_range else ws_bytes()
@@ -299,8 +327,12 @@ def _register(torch, op):
     for key in ("CPU", "CUDA"):
         _library.impl(name, op.run, key)
     _library.impl(name, op.fake, "Meta")
-    # torch 1.x sends meta tensors through AutogradMeta, which has no
-    # fallthrough for a Python-defined op: the outputs' shapes there too.
+    # Below the autograd keys grad mode reads off: the autograd kernel is
+    # where a call that asks for a gradient is seen (and refused by check),
+    # and it runs the op itself, which has no backward to record. Meta
+    # tensors get their shapes there too (torch 1.x has no fallthrough).
+    _library.impl(name, op.run, "AutogradCPU")
+    _library.impl(name, op.run, "AutogradCUDA")
     _library.impl(name, op.fake, "AutogradMeta")
 
 
@@ -327,7 +359,12 @@ def load(directory, devices=None, arch=None, nvcc=None, cxx=None):
         header = os.path.join(directory, found[0])
     directory = os.path.dirname(os.path.abspath(header))
     program = parse_header(header)
-    digest = hashlib.sha256(program.header.encode()).hexdigest()
+    digest = hashlib.sha256(program.header.encode())
+    cu = os.path.join(directory, program.name + ".cu")
+    if os.path.isfile(cu):
+        with open(cu, "rb") as f:
+            digest.update(f.read())
+    digest = digest.hexdigest()
     devices = list(devices or _default_devices(torch))
     for d in devices:
         if d not in ("cuda", "cpu"):

@@ -194,11 +194,40 @@ class OpTest(unittest.TestCase):
             ([x[0], x[1], x[2], torch.empty(64, 96, dtype=torch.float16).t()], "input 3 is not contiguous"),
             ([torch.empty(4 * 64 + 1, dtype=torch.float16)[1:].view(4, 64)] + x[1:], "not 16-byte aligned"),
             ([x[0].numpy()] + x[1:], "argument 'x0'"),  # torch's schema check
+            ([x[0].reshape(256)] + x[1:], "input 0 has 1 dims (shape [256]), want 2"),
+            ([torch._neg_view(x[0])] + x[1:], "lazily negated"),
+            ([x[0], x[1].clone().requires_grad_()] + x[2:], "input 1 requires grad"),
         ]
         for args, want in cases:
             with self.assertRaises((ValueError, RuntimeError)) as cm:
                 torch.ops.mirage.mlp(*args)
             self.assertIn(want, str(cm.exception), want)
+
+    def test_threads(self):
+        # The CPU emulator keeps one global state: calls from several
+        # threads take turns, and each gets its own answer.
+        import threading
+        xs = [self.inputs(seed=s) for s in range(4)]
+        want = [torch.ops.mirage.mlp(*x) for x in xs]
+        got, errors = [None] * 4, []
+
+        def call(i):
+            try:
+                for _ in range(3):
+                    got[i] = torch.ops.mirage.mlp(*xs[i])
+            except Exception as e:  # reported below
+                errors.append(e)
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        self.assertEqual(errors, [])
+        for i in range(4):
+            self.assertTrue(torch.equal(got[i], want[i]), i)
+        # Under no_grad a weight that requires grad is fine.
+        with torch.no_grad():
+            torch.ops.mirage.mlp(xs[0][0], xs[0][1].clone().requires_grad_(), *xs[0][2:])
 
     def test_meta_gives_shapes(self):
         x = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in self.inputs()]

@@ -83,9 +83,14 @@ typedef struct {
 namespace mirage_emu {
 
 // lt_workspace is what the emulated algorithm asks of the workspace: a
-// split-K GEMM's partial sums, as the library's skinny GEMMs need, so that
-// a caller who gives less is caught here.
-inline size_t lt_workspace(const mirage_emu_lt_layout& d) { return d.rows * d.cols * 4 * 4; }
+// split-K GEMM's partial sums (4 splits of fp32), as the library's skinny
+// GEMMs need, so that a caller who gives less than it promised is caught;
+// where they would not fit in what the preference allows, the library has
+// kernels that need none, and so does the emulator.
+inline size_t lt_workspace(const mirage_emu_lt_layout& d, uint64_t allowed) {
+  const size_t split = d.rows * d.cols * 4 * 4;
+  return split <= allowed ? split : 0;
+}
 
 inline float lt_load(const void* p, cudaDataType_t t, size_t i) {
   switch (t) {
@@ -193,8 +198,7 @@ inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasL
   *found = 0;
   if (a->rows != c->rows || b->cols != c->cols || a->cols != b->rows || c->rows != dd->rows || c->cols != dd->cols)
     return CUBLAS_STATUS_INVALID_VALUE;
-  const size_t ws = mirage_emu::lt_workspace(*dd);
-  if (ws > p->workspace) return CUBLAS_STATUS_SUCCESS;  // no algorithm fits: none found
+  const size_t ws = mirage_emu::lt_workspace(*dd, p->workspace);
   std::memset(&results[0], 0, sizeof(results[0]));
   results[0].algo.data[0] = ws;
   for (int i = 0; i < 4; ++i) results[0].algo.data[1 + i] = p->align[i];

@@ -72,7 +72,9 @@ enum cudaError_t {
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
   cudaErrorLaunchFailure = 719,
+  cudaErrorInvalidDevice = 101,
   cudaErrorNotSupported = 801,
+  cudaErrorUnknown = 999,
 };
 typedef struct mirage_emu_stream* cudaStream_t;
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
@@ -942,6 +944,10 @@ inline cudaError_t cudaGetDeviceCount(int* n) {
   return cudaSuccess;
 }
 inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+inline cudaError_t cudaGetDevice(int* d) {
+  *d = 0;
+  return cudaSuccess;
+}
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   if (d != 0) return cudaErrorInvalidValue;
   std::snprintf(p->name, sizeof p->name, "mirage CPU emulator");
