@@ -22,6 +22,9 @@
 #   SANITIZE   harness entry patterns to sanitize (default: none)
 #   SANITIZERS compute-sanitizer tools (default "memcheck racecheck synccheck")
 #   TESTS      0: skip step 1 (about 100 s of the lease on an H100)
+#   TORCH      1: also run examples/torch/llama_mlp.py on the layer prepare.sh
+#              kept with MIRAGE_TORCH=1 (RESULTS_DIR/torch-example.txt): the op on
+#              CUDA, torch.compile, a CUDA-graph replay, its time beside eager's
 #   HARNESS    more harness arguments for step 2
 set -uo pipefail
 
@@ -70,6 +73,12 @@ for w in $tune; do
 		echo "no $f" && rc=1
 	fi
 done
+
+if [ "${TORCH:-0}" = 1 ]; then
+	step torch example
+	python3 "$repo/examples/torch/llama_mlp.py" "$build/$arch/torch/llama" --device cuda >"$results/torch-example.txt" 2>&1 || rc=1
+	cat "$results/torch-example.txt"
+fi
 
 if [ -n "$sanitize" ]; then
 	: >"$results/sanitizer.txt"

@@ -42,6 +42,9 @@
 #                           the decode loop of examples/engine over its one entry point in
 #                           OUTDIR/ARCH/dynamic/engine (checked in the CPU emulator first;
 #                           run.sh runs it on the GPU); 0: not; default: 1 where g++ is on PATH
+#   MIRAGE_TORCH            1: also superopt llama_mlp_block with m dynamic in 1..16 into
+#                           OUTDIR/ARCH/torch/llama, for examples/torch/llama_mlp.py on the
+#                           GPU (device.sh's TORCH=1); default: 0
 set -euo pipefail
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -205,6 +208,24 @@ if [ "$dynamic" = 1 ]; then
 			echo "  the decode loop passed in the emulator; kept in $ddir/engine"
 		else
 			echo "  FAILED: see $ddir"
+		fi
+	done
+fi
+
+# The torch-ops example's layer (issue #43): the LLaMA MLP block, one
+# entry point for 1..16 tokens.
+if [ "${MIRAGE_TORCH:-0}" = 1 ]; then
+	for arch in $archs; do
+		tdir=$out/$arch/torch
+		rm -rf "$tdir"
+		mkdir -p "$tdir"
+		echo "== $arch torch: llama_mlp_block, m in 1..16"
+		# shellcheck disable=SC2086 # superopt_flags is a list of flags
+		if "$mirage" superopt examples/llama_mlp_block.py --dynamic X:0=1..16 -o "$tdir/llama" --arch "$arch" \
+			--time-limit "$time_limit" $superopt_flags >"$tdir/superopt.txt" 2>&1; then
+			echo "  kept in $tdir/llama"
+		else
+			echo "  FAILED: see $tdir/superopt.txt"
 		fi
 	done
 fi
