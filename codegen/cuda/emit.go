@@ -510,22 +510,11 @@ func (p *program) predefined(i int) error {
 	case launch.CuBLASLt:
 		return p.libraryCall(i, lk)
 	case launch.GEMM, launch.GEMMSIMT:
-		r := x.Shape.Rank()
-		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
-		batch := x.Shape.NumElements() / (m * kd)
-		// With m dynamic the rows are m (the batch is then 1: m is the
-		// outermost dim of extent above 1).
-		cm, err := p.count(m, op.In[0], op.Out[0])
+		mm, err := p.matmulDims(op)
 		if err != nil {
 			return err
 		}
-		rowsM := fmt.Sprint(m)
-		if cm != fmt.Sprintf("%dLL", m) {
-			if batch != 1 {
-				return fmt.Errorf("a batched matmul (%d) with the dynamic dim m", batch)
-			}
-			rowsM = fmt.Sprintf("static_cast<int>(%s)", cm)
-		}
+		m, kd, n, rowsM := mm.m, mm.k, mm.n, mm.rows
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], rowsM, fmt.Sprint(n), fmt.Sprint(kd)}
 		if rowsM != fmt.Sprint(m) {
 			gridY = fmt.Sprintf("static_cast<unsigned>((%s + %d) / %d)", rowsM, lk.RowTile-1, lk.RowTile)
@@ -563,20 +552,10 @@ func (p *program) predefined(i int) error {
 func (p *program) libraryCall(i int, lk *launch.Kernel) error {
 	g := p.g
 	op := &g.Ops[i]
-	x, out := g.Tensors[op.In[0]], g.Tensors[op.Out[0]]
-	r := x.Shape.Rank()
-	m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
-	batch := x.Shape.NumElements() / (m * kd)
-	cm, err := p.count(m, op.In[0], op.Out[0])
+	out := g.Tensors[op.Out[0]]
+	mm, err := p.matmulDims(op)
 	if err != nil {
 		return err
-	}
-	rowsM := fmt.Sprint(m)
-	if cm != fmt.Sprintf("%dLL", m) {
-		if batch != 1 {
-			return fmt.Errorf("a batched matmul (%d) with the dynamic dim m", batch)
-		}
-		rowsM = fmt.Sprintf("static_cast<int>(%s)", cm)
 	}
 	name := fmt.Sprintf("mirage::lt_matmul<%s>", ctype(out.DType))
 	p.res.Kernels = append(p.res.Kernels, Kernel{Name: name, Op: i, What: op.Kind.String(), Stages: lk.Stages, Library: lk.Code.Links(),
@@ -584,9 +563,37 @@ func (p *program) libraryCall(i int, lk *launch.Kernel) error {
 	h := &p.host
 	h.line("")
 	h.comment(fmt.Sprintf("op %d: %s -> %s %v, through cuBLASLt", i, kernelCall(g, i), p.cname[op.Out[0]], out.Shape))
-	h.line("err = %s(%s, %s, %s, %s, %d, %d, %d, lib_ws, stream);", name, p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], rowsM, n, kd, batch)
+	h.line("err = %s(%s, %s, %s, %s, %d, %d, %d, lib_ws, stream);", name, p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], mm.rows, mm.n, mm.k, mm.batch)
 	h.line("if (err != cudaSuccess) return err;")
 	return nil
+}
+
+// matmulShape is a pre-defined matmul's C[batch][m][n] = A[m][k] · B[k][n],
+// and rows the C expression of its row count: m, or the dynamic m.
+type matmulShape struct {
+	m, k, n, batch int
+	rows           string
+}
+
+// matmulDims reads matmul op's dims. With m dynamic the rows are m (the
+// batch is then 1: m is the outermost dim of extent above 1).
+func (p *program) matmulDims(op *kernel.Op) (matmulShape, error) {
+	x, out := p.g.Tensors[op.In[0]], p.g.Tensors[op.Out[0]]
+	r := x.Shape.Rank()
+	s := matmulShape{m: x.Shape.Dim(r - 2), k: x.Shape.Dim(r - 1), n: out.Shape.Last()}
+	s.batch = x.Shape.NumElements() / (s.m * s.k)
+	s.rows = fmt.Sprint(s.m)
+	cm, err := p.count(s.m, op.In[0], op.Out[0])
+	if err != nil {
+		return s, err
+	}
+	if cm != fmt.Sprintf("%dLL", s.m) {
+		if s.batch != 1 {
+			return s, fmt.Errorf("a batched matmul (%d) with the dynamic dim m", s.batch)
+		}
+		s.rows = fmt.Sprintf("static_cast<int>(%s)", cm)
+	}
+	return s, nil
 }
 
 // kernelCall prints kernel op i as "matmul(t2, t1)".
