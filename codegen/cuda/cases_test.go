@@ -201,16 +201,7 @@ var emuCases = []emuCase{
 	// not, fp16 and bf16, one reading another's output from the workspace
 	// (the row-major/column-major swap, batch strides, the scratch after
 	// the intermediates).
-	{name: "cublaslt", scale: 1, src: []string{
-		"g = mi.new_kernel_graph()",
-		"A = g.new_input(dims=(5, 3, 24), dtype=mi.float16)",
-		"B = g.new_input(dims=(5, 24, 40), dtype=mi.float16)",
-		"C = g.new_input(dims=(5, 40, 8), dtype=mi.float16)",
-		"P = g.new_input(dims=(13, 32), dtype=mi.bfloat16)",
-		"Q = g.new_input(dims=(32, 24), dtype=mi.bfloat16)",
-		"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
-		"g.mark_output(g.matmul(P, Q))",
-	}},
+	{name: "cublaslt", scale: 1, src: predefinedMatmuls},
 	// The library's 16-byte vectors and their edges: a tail past the last
 	// whole vector, rows that are not whole vectors (element at a time),
 	// broadcasts along and across the row, rows of exactly and just over
@@ -234,16 +225,20 @@ var emuCases = []emuCase{
 		"g.mark_output(g.rms_norm(F, normalized_shape=(12,)))",
 	}},
 	// The same on the runtime's own GEMM (launch.Options.OwnGEMM).
-	{name: "own_gemm", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: []string{
-		"g = mi.new_kernel_graph()",
-		"A = g.new_input(dims=(5, 3, 24), dtype=mi.float16)",
-		"B = g.new_input(dims=(5, 24, 40), dtype=mi.float16)",
-		"C = g.new_input(dims=(5, 40, 8), dtype=mi.float16)",
-		"P = g.new_input(dims=(13, 32), dtype=mi.bfloat16)",
-		"Q = g.new_input(dims=(32, 24), dtype=mi.bfloat16)",
-		"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
-		"g.mark_output(g.matmul(P, Q))",
-	}},
+	{name: "own_gemm", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: predefinedMatmuls},
+}
+
+// predefinedMatmuls are pre-defined matmuls at odd row counts, batched and
+// not, fp16 and bf16, one reading another's output from the workspace.
+var predefinedMatmuls = []string{
+	"g = mi.new_kernel_graph()",
+	"A = g.new_input(dims=(5, 3, 24), dtype=mi.float16)",
+	"B = g.new_input(dims=(5, 24, 40), dtype=mi.float16)",
+	"C = g.new_input(dims=(5, 40, 8), dtype=mi.float16)",
+	"P = g.new_input(dims=(13, 32), dtype=mi.bfloat16)",
+	"Q = g.new_input(dims=(32, 24), dtype=mi.bfloat16)",
+	"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
+	"g.mark_output(g.matmul(P, Q))",
 }
 
 // everyElementwise is a program that applies every element-wise op of the
