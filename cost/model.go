@@ -206,30 +206,8 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 // With scale, the op works on the rows below m when one of its tensors has
 // m: that tensor moves its scaled bytes, and the work scales alike.
 func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch target.Arch, scale map[kernel.TensorID]float64) (Kernel, error) {
-	var k Kernel
-	seen := map[kernel.TensorID]bool{}
-	in := make([]kernel.Tensor, len(op.In))
-	rows := 1.0
-	for _, id := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
-		rows = min(rows, scaleOf(scale, id))
-	}
-	for i, id := range op.In {
-		in[i] = g.Tensors[id]
-		if !seen[id] {
-			seen[id] = true
-			k.Bytes += scaled(int64(in[i].Bytes()), scaleOf(scale, id))
-		}
-	}
+	k, shapes, rows := opWork(g, op, arch, scale)
 	out := g.Tensors[op.Out[0]]
-	k.Bytes += scaled(int64(out.Bytes()), rows)
-	k.DRAMBytes = k.Bytes
-	shapes := make([]ugraph.Shape, len(in))
-	for i, t := range in {
-		shapes[i] = t.Shape
-	}
-	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
-	k.TensorFlops, k.CUDAFlops = scaled(k.TensorFlops, rows), scaled(k.CUDAFlops, rows)
-
 	blocks, slots, err := k.occupy(arch, lk, block.Dim3{lk.Threads, 1, 1})
 	if err != nil {
 		return Kernel{}, err
@@ -252,13 +230,29 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch targe
 // a launch. The library fills the GPU (Waves 1): its heuristic splits K
 // when the output has few tiles.
 func vendorKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[kernel.TensorID]float64) Kernel {
-	var k Kernel
-	rows := 1.0
+	k, _, _ := opWork(g, op, arch, scale)
+	k.Waves = 1
+	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
+	k.ComputeMicros = (float64(k.TensorFlops)/(arch.TensorFLOPS*tensorEfficiency) + float64(k.CUDAFlops)/(arch.FP32FLOPS*cudaEfficiency)) * 1e6
+	k.LatencyMicros = vendorLatencyMicros
+	k.OverheadMicros = arch.LaunchMicros
+	k.Micros = max(k.MemoryMicros, k.ComputeMicros, k.LatencyMicros) + k.OverheadMicros
+	k.setBound()
+	return k
+}
+
+// opWork is what a pre-defined op moves and computes: each distinct input
+// read once and the output written once (DRAMBytes = Bytes), and its
+// flops; with scale, the rows below m of the tensors that have m (rows,
+// the part of the op's work that scales with them). It returns the
+// inputs' shapes too.
+func opWork(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[kernel.TensorID]float64) (k Kernel, shapes []ugraph.Shape, rows float64) {
+	rows = 1.0
 	for _, id := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
 		rows = min(rows, scaleOf(scale, id))
 	}
 	seen := map[kernel.TensorID]bool{}
-	shapes := make([]ugraph.Shape, len(op.In))
+	shapes = make([]ugraph.Shape, len(op.In))
 	for i, id := range op.In {
 		shapes[i] = g.Tensors[id].Shape
 		if !seen[id] {
@@ -271,21 +265,7 @@ func vendorKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[ke
 	k.DRAMBytes = k.Bytes
 	k.TensorFlops, k.CUDAFlops = opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, arch.MMA)
 	k.TensorFlops, k.CUDAFlops = scaled(k.TensorFlops, rows), scaled(k.CUDAFlops, rows)
-	k.Waves = 1
-	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
-	k.ComputeMicros = (float64(k.TensorFlops)/(arch.TensorFLOPS*tensorEfficiency) + float64(k.CUDAFlops)/(arch.FP32FLOPS*cudaEfficiency)) * 1e6
-	k.LatencyMicros = vendorLatencyMicros
-	k.OverheadMicros = arch.LaunchMicros
-	k.Micros = max(k.MemoryMicros, k.ComputeMicros, k.LatencyMicros) + k.OverheadMicros
-	switch {
-	case k.LatencyMicros >= max(k.MemoryMicros, k.ComputeMicros):
-		k.Bound = BoundLatency
-	case k.MemoryMicros >= k.ComputeMicros:
-		k.Bound = BoundMemory
-	default:
-		k.Bound = BoundCompute
-	}
-	return k
+	return k, shapes, rows
 }
 
 // scaleOf is the part of tensor t that a kernel moves: 1, or its rows
@@ -372,6 +352,11 @@ func (k *Kernel) finish(arch target.Arch, per work, waves []wave, bs blockSteps)
 	}
 	k.OverheadMicros = arch.LaunchMicros
 	k.Micros = busy + k.OverheadMicros
+	k.setBound()
+}
+
+// setBound names the largest of k's times.
+func (k *Kernel) setBound() {
 	switch {
 	case k.OverheadMicros >= max(k.MemoryMicros, k.ComputeMicros, k.LatencyMicros):
 		k.Bound = BoundLaunch
