@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
@@ -128,11 +127,7 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 				return nil, err
 			}
 		}
-		for _, l := range res.Links {
-			if !slices.Contains(links, l) {
-				links = append(links, l)
-			}
-		}
+		links = cuda.MergeLinks(links, res.Links...)
 		progs = append(progs, candidateCode{index: len(ms), name: res.Name, graph: e.Graph})
 		ms = append(ms, m)
 	}

@@ -3,7 +3,6 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -174,11 +173,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		progs = append(progs, p)
 		res.Kernels = append(res.Kernels, p.res.Kernels...)
 		res.WorkspaceBytes = max(res.WorkspaceBytes, p.res.WorkspaceBytes)
-		for _, l := range p.res.Links {
-			if !slices.Contains(res.Links, l) {
-				res.Links = append(res.Links, l)
-			}
-		}
+		res.Links = MergeLinks(res.Links, p.res.Links...)
 		res.Buffers = p.res.Buffers
 		res.Buckets = append(res.Buckets, BucketCode{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Kernels: p.res.Kernels, WorkspaceBytes: p.res.WorkspaceBytes})
 	}

@@ -205,8 +205,8 @@ func (p *program) planLaunches() error {
 	}
 	p.plan, p.live = plan, plan.Live
 	for _, k := range plan.Kernels {
-		if l := k.Code.Links(); l != "" && !slices.Contains(p.res.Links, l) {
-			p.res.Links = append(p.res.Links, l)
+		if l := k.Code.Links(); l != "" {
+			p.res.Links = MergeLinks(p.res.Links, l)
 		}
 	}
 	return nil
@@ -713,6 +713,17 @@ func preamble(name string, opts Options, links []string) *writer {
 	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
 	cu.line("#endif")
 	return cu
+}
+
+// MergeLinks adds to links (Result.Links) those of more it lacks, in order:
+// what code calling several emitted programs links with.
+func MergeLinks(links []string, more ...string) []string {
+	for _, l := range more {
+		if !slices.Contains(links, l) {
+			links = append(links, l)
+		}
+	}
+	return links
 }
 
 // linkFlags is links as nvcc's -l flags: "-lcublasLt".
