@@ -253,6 +253,20 @@ type launchRecord struct {
 	CpAsyncBytes int64    `json:"cp_async_bytes"`
 }
 
+// idealBytes is the traffic of op's kernel if it read each of its inputs
+// once and wrote each of its outputs once (Counters.IdealBytes).
+func idealBytes(g *kernel.Graph, op *kernel.Op) int64 {
+	var n int64
+	seen := map[kernel.TensorID]bool{}
+	for _, id := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
+		if !seen[id] {
+			seen[id] = true
+			n += int64(g.Tensors[id].Bytes())
+		}
+	}
+	return n
+}
+
 // readCounters reads the emulator's counters, a launch per line, and
 // matches launch i with res.Kernels[i] (the entry point launches them in
 // that order).
@@ -270,14 +284,7 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 			launched = append(launched, i)
 			continue
 		}
-		cs[i] = Counters{Kernel: i, Name: k.Name, Library: k.Library}
-		seen := map[kernel.TensorID]bool{}
-		for _, id := range append(append([]kernel.TensorID(nil), g.Ops[k.Op].In...), g.Ops[k.Op].Out...) {
-			if !seen[id] {
-				seen[id] = true
-				cs[i].IdealBytes += int64(g.Tensors[id].Bytes())
-			}
-		}
+		cs[i] = Counters{Kernel: i, Name: k.Name, Library: k.Library, IdealBytes: idealBytes(g, &g.Ops[k.Op])}
 	}
 	records := 0
 	sc := bufio.NewScanner(r)
@@ -307,6 +314,7 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 		}
 		// The op's tensors first, in order, then whatever else was touched.
 		op := &g.Ops[k.Op]
+		c.IdealBytes = idealBytes(g, op)
 		seen := map[string]bool{}
 		for which, ids := range [][]kernel.TensorID{op.In, op.Out} {
 			for _, id := range ids {
@@ -315,7 +323,6 @@ func readCounters(r io.Reader, g *kernel.Graph, res *Result) ([]Counters, error)
 					continue
 				}
 				seen[name] = true
-				c.IdealBytes += int64(g.Tensors[id].Bytes())
 				t, ok := traffic[name]
 				if !ok {
 					t = TensorTraffic{Tensor: name, Bytes: int64(g.Tensors[id].Bytes())}
