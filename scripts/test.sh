@@ -8,14 +8,33 @@ fuzztime=${FUZZTIME:-5s}
 go vet ./...
 go test -count=1 ./...
 
-# The GPU harness's pure-Python parts (the parts that need torch and a GPU
-# skip themselves).
-if command -v python3 >/dev/null 2>&1; then
-	python3 -m unittest discover -s bench/gpu -p 'test_*.py'
+# The Python tests run on MIRAGE_PYTHON, else on the first python3 that
+# imports torch: Debian's python3-torch installs for /usr/bin/python3, which
+# a pyenv or venv python3 earlier on PATH hides (as on CI's machines).
+py=${MIRAGE_PYTHON:-}
+if [ -z "$py" ]; then
+	for candidate in python3 /usr/bin/python3; do
+		if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import torch' >/dev/null 2>&1; then
+			py=$candidate
+			break
+		fi
+	done
+fi
+if [ -z "$py" ] && command -v python3 >/dev/null 2>&1; then
+	py=python3
+fi
+if [ -n "$py" ]; then
+	echo "python tests on $(command -v "$py")"
+	# The GPU harness's pure-Python parts (the parts that need torch and a
+	# GPU skip themselves).
+	"$py" -m unittest discover -s bench/gpu -p 'test_*.py'
 	# mirage_torch: the emitted code as torch ops, on the CPU emulator
-	# (needs torch: Debian's python3-torch; skips without it unless
-	# MIRAGE_REQUIRE_TORCH is set, as .ci/run does).
-	python3 -m unittest discover -s python -p 'test_*.py'
+	# (needs torch; skips without it unless MIRAGE_REQUIRE_TORCH is set,
+	# as .ci/run does).
+	"$py" -m unittest discover -s python -p 'test_*.py'
+elif [ -n "${MIRAGE_REQUIRE_TORCH:-}" ]; then
+	echo "MIRAGE_REQUIRE_TORCH is set but no python3 is installed" >&2
+	exit 1
 fi
 
 # Each Fuzz function runs alone: go test -fuzz takes one target at a time.
