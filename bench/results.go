@@ -67,6 +67,7 @@ type Options struct {
 	Seed      uint64 `json:"seed"`
 	Config    string `json:"config,omitempty"` // a preset for every workload
 	MaxStates int64  `json:"max_states,omitempty"`
+	NoSeeds   bool   `json:"no_seeds,omitempty"`
 	// MaxCandidates is superopt's --max-candidates: the candidates each
 	// part's search verifies, best first (0: all, the complete set).
 	MaxCandidates int    `json:"max_candidates"`

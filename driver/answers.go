@@ -19,6 +19,7 @@ const MaxAnswers = 64
 type option struct {
 	graph *kernel.Graph
 	us    float64
+	seed  string // the rule that built graph, if a seed
 }
 
 // partOptions are the ways to run each part, fastest first: its search's
@@ -34,7 +35,7 @@ func (d *run) partOptions(outs []*outcome) [][]option {
 		if r.done && r.searched != nil {
 			for _, c := range r.searched.Candidates {
 				if c.Customized > 0 {
-					fused = append(fused, option{graph: c.Graph, us: c.Estimate.Micros})
+					fused = append(fused, option{graph: c.Graph, us: c.Estimate.Micros, seed: c.Seed})
 				}
 			}
 		}

@@ -11,6 +11,7 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/seed"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
@@ -47,6 +49,7 @@ type Options struct {
 	Workers   int    // parallel workers over all searches; 0 means 1
 	Seed      uint64 // the verifier's draws
 	MaxStates int64  // per part search; 0 means no limit
+	NoSeeds   bool   // searches leave out the rules' seeds (search.Options.NoSeeds)
 	// PartResults is how many candidates each part's search verifies
 	// (best first); 0 means 2, a negative number all of them.
 	PartResults int
@@ -94,6 +97,10 @@ type Candidate struct {
 	ForloopRanges []int
 	Unfused       bool // the program as written
 	Measured      bool // Estimate.Micros is a profile's measured time
+	// Seed names the rules (package seed) that built its parts'
+	// replacements, "+"-joined in part order; "" when the enumeration
+	// found them all.
+	Seed string
 	// Rows, in a bucket of a dynamic program (RunDynamic), is the m the
 	// graph is written for when it is not the bucket's size: the graph of a
 	// larger bucket that the bucket runs on fewer rows (adopted).
@@ -114,6 +121,15 @@ type PartReport struct {
 	Cached      bool    // its search came from the cache
 	SameAs      int     // an earlier part with the same canonical hash, searched once; -1
 	Stats       search.Stats
+	// Seed is the rule (package seed) that built the part's answer; ""
+	// when unfused or found by the enumeration.
+	Seed string
+	// Seeds says what became of each rule's seeds in its search.
+	Seeds []search.SeedTrial
+	// FirstFusedAt is when, in seconds since the run began, the part had
+	// its first fused candidate, faster than its ops or not (its search's
+	// Stats.FirstFused, counted from the run's start); -1 if it had none.
+	FirstFusedAt float64
 }
 
 // outcome is a part program to search, and what searching it gave; parts
@@ -142,6 +158,10 @@ type result struct {
 	estimatedUs            float64
 	stats                  search.Stats
 	searched               *search.Result // the search's own result; nil if none
+	seed                   string         // the rule that built best, if a seed
+	// startedAt is when the search began (after the part's fingerprints
+	// were made), or the cache answered, since the run's start.
+	startedAt time.Duration
 }
 
 // Run superoptimizes program. It returns an error only for a program or
@@ -181,6 +201,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		return nil, err
 	}
 	res.Candidates = append(res.Candidates, answers...)
+	res.Stats.FirstFused = firstFusedAt(res.Parts)
 	slices.SortStableFunc(res.Candidates, func(a, b *Candidate) int { return cost.Compare(a.Estimate, b.Estimate) })
 	switch {
 	case interrupt.Err() != nil:
@@ -476,7 +497,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		case err != nil:
 			d.logf("warning: ignoring the cache: %v", err)
 		case hit:
-			res, r.cached = cached, true
+			res, r.cached, r.startedAt = cached, true, time.Since(d.start)
 			d.logf("using cached result %s", key)
 		}
 	}
@@ -500,6 +521,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			opts.Verifier, base = v, v.StopWhen(nil)
 		}
 		var err error
+		r.startedAt = time.Since(d.start)
 		if res, err = search.Run(vctx, o.program, o.cfg, opts); err != nil {
 			if errors.Is(err, ffverify.ErrStopped) {
 				r.whyNot, r.timedOut = "the run ended before its candidates were verified", true
@@ -523,7 +545,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			continue
 		}
 		if c.Estimate.Micros < o.unfusedUs {
-			r.best, r.fused, r.estimatedUs = c.Graph, true, c.Estimate.Micros
+			r.best, r.fused, r.estimatedUs, r.seed = c.Graph, true, c.Estimate.Micros, c.Seed
 		} else {
 			r.slower = true
 			r.whyNot = fmt.Sprintf("the best fused μGraph (%.1f µs) is no faster than the part's own ops (%.1f µs)", c.Estimate.Micros, o.unfusedUs)
@@ -531,12 +553,50 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		break
 	}
 	if !r.fused && r.whyNot == "" {
-		r.whyNot = "no equivalent fused μGraph found"
-		if res.Stats.Stopped != "" {
-			r.whyNot += " before the " + res.Stats.Stopped
-		}
+		r.whyNot = whyNoneFound(res, d.opts.NoSeeds)
 	}
 	return r
+}
+
+// whyNoneFound says, in words a user can act on, why a search that ran
+// gave no fused candidate: what the enumeration reached, what the
+// verifier made of it, and which seeds were tried.
+func whyNoneFound(res *search.Result, noSeeds bool) string {
+	st := res.Stats
+	var why string
+	switch {
+	case st.Complete == 0 && st.Stopped != "":
+		why = fmt.Sprintf("the enumeration stopped at the %s after %d states with no candidate complete", st.Stopped, st.States)
+	case st.Complete == 0:
+		why = fmt.Sprintf("the enumeration ended after %d states with no candidate complete", st.States)
+	case st.Verified == 0 && st.Rejected > 0 && st.Unchecked == 0:
+		why = fmt.Sprintf("all %d candidates failed verification", st.Rejected)
+	case st.Verified == 0 && st.Rejected > 0:
+		why = fmt.Sprintf("the %d best-ranked of %d candidates failed verification; the %s ended it", st.Rejected, st.Complete, cmp.Or(st.Stopped, "time limit"))
+	case st.Verified == 0:
+		why = fmt.Sprintf("the %s came before any of its %d candidates was verified", cmp.Or(st.Stopped, "time limit"), st.Complete)
+	default:
+		why = "no equivalent fused μGraph found"
+		if st.Stopped != "" {
+			why += " before the " + st.Stopped
+		}
+	}
+	if noSeeds {
+		return why + "; seeds off"
+	}
+	return why + "; " + seedsTried(res.Seeds)
+}
+
+// seedsTried says which seeds a search tried and what became of them.
+func seedsTried(trials []search.SeedTrial) string {
+	if len(trials) == 0 {
+		return "no seed rule applies (" + strings.Join(seed.Rules(), ", ") + ")"
+	}
+	var parts []string
+	for _, t := range trials {
+		parts = append(parts, fmt.Sprintf("%s %s", t.Rule, t.Outcome))
+	}
+	return "seeds: " + strings.Join(parts, ", ")
 }
 
 // verifier returns the verifier of o's part's search, stopped once stop is
@@ -551,7 +611,7 @@ func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, er
 
 // searchOptions are the options of a part's search.
 func (d *run) searchOptions(deadline time.Time, workers int) search.Options {
-	return search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0),
+	return search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0), NoSeeds: d.opts.NoSeeds,
 		Deadline: deadline, Stop: d.interrupt,
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := d.estimate(g)
@@ -625,7 +685,11 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 		}
 		r := &PartReport{Ops: p.Ops, Inputs: len(p.Inputs), Outputs: len(p.Outputs), Config: o.cfg.Name,
 			Fused: res.fused, WhyNot: res.whyNot, EstimatedUs: res.estimatedUs, UnfusedUs: o.unfusedUs,
-			Cached: res.cached, SameAs: -1, Stats: res.stats}
+			Cached: res.cached, SameAs: -1, Stats: res.stats, Seed: res.seed, FirstFusedAt: -1}
+		if res.searched != nil {
+			r.Seeds = res.searched.Seeds
+		}
+		r.FirstFusedAt = res.firstFusedAt()
 		for _, i := range p.Ops {
 			r.Kinds = append(r.Kinds, d.program.Ops[i].Kind.String())
 		}
@@ -660,7 +724,7 @@ func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, o
 	}
 	ch := make(chan verdict, 1)
 	go func() {
-		ok, err := d.verify(g, parts, outs, d.verifyStop)
+		ok, err := d.verify(g, parts, outs)
 		ch <- verdict{ok, err}
 	}()
 	select {
@@ -682,19 +746,17 @@ func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, o
 
 // verify checks a stitched program against the program, unless its one
 // part is the program itself, whose search verified the replacement. The
-// program's verifier is made once and kept for the run's other answers;
-// it gives up (ffverify.ErrStopped) once stop is closed.
-func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome, stop <-chan struct{}) (bool, error) {
+// program's verifier is made once and kept for the run's other answers
+// (wholeVerifier).
+func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
 	if len(parts) == 1 && kernel.Hash(outs[0].program) == kernel.Hash(d.program) {
 		return true, nil
 	}
-	d.wholeOnce.Do(func() {
-		d.whole, d.wholeErr = ffverify.NewStopping(d.program, ffverify.Options{Seed: d.opts.Seed}, stop)
-	})
-	if d.wholeErr != nil {
-		return false, fmt.Errorf("verifying the stitched program: %v", d.wholeErr)
+	whole, err := d.wholeVerifier()
+	if err != nil {
+		return false, fmt.Errorf("verifying the stitched program: %v", err)
 	}
-	r, err := d.whole.Verify(g)
+	r, err := whole.Verify(g)
 	if err != nil {
 		return false, fmt.Errorf("verifying the stitched program: %v", err)
 	}
@@ -706,6 +768,16 @@ func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome, stop <-chan
 		}
 	}
 	return r.Equivalent, nil
+}
+
+// wholeVerifier returns the program's verifier, made once (by the first
+// caller; the others wait for it). It gives up (ffverify.ErrStopped) once
+// the run stops verifying (stopVerifying).
+func (d *run) wholeVerifier() (*ffverify.Verifier, error) {
+	d.wholeOnce.Do(func() {
+		d.whole, d.wholeErr = ffverify.NewStopping(d.program, ffverify.Options{Seed: d.opts.Seed}, d.verifyStop)
+	})
+	return d.whole, d.wholeErr
 }
 
 // answers are the run's whole-program answers beside the unfused program:
@@ -761,9 +833,46 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 		if err != nil {
 			return nil, err
 		}
+		var rules []string
+		for k, i := range choice {
+			if r := opts[k][i].seed; r != "" && !slices.Contains(rules, r) {
+				rules = append(rules, r)
+			}
+		}
+		c.Seed = strings.Join(rules, "+")
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// firstFusedAt is when the part had its first fused candidate (whether or
+// not it is faster than the part's ops), in seconds since the run began;
+// -1 if it had none.
+func (r result) firstFusedAt() float64 {
+	switch ff := r.stats.FirstFused; {
+	case r.fused && r.searched == nil: // a customized op as written
+		return 0
+	case r.searched == nil:
+		return -1
+	case r.cached && slices.ContainsFunc(r.searched.Candidates, func(c *search.Candidate) bool { return c.Customized > 0 }):
+		return r.startedAt.Seconds() // the cache answered at once
+	case ff >= 0 && !r.cached:
+		return (r.startedAt + time.Duration(ff*float64(time.Second))).Seconds()
+	}
+	return -1
+}
+
+// firstFusedAt is when every part had its first fused candidate, in
+// seconds since the run began; -1 when a part had none.
+func firstFusedAt(reports []*PartReport) float64 {
+	at := -1.0
+	for _, r := range reports {
+		if r.FirstFusedAt < 0 {
+			return -1
+		}
+		at = max(at, r.FirstFusedAt)
+	}
+	return at
 }
 
 // unfuse reports every fused part unfused, for why.

@@ -15,6 +15,7 @@ func (r *Result) File(name string, meta any) (*kernel.File, error) {
 			Graph: c.Graph, Hash: c.Hash, Kernels: c.Kernels, Customized: c.Customized,
 			Grids: c.Grids, ForloopRanges: c.ForloopRanges,
 			Estimate: search.Estimate{Micros: c.Estimate.Micros, Bytes: c.Estimate.Bytes, Flops: c.Estimate.Flops},
+			Seed:     c.Seed,
 		})
 	}
 	return sr.File(name, meta)

@@ -61,6 +61,7 @@ type ShardOptions struct {
 	TimeLimit   string              `json:"time_limit"`
 	MaxStates   int64               `json:"max_states"`
 	PartResults int                 `json:"part_results"`
+	NoSeeds     bool                `json:"no_seeds,omitempty"`
 }
 
 // ShardFile is what one slice of a sharded run writes,
@@ -152,7 +153,7 @@ func shardOptions(opts Options) ShardOptions {
 		opts.PartResults = 2
 	}
 	return ShardOptions{Preset: opts.Preset, Restrict: opts.Restrict, TimeLimit: opts.TimeLimit.String(),
-		MaxStates: opts.MaxStates, PartResults: opts.PartResults}
+		MaxStates: opts.MaxStates, PartResults: opts.PartResults, NoSeeds: opts.NoSeeds}
 }
 
 func encodeDocument(f *kernel.File) (json.RawMessage, error) {
@@ -511,7 +512,8 @@ func (f *ShardFile) options() (Options, error) {
 		}
 	}
 	return Options{Name: f.Header.Name, Arch: arch, Preset: f.Options.Preset, Restrict: f.Options.Restrict,
-		TimeLimit: limit, Seed: f.Header.Seed, MaxStates: f.Options.MaxStates, PartResults: f.Options.PartResults}, nil
+		TimeLimit: limit, Seed: f.Header.Seed, MaxStates: f.Options.MaxStates, PartResults: f.Options.PartResults,
+		NoSeeds: f.Options.NoSeeds}, nil
 }
 
 // decodeCandidates reads part p's candidates in f. They are not trusted

@@ -29,6 +29,7 @@ type candidateMeta struct {
 	EstimatedUs   float64      `json:"estimated_us"`
 	DeviceBytes   int64        `json:"device_bytes"`
 	Flops         int64        `json:"flops"`
+	Seed          string       `json:"seed,omitempty"` // the rule that built it (package seed)
 }
 
 // File returns the candidates as a μGraph document named name, best first,
@@ -41,6 +42,7 @@ func (r *Result) File(name string, meta any) (*kernel.File, error) {
 			Rank: i, Kernels: c.Kernels, Customized: c.Customized,
 			Grids: nonNil(c.Grids), ForloopRanges: nonNil(c.ForloopRanges),
 			EstimatedUs: c.Estimate.Micros, DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops,
+			Seed: c.Seed,
 		})
 		if err != nil {
 			return nil, err
@@ -68,7 +70,7 @@ func ResultFromFile(f *kernel.File) (*Result, error) {
 		}
 		r.Candidates = append(r.Candidates, &Candidate{Graph: e.Graph, Hash: kernel.Hash(e.Graph),
 			Kernels: cm.Kernels, Customized: cm.Customized, Grids: cm.Grids, ForloopRanges: cm.ForloopRanges,
-			Estimate: Estimate{Micros: cm.EstimatedUs, Bytes: cm.DeviceBytes, Flops: cm.Flops}})
+			Estimate: Estimate{Micros: cm.EstimatedUs, Bytes: cm.DeviceBytes, Flops: cm.Flops}, Seed: cm.Seed})
 	}
 	return r, nil
 }
@@ -97,7 +99,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 		MaxResults int
 		Subtrees   []int
 		Unverified bool
-	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults, opts.Subtrees, opts.Unverified}, hashstructure.FormatV2, nil)
+		NoSeeds    bool
+	}{cacheVersion, kernel.Hash(program), cfg, opts.Seed, opts.MaxStates, opts.MaxResults, opts.Subtrees, opts.Unverified, opts.NoSeeds}, hashstructure.FormatV2, nil)
 	if err != nil {
 		panic(fmt.Sprintf("search.Key: %v", err)) // Config holds only hashable types
 	}
@@ -129,8 +132,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // baseline with a matmul and the rank of candidates that keep one.
 // Version 13: the library's element-wise, row-sum and short-norm kernels
 // move 16-byte vectors, which changes the estimates of every program that
-// keeps one.
-const cacheVersion = 13
+// keeps one. Version 14: the rules' seeds (package seed) join the
+// candidates, ahead of the enumeration's.
+const cacheVersion = 14
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
@@ -146,9 +150,10 @@ func DefaultCacheDir() (string, error) {
 }
 
 type cacheMeta struct {
-	Key        string `json:"key"`
-	Stats      Stats  `json:"stats"`
-	Unverified bool   `json:"unverified,omitempty"` // Result.Unverified
+	Key        string      `json:"key"`
+	Stats      Stats       `json:"stats"`
+	Unverified bool        `json:"unverified,omitempty"` // Result.Unverified
+	Seeds      []SeedTrial `json:"seeds,omitempty"`      // Result.Seeds
 }
 
 func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugraph.json") }
@@ -178,7 +183,7 @@ func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bo
 	if err != nil {
 		return nil, false, fmt.Errorf("cache entry %s: %v", c.path(key), err)
 	}
-	r.Stats, r.Unverified = m.Stats, m.Unverified
+	r.Stats, r.Unverified, r.Seeds = m.Stats, m.Unverified, m.Seeds
 	if len(r.Candidates) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidates", c.path(key))
 	}
@@ -215,7 +220,7 @@ func (c Cache) Store(key, name string, r *Result) error {
 	if r.Stats.Stopped != "" || len(r.Candidates) == 0 {
 		return nil
 	}
-	f, err := r.File(name, cacheMeta{Key: key, Stats: r.Stats, Unverified: r.Unverified})
+	f, err := r.File(name, cacheMeta{Key: key, Stats: r.Stats, Unverified: r.Unverified, Seeds: r.Seeds})
 	if err != nil {
 		return err
 	}

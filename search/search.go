@@ -91,6 +91,9 @@ type Options struct {
 	// and the verification after it, and once more at the end.
 	Progress      func(Stats)
 	ProgressEvery time.Duration
+	// NoSeeds leaves out the rules' seeds (package seed): the candidates
+	// are the enumeration's only.
+	NoSeeds bool
 }
 
 // Estimate is what a cost model says of a candidate.
@@ -125,6 +128,9 @@ type Result struct {
 	Unverified bool
 	Stats      Stats
 	Oracle     absexpr.Stats // the abstract-expression oracle's work
+	// Seeds says what became of each rule's seeds (plantSeeds), in the
+	// order the rules were tried; nil when no rule applied.
+	Seeds []SeedTrial
 	// Verifier is the one the candidates were checked with (nil when
 	// Unverified, or when the result came from a cache), for a later
 	// search of the same program at fewer rows (Options.Verifier).
@@ -140,6 +146,12 @@ type Candidate struct {
 	Grids         []block.Dim3 // of the graph-defined kernels, in order
 	ForloopRanges []int
 	Estimate      Estimate // zero without Options.Estimate
+	// Seed is the rule that built the candidate (package seed); "" for
+	// one the enumeration found.
+	Seed string
+	// checked: it passed the verifier already (a seed), with its
+	// outputs in the program's order.
+	checked bool
 }
 
 // ErrNoProgress is returned when the program has nothing to search: no
@@ -187,14 +199,24 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	s.verifyCtx = ctx
 	stopProgress := s.reportProgress(start)
 
+	seeding, err := s.plantSeeds()
+	if err != nil {
+		stopProgress()
+		return nil, err
+	}
 	found := s.enumerate()
-	best, err := s.verifyBest(found)
+	seeds, trials, err := seeding.harvest(s)
+	if err != nil {
+		stopProgress()
+		return nil, err
+	}
+	best, err := s.verifyBest(append(seeds, found...))
 	s.stop() // records why, if Run's context ended the verification
 	stopProgress()
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Candidates: best, Unverified: opts.Unverified, Verifier: s.verifier}
+	res := &Result{Candidates: best, Unverified: opts.Unverified, Verifier: s.verifier, Seeds: trials}
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
 	res.Stats.Seconds = time.Since(start).Seconds()
@@ -535,6 +557,10 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 		ok := make([]bool, len(batch))
 		var g errgroup.Group
 		for j, c := range batch {
+			if c.checked {
+				ok[j] = true
+				continue
+			}
 			g.Go(func() error {
 				r, err := v.verifier.Verify(c.Graph)
 				if err != nil {
@@ -564,6 +590,15 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 		slowest = max(slowest, time.Since(started))
 	}
 	v.checked = done
+	// Candidates verified before (seeds) pass without work: those the
+	// context's end left out still count, in rank order.
+	for _, c := range cands[done:settled] {
+		if c.checked && len(best) < limit {
+			v.verified++
+			best = append(best, c)
+			done++
+		}
+	}
 	v.unchecked += int64(len(cands) - done)
 	return best, nil
 }
@@ -688,6 +723,7 @@ func (s *searcher) describeAll(found []*Candidate) []*Candidate {
 // false when the cost model cannot estimate it.
 func (s *searcher) describe(c *Candidate) bool {
 	g := c.Graph
+	c.Kernels, c.Customized, c.Grids, c.ForloopRanges = 0, 0, nil, nil // a seed is described twice
 	for _, op := range g.Ops {
 		if op.Kind == ugraph.OpInput {
 			continue

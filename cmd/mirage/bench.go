@@ -31,6 +31,7 @@ type benchFlags struct {
 	seed          uint64
 	config        string
 	maxStates     int64
+	noSeeds       bool
 	maxCandidates int
 	only          []string
 	onlyPaths     bool
@@ -101,6 +102,7 @@ another arch), before anything is searched or written.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the verifier's random draws")
 	fl.StringVar(&f.config, "config", "", "a preset configuration for every workload (default: each program's, else one chosen per part)")
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
+	fl.BoolVar(&f.noSeeds, "no-seeds", false, "search without the rules' seeds: the enumeration's candidates only")
 	fl.IntVar(&f.maxCandidates, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, as superopt does (0: all of them, the complete set)")
 	fl.StringSliceVar(&f.only, "workload", nil, "run only these workloads (comma-separated names)")
 	fl.BoolVar(&f.onlyPaths, "only-paths", false, "run the workloads at PATH only, not the built-in ones")
@@ -216,7 +218,7 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 	}
 	results := bench.NewResults(version, f.arch.Name, calibration, bench.Options{
 		TimeLimit: f.timeLimit.String(), Workers: f.workers, Seed: f.seed,
-		Config: f.config, MaxStates: f.maxStates, MaxCandidates: f.maxCandidates, Profile: f.profile,
+		Config: f.config, MaxStates: f.maxStates, NoSeeds: f.noSeeds, MaxCandidates: f.maxCandidates, Profile: f.profile,
 	}, rows)
 	results.Shards, results.Dynamic = balance, dynamic
 	title := fmt.Sprintf("mirage bench: estimated on %s, %d workers, time limit %v per workload", f.arch.Name, f.workers, f.timeLimit)
@@ -314,7 +316,7 @@ func (f *benchFlags) workloads(paths []string) ([]bench.Workload, error) {
 // else the program's preset and its restrictions) and the driver's options
 // for it, as superopt would run it.
 func (f *benchFlags) options(in *input) (bench.Configuration, driver.Options) {
-	conf := bench.Configuration{Preset: f.config, MaxStates: f.maxStates}
+	conf := bench.Configuration{Preset: f.config, MaxStates: f.maxStates, NoSeeds: f.noSeeds}
 	if prog := in.Program; prog != nil && prog.Superopt != nil {
 		if conf.Preset == "" {
 			conf.Preset = prog.Superopt.Config
@@ -323,7 +325,7 @@ func (f *benchFlags) options(in *input) (bench.Configuration, driver.Options) {
 	}
 	return conf, driver.Options{
 		Name: in.Name, Arch: f.arch.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
-		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
+		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, NoSeeds: f.noSeeds,
 		// The suite reports the best answer alone: verifying more
 		// combinations of a whole program's parts would only cost time.
 		PartResults: partResults(f.maxCandidates), Answers: 1,
@@ -349,12 +351,8 @@ func (f *benchFlags) runOne(ctx context.Context, in *input, w bench.Workload, pr
 	}
 	row.UnfusedUs = res.Baseline.Micros
 	s := res.Stats
-	row.Seconds, row.States, row.Stopped = s.Seconds, s.States, res.Stopped
-	for _, p := range res.Parts {
-		if ff := p.Stats.FirstFused; ff >= 0 && p.SameAs < 0 && (row.FirstFusedSec < 0 || ff < row.FirstFusedSec) {
-			row.FirstFusedSec = ff
-		}
-	}
+	// When every part had a fused candidate, since the run began.
+	row.Seconds, row.States, row.Stopped, row.FirstFusedSec = s.Seconds, s.States, res.Stopped, s.FirstFused
 	if s.Seconds > 0 {
 		row.StatesPerCore = float64(s.States) / s.Seconds / float64(min(f.workers, runtime.GOMAXPROCS(0)))
 	}

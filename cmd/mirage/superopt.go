@@ -31,6 +31,7 @@ type superoptFlags struct {
 	maxResults int
 	cacheDir   string
 	noCache    bool
+	noSeeds    bool
 	noEmit     bool
 	profile    string
 	asJSON     bool
@@ -65,6 +66,15 @@ not fuse keeps its own ops, and the unfused program is always an answer.
 The program's other superoptimize arguments (griddims, imaps, omaps, fmaps,
 franges, blockdims) restrict every part's search.
 
+Each part's search starts from seeds: fused μGraphs built by rule, as a
+rule-based fuser would write them (rows: element-wise ops, row sums and
+norms with whole rows per block; matmul: matmuls sharing their left operand
+with element-wise or rms_norm prologues and element-wise epilogues). The
+best seed of each rule passes the verifier's fast path before the
+enumeration begins and its full check beside it, so a part has a fused
+answer within seconds; the enumeration looks for better ones, and seeds
+are ranked with what it finds (--no-seeds leaves them out).
+
 The whole run has a time budget (--time-limit, default ` + driver.DefaultTimeLimit.String() + `, printed at the
 start); when it runs out, or on Ctrl-C or SIGTERM, the parts searched so far
 make the answer (a second Ctrl-C exits at once, writing nothing). Search
@@ -72,9 +82,13 @@ results are cached per part (--cache, --no-cache).
 
 --json prints {"stats": {...}, "baseline_us": N, "candidates": [...],
 "parts": [...], "output": PATH, "emitted": {"candidate": N, "files":
-[...]}}: candidates are whole-program answers, best first; parts says per
-part which ops it holds, whether it was fused and if not why, and its
-search's statistics.
+[...]}}: candidates are whole-program answers, best first (each with the
+seed rules that built its parts, "seed"); parts says per part which ops it
+holds, whether it was fused and if not why, the seed rule of its answer
+("seed") and what became of each rule's seeds ("seeds"), when since the
+run began it had its first fused candidate, faster than its ops or not
+("first_fused_at_seconds", -1: none), and its search's statistics.
+stats.first_fused_seconds is when every part had one (-1: a part had none).
 
 Past one machine: --shard I/N --shard-dir DIR searches slice I (from 0)
 of N and writes only DIR/NAME.shard-I-of-N.json (atomically; -o and the
@@ -125,6 +139,7 @@ unusable input.
 	fl.IntVar(&f.maxResults, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, and write the N best whole-program answers (0: all of them)")
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
+	fl.BoolVar(&f.noSeeds, "no-seeds", false, "search without the rules' seeds: the enumeration's candidates only")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
@@ -216,7 +231,7 @@ func (f *superoptFlags) driverOptions(cmd *cobra.Command, in *input, profiles *c
 	}
 	opts := driver.Options{
 		Name: in.Name, Arch: f.arch.Arch, Preset: preset, Restrict: r,
-		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates,
+		TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed, MaxStates: f.maxStates, NoSeeds: f.noSeeds,
 		PartResults: partResults(f.maxResults), Profiles: profiles,
 		Log: func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) },
 	}
@@ -304,6 +319,7 @@ type candidateJSON struct {
 	Unfused       bool    `json:"unfused"`
 	Hash          string  `json:"hash"`               // cost.GraphHash: what profiles key it by
 	Measured      bool    `json:"measured,omitempty"` // estimated_us is a profile's measured time
+	Seed          string  `json:"seed,omitempty"`     // the seed rules that built its parts
 }
 
 // partJSON is one part in superopt --json.
@@ -320,6 +336,12 @@ type partJSON struct {
 	Cached      bool         `json:"cached"`
 	SameAs      *int         `json:"same_as,omitempty"`
 	Stats       search.Stats `json:"stats"`
+	// Seed is the rule that built the part's answer; Seeds what became of
+	// each rule's seeds; FirstFusedAt when, since the run began, the part
+	// had its first fused answer (-1: none).
+	Seed         string             `json:"seed,omitempty"`
+	Seeds        []search.SeedTrial `json:"seeds"`
+	FirstFusedAt float64            `json:"first_fused_at_seconds"`
 }
 
 func printSuperoptJSON(w io.Writer, res *driver.Result, out string, emitted *emittedJSON) error {
@@ -355,7 +377,7 @@ func candidateSummary(c *driver.Candidate, baseline cost.Estimate) candidateJSON
 		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
 		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
-		Hash: cost.GraphHash(c.Graph), Measured: c.Measured,
+		Hash: cost.GraphHash(c.Graph), Measured: c.Measured, Seed: c.Seed,
 	}
 	for _, g := range c.Grids {
 		cj.Grids = append(cj.Grids, g[:])
@@ -369,7 +391,11 @@ func partsJSON(res *driver.Result) []partJSON {
 	parts := make([]partJSON, len(res.Parts))
 	for i, p := range res.Parts {
 		parts[i] = partJSON{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
-			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats}
+			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats,
+			Seed: p.Seed, Seeds: p.Seeds, FirstFusedAt: p.FirstFusedAt}
+		if parts[i].Seeds == nil {
+			parts[i].Seeds = []search.SeedTrial{}
+		}
 		if p.SameAs >= 0 {
 			parts[i].SameAs = &p.SameAs
 		}
@@ -389,9 +415,12 @@ func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, ou
 	if res.Stopped != "" {
 		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
 	}
+	if s.FirstFused >= 0 {
+		fmt.Fprintf(w, "; every part had a fused candidate at %.1fs", s.FirstFused)
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "part\tops\tconfig\tfused\test. µs\tunfused µs\tsearch")
+	fmt.Fprintln(tw, "part\tops\tconfig\tfused\test. µs\tunfused µs\tfirst fused\tsearch")
 	for i, p := range res.Parts {
 		search := fmt.Sprintf("%d states, %.1fs", p.Stats.States, p.Stats.Seconds)
 		switch {
@@ -401,10 +430,17 @@ func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, ou
 			search = "cached"
 		}
 		status := "yes"
-		if !p.Fused {
+		switch {
+		case !p.Fused:
 			status = "no: " + p.WhyNot
+		case p.Seed != "":
+			status = "yes (seed: " + p.Seed + ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.1f\t%s\n", i, strings.Join(p.Kinds, ", "), orDash(p.Config), status, p.EstimatedUs, p.UnfusedUs, search)
+		first := "-"
+		if p.FirstFusedAt >= 0 {
+			first = fmt.Sprintf("%.1fs", p.FirstFusedAt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\n", i, strings.Join(p.Kinds, ", "), orDash(p.Config), status, p.EstimatedUs, p.UnfusedUs, first, search)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "unfused program: %.1f µs estimated on %v\n", res.Baseline.Micros, opts.Arch)

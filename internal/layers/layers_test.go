@@ -33,6 +33,7 @@ var floors = map[string]float64{
 	// 2: each reads or builds the IR.
 	"interp": 2, "ffverify": 2, "absexpr": 2, "frontend": 2, "templates": 2,
 	"launch": 2, // every kernel's launch, read by cost, search and codegen/cuda
+	"seed":   2, // fused μGraphs built by rule, which search starts from
 	// 3: cost, the code generator and the generator.
 	"cost": 3, "codegen/cuda": 3, "search": 3,
 	// 4: the driver.

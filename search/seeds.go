@@ -1,0 +1,133 @@
+package search
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mirage-go/mirage/seed"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// SeedTrial is what became of one rule's seeds in a search.
+type SeedTrial struct {
+	Rule string `json:"rule"`
+	// Outcome: "verified" (its best-ranked seed passed the verifier),
+	// "rejected" (it failed: a bug in the rule), "unverified" (a search
+	// whose candidates are verified later, Options.Unverified), or
+	// "not placed" (the cost model could place none of its tilings: they
+	// do not fit a block).
+	Outcome string `json:"outcome"`
+	Tilings int    `json:"tilings"` // its seeds the cost model placed
+}
+
+// buildSeeds is seed.Build; a test replaces it with a rule that is wrong.
+var buildSeeds = seed.Build
+
+// seeding is the seeds of a search while their best are being verified.
+type seeding struct {
+	rules []ruleSeeds
+	done  chan error // the verification's end
+}
+
+// ruleSeeds are one rule's seeds, ranked, and what became of them.
+type ruleSeeds struct {
+	trial SeedTrial
+	cands []*Candidate
+}
+
+// plantSeeds builds the program's seeds (package seed), the fused μGraphs
+// a rule-based fuser writes, to rank with the enumeration's candidates.
+// Under verification, each rule's best-ranked seed goes through the
+// verifier's fast path at once, which makes it the search's first fused
+// candidate (Stats.FirstFused, as for the enumeration's), and then
+// through the full check, beside the enumeration (harvest waits for it).
+// A rule whose seed fails keeps none: they all compute the same.
+func (s *searcher) plantSeeds() (*seeding, error) {
+	sd := &seeding{done: make(chan error, 1)}
+	if s.opts.NoSeeds {
+		sd.done <- nil
+		return sd, nil
+	}
+	seeds := buildSeeds(s.program, seed.Options{Threads: s.cfg.Threads, ReductionDimx: s.cfg.ReductionDimx})
+	for lo := 0; lo < len(seeds); {
+		rs := ruleSeeds{trial: SeedTrial{Rule: seeds[lo].Rule}}
+		hi := lo
+		for ; hi < len(seeds) && seeds[hi].Rule == rs.trial.Rule; hi++ {
+			g := seeds[hi].Graph
+			c := &Candidate{Graph: g, Hash: kernel.Hash(g), Seed: rs.trial.Rule}
+			if s.describe(c) {
+				rs.cands = append(rs.cands, c)
+			}
+		}
+		lo = hi
+		rs.trial.Tilings = len(rs.cands)
+		slices.SortFunc(rs.cands, compareCandidates)
+		switch {
+		case len(rs.cands) == 0:
+			rs.trial.Outcome = "not placed"
+		case s.verifier == nil:
+			rs.trial.Outcome = "unverified"
+		default:
+			reject, err := s.verifier.Reject(rs.cands[0].Graph)
+			if err != nil {
+				return nil, fmt.Errorf("search: verifying the %s seed: %w", rs.trial.Rule, err)
+			}
+			if reject {
+				rs.trial.Outcome, rs.cands = "rejected", nil
+				s.rejected.Add(1)
+				break
+			}
+			s.firstFused.CompareAndSwap(0, int64(max(time.Since(s.start), 1)))
+		}
+		// The enumeration skips graphs equal to a seed.
+		for _, c := range rs.cands {
+			s.recorded.Store(c.Hash, struct{}{})
+		}
+		sd.rules = append(sd.rules, rs)
+	}
+	go func() { sd.done <- s.verifySeeds(sd.rules) }()
+	return sd, nil
+}
+
+// verifySeeds fully verifies the best seed of each rule that passed the
+// fast path.
+func (s *searcher) verifySeeds(rules []ruleSeeds) error {
+	for i := range rules {
+		rs := &rules[i]
+		if rs.trial.Outcome != "" {
+			continue
+		}
+		best := rs.cands[0]
+		r, err := s.verifier.Verify(best.Graph)
+		if err != nil {
+			return fmt.Errorf("search: verifying the %s seed: %w", rs.trial.Rule, err)
+		}
+		if !r.Equivalent {
+			rs.trial.Outcome, rs.cands = "rejected", nil
+			s.rejected.Add(1)
+			continue
+		}
+		rs.trial.Outcome = "verified"
+		inProgramOrder(best, r.Mapping)
+		best.checked = true
+	}
+	return nil
+}
+
+// harvest waits for the seeds' verification and returns the candidates of
+// the rules that passed (or that a later verification checks) and what
+// became of each rule.
+func (sd *seeding) harvest(s *searcher) ([]*Candidate, []SeedTrial, error) {
+	if err := <-sd.done; err != nil {
+		return nil, nil, err
+	}
+	var cands []*Candidate
+	var trials []SeedTrial
+	for _, rs := range sd.rules {
+		trials = append(trials, rs.trial)
+		cands = append(cands, rs.cands...)
+	}
+	s.complete.Add(int64(len(cands)))
+	return cands, trials, nil
+}

@@ -1,0 +1,131 @@
+package search
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/seed"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// normProgram is QK-norm's norm written out, the class that 22 million
+// states of enumeration did not fuse at a LLaMA shape.
+func normProgram(t *testing.T, rows int) *kernel.Graph {
+	t.Helper()
+	p, err := frontend.Load("norm.py", []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(`+strconv.Itoa(rows)+`, 128), dtype=mi.float16)
+S = g.reduction(g.square(X), 1)
+g.mark_output(g.div(X, g.sqrt(g.mul_scalar(S, 0.0078125))))
+`), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Graph
+}
+
+// testEstimate is the cost model's estimate on the default target.
+func testEstimate(g *kernel.Graph) (Estimate, error) {
+	e, err := cost.EstimateGraph(g, target.MustLookup(target.Default))
+	return Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
+}
+
+// seedRun searches program with at most one state of enumeration: what
+// it returns fused comes from the seeds.
+func seedRun(t *testing.T, ctx context.Context, program *kernel.Graph, noSeeds bool) *Result {
+	t.Helper()
+	cfg, err := NamedConfig("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, program, cfg, Options{Seed: 1, MaxStates: 1, MaxResults: 2, NoSeeds: noSeeds, Estimate: testEstimate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestSeedsComeFirst(t *testing.T) {
+	program := normProgram(t, 32)
+	res := seedRun(t, context.Background(), program, false)
+	if len(res.Candidates) == 0 || res.Candidates[0].Seed != "rows" || res.Candidates[0].Customized != 1 {
+		for _, c := range res.Candidates {
+			t.Logf("%+v", *c)
+		}
+		t.Fatalf("best candidate %+v, want the rows seed", res.Candidates)
+	}
+	if res.Stats.FirstFused < 0 {
+		t.Errorf("FirstFused %v: the verified seed is a first fused answer", res.Stats.FirstFused)
+	}
+	if want := []SeedTrial{{Rule: "rows", Outcome: "verified", Tilings: 6}}; !slices.Equal(res.Seeds, want) {
+		t.Errorf("Seeds %+v, want %+v", res.Seeds, want)
+	}
+	for _, c := range res.Candidates {
+		if c.Seed == "" {
+			continue
+		}
+		r, err := res.Verifier.Verify(c.Graph)
+		if err != nil || !r.Equivalent {
+			t.Errorf("returned seed does not verify: %v %+v", err, r)
+		}
+	}
+
+	without := seedRun(t, context.Background(), program, true)
+	if len(without.Candidates) != 0 || without.Seeds != nil || without.Stats.FirstFused >= 0 {
+		t.Errorf("NoSeeds: %d candidates, seeds %v, first fused %v; want none of them (one state enumerates nothing)",
+			len(without.Candidates), without.Seeds, without.Stats.FirstFused)
+	}
+}
+
+// A search whose verification the context ends keeps the seed verified
+// before the enumeration.
+func TestSeedOutlastsTheVerification(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := seedRun(t, ctx, normProgram(t, 16), false)
+	if len(res.Candidates) != 1 || res.Candidates[0].Seed != "rows" {
+		t.Fatalf("candidates %+v, want the one verified seed", res.Candidates)
+	}
+}
+
+// A seed that does not compute the program (a bug in its rule) is caught
+// by the verifier and never returned.
+func TestWrongSeedIsRejected(t *testing.T) {
+	program := normProgram(t, 32)
+	defer func(b func(*kernel.Graph, seed.Options) []seed.Seed) { buildSeeds = b }(buildSeeds)
+	// The rule builds the rows seeds of the program with its square left
+	// out.
+	buildSeeds = func(_ *kernel.Graph, opts seed.Options) []seed.Seed {
+		wrong, err := frontend.Load("wrong.py", []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(32, 128), dtype=mi.float16)
+S = g.reduction(X, 1)
+g.mark_output(g.div(X, g.sqrt(g.mul_scalar(S, 0.0078125))))
+`), frontend.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := seed.Build(wrong.Graph, opts)
+		for i := range bad {
+			bad[i].Rule = "broken"
+		}
+		return bad
+	}
+	res := seedRun(t, context.Background(), program, false)
+	if want := []SeedTrial{{Rule: "broken", Outcome: "rejected", Tilings: 6}}; !slices.Equal(res.Seeds, want) {
+		t.Errorf("Seeds %+v, want %+v", res.Seeds, want)
+	}
+	for _, c := range res.Candidates {
+		if c.Seed != "" {
+			t.Errorf("a rejected rule's seed was returned: %+v", c)
+		}
+	}
+	if res.Stats.Rejected == 0 {
+		t.Error("the rejected seed is not counted")
+	}
+}

@@ -1,0 +1,301 @@
+package seed
+
+import (
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// attentionPlan is what the attention rule found: softmax(f(Q·K))·V over
+// a batch, f a chain of element-wise ops (a scale, the exp).
+type attentionPlan struct {
+	q, k, v kernel.TensorID // b×m×d, b×d×n, b×n×e: the matmuls' operands
+	// inputs are the program inputs q, k and v are computed from, and
+	// prologues the ops that compute them (row-wise: see rowChain).
+	inputs    [3]kernel.TensorID
+	prologues [3][]int
+	b, m, n   int
+	e         int   // V's last dim: the output's
+	scores    int   // the op of Q·K
+	elem      []int // the ops of f, in order, from Q·K to the weights
+	weights   kernel.TensorID
+	sum       int // the op summing the weights over the keys
+	pv        int // the op of (weights or normalized weights)·V
+	div       int // the op dividing by the sum (before or after ·V)
+	divFirst  bool
+}
+
+// attentionRule writes attention as flash-decoding does: the keys are
+// split among blocks (grid y), and the rows when there are more than 64
+// (grid z), each block walks its share of the keys in tiles with
+// the for-loop, accumulating f(Q·K)·V and the sum of f(Q·K) for its rows
+// in registers, and a second kernel sums the partial results of the
+// splits and divides (a split of one needs no second kernel). Dividing
+// after ·V instead of before is exact: the sum is constant along each
+// row. Its premise: the program is exactly that computation on inputs Q,
+// K, V of rank 3 (batch first), its one output the attention's.
+func attentionRule(p *program, opts Options) []*kernel.Graph {
+	plan, ok := planAttention(p)
+	if !ok {
+		return nil
+	}
+	rowTiles := []int{plan.m}
+	if plan.m > 64 {
+		rowTiles = tileSizes(plan.m, 16, 64)
+	}
+	var graphs []*kernel.Graph
+	for split := 1; split <= 64 && split <= plan.n; split *= 2 {
+		if plan.n%split != 0 || plan.b > block.MaxGridAxis {
+			continue
+		}
+		for _, rows := range rowTiles {
+			for _, tile := range []int{32, 64, 128} {
+				share := plan.n / split
+				if share%tile != 0 || (tile != 32 && share < tile) {
+					continue
+				}
+				grid := block.Dim3{plan.b, split, plan.m / rows}
+				for _, threads := range opts.Threads {
+					if g, ok := attentionKernels(p, plan, grid, share/tile, threads, opts.ReductionDimx); ok {
+						graphs = append(graphs, g)
+					}
+				}
+			}
+		}
+	}
+	return graphs
+}
+
+// planAttention checks the attention rule's premise.
+func planAttention(p *program) (*attentionPlan, bool) {
+	g := p.g
+	if len(g.Outputs) != 1 {
+		return nil, false
+	}
+	plan := &attentionPlan{scores: -1}
+	var matmuls []int
+	for i, op := range g.Ops {
+		if op.Kind == ugraph.OpMatmul {
+			matmuls = append(matmuls, i)
+		}
+	}
+	if len(matmuls) != 2 {
+		return nil, false
+	}
+	plan.scores, plan.pv = matmuls[0], matmuls[1]
+	qk := g.Ops[plan.scores]
+	plan.q, plan.k = qk.In[0], qk.In[1]
+	plan.v = g.Ops[plan.pv].In[1]
+	sq, sk, sv := p.shape(plan.q), p.shape(plan.k), p.shape(plan.v)
+	if sq.Rank() != 3 {
+		return nil, false
+	}
+	for i, t := range []kernel.TensorID{plan.q, plan.k, plan.v} {
+		var ok bool
+		// K's rows are along the keys, which the blocks split: no norm.
+		if plan.inputs[i], plan.prologues[i], ok = rowChain(p, t, i != 1); !ok {
+			return nil, false
+		}
+	}
+	plan.b, plan.m, plan.n, plan.e = sq.Dim(0), sq.Dim(1), sk.Dim(2), sv.Dim(2)
+	if sk.Dim(0) != plan.b || sv.Dim(0) != plan.b || sv.Dim(1) != plan.n {
+		return nil, false
+	}
+	// f: single-reader unary element-wise ops from Q·K to the weights.
+	t := qk.Out[0]
+	for {
+		cs := p.consumers[t]
+		if len(cs) != 1 || p.output[t] {
+			break
+		}
+		op := g.Ops[cs[0]]
+		if op.Kind.Info().Class != ugraph.ClassUnary {
+			break
+		}
+		plan.elem = append(plan.elem, cs[0])
+		t = op.Out[0]
+	}
+	plan.weights = t
+	// The weights feed the sum over the keys and, directly or divided by
+	// it, the second matmul.
+	var sum kernel.TensorID = -1
+	plan.sum, plan.div = -1, -1
+	cs := p.consumers[t]
+	if len(cs) != 2 || p.output[t] {
+		return nil, false
+	}
+	for _, c := range cs {
+		op := g.Ops[c]
+		switch {
+		case op.Kind == ugraph.OpReduction && op.Attr.Dim == 2:
+			plan.sum, sum = c, op.Out[0]
+		case op.Kind == ugraph.OpDiv && op.In[0] == t:
+			plan.div, plan.divFirst = c, true
+		case c == plan.pv && g.Ops[c].In[0] == t:
+		default:
+			return nil, false
+		}
+	}
+	if plan.sum < 0 || p.output[sum] {
+		return nil, false
+	}
+	pv := g.Ops[plan.pv]
+	if plan.divFirst {
+		d := g.Ops[plan.div]
+		if d.In[1] != sum || pv.In[0] != d.Out[0] || len(p.consumers[d.Out[0]]) != 1 || len(p.consumers[sum]) != 1 ||
+			g.Outputs[0] != pv.Out[0] {
+			return nil, false
+		}
+	} else {
+		out := pv.Out[0]
+		if pv.In[0] != t || len(p.consumers[out]) != 1 || len(p.consumers[sum]) != 1 {
+			return nil, false
+		}
+		plan.div = p.consumers[out][0]
+		d := g.Ops[plan.div]
+		if d.Kind != ugraph.OpDiv || d.In[0] != out || d.In[1] != sum || g.Outputs[0] != d.Out[0] {
+			return nil, false
+		}
+	}
+	// Nothing else: inputs, the prologues, the two matmuls, f, the sum,
+	// the div.
+	ops := len(g.Inputs()) + 4 + len(plan.elem)
+	for _, pro := range plan.prologues {
+		ops += len(pro)
+	}
+	if len(g.Ops) != ops {
+		return nil, false
+	}
+	return plan, true
+}
+
+// rowChain follows t back to the program input it is computed from
+// through ops that a block can run on whole rows of its tile: unary
+// element-wise ops and, when norms is set, rms_norms over the last dim,
+// each read by nothing but the next. It returns the input and the ops in
+// order.
+func rowChain(p *program, t kernel.TensorID, norms bool) (kernel.TensorID, []int, bool) {
+	var chain []int
+	for !p.isInput(t) {
+		i := p.producer[t]
+		op := p.g.Ops[i]
+		class := op.Kind.Info().Class
+		norm := norms && class == ugraph.ClassNorm && op.Attr.Dim == p.shape(t).Rank()-1
+		if (class != ugraph.ClassUnary && !norm) || len(p.consumers[t]) != 1 || p.output[t] {
+			return -1, nil, false
+		}
+		chain = append([]int{i}, chain...)
+		t = op.In[0]
+	}
+	return t, chain, true
+}
+
+// attentionKernels builds the attention rule's graph for one split of the
+// keys and for-loop range.
+func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopRange int, threads block.Dim3, reductionDimx int) (*kernel.Graph, bool) {
+	split := grid[1]
+	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
+	if !ok {
+		return nil, false
+	}
+	maps := [3]block.Map{{0, -1, 1}, {0, 2, -1}, {0, 1, -1}}
+	fmaps := [3]int{-1, 2, 1}
+	for i, in := range plan.inputs {
+		tile, ok := k.load(in, maps[i], fmaps[i])
+		if !ok {
+			return nil, false
+		}
+		k.tiles[in] = tile
+		for _, op := range plan.prologues[i] {
+			if !k.compute(op) {
+				return nil, false
+			}
+		}
+	}
+	vt := k.tiles[plan.v]
+	if !k.compute(plan.scores) {
+		return nil, false
+	}
+	for _, i := range plan.elem {
+		if !k.compute(i) {
+			return nil, false
+		}
+	}
+	w := k.tiles[plan.weights]
+	pv, ok := k.add(ugraph.OpMatmul, ugraph.Attr{}, w, vt)
+	if !ok {
+		return nil, false
+	}
+	outSum, ok1 := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, pv)
+	rowSum, ok2 := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, w)
+	if !ok1 || !ok2 {
+		return nil, false
+	}
+	out := p.g.Outputs[0]
+	if split == 1 {
+		o, ok := k.add(ugraph.OpDiv, ugraph.Attr{}, outSum, rowSum)
+		if !ok || !k.store(out, o, block.Map{0, -1, 1}) {
+			return nil, false
+		}
+		return k.graph()
+	}
+	// The partial results, side by side along their last dims: b×m×(split·e)
+	// and b×m×split.
+	if k.b.AddOutput(outSum, block.Map{0, 2, 1}) != nil || k.b.AddOutput(rowSum, block.Map{0, 2, 1}) != nil {
+		return nil, false
+	}
+	return k.combined(plan, split, threads)
+}
+
+// combined finishes the split attention: k's kernel writes the partial
+// results, and a second kernel (rows of the output per block) folds the
+// split's partial outputs (sum_todimx with reduction_dimx e) and sums,
+// and divides.
+func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.Dim3) (*kernel.Graph, bool) {
+	pg := k.p.g
+	g := kernel.New()
+	ids := map[kernel.TensorID]kernel.TensorID{}
+	for _, in := range pg.Inputs() {
+		t := pg.Tensors[in]
+		id, err := g.AddInput(t.Shape, t.DType)
+		if err != nil {
+			return nil, false
+		}
+		ids[in] = id
+	}
+	operands := make([]kernel.TensorID, len(k.operands))
+	for i, t := range k.operands {
+		operands[i] = ids[t]
+	}
+	parts, err := g.Customized(operands, k.b)
+	if err != nil {
+		return nil, false
+	}
+	rows := plan.m
+	for rows > 64 && rows%2 == 0 {
+		rows /= 2
+	}
+	c, err := block.New(block.Dim3{plan.b, plan.m / rows, 1}, threads, 1, plan.e)
+	if err != nil {
+		return nil, false
+	}
+	op, err1 := c.AddInput(g.Tensors[parts[0]].Shape, g.Tensors[parts[0]].DType, block.Map{0, 1, -1}, -1)
+	sp, err2 := c.AddInput(g.Tensors[parts[1]].Shape, g.Tensors[parts[1]].DType, block.Map{0, 1, -1}, -1)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	os, err1 := c.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSumToDimx}, op)
+	ss, err2 := c.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, sp)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	o, err := c.Add(ugraph.OpDiv, ugraph.Attr{}, os, ss)
+	if err != nil || c.AddOutput(o, block.Map{0, 1, -1}) != nil {
+		return nil, false
+	}
+	outs, err := g.Customized(parts, c)
+	if err != nil || g.Tensors[outs[0]].Shape != pg.Tensors[pg.Outputs[0]].Shape || g.MarkOutput(outs[0]) != nil {
+		return nil, false
+	}
+	return g, true
+}

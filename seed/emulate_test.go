@@ -1,0 +1,111 @@
+package seed_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/seed"
+	"github.com/mirage-go/mirage/templates"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// TestSeedsRunInTheEmulator emits one seed of each rule's forms (a row
+// kernel with a broadcast weight; a matmul kernel with a weighted norm in
+// its prologue and a gated epilogue; one with a residual epilogue), runs
+// it in the CPU emulator and compares its outputs with the float64
+// interpreter's: the code generator takes seeds as it takes any μGraph.
+func TestSeedsRunInTheEmulator(t *testing.T) {
+	if _, err := templates.EmulatorCompiler(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"rms_norm with a weight", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var body string
+			for _, tc := range seedCases {
+				if tc.name == name {
+					body = tc.body
+				}
+			}
+			seeds := seed.Build(load(t, body), seed.Options{})
+			if len(seeds) == 0 {
+				t.Fatal("no seeds")
+			}
+			emulate(t, seeds[len(seeds)/2].Graph)
+		})
+	}
+}
+
+// emulate runs g's emitted code in the emulator on random inputs in
+// [-1, 1) and checks its outputs against the interpreter's on the same
+// (rounded) inputs, within 2% of each output's largest magnitude.
+func emulate(t *testing.T, g *kernel.Graph) {
+	t.Helper()
+	res, err := cuda.Emit("seed", g, cuda.Options{})
+	if err != nil {
+		t.Fatalf("Emit: %v", err)
+	}
+	dir := t.TempDir()
+	emu, _, err := cuda.BuildEmulation(context.Background(), dir, g, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	in, out := filepath.Join(dir, "in.bin"), filepath.Join(dir, "out.bin")
+	if err := emu.WriteInputs(in, func(int, int) float32 { return float32(2*r.Float64() - 1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.Run(context.Background(), in, out); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The executable writes the inputs as rounded, then the outputs.
+	rd := bytes.NewReader(data)
+	next := func(n int) []float64 {
+		v := make([]float32, n)
+		if err := binary.Read(rd, binary.LittleEndian, v); err != nil {
+			t.Fatalf("reading the program's output: %v", err)
+		}
+		x := make([]float64, n)
+		for i := range v {
+			x[i] = float64(v[i])
+		}
+		return x
+	}
+	var ins []*interp.Tensor
+	for _, id := range g.Inputs() {
+		x, err := interp.FromSlice(g.Tensors[id].Shape, next(g.Tensors[id].Shape.NumElements()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, x)
+	}
+	want, err := interp.Run(g, ins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, id := range g.Outputs {
+		got := next(g.Tensors[id].Shape.NumElements())
+		scale, worst := 0.0, 0.0
+		for i, w := range want[j].Data {
+			scale = max(scale, math.Abs(w))
+			if d := math.Abs(got[i] - w); !(d <= worst) {
+				worst = d
+			}
+		}
+		if !(worst <= 2e-2*scale) {
+			t.Errorf("output %d: off by %g of a largest magnitude %g", j, worst, scale)
+		}
+	}
+}

@@ -1,0 +1,303 @@
+package seed
+
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// matmulPlan is what the matmul rule found in a program: the ops in the
+// for-loop (the prologue, computing the shared left operand from K-wide
+// tiles), the matmuls, and the ops after it (the epilogue).
+type matmulPlan struct {
+	a        kernel.TensorID // the left operand every matmul shares: m×k
+	m, k, n  int
+	matmuls  []int // op indices, in program order
+	prologue []int // op indices, in program order
+	epilogue []int
+	// norm is the prologue's rms_norm (-1: none): it runs as its operand,
+	// and the matmuls' results are divided by the operand's rms after the
+	// loop. Only row-linear ops (mul by what does not depend on it,
+	// mul_scalar) lie between it and a.
+	norm int
+	// extra are program inputs the epilogue reads: loaded whole per block,
+	// exact only when the for-loop has one iteration.
+	extra []kernel.TensorID
+}
+
+// matmulRule fuses matmuls that share their left operand, its element-wise
+// prologue (with at most one rms_norm) and the element-wise epilogues of
+// their results into one graph-defined kernel: the grid's x axis cuts the
+// output columns into tiles of 32 to 256, its y axis the rows when there
+// are more than 128, and the for-loop walks the reduced dim in tiles of 32
+// to 256 (one iteration when the epilogue reads an input). Its premise:
+// 2-D matmuls, one left operand, weights that are inputs, every other op
+// element-wise (or that rms_norm), and outputs computed after the loop.
+func matmulRule(p *program, opts Options) []*kernel.Graph {
+	plan, ok := planMatmul(p)
+	if !ok {
+		return nil
+	}
+	var tms []int
+	if plan.m > 128 {
+		tms = tileSizes(plan.m, 64, 128)
+	} else {
+		tms = []int{plan.m}
+	}
+	tks := tileSizes(plan.k, 32, 256)
+	if len(plan.extra) > 0 {
+		tks = []int{plan.k}
+	}
+	var graphs []*kernel.Graph
+	for _, tn := range tileSizes(plan.n, 32, 256) {
+		for _, tm := range tms {
+			grid := block.Dim3{plan.n / tn, plan.m / tm, 1}
+			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
+				continue
+			}
+			for _, tk := range tks {
+				for _, threads := range opts.Threads {
+					if g, ok := matmulKernel(p, plan, grid, threads, plan.k/tk, opts.ReductionDimx); ok {
+						graphs = append(graphs, g)
+					}
+				}
+			}
+		}
+	}
+	return graphs
+}
+
+// planMatmul checks the matmul rule's premise and sorts the ops.
+func planMatmul(p *program) (*matmulPlan, bool) {
+	g := p.g
+	plan := &matmulPlan{a: -1, norm: -1}
+	for i, op := range g.Ops {
+		if op.Kind != ugraph.OpMatmul {
+			continue
+		}
+		a, b := op.In[0], op.In[1]
+		sa, sb := p.shape(a), p.shape(b)
+		if sa.Rank() != 2 || sb.Rank() != 2 || !p.isInput(b) {
+			return nil, false
+		}
+		if plan.a < 0 {
+			plan.a, plan.m, plan.k, plan.n = a, sa.Dim(0), sa.Dim(1), sb.Dim(1)
+		}
+		if a != plan.a || sb.Dim(1) != plan.n {
+			return nil, false
+		}
+		plan.matmuls = append(plan.matmuls, i)
+	}
+	if plan.a < 0 || p.output[plan.a] {
+		return nil, false
+	}
+	// The prologue: the ops a depends on.
+	inPrologue := make([]bool, len(g.Ops))
+	if !p.isInput(plan.a) {
+		stack := []kernel.TensorID{plan.a}
+		for len(stack) > 0 {
+			t := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			i := p.producer[t]
+			if g.Ops[i].Kind == ugraph.OpInput || inPrologue[i] {
+				continue
+			}
+			inPrologue[i] = true
+			stack = append(stack, g.Ops[i].In...)
+		}
+	}
+	post := make([]bool, len(g.Tensors)) // computed after the loop
+	for i, op := range g.Ops {
+		switch {
+		case op.Kind == ugraph.OpInput, op.Kind == ugraph.OpMatmul:
+			if op.Kind == ugraph.OpMatmul {
+				post[op.Out[0]] = true
+			}
+		case inPrologue[i]:
+			if op.Kind == ugraph.OpRMSNorm && plan.norm < 0 && op.Attr.Dim == 1 {
+				plan.norm = i
+			} else if !op.Kind.IsElementwise() {
+				return nil, false
+			}
+			for _, t := range op.In {
+				if s := p.shape(t); s.Rank() != 2 || (s.Dim(0) != 1 && s.Dim(0) != plan.m) || (s.Dim(1) != 1 && s.Dim(1) != plan.k) {
+					return nil, false
+				}
+			}
+			plan.prologue = append(plan.prologue, i)
+		default:
+			if !op.Kind.IsElementwise() {
+				return nil, false
+			}
+			for _, t := range op.In {
+				switch {
+				case post[t]:
+				case p.isInput(t):
+					if s := p.shape(t); s.Rank() != 2 || (s.Dim(0) != 1 && s.Dim(0) != plan.m) || (s.Dim(1) != 1 && s.Dim(1) != plan.n) {
+						return nil, false
+					}
+					if !slices.Contains(plan.extra, t) {
+						plan.extra = append(plan.extra, t)
+					}
+				default:
+					return nil, false // reads the prologue after the loop
+				}
+			}
+			post[op.Out[0]] = true
+			plan.epilogue = append(plan.epilogue, i)
+		}
+	}
+	// Prologue tensors feed only the prologue and, a, the matmuls; none is
+	// an output.
+	for _, i := range plan.prologue {
+		t := g.Ops[i].Out[0]
+		if p.output[t] {
+			return nil, false
+		}
+		for _, c := range p.consumers[t] {
+			if !inPrologue[c] && (g.Ops[c].Kind != ugraph.OpMatmul || t != plan.a) {
+				return nil, false
+			}
+		}
+	}
+	if plan.norm >= 0 && !rowLinear(p, g.Ops[plan.norm].Out[0], plan.a, inPrologue) {
+		return nil, false
+	}
+	return plan, true
+}
+
+// rowLinear reports whether a is r scaled row by row: r itself, or r
+// through a chain of ops each of which is a mul_scalar or a mul by a
+// tensor that does not depend on r, each the only reader of the last.
+// Then a(X)·W divided by rms(X) equals a computed from X in r's place.
+func rowLinear(p *program, r, a kernel.TensorID, inPrologue []bool) bool {
+	for t := r; t != a; {
+		cs := p.consumers[t]
+		if len(cs) != 1 || !inPrologue[cs[0]] {
+			return false
+		}
+		op := p.g.Ops[cs[0]]
+		switch op.Kind {
+		case ugraph.OpMulScalar:
+		case ugraph.OpMul:
+			other := op.In[0]
+			if other == t {
+				other = op.In[1]
+			}
+			if other == t || dependsOn(p, other, r) {
+				return false
+			}
+		default:
+			return false
+		}
+		t = op.Out[0]
+	}
+	return true
+}
+
+// dependsOn reports whether tensor t is computed from tensor r.
+func dependsOn(p *program, t, r kernel.TensorID) bool {
+	if t == r {
+		return true
+	}
+	if p.isInput(t) {
+		return false
+	}
+	for _, x := range p.g.Ops[p.producer[t]].In {
+		if dependsOn(p, x, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// matmulKernel builds the matmul rule's kernel on one grid and for-loop
+// range.
+func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloopRange, reductionDimx int) (*kernel.Graph, bool) {
+	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
+	if !ok {
+		return nil, false
+	}
+	g := p.g
+	// In the loop: the prologue's inputs in K-wide tiles, the prologue
+	// (the rms_norm as its operand), the weights and the matmuls.
+	loadAs := func(t kernel.TensorID, imap block.Map, fmap int) bool {
+		if _, done := k.tiles[t]; done {
+			return true
+		}
+		if p.shape(t).Dim(fmap) == 1 {
+			fmap = -1
+		}
+		tile, ok := k.load(t, imap, fmap)
+		k.tiles[t] = tile
+		return ok
+	}
+	var normIn kernel.TensorID = -1
+	for _, i := range plan.prologue {
+		op := g.Ops[i]
+		for _, t := range op.In {
+			if p.isInput(t) && !loadAs(t, axisMap(p.shape(t), grid, -1, 0), 1) {
+				return nil, false
+			}
+		}
+		if i == plan.norm {
+			normIn = op.In[0]
+			k.tiles[op.Out[0]] = k.tiles[normIn]
+			continue
+		}
+		if !k.compute(i) {
+			return nil, false
+		}
+	}
+	if p.isInput(plan.a) && !loadAs(plan.a, axisMap(p.shape(plan.a), grid, -1, 0), 1) {
+		return nil, false
+	}
+	var rms block.TensorID
+	if normIn >= 0 {
+		if rms, ok = k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, k.tiles[normIn]); !ok {
+			return nil, false
+		}
+	}
+	for _, i := range plan.matmuls {
+		w := g.Ops[i].In[1]
+		if !loadAs(w, axisMap(p.shape(w), grid, 1, -1), 0) || !k.compute(i) {
+			return nil, false
+		}
+	}
+	// After it: the matmuls' sums (divided by the rms), the epilogue's
+	// inputs, the epilogue.
+	for _, i := range plan.matmuls {
+		c := g.Ops[i].Out[0]
+		acc, ok := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, k.tiles[c])
+		if ok && normIn >= 0 {
+			acc, ok = k.add(ugraph.OpDiv, ugraph.Attr{}, acc, rms)
+		}
+		if !ok {
+			return nil, false
+		}
+		k.tiles[c] = acc
+	}
+	for _, t := range plan.extra {
+		tile, ok := k.load(t, axisMap(p.shape(t), grid, 1, 0), -1)
+		if ok {
+			tile, ok = k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, tile)
+		}
+		if !ok {
+			return nil, false
+		}
+		k.tiles[t] = tile
+	}
+	for _, i := range plan.epilogue {
+		if !k.compute(i) {
+			return nil, false
+		}
+	}
+	for _, t := range g.Outputs {
+		if !k.store(t, k.tiles[t], axisMap(p.shape(t), grid, 1, 0)) {
+			return nil, false
+		}
+	}
+	return k.graph()
+}

@@ -1,0 +1,270 @@
+// Package seed builds fused μGraphs by rule from a program of pre-defined
+// ops: the kernels a rule-based fuser (torch.compile's) would write, so
+// that a search starts from them and looks for better ones.
+//
+// A rule looks at the whole program and either builds graph-defined
+// kernels that compute it, one graph per tiling it tries, or declines (its
+// premise fails: an op it cannot place, a shape it cannot tile). Every
+// graph is an ordinary μGraph, built with the ugraph builders, so it obeys
+// every shape rule; that it computes the program is the verifier's to
+// prove, as for any candidate. A rule whose graph fails the verifier is a
+// bug in the rule.
+//
+// The rules, in the order Build tries them:
+//
+//   - rows: element-wise ops, sums over the last dim and rms_norms over
+//     it, in one kernel whose blocks each own whole rows (one or more).
+//   - matmul: matmuls that share their left operand, with an element-wise
+//     prologue on it (and an rms_norm, by the identity
+//     rms_norm(X)·W = (X·W) / rms(X)) and element-wise epilogues on their
+//     results, in one kernel tiled over the output columns (and rows) with
+//     a for-loop over the reduced dim.
+//   - attention: softmax(f(Q·K))·V as flash-decoding computes it: the keys
+//     split among blocks, each walking its share with the for-loop and
+//     accumulating f(Q·K)·V and the row sums, and a second kernel that
+//     sums the splits' partial results and divides.
+package seed
+
+import (
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Seed is a fused μGraph built by a rule.
+type Seed struct {
+	Rule  string // the rule's name (Rules)
+	Graph *kernel.Graph
+}
+
+// Options say which launch parameters the rules may choose from.
+type Options struct {
+	// Threads are the block sizes tried; nil means 128 threads (four
+	// warps, Mirage's default).
+	Threads []block.Dim3
+	// ReductionDimx is the blocks' reduction_dimx; 0 means 64.
+	ReductionDimx int
+}
+
+// rule builds the graphs of one fusion rule for a program: none when its
+// premise fails.
+type rule struct {
+	name  string
+	build func(p *program, opts Options) []*kernel.Graph
+}
+
+// rules, in the order Build tries them.
+var rules = []rule{
+	{"rows", rowsRule},
+	{"matmul", matmulRule},
+	{"attention", attentionRule},
+}
+
+// Rules lists the rules' names, in the order Build tries them.
+func Rules() []string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = r.name
+	}
+	return names
+}
+
+// Build returns the seeds of every rule whose premise holds for program,
+// rule by rule, each rule's tilings in a fixed order. A program holding
+// graph-defined kernels already, or computing none of its outputs, has
+// none.
+func Build(program *kernel.Graph, opts Options) []Seed {
+	if len(opts.Threads) == 0 {
+		opts.Threads = []block.Dim3{{128, 1, 1}}
+	}
+	if opts.ReductionDimx == 0 {
+		opts.ReductionDimx = 64
+	}
+	p, ok := analyze(program)
+	if !ok {
+		return nil
+	}
+	var seeds []Seed
+	for _, r := range rules {
+		for _, g := range r.build(p, opts) {
+			seeds = append(seeds, Seed{Rule: r.name, Graph: g})
+		}
+	}
+	return seeds
+}
+
+// program is a program with the links the rules follow.
+type program struct {
+	g         *kernel.Graph
+	producer  []int   // by tensor: the op that makes it
+	consumers [][]int // by tensor: the ops that read it, in order
+	output    []bool  // by tensor: marked as an output
+}
+
+// analyze indexes g; it reports false when no rule applies to it: it holds
+// a graph-defined kernel, or an output no op computes.
+func analyze(g *kernel.Graph) (*program, bool) {
+	if len(g.Outputs) == 0 {
+		return nil, false
+	}
+	p := &program{g: g, producer: make([]int, len(g.Tensors)), consumers: make([][]int, len(g.Tensors)), output: make([]bool, len(g.Tensors))}
+	for i, op := range g.Ops {
+		if op.Kind == ugraph.OpCustomized {
+			return nil, false
+		}
+		for _, t := range op.Out {
+			p.producer[t] = i
+		}
+		for _, t := range op.In {
+			p.consumers[t] = append(p.consumers[t], i)
+		}
+	}
+	for _, t := range g.Outputs {
+		if p.isInput(t) {
+			return nil, false
+		}
+		p.output[t] = true
+	}
+	return p, true
+}
+
+func (p *program) isInput(t kernel.TensorID) bool {
+	return p.g.Ops[p.producer[t]].Kind == ugraph.OpInput
+}
+
+func (p *program) shape(t kernel.TensorID) ugraph.Shape { return p.g.Tensors[t].Shape }
+
+// kernelBuilder assembles a seed: one graph-defined kernel b over the
+// program's inputs.
+type kernelBuilder struct {
+	p *program
+	b *block.Graph
+	// tiles maps the program's tensors to b's tiles as they are placed.
+	tiles map[kernel.TensorID]block.TensorID
+	// operands are the program inputs b's input ops read, in order.
+	operands []kernel.TensorID
+	// results are the program tensors b's output ops store, in order.
+	results []kernel.TensorID
+}
+
+func newKernelBuilder(p *program, grid, threads block.Dim3, forloopRange, reductionDimx int) (*kernelBuilder, bool) {
+	b, err := block.New(grid, threads, forloopRange, reductionDimx)
+	if err != nil {
+		return nil, false
+	}
+	return &kernelBuilder{p: p, b: b, tiles: map[kernel.TensorID]block.TensorID{}}, true
+}
+
+// load places an input op reading program input t.
+func (k *kernelBuilder) load(t kernel.TensorID, imap block.Map, fmap int) (block.TensorID, bool) {
+	tile, err := k.b.AddInput(k.p.shape(t), k.p.g.Tensors[t].DType, imap, fmap)
+	if err != nil {
+		return block.NoTensor, false
+	}
+	k.operands = append(k.operands, t)
+	return tile, true
+}
+
+// compute places the program's op i on the tiles of its operands, and maps
+// its result to the tile it makes.
+func (k *kernelBuilder) compute(i int) bool {
+	op := k.p.g.Ops[i]
+	in := make([]block.TensorID, len(op.In))
+	for j, t := range op.In {
+		x, ok := k.tiles[t]
+		if !ok {
+			return false
+		}
+		in[j] = x
+	}
+	y, err := k.b.Add(op.Kind, op.Attr, in...)
+	if err != nil {
+		return false
+	}
+	k.tiles[op.Out[0]] = y
+	return true
+}
+
+// add places an op of the block level that no program op stands for.
+func (k *kernelBuilder) add(kind ugraph.OpKind, attr ugraph.Attr, in ...block.TensorID) (block.TensorID, bool) {
+	y, err := k.b.Add(kind, attr, in...)
+	return y, err == nil
+}
+
+// store places an output op storing post-loop tile x as program tensor t.
+func (k *kernelBuilder) store(t kernel.TensorID, x block.TensorID, omap block.Map) bool {
+	if k.b.AddOutput(x, omap) != nil {
+		return false
+	}
+	k.results = append(k.results, t)
+	return true
+}
+
+// graph returns the seed's kernel graph: the program's inputs, in order,
+// the graph-defined kernel, and the program's outputs in the program's
+// order. It reports false when the kernel's results do not have the
+// program's shapes or do not cover its outputs.
+func (k *kernelBuilder) graph() (*kernel.Graph, bool) {
+	pg := k.p.g
+	g := kernel.New()
+	ids := map[kernel.TensorID]kernel.TensorID{}
+	for _, in := range pg.Inputs() {
+		t := pg.Tensors[in]
+		id, err := g.AddInput(t.Shape, t.DType)
+		if err != nil {
+			return nil, false
+		}
+		ids[in] = id
+	}
+	operands := make([]kernel.TensorID, len(k.operands))
+	for i, t := range k.operands {
+		operands[i] = ids[t]
+	}
+	outs, err := g.Customized(operands, k.b)
+	if err != nil {
+		return nil, false
+	}
+	for i, t := range k.results {
+		if g.Tensors[outs[i]].Shape != pg.Tensors[t].Shape {
+			return nil, false
+		}
+		ids[t] = outs[i]
+	}
+	for _, t := range pg.Outputs {
+		id, ok := ids[t]
+		if !ok || g.MarkOutput(id) != nil {
+			return nil, false
+		}
+	}
+	return g, true
+}
+
+// tileSizes are the extents a rule tries for a tiled dim of extent n: the
+// powers of two from lo to hi that divide it, and n itself when it is at
+// most hi. None when nothing fits.
+func tileSizes(n, lo, hi int) []int {
+	var ts []int
+	for t := lo; t <= hi && t < n; t *= 2 {
+		if n%t == 0 {
+			ts = append(ts, t)
+		}
+	}
+	if n <= hi {
+		ts = append(ts, n)
+	}
+	return ts
+}
+
+// axisMap is the map that lays grid axis x along dim dx and y along dy
+// (-1: none), for a tensor whose dims there have the extents the grid
+// tiles; where a tensor's dim is 1 (it broadcasts), the axis replicates.
+func axisMap(s ugraph.Shape, grid block.Dim3, dx, dy int) block.Map {
+	m := block.Replicate
+	if dx >= 0 && grid[0] > 1 && s.Dim(dx) > 1 {
+		m[0] = dx
+	}
+	if dy >= 0 && grid[1] > 1 && s.Dim(dy) > 1 {
+		m[1] = dy
+	}
+	return m
+}

@@ -1,0 +1,298 @@
+package seed_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/seed"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+func load(t *testing.T, body string) *kernel.Graph {
+	t.Helper()
+	p, err := frontend.Load("p.py", []byte("import mirage as mi\ng = mi.new_kernel_graph()\n"+body), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Graph
+}
+
+// seedCases are programs of each class a rule is for, and programs where
+// a rule's premise fails (the part is left to the enumeration).
+var seedCases = []struct {
+	name  string
+	body  string
+	rules []string // the rules that must give seeds, in Build's order
+}{
+	{"elementwise chain and a row sum", `
+X = g.new_input(dims=(16, 1024), dtype=mi.float16)
+Y = g.new_input(dims=(16, 1024), dtype=mi.float16)
+A = g.exp(X)
+B = g.mul(A, Y)
+C = g.add(B, X)
+D = g.silu(C)
+E = g.mul(D, D)
+S = g.reduction(E, 1)
+g.mark_output(S)
+g.mark_output(D)
+`, []string{"rows"}},
+	{"rms_norm with a weight", `
+X = g.new_input(dims=(8, 4096), dtype=mi.float16)
+W = g.new_input(dims=(1, 4096), dtype=mi.float16)
+g.mark_output(g.mul(g.rms_norm(X, normalized_shape=(4096,)), W))
+`, []string{"rows"}},
+	{"a norm written out", `
+X = g.new_input(dims=(32, 128), dtype=mi.float16)
+S = g.reduction(g.square(X), 1)
+R = g.sqrt(g.mul_scalar(S, 0.0078125))
+g.mark_output(g.div(X, R))
+`, []string{"rows"}},
+	{"rank 3 rows", `
+X = g.new_input(dims=(4, 8, 128), dtype=mi.float16)
+B = g.new_input(dims=(1, 8, 128), dtype=mi.float16)
+E = g.exp(g.add(X, B))
+g.mark_output(g.div(E, g.reduction(E, 2)))
+`, []string{"rows"}},
+	{"rms_norm and a matmul", `
+X = g.new_input(dims=(16, 512), dtype=mi.float16)
+W = g.new_input(dims=(512, 1024), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(512,)), W))
+`, []string{"matmul"}},
+	{"gated MLP with a weighted norm", `
+X = g.new_input(dims=(8, 256), dtype=mi.float16)
+G = g.new_input(dims=(1, 256), dtype=mi.float16)
+W1 = g.new_input(dims=(256, 512), dtype=mi.float16)
+W2 = g.new_input(dims=(256, 512), dtype=mi.float16)
+A = g.mul(g.rms_norm(X, normalized_shape=(256,)), G)
+g.mark_output(g.mul(g.silu(g.matmul(A, W1)), g.matmul(A, W2)))
+`, []string{"matmul"}},
+	{"element-wise prologue", `
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.matmul(g.silu(X), W))
+`, []string{"matmul"}},
+	{"residual epilogue, one iteration", `
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 128), dtype=mi.float16)
+R = g.new_input(dims=(8, 128), dtype=mi.float16)
+g.mark_output(g.add(g.matmul(X, W), R))
+`, []string{"matmul"}},
+	{"many rows, tiled both ways", `
+X = g.new_input(dims=(256, 128), dtype=mi.float16)
+W = g.new_input(dims=(128, 256), dtype=mi.float16)
+g.mark_output(g.exp(g.matmul(X, W)))
+`, []string{"matmul"}},
+	{"attention, normalized before ·V", `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)
+V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
+E = g.exp(g.matmul(Q, K))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, []string{"attention"}},
+	{"decode attention, scaled before exp, normalized after ·V", `
+Q = g.new_input(dims=(8, 1, 128), dtype=mi.float16)
+K = g.new_input(dims=(8, 128, 1024), dtype=mi.float16)
+V = g.new_input(dims=(8, 1024, 128), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.matmul(Q, K), 0.08838834764831845))
+g.mark_output(g.div(g.matmul(E, V), g.reduction(E, 2)))
+`, []string{"attention"}},
+	{"attention with Q and V normalized (qknorm_gqa)", `
+Q = g.new_input(dims=(2, 64, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 256), dtype=mi.float16)
+V = g.new_input(dims=(2, 256, 64), dtype=mi.float16)
+E = g.exp(g.matmul(g.rms_norm(Q, normalized_shape=(64,)), K))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.rms_norm(V, normalized_shape=(64,))))
+`, []string{"attention"}},
+	// Premises that fail.
+	{"attention with K normalized along the keys' dim", `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)
+V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
+E = g.exp(g.matmul(Q, g.rms_norm(K, normalized_shape=(512,))))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, nil},
+	{"attention with a mask", `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)
+V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
+M = g.new_input(dims=(2, 16, 512), dtype=mi.float16)
+E = g.exp(g.add(g.matmul(Q, K), M))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, nil},
+	{"a sum over rows", `
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+g.mark_output(g.reduction(g.exp(X), 0))
+`, nil},
+	{"two matmuls in a chain", `
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+A = g.new_input(dims=(256, 16), dtype=mi.float16)
+B = g.new_input(dims=(16, 256), dtype=mi.float16)
+g.mark_output(g.matmul(g.matmul(X, A), B))
+`, nil},
+	{"the norm is read after the loop", `
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(256,))
+g.mark_output(g.matmul(g.exp(N), W))
+`, nil},
+	{"batched matmuls", `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
+g.mark_output(g.matmul(Q, K))
+`, nil},
+}
+
+// TestSeedsCompute checks that every rule whose premise holds gives seeds,
+// that each computes the program (finite-field verification, and float64
+// within rounding), and that the rules decline where their premises fail.
+func TestSeedsCompute(t *testing.T) {
+	for _, tc := range seedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			program := load(t, tc.body)
+			seeds := seed.Build(program, seed.Options{})
+			var rules []string
+			for _, s := range seeds {
+				if !slices.Contains(rules, s.Rule) {
+					rules = append(rules, s.Rule)
+				}
+			}
+			if !slices.Equal(rules, tc.rules) {
+				t.Fatalf("rules %v gave seeds, want %v", rules, tc.rules)
+			}
+			// Every tiling of a rule is the same computation: check the
+			// first and the last of each.
+			for _, s := range checked(seeds) {
+				// One graph-defined kernel, and nothing else; split
+				// attention has a second that combines the splits.
+				kernels, want := len(s.Graph.Ops)-len(s.Graph.Inputs()), 1
+				if s.Rule == "attention" && firstBlock(s.Graph).Grid[1] > 1 {
+					want = 2
+				}
+				if n := customized(s.Graph); n != want || kernels != want {
+					t.Errorf("%s seed: %d kernels, %d of them graph-defined; want %d, all graph-defined", s.Rule, kernels, n, want)
+				}
+				r, err := ffverify.Equivalent(program, s.Graph, ffverify.Options{Seed: 1})
+				if err != nil {
+					t.Fatalf("%s seed: %v", s.Rule, err)
+				}
+				if !r.Equivalent || !slices.Equal(r.Mapping, identity(len(program.Outputs))) {
+					t.Errorf("%s seed (grid %v, forloop %d) is not the program: %+v", s.Rule,
+						firstBlock(s.Graph).Grid, firstBlock(s.Graph).ForloopRange, r)
+				}
+				if err := sameInFloat64(program, s.Graph); err != nil {
+					t.Errorf("%s seed: %v", s.Rule, err)
+				}
+			}
+		})
+	}
+}
+
+// TestSeedTilings checks the tilings a rule offers at a LLaMA-7B shape:
+// the rmsnorm-matmul seeds include the expert's kernel of
+// examples/rmsnorm_matmul_mugraph.py (96 blocks of 64 columns, 64
+// iterations), and the rows rule gives one block per row among others.
+func TestSeedTilings(t *testing.T) {
+	program := load(t, `
+X = g.new_input(dims=(16, 4096), dtype=mi.float16)
+W = g.new_input(dims=(4096, 6144), dtype=mi.float16)
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(4096,)), W))
+`)
+	var tilings []string
+	for _, s := range seed.Build(program, seed.Options{}) {
+		b := firstBlock(s.Graph)
+		tilings = append(tilings, fmt.Sprintf("%s %v %d", s.Rule, b.Grid, b.ForloopRange))
+	}
+	if want := "matmul (96, 1, 1) 64"; !slices.Contains(tilings, want) {
+		t.Errorf("tilings %v, want %q among them", tilings, want)
+	}
+	rows := load(t, `
+X = g.new_input(dims=(16, 4096), dtype=mi.float16)
+g.mark_output(g.rms_norm(X, normalized_shape=(4096,)))
+`)
+	var grids []int
+	for _, s := range seed.Build(rows, seed.Options{}) {
+		grids = append(grids, firstBlock(s.Graph).Grid[0])
+	}
+	if want := []int{16, 8, 4, 2, 1}; !slices.Equal(grids, want) {
+		t.Errorf("rows seeds on grids %v, want %v", grids, want)
+	}
+}
+
+// TestRulesNamed keeps the rule names, which documents carry (meta.seed),
+// stable.
+func TestRulesNamed(t *testing.T) {
+	if got, want := seed.Rules(), []string{"rows", "matmul", "attention"}; !slices.Equal(got, want) {
+		t.Errorf("Rules() = %v, want %v", got, want)
+	}
+}
+
+// checked is the first and the last seed of each rule.
+func checked(seeds []seed.Seed) []seed.Seed {
+	var out []seed.Seed
+	for i, s := range seeds {
+		if i == 0 || seeds[i-1].Rule != s.Rule || i == len(seeds)-1 || seeds[i+1].Rule != s.Rule {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func customized(g *kernel.Graph) int {
+	n := 0
+	for _, op := range g.Ops {
+		if op.Kind == ugraph.OpCustomized {
+			n++
+		}
+	}
+	return n
+}
+
+func firstBlock(g *kernel.Graph) *blockInfo {
+	for _, op := range g.Ops {
+		if op.Kind == ugraph.OpCustomized {
+			return &blockInfo{Grid: op.Block.Grid, ForloopRange: op.Block.ForloopRange}
+		}
+	}
+	return &blockInfo{}
+}
+
+type blockInfo struct {
+	Grid         block.Dim3
+	ForloopRange int
+}
+
+func identity(n int) []int {
+	m := make([]int, n)
+	for i := range m {
+		m[i] = i
+	}
+	return m
+}
+
+// sameInFloat64 runs both graphs on the same random inputs in float64 and
+// compares their outputs.
+func sameInFloat64(a, b *kernel.Graph) error {
+	ins := interp.RandomInputs(a, 7)
+	want, err := interp.Run(a, ins)
+	if err != nil {
+		return err
+	}
+	got, err := interp.Run(b, ins)
+	if err != nil {
+		return err
+	}
+	d, err := interp.CompareAll(want, got)
+	if err != nil {
+		return err
+	}
+	if d.MaxRelErr > 1e-9 {
+		return fmt.Errorf("differs from the program in float64: %v", d)
+	}
+	return nil
+}
