@@ -248,7 +248,7 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 }
 
 // combined finishes the split attention: k's kernel writes the partial
-// results, and a second kernel (rows of the output per block) folds the
+// results, and a second kernel (a few rows of the output per block) folds the
 // split's partial outputs (sum_todimx with reduction_dimx e) and sums,
 // and divides.
 func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.Dim3) (*kernel.Graph, bool) {
@@ -271,8 +271,11 @@ func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.D
 	if err != nil {
 		return nil, false
 	}
+	// Rows per block: at most 64, and few enough for the blocks to fill
+	// an H100's 132 SMs where the rows allow (the kernel reads split
+	// partial rows each, little work per block).
 	rows := plan.m
-	for rows > 64 && rows%2 == 0 {
+	for rows%2 == 0 && (rows > 64 || plan.b*(plan.m/rows) < 128) {
 		rows /= 2
 	}
 	c, err := block.New(block.Dim3{plan.b, plan.m / rows, 1}, threads, 1, plan.e)
