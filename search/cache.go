@@ -133,8 +133,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 13: the library's element-wise, row-sum and short-norm kernels
 // move 16-byte vectors, which changes the estimates of every program that
 // keeps one. Version 14: the rules' seeds (package seed) join the
-// candidates, ahead of the enumeration's.
-const cacheVersion = 14
+// candidates, ahead of the enumeration's. Version 15: split attention
+// seeds combine a few rows per block.
+const cacheVersion = 15
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
