@@ -129,3 +129,30 @@ g.mark_output(g.div(X, g.sqrt(g.mul_scalar(S, 0.0078125))))
 		t.Error("the rejected seed is not counted")
 	}
 }
+
+// A program no rule fuses (a sum over rows: the rows rule wants sums
+// over the last dim) gets no seeds, and the enumeration still fuses it.
+func TestPremiseFailsEnumerationFuses(t *testing.T) {
+	p, err := frontend.Load("colsum.py", []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(64, 256), dtype=mi.float16)
+g.mark_output(g.reduction(g.exp(X), 0))
+`), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := NamedConfig("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), p.Graph, cfg, Options{Seed: 1, MaxResults: 2, Estimate: testEstimate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Seeds != nil {
+		t.Errorf("seeds %+v for a sum over rows", res.Seeds)
+	}
+	if !slices.ContainsFunc(res.Candidates, func(c *Candidate) bool { return c.Customized > 0 && c.Seed == "" }) {
+		t.Errorf("the enumeration fused nothing: %d candidates", len(res.Candidates))
+	}
+}
