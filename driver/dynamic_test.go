@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/frontend"
@@ -272,11 +273,11 @@ func needGXX(t *testing.T) {
 	}
 }
 
-// runEngine runs examples/engine's decode loop over code (RunEngine) and
+// runEngine runs examples/engine's decode loop over code (enginerun.Run) and
 // fails the test unless every step passes; it returns the steps.
-func runEngine(t *testing.T, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) []EngineStep {
+func runEngine(t *testing.T, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) []enginerun.Step {
 	t.Helper()
-	res, err := RunEngine(context.Background(), t.TempDir(), program, code, lo, hi, steps)
+	res, err := enginerun.Run(context.Background(), t.TempDir(), program, code, lo, hi, steps)
 	if err != nil {
 		t.Fatalf("%v: %+v", err, res)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
@@ -435,7 +436,7 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int, 
 	} else if err := emptyDir(keep); err != nil {
 		return fmt.Errorf("--engine-dir %s: %v", keep, err)
 	}
-	res, err := driver.RunEngine(cmd.Context(), dir, program, code, lo, hi, steps)
+	res, err := enginerun.Run(cmd.Context(), dir, program, code, lo, hi, steps)
 	w := cmd.OutOrStdout()
 	for _, s := range res {
 		switch {
@@ -449,7 +450,7 @@ func runEngine(cmd *cobra.Command, dyn *dynamicFlags, a, b *input, steps []int, 
 			fmt.Fprintf(w, "engine m = %d (%s): error %.3g of max |want|%s: %s\n", s.M, servedBy(docs, s.M), s.Error, note, map[bool]string{true: "ok", false: "FAILED"}[s.OK])
 		}
 	}
-	if errors.Is(err, driver.ErrEngineFailed) {
+	if errors.Is(err, enginerun.ErrFailed) {
 		return &exitError{code: exitDiffer, err: err}
 	}
 	if err == nil && keep != "" {

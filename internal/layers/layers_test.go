@@ -38,6 +38,7 @@ var floors = map[string]float64{
 	"cost": 3, "codegen/cuda": 3, "search": 3,
 	// 4: the driver.
 	"driver": 4, "tune": 4, // tune: measuring candidates on a GPU
+	"enginerun": 4, // checking emitted code in examples/engine's decode loop
 	// 5: what wires everything; bench's workloads first.
 	"bench":      5.0,
 	"cmd/mirage": 5.1,

@@ -1,4 +1,11 @@
-package driver
+// Package enginerun checks emitted code the way an inference engine calls
+// it: it builds examples/engine's C++ decode loop over a dynamic program's
+// entry point for the CPU emulator, runs it at changing token counts m,
+// and compares every step's outputs with the float64 interpreter's (and
+// the rows past m with what was there). mirage verify --engine and the
+// tests of dynamic programs use it; it is a checking tool, so the driver
+// does not import the interpreter or the examples for it.
+package enginerun
 
 import (
 	"bufio"
@@ -21,8 +28,8 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// EngineStep is one step of examples/engine's decode loop.
-type EngineStep struct {
+// Step is one step of examples/engine's decode loop.
+type Step struct {
 	M       int
 	Error   float64 // the worst output error, relative to the largest |expected| value
 	Past    bool    // a row past m of an output was written
@@ -30,10 +37,10 @@ type EngineStep struct {
 	Refused bool    // m was outside the range, and the entry point returned an error
 }
 
-// ErrEngineFailed is returned by RunEngine when a step failed.
-var ErrEngineFailed = errors.New("the engine's decode loop failed")
+// ErrFailed is returned by Run when a step failed.
+var ErrFailed = errors.New("the engine's decode loop failed")
 
-// RunEngine builds examples/engine over code (the CUDA of program, which has
+// Run builds examples/engine over code (the CUDA of program, which has
 // the dynamic dim m) for the CPU emulator in dir and runs its decode loop at
 // steps: every input allocated once at hi rows (random multiples of 1/64,
 // a weight's scaled by a power of two near 1/sqrt(K) as a model's are, so
@@ -41,8 +48,8 @@ var ErrEngineFailed = errors.New("the engine's decode loop failed")
 // each step's outputs checked against the
 // interpreter at that m on the inputs' first m rows, and the rows past m of
 // the outputs checked untouched. It returns the steps, and
-// ErrEngineFailed beside them when one failed.
-func RunEngine(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) ([]EngineStep, error) {
+// ErrFailed beside them when one failed.
+func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) ([]Step, error) {
 	bin, warnings, err := cuda.BuildEngine(ctx, dir, code, examples.Engine)
 	if err != nil {
 		return nil, err
@@ -125,15 +132,15 @@ func RunEngine(ctx context.Context, dir string, program *kernel.Graph, code *cud
 		return nil, fmt.Errorf("the engine: %v\n%s", perr, out)
 	}
 	if err != nil {
-		return res, fmt.Errorf("%w: %v", ErrEngineFailed, err)
+		return res, fmt.Errorf("%w: %v", ErrFailed, err)
 	}
 	return res, nil
 }
 
 // parseEngine reads the engine's report, a line per step:
 // "m=13: error 0.00031 of max |want|: ok", "m=0: outside 1..64: refused".
-func parseEngine(out string, steps []int) ([]EngineStep, error) {
-	var res []EngineStep
+func parseEngine(out string, steps []int) ([]Step, error) {
+	var res []Step
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		rest, ok := strings.CutPrefix(line, "m=")
 		if !ok {
@@ -144,13 +151,16 @@ func parseEngine(out string, steps []int) ([]EngineStep, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bad line %q", line)
 		}
-		s := EngineStep{M: m}
+		s := Step{M: m}
 		switch {
 		case strings.HasPrefix(rest, "outside"):
 			s.Refused = strings.HasSuffix(rest, "refused")
 			s.OK = s.Refused
 		case strings.HasPrefix(rest, "error "):
 			f := strings.Fields(rest)
+			if len(f) < 2 {
+				return nil, fmt.Errorf("bad line %q", line)
+			}
 			if s.Error, err = strconv.ParseFloat(f[1], 64); err != nil {
 				return nil, fmt.Errorf("bad line %q", line)
 			}
