@@ -159,6 +159,7 @@ type result struct {
 	stats                  search.Stats
 	searched               *search.Result // the search's own result; nil if none
 	seed                   string         // the rule that built best, if a seed
+	merged                 bool           // searched by shards, verified here (VerifyMerged)
 	// startedAt is when the search began (after the part's fingerprints
 	// were made), or the cache answered, since the run's start.
 	startedAt time.Duration
@@ -483,10 +484,11 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
 		defer cancel()
 		var err error
+		r.startedAt, r.merged = time.Since(d.start), true
 		switch res, err = search.VerifyMerged(vctx, o.program, shares, opts); {
 		case errors.Is(err, search.ErrUnsettled):
 			d.logf("part (%s): the shards' candidates failed the verifier past what they kept; searching it here", d.kinds(o))
-			res = nil
+			res, r.merged = nil, false
 		case err != nil:
 			r.whyNot = "verification failed: " + err.Error()
 			return r
@@ -553,7 +555,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		break
 	}
 	if !r.fused && r.whyNot == "" {
-		r.whyNot = whyNoneFound(res, d.opts.NoSeeds)
+		r.whyNot = whyNoneFound(res, d.opts.NoSeeds, r.merged)
 	}
 	return r
 }
@@ -561,7 +563,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 // whyNoneFound says, in words a user can act on, why a search that ran
 // gave no fused candidate: what the enumeration reached, what the
 // verifier made of it, and which seeds were tried.
-func whyNoneFound(res *search.Result, noSeeds bool) string {
+func whyNoneFound(res *search.Result, noSeeds, merged bool) string {
 	st := res.Stats
 	var why string
 	switch {
@@ -581,8 +583,11 @@ func whyNoneFound(res *search.Result, noSeeds bool) string {
 			why += " before the " + st.Stopped
 		}
 	}
-	if noSeeds {
+	switch {
+	case noSeeds:
 		return why + "; seeds off"
+	case merged && len(res.Seeds) == 0:
+		return why + "; seeds as the shards tried them"
 	}
 	return why + "; " + seedsTried(res.Seeds)
 }
@@ -879,7 +884,7 @@ func firstFusedAt(reports []*PartReport) float64 {
 func unfuse(reports []*PartReport, why string) {
 	for _, r := range reports {
 		if r.Fused {
-			r.Fused, r.WhyNot, r.EstimatedUs = false, why, r.UnfusedUs
+			r.Fused, r.WhyNot, r.EstimatedUs, r.Seed = false, why, r.UnfusedUs, ""
 		}
 	}
 }

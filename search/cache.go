@@ -134,8 +134,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // move 16-byte vectors, which changes the estimates of every program that
 // keeps one. Version 14: the rules' seeds (package seed) join the
 // candidates, ahead of the enumeration's. Version 15: split attention
-// seeds combine a few rows per block.
-const cacheVersion = 15
+// seeds combine a few rows per block. Version 16: seeds keep to the
+// program's restrictions; rules decline inputs used in two roles.
+const cacheVersion = 16
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

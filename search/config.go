@@ -59,8 +59,11 @@ type Config struct {
 	// FRanges are the for-loop ranges (> 1) tried; 1 is used exactly when
 	// no input is walked. Complete adds the ranges the program's shapes
 	// call for, unless the program fixed the list (Restrict).
-	FRanges       []int
-	fixedRanges   bool
+	FRanges     []int
+	fixedRanges bool
+	// restricted holds the lists the program fixed (Restrict): the
+	// seeds, built by rule rather than from these lists, keep to them.
+	restricted    Restrictions
 	ReductionDimx int
 
 	// Arch is the target: a graph-defined kernel must fit its shared memory
@@ -176,6 +179,12 @@ type Restrictions struct {
 // Restrict replaces c's candidate lists with r's non-nil ones.
 func (c *Config) Restrict(r Restrictions) {
 	c.fixedRanges = c.fixedRanges || r.FRanges != nil
+	restrict(&c.restricted.Grids, r.Grids)
+	restrict(&c.restricted.Threads, r.Threads)
+	restrict(&c.restricted.IMaps, r.IMaps)
+	restrict(&c.restricted.OMaps, r.OMaps)
+	restrict(&c.restricted.FMaps, r.FMaps)
+	restrict(&c.restricted.FRanges, r.FRanges)
 	restrict(&c.Grids, r.Grids)
 	restrict(&c.Threads, r.Threads)
 	restrict(&c.IMaps, r.IMaps)
@@ -452,4 +461,32 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// admits reports whether every graph-defined kernel of g keeps to the
+// lists the program fixed (Restrict): its grid, block size, maps and
+// for-loop range (one iteration always, as for the enumeration when no
+// input is walked). The seeds are built by rule, not from the lists.
+func (c *Config) admits(g *kernel.Graph) bool {
+	r := c.restricted
+	in := func(list []int, v int) bool { return list == nil || slices.Contains(list, v) }
+	for _, op := range g.Ops {
+		b := op.Block
+		if b == nil {
+			continue
+		}
+		if r.Grids != nil && !slices.Contains(r.Grids, b.Grid) || r.Threads != nil && !slices.Contains(r.Threads, b.Threads) ||
+			b.ForloopRange > 1 && !in(r.FRanges, b.ForloopRange) {
+			return false
+		}
+		for _, bop := range b.Ops {
+			switch {
+			case bop.Kind == ugraph.OpInput && (r.IMaps != nil && !slices.Contains(r.IMaps, bop.Input.IMap) || !in(r.FMaps, bop.Input.FMap)):
+				return false
+			case bop.Kind == ugraph.OpOutput && r.OMaps != nil && !slices.Contains(r.OMaps, bop.Output.OMap):
+				return false
+			}
+		}
+	}
+	return true
 }

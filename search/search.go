@@ -660,6 +660,7 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 		if truncated {
 			return nil, ErrUnsettled
 		}
+		res.Stats.FirstFused = -1
 		return res, nil
 	}
 	verifier, err := ffverify.New(program, ffverify.Options{Seed: opts.Seed})
@@ -684,12 +685,40 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 	}
 	res.Candidates = best
 	res.Stats.Verified, res.Stats.Rejected = v.verified, v.rejected
+	res.Seeds = mergeSeeds(runs, best)
 	for _, r := range runs {
 		res.Stats.Unchecked += r.Stats.Complete
 	}
 	res.Stats.Unchecked -= v.verified + v.rejected
 	res.Stats.Seconds += time.Since(start).Seconds() // the slowest run's, then the verification
+	// The runs never verified: the merge's first fused candidate is its
+	// verification's, counted from the merge's start (the runs' time is
+	// theirs, elsewhere).
+	res.Stats.FirstFused = -1
+	if slices.ContainsFunc(best, func(c *Candidate) bool { return c.Customized > 0 }) {
+		res.Stats.FirstFused = time.Since(start).Seconds()
+	}
 	return res, nil
+}
+
+// mergeSeeds is what became of each rule's seeds in runs whose
+// candidates were verified together: "verified" where one of the rule's
+// seeds passed (is among best), else what the runs said ("unverified").
+// Runs read back from shard files carry no trials.
+func mergeSeeds(runs []*Result, best []*Candidate) []SeedTrial {
+	var trials []SeedTrial
+	for _, r := range runs {
+		for _, t := range r.Seeds {
+			if slices.ContainsFunc(trials, func(u SeedTrial) bool { return u.Rule == t.Rule }) {
+				continue
+			}
+			if slices.ContainsFunc(best, func(c *Candidate) bool { return c.Seed == t.Rule }) {
+				t.Outcome = "verified"
+			}
+			trials = append(trials, t)
+		}
+	}
+	return trials
 }
 
 // describe computes the figures a candidate is ranked by. A candidate the

@@ -15,10 +15,10 @@ type SeedTrial struct {
 	// Outcome: "verified" (its best-ranked seed passed the verifier),
 	// "rejected" (it failed: a bug in the rule), "unverified" (a search
 	// whose candidates are verified later, Options.Unverified), or
-	// "not placed" (the cost model could place none of its tilings: they
-	// do not fit a block).
+	// "not placed" (none of its tilings fits a block, or keeps to the
+	// grids, maps and ranges the program fixed).
 	Outcome string `json:"outcome"`
-	Tilings int    `json:"tilings"` // its seeds the cost model placed
+	Tilings int    `json:"tilings"` // its seeds the cost model placed, within the program's restrictions
 }
 
 // buildSeeds is seed.Build; a test replaces it with a rule that is wrong.
@@ -56,7 +56,7 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 		for ; hi < len(seeds) && seeds[hi].Rule == rs.trial.Rule; hi++ {
 			g := seeds[hi].Graph
 			c := &Candidate{Graph: g, Hash: kernel.Hash(g), Seed: rs.trial.Rule}
-			if s.describe(c) {
+			if s.cfg.admits(g) && s.describe(c) {
 				rs.cands = append(rs.cands, c)
 			}
 		}

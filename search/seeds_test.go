@@ -10,6 +10,7 @@ import (
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/seed"
 	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -154,5 +155,67 @@ g.mark_output(g.reduction(g.exp(X), 0))
 	}
 	if !slices.ContainsFunc(res.Candidates, func(c *Candidate) bool { return c.Customized > 0 && c.Seed == "" }) {
 		t.Errorf("the enumeration fused nothing: %d candidates", len(res.Candidates))
+	}
+}
+
+// Seeds keep to the grids and ranges a program fixes (superoptimize's
+// griddims, franges, ...), as the enumeration does.
+func TestSeedsKeepToTheRestrictions(t *testing.T) {
+	program := normProgram(t, 32)
+	cfg, err := NamedConfig("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Restrict(Restrictions{Grids: []block.Dim3{{4, 1, 1}}})
+	res, err := Run(context.Background(), program, cfg, Options{Seed: 1, MaxStates: 1, MaxResults: 8, Estimate: testEstimate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seeds int
+	for _, c := range res.Candidates {
+		if c.Seed == "" {
+			continue
+		}
+		seeds++
+		if !slices.Equal(c.Grids, []block.Dim3{{4, 1, 1}}) {
+			t.Errorf("a %s seed on grids %v, outside the program's (4, 1, 1)", c.Seed, c.Grids)
+		}
+	}
+	if seeds != 1 {
+		t.Errorf("%d seeds, want the one on grid (4, 1, 1)", seeds)
+	}
+	if want := []SeedTrial{{Rule: "rows", Outcome: "verified", Tilings: 1}}; !slices.Equal(res.Seeds, want) {
+		t.Errorf("Seeds %+v, want %+v", res.Seeds, want)
+	}
+}
+
+// A search shared among runs says what became of the seeds once their
+// candidates are verified together, and when the merge had a fused one.
+func TestMergedRunsReportTheSeeds(t *testing.T) {
+	program := normProgram(t, 32)
+	cfg, err := NamedConfig("default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	share, err := Run(context.Background(), program, cfg, Options{Seed: 1, MaxStates: 1, MaxResults: 4, Unverified: true, Estimate: testEstimate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []SeedTrial{{Rule: "rows", Outcome: "unverified", Tilings: 6}}; !slices.Equal(share.Seeds, want) {
+		t.Errorf("the share's seeds %+v, want %+v", share.Seeds, want)
+	}
+	merged, err := VerifyMerged(context.Background(), program, []*Result{share}, Options{Seed: 1, MaxResults: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []SeedTrial{{Rule: "rows", Outcome: "verified", Tilings: 6}}; !slices.Equal(merged.Seeds, want) {
+		t.Errorf("merged seeds %+v, want %+v", merged.Seeds, want)
+	}
+	if merged.Stats.FirstFused < 0 || merged.Stats.FirstFused > merged.Stats.Seconds {
+		t.Errorf("merged first fused %v of %v s", merged.Stats.FirstFused, merged.Stats.Seconds)
+	}
+	none, err := VerifyMerged(context.Background(), program, nil, Options{Seed: 1, MaxResults: 2})
+	if err != nil || none.Stats.FirstFused != -1 {
+		t.Errorf("nothing merged: first fused %v, %v; want -1", none.Stats.FirstFused, err)
 	}
 }

@@ -157,6 +157,10 @@ func planAttention(p *program) (*attentionPlan, bool) {
 			return nil, false
 		}
 	}
+	// Three distinct inputs: the blocks tile each its own way.
+	if in := plan.inputs; in[0] == in[1] || in[0] == in[2] || in[1] == in[2] {
+		return nil, false
+	}
 	// Nothing else: inputs, the prologues, the two matmuls, f, the sum,
 	// the div.
 	ops := len(g.Inputs()) + 4 + len(plan.elem)

@@ -165,6 +165,15 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 	if plan.norm >= 0 && !rowLinear(p, g.Ops[plan.norm].Out[0], plan.a, inPrologue) {
 		return nil, false
 	}
+	// A weight is tiled along its columns and walked along its rows; the
+	// prologue's inputs are walked along their columns. One tensor cannot
+	// be both (the kernel loads each input once).
+	for _, i := range plan.matmuls {
+		w := g.Ops[i].In[1]
+		if w == plan.a || slices.ContainsFunc(plan.prologue, func(j int) bool { return slices.Contains(g.Ops[j].In, w) }) {
+			return nil, false
+		}
+	}
 	return plan, true
 }
 

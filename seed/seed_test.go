@@ -117,6 +117,21 @@ V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
 E = g.exp(g.matmul(Q, g.rms_norm(K, normalized_shape=(512,))))
 g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
 `, nil},
+	{"attention whose V is Q", `
+X = g.new_input(dims=(1, 128, 64), dtype=mi.float16)
+K = g.new_input(dims=(1, 64, 128), dtype=mi.float16)
+E = g.exp(g.matmul(X, K))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), X))
+`, nil},
+	{"a square matmul of an input by itself", `
+X = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.matmul(X, X))
+`, nil},
+	{"a weight that the prologue reads too", `
+X = g.new_input(dims=(64, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+g.mark_output(g.matmul(g.mul(X, W), W))
+`, nil},
 	{"attention with a mask", `
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)

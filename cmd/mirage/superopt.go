@@ -69,7 +69,10 @@ franges, blockdims) restrict every part's search.
 Each part's search starts from seeds: fused μGraphs built by rule, as a
 rule-based fuser would write them (rows: element-wise ops, row sums and
 norms with whole rows per block; matmul: matmuls sharing their left operand
-with element-wise or rms_norm prologues and element-wise epilogues). The
+with element-wise or rms_norm prologues and element-wise epilogues;
+attention: softmax(f(Q·K))·V split over the keys as flash-decoding does,
+with a kernel that combines the splits). They keep to the grids, maps and
+ranges the program's superoptimize(...) fixes. The
 best seed of each rule passes the verifier's fast path before the
 enumeration begins and its full check beside it, so a part has a fused
 answer within seconds; the enumeration looks for better ones, and seeds
