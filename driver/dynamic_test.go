@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
-	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/target"
