@@ -56,8 +56,9 @@ program's estimate and the speedup. The workloads are built in (the Mirage
 paper's GQA decode, QKNorm+GQA, RMSNorm+MatMul, LoRA, gated MLP and nTrans,
 and two whole programs at LLaMA-7B shapes) and, after them, those at each
 PATH: a program (.py), a μGraph file (.ugraph.json, its first graph) or a
-directory of them. --only-paths leaves the built-in ones out. The cache is
-not used.
+directory of them. --workload picks among the built-in ones; the programs
+at each PATH always run. --only-paths leaves the built-in ones out. The
+cache is not used.
 
 Each run writes, in DIR (-o): latest.md (the table), speedup.svg (a chart
 of the speedups), results.json (the tool's version and commit, the
@@ -104,7 +105,7 @@ another arch), before anything is searched or written.`,
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
 	fl.BoolVar(&f.noSeeds, "no-seeds", false, "search without the rules' seeds: the enumeration's candidates only")
 	fl.IntVar(&f.maxCandidates, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, as superopt does (0: all of them, the complete set)")
-	fl.StringSliceVar(&f.only, "workload", nil, "run only these workloads (comma-separated names)")
+	fl.StringSliceVar(&f.only, "workload", nil, "run only these of the built-in workloads (comma-separated names); programs at PATH always run")
 	fl.BoolVar(&f.onlyPaths, "only-paths", false, "run the workloads at PATH only, not the built-in ones")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
 	fl.BoolVar(&f.asJSON, "json", false, "print the rows (and the comparison) as JSON")
@@ -288,28 +289,28 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 var benchFiles = []string{"latest.md", "speedup.svg"}
 
 // workloads returns the workloads to run: the built-in ones unless
-// --only-paths, then those at paths, less those --workload leaves out.
+// --only-paths (those --workload names, when it does), then every program
+// at paths: a path given is always run.
 func (f *benchFlags) workloads(paths []string) ([]bench.Workload, error) {
 	var ws []bench.Workload
-	if !f.onlyPaths {
+	switch {
+	case f.onlyPaths && len(f.only) > 0:
+		return nil, errors.New("--workload picks among the built-in workloads, which --only-paths leaves out; name the programs' files as PATHs instead")
+	case !f.onlyPaths:
 		var err error
 		if ws, err = bench.Workloads(); err != nil {
 			return nil, err
 		}
 	}
-	ws, err := bench.FromPaths(ws, paths)
-	if err != nil {
-		return nil, err
-	}
 	if len(f.only) > 0 {
 		for _, name := range f.only {
 			if !slices.ContainsFunc(ws, func(w bench.Workload) bool { return w.Name == name }) {
-				return nil, fmt.Errorf("--workload %s names no workload", name)
+				return nil, fmt.Errorf("--workload %s names no built-in workload", name)
 			}
 		}
 		ws = slices.DeleteFunc(ws, func(w bench.Workload) bool { return !slices.Contains(f.only, w.Name) })
 	}
-	return ws, nil
+	return bench.FromPaths(ws, paths)
 }
 
 // options are the configuration a workload is searched with (--config,

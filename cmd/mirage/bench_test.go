@@ -118,7 +118,7 @@ func TestBenchTeamWorkloads(t *testing.T) {
 	}
 
 	// A second run appends to the history, which --history draws.
-	if code, _, stderr := mirage(t, "bench", "--only-paths", team, "-o", out, "--workload", "silu_mul"); code != 0 {
+	if code, _, stderr := mirage(t, "bench", "--only-paths", filepath.Join(team, "silu_mul.py"), "-o", out); code != 0 {
 		t.Fatalf("second run: exit %d: %s", code, stderr)
 	}
 	runs, err := bench.ReadHistory(filepath.Join(out, bench.HistoryFile))
@@ -193,7 +193,7 @@ func TestBenchCompare(t *testing.T) {
 		t.Errorf("edited program: exit %d, %v: %s", code, v, stderr)
 	}
 	// The table says so too.
-	code, stdout, _ := mirage(t, "bench", "--only-paths", team, "-o", filepath.Join(out, "edited"), "--compare", baseline, "--workload", "silu_mul", "--time-ratio", "0")
+	code, stdout, _ := mirage(t, "bench", "--only-paths", filepath.Join(team, "silu_mul.py"), "-o", filepath.Join(out, "edited"), "--compare", baseline, "--time-ratio", "0")
 	if code != exitDiffer || !strings.Contains(stdout, "| silu_mul | program changed |") || !strings.Contains(stdout, "| exp_sum | only in baseline |") {
 		t.Errorf("edited program, table: exit %d\n%s", code, stdout)
 	}
@@ -203,7 +203,7 @@ func TestBenchUnusableInput(t *testing.T) {
 	dir := t.TempDir()
 	team := writeTeam(t)
 	good := filepath.Join(dir, "good.json")
-	if code, _, stderr := mirage(t, "bench", "--only-paths", team, "--workload", "silu_mul", "-o", dir); code != 0 {
+	if code, _, stderr := mirage(t, "bench", "--only-paths", filepath.Join(team, "silu_mul.py"), "-o", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if err := os.Rename(filepath.Join(dir, bench.ResultsFile), good); err != nil {
@@ -236,7 +236,8 @@ func TestBenchUnusableInput(t *testing.T) {
 		{[]string{broken}, "broken.py:3"},
 		{[]string{filepath.Join(dir, "missing.py")}, "missing.py: no such file"},
 		{[]string{"--only-paths"}, "--only-paths: no PATH given"},
-		{[]string{"--workload", "nope"}, "--workload nope names no workload"},
+		{[]string{"--workload", "nope"}, "--workload nope names no built-in workload"},
+		{[]string{"--only-paths", team, "--workload", "silu_mul"}, "--workload picks among the built-in workloads"},
 		{[]string{"--history", filepath.Join(dir, "nothing")}, "history.jsonl: no such file"},
 		{[]string{"--time-ratio", "0.5"}, "--time-ratio 0.5: want 1 or more"},
 		{[]string{"--config", "fastest"}, "--config"},
@@ -400,5 +401,22 @@ func TestBenchCompleteSet(t *testing.T) {
 	}
 	if !more {
 		t.Error("--max-candidates 0 verified no more candidates than the default")
+	}
+}
+
+// --workload picks built-in workloads; a program given as a PATH runs
+// beside them, never filtered out by it.
+func TestBenchPathsAlwaysRun(t *testing.T) {
+	team := writeTeam(t)
+	code, stdout, stderr := mirage(t, "bench", "--workload", "ntrans", filepath.Join(team, "silu_mul.py"), "--json", "--time-ratio", "0", "-o", t.TempDir())
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var names []string
+	for _, r := range decodeBench(t, stdout).Rows {
+		names = append(names, r.Workload)
+	}
+	if !slices.Equal(names, []string{"ntrans", "silu_mul"}) {
+		t.Errorf("ran %v, want ntrans (picked) and silu_mul (its path)", names)
 	}
 }

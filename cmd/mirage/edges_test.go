@@ -210,7 +210,7 @@ func TestOutputSetsNeverMixed(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(out, name), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		code, stdout, stderr := mirage(t, "bench", "--only-paths", team, "--workload", "silu_mul", "-o", out)
+		code, stdout, stderr := mirage(t, "bench", "--only-paths", filepath.Join(team, "silu_mul.py"), "-o", out)
 		if code != exitUnusable || !strings.Contains(stderr, name+" is a directory") || strings.Contains(stderr, "bench: silu_mul") {
 			t.Errorf("%s a directory: exit %d, stdout %q, stderr %q; want 2 before the run", name, code, stdout, stderr)
 		}
