@@ -690,11 +690,10 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 		}
 		r := &PartReport{Ops: p.Ops, Inputs: len(p.Inputs), Outputs: len(p.Outputs), Config: o.cfg.Name,
 			Fused: res.fused, WhyNot: res.whyNot, EstimatedUs: res.estimatedUs, UnfusedUs: o.unfusedUs,
-			Cached: res.cached, SameAs: -1, Stats: res.stats, Seed: res.seed, FirstFusedAt: -1}
+			Cached: res.cached, SameAs: -1, Stats: res.stats, Seed: res.seed, FirstFusedAt: res.firstFusedAt()}
 		if res.searched != nil {
 			r.Seeds = res.searched.Seeds
 		}
-		r.FirstFusedAt = res.firstFusedAt()
 		for _, i := range p.Ops {
 			r.Kinds = append(r.Kinds, d.program.Ops[i].Kind.String())
 		}

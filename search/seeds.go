@@ -75,6 +75,7 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 			}
 			if reject {
 				rs.trial.Outcome, rs.cands = "rejected", nil
+				s.complete.Add(1) // the one checked: Rejected stays within Complete
 				s.rejected.Add(1)
 				break
 			}
@@ -105,6 +106,7 @@ func (s *searcher) verifySeeds(rules []ruleSeeds) error {
 		}
 		if !r.Equivalent {
 			rs.trial.Outcome, rs.cands = "rejected", nil
+			s.complete.Add(1) // the one checked: Rejected stays within Complete
 			s.rejected.Add(1)
 			continue
 		}

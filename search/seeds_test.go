@@ -126,8 +126,8 @@ g.mark_output(g.div(X, g.sqrt(g.mul_scalar(S, 0.0078125))))
 			t.Errorf("a rejected rule's seed was returned: %+v", c)
 		}
 	}
-	if res.Stats.Rejected == 0 {
-		t.Error("the rejected seed is not counted")
+	if res.Stats.Rejected == 0 || res.Stats.Rejected > res.Stats.Complete {
+		t.Errorf("the rejected seed is not counted as a complete candidate rejected: %d rejected of %d", res.Stats.Rejected, res.Stats.Complete)
 	}
 }
 
