@@ -323,6 +323,9 @@ type candidateJSON struct {
 	Hash          string  `json:"hash"`               // cost.GraphHash: what profiles key it by
 	Measured      bool    `json:"measured,omitempty"` // estimated_us is a profile's measured time
 	Seed          string  `json:"seed,omitempty"`     // the seed rules that built its parts
+	// ByParts: its own check did not finish in the budget; its parts are
+	// verified and it is wired as they were.
+	ByParts bool `json:"verified_by_parts,omitempty"`
 }
 
 // partJSON is one part in superopt --json.
@@ -380,7 +383,7 @@ func candidateSummary(c *driver.Candidate, baseline cost.Estimate) candidateJSON
 		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
 		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
-		Hash: cost.GraphHash(c.Graph), Measured: c.Measured, Seed: c.Seed,
+		Hash: cost.GraphHash(c.Graph), Measured: c.Measured, Seed: c.Seed, ByParts: c.ByParts,
 	}
 	for _, g := range c.Grids {
 		cj.Grids = append(cj.Grids, g[:])
@@ -456,8 +459,11 @@ func printSuperoptTable(w io.Writer, res *driver.Result, opts driver.Options, ou
 		}
 		e := c.Estimate
 		note := ""
-		if c.Unfused {
+		switch {
+		case c.Unfused:
 			note = "  (the program as written)"
+		case c.ByParts:
+			note = "  (verified part by part: the whole program's check did not fit the time limit)"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx%s\n", i, c.Kernels, c.Customized,
 			gridsText(c.Grids), orDash(strings.Join(ranges, " ")),

@@ -1,0 +1,64 @@
+package driver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// When the stitched program's own check cannot finish in the budget (at
+// a model's shapes it evaluates every matmul again), the answer stands on
+// its parts' checks and its wiring: fused, and marked so.
+func TestAnswerVerifiedByPartsWhenTheWholeCheckRunsOut(t *testing.T) {
+	defer func(c func(*run, *kernel.Graph, []Part, []*outcome) (bool, error)) { wholeCheck = c }(wholeCheck)
+	wholeCheck = func(d *run, _ *kernel.Graph, _ []Part, _ []*outcome) (bool, error) {
+		<-d.verifyStop // as a check of a program too large for the budget
+		return false, ffverify.ErrStopped
+	}
+	program := load(t, "llama_mlp")
+	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: 4 * time.Second, Workers: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Parts) < 2 {
+		t.Fatalf("%d parts: the whole check is skipped for one", len(res.Parts))
+	}
+	best := res.Candidates[0]
+	if best.Unfused || !best.ByParts || best.Customized == 0 {
+		t.Fatalf("best answer %+v, want a fused one verified by parts", best)
+	}
+	if r, err := ffverify.Equivalent(program, best.Graph, ffverify.Options{Seed: 3}); err != nil || !r.Equivalent {
+		t.Errorf("the answer verified by parts is not the program: %+v %v", r, err)
+	}
+}
+
+// The wiring check fails when a part's replacement was verified against
+// another part's program.
+func TestWiringCheckCatchesAnotherPartsProgram(t *testing.T) {
+	program := load(t, "llama_mlp")
+	d, _, done, err := begin(context.Background(), program, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	parts := cut(d.ix, d.firstGroups(nil))
+	if len(parts) < 2 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	outs := make([]*outcome, len(parts))
+	for k, p := range parts {
+		if outs[k], err = d.outcomeOf(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !d.wiredAsVerified(parts, outs) {
+		t.Fatal("the parts' own programs do not give back the program")
+	}
+	outs[0], outs[1] = outs[1], outs[0]
+	if d.wiredAsVerified(parts, outs) {
+		t.Error("two parts' programs swapped pass the wiring check")
+	}
+}
