@@ -257,27 +257,10 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 // and divides.
 func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.Dim3) (*kernel.Graph, bool) {
 	pg := k.p.g
-	g := kernel.New()
-	ids := map[kernel.TensorID]kernel.TensorID{}
-	for _, in := range pg.Inputs() {
-		t := pg.Tensors[in]
-		id, err := g.AddInput(t.Shape, t.DType)
-		if err != nil {
-			return nil, false
-		}
-		ids[in] = id
-	}
-	operands := make([]kernel.TensorID, len(k.operands))
-	for i, t := range k.operands {
-		operands[i] = ids[t]
-	}
-	parts, err := g.Customized(operands, k.b)
-	if err != nil {
+	g, _, parts, ok := k.place()
+	if !ok {
 		return nil, false
 	}
-	// Rows per block: at most 64, and few enough for the blocks to fill
-	// an H100's 132 SMs where the rows allow (the kernel reads split
-	// partial rows each, little work per block).
 	rows := plan.m
 	for rows%2 == 0 && (rows > 64 || plan.b*(plan.m/rows) < 128) {
 		rows /= 2

@@ -206,22 +206,8 @@ func (k *kernelBuilder) store(t kernel.TensorID, x block.TensorID, omap block.Ma
 // program's shapes or do not cover its outputs.
 func (k *kernelBuilder) graph() (*kernel.Graph, bool) {
 	pg := k.p.g
-	g := kernel.New()
-	ids := map[kernel.TensorID]kernel.TensorID{}
-	for _, in := range pg.Inputs() {
-		t := pg.Tensors[in]
-		id, err := g.AddInput(t.Shape, t.DType)
-		if err != nil {
-			return nil, false
-		}
-		ids[in] = id
-	}
-	operands := make([]kernel.TensorID, len(k.operands))
-	for i, t := range k.operands {
-		operands[i] = ids[t]
-	}
-	outs, err := g.Customized(operands, k.b)
-	if err != nil {
+	g, ids, outs, ok := k.place()
+	if !ok {
 		return nil, false
 	}
 	for i, t := range k.results {
@@ -237,6 +223,32 @@ func (k *kernelBuilder) graph() (*kernel.Graph, bool) {
 		}
 	}
 	return g, true
+}
+
+// place starts the seed's kernel graph: the program's inputs, in order
+// (ids maps the program's to the graph's), and the graph-defined kernel,
+// whose results are outs.
+func (k *kernelBuilder) place() (g *kernel.Graph, ids map[kernel.TensorID]kernel.TensorID, outs []kernel.TensorID, ok bool) {
+	pg := k.p.g
+	g = kernel.New()
+	ids = map[kernel.TensorID]kernel.TensorID{}
+	for _, in := range pg.Inputs() {
+		t := pg.Tensors[in]
+		id, err := g.AddInput(t.Shape, t.DType)
+		if err != nil {
+			return nil, nil, nil, false
+		}
+		ids[in] = id
+	}
+	operands := make([]kernel.TensorID, len(k.operands))
+	for i, t := range k.operands {
+		operands[i] = ids[t]
+	}
+	outs, err := g.Customized(operands, k.b)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	return g, ids, outs, true
 }
 
 // tileSizes are the extents a rule tries for a tiled dim of extent n: the
