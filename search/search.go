@@ -210,7 +210,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 		stopProgress()
 		return nil, err
 	}
-	best, err := s.verifyBest(append(seeds, found...))
+	best, err := s.verifyBest(seeds, found)
 	s.stop() // records why, if Run's context ended the verification
 	stopProgress()
 	if err != nil {
@@ -494,12 +494,13 @@ func inProgramOrder(c *Candidate, mapping []int) {
 	c.Hash = kernel.Hash(c.Graph)
 }
 
-// verifyBest ranks the candidates, verifies them in rank order (in
-// parallel; the fast path, then the full check) and returns the first
-// MaxResults that pass; under Options.Unverified it returns the first
-// MaxResults ranked, unverified.
-func (s *searcher) verifyBest(found []*Candidate) ([]*Candidate, error) {
-	cands := s.describeAll(found)
+// verifyBest ranks the candidates, the seeds (described already) and
+// those the enumeration found, verifies them in rank order (in parallel;
+// the fast path, then the full check) and returns the first MaxResults
+// that pass; under Options.Unverified it returns the first MaxResults
+// ranked, unverified.
+func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
+	cands := append(seeds, s.describeAll(found)...)
 	slices.SortFunc(cands, compareCandidates)
 	if s.opts.Unverified {
 		n := len(cands)
@@ -752,7 +753,6 @@ func (s *searcher) describeAll(found []*Candidate) []*Candidate {
 // false when the cost model cannot estimate it.
 func (s *searcher) describe(c *Candidate) bool {
 	g := c.Graph
-	c.Kernels, c.Customized, c.Grids, c.ForloopRanges = 0, 0, nil, nil // a seed is described twice
 	for _, op := range g.Ops {
 		if op.Kind == ugraph.OpInput {
 			continue
