@@ -70,7 +70,7 @@ type Options struct {
 
 	// fingerprints, in the runs of RunDynamic, are the parts' verifiers of
 	// the buckets searched so far.
-	fingerprints *fingerprints
+	fingerprints *ffverify.Pool
 }
 
 // Result is the outcome of Run.
@@ -536,7 +536,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			r.whyNot = "search failed: " + err.Error()
 			return r
 		}
-		d.opts.fingerprints.keep(o, base)
+		d.opts.fingerprints.Keep(o.ops, base)
 		if d.opts.Cache != nil && res.Stats.Stopped == "" {
 			if err := d.opts.Cache.Store(key, "part", res); err != nil {
 				d.logf("warning: cache: %v", err) // a cache that cannot be written only costs time
@@ -609,10 +609,10 @@ func seedsTried(trials []search.SeedTrial) string {
 }
 
 // verifier returns the verifier of o's part's search, stopped once stop is
-// closed: one made from a larger bucket's (fingerprints.prefix), else a
+// closed: one made from a larger bucket's (ffverify.Pool.Prefix), else a
 // new one, as the search would make it.
 func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, error) {
-	if v := d.opts.fingerprints.prefix(o); v != nil {
+	if v := d.opts.fingerprints.Prefix(o.ops, o.program); v != nil {
 		return v.StopWhen(stop), nil
 	}
 	return ffverify.NewStopping(o.program, ffverify.Options{Seed: d.opts.Seed}, stop)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mirage-go/mirage/cost"
@@ -227,7 +226,7 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 	start := time.Now()
 	deadline := start.Add(opts.TimeLimit)
 	res := &DynamicResult{Program: program, Lo: lo, Hi: hi, Buckets: make([]*Bucket, len(buckets))}
-	opts.fingerprints = &fingerprints{of: map[string]*ffverify.Verifier{}}
+	opts.fingerprints = ffverify.NewPool()
 	left := 0
 	for _, size := range buckets {
 		left += size
@@ -275,7 +274,7 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 		return nil, err
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()
-	res.Reused = opts.fingerprints.reused
+	res.Reused = opts.fingerprints.Reused()
 	return res, nil
 }
 
@@ -340,50 +339,6 @@ func (b *Bucket) rowsOf(c *Candidate) int {
 		return c.Rows
 	}
 	return b.Size
-}
-
-// fingerprints are the verifiers of a dynamic run's part searches, by the
-// part's ops: a search of the same part at fewer rows cuts them to its
-// own (Verifier.Prefix). Buckets are searched largest first, so the first
-// kept is the one to cut from.
-type fingerprints struct {
-	mu     sync.Mutex
-	of     map[string]*ffverify.Verifier
-	reused int
-}
-
-// prefix returns a verifier for o's part made from a larger bucket's, or
-// nil (the search then makes its own).
-func (f *fingerprints) prefix(o *outcome) *ffverify.Verifier {
-	if f == nil {
-		return nil
-	}
-	f.mu.Lock()
-	v := f.of[o.ops]
-	f.mu.Unlock()
-	if v == nil {
-		return nil
-	}
-	p, err := v.Prefix(o.program)
-	if err != nil {
-		return nil // not for a row-independent program; the search makes its own
-	}
-	f.mu.Lock()
-	f.reused++
-	f.mu.Unlock()
-	return p
-}
-
-// keep records v, the verifier of o's part, unless one is kept already.
-func (f *fingerprints) keep(o *outcome, v *ffverify.Verifier) {
-	if f == nil || v == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.of[o.ops] == nil {
-		f.of[o.ops] = v
-	}
 }
 
 // BucketFor returns the bucket that serves m: the smallest at or above it.

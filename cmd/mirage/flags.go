@@ -5,24 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/mirage-go/mirage/frontend"
 )
-
-// programBounds tells users of the commands that run programs what the
-// front-end allows a program.
-var programBounds = fmt.Sprintf(`A program (.py) runs as Mirage's scripts are written, with no file, network
-or process access: imports of modules other than mirage (torch, numpy, os,
-time, ...) are inert stubs, with one warning (--strict refuses them), and
-Mirage's runtime calls (set_gpu_device_id, generate_cuda_program, ...)
-do nothing, with one note. argparse works: the arguments after -- are the
-program's (mirage superopt rmsnorm.py -- --bs 8); a bad one is an error
-naming it (exit status 2).
-
-A program runs bounded: at most %d MiB of source, %d Starlark steps and
-%d MiB of values built (strings, lists, ...); a program that goes past a
-bound stops with an error at its line (exit status 2).`,
-	frontend.MaxSourceSize>>20, frontend.DefaultMaxSteps, frontend.DefaultMaxAlloc>>20)
 
 // pathFlags marks cmd's flags names as paths (files or directories): an
 // empty one is then refused (checkPaths), and shells complete them.

@@ -1,28 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/internal/memlimit"
-	"github.com/mirage-go/mirage/ugraph/kernel"
 )
-
-// input is a file named on the command line: a program (.py) or a μGraph
-// document (.ugraph.json) holding one or more kernel graphs.
-type input struct {
-	Path    string
-	Name    string
-	File    *kernel.File      // the graphs, one for a program
-	Program *frontend.Program // set for a .py program
-}
 
 // loadFlags are the flags of every command that reads inputs, and the
 // program's own arguments, given after --.
@@ -43,14 +32,12 @@ func (f *loadFlags) files(n int) cobra.PositionalArgs {
 		if err := cobra.ExactArgs(n)(cmd, files); err != nil {
 			return err
 		}
-		if len(f.args) > 0 && !slices.ContainsFunc(files, isProgram) {
+		if len(f.args) > 0 && !slices.ContainsFunc(files, driver.IsProgram) {
 			return fmt.Errorf("the arguments after -- (%s) are a program's, and %s holds no .py program", strings.Join(f.args, " "), strings.Join(files, " and "))
 		}
 		return nil
 	}
 }
-
-func isProgram(path string) bool { return strings.HasSuffix(path, ".py") }
 
 // argsHint adds to an unknown flag's error where a program's own
 // arguments go.
@@ -71,62 +58,19 @@ func (f *loadFlags) register(cmd *cobra.Command) {
 
 // load reads the input file at path; warnings from the front-end go to
 // cmd's error stream.
-func (f *loadFlags) load(cmd *cobra.Command, path string) (*input, error) {
-	switch {
-	case isProgram(path):
-		p, err := frontend.LoadFile(path, f.frontendOptions(cmd))
-		if err != nil {
-			return nil, err
-		}
-		return programInput(path, p), nil
-	case strings.HasSuffix(path, ".json"):
-		file, err := kernel.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		return documentInput(path, file), nil
-	}
-	return nil, fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
+func (f *loadFlags) load(cmd *cobra.Command, path string) (*driver.Input, error) {
+	return driver.Load(path, f.options(cmd))
 }
 
-// loadSource is load for a file already read: src is the text of path.
-func (f *loadFlags) loadSource(cmd *cobra.Command, path string, src []byte) (*input, error) {
-	switch {
-	case isProgram(path):
-		p, err := frontend.Load(path, src, f.frontendOptions(cmd))
-		if err != nil {
-			return nil, err
-		}
-		return programInput(path, p), nil
-	case strings.HasSuffix(path, ".json"):
-		file, err := kernel.Decode(bytes.NewReader(src))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return documentInput(path, file), nil
-	}
-	return nil, fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
-}
-
-func (f *loadFlags) frontendOptions(cmd *cobra.Command) frontend.Options {
+// options are the front-end's options: the program's arguments, its
+// prints and the loader's warnings to cmd's error stream.
+func (f *loadFlags) options(cmd *cobra.Command) frontend.Options {
 	return frontend.Options{
 		Strict: f.strict,
 		Args:   f.args,
 		Stdout: cmd.ErrOrStderr(),
 		Warn:   func(msg string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg) },
 	}
-}
-
-func programInput(path string, p *frontend.Program) *input {
-	return &input{Path: path, Name: p.Name, File: kernel.NewFile(p.Name, p.Graph), Program: p}
-}
-
-func documentInput(path string, file *kernel.File) *input {
-	name := file.Name
-	if name == "" {
-		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".json"), ".ugraph")
-	}
-	return &input{Path: path, Name: name, File: file}
 }
 
 // memoryFlag is the --max-memory flag of the commands that evaluate
@@ -149,17 +93,8 @@ func (f *memoryFlag) Set(s string) error {
 
 // explain adds to an error of work over the memory bound how to raise it.
 func (f *memoryFlag) explain(err error) error {
-	var e *memlimit.Error
-	if errors.As(err, &e) {
+	if _, ok := errors.AsType[*memlimit.Error](err); ok {
 		return fmt.Errorf("%w (--max-memory raises the limit)", err)
 	}
 	return err
-}
-
-// graph returns the n-th graph of the input (0 for a program).
-func (in *input) graph(n int) (*kernel.Graph, error) {
-	if n < 0 || n >= len(in.File.Graphs) {
-		return nil, fmt.Errorf("%s: no candidate %d (the file holds %d graph(s), numbered from 0)", in.Path, n, len(in.File.Graphs))
-	}
-	return in.File.Graphs[n].Graph, nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mirage-go/mirage/check"
 )
 
 // mirage runs the command line in-process and returns its exit status and
@@ -140,8 +142,8 @@ func TestShow(t *testing.T) {
 
 func TestEval(t *testing.T) {
 	type result struct {
-		Seed    int64     `json:"seed"`
-		Outputs []summary `json:"outputs"`
+		Seed    int64           `json:"seed"`
+		Outputs []check.Summary `json:"outputs"`
 	}
 	eval := func(args ...string) result {
 		t.Helper()

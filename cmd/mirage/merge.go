@@ -23,26 +23,9 @@ func newMergeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "merge DIR",
 		Short: "Put the shards of a sharded superopt run together",
-		Long: `merge reads the shard files that mirage superopt --shard I/N --shard-dir DIR
-wrote (DIR/NAME.shard-I-of-N.json), checks that all N are there and are
-shards of one run (the same program, configuration, arch, seed, N and
-mirage version; every file whole), then ranks and verifies the shards'
-candidates together, stitches and writes what one superopt process would
-have: DIR/NAME.ugraph.json with the same graphs in the same order, and the
-same NAME.cu and NAME.h (into -o).
-
-A shard that stopped early (its time limit, or its --max-states budget) is
-reported (a warning; incomplete in --json): the answer is then the best of
-what was searched.
-
---json prints superopt's object with "shards" and "incomplete" (the
-indices of the shards that stopped early) added.
-
-Exit status: 0 with an answer; 2 when the set cannot be merged (a missing
-or duplicate index, a shard of another run or version, a damaged file),
-with a message naming the files and indices, and nothing written.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
+		Long:  help("merge"),
+		Args:  cobra.ExactArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write the files into")
@@ -65,7 +48,7 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return err
 	}
-	var meta shardMeta
+	var meta driver.ShardMeta
 	if err := json.Unmarshal(m.Meta, &meta); err != nil {
 		return fmt.Errorf("%s: the shards' meta: %v", dir, err)
 	}
@@ -74,7 +57,8 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 		return fmt.Errorf("%s: the shards' arch: %v", dir, err)
 	}
 	emit := !f.noEmit && !meta.NoEmit
-	if err := answerOutput(cmd, f.outDir, m.Options.Name, meta.Source, meta.Answer, arch, emit).Check(); err != nil {
+	out := driver.NewOutput(f.outDir, m.Options.Name, meta.Source, meta.Answer, arch, emit, warner(cmd))
+	if err := out.Check(); err != nil {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 	errw := cmd.ErrOrStderr()
@@ -93,13 +77,13 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", dir, err)
 	}
-	out, emitted, err := writeAnswer(cmd, res, f.outDir, opts.Name, meta.Source, meta.Answer, arch, emit)
+	written, emitted, err := res.WriteAnswer(out)
 	if err != nil {
 		return err
 	}
 	if f.asJSON {
-		return printAnswerJSON(cmd.OutOrStdout(), res, out, emitted, &mergeJSON{Shards: m.Count, Incomplete: incomplete})
+		return writeJSON(cmd.OutOrStdout(), driver.AnswerReport(res, written, emitted, &driver.MergeSummary{Shards: m.Count, Incomplete: incomplete}))
 	}
-	printSuperoptTable(cmd.OutOrStdout(), res, opts, out, emitted)
+	driver.WriteTable(cmd.OutOrStdout(), res, opts, written, emitted)
 	return nil
 }

@@ -7,16 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/driver"
-	"github.com/mirage-go/mirage/search"
 )
-
-// shardMeta is what the shards of a run record for mirage merge, to write
-// the answer as superopt would have.
-type shardMeta struct {
-	Source string     `json:"source"` // the program's path, as given
-	Answer answerMeta `json:"answer"`
-	NoEmit bool       `json:"no_emit,omitempty"`
-}
 
 // shardFlags checks --shard, --shard-dir and --shards together; sharded
 // is false when the run is not a shard's.
@@ -53,25 +44,8 @@ func (f *superoptFlags) shardFlags(cmd *cobra.Command) (sh driver.Shard, sharded
 	return sh, true, nil
 }
 
-// shardJSON is superopt --shard --json's answer.
-type shardJSON struct {
-	Shard      int             `json:"shard"`
-	Shards     int             `json:"shards"`
-	File       string          `json:"file"`
-	Exhaustive bool            `json:"exhaustive"`
-	Stopped    string          `json:"stopped,omitempty"`
-	Stats      search.Stats    `json:"stats"`
-	Parts      []shardPartJSON `json:"parts"`
-}
-
-type shardPartJSON struct {
-	Key        string       `json:"key"`
-	Candidates int          `json:"candidates"`
-	Stats      search.Stats `json:"stats"`
-}
-
 // runShard searches slice sh of the program and writes its shard file.
-func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opts driver.Options, sh driver.Shard) error {
+func (f *superoptFlags) runShard(cmd *cobra.Command, in *driver.Input, opts driver.Options, sh driver.Shard) error {
 	if err := driver.CheckOutputDir(f.shardDir); err != nil {
 		return fmt.Errorf("--shard-dir %s: %v", f.shardDir, err)
 	}
@@ -81,7 +55,7 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opt
 	defer stop()
 	res, err := driver.RunShard(ctx, in.Program.Graph, opts, sh)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %v", in.Path, err)
 	}
 	if res.Interrupted {
 		// A scheduler's SIGTERM (a preemption, a task's time limit): no
@@ -89,10 +63,10 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opt
 		// rather than merged incomplete.
 		return &exitError{code: driver.ExitInterrupted, err: fmt.Errorf("shard %v interrupted; nothing written (run it again)", sh)}
 	}
-	meta := shardMeta{Source: path, Answer: f.answerMeta(), NoEmit: f.noEmit}
+	meta := driver.ShardMeta{Source: in.Path, Answer: f.answerMeta(), NoEmit: f.noEmit}
 	file, err := driver.NewShardFile(in.Program.Graph, opts, res, version, meta)
 	if err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %v", in.Path, err)
 	}
 	if err := file.Write(f.shardDir); err != nil {
 		return fmt.Errorf("--shard-dir %s: %v", f.shardDir, err)
@@ -101,18 +75,8 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *input, path string, opt
 		fmt.Fprintf(errw, "warning: shard %v stopped early (%s): the merged answer will be the best of what was searched\n", sh, res.Stopped)
 	}
 	if f.asJSON {
-		out := shardJSON{Shard: sh.Index, Shards: sh.Count, File: file.Path, Exhaustive: res.Stopped == "", Stopped: res.Stopped,
-			Stats: res.Stats, Parts: []shardPartJSON{}}
-		for _, p := range res.Parts {
-			out.Parts = append(out.Parts, shardPartJSON{Key: p.Key, Candidates: len(p.Result.Candidates), Stats: p.Result.Stats})
-		}
-		return writeJSON(cmd.OutOrStdout(), out)
+		return writeJSON(cmd.OutOrStdout(), res.Summary(sh, file.Path))
 	}
-	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "shard %v: %d part search(es), %d states in %.1fs", sh, len(res.Parts), res.Stats.States, res.Stats.Seconds)
-	if res.Stopped != "" {
-		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
-	}
-	fmt.Fprintf(w, "\nwrote %s\n", file.Path)
+	res.WriteSummary(cmd.OutOrStdout(), sh, file.Path)
 	return nil
 }

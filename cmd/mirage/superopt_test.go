@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -109,7 +110,7 @@ func TestSuperopt(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("emit: exit %d: %s", code, stderr)
 	}
-	var m manifest
+	var m driver.Manifest
 	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
 		t.Fatalf("emit --json: %v", err)
 	}

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/driver"
-	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/tune"
 )
 
@@ -34,27 +30,9 @@ func newTuneCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tune FILE.ugraph.json",
 		Short: "Time a μGraph file's best candidates on the GPU and write the profile superopt ranks by",
-		Long: `tune measures the first --candidates graphs of a μGraph file (superopt writes
-its answers best first: superopt --max-candidates K) on this machine's GPU,
-and writes what it measured as a profile that superopt --profile ranks by:
-the cost model picks the few candidates worth timing, the GPU picks among
-them.
-
-It emits each candidate's CUDA, builds one host program with nvcc (the CUDA
-toolkit alone; no Python or PyTorch), and runs them all on the same random
-inputs (rotated among copies when they fit in L2 twice over, so that each
-run reads device memory): --warmup untimed runs, then --runs runs each timed
-with its own pair of CUDA events, a spin kernel keeping the GPU ahead of the
-host. Each candidate's outputs are checked against the first one's (max
-relative error 1e-2, as bench/gpu checks fp16 results); one that differs is
-reported and left out of the profile.
-
-The profile (-o, default profile_ARCH.json beside FILE) keys each time by the
-program's name (--program, default the file's) and the graph's hash, as
-superopt --profile reads it. On a machine without a GPU (or nvcc) tune says
-so and exits 2.`,
-		Args: f.load.files(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
+		Long:  help("tune"),
+		Args:  f.load.files(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	registerArch(cmd, &f.arch, "the code built and the cost model's estimates")
 	fl := cmd.Flags()
@@ -79,7 +57,7 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if f.runs < 1 || f.warmup < 0 {
 		return fmt.Errorf("--runs %d, --warmup %d: want at least one timed run, and no negative warm-up", f.runs, f.warmup)
 	}
-	if isProgram(path) {
+	if driver.IsProgram(path) {
 		return fmt.Errorf("%s: tune times the candidates of a μGraph file (superopt FILE.py --max-candidates K writes one)", path)
 	}
 	in, err := f.load.load(cmd, path)
@@ -110,72 +88,12 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}
-	var data bytes.Buffer
-	if err := res.Profile.Write(&data); err != nil {
-		return err
-	}
-	if err := atomicfile.WriteFile(out, data.Bytes(), 0o644); err != nil {
+	if err := res.WriteProfile(out); err != nil {
 		return err
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), struct {
-			GPU          string            `json:"gpu"`
-			Arch         string            `json:"arch"`
-			Program      string            `json:"program"`
-			Profile      string            `json:"profile"`
-			Measurements []tuneMeasurement `json:"measurements"`
-		}{res.GPU, f.arch.Arch.Name, program, out, tuneMeasurements(res)})
+		return writeJSON(cmd.OutOrStdout(), res.Report(f.arch.Arch.Name, program, out))
 	}
-	printTuneTable(cmd.OutOrStdout(), res, out)
+	res.WriteTable(cmd.OutOrStdout(), out)
 	return nil
-}
-
-// tuneMeasurement is a measurement as --json prints it.
-type tuneMeasurement struct {
-	Candidate   int     `json:"candidate"`
-	Hash        string  `json:"hash"`
-	EstimatedUs float64 `json:"estimated_us"`
-	MedianUs    float64 `json:"median_us,omitempty"`
-	P10Us       float64 `json:"p10_us,omitempty"`
-	P90Us       float64 `json:"p90_us,omitempty"`
-	Runs        int     `json:"runs,omitempty"`
-	MaxRelErr   float64 `json:"max_rel_err"`
-	Reference   bool    `json:"reference,omitempty"`
-	Error       string  `json:"error,omitempty"`
-}
-
-func tuneMeasurements(res *tune.Result) []tuneMeasurement {
-	var ms []tuneMeasurement
-	for _, m := range res.Measurements {
-		ms = append(ms, tuneMeasurement{m.Candidate, m.Hash, m.EstimatedUs, m.MedianUs, m.P10, m.P90, m.Runs, m.MaxRelErr, m.Reference, m.Err})
-	}
-	return ms
-}
-
-// printTuneTable prints the measurements and which candidate each of the
-// model and the GPU prefers.
-func printTuneTable(w io.Writer, res *tune.Result, profile string) {
-	fmt.Fprintf(w, "%s\n", res.GPU)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "candidate\test. µs\tmedian µs\tp10\tp90\tmax rel err\t")
-	fastest := -1
-	for i, m := range res.Measurements {
-		if m.Err != "" {
-			fmt.Fprintf(tw, "%d\t%.1f\t-\t-\t-\t-\t%s\n", m.Candidate, m.EstimatedUs, m.Err)
-			continue
-		}
-		ref := ""
-		if m.Reference {
-			ref = "(reference)"
-		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.1e\t%s\n", m.Candidate, m.EstimatedUs, m.MedianUs, m.P10, m.P90, m.MaxRelErr, ref)
-		if fastest < 0 || m.MedianUs < res.Measurements[fastest].MedianUs {
-			fastest = i
-		}
-	}
-	tw.Flush()
-	if fastest >= 0 {
-		fmt.Fprintf(w, "the model ranks candidate 0 first; measured, candidate %d is fastest\n", res.Measurements[fastest].Candidate)
-	}
-	fmt.Fprintf(w, "wrote %s (%d measurement(s)): superopt --profile %s ranks by it\n", profile, len(res.Profile.Measurements), profile)
 }

@@ -38,7 +38,9 @@ var floors = map[string]float64{
 	"cost": 3, "codegen/cuda": 3, "search": 3,
 	// 4: the driver.
 	"driver": 4, "tune": 4, // tune: measuring candidates on a GPU
-	"enginerun": 4, // checking emitted code in examples/engine's decode loop
+	"enginerun": 4,   // checking emitted code in examples/engine's decode loop
+	"inspect":   4,   // what show prints of a graph
+	"check":     4.5, // answer checking (verify, eval): reads the driver's inputs and dynamic documents
 	// 5: what wires everything; bench's workloads first.
 	"bench":      5.0,
 	"cmd/mirage": 5.1,
@@ -178,5 +180,36 @@ func TestSearchIsFreeOfTheFrontEnd(t *testing.T) {
 			t.Fatalf("search depends on %s", strings.TrimPrefix(p, "ext:"))
 		}
 		todo = append(todo, pkgs[p]...)
+	}
+}
+
+// cmdImports are the only packages of the module cmd/mirage may import:
+// it parses flags, calls one function per command and prints (DESIGN §7).
+// What a command decides (options, reports, output sets, checks, the
+// suite's run loop) lives below it, in these packages.
+var cmdImports = []string{
+	"bench",             // mirage bench: bench.Suite
+	"check",             // verify, eval
+	"driver",            // superopt, merge, emit: inputs, options, output sets, reports
+	"frontend",          // the front-end's options (a program's arguments, --strict) and bounds
+	"inspect",           // show
+	"internal/memlimit", // --max-memory, the Go heap's soft limit
+	"target",            // --arch
+	"tune",              // mirage tune
+}
+
+func TestCommandLineImportsItsList(t *testing.T) {
+	pkgs := imports(t, filepath.Join("..", ".."))
+	deps, ok := pkgs["cmd/mirage"]
+	if !ok {
+		t.Fatal("no cmd/mirage in the tree")
+	}
+	if len(cmdImports) > 8 {
+		t.Errorf("cmdImports lists %d packages: cmd/mirage imports at most 8 of the module's", len(cmdImports))
+	}
+	for _, dep := range deps {
+		if !strings.HasPrefix(dep, "ext:") && !slices.Contains(cmdImports, dep) {
+			t.Errorf("cmd/mirage imports %s: what it needs of it belongs in one of %v", dep, cmdImports)
+		}
 	}
 }

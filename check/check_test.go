@@ -1,0 +1,160 @@
+package check_test
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/check"
+	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// load returns the program of source, named name.py, as a file gives it.
+func load(t *testing.T, name, source string) *driver.Input {
+	t.Helper()
+	in, err := driver.LoadSource(name+".py", []byte("import mirage as mi\ng = mi.new_kernel_graph()\n"+source), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+func named(t *testing.T, in *driver.Input) check.Named {
+	t.Helper()
+	g, err := in.Graph(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return check.Named{Path: in.Path, Graph: g}
+}
+
+// (X + Y) * Z and X*Z + Y*Z are one function; (X + Y) * Y is another;
+// wider takes inputs of another shape.
+const (
+	xyz     = "X = g.new_input(dims=(8, 64), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\n"
+	factored   = xyz + "g.mark_output(g.mul(g.add(X, Y), Z))\n"
+	expanded  = xyz + "g.mark_output(g.add(g.mul(X, Z), g.mul(Y, Z)))\n"
+	other = xyz + "g.mark_output(g.mul(g.add(X, Y), Y))\n"
+	wider   = "X = g.new_input(dims=(8, 128), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.add(Y, Z))\n"
+)
+
+func TestGraphs(t *testing.T) {
+	for _, tt := range []struct {
+		name, a, b string
+		method     check.Method
+		same       bool
+		says, err  string
+	}{
+		{"ff agree", factored, expanded, check.FF, true, "equivalent (finite fields, seed 1, 2 trial(s)): 1 output(s) agree", ""},
+		{"float agree", factored, expanded, check.Float, true, "equivalent (float64, seed 1): 1 output(s) agree", ""},
+		{"ff differ", factored, other, check.FF, false, "finite fields, seed 1", ""},
+		{"float differ", factored, other, check.Float, false, "not equivalent (float64, seed 1): output 0", ""},
+		{"inputs differ", factored, wider, check.FF, false, "", "a.py and b.py: input 0 is [8, 64] float16 in the first but [8, 128] float16 in the second"},
+		{"unknown method", factored, expanded, "exact", false, "", `unknown --method "exact" (want ff or float)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var w bytes.Buffer
+			opts := check.Options{Method: tt.method, Trials: check.DefaultTrials, Seed: 1, MaxBytes: 1 << 30}
+			same, err := check.Graphs(&w, named(t, load(t, "a", tt.a)), named(t, load(t, "b", tt.b)), opts)
+			switch {
+			case tt.err != "":
+				if err == nil || err.Error() != tt.err {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case same != tt.same || !strings.Contains(w.String(), tt.says):
+				t.Errorf("same = %v, said %q; want %v, %q", same, w.String(), tt.same, tt.says)
+			}
+		})
+	}
+}
+
+// A comparison over the memory bound is refused before it runs.
+func TestGraphsKeepToTheMemoryBound(t *testing.T) {
+	for _, m := range []check.Method{check.FF, check.Float} {
+		opts := check.Options{Method: m, Trials: 1, Seed: 1, MaxBytes: 1024}
+		_, err := check.Graphs(&bytes.Buffer{}, named(t, load(t, "a", factored)), named(t, load(t, "b", expanded)), opts)
+		if !check.OverMemory(err) {
+			t.Errorf("%s with 1 KiB: %v, want a memory limit error", m, err)
+		}
+	}
+}
+
+// Dynamic checks each graph of a document at its own m, with one pool of
+// the program's fingerprints: a wrong graph among right ones is found.
+func TestDynamic(t *testing.T) {
+	a := load(t, "a", "X = g.new_input(dims=(16, 64), dtype=mi.float16)\ng.mark_output(g.exp(X))\n")
+	d, err := a.MarkDynamic([]string{"0:0=1..16"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var graphs []*kernel.Graph
+	for _, g := range []struct {
+		rows int
+		op   string
+	}{{16, "exp"}, {4, "exp"}, {2, "sqrt"}} {
+		b := load(t, "b", fmt.Sprintf("X = g.new_input(dims=(%d, 64), dtype=mi.float16)\ng.mark_output(g.%s(X))\n", g.rows, g.op))
+		graphs = append(graphs, b.File.Graphs[0].Graph)
+	}
+	b := &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", graphs...)}
+	for _, method := range []check.Method{check.FF, check.Float} {
+		var w bytes.Buffer
+		same, err := check.Dynamic(&w, d, a.Path, b, check.Options{Method: method, Trials: 2, Seed: 1, MaxBytes: 1 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := w.String()
+		if same || !strings.Contains(said, "graph 0, m = 16: equivalent") || !strings.Contains(said, "graph 1, m = 4: equivalent") ||
+			strings.Contains(said, "graph 2, m = 2: equivalent") || !strings.HasSuffix(said, "1 of 3 graph(s) differ from the program at their m\n") {
+			t.Errorf("%s: same = %v:\n%s", method, same, said)
+		}
+	}
+}
+
+func TestMatchOutputs(t *testing.T) {
+	row := func(vs ...float64) *interp.Tensor {
+		return &interp.Tensor{Shape: ugraph.MustShape(len(vs)), Data: vs}
+	}
+	for _, tt := range []struct {
+		name      string
+		want, got []*interp.Tensor
+		match     []int // nil: no pairing
+	}{
+		{"in order", []*interp.Tensor{row(1, 2), row(3)}, []*interp.Tensor{row(1, 2), row(3)}, []int{0, 1}},
+		{"swapped", []*interp.Tensor{row(1, 2), row(3, 4)}, []*interp.Tensor{row(3, 4), row(1, 2)}, []int{1, 0}},
+		{"each once", []*interp.Tensor{row(1, 2), row(1, 2)}, []*interp.Tensor{row(1, 2), row(1, 2)}, []int{0, 1}},
+		{"values differ", []*interp.Tensor{row(1, 2)}, []*interp.Tensor{row(1, 2.5)}, nil},
+		{"no such shape", []*interp.Tensor{row(1, 2)}, []*interp.Tensor{row(1, 2, 3)}, nil},
+	} {
+		match, diffs := check.MatchOutputs(tt.want, tt.got)
+		if !slices.Equal(match, tt.match) || len(diffs) != len(tt.want) {
+			t.Errorf("%s: %v, %d diffs; want %v", tt.name, match, len(diffs), tt.match)
+		}
+	}
+}
+
+func TestEval(t *testing.T) {
+	g := named(t, load(t, "a", "X = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.mul(X, X))\n")).Graph
+	sums, err := check.Eval(g, 1, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Squares of draws from [-1, 1): a sum of 512 of them near 512/3.
+	s := sums[0]
+	if len(sums) != 1 || !slices.Equal(s.Shape, []int{8, 64}) || s.Sum < 120 || s.Sum > 220 || s.MaxAbs > 1 || s.L2 <= 0 {
+		t.Errorf("%+v", sums)
+	}
+	if want := "[8, 64]  sum "; !strings.HasPrefix(s.String(), want) {
+		t.Errorf("String() = %q, want it to begin %q", s.String(), want)
+	}
+	if _, err := check.Eval(g, 1, 1024); !check.OverMemory(err) {
+		t.Errorf("with 1 KiB: %v", err)
+	}
+}

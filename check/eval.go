@@ -1,0 +1,50 @@
+package check
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Summary is what eval reports of one output tensor.
+type Summary struct {
+	Shape  []int   `json:"shape"`
+	Sum    float64 `json:"sum"`
+	L2     float64 `json:"l2"`
+	MaxAbs float64 `json:"max_abs"`
+
+	shape ugraph.Shape // as the text form prints it
+}
+
+// String is the summary as mirage eval prints it.
+func (s Summary) String() string {
+	return fmt.Sprintf("%v  sum %.9g  l2 %.9g  max|x| %.9g", s.shape, s.Sum, s.L2, s.MaxAbs)
+}
+
+// Eval runs g in float64 on random inputs drawn with seed, within limit
+// bytes (refused before anything is allocated), and summarizes each
+// output.
+func Eval(g *kernel.Graph, seed, limit int64) ([]Summary, error) {
+	if err := interp.CheckMemory(g, limit); err != nil {
+		return nil, err
+	}
+	outs, err := interp.RunWithin(g, interp.RandomInputs(g, seed), limit)
+	if err != nil {
+		return nil, err
+	}
+	sums := make([]Summary, len(outs))
+	for i, t := range outs {
+		s := Summary{Shape: t.Shape.Dims(), shape: t.Shape}
+		for _, v := range t.Data {
+			s.Sum += v
+			s.L2 += v * v
+			s.MaxAbs = math.Max(s.MaxAbs, math.Abs(v))
+		}
+		s.L2 = math.Sqrt(s.L2)
+		sums[i] = s
+	}
+	return sums, nil
+}

@@ -1,0 +1,206 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/internal/memlimit"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Method is how two graphs are compared.
+type Method string
+
+const (
+	// FF is exact arithmetic over two finite fields on Options.Trials
+	// independent random draws (ffverify).
+	FF Method = "ff"
+	// Float is the float64 reference interpreter, within
+	// interp.DefaultTolerance.
+	Float Method = "float"
+)
+
+// DefaultTrials is FF's number of independent draws unless told: a wrong
+// program passes them all with probability below 1e-7.
+const DefaultTrials = ffverify.DefaultTrials
+
+// Options are a comparison's method, its random draws and its memory
+// bound.
+type Options struct {
+	Method   Method
+	Trials   int   // FF: independent draws
+	Seed     int64 // of the random inputs
+	MaxBytes int64 // the memory an evaluation may take
+}
+
+func (o Options) ff() ffverify.Options {
+	return ffverify.Options{Trials: o.Trials, Seed: uint64(o.Seed), MaxBytes: o.MaxBytes}
+}
+
+// check returns an error for an unknown method.
+func (o Options) check() error {
+	if o.Method != FF && o.Method != Float {
+		return fmt.Errorf("unknown --method %q (want ff or float)", o.Method)
+	}
+	return nil
+}
+
+// Named is a graph and the file it came from, which errors name.
+type Named struct {
+	Path  string
+	Graph *kernel.Graph
+}
+
+// Graphs checks that a and b compute the same function: the same inputs,
+// by position, and outputs that agree in some order. It writes the
+// verdict to w and returns whether they agree; an error means no verdict.
+func Graphs(w io.Writer, a, b Named, opts Options) (bool, error) {
+	if err := SameInputs(a.Graph, b.Graph); err != nil {
+		return false, fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
+	}
+	if err := opts.check(); err != nil {
+		return false, err
+	}
+	if opts.Method == Float {
+		return floats(w, a, b, opts.Seed, opts.MaxBytes)
+	}
+	return fields(w, a, b, opts.ff())
+}
+
+// SameInputs checks that a and b take inputs of the same shapes and
+// dtypes, in the same order.
+func SameInputs(a, b *kernel.Graph) error {
+	ia, ib := a.Inputs(), b.Inputs()
+	if len(ia) != len(ib) {
+		return fmt.Errorf("%d inputs vs %d", len(ia), len(ib))
+	}
+	for i := range ia {
+		ta, tb := a.Tensors[ia[i]], b.Tensors[ib[i]]
+		if ta != tb {
+			return fmt.Errorf("input %d is %v %v in the first but %v %v in the second", i, ta.Shape, ta.DType, tb.Shape, tb.DType)
+		}
+	}
+	return nil
+}
+
+// fields compares a and b over finite fields, one draw at a time.
+func fields(w io.Writer, a, b Named, opts ffverify.Options) (bool, error) {
+	r, err := ffverify.Equivalent(a.Graph, b.Graph, opts)
+	if err != nil {
+		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
+	}
+	return report(w, r, opts), nil
+}
+
+// report writes the finite-field verdict r and returns it.
+func report(w io.Writer, r ffverify.Result, opts ffverify.Options) bool {
+	if !r.Equivalent {
+		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, opts.Seed)
+		return false
+	}
+	fmt.Fprintf(w, "equivalent (finite fields, seed %d, %d trial(s)): %d output(s) agree\n", opts.Seed, opts.Trials, len(r.Mapping))
+	return true
+}
+
+// floats compares a and b in float64 on one draw.
+func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
+	ga, gb := a.Graph, b.Graph
+	// Both evaluations' memory counts: the first's outputs and the shared
+	// inputs stay while the second runs.
+	if err := memlimit.Check("evaluating both in float64", ugraph.AddSize(interp.Memory(ga), interp.Memory(gb)), limit); err != nil {
+		if err := interp.CheckMemory(ga, limit); err != nil {
+			return false, fmt.Errorf("%s: %w", a.Path, err)
+		}
+		if err := interp.CheckMemory(gb, limit); err != nil {
+			return false, fmt.Errorf("%s: %w", b.Path, err)
+		}
+		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
+	}
+	inputs := interp.RandomInputs(ga, seed)
+	wa, err := interp.RunWithin(ga, inputs, limit)
+	if err != nil {
+		return false, fmt.Errorf("%s: %v", a.Path, err)
+	}
+	wb, err := interp.RunWithin(gb, inputs, limit)
+	if err != nil {
+		return false, fmt.Errorf("%s: %v", b.Path, err)
+	}
+	if len(wa) != len(wb) {
+		fmt.Fprintf(w, "not equivalent: %s has %d outputs, %s has %d\n", a.Path, len(wa), b.Path, len(wb))
+		return false, nil
+	}
+	match, diffs := MatchOutputs(wa, wb)
+	if match == nil {
+		worst := diffs[0]
+		for _, d := range diffs {
+			if d.MaxRelErr > worst.MaxRelErr {
+				worst = d
+			}
+		}
+		fmt.Fprintf(w, "not equivalent (float64, seed %d): output %d: worst relative error %.3g at %v (want %.9g, got %.9g), tolerance %g\n",
+			seed, worst.Output, worst.MaxRelErr, worst.Index, worst.Want, worst.Got, interp.DefaultTolerance)
+		return false, nil
+	}
+	worst := 0.0
+	for _, d := range diffs {
+		worst = max(worst, d.MaxRelErr)
+	}
+	fmt.Fprintf(w, "equivalent (float64, seed %d): %d output(s) agree, worst relative error %.3g (tolerance %g)\n",
+		seed, len(wa), worst, interp.DefaultTolerance)
+	return true, nil
+}
+
+// MatchOutputs pairs each output of want with a distinct output of got of
+// the same shape that agrees within tolerance, trying outputs in order. It
+// returns the pairing (want index -> got index), or nil and, for each want
+// output, its comparison with the first same-shaped got output (Output set
+// to the want index) so the caller can say where they differ.
+func MatchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
+	match := make([]int, len(want))
+	used := make([]bool, len(got))
+	diffs := make([]interp.Diff, len(want))
+	ok := true
+	for i, w := range want {
+		match[i] = -1
+		first := true
+		for j, g := range got {
+			if used[j] || g.Shape != w.Shape {
+				continue
+			}
+			d, err := interp.Compare(w, g)
+			if err != nil {
+				continue
+			}
+			d.Output = i
+			if first {
+				diffs[i], first = d, false
+			}
+			if d.MaxRelErr <= interp.DefaultTolerance {
+				match[i], used[j], diffs[i] = j, true, d
+				break
+			}
+		}
+		if match[i] < 0 {
+			ok = false
+			if first { // no output of that shape at all
+				diffs[i] = interp.Diff{Output: i, MaxRelErr: math.Inf(1)}
+			}
+		}
+	}
+	if !ok {
+		return nil, diffs
+	}
+	return match, diffs
+}
+
+// OverMemory says whether err is work refused for passing its memory
+// limit.
+func OverMemory(err error) bool {
+	_, ok := errors.AsType[*memlimit.Error](err)
+	return ok
+}

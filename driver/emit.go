@@ -1,0 +1,331 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/templates"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// EmitRequest is what mirage emit is asked for.
+type EmitRequest struct {
+	Name       string // of the files and of mirage_NAME; "": the input's
+	Candidate  int    // which graph of a document (of each bucket's, for a dynamic one)
+	Arch       target.Arch
+	SingleFile bool
+	Dir        string
+	// Dynamic and Buckets mark a program's rows m (Input.MarkDynamic): its
+	// one entry point runs every bucket's program as written.
+	Dynamic []string
+	Buckets string
+	// Counters runs a static graph's code once in the CPU emulator and
+	// counts each kernel's memory traffic.
+	Counters bool
+}
+
+// Emission is what Emit wrote.
+type Emission struct {
+	Code     *cuda.Result
+	Dir      string
+	Program  string        // the input's name, as profiles key it
+	Source   string        // the input's path
+	Graph    *kernel.Graph // the static graph emitted; nil for a dynamic program
+	Rows     cuda.Rows     // a dynamic program's range
+	Counters []cuda.Counters
+	req      EmitRequest
+}
+
+// Emit lowers in's graph (or a dynamic program's buckets) to CUDA and
+// writes the files into r.Dir as one set, with NAME.manifest.json last.
+// Nothing is written when the lowering fails.
+func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
+	name := in.Name
+	if r.Name != "" {
+		name = r.Name
+	}
+	opts := cuda.Options{Arch: r.Arch, SingleFile: r.SingleFile, Source: in.Path}
+	e := &Emission{Dir: r.Dir, Program: in.Name, Source: in.Path, req: r}
+	if done, err := e.dynamic(in, name, opts); done || err != nil {
+		return e, err
+	}
+	g, err := in.Graph(r.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	if r.Counters {
+		if _, err := templates.EmulatorCompiler(); err != nil {
+			return nil, fmt.Errorf("--counters: %v", err)
+		}
+	}
+	e.Graph = g
+	if e.Code, err = EmitFiles(name, g, opts, r.Dir); err != nil {
+		return nil, fmt.Errorf("%s: %v", in.Path, err)
+	}
+	if r.Counters {
+		if e.Counters, err = cuda.Measure(ctx, g, e.Code, 1); err != nil {
+			return nil, fmt.Errorf("%s: --counters: %v", in.Path, err)
+		}
+	}
+	return e, nil
+}
+
+// dynamic emits a dynamic program (a dynamic document, or a program with
+// --dynamic) and reports whether in was one.
+func (e *Emission) dynamic(in *Input, name string, opts cuda.Options) (bool, error) {
+	r, path := e.req, in.Path
+	rows, docs, ok, err := ReadDynamic(in.File)
+	switch {
+	case err != nil:
+		return true, fmt.Errorf("%s: %v", path, err)
+	case ok && len(r.Dynamic) > 0:
+		return true, fmt.Errorf("%s is a dynamic program's document already: --dynamic is for a .py program", path)
+	case !ok && len(r.Dynamic) == 0 && r.Buckets == "":
+		return false, nil
+	case r.Counters:
+		return true, errors.New("--counters measures one static program: emit a bucket's graph alone (show --candidate) to measure it")
+	}
+	var buckets []cuda.Bucket
+	if ok {
+		for _, b := range docs {
+			if r.Candidate < 0 || r.Candidate >= len(b.Graphs) {
+				return true, fmt.Errorf("%s: bucket %d has %d graph(s), no --candidate %d", path, b.Size, len(b.Graphs), r.Candidate)
+			}
+			buckets = append(buckets, cuda.Bucket{Size: b.Rows[r.Candidate], Lo: b.Lo, Hi: b.Hi, Graph: b.Graphs[r.Candidate]})
+		}
+	} else {
+		d, err := in.MarkDynamic(r.Dynamic, r.Buckets)
+		if err != nil {
+			return true, err
+		}
+		rows = cuda.Rows{Lo: d.Lo, Hi: d.Hi}
+		rows.Inputs, rows.Outputs = d.Program.DynamicDims()
+		from := d.Lo
+		for _, size := range d.Buckets {
+			g, err := d.Program.Bind(size)
+			if err != nil {
+				return true, fmt.Errorf("%s: %v", path, err)
+			}
+			buckets = append(buckets, cuda.Bucket{Size: size, Lo: from, Hi: min(size, d.Hi), Graph: g})
+			from = size + 1
+		}
+	}
+	if e.Code, err = cuda.EmitDynamic(name, rows, buckets, opts); err != nil {
+		return true, fmt.Errorf("%s: %v", path, err)
+	}
+	e.Rows = rows
+	return true, writeFiles(e.Code, e.Dir, name)
+}
+
+// Report is emit --json's object: a static graph's manifest (with the
+// counters when measured), or a dynamic program's files and buckets.
+func (e *Emission) Report() any {
+	if e.Graph == nil {
+		return struct {
+			Name    string            `json:"name"`
+			Lo      int               `json:"lo"`
+			Hi      int               `json:"hi"`
+			Files   []string          `json:"files"`
+			Buckets []cuda.BucketCode `json:"buckets"`
+		}{e.Code.Name, e.Rows.Lo, e.Rows.Hi, fileNames(e.Code, e.Dir), e.Code.Buckets}
+	}
+	m := newManifest(e.Code, e.Program, e.Source, e.req.Candidate, e.Graph, e.Dir)
+	for i, c := range e.Counters {
+		m.Kernels[i].Counters = newManifestCounters(&c)
+	}
+	return m
+}
+
+// WriteSummary prints what was written, each kernel's launch, and the
+// counters when measured (or each bucket, for a dynamic program).
+func (e *Emission) WriteSummary(w io.Writer) error {
+	writeSummary(w, e.Code, e.Dir)
+	if e.Graph == nil {
+		for _, b := range e.Code.Buckets {
+			fmt.Fprintf(w, "  bucket %d (m %d..%d): %d kernel(s), workspace %d bytes\n", b.Size, b.Lo, b.Hi, len(b.Kernels), b.WorkspaceBytes)
+		}
+		return nil
+	}
+	if e.req.Counters {
+		fmt.Fprintf(w, "\nmemory traffic in the CPU emulator (32-byte sectors per warp request, no cache):\n")
+		return cuda.WriteCountersTable(w, e.Code, e.Counters)
+	}
+	return nil
+}
+
+func fileNames(res *cuda.Result, dir string) []string {
+	var names []string
+	for _, file := range res.Files {
+		names = append(names, filepath.Join(dir, file.Name))
+	}
+	return names
+}
+
+// writeFiles writes res's files into dir as one set, the set of program
+// name, with NAME.manifest.json last (atomicfile.Set): a set of another
+// program whose name a C identifier reads alike is not overwritten.
+func writeFiles(res *cuda.Result, dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var files []atomicfile.File
+	for _, f := range res.Files {
+		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
+	}
+	err := atomicfile.Set{Dir: dir, Files: files, Manifest: res.Name + atomicfile.ManifestSuffix, Owner: name}.Write()
+	var c *atomicfile.ConflictError
+	if errors.As(err, &c) {
+		return fmt.Errorf("-o %s: %v: %s would overwrite another program's files (its C name is %s too); use another -o, or --name", dir, err, name, res.Name)
+	}
+	return err
+}
+
+// EmitFiles lowers g and writes its files into dir as one set, with
+// NAME.manifest.json last (atomicfile.WriteSet). Nothing is written when
+// the lowering fails.
+func EmitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cuda.Result, error) {
+	res, err := cuda.Emit(name, g, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFiles(res, dir, name); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// writeSummary prints the files written and the kernels of res.
+func writeSummary(w io.Writer, res *cuda.Result, dir string) {
+	fmt.Fprintf(w, "wrote %s\n", strings.Join(fileNames(res, dir), ", "))
+	fmt.Fprintf(w, "mirage_%s for %s: %d kernel(s), workspace %d bytes\n", res.Name, res.Arch, len(res.Kernels), res.WorkspaceBytes)
+	for i, k := range res.Kernels {
+		if k.Library != "" {
+			fmt.Fprintf(w, "  kernel %d  %-14s a call into %s  %s\n", i, k.What, k.Library, k.Name)
+			continue
+		}
+		fmt.Fprintf(w, "  kernel %d  %-14s grid (%d, %d, %d) x %d threads, %d B shared  %s\n",
+			i, k.What, k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, k.SmemBytes, k.Name)
+	}
+	if len(res.Links) > 0 {
+		fmt.Fprintf(w, "link with: -l%s\n", strings.Join(res.Links, " -l"))
+	}
+}
+
+// Manifest is emit --json: what a harness needs to build and call the
+// emitted code without reading the header.
+type Manifest struct {
+	Name           string           `json:"name"`    // the C identifier: mirage_NAME
+	Program        string           `json:"program"` // the program's name, as profiles key it
+	Source         string           `json:"source"`
+	Candidate      int              `json:"candidate"`
+	Hash           string           `json:"hash"` // cost.GraphHash, as profiles key it
+	Arch           string           `json:"arch"`
+	Dir            string           `json:"dir"`
+	Files          []string         `json:"files"`
+	WorkspaceBytes int              `json:"workspace_bytes"`
+	Inputs         []ManifestTensor `json:"inputs"`
+	Outputs        []ManifestTensor `json:"outputs"`
+	Kernels        []ManifestKernel `json:"kernels"`
+	// Links are the CUDA toolkit libraries to link with, as -l takes
+	// them: ["cublasLt"]; empty when the CUDA runtime alone will do.
+	Links []string `json:"links"`
+}
+
+type ManifestTensor struct {
+	Shape []int  `json:"shape"`
+	DType string `json:"dtype"` // float16, bfloat16 or float32; dense row-major
+}
+
+type ManifestKernel struct {
+	Name      string            `json:"name"`
+	What      string            `json:"what"`
+	Grid      [3]int            `json:"grid"`
+	Threads   int               `json:"threads"`
+	SmemBytes int               `json:"smem_bytes"`
+	Library   string            `json:"library,omitempty"`  // a call into this library ("cublasLt"): grid and threads are its own
+	Counters  *ManifestCounters `json:"counters,omitempty"` // --counters
+}
+
+// ManifestCounters is what the emulator counted of one kernel launch
+// (cuda.Counters); bytes moved are whole 32-byte sectors.
+type ManifestCounters struct {
+	Name                   string            `json:"name"`
+	Tensors                []ManifestTraffic `json:"tensors"`
+	IdealBytes             int64             `json:"ideal_bytes"`
+	MovedBytes             int64             `json:"moved_bytes"`
+	DistinctBytes          int64             `json:"distinct_bytes"` // the sectors touched, each once: the traffic were L2 to serve every re-read
+	UsedBytes              int64             `json:"used_bytes"`
+	Coalescing             float64           `json:"coalescing"`
+	SharedRequests         int64             `json:"shared_requests"`
+	BankConflicts          int64             `json:"bank_conflicts"`
+	BankConflictsPerAccess float64           `json:"bank_conflicts_per_access"`
+	CpAsyncBytes           int64             `json:"cp_async_bytes"`
+	WeightProblems         []string          `json:"weight_problems"`
+}
+
+type ManifestTraffic struct {
+	Tensor         string  `json:"tensor"` // the kernel graph's tensor: "t3"; "" for addresses in none
+	Role           string  `json:"role"`   // input, output or intermediate
+	Bytes          int64   `json:"bytes"`  // its size
+	RequestedBytes int64   `json:"requested_bytes"`
+	DistinctBytes  int64   `json:"distinct_bytes"`
+	Requests       int64   `json:"requests"`            // warp-level loads and stores
+	SectorsPerReq  float64 `json:"sectors_per_request"` // sectors moved per request, on average
+	LoadedBytes    int64   `json:"loaded_bytes"`
+	StoredBytes    int64   `json:"stored_bytes"`
+	LoadCoalescing float64 `json:"load_coalescing"`
+}
+
+func newManifestCounters(c *cuda.Counters) *ManifestCounters {
+	load, store := c.Total()
+	m := &ManifestCounters{Name: c.Name, Tensors: []ManifestTraffic{}, IdealBytes: c.IdealBytes, MovedBytes: c.MovedBytes(),
+		DistinctBytes: c.DistinctBytes(),
+		UsedBytes:     load.Used + store.Used, Coalescing: c.Coalescing(), SharedRequests: c.SharedRequests,
+		BankConflicts: c.BankConflicts(), BankConflictsPerAccess: c.BankConflictsPerAccess(), CpAsyncBytes: c.CpAsyncBytes,
+		WeightProblems: append([]string{}, c.WeightProblems()...)}
+	for _, t := range c.Tensors {
+		role := ""
+		if t.Role >= 0 {
+			role = t.Role.String()
+		}
+		m.Tensors = append(m.Tensors, ManifestTraffic{Tensor: t.Tensor, Role: role, Bytes: t.Bytes, RequestedBytes: t.Requested(), DistinctBytes: t.DistinctBytes(),
+			Requests: t.Load.Requests + t.Store.Requests, SectorsPerReq: t.SectorsPerRequest(),
+			LoadedBytes: t.Load.Bytes(), StoredBytes: t.Store.Bytes(), LoadCoalescing: t.LoadCoalescing()})
+	}
+	return m
+}
+
+func newManifest(res *cuda.Result, program, source string, candidate int, g *kernel.Graph, dir string) Manifest {
+	m := Manifest{
+		Name: res.Name, Program: program, Source: source, Candidate: candidate,
+		Hash: cost.GraphHash(g), Arch: res.Arch, Dir: dir, WorkspaceBytes: res.WorkspaceBytes,
+		Files: []string{}, Inputs: []ManifestTensor{}, Outputs: []ManifestTensor{}, Kernels: []ManifestKernel{},
+		Links: append([]string{}, res.Links...),
+	}
+	for _, file := range res.Files {
+		m.Files = append(m.Files, file.Name)
+	}
+	tensor := func(t kernel.TensorID) ManifestTensor {
+		dt := g.Tensors[t]
+		return ManifestTensor{Shape: dt.Shape.Dims(), DType: dt.DType.String()}
+	}
+	for _, t := range g.Inputs() {
+		m.Inputs = append(m.Inputs, tensor(t))
+	}
+	for _, t := range g.Outputs {
+		m.Outputs = append(m.Outputs, tensor(t))
+	}
+	for _, k := range res.Kernels {
+		m.Kernels = append(m.Kernels, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
+	}
+	return m
+}

@@ -1,0 +1,135 @@
+package driver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Input is a file a command reads: a program (.py) or a μGraph document
+// (.ugraph.json) holding one or more kernel graphs.
+type Input struct {
+	Path    string
+	Name    string
+	File    *kernel.File      // the graphs; a program's one
+	Program *frontend.Program // set for a .py program
+}
+
+// IsProgram says whether path names a program (.py) rather than a μGraph
+// document.
+func IsProgram(path string) bool { return strings.HasSuffix(path, ".py") }
+
+// Load reads the program or μGraph document at path; a program runs with
+// opts.
+func Load(path string, opts frontend.Options) (*Input, error) {
+	switch {
+	case IsProgram(path):
+		p, err := frontend.LoadFile(path, opts)
+		if err != nil {
+			return nil, err
+		}
+		return programInput(path, p), nil
+	case strings.HasSuffix(path, ".json"):
+		file, err := kernel.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return documentInput(path, file), nil
+	}
+	return nil, unknownKind(path)
+}
+
+// LoadSource is Load for a file already read: src is the text of path.
+func LoadSource(path string, src []byte, opts frontend.Options) (*Input, error) {
+	switch {
+	case IsProgram(path):
+		p, err := frontend.Load(path, src, opts)
+		if err != nil {
+			return nil, err
+		}
+		return programInput(path, p), nil
+	case strings.HasSuffix(path, ".json"):
+		file, err := kernel.Decode(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return documentInput(path, file), nil
+	}
+	return nil, unknownKind(path)
+}
+
+func unknownKind(path string) error {
+	return fmt.Errorf("%s: unknown kind of file (want a .py program or a .ugraph.json μGraph file)", path)
+}
+
+func programInput(path string, p *frontend.Program) *Input {
+	return &Input{Path: path, Name: p.Name, File: kernel.NewFile(p.Name, p.Graph), Program: p}
+}
+
+func documentInput(path string, file *kernel.File) *Input {
+	name := file.Name
+	if name == "" {
+		name = strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".json"), ".ugraph")
+	}
+	return &Input{Path: path, Name: name, File: file}
+}
+
+// Graph returns the n-th graph of the input (0 for a program).
+func (in *Input) Graph(n int) (*kernel.Graph, error) {
+	if n < 0 || n >= len(in.File.Graphs) {
+		return nil, fmt.Errorf("%s: no candidate %d (the file holds %d graph(s), numbered from 0)", in.Path, n, len(in.File.Graphs))
+	}
+	return in.File.Graphs[n].Graph, nil
+}
+
+// Dynamic is a program with its dynamic rows m marked (DESIGN §9): m's
+// range and the buckets that cover it.
+type Dynamic struct {
+	Program *kernel.Graph
+	Lo, Hi  int
+	Buckets []int
+}
+
+// MarkDynamic marks m in in's program as the flags --dynamic (specs,
+// INPUT:DIM=LO..HI each) and --buckets (sizes; "": the default) say, or
+// returns an error naming the program's line of an op that mixes rows.
+func (in *Input) MarkDynamic(specs []string, buckets string) (*Dynamic, error) {
+	if buckets != "" && len(specs) == 0 {
+		return nil, errors.New("--buckets needs --dynamic")
+	}
+	if in.Program == nil {
+		return nil, fmt.Errorf("%s: --dynamic takes a program (.py)", in.Path)
+	}
+	var flags []DynamicFlag
+	for _, s := range specs {
+		fl, err := ParseDynamicFlag(s)
+		if err != nil {
+			return nil, err
+		}
+		flags = append(flags, fl)
+	}
+	g, lo, hi, err := MarkDynamic(in.Program.Graph, flags, in.Program.Names)
+	if de, ok := errors.AsType[*kernel.DynamicError](err); ok {
+		op := &in.Program.Graph.Ops[de.Op]
+		line := 0
+		if len(op.Out) > 0 && int(op.Out[0]) < len(in.Program.Lines) {
+			line = in.Program.Lines[op.Out[0]]
+		}
+		return nil, fmt.Errorf("%s:%d: --dynamic %s: %v", in.Path, line, strings.Join(specs, " --dynamic "), de.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &Dynamic{Program: g, Lo: lo, Hi: hi, Buckets: DefaultBuckets(lo, hi)}
+	if buckets != "" {
+		if d.Buckets, err = ParseBuckets(buckets, lo, hi); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}

@@ -1,0 +1,379 @@
+package driver
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/block"
+)
+
+// The reports of a run: the values superopt, merge and superopt --dynamic
+// print as JSON (a script's form; their field names are a contract) and
+// the tables they print otherwise.
+
+// Emitted says which candidate superopt wrote CUDA for.
+type Emitted struct {
+	Candidate int      `json:"candidate"`
+	Files     []string `json:"files"`
+}
+
+// CandidateSummary is one whole-program candidate in superopt --json.
+type CandidateSummary struct {
+	Kernels       int     `json:"kernels"`
+	Customized    int     `json:"customized"`
+	Grids         [][]int `json:"grids"`
+	ForloopRanges []int   `json:"forloop_ranges"`
+	DeviceBytes   int64   `json:"device_bytes"`
+	Flops         int64   `json:"flops"`
+	EstimatedUs   float64 `json:"estimated_us"`
+	Speedup       float64 `json:"speedup"`
+	Unfused       bool    `json:"unfused"`
+	Hash          string  `json:"hash"`               // cost.GraphHash: what profiles key it by
+	Measured      bool    `json:"measured,omitempty"` // estimated_us is a profile's measured time
+	Seed          string  `json:"seed,omitempty"`     // the seed rules that built its parts
+	// ByParts: its own check did not finish in the budget; its parts are
+	// verified and it is wired as they were.
+	ByParts bool `json:"verified_by_parts,omitempty"`
+}
+
+// PartSummary is one part in superopt --json.
+type PartSummary struct {
+	Ops         []string     `json:"ops"`
+	OpIndices   []int        `json:"op_indices"`
+	Inputs      int          `json:"inputs"`
+	Outputs     int          `json:"outputs"`
+	Config      string       `json:"config"`
+	Fused       bool         `json:"fused"`
+	WhyNot      string       `json:"why_not,omitempty"`
+	EstimatedUs float64      `json:"estimated_us"`
+	UnfusedUs   float64      `json:"unfused_us"`
+	Cached      bool         `json:"cached"`
+	SameAs      *int         `json:"same_as,omitempty"`
+	Stats       search.Stats `json:"stats"`
+	// Seed is the rule that built the part's answer; Seeds what became of
+	// each rule's seeds; FirstFusedAt when, since the run began, the part
+	// had its first fused answer (-1: none).
+	Seed         string             `json:"seed,omitempty"`
+	Seeds        []search.SeedTrial `json:"seeds"`
+	FirstFusedAt float64            `json:"first_fused_at_seconds"`
+}
+
+// MergeSummary is what merge --json adds to superopt's object.
+type MergeSummary struct {
+	Shards     int   `json:"shards"`
+	Incomplete []int `json:"incomplete"` // shards stopped early, by index
+}
+
+// AnswerReport is superopt --json's object for res, written to out (the
+// document's path) with emitted's CUDA; merged adds merge's fields.
+func AnswerReport(res *Result, out string, emitted *Emitted, merged *MergeSummary) any {
+	cands := make([]CandidateSummary, len(res.Candidates))
+	for i, c := range res.Candidates {
+		cands[i] = Summarize(c, res.Baseline)
+	}
+	return struct {
+		Stats      search.Stats       `json:"stats"`
+		BaselineUs float64            `json:"baseline_us"`
+		Candidates []CandidateSummary `json:"candidates"`
+		Parts      []PartSummary      `json:"parts"`
+		Stopped    string             `json:"stopped,omitempty"`
+		Output     string             `json:"output"`
+		Emitted    *Emitted           `json:"emitted,omitempty"`
+		*MergeSummary
+	}{res.Stats, res.Baseline.Micros, cands, PartSummaries(res), res.Stopped, out, emitted, merged}
+}
+
+// Summarize is a whole-program candidate as --json prints it.
+func Summarize(c *Candidate, baseline cost.Estimate) CandidateSummary {
+	cj := CandidateSummary{
+		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
+		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
+		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
+		Hash: cost.GraphHash(c.Graph), Measured: c.Measured, Seed: c.Seed, ByParts: c.ByParts,
+	}
+	for _, g := range c.Grids {
+		cj.Grids = append(cj.Grids, g[:])
+	}
+	cj.ForloopRanges = append(cj.ForloopRanges, c.ForloopRanges...)
+	return cj
+}
+
+// PartSummaries are a result's parts as --json prints them.
+func PartSummaries(res *Result) []PartSummary {
+	parts := make([]PartSummary, len(res.Parts))
+	for i, p := range res.Parts {
+		parts[i] = PartSummary{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
+			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats,
+			Seed: p.Seed, Seeds: p.Seeds, FirstFusedAt: p.FirstFusedAt}
+		if parts[i].Seeds == nil {
+			parts[i].Seeds = []search.SeedTrial{}
+		}
+		if p.SameAs >= 0 {
+			parts[i].SameAs = &p.SameAs
+		}
+	}
+	return parts
+}
+
+// WriteTable prints res as superopt does without --json: its parts, then
+// its candidates.
+func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emitted) {
+	s := res.Stats
+	fused := 0
+	for _, p := range res.Parts {
+		if p.Fused {
+			fused++
+		}
+	}
+	fmt.Fprintf(w, "%d part(s), %d fused; searched %d states in %.1fs", len(res.Parts), fused, s.States, s.Seconds)
+	if res.Stopped != "" {
+		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
+	}
+	if s.FirstFused >= 0 {
+		fmt.Fprintf(w, "; every part had a fused candidate at %.1fs", s.FirstFused)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "part\tops\tconfig\tfused\test. µs\tunfused µs\tfirst fused\tsearch")
+	for i, p := range res.Parts {
+		search := fmt.Sprintf("%d states, %.1fs", p.Stats.States, p.Stats.Seconds)
+		switch {
+		case p.SameAs >= 0:
+			search = fmt.Sprintf("as part %d", p.SameAs)
+		case p.Cached:
+			search = "cached"
+		}
+		status := "yes"
+		switch {
+		case !p.Fused:
+			status = "no: " + p.WhyNot
+		case p.Seed != "":
+			status = "yes (seed: " + p.Seed + ")"
+		}
+		first := "-"
+		if p.FirstFusedAt >= 0 {
+			first = fmt.Sprintf("%.1fs", p.FirstFusedAt)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\n", i, strings.Join(p.Kinds, ", "), orDash(p.Config), status, p.EstimatedUs, p.UnfusedUs, first, search)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "unfused program: %.1f µs estimated on %v\n", res.Baseline.Micros, opts.Arch)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "rank\tkernels\tcustomized\tgrids\tforloop\tdevice MB\tGFLOP\test. µs\tspeedup")
+	for i, c := range res.Candidates {
+		var ranges []string
+		for _, r := range c.ForloopRanges {
+			ranges = append(ranges, fmt.Sprint(r))
+		}
+		e := c.Estimate
+		note := ""
+		switch {
+		case c.Unfused:
+			note = "  (the program as written)"
+		case c.ByParts:
+			note = "  (verified part by part: the whole program's check did not fit the time limit)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx%s\n", i, c.Kernels, c.Customized,
+			gridsText(c.Grids), orDash(strings.Join(ranges, " ")),
+			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, res.Baseline.Micros/e.Micros, note)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "wrote %s\n", out)
+	if emitted != nil {
+		fmt.Fprintf(w, "CUDA for candidate %d: %s\n", emitted.Candidate, strings.Join(emitted.Files, ", "))
+	}
+}
+
+// gridsText prints the grids of a candidate's graph-defined kernels as
+// "96x1x1 8x8x1", or "-" when it has none.
+func gridsText(grids []block.Dim3) string {
+	var gs []string
+	for _, g := range grids {
+		gs = append(gs, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
+	}
+	return orDash(strings.Join(gs, " "))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// rankOf is the candidate of bucket i that the entry point runs.
+func rankOf(w *DynamicWritten, i int) int {
+	if w.Ranks == nil {
+		return 0
+	}
+	return w.Ranks[i]
+}
+
+// BucketSummary is one bucket in superopt --dynamic --json.
+type BucketSummary struct {
+	Size        int              `json:"size"`
+	Lo          int              `json:"lo"`
+	Hi          int              `json:"hi"`
+	EstimatedUs float64          `json:"estimated_us"`       // at m = size
+	EstimatedLo float64          `json:"estimated_us_at_lo"` // at m = lo: rows past m move nothing
+	UnfusedUs   float64          `json:"unfused_us"`
+	Chosen      CandidateSummary `json:"chosen"`      // the μGraph the entry point runs for it
+	ChosenRows  int              `json:"chosen_rows"` // the m that μGraph is written for: size, or a larger bucket's it adopted
+	Emitted     *int             `json:"emitted_candidate,omitempty"`
+	Parts       []PartSummary    `json:"parts"`
+	Stats       search.Stats     `json:"stats"`
+	Stopped     string           `json:"stopped,omitempty"`
+}
+
+// DynamicReport is superopt --dynamic --json's object for res, written as
+// written says; atLo are the buckets' estimates at their smallest m
+// (DynamicResult.EstimatesAtLo).
+func DynamicReport(res *DynamicResult, written *DynamicWritten, atLo []float64) any {
+	var buckets []BucketSummary
+	var cands []CandidateSummary
+	for i, b := range res.Buckets {
+		bj := BucketSummary{Size: b.Size, Lo: b.Lo, Hi: b.Hi, EstimatedLo: atLo[i], UnfusedUs: b.Baseline.Micros, Parts: PartSummaries(b.Result), Stats: b.Stats, Stopped: b.Stopped}
+		rank := rankOf(written, i)
+		if written.Ranks != nil {
+			bj.Emitted = &written.Ranks[i]
+		}
+		c := b.Candidates[rank]
+		bj.Chosen = Summarize(c, b.Baseline)
+		bj.ChosenRows = b.Size
+		if c.Rows > 0 {
+			bj.ChosenRows = c.Rows
+		}
+		bj.EstimatedUs = c.Estimate.Micros
+		buckets = append(buckets, bj)
+		cands = append(cands, bj.Chosen)
+	}
+	return struct {
+		Stats      search.Stats       `json:"stats"`
+		Candidates []CandidateSummary `json:"candidates"` // per bucket, the μGraph it runs
+		Buckets    []BucketSummary    `json:"buckets"`
+		Lo         int                `json:"lo"`
+		Hi         int                `json:"hi"`
+		Stopped    string             `json:"stopped,omitempty"`
+		Output     string             `json:"output"`
+		Files      []string           `json:"files,omitempty"`
+	}{res.Stats, cands, buckets, res.Lo, res.Hi, res.Stopped, written.Graph, written.CUDA}
+}
+
+// WriteDynamicTable prints res as superopt --dynamic does without --json.
+func WriteDynamicTable(w io.Writer, res *DynamicResult, written *DynamicWritten, atLo []float64) {
+	fmt.Fprintf(w, "m in %d..%d: %d bucket(s); searched %d states in %.1fs", res.Lo, res.Hi, len(res.Buckets), res.Stats.States, res.Stats.Seconds)
+	if res.Stopped != "" {
+		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "bucket\tm\truns\tkernels\tcustomized\tgrids\test. µs\tat m=lo\tunfused µs\tspeedup\tsearch")
+	for i, b := range res.Buckets {
+		c := b.Candidates[rankOf(written, i)]
+		runs := "its own"
+		if c.Rows > 0 {
+			runs = fmt.Sprintf("bucket %d's", c.Rows)
+		}
+		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%d states, %.1fs\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
+			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, b.Baseline.Micros/c.Estimate.Micros, b.Stats.States, b.Stats.Seconds)
+	}
+	tw.Flush()
+	for i, b := range res.Buckets {
+		if b.Candidates[rankOf(written, i)].Rows > 0 {
+			fmt.Fprintf(w, "(a bucket runs a larger bucket's μGraph where the cost model has it faster on its rows: rows past m move nothing)\n")
+			break
+		}
+	}
+	fmt.Fprintf(w, "wrote %s\n", written.Graph)
+	if len(written.CUDA) > 0 {
+		fmt.Fprintf(w, "CUDA, one entry point for m in %d..%d: %s\n", res.Lo, res.Hi, strings.Join(written.CUDA, ", "))
+	}
+}
+
+// EstimatesAtLo are the estimates of the μGraph each bucket runs (as
+// written chose them) at the bucket's smallest m, on arch.
+func (r *DynamicResult) EstimatesAtLo(written *DynamicWritten, arch target.Arch) ([]float64, error) {
+	atLo := make([]float64, len(r.Buckets))
+	for i, b := range r.Buckets {
+		e, err := r.EstimateAt(b.Lo, rankOf(written, i), arch)
+		if err != nil {
+			return nil, err
+		}
+		atLo[i] = e.Micros
+	}
+	return atLo, nil
+}
+
+// AnswerMeta is the μGraph document's meta of an answer: the settings
+// that shaped it and the program's arguments.
+type AnswerMeta struct {
+	Config string   `json:"config,omitempty"`
+	Arch   string   `json:"arch"`
+	Seed   uint64   `json:"seed"`
+	Args   []string `json:"args,omitempty"` // the program's, after --
+}
+
+// ShardMeta is what the shards of a run record (ShardFile's meta) for
+// their merge to write the answer as one run would have.
+type ShardMeta struct {
+	Source string     `json:"source"` // the program's path, as given
+	Answer AnswerMeta `json:"answer"`
+	NoEmit bool       `json:"no_emit,omitempty"`
+}
+
+// ShardSummary is superopt --shard --json's object.
+type ShardSummary struct {
+	Shard      int                `json:"shard"`
+	Shards     int                `json:"shards"`
+	File       string             `json:"file"`
+	Exhaustive bool               `json:"exhaustive"`
+	Stopped    string             `json:"stopped,omitempty"`
+	Stats      search.Stats       `json:"stats"`
+	Parts      []ShardPartSummary `json:"parts"`
+}
+
+// ShardPartSummary is one part search of a shard.
+type ShardPartSummary struct {
+	Key        string       `json:"key"`
+	Candidates int          `json:"candidates"`
+	Stats      search.Stats `json:"stats"`
+}
+
+// Summary is shard sh's result res, written to path, as --json prints it.
+func (res *ShardResult) Summary(sh Shard, path string) ShardSummary {
+	out := ShardSummary{Shard: sh.Index, Shards: sh.Count, File: path, Exhaustive: res.Stopped == "", Stopped: res.Stopped,
+		Stats: res.Stats, Parts: []ShardPartSummary{}}
+	for _, p := range res.Parts {
+		out.Parts = append(out.Parts, ShardPartSummary{Key: p.Key, Candidates: len(p.Result.Candidates), Stats: p.Result.Stats})
+	}
+	return out
+}
+
+// WriteSummary prints what shard sh searched and where it wrote it.
+func (res *ShardResult) WriteSummary(w io.Writer, sh Shard, path string) {
+	fmt.Fprintf(w, "shard %v: %d part search(es), %d states in %.1fs", sh, len(res.Parts), res.Stats.States, res.Stats.Seconds)
+	if res.Stopped != "" {
+		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", path)
+}
+
+// WriteAnswer writes res as the output set out (superopt's and merge's)
+// and returns the document's path and, when CUDA was written, for which
+// candidate.
+func (res *Result) WriteAnswer(out Output) (string, *Emitted, error) {
+	w, err := res.Write(out)
+	if err != nil {
+		return "", nil, err
+	}
+	var emitted *Emitted
+	if w.Candidate >= 0 {
+		emitted = &Emitted{Candidate: w.Candidate, Files: w.CUDA}
+	}
+	return w.Graph, emitted, nil
+}
