@@ -37,11 +37,11 @@ func named(t *testing.T, in *driver.Input) check.Named {
 // (X + Y) * Z and X*Z + Y*Z are one function; (X + Y) * Y is another;
 // wider takes inputs of another shape.
 const (
-	xyz     = "X = g.new_input(dims=(8, 64), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\n"
-	factored   = xyz + "g.mark_output(g.mul(g.add(X, Y), Z))\n"
-	expanded  = xyz + "g.mark_output(g.add(g.mul(X, Z), g.mul(Y, Z)))\n"
-	other = xyz + "g.mark_output(g.mul(g.add(X, Y), Y))\n"
-	wider   = "X = g.new_input(dims=(8, 128), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.add(Y, Z))\n"
+	xyz      = "X = g.new_input(dims=(8, 64), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\n"
+	factored = xyz + "g.mark_output(g.mul(g.add(X, Y), Z))\n"
+	expanded = xyz + "g.mark_output(g.add(g.mul(X, Z), g.mul(Y, Z)))\n"
+	other    = xyz + "g.mark_output(g.mul(g.add(X, Y), Y))\n"
+	wider    = "X = g.new_input(dims=(8, 128), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.add(Y, Z))\n"
 )
 
 func TestGraphs(t *testing.T) {
