@@ -7,6 +7,8 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/mirage-go/mirage/frontend/pyformat"
 )
 
 // A program that builds a kernel graph runs a few hundred Starlark steps and
@@ -156,7 +158,7 @@ func (l *loader) guardPredeclared(predeclared starlark.StringDict) {
 				return nil, err
 			}
 			if f, ok := x.(starlark.String); ok && op == syntax.PERCENT {
-				return l.formatted(th, n, func(limit int64) (string, error) { return percentFormat(string(f), y, limit) })
+				return l.formatted(th, n, func(limit int64) (string, error) { return pyformat.Percent(string(f), y, limit) })
 			}
 			return starlark.Binary(op, x, y)
 		})
@@ -256,18 +258,18 @@ func (l *loader) guardAttr(recv starlark.Value, name string, attr starlark.Value
 		}
 		if f, ok := recv.(starlark.String); ok && name == "format" {
 			// Python's, with format specs ({:.3f}), which Starlark's lacks.
-			return l.formatted(th, n, func(limit int64) (string, error) { return strFormat(string(f), args, kwargs, limit) })
+			return l.formatted(th, n, func(limit int64) (string, error) { return pyformat.Format(string(f), args, kwargs, limit) })
 		}
 		return method.CallInternal(th, args, kwargs)
 	}).BindReceiver(recv)
 }
 
-// formatted returns the string that format builds (format.go), of at most
+// formatted returns the string that format builds (package pyformat), of at most
 // what is left of the bound past charged, the estimate already charged for
 // it; what it builds past the estimate is charged too.
 func (l *loader) formatted(th *starlark.Thread, charged int64, format func(limit int64) (string, error)) (starlark.Value, error) {
 	s, err := format(add(charged, l.left()))
-	if errors.Is(err, errTooLong) {
+	if errors.Is(err, pyformat.ErrTooLong) {
 		return nil, l.charge(th, math.MaxInt64)
 	}
 	if err != nil {

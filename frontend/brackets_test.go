@@ -34,20 +34,3 @@ func TestBracketErrors(t *testing.T) {
 		}
 	}
 }
-
-func TestLexComplete(t *testing.T) {
-	for _, tt := range []struct {
-		src      string
-		complete bool
-	}{
-		{"x = (1,\n", true},
-		{"x = 'a", false},
-		{"x = \"\"\"a\n", false},
-		{"s = '''a\nb'''", true},
-		{"", true},
-	} {
-		if _, got := lexSource(tt.src); got != tt.complete {
-			t.Errorf("lexSource(%q) complete = %v", tt.src, got)
-		}
-	}
-}

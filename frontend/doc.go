@@ -12,7 +12,7 @@
 // flow, while loops, reassignment, sets and recursion are allowed; so is
 // `if __name__ == "__main__":` (__name__ is "__main__"; __file__ is the
 // program's path, as Load was given it), and so are
-// decorators and assert statements, which Starlark lacks (statements.go).
+// decorators and assert statements, which Starlark lacks (package rewrite).
 //
 // Mirage's own benchmark and demo scripts load unchanged. Imports are
 // rewritten before Starlark sees the program (lines keep their numbers):
@@ -24,12 +24,12 @@
 // false, so test data, warm-up loops and CUDA-event timing do nothing. A
 // decorator that is a stub (@torch.no_grad()) leaves its function as it
 // is; an assert whose condition depends on a stub passes; x @ y works on
-// stubs. argparse is a stub that works (argparse.go): parse_args parses
+// stubs. argparse is a stub that works (package argparse): parse_args parses
 // Options.Args, the arguments mirage's command line gives after --, so
 // shapes such as (2 * args.bs, 4096) are real. With Options.Strict, any
 // import other than mirage is an error instead. `x is None` and
 // `x is not None`, and the same with True or False, are == and !=, which
-// mean the same for those values (identity.go); other Python constructs
+// mean the same for those values (package rewrite); other Python constructs
 // that Starlark lacks (class, try, with, f-strings, `is` between other
 // values, `**`, ...) are errors that name the construct.
 //
@@ -83,4 +83,22 @@
 // inputs[k] to be the very tensor given to tb's k-th new_input, a
 // threadblock graph serves one customized op and cannot change afterwards,
 // and new_output's forloop_dim must be -1.
+//
+// A load runs in phases; those that stand alone are packages of their own:
+//
+//   - frontend/pylex tokenizes the source, and gives Python's message for
+//     brackets that do not pair up;
+//   - frontend/rewrite rewrites what Starlark's parser would reject
+//     (imports, decorators, assert, @, `is` against None, True or False) on
+//     the same lines; once Starlark has parsed the program, it gives
+//     decorators and asserts their meaning; and when Starlark rejects the
+//     program, it names the Python construct to blame;
+//   - this package then rewrites the syntax tree so that what can build a
+//     large value is checked against the bounds (guard.go, bounds.go,
+//     sizes.go), and runs the program (load.go) against the mirage module
+//     (kernel.go, block.go, ops.go, args.go, runtime.go), the inert stubs
+//     of other modules (inert.go, imports.go), the built-ins that the
+//     rewritten statements call (statements.go), frontend/argparse (the
+//     argparse emulation) and frontend/pyformat (Python's % and
+//     str.format, as the bounded built-ins of bounds.go call them).
 package frontend

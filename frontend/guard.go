@@ -111,7 +111,7 @@ func guardAugmented(s *syntax.AssignStmt, op syntax.Token) []syntax.Stmt {
 		return []syntax.Stmt{s}
 	}
 	if op == syntax.PERCENT {
-		// x = "%"(x, y): a format is Python's (format.go), not Starlark's.
+		// x = "%"(x, y): a format is Python's (package pyformat), not Starlark's.
 		s.Op, s.RHS = syntax.EQ, call("%", s.OpPos, again, guardExpr(s.RHS))
 		return append(pre, s)
 	}

@@ -6,6 +6,9 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/mirage-go/mirage/frontend/argparse"
+	"github.com/mirage-go/mirage/frontend/pyformat"
 )
 
 // inert is a value that absorbs whatever a program does with it: the
@@ -27,6 +30,8 @@ var (
 	_ starlark.Sliceable   = inert{}
 	_ starlark.HasBinary   = inert{}
 	_ starlark.HasUnary    = inert{}
+	_ pyformat.Inert       = inert{} // formatted as nan where a number is wanted
+	_ argparse.Stub        = inert{} // argparse's attributes it does not emulate
 )
 
 // maxInertName bounds the names a loop of attribute accesses builds.
@@ -48,6 +53,8 @@ func (x inert) Len() int             { return 0 }
 func (x inert) Iterate() starlark.Iterator {
 	return emptyIterator{}
 }
+func (x inert) Inert()           {}
+func (x inert) StubName() string { return x.name }
 
 func (x inert) Hash() (uint32, error) {
 	h := fnv.New32a()

@@ -13,6 +13,9 @@ import (
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 
+	"github.com/mirage-go/mirage/frontend/argparse"
+	"github.com/mirage-go/mirage/frontend/pylex"
+	"github.com/mirage-go/mirage/frontend/rewrite"
 	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
@@ -133,10 +136,10 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	}
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
-	toks, complete := lexSource(text)
-	code, foreign, err := rewritePython(filename, text, toks, opts.Strict, l.module.AttrNames())
+	toks, complete := pylex.Lex(text)
+	code, foreign, err := rewrite.Source(text, toks, l.rewriteOptions())
 	if err != nil {
-		return nil, err
+		return nil, l.rewriteError(err)
 	}
 	if len(foreign) > 0 {
 		l.warn(stubWarning(filename, foreign))
@@ -145,8 +148,8 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, l.staticError(err, toks, complete)
 	}
-	if f.Stmts, err = l.desugar(f.Stmts); err != nil {
-		return nil, err
+	if f.Stmts, err = rewrite.Desugar(f.Stmts); err != nil {
+		return nil, l.rewriteError(err)
 	}
 	guardFile(f)
 	prog, err := starlark.FileProgram(f, l.predeclared.Has)
@@ -203,11 +206,11 @@ type loader struct {
 	blocks      []*tbgraph // threadblock graphs in creation order
 	super       *kgraph    // the graph superoptimize was called on
 	warnings    []string
-	ignored     []string        // Mirage runtime names the program used
-	ignoredPos  syntax.Position // where it first did
-	argsRead    bool            // parse_args read Options.Args
-	stopped     string          // why execution was cancelled
-	alloc       int64           // bytes of values built, as bounds.go counts them
+	ignored     []string         // Mirage runtime names the program used
+	ignoredPos  syntax.Position  // where it first did
+	argparse    *argparse.Module // what `import argparse` gives; it reads Options.Args
+	stopped     string           // why execution was cancelled
+	alloc       int64            // bytes of values built, as bounds.go counts them
 	maxAlloc    int64
 }
 
@@ -216,6 +219,7 @@ func newLoader(filename string, opts Options) *loader {
 	if l.maxAlloc <= 0 {
 		l.maxAlloc = DefaultMaxAlloc
 	}
+	l.argparse = argparse.New(opts.Args, func(name string) argparse.Stub { return inert{name} })
 	l.module = &starlarkstruct.Module{Name: mirageModule, Members: starlark.StringDict{
 		"new_kernel_graph":      starlark.NewBuiltin("new_kernel_graph", l.newKernelGraph),
 		"new_threadblock_graph": starlark.NewBuiltin("new_threadblock_graph", l.newThreadblockGraph),
@@ -234,9 +238,9 @@ func newLoader(filename string, opts Options) *loader {
 		// their directory (os.path.dirname(os.path.realpath(__file__)),
 		// inert here). Python 3.9+ makes a script's __file__ absolute;
 		// this one is not, so that no load reads the working directory.
-		"__file__": starlark.String(filename),
-		importFunc: starlark.NewBuiltin(importFunc, l.importModule),
-		whileName:  starlark.True, // see guardStmt
+		"__file__":         starlark.String(filename),
+		rewrite.ImportFunc: starlark.NewBuiltin(rewrite.ImportFunc, l.importModule),
+		whileName:          starlark.True, // see guardStmt
 	}
 	l.guardPredeclared(l.predeclared)
 	statementBuiltins(l.predeclared)
@@ -297,27 +301,10 @@ func (l *loader) where(pos syntax.Position) string {
 	return fmt.Sprintf("%s:%d", l.filename, pos.Line)
 }
 
-// importModule implements the rewritten import statements.
-func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var name string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
-		return nil, err
-	}
-	switch {
-	case name == mirageModule:
-		return l.module, nil
-	case l.opts.Strict:
-		return nil, foreignImportError(name)
-	case name == argparseModule:
-		return argparseStub{l}, nil
-	}
-	return inert{name}, nil
-}
-
 // staticError converts a syntax or name-resolution error, naming the
 // bracket or Python construct behind it when there is one; complete says
 // whether toks reach the end of the source.
-func (l *loader) staticError(err error, toks []token, complete bool) error {
+func (l *loader) staticError(err error, toks []pylex.Token, complete bool) error {
 	var pos syntax.Position
 	var msg string
 	var serr syntax.Error
@@ -331,24 +318,24 @@ func (l *loader) staticError(err error, toks []token, complete bool) error {
 	default:
 		return &Error{Filename: l.filename, Msg: err.Error()}
 	}
-	before := func(c *construct) bool {
-		return c.line < int(pos.Line) || c.line == int(pos.Line) && c.col <= int(pos.Col)
+	before := func(line, col int) bool {
+		return line < int(pos.Line) || line == int(pos.Line) && col <= int(pos.Col)
 	}
 	// A bracket left open, or closed by the wrong one, explains a syntax
 	// error at or after it: the error Python would give.
-	if b := bracketError(toks, complete); isSyntax && b != nil && before(b) {
-		return &Error{Filename: l.filename, Line: b.line, Col: b.col, Msg: b.msg}
+	if b, bmsg := pylex.BracketError(toks, complete); isSyntax && bmsg != "" && before(b.Line, b.Col) {
+		return &Error{Filename: l.filename, Line: b.Line, Col: b.Col, Msg: bmsg}
 	}
 	// The first unsupported construct explains the error if Starlark
 	// stumbled on it or after it.
-	if cs := findConstructs(toks); len(cs) > 0 {
-		if c := cs[0]; before(&c) {
-			return &Error{Filename: l.filename, Line: c.line, Msg: c.msg}
+	if cs := rewrite.Constructs(toks); len(cs) > 0 {
+		if c := cs[0]; before(c.Line, c.Col) {
+			return &Error{Filename: l.filename, Line: c.Line, Msg: c.Msg}
 		}
 	}
 	if name, ok := strings.CutPrefix(msg, "undefined: "); ok {
 		switch {
-		case pythonOnlyBuiltins[name]:
+		case rewrite.PythonOnly(name):
 			msg += " (a Python built-in that mirage programs, which run in Starlark, do not have)"
 		case name == "mi" || name == mirageModule:
 			msg += " (missing `import mirage as mi`?)"
@@ -410,7 +397,7 @@ func (l *loader) program() (*Program, error) {
 			}
 		}
 	}
-	if len(l.opts.Args) > 0 && !l.argsRead {
+	if len(l.opts.Args) > 0 && !l.argparse.Read() {
 		return nil, &Error{Filename: l.filename, Msg: fmt.Sprintf(
 			"the program was given arguments (%s) but never parses them: it calls no argparse parse_args()", strings.Join(l.opts.Args, " "))}
 	}

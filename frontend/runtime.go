@@ -8,6 +8,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"github.com/mirage-go/mirage/frontend/pyformat"
 	"github.com/mirage-go/mirage/ugraph"
 )
 
@@ -106,6 +107,7 @@ var (
 	_ starlark.HasAttrs    = runtimeStub{}
 	_ starlark.HasSetField = runtimeStub{}
 	_ starlark.Callable    = runtimeStub{}
+	_ pyformat.Inert       = runtimeStub{}
 )
 
 func (s runtimeStub) String() string        { return "<" + s.name + " (ignored)>" }
@@ -115,6 +117,7 @@ func (s runtimeStub) Truth() starlark.Bool  { return false }
 func (s runtimeStub) Hash() (uint32, error) { return inert{s.name}.Hash() }
 func (s runtimeStub) Name() string          { return s.name }
 func (s runtimeStub) AttrNames() []string   { return nil }
+func (s runtimeStub) Inert()                {}
 
 func (s runtimeStub) Attr(name string) (starlark.Value, error) {
 	s.l.ignore(s.name, syntax.Position{})

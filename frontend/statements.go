@@ -5,198 +5,29 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/mirage-go/mirage/frontend/rewrite"
 )
 
-// Python statements that Starlark lacks but Mirage's scripts use, given
-// their meaning once the program is parsed. rewritePython has left each as
-// a call statement on its line:
-//
-//	@d1                      __mirage_decorator__(d1)
-//	@d2                      __mirage_decorator__(d2)
-//	def f(x): ...            def f(x): ...
-//	                         f = "@"(f, d1, d2)        # f = d1(d2(f))
-//
-//	assert c, msg            if "assert failed"(c'): "assert"(msg)
-//	                         (c': a == b -> "compare"(==, a, b), not a -> "not"(a),
-//	                         a and b -> "and"(a, lambda: b), a or b likewise)
-//
-// The built-ins have names that are not identifiers, so a program can
-// neither call nor rebind them. A decorator that is an inert stub (such as
-// @torch.no_grad() or @torch.compile) leaves the function as it is: a
-// stub's result could not be called to build the graph. In an assert's
-// condition c' the comparisons and `not` are calls that give an inert
-// value when an operand is one, and an inert condition passes: what a
-// stub computed cannot be checked (assert torch.allclose(out, ref),
-// assert out.shape == (16, 4096)).
-
-// The built-ins that desugared statements call.
-const (
-	decorateBuiltin     = "@"
-	assertFailedBuiltin = "assert failed"
-	assertBuiltin       = "assert"
-	compareBuiltin      = "compare"
-	notBuiltin          = "not"
-	andBuiltin          = "and"
-	orBuiltin           = "or"
-)
-
-// desugar replaces the decorator and assert calls of stmts, and of the
-// blocks they hold, by what they mean.
-func (l *loader) desugar(stmts []syntax.Stmt) ([]syntax.Stmt, error) {
-	var out []syntax.Stmt
-	var decorators []*syntax.CallExpr // those waiting for their def
-	for _, s := range stmts {
-		if call := pseudoCall(s, decoratorFunc); call != nil {
-			if len(call.Args) != 1 || isKeywordArg(call.Args[0]) {
-				return nil, l.syntaxError(call.Lparen, "invalid decorator: want `@expression` on a line of its own")
-			}
-			decorators = append(decorators, call)
-			continue
-		}
-		def, isDef := s.(*syntax.DefStmt)
-		if len(decorators) > 0 && !isDef {
-			return nil, l.syntaxError(decorators[0].Lparen, "a decorator must be followed by a def (the decorated function)")
-		}
-		var bodies []*[]syntax.Stmt // the nested blocks, desugared in turn
-		switch s := s.(type) {
-		case *syntax.DefStmt:
-			bodies = []*[]syntax.Stmt{&s.Body}
-		case *syntax.ForStmt:
-			bodies = []*[]syntax.Stmt{&s.Body}
-		case *syntax.WhileStmt:
-			bodies = []*[]syntax.Stmt{&s.Body}
-		case *syntax.IfStmt:
-			bodies = []*[]syntax.Stmt{&s.True, &s.False}
-		}
-		for _, body := range bodies {
-			var err error
-			if *body, err = l.desugar(*body); err != nil {
-				return nil, err
-			}
-		}
-		if call := pseudoCall(s, assertFunc); call != nil {
-			a, err := l.desugarAssert(call)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, a)
-			continue
-		}
-		out = append(out, s)
-		if isDef && len(decorators) > 0 {
-			out = append(out, decorate(def, decorators))
-			decorators = nil
-		}
-	}
-	if len(decorators) > 0 {
-		return nil, l.syntaxError(decorators[0].Lparen, "a decorator must be followed by a def (the decorated function)")
-	}
-	return out, nil
-}
-
-// pseudoCall returns the call of fn that statement s is, or nil.
-func pseudoCall(s syntax.Stmt, fn string) *syntax.CallExpr {
-	e, ok := s.(*syntax.ExprStmt)
-	if !ok {
-		return nil
-	}
-	call, ok := e.X.(*syntax.CallExpr)
-	if !ok {
-		return nil
-	}
-	if id, ok := call.Fn.(*syntax.Ident); ok && id.Name == fn {
-		return call
-	}
-	return nil
-}
-
-// isKeywordArg reports whether a call argument is name=value, *x or **x.
-func isKeywordArg(e syntax.Expr) bool {
-	switch e := e.(type) {
-	case *syntax.BinaryExpr:
-		return e.Op == syntax.EQ
-	case *syntax.UnaryExpr:
-		return e.Op == syntax.STAR || e.Op == syntax.STARSTAR
-	}
-	return false
-}
-
-func (l *loader) syntaxError(pos syntax.Position, msg string) error {
-	return &Error{Filename: l.filename, Line: int(pos.Line), Msg: msg}
-}
-
-// builtinCall is a call of the built-in name at pos.
-func builtinCall(name string, pos syntax.Position, args ...syntax.Expr) *syntax.CallExpr {
-	return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: pos, Name: name}, Lparen: pos, Args: args, Rparen: pos}
-}
-
-// decorate is the assignment that applies decorators, top first in the
-// source, to def's function: f = "@"(f, d1, d2).
-func decorate(def *syntax.DefStmt, decorators []*syntax.CallExpr) syntax.Stmt {
-	pos := decorators[0].Lparen
-	args := []syntax.Expr{&syntax.Ident{NamePos: def.Name.NamePos, Name: def.Name.Name}}
-	for _, d := range decorators {
-		args = append(args, d.Args[0])
-	}
-	return &syntax.AssignStmt{
-		OpPos: pos,
-		Op:    syntax.EQ,
-		LHS:   &syntax.Ident{NamePos: def.Name.NamePos, Name: def.Name.Name},
-		RHS:   builtinCall(decorateBuiltin, pos, args...),
-	}
-}
-
-// desugarAssert turns "assert c, msg" into
-// if "assert failed"(c'): "assert"(msg).
-func (l *loader) desugarAssert(call *syntax.CallExpr) (syntax.Stmt, error) {
-	pos := call.Lparen
-	if len(call.Args) < 1 || len(call.Args) > 2 || isKeywordArg(call.Args[0]) || len(call.Args) == 2 && isKeywordArg(call.Args[1]) {
-		return nil, l.syntaxError(pos, "invalid assert statement: want `assert condition` or `assert condition, message`")
-	}
-	return &syntax.IfStmt{
-		If:   pos,
-		Cond: builtinCall(assertFailedBuiltin, pos, tristate(call.Args[0])),
-		True: []syntax.Stmt{&syntax.ExprStmt{X: builtinCall(assertBuiltin, pos, call.Args[1:]...)}},
-	}, nil
-}
-
-// tristate rewrites the comparisons and negations of an assert's
-// condition into calls that keep an inert operand inert.
-func tristate(e syntax.Expr) syntax.Expr {
-	switch x := e.(type) {
-	case *syntax.ParenExpr:
-		x.X = tristate(x.X)
-	case *syntax.UnaryExpr:
-		if x.Op == syntax.NOT {
-			return builtinCall(notBuiltin, x.OpPos, tristate(x.X))
-		}
-	case *syntax.BinaryExpr:
-		switch x.Op {
-		case syntax.AND, syntax.OR:
-			// "and"(x, lambda: y): y is evaluated only when Python would.
-			name := andBuiltin
-			if x.Op == syntax.OR {
-				name = orBuiltin
-			}
-			return builtinCall(name, x.OpPos, tristate(x.X), &syntax.LambdaExpr{Lambda: x.OpPos, Body: tristate(x.Y)})
-		case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE, syntax.IN, syntax.NOT_IN:
-			op := &syntax.Literal{Token: syntax.INT, TokenPos: x.OpPos, Raw: fmt.Sprint(int(x.Op)), Value: int64(x.Op)}
-			return builtinCall(compareBuiltin, x.OpPos, op, x.X, x.Y)
-		}
-	}
-	return e
-}
+// The built-ins that the statements Starlark lacks become (package rewrite:
+// decorators, assert statements and the operator @), and Python's print.
+// A decorator that is an inert stub (such as @torch.no_grad() or
+// @torch.compile) leaves the function as it is: a stub's result could not
+// be called to build the graph. In an assert's condition the comparisons
+// and `not` are calls that give an inert value when an operand is one, and
+// an inert condition passes: what a stub computed cannot be checked
+// (assert torch.allclose(out, ref), assert out.shape == (16, 4096)).
 
 // statementBuiltins are the built-ins the desugared statements call, and
 // the Python that the rewrite and the scripts rely on: @, print(file=).
 func statementBuiltins(predeclared starlark.StringDict) {
-	predeclared[matmulFunc] = matmulValue{}
+	predeclared[rewrite.MatmulFunc] = matmulValue{}
 	predeclared["print"] = pythonPrint(predeclared["print"].(*starlark.Builtin))
-	predeclared[decorateBuiltin] = starlark.NewBuiltin(decorateBuiltin, applyDecorators)
-	predeclared[assertFailedBuiltin] = starlark.NewBuiltin(assertFailedBuiltin, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	predeclared[rewrite.Decorate] = starlark.NewBuiltin(rewrite.Decorate, applyDecorators)
+	predeclared[rewrite.AssertFailed] = starlark.NewBuiltin(rewrite.AssertFailed, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return starlark.Bool(!isInert(args[0]) && !bool(args[0].Truth())), nil
 	})
-	predeclared[assertBuiltin] = starlark.NewBuiltin(assertBuiltin, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	predeclared[rewrite.Assert] = starlark.NewBuiltin(rewrite.Assert, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		if len(args) == 0 {
 			return nil, fmt.Errorf("assertion failed")
 		}
@@ -206,7 +37,7 @@ func statementBuiltins(predeclared starlark.StringDict) {
 		}
 		return nil, fmt.Errorf("assertion failed: %s", msg)
 	})
-	predeclared[compareBuiltin] = starlark.NewBuiltin(compareBuiltin, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	predeclared[rewrite.Compare] = starlark.NewBuiltin(rewrite.Compare, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		op, x, y := syntax.Token(args[0].(starlark.Int).BigInt().Int64()), args[1], args[2]
 		if isInert(x) {
 			return x, nil
@@ -220,9 +51,9 @@ func statementBuiltins(predeclared starlark.StringDict) {
 		ok, err := starlark.Compare(op, x, y)
 		return starlark.Bool(ok), err
 	})
-	predeclared[andBuiltin] = starlark.NewBuiltin(andBuiltin, andOr(syntax.AND))
-	predeclared[orBuiltin] = starlark.NewBuiltin(orBuiltin, andOr(syntax.OR))
-	predeclared[notBuiltin] = starlark.NewBuiltin(notBuiltin, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	predeclared[rewrite.And] = starlark.NewBuiltin(rewrite.And, andOr(syntax.AND))
+	predeclared[rewrite.Or] = starlark.NewBuiltin(rewrite.Or, andOr(syntax.OR))
+	predeclared[rewrite.Not] = starlark.NewBuiltin(rewrite.Not, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		if isInert(args[0]) {
 			return args[0], nil
 		}
@@ -294,7 +125,7 @@ func (matmulValue) Binary(op syntax.Token, y starlark.Value, _ starlark.Side) (s
 	if op == syntax.STAR && isInert(y) {
 		return y, nil
 	}
-	return nil, fmt.Errorf("%s", unsupported("the `@` operator on "+y.Type()+" is", "use graph.matmul(A, B) (@ works only on torch and numpy values, which are inert stubs)"))
+	return nil, fmt.Errorf("%s", rewrite.Unsupported("the `@` operator on "+y.Type()+" is", "use graph.matmul(A, B) (@ works only on torch and numpy values, which are inert stubs)"))
 }
 
 // pythonPrint is print with Python's keywords: file= and flush= are

@@ -1,4 +1,19 @@
-package frontend
+// Package pyformat is Python's string formatting for Starlark values, as
+// benchmark scripts use it to print their timings: format % args
+// (printf-style) and str.format, with the flags, widths and precisions that
+// Starlark's own lack ("%.3f", "%8d", "{:.3f}", "{:>10}"). An Inert value
+// (a stub's result, such as time.time()) is a number the script never
+// sees: a numeric conversion prints it as nan, %s and {} its name.
+//
+// Every result is bounded: each field's width and precision by
+// maxFieldWidth, and the whole by the limit the caller gives, past which
+// formatting stops with ErrTooLong. The loader (package frontend) charges
+// what a format builds against a program's allocation bound.
+//
+// It is a package of its own because it is a library of Python semantics
+// with no tie to the loader but the Inert interface: tested, and fuzzed,
+// on values alone.
+package pyformat
 
 import (
 	"fmt"
@@ -11,12 +26,19 @@ import (
 	"go.starlark.net/starlark"
 )
 
-// Python's string formatting, as benchmark scripts use it to print their
-// timings: format % args (printf-style) and str.format, with the flags,
-// widths and precisions that Starlark's own lack ("%.3f", "%8d",
-// "{:.3f}", "{:>10}"). An inert value (a stub's result, such as
-// time.time()) is a number the script never sees: a numeric conversion
-// prints it as nan, %s and {} its name.
+// Inert is implemented by the values that stand for what a program cannot
+// see, such as the result of a stubbed time.time() (package frontend's
+// inert values): a numeric conversion formats one as nan, and %s, %r and {}
+// as its String.
+type Inert interface {
+	starlark.Value
+	Inert()
+}
+
+func isInert(v starlark.Value) bool {
+	_, ok := v.(Inert)
+	return ok
+}
 
 // maxFieldWidth bounds a field's width and precision: each field's output
 // is then bounded too, and the caller bounds the whole.
@@ -321,11 +343,12 @@ func pad(s string, sp spec, def byte) string {
 	return strings.Repeat(fill, n) + s
 }
 
-// errTooLong stops a formatting whose result grows past its limit.
-var errTooLong = fmt.Errorf("the formatted string is too long")
+// ErrTooLong stops a formatting whose result grows past its limit.
+var ErrTooLong = fmt.Errorf("the formatted string is too long")
 
-// percentFormat is Python's format % args. limit bounds the result.
-func percentFormat(format string, args starlark.Value, limit int64) (string, error) {
+// Percent is Python's format % args. limit bounds the result: past it,
+// the error is ErrTooLong.
+func Percent(format string, args starlark.Value, limit int64) (string, error) {
 	tuple, isTuple := args.(starlark.Tuple)
 	if !isTuple {
 		tuple = starlark.Tuple{args}
@@ -452,7 +475,7 @@ func percentFormat(format string, args starlark.Value, limit int64) (string, err
 		}
 		b.WriteString(s)
 		if int64(b.Len()) > limit {
-			return "", errTooLong
+			return "", ErrTooLong
 		}
 	}
 	if next < len(tuple) && mapping == nil {
@@ -548,9 +571,9 @@ func percentInt(n *big.Int, sp spec) (string, error) {
 	return number(n.Sign() < 0, prefix, digits, sp), nil
 }
 
-// strFormat is Python's format.format(*args, **kwargs). limit bounds the
-// result.
-func strFormat(format string, args starlark.Tuple, kwargs []starlark.Tuple, limit int64) (string, error) {
+// Format is Python's format.format(*args, **kwargs). limit bounds the
+// result: past it, the error is ErrTooLong.
+func Format(format string, args starlark.Tuple, kwargs []starlark.Tuple, limit int64) (string, error) {
 	f := formatter{args: args, kwargs: kwargs, limit: limit}
 	return f.format(format, 0)
 }
@@ -605,7 +628,7 @@ func (f *formatter) format(s string, depth int) (string, error) {
 		}
 		b.WriteString(out)
 		if int64(b.Len()) > f.limit {
-			return "", errTooLong
+			return "", ErrTooLong
 		}
 		i = end + 1
 	}
@@ -744,4 +767,15 @@ func index(v, k starlark.Value) (starlark.Value, error) {
 		return nil, fmt.Errorf("index %v out of range", k)
 	}
 	return seq.Index(int(i)), nil
+}
+
+// getAttr is x.name, as Starlark evaluates it.
+func getAttr(x starlark.Value, name string) (starlark.Value, error) {
+	if x, ok := x.(starlark.HasAttrs); ok {
+		v, err := x.Attr(name)
+		if err != nil || v != nil {
+			return v, err
+		}
+	}
+	return nil, fmt.Errorf("%s has no .%s field or method", x.Type(), name)
 }

@@ -1,65 +1,73 @@
-package frontend
+// Package pylex splits Python source into tokens: names, numbers, string
+// literals, operators and the ends of logical lines, each with its line,
+// column, bracket depth and whether it starts a statement. It is just
+// enough of Python's lexer for the front-end to find and rewrite what
+// Starlark lacks (package rewrite) and to name it in errors, without being
+// fooled by strings, comments or statements continued over several lines;
+// and it gives Python's message for brackets that do not pair up.
+//
+// It is a package of its own because it knows nothing of mirage or of
+// Starlark: it is Python's lexical structure alone, tested alone. It never
+// fails hard: on an unterminated string it stops, and Starlark, which
+// parses the program later, reports the real syntax error.
+package pylex
 
 import (
 	"fmt"
 	"strings"
 )
 
-// A small Python tokenizer: just enough to find import statements (which we
-// rewrite, since Starlark has none) and the Python constructs Starlark lacks
-// (which we name in errors) without being fooled by strings, comments, or
-// statements continued over several lines. It never fails hard: on an
-// unterminated string it stops, and Starlark reports the real syntax error.
+// Kind is the kind of a token.
+type Kind uint8
 
-type tokKind uint8
-
+// The kinds of tokens.
 const (
-	tokName tokKind = iota + 1
-	tokNumber
-	tokString
-	tokOp
-	tokNewline // end of a logical line
+	Name Kind = iota + 1 // an identifier or keyword
+	Number
+	String  // a string or bytes literal, with its prefix
+	Op      // an operator or delimiter
+	Newline // the end of a logical line
 )
 
-type token struct {
-	kind      tokKind
-	text      string // the source text; for strings the whole literal
-	off, end  int    // byte range in the source
-	line, col int    // 1-based; col counts runes, as Starlark's positions do
-	depth     int    // bracket nesting before the token
-	stmtStart bool   // first token of a simple statement
-	lineStart bool   // first token of a logical line (implies stmtStart)
+// Token is one token of the source.
+type Token struct {
+	Kind      Kind
+	Text      string // the source text; for strings the whole literal
+	Off, End  int    // byte range in the source
+	Line, Col int    // 1-based; Col counts runes, as Starlark's positions do
+	Depth     int    // bracket nesting before the token
+	StmtStart bool   // first token of a simple statement
+	LineStart bool   // first token of a logical line (implies StmtStart)
 }
 
-// is reports whether t is the operator or name s.
-func (t token) is(s string) bool { return (t.kind == tokOp || t.kind == tokName) && t.text == s }
+// Is reports whether t is the operator or name s.
+func (t Token) Is(s string) bool { return (t.Kind == Op || t.Kind == Name) && t.Text == s }
 
-// stringPrefix returns the letters before a string literal's quote.
-func (t token) stringPrefix() string {
-	return t.text[:strings.IndexAny(t.text, `"'`)]
+// StringPrefix returns the letters before a string literal's quote.
+func (t Token) StringPrefix() string {
+	return t.Text[:strings.IndexAny(t.Text, `"'`)]
+}
+
+// EndsStmt reports whether t ends a simple statement: a newline, or a
+// semicolon outside brackets.
+func (t Token) EndsStmt() bool {
+	return t.Kind == Newline || t.Is(";") && t.Depth == 0
 }
 
 type lexer struct {
 	src      string
 	pos      int // next byte to read
 	depth    int
-	toks     []token
+	toks     []Token
 	complete bool // the source lexed to its end
 	// A cursor that converts byte offsets into lines and columns; tokens
 	// arrive in source order, so it only moves forward.
 	curOff, curLine, curCol int
 }
 
-// lex splits src into tokens. It stops at the first unterminated string;
-// the tokens before it are still returned.
-func lex(src string) []token {
-	toks, _ := lexSource(src)
-	return toks
-}
-
-// lexSource is lex, and reports whether the source lexed to its end (no
-// unterminated string).
-func lexSource(src string) ([]token, bool) {
+// Lex splits src into tokens. It stops at the first unterminated string;
+// the tokens before it are still returned, and complete is false.
+func Lex(src string) (toks []Token, complete bool) {
 	lx := &lexer{src: src, curLine: 1, curCol: 1}
 	lx.run()
 	return lx.toks, lx.complete
@@ -99,11 +107,11 @@ func (lx *lexer) run() {
 				}
 				continue
 			}
-			lx.emit(tokName, end)
+			lx.emit(Name, end)
 		case isDigit(c) || c == '.' && lx.pos+1 < len(src) && isDigit(src[lx.pos+1]):
-			lx.emit(tokNumber, lx.numberEnd())
+			lx.emit(Number, lx.numberEnd())
 		default:
-			lx.emit(tokOp, lx.pos+opLen(src[lx.pos:]))
+			lx.emit(Op, lx.pos+opLen(src[lx.pos:]))
 		}
 	}
 	lx.endLine(len(src))
@@ -113,28 +121,28 @@ func (lx *lexer) run() {
 // endLine ends the logical line at offset off, unless brackets are open or
 // the line holds no token.
 func (lx *lexer) endLine(off int) {
-	if lx.depth > 0 || len(lx.toks) == 0 || lx.toks[len(lx.toks)-1].kind == tokNewline {
+	if lx.depth > 0 || len(lx.toks) == 0 || lx.toks[len(lx.toks)-1].Kind == Newline {
 		return
 	}
-	lx.add(token{kind: tokNewline, off: off, end: off})
+	lx.add(Token{Kind: Newline, Off: off, End: off})
 }
 
-func (lx *lexer) emit(kind tokKind, end int) {
-	t := token{kind: kind, text: lx.src[lx.pos:end], off: lx.pos, end: end}
+func (lx *lexer) emit(kind Kind, end int) {
+	t := Token{Kind: kind, Text: lx.src[lx.pos:end], Off: lx.pos, End: end}
 	lx.pos = end
 	lx.add(t)
 }
 
-func (lx *lexer) add(t token) {
-	t.line, t.col = lx.position(t.off)
-	t.depth = lx.depth
-	if n := len(lx.toks); n == 0 || lx.toks[n-1].kind == tokNewline {
-		t.lineStart, t.stmtStart = true, true
-	} else if p := lx.toks[n-1]; p.is(";") && p.depth == 0 {
-		t.stmtStart = true
+func (lx *lexer) add(t Token) {
+	t.Line, t.Col = lx.position(t.Off)
+	t.Depth = lx.depth
+	if n := len(lx.toks); n == 0 || lx.toks[n-1].Kind == Newline {
+		t.LineStart, t.StmtStart = true, true
+	} else if p := lx.toks[n-1]; p.Is(";") && p.Depth == 0 {
+		t.StmtStart = true
 	}
-	if t.kind == tokOp {
-		switch t.text {
+	if t.Kind == Op {
+		switch t.Text {
 		case "(", "[", "{":
 			lx.depth++
 		case ")", "]", "}":
@@ -181,7 +189,7 @@ func (lx *lexer) scanString(start, quote int) bool {
 			}
 		case strings.HasPrefix(src[i:], delim):
 			lx.pos = start
-			lx.emit(tokString, i+len(delim))
+			lx.emit(String, i+len(delim))
 			return true
 		case len(delim) == 1 && (c == '\n' || c == '\r'):
 			return false
@@ -239,40 +247,41 @@ func isStringPrefix(p string) bool {
 	return false
 }
 
-// bracketError returns Python's error for the first closing bracket that
-// matches no opening one, or else, in a source that lexed to its end, for
-// the innermost bracket never closed; nil if the brackets pair up. Starlark
+// BracketError returns Python's error for the first closing bracket that
+// matches no opening one, or else, in a source that lexed to its end
+// (complete, as Lex reports it), for the innermost bracket never closed,
+// and the bracket it is at; msg is "" if the brackets pair up. Starlark
 // stumbles on such mistakes later ("got identifier, want ','" at the next
 // statement, for a call left open) and names neither bracket.
-func bracketError(toks []token, complete bool) *construct {
-	var open []token
+func BracketError(toks []Token, complete bool) (at Token, msg string) {
+	var open []Token
 	for _, t := range toks {
-		if t.kind != tokOp {
+		if t.Kind != Op {
 			continue
 		}
-		switch t.text {
+		switch t.Text {
 		case "(", "[", "{":
 			open = append(open, t)
 		case ")", "]", "}":
 			if len(open) == 0 {
-				return &construct{t.line, t.col, fmt.Sprintf("unmatched '%s'", t.text)}
+				return t, fmt.Sprintf("unmatched '%s'", t.Text)
 			}
 			o := open[len(open)-1]
 			open = open[:len(open)-1]
-			if closing[o.text] != t.text {
-				msg := fmt.Sprintf("closing parenthesis '%s' does not match opening parenthesis '%s'", t.text, o.text)
-				if o.line != t.line {
-					msg += fmt.Sprintf(" on line %d", o.line)
+			if closing[o.Text] != t.Text {
+				msg := fmt.Sprintf("closing parenthesis '%s' does not match opening parenthesis '%s'", t.Text, o.Text)
+				if o.Line != t.Line {
+					msg += fmt.Sprintf(" on line %d", o.Line)
 				}
-				return &construct{t.line, t.col, msg}
+				return t, msg
 			}
 		}
 	}
 	if !complete || len(open) == 0 {
-		return nil
+		return Token{}, ""
 	}
 	o := open[len(open)-1]
-	return &construct{o.line, o.col, fmt.Sprintf("'%s' was never closed", o.text)}
+	return o, fmt.Sprintf("'%s' was never closed", o.Text)
 }
 
 var closing = map[string]string{"(": ")", "[": "]", "{": "}"}

@@ -1,14 +1,4 @@
-package frontend
-
-import (
-	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-
-	"go.starlark.net/starlark"
-)
-
+// Package argparse emulates Python's argparse module for mirage programs.
 // Mirage's benchmark scripts read their shapes from the command line:
 //
 //	parser = argparse.ArgumentParser()
@@ -16,40 +6,82 @@ import (
 //	args = parser.parse_args()
 //	X = graph.new_input(dims=(2 * args.batch_size, 4096), dtype=mi.float16)
 //
-// So argparse is the one stubbed module that works: parse_args parses
-// Options.Args (what follows -- on mirage's command line) as Python's
-// argparse would, and returns a namespace of real values, the defaults
-// where an argument is not given. It supports what scripts use: options
-// (--name value, --name=value, -n value, -nvalue, unique prefixes of long
-// options) and positional arguments; type (any callable: int, float, str,
-// bool, a function), default, choices, required, dest, nargs (N, ?, *, +),
-// const, help and metavar; the actions store, store_true, store_false,
-// store_const, append, append_const, extend, count, help, version and
+// So argparse is the one stubbed module that works: parse_args parses the
+// program's arguments (frontend.Options.Args: what follows -- on mirage's
+// command line) as Python's argparse would, and returns a namespace of
+// real values, the defaults where an argument is not given. It supports
+// what scripts use: options (--name value, --name=value, -n value,
+// -nvalue, unique prefixes of long options) and positional arguments;
+// type (any callable: int, float, str, bool, a function), default,
+// choices, required, dest, nargs (N, ?, *, +), const, help and metavar;
+// the actions store, store_true, store_false, store_const, append,
+// append_const, extend, count, help, version and
 // argparse.BooleanOptionalAction; argument groups; set_defaults. A mistake
 // in the arguments is an error that names the argument, as Python's
-// message does, at the line of the parse_args call.
+// message does; the loader puts it at the line of the parse_args call.
+//
+// It is a package of its own because it is a module of Starlark values
+// with a small tie to the loader (New's arguments and Module.Read) and
+// none to graphs: an emulation of Python's library, like package pyformat,
+// not a phase of the load.
+package argparse
 
-const argparseModule = "argparse"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 
-// argparseStub is the argparse module: ArgumentParser and Namespace work,
-// its other attributes (formatter classes, ...) are inert.
-type argparseStub struct{ l *loader }
+	"go.starlark.net/starlark"
+)
 
-var _ starlark.HasAttrs = argparseStub{}
+// Name is the module's name, as a program imports it.
+const Name = "argparse"
 
-func (m argparseStub) String() string        { return "<module argparse (stub)>" }
-func (m argparseStub) Type() string          { return "module" }
-func (m argparseStub) Freeze()               {}
-func (m argparseStub) Truth() starlark.Bool  { return true }
-func (m argparseStub) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: module") }
-func (m argparseStub) AttrNames() []string {
+// A Stub is a value that stands for something a program cannot use
+// (package frontend's inert values). The module's attributes that it does
+// not emulate (formatter classes, FileType, ...) are stubs, and an action
+// that is one is refused by name.
+type Stub interface {
+	starlark.Value
+	StubName() string // what it stands for: "argparse.FileType", "torch.nn"
+}
+
+// Module is the argparse module of one run of a program: ArgumentParser
+// and Namespace work, its other attributes are stubs.
+type Module struct {
+	args []string
+	stub func(name string) Stub
+	read bool
+}
+
+// New returns the argparse module of a program run with the arguments
+// args. stub makes the value of an attribute the module does not emulate,
+// named "argparse.<attribute>".
+func New(args []string, stub func(name string) Stub) *Module {
+	return &Module{args: args, stub: stub}
+}
+
+// Read reports whether a parser has parsed the program's arguments: a
+// call of parse_args or parse_known_args without args=.
+func (m *Module) Read() bool { return m.read }
+
+var _ starlark.HasAttrs = (*Module)(nil)
+
+func (m *Module) String() string        { return "<module argparse (stub)>" }
+func (m *Module) Type() string          { return "module" }
+func (m *Module) Freeze()               {}
+func (m *Module) Truth() starlark.Bool  { return true }
+func (m *Module) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: module") }
+func (m *Module) AttrNames() []string {
 	return []string{"ArgumentParser", "Namespace", "SUPPRESS"}
 }
 
-func (m argparseStub) Attr(name string) (starlark.Value, error) {
+func (m *Module) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "ArgumentParser":
-		return starlark.NewBuiltin("ArgumentParser", m.l.newArgParser), nil
+		return starlark.NewBuiltin("ArgumentParser", m.newArgParser), nil
 	case "Namespace":
 		return starlark.NewBuiltin("Namespace", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if len(args) > 0 {
@@ -64,7 +96,7 @@ func (m argparseStub) Attr(name string) (starlark.Value, error) {
 	case "SUPPRESS":
 		return starlark.String(argSuppress), nil
 	}
-	return inert{argparseModule + "." + name}, nil
+	return m.stub(Name + "." + name), nil
 }
 
 // argSuppress is argparse.SUPPRESS: as a default, the namespace has no
@@ -73,7 +105,7 @@ const argSuppress = "==SUPPRESS=="
 
 // argParser is an argparse.ArgumentParser.
 type argParser struct {
-	l        *loader
+	m        *Module
 	prog     string
 	actions  []*argAction
 	defaults map[string]starlark.Value // set_defaults for dests no argument has
@@ -96,8 +128,8 @@ type argAction struct {
 	version  string
 }
 
-func (l *loader) newArgParser(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	p := &argParser{l: l, prog: "", defaults: map[string]starlark.Value{}}
+func (m *Module) newArgParser(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	p := &argParser{m: m, prog: "", defaults: map[string]starlark.Value{}}
 	addHelp := true
 	for i, v := range args {
 		if i == 0 {
@@ -131,7 +163,10 @@ func (p *argParser) Freeze()               {}
 func (p *argParser) Truth() starlark.Bool  { return true }
 func (p *argParser) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: ArgumentParser") }
 
-var argParserMethods = methodSet[*argParser]{
+// method implements a method of ArgumentParser.
+type method func(p *argParser, th *starlark.Thread, fn string, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)
+
+var argParserMethods = map[string]method{
 	"add_argument":                 (*argParser).addArgument,
 	"add_argument_group":           (*argParser).group,
 	"add_mutually_exclusive_group": (*argParser).group,
@@ -149,11 +184,13 @@ var argParserMethods = methodSet[*argParser]{
 	"exit":                         (*argParser).fail,
 }
 
-func (p *argParser) AttrNames() []string { return argParserMethods.names() }
+func (p *argParser) AttrNames() []string { return slices.Sorted(maps.Keys(argParserMethods)) }
 
 func (p *argParser) Attr(name string) (starlark.Value, error) {
-	if m := argParserMethods.attr(p, name); m != nil {
-		return m, nil
+	if m := argParserMethods[name]; m != nil {
+		return starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			return m(p, th, name, args, kwargs)
+		}).BindReceiver(p), nil
 	}
 	return nil, fmt.Errorf("ArgumentParser.%s is not supported by mirage's argparse stub (it has %s)", name, strings.Join(p.AttrNames(), ", "))
 }
@@ -211,9 +248,9 @@ func (p *argParser) addArgument(_ *starlark.Thread, fn string, args starlark.Tup
 		switch k {
 		case "action":
 			switch v := v.(type) {
-			case inert:
-				if v.name != argparseModule+".BooleanOptionalAction" {
-					return nil, fmt.Errorf("%s: action %s is not supported by mirage's argparse stub", fn, v.name)
+			case Stub:
+				if v.StubName() != Name+".BooleanOptionalAction" {
+					return nil, fmt.Errorf("%s: action %s is not supported by mirage's argparse stub", fn, v.StubName())
 				}
 				a.action = "boolean_optional"
 			default:
@@ -405,8 +442,8 @@ func (p *argParser) parseCall(th *starlark.Thread, fn string, args starlark.Tupl
 	}
 	var tokens []string
 	if argv == starlark.None {
-		tokens = p.l.opts.Args
-		p.l.argsRead = true
+		tokens = p.m.args
+		p.m.read = true
 	} else {
 		var err error
 		if tokens, err = stringList(argv); err != nil {
@@ -424,7 +461,7 @@ func (p *argParser) parseCall(th *starlark.Thread, fn string, args starlark.Tupl
 func stringList(v starlark.Value) ([]string, error) {
 	seq, ok := v.(starlark.Indexable)
 	if _, isStr := v.(starlark.String); !ok || isStr {
-		return nil, wrongType(v, "a list of strings")
+		return nil, fmt.Errorf("got %s, want a list of strings", v.Type())
 	}
 	out := make([]string, seq.Len())
 	for i := range out {
