@@ -187,6 +187,7 @@ var errorCases = []struct {
 	{"assertion in a function", withHeader("def check(t):", "    assert not t.num_dims", "check(X)"), false, 6, "assertion failed"},
 	{"assertion on a stub and a value", src("import torch", "assert torch.cuda.is_available() and 1 > 2, 'cuda'"), false, 2, "assertion failed: cuda"},
 	{"assertion on a value or a stub", src("import torch", "n = 0", "assert n > 0 or torch.cuda.is_available() == n"), false, 0, "creates no kernel graph"},
+	{"assertion beside a program's own compare", src("def compare(op, a, b):", "    return True", "assert 1 == 2, 'rebound'"), false, 3, "assertion failed: rebound"},
 	{"assertion short-circuits", src("n = 0", "assert n != 0 and 10 // n == 2, 'n'"), false, 2, "assertion failed: n"},
 	{"assert without condition", withHeader("assert"), false, 5, "invalid assert statement"},
 	{"assert with three parts", withHeader("assert X, 'a', 'b'"), false, 5, "invalid assert statement"},

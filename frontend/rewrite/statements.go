@@ -16,7 +16,7 @@ import (
 //	                         f = "@"(f, d1, d2)        # f = d1(d2(f))
 //
 //	assert c, msg            if "assert failed"(c'): "assert"(msg)
-//	                         (c': a == b -> "compare"(==, a, b), not a -> "not"(a),
+//	                         (c': a == b -> "compare op"(==, a, b), not a -> "not"(a),
 //	                         a and b -> "and"(a, lambda: b), a or b likewise)
 //
 // The built-ins have names that are not identifiers, so a program can
@@ -31,7 +31,7 @@ const (
 	Decorate     = "@"             // "@"(f, d1, ..., dn) is d1(...dn(f)), skipping stubs
 	AssertFailed = "assert failed" // "assert failed"(c) is whether c is known to be false
 	Assert       = "assert"        // "assert"() or "assert"(msg) fails the program
-	Compare      = "compare"       // "compare"(op, x, y) is x op y, op a syntax.Token
+	Compare      = "compare op"    // "compare op"(op, x, y) is x op y, op a syntax.Token
 	Not          = "not"           // "not"(x) is not x
 	And          = "and"           // "and"(x, lambda: y) is x and y
 	Or           = "or"            // "or"(x, lambda: y) is x or y
