@@ -3,7 +3,10 @@
 // report 'mirage bench' writes of a search over each (a markdown table and
 // an SVG bar chart), the results file and history a run leaves, and the
 // comparison of a run with a stored baseline that decides whether
-// anything got worse.
+// anything got worse. Suite is a run of it, as mirage bench's flags give
+// one: it checks everything before searching, runs each workload as
+// superopt would (driver.Settings.Options, without the cache), and writes
+// the files.
 //
 // Workload programs live in bench/workloads and, for the three that are
 // also the project's examples, in examples/; both are embedded.

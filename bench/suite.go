@@ -55,15 +55,18 @@ type Run struct {
 // nothing is written.
 var ErrInterrupted = errors.New("bench: interrupted; nothing written")
 
-// Report is bench --json's object.
-func (r *Run) Report(arch string) any {
-	return struct {
-		Arch         string        `json:"arch"`
-		Rows         []Row         `json:"rows"`
-		ShardBalance *ShardBalance `json:"shard_balance,omitempty"`
-		DynamicBatch *DynamicCost  `json:"dynamic_batch,omitempty"`
-		Comparison   *Comparison   `json:"comparison,omitempty"`
-	}{arch, r.Rows, r.Shards, r.Dynamic, r.Comparison}
+// RunReport is bench --json's object.
+type RunReport struct {
+	Arch         string        `json:"arch"`
+	Rows         []Row         `json:"rows"`
+	ShardBalance *ShardBalance `json:"shard_balance,omitempty"`
+	DynamicBatch *DynamicCost  `json:"dynamic_batch,omitempty"`
+	Comparison   *Comparison   `json:"comparison,omitempty"`
+}
+
+// Report is r's RunReport, estimated on arch.
+func (r *Run) Report(arch string) RunReport {
+	return RunReport{arch, r.Rows, r.Shards, r.Dynamic, r.Comparison}
 }
 
 // Regressions names the workloads that regressed against the baseline
@@ -96,8 +99,25 @@ func (s *Suite) Check() error {
 		return fmt.Errorf("--time-ratio %v: want 1 or more, or 0 to turn the check off", s.Tolerances.SearchTime)
 	case s.OnlyPaths && len(s.Paths) == 0:
 		return errors.New("--only-paths: no PATH given")
+	case s.ShardBalance < 0:
+		return fmt.Errorf("--shard-balance %d: want 0 or more", s.ShardBalance)
+	}
+	if s.DynamicBatch != "" {
+		if _, err := s.dynamicFlag(); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// dynamicFlag is the dynamic-batch line's --dynamic: input 0's dim 0 over
+// DynamicBatch.
+func (s *Suite) dynamicFlag() (driver.DynamicFlag, error) {
+	flag, err := driver.ParseDynamicFlag("0:0=" + s.DynamicBatch)
+	if err != nil {
+		return flag, fmt.Errorf("--dynamic-batch: %v", err)
+	}
+	return flag, nil
 }
 
 // Run runs the suite and writes its files into s.Out. Everything that can
@@ -250,19 +270,25 @@ func (s *Suite) workloads() ([]Workload, error) {
 	return FromPaths(ws, s.Paths)
 }
 
+// settings are the driver's settings of every workload: superopt's,
+// without the cache.
+func (s *Suite) settings() driver.Settings {
+	return driver.Settings{Arch: s.Arch, Preset: s.Config, TimeLimit: s.TimeLimit, Workers: s.Workers, Seed: s.Seed,
+		MaxStates: s.MaxStates, NoSeeds: s.NoSeeds, MaxCandidates: s.MaxCandidates, NoCache: true}
+}
+
 // options are the configuration a workload is searched with (Config,
 // else the program's preset and its restrictions) and the driver's
 // options for it, as superopt would run it without the cache.
-func (s *Suite) options(in *driver.Input) (Configuration, driver.Options) {
-	conf := Configuration{MaxStates: s.MaxStates, NoSeeds: s.NoSeeds}
-	conf.Preset, conf.Restrict = in.Preset(s.Config)
-	return conf, driver.Options{
-		Name: in.Name, Arch: s.Arch, Preset: conf.Preset, Restrict: conf.Restrict,
-		TimeLimit: s.TimeLimit, Workers: s.Workers, Seed: s.Seed, MaxStates: s.MaxStates, NoSeeds: s.NoSeeds,
-		// The suite reports the best answer alone: verifying more
-		// combinations of a whole program's parts would only cost time.
-		PartResults: driver.PartResults(s.MaxCandidates), Answers: 1,
+func (s *Suite) options(in *driver.Input) (Configuration, driver.Options, error) {
+	opts, err := s.settings().Options(in)
+	if err != nil {
+		return Configuration{}, driver.Options{}, err
 	}
+	// The suite reports the best answer alone: verifying more
+	// combinations of a whole program's parts would only cost time.
+	opts.Answers = 1
+	return Configuration{Preset: opts.Preset, Restrict: opts.Restrict, MaxStates: s.MaxStates, NoSeeds: s.NoSeeds}, opts, nil
 }
 
 // runOne superoptimizes one workload, as superopt does, without the cache;
@@ -274,7 +300,11 @@ func (s *Suite) runOne(ctx context.Context, in *driver.Input, w Workload, profil
 		row.Err = err.Error()
 		return row
 	}
-	conf, opts := s.options(in)
+	conf, opts, err := s.options(in)
+	if err != nil {
+		row.Err = err.Error()
+		return row
+	}
 	opts.Profiles = profiles
 	row.ProgramHash, row.ConfigHash = ProgramHash(g), conf.Hash()
 	res, err := driver.Run(ctx, g, opts)
@@ -311,7 +341,10 @@ func (s *Suite) shardBalance(ctx context.Context, in *driver.Input, w Workload) 
 	if err != nil {
 		return nil, err
 	}
-	_, opts := s.options(in)
+	_, opts, err := s.options(in)
+	if err != nil {
+		return nil, err
+	}
 	var secs []float64
 	incomplete := 0
 	for i := range s.ShardBalance {
@@ -332,9 +365,9 @@ func (s *Suite) shardBalance(ctx context.Context, in *driver.Input, w Workload) 
 // s.DynamicBatch, every default bucket in one run (each with the time
 // limit of a workload), then its largest bucket alone, and times both.
 func (s *Suite) dynamicCost(ctx context.Context, in *driver.Input, w Workload) (*DynamicCost, error) {
-	flag, err := driver.ParseDynamicFlag("0:0=" + s.DynamicBatch)
+	flag, err := s.dynamicFlag()
 	if err != nil {
-		return nil, fmt.Errorf("--dynamic-batch: %v", err)
+		return nil, err
 	}
 	g, err := in.Graph(0)
 	if err != nil {
@@ -344,7 +377,10 @@ func (s *Suite) dynamicCost(ctx context.Context, in *driver.Input, w Workload) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: --dynamic-batch: %v", w.Name, err)
 	}
-	_, opts := s.options(in)
+	_, opts, err := s.options(in)
+	if err != nil {
+		return nil, err
+	}
 	buckets := driver.DefaultBuckets(lo, hi)
 	opts.TimeLimit *= time.Duration(len(buckets))
 	start := time.Now()
@@ -361,7 +397,9 @@ func (s *Suite) dynamicCost(ctx context.Context, in *driver.Input, w Workload) (
 	if err != nil {
 		return nil, err
 	}
-	_, opts = s.options(in)
+	if _, opts, err = s.options(in); err != nil {
+		return nil, err
+	}
 	start = time.Now()
 	if _, err := driver.Run(ctx, largest, opts); err != nil {
 		return nil, err

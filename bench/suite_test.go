@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +24,10 @@ func TestSuiteCheck(t *testing.T) {
 		{"time ratio below 1", func(s *Suite) { s.Tolerances.SearchTime = 0.5 }, "--time-ratio 0.5: want 1 or more"},
 		{"time ratio off", func(s *Suite) { s.Tolerances.SearchTime = 0 }, ""},
 		{"only paths, none", func(s *Suite) { s.OnlyPaths = true }, "--only-paths: no PATH given"},
+		{"negative shard balance", func(s *Suite) { s.ShardBalance = -1 }, "--shard-balance -1: want 0 or more"},
+		{"a dynamic batch backwards", func(s *Suite) { s.DynamicBatch = "5..2" }, "--dynamic-batch: "},
+		{"a dynamic batch that is no range", func(s *Suite) { s.DynamicBatch = "64" }, "--dynamic-batch: "},
+		{"a dynamic batch", func(s *Suite) { s.DynamicBatch = "1..64" }, ""},
 	} {
 		s := ok
 		tt.edit(&s)
@@ -66,9 +71,10 @@ func TestSuiteWorkloads(t *testing.T) {
 	}
 }
 
-// A bad input is refused before anything is searched or written.
+// A bad input is refused before anything is searched or written: the
+// output directory, new, is not even made.
 func TestSuiteRefusesBeforeRunning(t *testing.T) {
-	out := t.TempDir()
+	out := filepath.Join(t.TempDir(), "results")
 	s := Suite{Arch: target.MustLookup("sm_90"), Workers: 1, Tolerances: DefaultTolerances, Out: out,
 		OnlyPaths: true, Paths: []string{filepath.Join("..", "examples", "gqa.py")}, Compare: filepath.Join(out, "none.json")}
 	if _, err := s.Run(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "--compare: ") {
@@ -78,7 +84,11 @@ func TestSuiteRefusesBeforeRunning(t *testing.T) {
 	if _, err := s.Run(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "--config: ") {
 		t.Fatalf("an unknown preset: %v", err)
 	}
-	if files, _ := filepath.Glob(filepath.Join(out, "*")); len(files) > 0 {
-		t.Errorf("wrote %v", files)
+	s.Config, s.DynamicBatch = "", "5..2"
+	if _, err := s.Run(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "--dynamic-batch: ") {
+		t.Fatalf("a backward dynamic batch: %v", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s exists (%v): a refused run made it", out, err)
 	}
 }

@@ -3,6 +3,7 @@ package check_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/mirage-go/mirage/check"
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -76,12 +78,30 @@ func TestGraphs(t *testing.T) {
 	}
 }
 
+// Options are checked, and their defaults filled, in one place: what a
+// verdict reports is what ran.
+func TestGraphsOptions(t *testing.T) {
+	a, b := named(t, load(t, "a", factored)), named(t, load(t, "b", expanded))
+	if _, err := check.Graphs(&bytes.Buffer{}, a, b, check.Options{Method: check.FF, Trials: 0, Seed: 1}); err == nil || err.Error() != "--trials 0: want at least 1" {
+		t.Errorf("no trials: %v", err)
+	}
+	for _, m := range []check.Method{check.FF, check.Float} {
+		var w bytes.Buffer // MaxBytes 0: the default bound, for either method
+		if same, err := check.Graphs(&w, a, b, check.Options{Method: m, Trials: 3, Seed: 2}); err != nil || !same {
+			t.Errorf("%s with no bound given: %v, %v", m, same, err)
+		}
+		if m == check.FF && !strings.Contains(w.String(), "seed 2, 3 trial(s)") {
+			t.Errorf("reported %q, want the 3 trials that ran", w.String())
+		}
+	}
+}
+
 // A comparison over the memory bound is refused before it runs.
 func TestGraphsKeepToTheMemoryBound(t *testing.T) {
 	for _, m := range []check.Method{check.FF, check.Float} {
 		opts := check.Options{Method: m, Trials: 1, Seed: 1, MaxBytes: 1024}
 		_, err := check.Graphs(&bytes.Buffer{}, named(t, load(t, "a", factored)), named(t, load(t, "b", expanded)), opts)
-		if !check.OverMemory(err) {
+		if !memlimit.IsOver(err) {
 			t.Errorf("%s with 1 KiB: %v, want a memory limit error", m, err)
 		}
 	}
@@ -122,20 +142,28 @@ func TestMatchOutputs(t *testing.T) {
 	row := func(vs ...float64) *interp.Tensor {
 		return &interp.Tensor{Shape: ugraph.MustShape(len(vs)), Data: vs}
 	}
+	inf := math.Inf(1)
 	for _, tt := range []struct {
 		name      string
 		want, got []*interp.Tensor
-		match     []int // nil: no pairing
+		match     []int     // nil: no pairing
+		worst     []float64 // per want output: its worst relative error against its pair, or the first of its shape
 	}{
-		{"in order", []*interp.Tensor{row(1, 2), row(3)}, []*interp.Tensor{row(1, 2), row(3)}, []int{0, 1}},
-		{"swapped", []*interp.Tensor{row(1, 2), row(3, 4)}, []*interp.Tensor{row(3, 4), row(1, 2)}, []int{1, 0}},
-		{"each once", []*interp.Tensor{row(1, 2), row(1, 2)}, []*interp.Tensor{row(1, 2), row(1, 2)}, []int{0, 1}},
-		{"values differ", []*interp.Tensor{row(1, 2)}, []*interp.Tensor{row(1, 2.5)}, nil},
-		{"no such shape", []*interp.Tensor{row(1, 2)}, []*interp.Tensor{row(1, 2, 3)}, nil},
+		{"in order", []*interp.Tensor{row(1, 2), row(3)}, []*interp.Tensor{row(1, 2), row(3)}, []int{0, 1}, []float64{0, 0}},
+		{"swapped", []*interp.Tensor{row(1, 2), row(3, 4)}, []*interp.Tensor{row(3, 4), row(1, 2)}, []int{1, 0}, []float64{0, 0}},
+		{"each once", []*interp.Tensor{row(1, 2), row(1, 2)}, []*interp.Tensor{row(1, 2), row(1, 2)}, []int{0, 1}, []float64{0, 0}},
+		{"values differ", []*interp.Tensor{row(1, 2)}, []*interp.Tensor{row(1, 3)}, nil, []float64{1.0 / 3}}, // relative to the larger magnitude
+		{"no such shape", []*interp.Tensor{row(1, 2)}, []*interp.Tensor{row(1, 2, 3)}, nil, []float64{inf}},
 	} {
 		match, diffs := check.MatchOutputs(tt.want, tt.got)
 		if !slices.Equal(match, tt.match) || len(diffs) != len(tt.want) {
 			t.Errorf("%s: %v, %d diffs; want %v", tt.name, match, len(diffs), tt.match)
+			continue
+		}
+		for i, d := range diffs {
+			if d.Output != i || math.Abs(d.MaxRelErr-tt.worst[i]) > 1e-9 && !(math.IsInf(d.MaxRelErr, 1) && math.IsInf(tt.worst[i], 1)) {
+				t.Errorf("%s: output %d: %+v, want worst %v", tt.name, i, d, tt.worst[i])
+			}
 		}
 	}
 }
@@ -143,18 +171,18 @@ func TestMatchOutputs(t *testing.T) {
 func TestEval(t *testing.T) {
 	g := named(t, load(t, "a", "X = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.mul(X, X))\n")).Graph
 	sums, err := check.Eval(g, 1, 1<<30)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(sums) != 1 {
+		t.Fatalf("%d summaries, %v", len(sums), err)
 	}
 	// Squares of draws from [-1, 1): a sum of 512 of them near 512/3.
 	s := sums[0]
-	if len(sums) != 1 || !slices.Equal(s.Shape, []int{8, 64}) || s.Sum < 120 || s.Sum > 220 || s.MaxAbs > 1 || s.L2 <= 0 {
+	if !slices.Equal(s.Shape, []int{8, 64}) || s.Sum < 120 || s.Sum > 220 || s.MaxAbs > 1 || s.L2 <= 0 {
 		t.Errorf("%+v", sums)
 	}
 	if want := "[8, 64]  sum "; !strings.HasPrefix(s.String(), want) {
 		t.Errorf("String() = %q, want it to begin %q", s.String(), want)
 	}
-	if _, err := check.Eval(g, 1, 1024); !check.OverMemory(err) {
+	if _, err := check.Eval(g, 1, 1024); !memlimit.IsOver(err) {
 		t.Errorf("with 1 KiB: %v", err)
 	}
 }

@@ -4,13 +4,16 @@
 // Graphs compares two kernel graphs on the same random inputs, exactly
 // over finite fields (ffverify) or in float64 within a tolerance (interp);
 // Dynamic does it for every graph of a dynamic program's document at its
-// own number of rows, the program's fingerprints kept once at the largest
-// m and cut to each smaller one (ffverify.Pool, the pool the dynamic
-// search uses too); Engine emits such a document's one entry point and
-// runs examples/engine's decode loop over it in the CPU emulator
-// (enginerun); Eval summarizes a graph's float64 outputs.
+// own number of rows m: the program is evaluated once at the largest m and
+// kept in an ffverify.Pool (the kind the dynamic search keeps its parts'
+// fingerprints in), and at each smaller m evaluated again on the first rows
+// of those inputs (Pool.Rows), so that no verdict rests on the rows being
+// independent; Engine emits such a document's one entry point and runs
+// examples/engine's decode loop over it in the CPU emulator (enginerun);
+// Eval summarizes a graph's float64 outputs.
 //
-// Every check is bounded by a memory limit (Options.MaxBytes) that it
-// enforces before allocating, and writes its verdict in the words mirage
-// prints; a verdict of "not equivalent" is a result, not an error.
+// Graphs, Dynamic and Eval keep to a memory bound (Options.MaxBytes, or
+// memlimit.Default) that they check before allocating. Each writes its
+// verdict in the words mirage prints; "not equivalent" is a result, not an
+// error.
 package check

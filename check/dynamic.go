@@ -7,6 +7,7 @@ import (
 
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -15,7 +16,8 @@ import (
 // inputs have. It writes a verdict per graph and one for all, and returns
 // whether every graph agrees.
 func Dynamic(w io.Writer, d *driver.Dynamic, aPath string, b *driver.Input, opts Options) (bool, error) {
-	if err := opts.check(); err != nil {
+	opts, err := opts.normalized()
+	if err != nil {
 		return false, err
 	}
 	graphs, err := atTheirRows(d, aPath, b)
@@ -62,8 +64,14 @@ type atM struct {
 // atTheirRows pairs every graph of b with the program at its m, checking
 // them all before any is verified.
 func atTheirRows(d *driver.Dynamic, aPath string, b *driver.Input) ([]atM, error) {
+	if d == nil || d.Program == nil {
+		return nil, fmt.Errorf("%s: no program with its rows marked", aPath)
+	}
 	ins, _ := d.Program.DynamicDims()
 	k := slices.IndexFunc(ins, func(d int) bool { return d >= 0 })
+	if k < 0 {
+		return nil, fmt.Errorf("%s: the program has no dynamic input", aPath)
+	}
 	var graphs []atM
 	for i, e := range b.File.Graphs {
 		gb := e.Graph
@@ -82,7 +90,7 @@ func atTheirRows(d *driver.Dynamic, aPath string, b *driver.Input) ([]atM, error
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", aPath, err)
 		}
-		if err := SameInputs(ga, gb); err != nil {
+		if err := sameInputs(ga, gb); err != nil {
 			return nil, fmt.Errorf("%s at m = %d and graph %d of %s: %v", aPath, m, i, b.Path, err)
 		}
 		graphs = append(graphs, atM{m, Named{aPath, ga}, Named{b.Path, gb}})
@@ -107,7 +115,7 @@ type programAt struct {
 // draw, unless that would pass the memory limit.
 func newProgramAt(largest *kernel.Graph, m int, opts ffverify.Options) (*programAt, error) {
 	full, err := ffverify.New(largest, opts)
-	if err != nil && !OverMemory(err) {
+	if err != nil && !memlimit.IsOver(err) {
 		return nil, err
 	}
 	p := &programAt{opts: opts, largestRows: m, pool: ffverify.NewPool()}
@@ -132,7 +140,7 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 		default:
 			v, err = ffverify.New(a.Graph, p.opts)
 		}
-		if err != nil && !OverMemory(err) {
+		if err != nil && !memlimit.IsOver(err) {
 			return false, fmt.Errorf("%s at m = %d: %w", a.Path, m, err)
 		}
 		p.rows, p.v = m, v
@@ -141,7 +149,7 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 		return p.alone(w, a, b)
 	}
 	r, err := p.v.Verify(b.Graph)
-	if OverMemory(err) {
+	if memlimit.IsOver(err) {
 		return p.alone(w, a, b)
 	}
 	if err != nil {

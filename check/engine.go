@@ -14,8 +14,8 @@ import (
 	"github.com/mirage-go/mirage/enginerun"
 )
 
-// ErrEngineFailed is Engine's error when a step's outputs are wrong, or an
-// m outside the range is not refused: a verdict, not unusable input.
+// ErrEngineFailed is wrapped by Engine's error when the decode loop ran and
+// a step failed.
 var ErrEngineFailed = enginerun.ErrFailed
 
 // Engine emits the one entry point of b, a dynamic program's document
@@ -24,6 +24,9 @@ var ErrEngineFailed = enginerun.ErrFailed
 // checked against d, the program named name, on the same rows. It writes a
 // line per step. With keep set, the decode loop's sources and data stay in
 // that directory (new or empty), with run-gpu.sh to build it with nvcc.
+// A step whose outputs are wrong, or an m outside the range not refused,
+// is an error wrapping ErrEngineFailed: a verdict, which the caller
+// reports as it reports programs that differ.
 func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b *driver.Input, steps []int, keep string) error {
 	rows, docs, ok, err := driver.ReadDynamic(b.File)
 	switch {

@@ -3,9 +3,11 @@ package check
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
-	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -15,19 +17,25 @@ type Summary struct {
 	Sum    float64 `json:"sum"`
 	L2     float64 `json:"l2"`
 	MaxAbs float64 `json:"max_abs"`
-
-	shape ugraph.Shape // as the text form prints it
 }
 
-// String is the summary as mirage eval prints it.
+// String is the summary as mirage eval prints it, the shape as
+// ugraph.Shape writes one: [16, 4096].
 func (s Summary) String() string {
-	return fmt.Sprintf("%v  sum %.9g  l2 %.9g  max|x| %.9g", s.shape, s.Sum, s.L2, s.MaxAbs)
+	dims := make([]string, len(s.Shape))
+	for i, d := range s.Shape {
+		dims[i] = strconv.Itoa(d)
+	}
+	return fmt.Sprintf("[%s]  sum %.9g  l2 %.9g  max|x| %.9g", strings.Join(dims, ", "), s.Sum, s.L2, s.MaxAbs)
 }
 
 // Eval runs g in float64 on random inputs drawn with seed, within limit
-// bytes (refused before anything is allocated), and summarizes each
-// output.
+// bytes (refused before anything is allocated; 0: memlimit.Default), and
+// summarizes each output.
 func Eval(g *kernel.Graph, seed, limit int64) ([]Summary, error) {
+	if limit <= 0 {
+		limit = memlimit.Default
+	}
 	if err := interp.CheckMemory(g, limit); err != nil {
 		return nil, err
 	}
@@ -37,7 +45,7 @@ func Eval(g *kernel.Graph, seed, limit int64) ([]Summary, error) {
 	}
 	sums := make([]Summary, len(outs))
 	for i, t := range outs {
-		s := Summary{Shape: t.Shape.Dims(), shape: t.Shape}
+		s := Summary{Shape: t.Shape.Dims()}
 		for _, v := range t.Data {
 			s.Sum += v
 			s.L2 += v * v

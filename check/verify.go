@@ -1,7 +1,6 @@
 package check
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -42,12 +41,19 @@ func (o Options) ff() ffverify.Options {
 	return ffverify.Options{Trials: o.Trials, Seed: uint64(o.Seed), MaxBytes: o.MaxBytes}
 }
 
-// check returns an error for an unknown method.
-func (o Options) check() error {
-	if o.Method != FF && o.Method != Float {
-		return fmt.Errorf("unknown --method %q (want ff or float)", o.Method)
+// normalized checks o and fills in its defaults: the memory bound where
+// o has none (memlimit.Default, for every method).
+func (o Options) normalized() (Options, error) {
+	switch {
+	case o.Method != FF && o.Method != Float:
+		return o, fmt.Errorf("unknown --method %q (want ff or float)", o.Method)
+	case o.Method == FF && o.Trials < 1:
+		return o, fmt.Errorf("--trials %d: want at least 1", o.Trials)
 	}
-	return nil
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = memlimit.Default
+	}
+	return o, nil
 }
 
 // Named is a graph and the file it came from, which errors name.
@@ -60,10 +66,11 @@ type Named struct {
 // by position, and outputs that agree in some order. It writes the
 // verdict to w and returns whether they agree; an error means no verdict.
 func Graphs(w io.Writer, a, b Named, opts Options) (bool, error) {
-	if err := SameInputs(a.Graph, b.Graph); err != nil {
+	if err := sameInputs(a.Graph, b.Graph); err != nil {
 		return false, fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
 	}
-	if err := opts.check(); err != nil {
+	opts, err := opts.normalized()
+	if err != nil {
 		return false, err
 	}
 	if opts.Method == Float {
@@ -72,9 +79,9 @@ func Graphs(w io.Writer, a, b Named, opts Options) (bool, error) {
 	return fields(w, a, b, opts.ff())
 }
 
-// SameInputs checks that a and b take inputs of the same shapes and
+// sameInputs checks that a and b take inputs of the same shapes and
 // dtypes, in the same order.
-func SameInputs(a, b *kernel.Graph) error {
+func sameInputs(a, b *kernel.Graph) error {
 	ia, ib := a.Inputs(), b.Inputs()
 	if len(ia) != len(ib) {
 		return fmt.Errorf("%d inputs vs %d", len(ia), len(ib))
@@ -134,7 +141,7 @@ func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
 		fmt.Fprintf(w, "not equivalent: %s has %d outputs, %s has %d\n", a.Path, len(wa), b.Path, len(wb))
 		return false, nil
 	}
-	match, diffs := MatchOutputs(wa, wb)
+	match, diffs := matchOutputs(wa, wb)
 	if match == nil {
 		worst := diffs[0]
 		for _, d := range diffs {
@@ -155,12 +162,12 @@ func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
 	return true, nil
 }
 
-// MatchOutputs pairs each output of want with a distinct output of got of
+// matchOutputs pairs each output of want with a distinct output of got of
 // the same shape that agrees within tolerance, trying outputs in order. It
 // returns the pairing (want index -> got index), or nil and, for each want
 // output, its comparison with the first same-shaped got output (Output set
 // to the want index) so the caller can say where they differ.
-func MatchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
+func matchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
 	match := make([]int, len(want))
 	used := make([]bool, len(got))
 	diffs := make([]interp.Diff, len(want))
@@ -196,11 +203,4 @@ func MatchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
 		return nil, diffs
 	}
 	return match, diffs
-}
-
-// OverMemory says whether err is work refused for passing its memory
-// limit.
-func OverMemory(err error) bool {
-	_, ok := errors.AsType[*memlimit.Error](err)
-	return ok
 }

@@ -6,8 +6,12 @@
 // whole program, and ranks it beside the unfused program, which is always
 // an answer. It owns the time budget of the whole run.
 //
-// cmd/mirage only parses flags and prints; search never sees more than a
-// part.
+// Around the run it holds what the commands that search and write decide:
+// the files they read (Load, Input.MarkDynamic), a run's options from the
+// user's settings (Settings.Options, Configure), the output set and its
+// CUDA (Output, Emit with its manifest), and the reports --json and the
+// tables print (report.go). cmd/mirage only parses flags and prints;
+// search never sees more than a part.
 package driver
 
 import (

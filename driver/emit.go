@@ -55,8 +55,11 @@ func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
 	}
 	opts := cuda.Options{Arch: r.Arch, SingleFile: r.SingleFile, Source: in.Path}
 	e := &Emission{Dir: r.Dir, Program: in.Name, Source: in.Path, req: r}
-	if done, err := e.dynamic(in, name, opts); done || err != nil {
-		return e, err
+	switch done, err := e.dynamic(in, name, opts); {
+	case err != nil:
+		return nil, err
+	case done:
+		return e, nil
 	}
 	g, err := in.Graph(r.Candidate)
 	if err != nil {
@@ -68,7 +71,7 @@ func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
 		}
 	}
 	e.Graph = g
-	if e.Code, err = EmitFiles(name, g, opts, r.Dir); err != nil {
+	if e.Code, err = emitFiles(name, g, opts, r.Dir); err != nil {
 		return nil, fmt.Errorf("%s: %v", in.Path, err)
 	}
 	if r.Counters {
@@ -126,17 +129,21 @@ func (e *Emission) dynamic(in *Input, name string, opts cuda.Options) (bool, err
 	return true, writeFiles(e.Code, e.Dir, name)
 }
 
-// Report is emit --json's object: a static graph's manifest (with the
-// counters when measured), or a dynamic program's files and buckets.
+// DynamicManifest is emit --json's object for a dynamic program: its one
+// entry point's files and buckets.
+type DynamicManifest struct {
+	Name    string            `json:"name"`
+	Lo      int               `json:"lo"`
+	Hi      int               `json:"hi"`
+	Files   []string          `json:"files"`
+	Buckets []cuda.BucketCode `json:"buckets"`
+}
+
+// Report is emit --json's object: a static graph's Manifest (with the
+// counters when measured), or a DynamicManifest.
 func (e *Emission) Report() any {
 	if e.Graph == nil {
-		return struct {
-			Name    string            `json:"name"`
-			Lo      int               `json:"lo"`
-			Hi      int               `json:"hi"`
-			Files   []string          `json:"files"`
-			Buckets []cuda.BucketCode `json:"buckets"`
-		}{e.Code.Name, e.Rows.Lo, e.Rows.Hi, fileNames(e.Code, e.Dir), e.Code.Buckets}
+		return DynamicManifest{e.Code.Name, e.Rows.Lo, e.Rows.Hi, fileNames(e.Code, e.Dir), e.Code.Buckets}
 	}
 	m := newManifest(e.Code, e.Program, e.Source, e.req.Candidate, e.Graph, e.Dir)
 	for i, c := range e.Counters {
@@ -189,10 +196,10 @@ func writeFiles(res *cuda.Result, dir, name string) error {
 	return err
 }
 
-// EmitFiles lowers g and writes its files into dir as one set, with
+// emitFiles lowers g and writes its files into dir as one set, with
 // NAME.manifest.json last (atomicfile.WriteSet). Nothing is written when
 // the lowering fails.
-func EmitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cuda.Result, error) {
+func emitFiles(name string, g *kernel.Graph, opts cuda.Options, dir string) (*cuda.Result, error) {
 	res, err := cuda.Emit(name, g, opts)
 	if err != nil {
 		return nil, err
@@ -240,11 +247,13 @@ type Manifest struct {
 	Links []string `json:"links"`
 }
 
+// ManifestTensor is an input or output of the entry point in a Manifest.
 type ManifestTensor struct {
 	Shape []int  `json:"shape"`
 	DType string `json:"dtype"` // float16, bfloat16 or float32; dense row-major
 }
 
+// ManifestKernel is one kernel the entry point launches, in a Manifest.
 type ManifestKernel struct {
 	Name      string            `json:"name"`
 	What      string            `json:"what"`
@@ -272,6 +281,8 @@ type ManifestCounters struct {
 	WeightProblems         []string          `json:"weight_problems"`
 }
 
+// ManifestTraffic is what a kernel moved of one tensor, in
+// ManifestCounters.
 type ManifestTraffic struct {
 	Tensor         string  `json:"tensor"` // the kernel graph's tensor: "t3"; "" for addresses in none
 	Role           string  `json:"role"`   // input, output or intermediate

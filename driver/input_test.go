@@ -77,7 +77,7 @@ func TestInputMarkDynamic(t *testing.T) {
 	}{
 		{in, []string{"X:0=1..16"}, "", "rows.py:5: --dynamic X:0=1..16: "}, // the sum over rows, named by its line
 		{ok, nil, "4,16", "--buckets needs --dynamic"},
-		{ok, []string{"X:0=1..16"}, "4,8", "16"},
+		{ok, []string{"X:0=1..16"}, "4,8", "the last bucket 8 is below HI 16"},
 		{&Input{Path: "a.ugraph.json"}, []string{"0:0=1..16"}, "", "a.ugraph.json: --dynamic takes a program (.py)"},
 	} {
 		if _, err := tt.in.MarkDynamic(tt.specs, tt.buckets); err == nil || !strings.Contains(err.Error(), tt.err) {

@@ -69,27 +69,30 @@ type MergeSummary struct {
 	Incomplete []int `json:"incomplete"` // shards stopped early, by index
 }
 
-// AnswerReport is superopt --json's object for res, written to out (the
-// document's path) with emitted's CUDA; merged adds merge's fields.
-func AnswerReport(res *Result, out string, emitted *Emitted, merged *MergeSummary) any {
-	cands := make([]CandidateSummary, len(res.Candidates))
-	for i, c := range res.Candidates {
-		cands[i] = Summarize(c, res.Baseline)
-	}
-	return struct {
-		Stats      search.Stats       `json:"stats"`
-		BaselineUs float64            `json:"baseline_us"`
-		Candidates []CandidateSummary `json:"candidates"`
-		Parts      []PartSummary      `json:"parts"`
-		Stopped    string             `json:"stopped,omitempty"`
-		Output     string             `json:"output"`
-		Emitted    *Emitted           `json:"emitted,omitempty"`
-		*MergeSummary
-	}{res.Stats, res.Baseline.Micros, cands, PartSummaries(res), res.Stopped, out, emitted, merged}
+// AnswerReport is superopt's (and merge's) --json object.
+type AnswerReport struct {
+	Stats         search.Stats       `json:"stats"`
+	BaselineUs    float64            `json:"baseline_us"`
+	Candidates    []CandidateSummary `json:"candidates"` // whole-program answers, best first
+	Parts         []PartSummary      `json:"parts"`
+	Stopped       string             `json:"stopped,omitempty"`
+	Output        string             `json:"output"` // the μGraph document's path
+	Emitted       *Emitted           `json:"emitted,omitempty"`
+	*MergeSummary                    // merge's
 }
 
-// Summarize is a whole-program candidate as --json prints it.
-func Summarize(c *Candidate, baseline cost.Estimate) CandidateSummary {
+// Report is res's AnswerReport, written to out (the document's path) with
+// emitted's CUDA; merged adds merge's fields.
+func (res *Result) Report(out string, emitted *Emitted, merged *MergeSummary) AnswerReport {
+	cands := make([]CandidateSummary, len(res.Candidates))
+	for i, c := range res.Candidates {
+		cands[i] = summarize(c, res.Baseline)
+	}
+	return AnswerReport{res.Stats, res.Baseline.Micros, cands, partSummaries(res), res.Stopped, out, emitted, merged}
+}
+
+// summarize is a whole-program candidate as --json prints it.
+func summarize(c *Candidate, baseline cost.Estimate) CandidateSummary {
 	cj := CandidateSummary{
 		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
@@ -103,8 +106,8 @@ func Summarize(c *Candidate, baseline cost.Estimate) CandidateSummary {
 	return cj
 }
 
-// PartSummaries are a result's parts as --json prints them.
-func PartSummaries(res *Result) []PartSummary {
+// partSummaries are a result's parts as --json prints them.
+func partSummaries(res *Result) []PartSummary {
 	parts := make([]PartSummary, len(res.Parts))
 	for i, p := range res.Parts {
 		parts[i] = PartSummary{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
@@ -230,20 +233,32 @@ type BucketSummary struct {
 	Stopped     string           `json:"stopped,omitempty"`
 }
 
-// DynamicReport is superopt --dynamic --json's object for res, written as
-// written says; atLo are the buckets' estimates at their smallest m
-// (DynamicResult.EstimatesAtLo).
-func DynamicReport(res *DynamicResult, written *DynamicWritten, atLo []float64) any {
+// DynamicReport is superopt --dynamic's --json object.
+type DynamicReport struct {
+	Stats      search.Stats       `json:"stats"`
+	Candidates []CandidateSummary `json:"candidates"` // per bucket, the μGraph it runs
+	Buckets    []BucketSummary    `json:"buckets"`
+	Lo         int                `json:"lo"`
+	Hi         int                `json:"hi"`
+	Stopped    string             `json:"stopped,omitempty"`
+	Output     string             `json:"output"`
+	Files      []string           `json:"files,omitempty"`
+}
+
+// Report is r's DynamicReport, written as written says; atLo are the
+// buckets' estimates at their smallest m (EstimatesAtLo).
+func (r *DynamicResult) Report(written *DynamicWritten, atLo []float64) DynamicReport {
+	res := r
 	var buckets []BucketSummary
 	var cands []CandidateSummary
 	for i, b := range res.Buckets {
-		bj := BucketSummary{Size: b.Size, Lo: b.Lo, Hi: b.Hi, EstimatedLo: atLo[i], UnfusedUs: b.Baseline.Micros, Parts: PartSummaries(b.Result), Stats: b.Stats, Stopped: b.Stopped}
+		bj := BucketSummary{Size: b.Size, Lo: b.Lo, Hi: b.Hi, EstimatedLo: atLo[i], UnfusedUs: b.Baseline.Micros, Parts: partSummaries(b.Result), Stats: b.Stats, Stopped: b.Stopped}
 		rank := rankOf(written, i)
 		if written.Ranks != nil {
 			bj.Emitted = &written.Ranks[i]
 		}
 		c := b.Candidates[rank]
-		bj.Chosen = Summarize(c, b.Baseline)
+		bj.Chosen = summarize(c, b.Baseline)
 		bj.ChosenRows = b.Size
 		if c.Rows > 0 {
 			bj.ChosenRows = c.Rows
@@ -252,16 +267,7 @@ func DynamicReport(res *DynamicResult, written *DynamicWritten, atLo []float64) 
 		buckets = append(buckets, bj)
 		cands = append(cands, bj.Chosen)
 	}
-	return struct {
-		Stats      search.Stats       `json:"stats"`
-		Candidates []CandidateSummary `json:"candidates"` // per bucket, the μGraph it runs
-		Buckets    []BucketSummary    `json:"buckets"`
-		Lo         int                `json:"lo"`
-		Hi         int                `json:"hi"`
-		Stopped    string             `json:"stopped,omitempty"`
-		Output     string             `json:"output"`
-		Files      []string           `json:"files,omitempty"`
-	}{res.Stats, cands, buckets, res.Lo, res.Hi, res.Stopped, written.Graph, written.CUDA}
+	return DynamicReport{res.Stats, cands, buckets, res.Lo, res.Hi, res.Stopped, written.Graph, written.CUDA}
 }
 
 // WriteDynamicTable prints res as superopt --dynamic does without --json.

@@ -55,11 +55,32 @@ func CheckPreset(name string) error {
 // PresetNames are the names of the preset configurations.
 func PresetNames() []string { return search.ConfigNames() }
 
-// Configure returns the options of a run of in with settings s: the
-// program's preset and restrictions, the default time limit, measured
-// times loaded, and the result cache unless s.NoCache or measured times
-// are given (they change the ranking a cache holds). warn is told when no
-// cache directory can be found (the run goes on without one).
+// Options returns the options of a run of in with settings s, as the
+// search sees them: the preset (checked) and restrictions (Input.Preset),
+// the default time limit where s has none, and the verified candidates
+// kept per part. It loads nothing: Configure adds measured times and the
+// cache, which a benchmark leaves out.
+func (s Settings) Options(in *Input) (Options, error) {
+	preset, r := in.Preset(s.Preset)
+	if err := CheckPreset(preset); err != nil {
+		return Options{}, fmt.Errorf("%s: %v", in.Path, err)
+	}
+	opts := Options{
+		Name: in.Name, Arch: s.Arch, Preset: preset, Restrict: r,
+		TimeLimit: s.TimeLimit, Workers: s.Workers, Seed: s.Seed, MaxStates: s.MaxStates, NoSeeds: s.NoSeeds,
+		PartResults: PartResults(s.MaxCandidates), Log: s.Log,
+	}
+	if opts.TimeLimit == 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	return opts, nil
+}
+
+// Configure returns the options of a run of in with settings s
+// (Settings.Options), measured times loaded, and the result cache unless
+// s.NoCache or measured times are given (they change the ranking a cache
+// holds). warn is told when no cache directory can be found (the run goes
+// on without one).
 func Configure(in *Input, s Settings, warn func(string)) (Options, error) {
 	var profiles *cost.Profiles
 	if s.Profile != "" {
@@ -69,18 +90,11 @@ func Configure(in *Input, s Settings, warn func(string)) (Options, error) {
 		}
 		profiles = p
 	}
-	preset, r := in.Preset(s.Preset)
-	if err := CheckPreset(preset); err != nil {
-		return Options{}, fmt.Errorf("%s: %v", in.Path, err)
+	opts, err := s.Options(in)
+	if err != nil {
+		return Options{}, err
 	}
-	opts := Options{
-		Name: in.Name, Arch: s.Arch, Preset: preset, Restrict: r,
-		TimeLimit: s.TimeLimit, Workers: s.Workers, Seed: s.Seed, MaxStates: s.MaxStates, NoSeeds: s.NoSeeds,
-		PartResults: PartResults(s.MaxCandidates), Profiles: profiles, Log: s.Log,
-	}
-	if opts.TimeLimit == 0 {
-		opts.TimeLimit = DefaultTimeLimit
-	}
+	opts.Profiles = profiles
 	if s.NoCache || s.Profile != "" {
 		return opts, nil
 	}

@@ -6,10 +6,11 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// Pool keeps, per key, the Verifier of a row-independent program (DESIGN
-// §9) at its largest number of rows, the first one kept, so that the same
-// program written for fewer rows gets its verifier cut from it rather than
-// drawn and evaluated again: Prefix (no evaluation: the verdicts rest on
+// Pool keeps, per key, the first Verifier kept of a row-independent
+// program (DESIGN §9), so that the same program written for fewer rows
+// gets its verifier cut from it rather than drawn and evaluated again (its
+// users keep the program at its largest m first: RunDynamic searches the
+// buckets largest first): Prefix (no evaluation: the verdicts rest on
 // the rows being independent, as a dynamic search's do) or Rows (evaluated
 // on the kept inputs' first rows: mirage verify --dynamic, whose verdicts
 // must not rest on it). The key names the program: a search keys a part

@@ -1,6 +1,8 @@
 package ffverify_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/mirage-go/mirage/ffverify"
@@ -62,5 +64,36 @@ func TestPoolCutsTheFirstKept(t *testing.T) {
 	none.Keep("exp", big)
 	if none.Kept("exp") != nil || none.Prefix("exp", small) != nil || none.Reused() != 0 {
 		t.Error("a nil pool kept something")
+	}
+}
+
+// A pool is shared by the searches of a dynamic run's parts, which keep
+// and cut verifiers at once (go test -race checks the locking).
+func TestPoolIsSafeForConcurrentUse(t *testing.T) {
+	opts := ffverify.Options{Trials: 1, Seed: 5}
+	big, err := ffverify.New(rowsProgram(t, 16), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := rowsProgram(t, 2)
+	p := ffverify.NewPool()
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			key := fmt.Sprint(i % 2)
+			for range 20 {
+				p.Keep(key, big)
+				if v := p.Prefix(key, small); v == nil {
+					t.Error("Prefix of a kept verifier returned nil")
+				}
+				if _, err := p.Rows(key, small); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := p.Reused(); got != 8*20*2 {
+		t.Errorf("Reused = %d, want %d", got, 8*20*2)
 	}
 }

@@ -24,6 +24,13 @@ go build -o "$work/new" ./cmd/mirage
 programs=(examples/*.py bench/workloads/*.py)
 graphs=(ugraph/kernel/testdata/*.ugraph.json cost/testdata/h100-*/*.measured.ugraph.json)
 
+# out FILE CMD...: what CMD prints, both streams, and its exit status.
+out() {
+	local file=$1
+	shift
+	"$@" >"$file" 2>&1 && echo "exit 0" >>"$file" || echo "exit $?" >>"$file"
+}
+
 # run BIN DIR: everything the comparison covers, into DIR.
 run() {
 	local bin=$1 dir=$2 f name arch
@@ -34,20 +41,23 @@ run() {
 		for arch in sm_80 sm_90; do
 			"$bin" emit "$f" --arch "$arch" -o "$dir/emit/$name-$arch" --json >"$dir/emit/$name-$arch.stdout" 2>&1 || echo "exit $?" >>"$dir/emit/$name-$arch.stdout"
 		done
-		"$bin" show "$f" >"$dir/show-$name.txt" 2>&1 || true
-		"$bin" show "$f" --absexpr >"$dir/absexpr-$name.txt" 2>&1 || true
-		"$bin" show "$f" --estimate --json >"$dir/estimate-$name.json" 2>&1 || true
-		"$bin" eval "$f" --json --max-memory 2GiB >"$dir/eval-$name.json" 2>&1 || true
+		out "$dir/show-$name.txt" "$bin" show "$f"
+		out "$dir/absexpr-$name.txt" "$bin" show "$f" --absexpr
+		out "$dir/estimate-$name.json" "$bin" show "$f" --estimate --json
+		out "$dir/eval-$name.json" "$bin" eval "$f" --json --max-memory 2GiB
 	done
 	for f in examples/*_mugraph.py bench/workloads/*_mugraph.py; do
 		name=$(basename "$f" _mugraph.py)
-		"$bin" verify "${f%_mugraph.py}.py" "$f" >"$dir/verify-ff-$name.txt" 2>&1 || true
-		"$bin" verify "${f%_mugraph.py}.py" "$f" --method float >"$dir/verify-float-$name.txt" 2>&1 || true
+		out "$dir/verify-ff-$name.txt" "$bin" verify "${f%_mugraph.py}.py" "$f"
+		out "$dir/verify-float-$name.txt" "$bin" verify "${f%_mugraph.py}.py" "$f" --method float
+		out "$dir/verify-wrong-$name.txt" "$bin" verify "$f" examples/gqa.py
 	done
 	for c in "" superopt merge emit bench show eval verify tune version; do
-		"$bin" $c --help >"$dir/help-${c:-mirage}.txt" 2>&1 || true
+		out "$dir/help-${c:-mirage}.txt" "$bin" $c --help
 	done
-	"$bin" emit examples/rmsnorm_matmul.py --dynamic 0:0=1..64 -o "$dir/emit/dynamic" --json >"$dir/emit/dynamic.stdout" 2>&1 || true
+	out "$dir/emit/dynamic.stdout" "$bin" emit examples/rmsnorm_matmul.py --dynamic 0:0=1..64 -o "$dir/emit/dynamic" --json
+	out "$dir/eval-dynamic.txt" "$bin" eval examples/rmsnorm_matmul.py --dynamic 0:0=1..64 --rows 5
+	out "$dir/show-dynamic.txt" "$bin" show examples/rmsnorm_matmul.py --dynamic 0:0=1..64
 	for f in examples/*.py; do
 		name=$(basename "$f" .py)
 		"$bin" superopt "$f" --no-cache --workers 1 --max-states 2000 --time-limit 120s -o "$dir/superopt/$name" >/dev/null 2>&1 || echo "exit $?" >"$dir/superopt/$name.failed"

@@ -61,14 +61,18 @@ func (res *Result) WriteTable(w io.Writer, profile string) {
 
 // Report is mirage tune --json's object: the measurements, and the
 // profile written for program on arch.
-func (res *Result) Report(arch, program, profile string) any {
-	return struct {
-		GPU          string            `json:"gpu"`
-		Arch         string            `json:"arch"`
-		Program      string            `json:"program"`
-		Profile      string            `json:"profile"`
-		Measurements []JSONMeasurement `json:"measurements"`
-	}{res.GPU, arch, program, profile, res.jsonMeasurements()}
+type Report struct {
+	GPU          string            `json:"gpu"`
+	Arch         string            `json:"arch"`
+	Program      string            `json:"program"`
+	Profile      string            `json:"profile"`
+	Measurements []JSONMeasurement `json:"measurements"`
+}
+
+// Report is res's Report, its profile written to profile for program on
+// arch.
+func (res *Result) Report(arch, program, profile string) Report {
+	return Report{res.GPU, arch, program, profile, res.jsonMeasurements()}
 }
 
 // WriteProfile writes res's profile to path, atomically.

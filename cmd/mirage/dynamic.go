@@ -24,8 +24,8 @@ func (f *dynamicFlags) register(cmd *cobra.Command, buckets bool) {
 
 func (f *dynamicFlags) on() bool { return len(f.specs) > 0 }
 
-// mark returns the program of in with m marked, its range and the
-// buckets, or an error naming the program's line of an op that mixes rows.
+// mark returns the program of in with m marked (its range and buckets
+// with it), or an error naming the program's line of an op that mixes rows.
 func (f *dynamicFlags) mark(in *driver.Input) (*driver.Dynamic, error) {
 	return in.MarkDynamic(f.specs, f.buckets)
 }
@@ -63,7 +63,7 @@ func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *driver.Input, opts dr
 		return err
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), driver.DynamicReport(res, w, atLo))
+		return writeJSON(cmd.OutOrStdout(), res.Report(w, atLo))
 	}
 	driver.WriteDynamicTable(cmd.OutOrStdout(), res, w, atLo)
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,7 +92,7 @@ func (f *memoryFlag) Set(s string) error {
 
 // explain adds to an error of work over the memory bound how to raise it.
 func (f *memoryFlag) explain(err error) error {
-	if _, ok := errors.AsType[*memlimit.Error](err); ok {
+	if memlimit.IsOver(err) {
 		return fmt.Errorf("%w (--max-memory raises the limit)", err)
 	}
 	return err

@@ -180,3 +180,28 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: exit %d, %q", code, out)
 	}
 }
+
+// Every command's long help is its help/NAME.txt with every placeholder
+// filled: a mistyped {{...}} would ship as text.
+func TestHelpIsFilledIn(t *testing.T) {
+	root := newRootCmd(&bytes.Buffer{}, &bytes.Buffer{})
+	cmds := append(root.Commands(), root)
+	for _, c := range cmds {
+		if c.Name() == "help" || c.Name() == "completion" || c.Name() == "version" {
+			continue
+		}
+		if len(c.Long) < 100 || strings.Contains(c.Long, "{{") {
+			t.Errorf("%s: long help %q", c.Name(), c.Long)
+		}
+	}
+	// The shared paragraphs and values are where the placeholders were.
+	for name, want := range map[string]string{
+		"superopt": "Dynamic rows (DESIGN §9)",
+		"eval":     "Dynamic rows (DESIGN §9)",
+		"mirage":   "A program runs bounded: at most 1 MiB of source",
+	} {
+		if !strings.Contains(help(name), want) {
+			t.Errorf("help(%q) lacks %q", name, want)
+		}
+	}
+}

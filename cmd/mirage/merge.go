@@ -82,7 +82,7 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), driver.AnswerReport(res, written, emitted, &driver.MergeSummary{Shards: m.Count, Incomplete: incomplete}))
+		return writeJSON(cmd.OutOrStdout(), res.Report(written, emitted, &driver.MergeSummary{Shards: m.Count, Incomplete: incomplete}))
 	}
 	driver.WriteTable(cmd.OutOrStdout(), res, opts, written, emitted)
 	return nil

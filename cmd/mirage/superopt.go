@@ -115,7 +115,7 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 		return err
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), driver.AnswerReport(res, written, emitted, nil))
+		return writeJSON(cmd.OutOrStdout(), res.Report(written, emitted, nil))
 	}
 	driver.WriteTable(cmd.OutOrStdout(), res, opts, written, emitted)
 	return nil

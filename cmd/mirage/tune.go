@@ -64,7 +64,10 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, _, ok, err := driver.ReadDynamic(in.File); err != nil || ok {
+	switch _, _, dynamic, err := driver.ReadDynamic(in.File); {
+	case err != nil:
+		return fmt.Errorf("%s: %v", path, err)
+	case dynamic:
 		return fmt.Errorf("%s: a dynamic program's document: tune one bucket's graphs (show --candidate) at a time", path)
 	}
 	out := f.out
@@ -80,7 +83,10 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if f.program != "" {
 		program = f.program
 	}
-	res, err := tune.Run(cmd.Context(), in.File, tune.Options{Arch: f.arch.Arch, Program: program, Candidates: f.candidates,
+	// Interruptible: the build directory goes on Ctrl-C or SIGTERM too.
+	ctx, stop := driver.Interruptible(cmd.Context(), cmd.ErrOrStderr())
+	defer stop()
+	res, err := tune.Run(ctx, in.File, tune.Options{Arch: f.arch.Arch, Program: program, Candidates: f.candidates,
 		Runs: f.runs, Warmup: f.warmup, Dir: work, Emulate: f.emulate})
 	if errors.Is(err, tune.ErrNoGPU) {
 		return fmt.Errorf("tune needs a GPU and nvcc: %v", err)

@@ -2,11 +2,11 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/check"
+	"github.com/mirage-go/mirage/driver"
 )
 
 // verifyFlags are the flags of mirage verify.
@@ -46,9 +46,6 @@ func newVerifyCmd() *cobra.Command {
 }
 
 func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
-	if f.method == "ff" && f.trials < 1 {
-		return fmt.Errorf("--trials %d: want at least 1", f.trials)
-	}
 	a, err := f.load.load(cmd, pathA)
 	if err != nil {
 		return err
@@ -71,7 +68,10 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 		if err != nil || !same || len(f.engine) == 0 {
 			return verdict(same, f.maxMemory.explain(err))
 		}
-		err = check.Engine(cmd.Context(), w, d, a.Name, b, f.engine, f.engineDir)
+		// Interruptible: its build directory goes on Ctrl-C or SIGTERM too.
+		ctx, stop := driver.Interruptible(cmd.Context(), cmd.ErrOrStderr())
+		defer stop()
+		err = check.Engine(ctx, w, d, a.Name, b, f.engine, f.engineDir)
 		if errors.Is(err, check.ErrEngineFailed) {
 			return &exitError{code: exitDiffer, err: err}
 		}

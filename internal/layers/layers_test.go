@@ -224,4 +224,9 @@ func TestCommandLineImportsItsList(t *testing.T) {
 			t.Errorf("cmd/mirage imports %s: what it needs of it belongs in one of %v", dep, cmdImports)
 		}
 	}
+	for _, p := range cmdImports {
+		if !slices.Contains(deps, p) {
+			t.Errorf("cmdImports lists %s, which cmd/mirage no longer imports: take it off", p)
+		}
+	}
 }

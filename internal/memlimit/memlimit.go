@@ -5,6 +5,7 @@
 package memlimit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -117,4 +118,11 @@ func multiple(unit string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// IsOver says whether err is, or wraps, work refused for passing its
+// memory limit.
+func IsOver(err error) bool {
+	_, ok := errors.AsType[*Error](err)
+	return ok
 }

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -75,5 +76,23 @@ func TestCheck(t *testing.T) {
 	err = Check("x", 4<<30+128, 4<<30)
 	if want := "x needs 4 GiB (4294967424 bytes) of memory, more than the limit of 4 GiB (4294967296 bytes)"; err == nil || err.Error() != want {
 		t.Errorf("Error() = %v, want %q", err, want)
+	}
+}
+
+func TestIsOver(t *testing.T) {
+	over := Check("evaluating", 2, 1)
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{over, true},
+		{fmt.Errorf("a.py: %w", over), true},
+		{fmt.Errorf("a.py: %v", over), false}, // the type is lost
+		{errors.New("needs more memory"), false},
+		{nil, false},
+	} {
+		if got := IsOver(tt.err); got != tt.want {
+			t.Errorf("IsOver(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }

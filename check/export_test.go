@@ -1,0 +1,4 @@
+package check
+
+// MatchOutputs is matchOutputs, for check_test.
+var MatchOutputs = matchOutputs
