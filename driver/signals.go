@@ -17,6 +17,13 @@ const ExitInterrupted = 130
 // about a second (interruptGrace). A second signal exits the process at
 // once with ExitInterrupted, writing nothing more. stop ends the watch.
 func Interruptible(parent context.Context, notice io.Writer) (ctx context.Context, stop func()) {
+	return InterruptibleSaying(parent, notice, "finishing with what was found")
+}
+
+// InterruptibleSaying is Interruptible for work that has nothing to
+// finish with: what says what it does on the first signal ("stopping and
+// removing its build directory").
+func InterruptibleSaying(parent context.Context, notice io.Writer, what string) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -27,7 +34,7 @@ func Interruptible(parent context.Context, notice io.Writer) (ctx context.Contex
 		case <-done:
 			return
 		}
-		fmt.Fprintln(notice, "\ninterrupted: finishing with what was found (interrupt again to exit at once)")
+		fmt.Fprintf(notice, "\ninterrupted: %s (interrupt again to exit at once)\n", what)
 		cancel()
 		select {
 		case <-sigs:

@@ -84,10 +84,13 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 		program = f.program
 	}
 	// Interruptible: the build directory goes on Ctrl-C or SIGTERM too.
-	ctx, stop := driver.Interruptible(cmd.Context(), cmd.ErrOrStderr())
+	ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the timing")
 	defer stop()
 	res, err := tune.Run(ctx, in.File, tune.Options{Arch: f.arch.Arch, Program: program, Candidates: f.candidates,
 		Runs: f.runs, Warmup: f.warmup, Dir: work, Emulate: f.emulate})
+	if ctx.Err() != nil {
+		return interrupted("tune")
+	}
 	if errors.Is(err, tune.ErrNoGPU) {
 		return fmt.Errorf("tune needs a GPU and nvcc: %v", err)
 	}

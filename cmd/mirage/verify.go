@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -46,6 +47,9 @@ func newVerifyCmd() *cobra.Command {
 }
 
 func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
+	if f.method == "ff" && f.trials < 1 { // a flag, refused before anything is read
+		return fmt.Errorf("--trials %d: want at least 1", f.trials)
+	}
 	a, err := f.load.load(cmd, pathA)
 	if err != nil {
 		return err
@@ -69,9 +73,12 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 			return verdict(same, f.maxMemory.explain(err))
 		}
 		// Interruptible: its build directory goes on Ctrl-C or SIGTERM too.
-		ctx, stop := driver.Interruptible(cmd.Context(), cmd.ErrOrStderr())
+		ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the decode loop")
 		defer stop()
 		err = check.Engine(ctx, w, d, a.Name, b, f.engine, f.engineDir)
+		if ctx.Err() != nil {
+			return interrupted("verify --engine")
+		}
 		if errors.Is(err, check.ErrEngineFailed) {
 			return &exitError{code: exitDiffer, err: err}
 		}
@@ -99,4 +106,10 @@ func verdict(same bool, err error) error {
 		return &exitError{code: exitDiffer}
 	}
 	return err
+}
+
+// interrupted is the exit of a command stopped by Ctrl-C or SIGTERM that
+// has nothing to finish with: its temporary files are gone.
+func interrupted(what string) error {
+	return &exitError{code: driver.ExitInterrupted, err: fmt.Errorf("%s: interrupted", what)}
 }
