@@ -167,3 +167,15 @@ func TestRunDynamicInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// A search stopped by its state budget says so, not "time limit".
+func TestRunSaysTheStateBudgetStoppedIt(t *testing.T) {
+	g := load(t, "lora")
+	res, err := Run(context.Background(), g, Options{Workers: 1, MaxStates: 50, NoSeeds: true, TimeLimit: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stopped != "state budget" {
+		t.Errorf("stopped %q, want state budget", res.Stopped)
+	}
+}

@@ -215,13 +215,30 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 	switch {
 	case interrupt.Err() != nil:
 		res.Stopped = "interrupted"
-	case ctx.Err() != nil || slices.ContainsFunc(outs, func(o *outcome) bool { return d.resultOf(o).timedOut }):
+	case ctx.Err() != nil:
 		// The run ended with a search (or the stitched verification)
-		// unfinished, or a search stopped at its share of the budget.
+		// unfinished.
 		res.Stopped = "time limit"
+	default:
+		res.Stopped = d.stopped(outs)
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// stopped is why the first part whose search stopped early stopped: its
+// share of the time limit, or the state budget (--max-states); "" when
+// every search ran to its end.
+func (d *run) stopped(outs []*outcome) string {
+	for _, o := range outs {
+		if r := d.resultOf(o); r.timedOut {
+			if r.searched != nil && r.searched.Stats.Stopped != "" {
+				return r.searched.Stats.Stopped
+			}
+			return "time limit"
+		}
+	}
+	return ""
 }
 
 // begin sets a run up: the options' defaults, the run's state with its
