@@ -73,3 +73,13 @@ func KernelStoppedAt(v *Verifier, c *kernel.Graph, n int) (stopped bool, err err
 	}
 	return false, fmt.Errorf("the candidate has no graph-defined kernel")
 }
+
+// WholeSums is the number of accumulators that v's candidates' kernels
+// summed from whole products (wholeSums), over all draws.
+func WholeSums(v *Verifier) int64 {
+	var n int64
+	for _, ps := range v.products {
+		n += ps.summed.Load()
+	}
+	return n
+}

@@ -45,6 +45,9 @@ type products struct {
 	// (tiles); tileCost is what their fingerprints cost and tileSaved what
 	// the hits saved, in multiply-adds (tilesPay).
 	tileLookups, tileCost, tileSaved atomic.Int64
+	// summed counts the accumulators that kernels summed from a whole
+	// product (wholeSums).
+	summed atomic.Int64
 }
 
 // newProducts returns an empty memo of budget bytes for the draw whose
@@ -63,8 +66,12 @@ type product struct {
 
 // operand is a matmul operand with the key that names its values: input
 // (>= 0) a program input, else a computed tensor's shape and fingerprint.
+// t holds its values when they are at hand (computed, or an input the
+// Verifier shares); else src makes them (dense), at the cost of the
+// input's hashes.
 type operand struct {
 	t   *tensor
+	src source
 	key operandKey
 }
 
@@ -74,26 +81,40 @@ type operandKey struct {
 	print [2]uint64
 }
 
+// tensor returns o's values, materialising an input not at hand.
+func (o operand) tensor() *tensor {
+	if o.t != nil {
+		return o.t
+	}
+	return o.src.dense()
+}
+
 // operand names t, which is program input k when k >= 0.
 func (ps *products) operand(t *tensor, k int) operand {
 	if k >= 0 {
-		return operand{t, operandKey{input: k, shape: t.shape}}
+		return operand{t: t, key: operandKey{input: k, shape: t.shape}}
 	}
-	return operand{t, operandKey{input: -1, shape: t.shape, print: fingerprint(t.v, ps.points)}}
+	return operand{t: t, key: operandKey{input: -1, shape: t.shape, print: fingerprint(t.v, ps.points)}}
 }
 
 // operands names the operands of a graph-defined kernel; nil when ps is.
+// An input is named by its position, without its values unless the
+// Verifier shares them.
 func (ps *products) operands(ins []source) []operand {
 	if ps == nil {
 		return nil
 	}
 	ops := make([]operand, len(ins))
 	for i, s := range ins {
-		k := -1
-		if s.t == nil {
-			k = s.input
+		if s.t == nil && s.tr != nil {
+			var t *tensor
+			if s.tr.dense != nil {
+				t = s.dense()
+			}
+			ops[i] = operand{t: t, src: s, key: operandKey{input: s.input, shape: s.shape}}
+			continue
 		}
-		ops[i] = ps.operand(s.dense(), k)
+		ops[i] = ps.operand(s.t, -1)
 	}
 	return ops
 }
@@ -168,27 +189,52 @@ func (ps *products) whole(dst *tensor, a, b operand) {
 // (unless it would take more than a quarter of the budget), and reports
 // whether the memo had it already.
 func (ps *products) matmul(dst *tensor, key any, x, y *tensor) (hit bool) {
-	bytes := tensorBytes(dst.shape)
-	if bytes > ps.budget/4 {
+	p, hit := ps.kept(key, dst.shape, operand{t: x}, operand{t: y})
+	if p == nil {
 		matmul(dst, x, y)
 		return false
 	}
+	copy(dst.v, p.v)
+	return hit
+}
+
+// kept returns the product x·y, of shape s, from the memo under key,
+// computing it if new (materialising x and y only then), and whether the
+// memo had it already; nil when it would take more than a quarter of the
+// budget. The tensor is the memo's: read only.
+func (ps *products) kept(key any, s ugraph.Shape, x, y operand) (t *tensor, hit bool) {
+	bytes := tensorBytes(s)
+	if bytes > ps.budget/4 {
+		return nil, false
+	}
 	p, first := ps.entry(key, bytes)
 	if first {
-		p.t = newTensor(dst.shape)
-		matmul(p.t, x, y)
+		p.t = newTensor(s)
+		matmul(p.t, x.tensor(), y.tensor())
 		close(p.ready)
 	}
 	<-p.ready
-	copy(dst.v, p.t.v)
-	return !first
+	return p.t, !first
+}
+
+// wholeProduct returns the product of a pre-defined matmul's operands a
+// and b from the memo (the program's own matmul of them put it there), or
+// nil when it is too large to keep.
+func (ps *products) wholeProduct(a, b operand) *tensor {
+	s := a.key.shape.WithDim(a.key.shape.Rank()-1, b.key.shape.Last())
+	if tensorBytes(s) > ps.budget/4 {
+		return nil
+	}
+	t, _ := ps.kept(wholeKey{a.key, b.key}, s, a, b)
+	return t
 }
 
 // serves reports whether the memo keeps the products of tiles of shapes
-// ta and tb of operands a and b: whether their slab product (and A's slab,
-// copied while it is computed) take at most a quarter of its budget.
+// ta and tb of operands a and b: whether their values are at hand, and
+// their slab product (and A's slab, copied while it is computed) take at
+// most a quarter of its budget.
 func (ps *products) serves(a operand, ta ugraph.Shape, b operand, tb ugraph.Shape) bool {
-	if ta.Rank() < 2 || ta.Rank() != tb.Rank() {
+	if a.t == nil || b.t == nil || ta.Rank() < 2 || ta.Rank() != tb.Rank() {
 		return false
 	}
 	slabA, _, out := slabShapes(slabKeyOf(a, ta, layout.Dims{}, b, layout.Dims{}), ta.Rank())
@@ -300,6 +346,22 @@ func (ps *products) entry(k any, bytes int64) (p *product, first bool) {
 	ps.order = append(ps.order, k)
 	ps.used += bytes
 	return p, true
+}
+
+// pin keeps the entries the memo holds now, oldest first, while they take
+// at most half of its budget: forgetting makes room from the others.
+func (ps *products) pin() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var pinned int64
+	for len(ps.order) > 0 {
+		p := ps.memo[ps.order[0]]
+		if pinned+p.bytes > ps.budget/2 {
+			break
+		}
+		pinned += p.bytes
+		ps.order = ps.order[1:]
+	}
 }
 
 // forget removes p, kept under k, from the memo.

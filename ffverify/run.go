@@ -119,7 +119,8 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 	for r, i := range bp.outputs {
 		outs[r] = newTensor(g.Ops[i].Output.DShape)
 	}
-	served, skip := bp.memoised(operands, ps)
+	sums := bp.wholeSums(operands, ps)
+	served, skip := bp.memoised(operands, ps, sums)
 	eval := func(i int) {
 		op := &g.Ops[i]
 		var y *tensor
@@ -134,13 +135,16 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 				check()
 				b := block.Dim3{bx, by, bz}
 				for _, i := range bp.loop {
-					if op := &g.Ops[i]; op.Kind == ugraph.OpForloopAccum {
+					if op := &g.Ops[i]; op.Kind == ugraph.OpForloopAccum && sums.at(i) == nil {
 						clear(tile[op.Out].v)
 					}
 				}
 				for it := range g.ForloopRange {
 					for _, i := range bp.loop {
 						op := &g.Ops[i]
+						if sums.skips(i) {
+							continue // summed whole after the loop
+						}
 						switch op.Kind {
 						case ugraph.OpInput:
 							if skip[i] || it > 0 && op.Input.FMap < 0 {
@@ -166,6 +170,10 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 					switch op.Kind {
 					case ugraph.OpForloopAccum:
 						acc := tile[op.Out]
+						if sum := sums.at(i); sum != nil {
+							sum.copyTo(acc, bp, b)
+							continue
+						}
 						n := bp.accumTerms(op)
 						for j, s := range acc.v {
 							acc.v[j] = finishAccum(op.Attr.Accum, s, n)
@@ -184,9 +192,10 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 }
 
 // memoised says which matmuls of the for-loop the draw's products memo ps
-// serves (served, by op), and which input ops only such matmuls read
-// (skip): both operands of a served matmul are tiles that input ops load.
-func (bp *blockPlan) memoised(operands []operand, ps *products) (served, skip []bool) {
+// serves (served, by op), and which input ops only such matmuls, or those
+// that sums skip, read (skip): both operands of a served matmul are tiles
+// that input ops load.
+func (bp *blockPlan) memoised(operands []operand, ps *products, sums wholeSums) (served, skip []bool) {
 	g := bp.g
 	served, skip = make([]bool, len(g.Ops)), make([]bool, len(g.Ops))
 	if ps == nil {
@@ -195,6 +204,11 @@ func (bp *blockPlan) memoised(operands []operand, ps *products) (served, skip []
 	loaded := func(t block.TensorID) bool { return g.Ops[bp.producer[t]].Kind == ugraph.OpInput }
 	for _, i := range bp.loop {
 		op := &g.Ops[i]
+		if sums.skips(i) && op.Kind == ugraph.OpMatmul {
+			served[i] = true // read nothing
+			skip[bp.producer[op.In[0]]], skip[bp.producer[op.In[1]]] = true, true
+			continue
+		}
 		if op.Kind != ugraph.OpMatmul || g.Tensors[op.Out].PostLoop || !loaded(op.In[0]) || !loaded(op.In[1]) {
 			continue
 		}

@@ -172,8 +172,15 @@ func NewStopping(program *kernel.Graph, opts Options, stop <-chan struct{}) (*Ve
 	v.stop = stop
 	v.held = ugraph.MulSize(int64(opts.Trials), p.outputBytes())
 	v.shareInputs(p)
+	// The program's products go to the memo too, and stay (pin): a
+	// candidate's fused matmul that sums them whole (wholeSums) copies
+	// them from there.
+	p.memo = v.products != nil
 	if err := v.evaluate(p); err != nil {
 		return nil, err
+	}
+	for _, ps := range v.products {
+		ps.pin()
 	}
 	return v, nil
 }
@@ -223,43 +230,50 @@ func newVerifier(p *plan, opts Options) *Verifier {
 }
 
 // shareInputs sets up v.dense for p's inputs, if they are few enough and
-// sharing them leaves room for a draw in Options.MaxBytes.
+// sharing them leaves room for a draw in Options.MaxBytes, and the
+// products' memo, whether they are shared or not.
 func (v *Verifier) shareInputs(p *plan) {
 	var n int64
 	for _, s := range v.inputs {
 		n = ugraph.AddSize(n, int64(s.NumElements()))
 	}
 	shared := ugraph.AddSize(v.held, ugraph.MulSize(int64(v.opts.Trials), p.inputBytes()))
-	if ugraph.MulSize(n, int64(v.opts.Trials)) > int64(v.opts.SharedInputs) || ugraph.AddSize(shared, p.memory(true).peak) > v.opts.MaxBytes {
-		return
+	share := ugraph.MulSize(n, int64(v.opts.Trials)) <= int64(v.opts.SharedInputs) && ugraph.AddSize(shared, p.memory(true).peak) <= v.opts.MaxBytes
+	if share {
+		v.held = shared
+		v.dense = make([][]func() *tensor, v.opts.Trials)
 	}
-	v.held = shared
 	// The products' memo takes what is left after the program's draw, up
 	// to DefaultProductBytes, and leaves most of it to the candidates.
 	// A candidate's check uses it only where that leaves room for both
 	// (Verifier.plan), so it is not part of held.
-	memo := min(DefaultProductBytes, (v.opts.MaxBytes-ugraph.AddSize(shared, p.memory(true).peak))/4)
+	memo := min(DefaultProductBytes, (v.opts.MaxBytes-ugraph.AddSize(v.held, p.memory(share).peak))/4)
+	if memo <= 0 {
+		return
+	}
 	v.memoBytes = memo
-	v.dense = make([][]func() *tensor, v.opts.Trials)
 	v.products = make([]*products, v.opts.Trials)
-	for t := range v.dense {
+	for t := range v.products {
 		tr := p.trial(v.opts.Seed, t)
-		for k, s := range v.inputs {
-			v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
+		if share {
+			for k, s := range v.inputs {
+				v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
+			}
 		}
 		v.products[t] = newProducts(memo/int64(v.opts.Trials), tr.key)
 	}
 }
 
-// trial compiles p for draw t, with the shared inputs.
+// trial compiles p for draw t, with the shared inputs and, where p may
+// use it, the products' memo.
 func (v *Verifier) trial(p *plan, t int) *trial {
 	tr := p.trial(v.opts.Seed, t)
 	tr.stop = v.stop
 	if v.dense != nil {
 		tr.dense = v.dense[t]
-		if p.memo {
-			tr.products = v.products[t]
-		}
+	}
+	if p.memo && v.products != nil {
+		tr.products = v.products[t]
 	}
 	return tr
 }
