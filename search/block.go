@@ -120,6 +120,10 @@ func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCl
 		return ds
 	}
 	n := len(ins)
+	grids := cfg.Grids
+	if last && cfg.LastGrids != nil {
+		grids = cfg.LastGrids
+	}
 	var confs []blockConfig
 	emit := func(grid block.Dim3, split [3]int32, f int, imaps []block.Map, fmaps []int) {
 		for i := range n {
@@ -131,7 +135,7 @@ func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCl
 		for a, c := range split {
 			labels[a] = int8(slices.Index(present, c)) // -1 for none
 		}
-		if mirrored(grid, labels, cfg.Grids) {
+		if mirrored(grid, labels, grids) {
 			return
 		}
 		for _, th := range cfg.Threads {
@@ -148,7 +152,7 @@ func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCl
 			}
 		}
 	}
-	for _, grid := range cfg.Grids {
+	for _, grid := range grids {
 		for _, split := range classAssignments(grid, splittable) {
 			for w := -1; w < len(present); w++ {
 				if w >= 0 && slices.Contains(classes.free, present[w]) {

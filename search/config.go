@@ -51,11 +51,16 @@ type Config struct {
 
 	// Threadblock graph candidates. Complete derives the empty ones from the
 	// program's shapes.
-	Grids   []block.Dim3
-	Threads []block.Dim3
-	IMaps   []block.Map
-	OMaps   []block.Map
-	FMaps   []int // -1 (no for-loop dim) or a dim
+	Grids []block.Dim3
+	// LastGrids, when not nil, are the grids of a graph-defined kernel
+	// that is the last op a candidate can take (a subset of Grids): in the
+	// attention presets, Complete gives Mirage's 1-D tile grids to the
+	// kernels before it only (deriveGrids).
+	LastGrids []block.Dim3
+	Threads   []block.Dim3
+	IMaps     []block.Map
+	OMaps     []block.Map
+	FMaps     []int // -1 (no for-loop dim) or a dim
 	// FRanges are the for-loop ranges (> 1) tried; 1 is used exactly when
 	// no input is walked. Complete adds the ranges the program's shapes
 	// call for, unless the program fixed the list (Restrict).
@@ -186,6 +191,9 @@ func (c *Config) Restrict(r Restrictions) {
 	restrict(&c.restricted.FMaps, r.FMaps)
 	restrict(&c.restricted.FRanges, r.FRanges)
 	restrict(&c.Grids, r.Grids)
+	if r.Grids != nil {
+		c.LastGrids = nil
+	}
 	restrict(&c.Threads, r.Threads)
 	restrict(&c.IMaps, r.IMaps)
 	restrict(&c.OMaps, r.OMaps)
@@ -237,7 +245,7 @@ func (c *Config) Complete(program *kernel.Graph) {
 		rank = max(rank, t.Shape.Rank())
 	}
 	if len(c.Grids) == 0 {
-		c.Grids = deriveGrids(program, c.MaxCustomized <= 1)
+		c.Grids, c.LastGrids = deriveGrids(program, c.MaxCustomized > 1)
 	}
 	if !c.fixedRanges {
 		split := 1
@@ -305,15 +313,18 @@ func blockCounterparts(op kernel.Op) []OpChoice {
 	return nil
 }
 
-// deriveGrids returns the grids described at Complete, in a fixed order;
-// tiled adds Mirage's rule. Searches of two graph-defined kernels
-// (attention) leave it out for now: there it multiplied the states
-// fourfold (gqa: 32 million in 25 s, 117 million unfinished in 140 s),
-// measured before a customized op's configurations were enumerated in
-// groups (group.go); whether the groups make it affordable is not yet
-// measured.
-func deriveGrids(program *kernel.Graph, tiled bool) []block.Dim3 {
-	xs := map[int]bool{}
+// deriveGrids returns the grids described at Complete, in a fixed order,
+// and the grids of a last kernel when they are not all of them (nil).
+//
+// With several graph-defined kernels (attention, oneD), Mirage's rule
+// gives its 1-D grids (x, 1, 1) to the kernels before the last only: those
+// are the ones that split the keys, and the last kernel, which writes the
+// program's outputs, keeps the grids derived from them. Offered to the last
+// kernel too, the 1-D grids made qknorm_gqa's whole search 84 s, 2.6
+// times as long as without them (gqa: 7 s); to the first kernels only,
+// 50 s (gqa: 5 s), within the bounds of the search-space issue.
+func deriveGrids(program *kernel.Graph, oneD bool) (grids, last []block.Dim3) {
+	xs, tiles := map[int]bool{}, map[int]bool{}
 	for _, t := range program.Tensors {
 		if s := t.Shape; s.Rank() >= 3 && s.Dim(0) > 1 && s.Dim(0) <= 64 {
 			xs[s.Dim(0)] = true // a batch dim: one block (column) per batch entry
@@ -321,13 +332,11 @@ func deriveGrids(program *kernel.Graph, tiled bool) []block.Dim3 {
 	}
 	// Mirage's rule: one block per tile of 8 to 256 along any dim of an
 	// input, from 32 to 1024 blocks.
-	if tiled {
-		for _, in := range program.Inputs() {
-			for _, n := range program.Tensors[in].Shape.Dims() {
-				for tile := minGridTile; tile <= maxGridTile; tile *= 2 {
-					if x := n / tile; n%tile == 0 && x >= minTiledGrid && x <= maxBlocks {
-						xs[x] = true
-					}
+	for _, in := range program.Inputs() {
+		for _, n := range program.Tensors[in].Shape.Dims() {
+			for tile := minGridTile; tile <= maxGridTile; tile *= 2 {
+				if x := n / tile; n%tile == 0 && x >= minTiledGrid && x <= maxBlocks {
+					tiles[x] = true
 				}
 			}
 		}
@@ -349,7 +358,9 @@ func deriveGrids(program *kernel.Graph, tiled bool) []block.Dim3 {
 			}
 		}
 	}
-	var grids []block.Dim3
+	if !oneD {
+		maps.Copy(xs, tiles)
+	}
 	for _, x := range slices.Sorted(maps.Keys(xs)) {
 		for _, y := range gridY {
 			if x*y <= maxBlocks {
@@ -357,7 +368,19 @@ func deriveGrids(program *kernel.Graph, tiled bool) []block.Dim3 {
 			}
 		}
 	}
-	return grids
+	if !oneD {
+		return grids, nil
+	}
+	last = slices.Clone(grids)
+	for _, x := range slices.Sorted(maps.Keys(tiles)) {
+		if g := (block.Dim3{x, 1, 1}); !slices.Contains(grids, g) {
+			grids = append(grids, g)
+		}
+	}
+	if len(last) == len(grids) {
+		last = nil
+	}
+	return grids, last
 }
 
 // maxRowsDim bounds the output dims that a grid may split row by row: the

@@ -104,7 +104,10 @@ func TestValidate(t *testing.T) {
 }
 
 // Mirage's grid rule: x = n/t for every dim n of an input and tiles t from
-// 8 to 256, 32 <= x <= 1024, for searches of one graph-defined kernel.
+// 8 to 256, 32 <= x <= 1024. Searches of one graph-defined kernel get
+// (x, y, 1) for every y of gridY; the attention presets Mirage's 1-D
+// grids (x, 1, 1), for every kernel but the last a candidate can take,
+// whose grids are the rest.
 func TestCompleteCoversMiragesGrids(t *testing.T) {
 	mirage := func(dims ...int) []int {
 		var xs []int
@@ -118,25 +121,41 @@ func TestCompleteCoversMiragesGrids(t *testing.T) {
 		return xs
 	}
 	for _, tt := range []struct {
-		example string
-		xs      []int // the rule's extents for the example's inputs
+		example, config string
+		xs              []int // the rule's extents for the example's inputs
 	}{
-		{"rmsnorm_matmul.py", mirage(16, 4096, 6144)}, // 32 to 768
-		{"gated_mlp.py", mirage(8, 4096)},             // 32 to 512
+		{"rmsnorm_matmul.py", "mlp", mirage(16, 4096, 6144)}, // 32 to 768
+		{"gated_mlp.py", "mlp", mirage(8, 4096)},             // 32 to 512
+		{"gqa.py", "attention", mirage(2, 256, 64, 4096)},    // 32 to 512
 	} {
-		c, _ := NamedConfig("mlp")
+		c, _ := NamedConfig(tt.config)
 		c.Complete(load(t, tt.example).Graph)
 		for _, x := range tt.xs {
 			if !slices.Contains(c.Grids, block.Dim3{x, 1, 1}) {
 				t.Errorf("%s: grids %v lack (%d, 1, 1)", tt.example, c.Grids, x)
 			}
+			if tt.config == "attention" && slices.Contains(c.LastGrids, block.Dim3{x, 1, 1}) {
+				t.Errorf("%s: a last kernel's grids %v hold (%d, 1, 1)", tt.example, c.LastGrids, x)
+			}
+		}
+		if tt.config == "attention" {
+			for _, g := range c.Grids {
+				if g[1] > 1 && g[0] >= 32 && !slices.Contains(c.LastGrids, g) {
+					t.Errorf("%s: the rule gave the 2-D grid %v", tt.example, g)
+				}
+			}
+			if len(c.LastGrids) == 0 || !slices.Contains(c.LastGrids, block.Dim3{2, 16, 1}) {
+				t.Errorf("%s: last kernel's grids %v lack the derived (2, 16, 1)", tt.example, c.LastGrids)
+			}
+		} else if c.LastGrids != nil {
+			t.Errorf("%s: a one-kernel search has last-kernel grids %v", tt.example, c.LastGrids)
 		}
 	}
-	// Two graph-defined kernels (attention) keep the narrower derivation.
-	g := load(t, "gqa.py").Graph
+	// A program's own grid list holds for every kernel.
 	c, _ := NamedConfig("attention")
-	c.Complete(g)
-	if want := deriveGrids(g, false); !slices.Equal(c.Grids, want) || slices.Equal(want, deriveGrids(g, true)) {
-		t.Errorf("attention grids %v, want %v (and the rule to add some)", c.Grids, want)
+	c.Complete(load(t, "gqa.py").Graph)
+	c.Restrict(Restrictions{Grids: []block.Dim3{{2, 16, 1}}})
+	if c.LastGrids != nil {
+		t.Errorf("restricted grids leave last-kernel grids %v", c.LastGrids)
 	}
 }
