@@ -218,9 +218,10 @@ func restrict[T any](list *[]T, r []T) {
 //     a tensor of rank >= 3), per 64- or 128-wide tile of an output dim,
 //     per one or two rows of a short output dim (at most maxRowsDim: the
 //     tokens of a decode step), or, Mirage's rule, per tile of 8 to 256
-//     along any dim of an input (32 to maxBlocks blocks; for one
-//     graph-defined kernel, see deriveGrids), and y from gridY; at most
-//     maxBlocks blocks. Mirage's hand-picked lists
+//     along any dim of an input (32 to maxBlocks blocks), and y from gridY;
+//     at most maxBlocks blocks. With several graph-defined kernels
+//     (attention), Mirage's rule gives (x, 1, 1) only, and not to the last
+//     kernel (LastGrids, deriveGrids). Mirage's hand-picked lists
 //     ((16, 1, 1), (16, 2, 1), (64, 1, 1)) are of this kind, and this
 //     adapts them to the program's shapes.
 //   - For-loop ranges: besides the configuration's own, for every dim that
