@@ -47,6 +47,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unique"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -163,6 +164,32 @@ type Expr struct {
 	// of; ids are never reused.
 	id     uint64
 	handle unique.Handle[string]
+	// slot holds the answer of the first oracle that judged e
+	// (Oracle.serial<<1 | answer; 0 for none): one load, and no table
+	// entry, where an oracle's own cache of millions of expressions costs a
+	// walk through memory and the collector's time. Most expressions are
+	// only ever judged by one oracle; the others keep their answers in
+	// their caches.
+	slot atomic.Uint64
+	// form is e's normal form under the first normalizer that made it
+	// (normalizer.form), for the same reason.
+	form atomic.Pointer[formSlot]
+}
+
+// verdict returns the answer the oracle of serial cached in e's slot.
+func (e *Expr) verdict(serial uint64) (ok, hit bool) {
+	v := e.slot.Load()
+	return v&1 == 1, v != 0 && v>>1 == serial
+}
+
+// claimVerdict caches the answer ok of the oracle of serial in e's slot,
+// unless another oracle's answer is there; it reports whether it did.
+func (e *Expr) claimVerdict(serial uint64, ok bool) bool {
+	v := serial << 1
+	if ok {
+		v |= 1
+	}
+	return e.slot.CompareAndSwap(0, v) || e.slot.Load() == v
 }
 
 // Op is e's kind.

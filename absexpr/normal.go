@@ -338,7 +338,7 @@ type normalizer struct {
 	atoms  sync.Map // atomKey -> *atom
 	monos  sync.Map // monoKey -> *mono
 	polys  sync.Map // the terms' ids -> *poly
-	memo   sync.Map // *Expr -> normalForm
+	memo   sync.Map // *Expr -> normalForm, where the expression's slot is another normalizer's
 	lastID atomic.Uint64
 }
 
@@ -353,6 +353,21 @@ type normalForm struct {
 
 func newNormalizer() *normalizer { return &normalizer{} }
 
+// formSlot is an expression's normal form under one normalizer, kept in
+// the expression (Expr.form) for the first that made it.
+type formSlot struct {
+	nz *normalizer
+	nf normalForm
+}
+
+// remember keeps e's normal form nf in e's slot, or in the memo where the
+// slot is another normalizer's.
+func (nz *normalizer) remember(e *Expr, nf normalForm) {
+	if !e.form.CompareAndSwap(nil, &formSlot{nz, nf}) && e.form.Load().nz != nz {
+		nz.memo.Store(e, nf)
+	}
+}
+
 // normal is e's normal form, or errTooLarge.
 func (nz *normalizer) normal(e *Expr) (*poly, error) {
 	nf := nz.form(e)
@@ -364,6 +379,9 @@ func (nz *normalizer) normal(e *Expr) (*poly, error) {
 
 // form is e's normal form, computed once.
 func (nz *normalizer) form(e *Expr) normalForm {
+	if f := e.form.Load(); f != nil && f.nz == nz {
+		return f.nf
+	}
 	if nf, ok := nz.memo.Load(e); ok {
 		return nf.(normalForm)
 	}
@@ -373,7 +391,7 @@ func (nz *normalizer) form(e *Expr) normalForm {
 		af := nz.form(a)
 		nf.unitRms = nf.unitRms || af.unitRms
 		if args[i] = af.p; af.p == nil {
-			nz.memo.Store(e, nf)
+			nz.remember(e, nf)
 			return nf
 		}
 	}
@@ -427,7 +445,7 @@ func (nz *normalizer) form(e *Expr) normalForm {
 	if err != nil {
 		nf.p = nil
 	}
-	nz.memo.Store(e, nf)
+	nz.remember(e, nf)
 	return nf
 }
 

@@ -97,7 +97,8 @@ type Oracle struct {
 	laws    []parsedAxiom
 	opts    Options
 
-	cache  sync.Map // *Expr -> bool
+	serial uint64   // names the oracle in an expression's verdict slot
+	cache  sync.Map // *Expr -> bool, where the expression's slot is another oracle's
 	flight singleflight.Group
 	pool   proverPool
 
@@ -106,6 +107,9 @@ type Oracle struct {
 	z3Nanos                             atomic.Int64
 	z3MaxNanos                          atomic.Int64
 }
+
+// oracles numbers the oracles made (Oracle.serial), from 1.
+var oracles atomic.Uint64
 
 // ErrClosed is returned by queries on a closed oracle.
 var ErrClosed = errors.New("absexpr: oracle is closed")
@@ -117,7 +121,7 @@ func NewOracle(targets []*Expr, opts Options) (*Oracle, error) {
 		return nil, errors.New("absexpr: an oracle needs at least one target")
 	}
 	if opts.NoProver {
-		return &Oracle{targets: slices.Clone(targets), index: newTargetIndex(targets), opts: opts}, nil
+		return &Oracle{targets: slices.Clone(targets), index: newTargetIndex(targets), opts: opts, serial: oracles.Add(1)}, nil
 	}
 	if err := z3.Available(); err != nil {
 		return nil, fmt.Errorf("absexpr: the subexpression oracle needs Z3: %w", err)
@@ -127,6 +131,7 @@ func NewOracle(targets []*Expr, opts Options) (*Oracle, error) {
 		return nil, err
 	}
 	o := &Oracle{
+		serial:  oracles.Add(1),
 		targets: slices.Clone(targets),
 		index:   newTargetIndex(targets),
 		laws:    laws,
@@ -160,17 +165,24 @@ func (o *Oracle) Targets() []*Expr { return slices.Clone(o.targets) }
 // answers are not cached.
 func (o *Oracle) IsSubexpr(e *Expr) (bool, error) {
 	o.queries.Add(1)
+	if ok, hit := e.verdict(o.serial); hit {
+		o.cacheHits.Add(1)
+		return ok, nil
+	}
 	if v, ok := o.cache.Load(e); ok {
 		o.cacheHits.Add(1)
 		return v.(bool), nil
 	}
 	v, err, _ := o.flight.Do(strconv.FormatUint(e.id, 36), func() (any, error) {
-		if v, ok := o.cache.Load(e); ok { // answered while we waited
+		if ok, hit := e.verdict(o.serial); hit { // answered while we waited
+			return ok, nil
+		}
+		if v, ok := o.cache.Load(e); ok {
 			return v, nil
 		}
 		ok, err := o.decide(e)
-		if err == nil {
-			o.cache.Store(e, ok)
+		if err == nil && !e.claimVerdict(o.serial, ok) {
+			o.cache.Store(e, ok) // the slot is another oracle's
 		}
 		return ok, err
 	})

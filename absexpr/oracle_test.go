@@ -282,3 +282,57 @@ func TestMayEqualTarget(t *testing.T) {
 		o.Close()
 	}
 }
+
+// TestOraclesShareExpressions asks two oracles of different targets, in
+// turns, about the same expressions: each keeps its own answers, though
+// an expression caches only one oracle's (Expr.slot) and one normal form
+// (Expr.form), the first asker's.
+func TestOraclesShareExpressions(t *testing.T) {
+	requireZ3(t)
+	a, err := NewOracle([]*Expr{rmsNormMatMul}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewOracle([]*Expr{gatedMLP}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	type asker struct {
+		name        string
+		o           *Oracle
+		sub, equals bool
+	}
+	for _, tt := range []struct {
+		query       string
+		subA, subB  bool // IsSubexpr of a's target, of b's
+		equalA, eqB bool // MayEqualTarget
+		bFirst      bool // b asks first, and claims the slots
+	}{
+		{"sum(4096, mul(X, W))", true, false, false, false, false},
+		{"sum(4096, mul(X, W1))", false, true, false, false, false},
+		{"rms(4096, X)", true, false, false, false, true},
+		{"mul(silu(sum(4096, mul(X, W1))), sum(4096, mul(X, W2)))", false, true, false, true, false},
+		// New expressions equal to a's target, asked by b first.
+		{"div(sum(4096, mul(W, X)), rms(4096, X))", true, false, true, false, true},
+		{"sum(4096, mul(W, div(X, rms(4096, X))))", true, false, true, false, true},
+	} {
+		q := MustParse(tt.query)
+		order := []asker{{"a", a, tt.subA, tt.equalA}, {"b", b, tt.subB, tt.eqB}}
+		if tt.bFirst {
+			order[0], order[1] = order[1], order[0]
+		}
+		for round := range 2 {
+			for _, c := range order {
+				got, err := c.o.IsSubexpr(q)
+				if err != nil || got != c.sub {
+					t.Errorf("round %d: oracle %s: IsSubexpr(%s) = %v, %v; want %v", round, c.name, q, got, err, c.sub)
+				}
+				if got := c.o.MayEqualTarget(q); got != c.equals {
+					t.Errorf("round %d: oracle %s: MayEqualTarget(%s) = %v, want %v", round, c.name, q, got, c.equals)
+				}
+			}
+		}
+	}
+}
