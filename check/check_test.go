@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -184,5 +185,42 @@ func TestEval(t *testing.T) {
 	}
 	if _, err := check.Eval(g, 1, 1024); !memlimit.IsOver(err) {
 		t.Errorf("with 1 KiB: %v", err)
+	}
+}
+
+// TestSummaryJSON: a program that divides by zero has summaries JSON
+// cannot write as numbers; they go as the strings the text form prints,
+// and come back as the same values.
+func TestSummaryJSON(t *testing.T) {
+	g := named(t, load(t, "a", "X = g.new_input(dims=(4, 8), dtype=mi.float16)\ng.mark_output(g.div(X, g.mul_scalar(X, 0.0)))\ng.mark_output(X)\n")).Graph
+	sums, err := check.Eval(g, 1, 1<<30)
+	if err != nil || len(sums) != 2 {
+		t.Fatalf("%d summaries, %v", len(sums), err)
+	}
+	sums = append(sums, check.Summary{Shape: []int{1}, Sum: check.Value(math.Inf(-1)), L2: check.Value(math.NaN()), MaxAbs: 0.5})
+	b, err := json.Marshal(sums)
+	if err != nil {
+		t.Fatalf("marshal %v: %v", sums, err)
+	}
+	for _, want := range []string{`"l2":"NaN"`, `"sum":"-Inf"`, `"max_abs":0.5`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back []check.Summary
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	same := func(a, b check.Value) bool { return a == b || math.IsNaN(float64(a)) && math.IsNaN(float64(b)) }
+	for i := range sums {
+		if !same(back[i].Sum, sums[i].Sum) || !same(back[i].L2, sums[i].L2) || !same(back[i].MaxAbs, sums[i].MaxAbs) {
+			t.Errorf("summary %d: %+v came back as %+v", i, sums[i], back[i])
+		}
+	}
+	if !math.IsInf(float64(sums[0].MaxAbs), 1) || math.IsInf(float64(sums[1].MaxAbs), 0) {
+		t.Errorf("x/0 and x: %+v", sums[:2])
+	}
+	if err := json.Unmarshal([]byte(`{"sum": "lots"}`), &check.Summary{}); err == nil || !strings.Contains(err.Error(), `"lots"`) {
+		t.Errorf("a string that is no value: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -13,10 +14,42 @@ import (
 
 // Summary is what eval reports of one output tensor.
 type Summary struct {
-	Shape  []int   `json:"shape"`
-	Sum    float64 `json:"sum"`
-	L2     float64 `json:"l2"`
-	MaxAbs float64 `json:"max_abs"`
+	Shape  []int `json:"shape"`
+	Sum    Value `json:"sum"`
+	L2     Value `json:"l2"`
+	MaxAbs Value `json:"max_abs"`
+}
+
+// Value is a summary's value. JSON has no NaN or infinity, which a
+// program that divides by zero computes: those are written as the
+// strings the text form prints ("NaN", "+Inf", "-Inf"), and read back.
+type Value float64
+
+func (f Value) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return json.Marshal(v)
+}
+
+func (f *Value) UnmarshalJSON(b []byte) error {
+	var v float64
+	if err := json.Unmarshal(b, &v); err == nil {
+		*f = Value(v)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("check: a summary value is %s, not a number", b)
+	}
+	switch s {
+	case "NaN", "+Inf", "-Inf":
+		v, _ = strconv.ParseFloat(s, 64)
+		*f = Value(v)
+		return nil
+	}
+	return fmt.Errorf("check: a summary value is %q, not a number, NaN, +Inf or -Inf", s)
 }
 
 // String is the summary as mirage eval prints it, the shape as
@@ -46,12 +79,13 @@ func Eval(g *kernel.Graph, seed, limit int64) ([]Summary, error) {
 	sums := make([]Summary, len(outs))
 	for i, t := range outs {
 		s := Summary{Shape: t.Shape.Dims()}
+		var sum, l2, maxAbs float64
 		for _, v := range t.Data {
-			s.Sum += v
-			s.L2 += v * v
-			s.MaxAbs = math.Max(s.MaxAbs, math.Abs(v))
+			sum += v
+			l2 += v * v
+			maxAbs = math.Max(maxAbs, math.Abs(v))
 		}
-		s.L2 = math.Sqrt(s.L2)
+		s.Sum, s.L2, s.MaxAbs = Value(sum), Value(math.Sqrt(l2)), Value(maxAbs)
 		sums[i] = s
 	}
 	return sums, nil
