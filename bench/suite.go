@@ -328,7 +328,7 @@ func (s *Suite) runOne(ctx context.Context, in *driver.Input, w Workload, profil
 	best := res.Candidates[0]
 	row.Fused = best.Customized > 0
 	row.BestKernels, row.BestUs = best.Kernels, best.Estimate.Micros
-	row.Speedup = res.Baseline.Micros / best.Estimate.Micros
+	row.Speedup = cost.Speedup(res.Baseline.Micros, best.Estimate.Micros)
 	if m, ok := profiles.Measurement(s.Arch.Name, in.Name, best.Graph); ok {
 		row.Measured = &Measured{MedianUs: m.MedianMicros, SpreadUs: m.Spread()}
 	}

@@ -111,6 +111,17 @@ type Estimate struct {
 	Micros    float64
 }
 
+// Speedup is how many times faster than baseline a candidate of
+// estimated time us runs: 1 when the candidate takes no time (a program
+// with no op to run, whose baseline takes none either), where the ratio
+// would be 0/0.
+func Speedup(baseline, us float64) float64 {
+	if us <= 0 {
+		return 1
+	}
+	return baseline / us
+}
+
 // Compare orders estimates for ranking: by time, then, between equal
 // times (compute- or launch-bound kernels hide their traffic), fewer bytes
 // moved, then fewer blocks. 0 means the model cannot tell them apart.

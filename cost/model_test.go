@@ -448,3 +448,16 @@ func TestCompareBreaksTiesByTrafficThenBlocks(t *testing.T) {
 		}
 	}
 }
+
+func TestSpeedup(t *testing.T) {
+	for _, tt := range []struct{ baseline, us, want float64 }{
+		{10, 5, 2},
+		{5, 10, 0.5},
+		{0, 0, 1}, // nothing to run either way
+		{3, 0, 1},
+	} {
+		if got := Speedup(tt.baseline, tt.us); got != tt.want {
+			t.Errorf("Speedup(%v, %v) = %v, want %v", tt.baseline, tt.us, got, tt.want)
+		}
+	}
+}

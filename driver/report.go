@@ -96,7 +96,7 @@ func summarize(c *Candidate, baseline cost.Estimate) CandidateSummary {
 	cj := CandidateSummary{
 		Kernels: c.Kernels, Customized: c.Customized, Grids: [][]int{}, ForloopRanges: []int{},
 		DeviceBytes: c.Estimate.Bytes, Flops: c.Estimate.Flops, EstimatedUs: c.Estimate.Micros,
-		Speedup: baseline.Micros / c.Estimate.Micros, Unfused: c.Unfused,
+		Speedup: cost.Speedup(baseline.Micros, c.Estimate.Micros), Unfused: c.Unfused,
 		Hash: cost.GraphHash(c.Graph), Measured: c.Measured, Seed: c.Seed, ByParts: c.ByParts,
 	}
 	for _, g := range c.Grids {
@@ -183,7 +183,7 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx%s\n", i, c.Kernels, c.Customized,
 			gridsText(c.Grids), orDash(strings.Join(ranges, " ")),
-			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, res.Baseline.Micros/e.Micros, note)
+			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, cost.Speedup(res.Baseline.Micros, e.Micros), note)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "wrote %s\n", out)
@@ -286,7 +286,7 @@ func WriteDynamicTable(w io.Writer, res *DynamicResult, written *DynamicWritten,
 			runs = fmt.Sprintf("bucket %d's", c.Rows)
 		}
 		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%d states, %.1fs\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
-			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, b.Baseline.Micros/c.Estimate.Micros, b.Stats.States, b.Stats.Seconds)
+			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, cost.Speedup(b.Baseline.Micros, c.Estimate.Micros), b.Stats.States, b.Stats.Seconds)
 	}
 	tw.Flush()
 	for i, b := range res.Buckets {

@@ -461,3 +461,23 @@ func TestSuperoptAnswersEveryProgram(t *testing.T) {
 		t.Errorf("temporary files left: %v", stray)
 	}
 }
+
+// TestSuperoptProgramWithNoOps: a program whose output is its input has
+// nothing to run. Its estimate is 0 µs, and its speedup 1 (it was 0/0,
+// which --json could not write: "json: unsupported value: NaN").
+func TestSuperoptProgramWithNoOps(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "noop.py")
+	os.WriteFile(prog, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(4, 8), dtype=mi.float16)\ng.mark_output(X)\n"), 0o644)
+	code, stdout, stderr := mirage(t, "superopt", prog, "-o", dir, "--no-cache", "--json", "--no-emit")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res superoptJSON
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) != 1 || !res.Candidates[0].Unfused || res.Candidates[0].Speedup != 1 {
+		t.Errorf("candidates %+v, want the program itself at speedup 1", res.Candidates)
+	}
+}
