@@ -48,9 +48,11 @@ func ParseDynamicFlag(s string) (DynamicFlag, error) {
 	if !ok {
 		return bad("no =LO..HI")
 	}
+	// Whether the input has the dim is MarkDynamic's to say, which knows
+	// its shape.
 	d, err := strconv.Atoi(dim)
-	if err != nil || d < 0 || d >= ugraph.MaxRank {
-		return bad(fmt.Sprintf("DIM %q is not a dim (0 to %d)", dim, ugraph.MaxRank-1))
+	if err != nil || d < 0 {
+		return bad(fmt.Sprintf("DIM %q is not a dim (a number from 0)", dim))
 	}
 	los, his, ok := strings.Cut(rng, "..")
 	if !ok {

@@ -31,6 +31,8 @@ func TestParseDynamicFlag(t *testing.T) {
 		{"X:0=1-64", DynamicFlag{}, "no .."},
 		{"X=1..64", DynamicFlag{}, "no INPUT:"},
 		{"X:a=1..64", DynamicFlag{}, "is not a dim"},
+		{"X:-1=1..64", DynamicFlag{}, "is not a dim"},
+		{"X:5=1..64", DynamicFlag{"X", 5, 1, 64}, ""}, // MarkDynamic knows the input's rank
 		{"X:0", DynamicFlag{}, "no =LO..HI"},
 		{"X:0=one..64", DynamicFlag{}, "integers"},
 		{":0=1..64", DynamicFlag{}, "no INPUT:"},

@@ -191,6 +191,8 @@ func TestSuperoptDynamicBadInput(t *testing.T) {
 		{"emit", prog, "--dynamic", "X:1=1..16", "-o", out},
 		{"emit", prog, "--dynamic", "X:0=1..16", "--counters", "-o", out},
 		{"show", prog, "--dynamic", "X:1=1..16"},
+		{"show", prog, "--buckets", "1,16"},                     // --buckets needs --dynamic, as superopt's
+		{"superopt", prog, "--dynamic", "X:7=1..16", "-o", out}, // X is 2-D: MarkDynamic says so
 		{"eval", prog, "--dynamic", "X:0=1..16", "--rows", "17"},
 		{"eval", prog, "--rows", "3"},
 		{"verify", prog, prog, "--dynamic", "X:0=1..16", "--candidate", "1"},

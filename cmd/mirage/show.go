@@ -58,7 +58,7 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if f.dynamic.on() {
+	if f.dynamic.on() || f.dynamic.buckets != "" { // (--buckets alone: mark says it needs --dynamic)
 		// The program with m: its shapes, or the op that mixes rows.
 		if forms > 0 || f.asJSON {
 			return errors.New("--dynamic prints the program's shapes with m; it takes no --json, --dot, --absexpr or --estimate")
