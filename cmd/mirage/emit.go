@@ -47,10 +47,21 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
-	e, err := driver.Emit(cmd.Context(), in, driver.EmitRequest{
+	ctx := cmd.Context()
+	if f.counters {
+		// Interruptible: the emulator's build directory goes on Ctrl-C or
+		// SIGTERM too.
+		var stop func()
+		ctx, stop = driver.InterruptibleSaying(ctx, cmd.ErrOrStderr(), "stopping the emulator and removing its build directory")
+		defer stop()
+	}
+	e, err := driver.Emit(ctx, in, driver.EmitRequest{
 		Name: f.name, Candidate: f.candidate, Arch: f.arch.Arch, SingleFile: f.singleFile, Dir: f.outDir,
 		Dynamic: f.dynamic.specs, Buckets: f.dynamic.buckets, Counters: f.counters,
 	})
+	if f.counters && ctx.Err() != nil {
+		return interrupted("emit --counters")
+	}
 	if err != nil {
 		return err
 	}

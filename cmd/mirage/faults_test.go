@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -376,4 +377,39 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		m[e.Name()] = string(data)
 	}
 	return m
+}
+
+// emit --counters stopped by SIGINT while the emulator builds or runs
+// exits 130 and leaves no build directory behind in TMPDIR.
+func TestEmitCountersInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the emulator")
+	}
+	if _, err := templates.EmulatorCompiler(); err != nil {
+		t.Skipf("no emulator compiler: %v", err)
+	}
+	tmp := t.TempDir()
+	prog := filepath.Join("..", "..", "examples", "llama_mlp_block.py")
+	c := startMirage(t, []string{"TMPDIR=" + tmp}, "emit", prog, "--counters", "-o", t.TempDir())
+	builds := func() []string {
+		m, _ := filepath.Glob(filepath.Join(tmp, "mirage-counters-*"))
+		return m
+	}
+	for deadline := time.Now().Add(time.Minute); len(builds()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no build directory in TMPDIR after a minute; stderr:\n%s", c.stderrString())
+		}
+	}
+	if err := c.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(); code != 130 {
+		t.Fatalf("exit %d, want 130; stderr:\n%s", code, c.stderrString())
+	}
+	if !strings.Contains(c.stderrString(), "emit --counters: interrupted") {
+		t.Errorf("stderr does not say it was interrupted:\n%s", c.stderrString())
+	}
+	if left := builds(); len(left) > 0 {
+		t.Errorf("build directories left: %v", left)
+	}
 }
