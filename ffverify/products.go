@@ -222,9 +222,6 @@ func (ps *products) kept(key any, s ugraph.Shape, x, y operand) (t *tensor, hit 
 // nil when it is too large to keep.
 func (ps *products) wholeProduct(a, b operand) *tensor {
 	s := a.key.shape.WithDim(a.key.shape.Rank()-1, b.key.shape.Last())
-	if tensorBytes(s) > ps.budget/4 {
-		return nil
-	}
 	t, _ := ps.kept(wholeKey{a.key, b.key}, s, a, b)
 	return t
 }

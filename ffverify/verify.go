@@ -242,6 +242,12 @@ func (v *Verifier) shareInputs(p *plan) {
 	if share {
 		v.held = shared
 		v.dense = make([][]func() *tensor, v.opts.Trials)
+		for t := range v.dense {
+			tr := p.trial(v.opts.Seed, t)
+			for k, s := range v.inputs {
+				v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
+			}
+		}
 	}
 	// The products' memo takes what is left after the program's draw, up
 	// to DefaultProductBytes, and leaves most of it to the candidates.
@@ -254,13 +260,7 @@ func (v *Verifier) shareInputs(p *plan) {
 	v.memoBytes = memo
 	v.products = make([]*products, v.opts.Trials)
 	for t := range v.products {
-		tr := p.trial(v.opts.Seed, t)
-		if share {
-			for k, s := range v.inputs {
-				v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
-			}
-		}
-		v.products[t] = newProducts(memo/int64(v.opts.Trials), tr.key)
+		v.products[t] = newProducts(memo/int64(v.opts.Trials), trialKey(v.opts.Seed, t))
 	}
 }
 

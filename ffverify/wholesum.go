@@ -17,40 +17,31 @@ import (
 // values are exact in the model, so the copy is the sum.
 
 // wholeSum is how an accumulator op of a block graph is summed whole:
-// product is the whole product (nil: it is accumulated as written), a
-// and b the input ops that load the matmul's operands, matmul the op.
+// product is the whole product, a and b the input ops that load the
+// matmul's operands.
 type wholeSum struct {
-	product      *tensor
-	a, b, matmul int
+	product *tensor
+	a, b    int
 }
 
-// wholeSums is a block graph's wholeSum per op; nil when none is.
-type wholeSums []wholeSum
+// wholeSums are a block graph's accumulators summed whole, by op, and the
+// ops the for-loop leaves out for them (the accumulators and their
+// matmuls). The zero value sums none.
+type wholeSums struct {
+	sums    []wholeSum // by op; product nil where the op is not summed whole
+	skipped []bool     // by op
+}
 
 // at returns op i's wholeSum, nil when it is not summed whole.
 func (s wholeSums) at(i int) *wholeSum {
-	if s == nil || s[i].product == nil {
+	if s.sums == nil || s.sums[i].product == nil {
 		return nil
 	}
-	return &s[i]
+	return &s.sums[i]
 }
 
-// skips reports whether op i is left out of the for-loop: an accumulator
-// summed whole, or its matmul.
-func (s wholeSums) skips(i int) bool {
-	if s == nil {
-		return false
-	}
-	if s.at(i) != nil {
-		return true
-	}
-	for _, w := range s {
-		if w.product != nil && w.matmul == i {
-			return true
-		}
-	}
-	return false
-}
+// skips reports whether op i is left out of the for-loop.
+func (s wholeSums) skips(i int) bool { return s.skipped != nil && s.skipped[i] }
 
 // copyTo writes into acc the accumulator's value in block b: the box of
 // the whole product at the rows of b's A tiles and the columns of its B
@@ -61,13 +52,14 @@ func (s wholeSum) copyTo(acc *tensor, bp *blockPlan, b block.Dim3) {
 }
 
 // wholeSums returns how bp's accumulators may be summed whole from the
-// memo ps (nil when none can): an AccumNone accumulator whose operand is
+// memo ps: an AccumNone accumulator whose operand is
 // read by nothing else, a matmul of two loaded tiles whose loads walk
 // the whole k dim of the kernel's operands, block by block at the same
 // batch offsets.
 func (bp *blockPlan) wholeSums(operands []operand, ps *products) wholeSums {
+	var sums wholeSums
 	if ps == nil {
-		return nil
+		return sums
 	}
 	g := bp.g
 	readers := make([]int, len(g.Tensors))
@@ -78,7 +70,6 @@ func (bp *blockPlan) wholeSums(operands []operand, ps *products) wholeSums {
 			}
 		}
 	}
-	var sums wholeSums
 	for _, i := range bp.loop {
 		acc := &g.Ops[i]
 		if acc.Kind != ugraph.OpForloopAccum || acc.Attr.Accum != ugraph.AccumNone || readers[acc.In[0]] != 2 {
@@ -102,10 +93,11 @@ func (bp *blockPlan) wholeSums(operands []operand, ps *products) wholeSums {
 		if product == nil {
 			continue
 		}
-		if sums == nil {
-			sums = make(wholeSums, len(g.Ops))
+		if sums.sums == nil {
+			sums = wholeSums{make([]wholeSum, len(g.Ops)), make([]bool, len(g.Ops))}
 		}
-		sums[i] = wholeSum{product: product, a: a, b: b, matmul: m}
+		sums.sums[i] = wholeSum{product: product, a: a, b: b}
+		sums.skipped[i], sums.skipped[m] = true, true
 		ps.summed.Add(1)
 	}
 	return sums
