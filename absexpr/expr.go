@@ -48,7 +48,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unique"
 
 	"github.com/mirage-go/mirage/ugraph"
 )
@@ -162,8 +161,7 @@ type Expr struct {
 	head   string // the key up to the first operand: "add(", "sum(4096, "; "" for a variable
 	// id names e in the intern keys of the expressions it is an operand
 	// of; ids are never reused.
-	id     uint64
-	handle unique.Handle[string]
+	id uint64
 	// slot holds the answer of the first oracle that judged e
 	// (Oracle.serial<<1 | answer; 0 for none): one load, and no table
 	// entry, where an oracle's own cache of millions of expressions costs a
@@ -234,10 +232,10 @@ func (e *Expr) abbrev() string {
 // String is Key.
 func (e *Expr) String() string { return e.Key() }
 
-// Handle identifies e: equal expressions, and only they, have equal
-// handles. It is a cheap map key. An expression built after an equal one
-// was garbage collected may have another handle.
-func (e *Expr) Handle() unique.Handle[string] { return e.handle }
+// ID identifies e: equal expressions, and only they, have equal IDs. It
+// is a cheap map key. IDs are never reused: an expression built after an
+// equal one was garbage collected has another.
+func (e *Expr) ID() uint64 { return e.id }
 
 // Equal reports whether e and f are the same expression (in O(1)).
 func (e *Expr) Equal(f *Expr) bool { return e == f }
@@ -248,7 +246,7 @@ func Var(name string) *Expr {
 	if !isIdent(name) {
 		panic(fmt.Sprintf("absexpr: variable name %q is not an identifier", name))
 	}
-	return intern(&Expr{op: OpVar, name: name})
+	return intern(OpVar, name, 0, 0, 0, nil)
 }
 
 // Add is the element-wise sum of xs (at least one).
@@ -258,7 +256,7 @@ func Add(xs ...*Expr) *Expr { return assoc(OpAdd, xs) }
 func Mul(xs ...*Expr) *Expr { return assoc(OpMul, xs) }
 
 // Div is x / y.
-func Div(x, y *Expr) *Expr { return intern(&Expr{op: OpDiv, args: []*Expr{x, y}}) }
+func Div(x, y *Expr) *Expr { return intern(OpDiv, "", 0, 0, 0, []*Expr{x, y}) }
 
 // Sum is x summed over n >= 1 elements. Nested sums merge: a sum over n of
 // sums over m is a sum over n·m. It panics on n < 1 or an overflowing size.
@@ -278,7 +276,7 @@ func sum(n int, x *Expr) (*Expr, error) {
 	if n == 1 {
 		return x, nil
 	}
-	return intern(&Expr{op: OpSum, size: n, args: []*Expr{x}}), nil
+	return intern(OpSum, "", n, 0, 0, []*Expr{x}), nil
 }
 
 // Rms is the root mean square of x over n >= 1 elements. It panics on
@@ -289,7 +287,7 @@ func rms(n int, x *Expr) (*Expr, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("absexpr: rms over %d elements", n)
 	}
-	return intern(&Expr{op: OpRms, size: n, args: []*Expr{x}}), nil
+	return intern(OpRms, "", n, 0, 0, []*Expr{x}), nil
 }
 
 // Exp is e^x.
@@ -326,13 +324,13 @@ func bounded(op Op, lo, hi float64, args []*Expr) (*Expr, error) {
 	if math.IsNaN(lo) || math.IsNaN(hi) {
 		return nil, fmt.Errorf("absexpr: %v scalars [%v, %v]", op, lo, hi)
 	}
-	return intern(&Expr{op: op, lo: lo, hi: hi, args: slices.Clone(args)}), nil
+	return intern(op, "", 0, lo, hi, args), nil
 }
 
 // Pow is x to the power y.
-func Pow(x, y *Expr) *Expr { return intern(&Expr{op: OpPow, args: []*Expr{x, y}}) }
+func Pow(x, y *Expr) *Expr { return intern(OpPow, "", 0, 0, 0, []*Expr{x, y}) }
 
-func unary(op Op, x *Expr) *Expr { return intern(&Expr{op: op, args: []*Expr{x}}) }
+func unary(op Op, x *Expr) *Expr { return intern(op, "", 0, 0, 0, []*Expr{x}) }
 
 // apply builds op (one without a size or bounds) on args.
 func apply(op Op, args []*Expr) *Expr {
@@ -344,7 +342,7 @@ func apply(op Op, args []*Expr) *Expr {
 	case OpDiv:
 		return Div(args[0], args[1])
 	}
-	return intern(&Expr{op: op, args: slices.Clone(args)})
+	return intern(op, "", 0, 0, 0, args)
 }
 
 // assoc builds an n-ary add or mul: nested ones are flattened and the
@@ -369,7 +367,7 @@ func assoc(op Op, xs []*Expr) *Expr {
 	}
 	slices.SortFunc(single, compareText)
 	flat = mergeSorted(flat, single, compareText)
-	return intern(&Expr{op: op, args: flat})
+	return intern(op, "", 0, 0, 0, flat)
 }
 
 // piece is the i-th piece of e's key (see textNode): name(attributes,

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
-	"unique"
 	"weak"
 )
 
@@ -17,65 +17,102 @@ import (
 // its expressions weakly: an entry goes when its expression is garbage
 // collected, and an equal expression built later is a new one, with a new
 // id.
+//
+// A constructor looks its key up before it allocates anything: the search
+// builds millions of expressions, most of them built before.
 
-// internKey is what makes an expression the one it is.
+// internKey is what makes an expression the one it is. Its fields besides
+// the strings are plain memory, which maps hash fast.
 type internKey struct {
 	op     Op
-	name   string
 	size   int
 	lo, hi uint64 // the bounds' bits: -0 and 0 differ, as in keys
-	args   string // the operands' ids, 8 bytes each
+	a0, a1 uint64 // the first two operands' ids; 0 for none (ids start at 1)
+	name   string
+	more   string // the other operands' ids, 8 bytes each
+}
+
+// internShards splits the table so that goroutines building expressions
+// seldom wait for each other.
+const internShards = 64
+
+type internShard struct {
+	sync.RWMutex
+	m map[internKey]weak.Pointer[Expr]
+	_ [64]byte // a cache line between shards' locks
 }
 
 var (
-	interned sync.Map // internKey -> weak.Pointer[Expr]
-	lastID   atomic.Uint64
+	// interned is made by a function, not init: package variables are
+	// built from expressions before init runs.
+	interned = func() *[internShards]internShard {
+		t := new([internShards]internShard)
+		for i := range t {
+			t[i].m = map[internKey]weak.Pointer[Expr]{}
+		}
+		return t
+	}()
+	lastID atomic.Uint64
 )
 
-// intern returns the expression equal to e: one built before and still
-// reachable, or else e itself, which it enters in the table. e's operands
-// must be interned.
-func intern(e *Expr) *Expr {
-	k := internKey{op: e.op, name: e.name, size: e.size, lo: math.Float64bits(e.lo), hi: math.Float64bits(e.hi)}
-	if len(e.args) > 0 {
-		ids := make([]byte, 0, 8*len(e.args))
-		for _, a := range e.args {
-			ids = binary.LittleEndian.AppendUint64(ids, a.id)
-		}
-		k.args = string(ids)
+func (k *internKey) shard() *internShard {
+	h := (k.a0*0x9e3779b97f4a7c15 ^ k.a1*0xc2b2ae3d27d4eb4f ^ uint64(k.size) ^ uint64(k.op)<<32 ^ uint64(len(k.name)))
+	if k.name != "" {
+		h ^= uint64(k.name[0]) << 8
 	}
-	if old, ok := lookup(k); ok {
-		return old
-	}
-	if e.op != OpVar {
-		e.head = headOf(e)
-	}
-	e.id = lastID.Add(1)
-	e.handle = unique.Make(string(binary.LittleEndian.AppendUint64(nil, e.id)))
-	w := weak.Make(e)
-	for {
-		v, loaded := interned.LoadOrStore(k, w)
-		if !loaded {
-			break
-		}
-		if old := v.(weak.Pointer[Expr]).Value(); old != nil {
-			return old // built meanwhile by another goroutine
-		}
-		if interned.CompareAndSwap(k, v, w) { // replace a collected one
-			break
-		}
-	}
-	runtime.AddCleanup(e, forget, internEntry{k, w})
-	return e
+	return &interned[(h*0x9e3779b97f4a7c15)>>58%internShards]
 }
 
-func lookup(k internKey) (*Expr, bool) {
-	v, ok := interned.Load(k)
-	if !ok {
-		return nil, false
+// keyOf returns the intern key of op with the given attributes on args.
+func keyOf(op Op, name string, size int, lo, hi float64, args []*Expr) internKey {
+	k := internKey{op: op, name: name, size: size, lo: math.Float64bits(lo), hi: math.Float64bits(hi)}
+	if len(args) > 0 {
+		k.a0 = args[0].id
 	}
-	e := v.(weak.Pointer[Expr]).Value()
-	return e, e != nil
+	if len(args) > 1 {
+		k.a1 = args[1].id
+	}
+	if len(args) > 2 {
+		ids := make([]byte, 0, 8*(len(args)-2))
+		for _, a := range args[2:] {
+			ids = binary.LittleEndian.AppendUint64(ids, a.id)
+		}
+		k.more = string(ids)
+	}
+	return k
+}
+
+// intern returns the expression of op with the given attributes on args:
+// one built before and still reachable, or else a new one, which it enters
+// in the table. args must be interned; intern keeps a copy of them.
+func intern(op Op, name string, size int, lo, hi float64, args []*Expr) *Expr {
+	k := keyOf(op, name, size, lo, hi, args)
+	sh := k.shard()
+	sh.RLock()
+	w, ok := sh.m[k]
+	sh.RUnlock()
+	if ok {
+		if old := w.Value(); old != nil {
+			return old
+		}
+	}
+	e := &Expr{op: op, name: name, size: size, lo: lo, hi: hi, args: slices.Clone(args)}
+	if op != OpVar {
+		e.head = headOf(e)
+	}
+	e.id = lastID.Add(1) // before another goroutine can find e
+	w = weak.Make(e)
+	sh.Lock()
+	if old, ok := sh.m[k]; ok {
+		if o := old.Value(); o != nil {
+			sh.Unlock()
+			return o // built meanwhile by another goroutine
+		}
+	}
+	sh.m[k] = w // new, or in place of a collected one
+	sh.Unlock()
+	runtime.AddCleanup(e, forget, internEntry{k, w})
+	return e
 }
 
 type internEntry struct {
@@ -85,4 +122,11 @@ type internEntry struct {
 
 // forget removes a collected expression's entry, unless an equal
 // expression has taken its place.
-func forget(entry internEntry) { interned.CompareAndDelete(entry.k, entry.w) }
+func forget(entry internEntry) {
+	sh := entry.k.shard()
+	sh.Lock()
+	if sh.m[entry.k] == entry.w {
+		delete(sh.m, entry.k)
+	}
+	sh.Unlock()
+}

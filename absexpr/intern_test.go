@@ -10,7 +10,7 @@ import (
 func TestEqualExpressionsAreOne(t *testing.T) {
 	a := Add(Exp(Var("X")), Sum(64, Mul(Var("X"), Var("W"))))
 	b := MustParse("add(sum(64, mul(W, X)), exp(X))")
-	if a != b || a.Handle() != b.Handle() {
+	if a != b || a.ID() != b.ID() {
 		t.Errorf("%s built twice is two expressions", a)
 	}
 	if c := Clamp(math.Copysign(0, -1), 6, Var("X")); c == Clamp(0, 6, Var("X")) {
@@ -62,4 +62,23 @@ func TestConcurrentInterning(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBuildingAgainAllocatesNothing checks that a constructor finds an
+// expression built before without allocating: the search builds each of
+// millions of expressions many times, and garbage was a fifth of its time.
+func TestBuildingAgainAllocatesNothing(t *testing.T) {
+	x, w := Var("X"), Var("W")
+	keep := []*Expr{Div(Exp(x), Sum(64, Exp(x))), Mul(x, w), Clamp(0, 6, x), Rms(64, x), Pow(x, w)}
+	for name, build := range map[string]func() *Expr{
+		"div":   func() *Expr { return Div(Exp(x), Sum(64, Exp(x))) },
+		"clamp": func() *Expr { return Clamp(0, 6, x) },
+		"rms":   func() *Expr { return Rms(64, x) },
+		"pow":   func() *Expr { return Pow(x, w) },
+	} {
+		if n := testing.AllocsPerRun(100, func() { _ = build() }); n != 0 {
+			t.Errorf("%s built again: %v allocations", name, n)
+		}
+	}
+	runtime.KeepAlive(keep)
 }

@@ -3,7 +3,6 @@ package search
 import (
 	"math/bits"
 	"slices"
-	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
 	"github.com/mirage-go/mirage/ugraph"
@@ -307,7 +306,7 @@ type fruitlessKey struct {
 // (blockState.want). searcher.intern numbers them.
 type inputSig struct {
 	n      int
-	exprs  [len(opKey{}.in)]unique.Handle[string]
+	exprs  [len(opKey{}.in)]uint64
 	shapes [len(opKey{}.in)]ugraph.Shape
 	dtypes [len(opKey{}.in)]ugraph.DType
 	nwant  int
@@ -332,7 +331,7 @@ func (k *kernelState) openInputs(ins []kernel.TensorID) (openInputs, bool) {
 	copy(sig.want[:], want)
 	for i, t := range ins {
 		if e := k.tensors[t].expr; e != nil {
-			sig.exprs[i] = e.Handle()
+			sig.exprs[i] = e.ID()
 		}
 		sig.shapes[i], sig.dtypes[i] = k.g.Tensors[t].Shape, k.g.Tensors[t].DType
 	}

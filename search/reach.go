@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/bits"
 	"slices"
-	"unique"
 
 	"github.com/mirage-go/mirage/absexpr"
 	"github.com/mirage-go/mirage/ugraph"
@@ -158,7 +157,7 @@ func (c *closure) coversInputs(ops, wanted int) bool {
 // expressions, the ops left and the outputs wanted.
 type unsizedKey struct {
 	n, ops, outputs int32
-	in              [MaxKernelInputs]unique.Handle[string]
+	in              [MaxKernelInputs]uint64
 }
 
 // unsizedReaches reports whether a last kernel on in.ins may, under some
@@ -179,7 +178,7 @@ func (k *kernelState) unsizedReaches(in openInputs) bool {
 			return true // an input that could be anything
 		}
 		ins[i] = k.memo.unsized(e)
-		key.in[i] = ins[i].Handle()
+		key.in[i] = ins[i].ID()
 	}
 	if ok, hit := s.unsizedReach.load(key); hit {
 		return ok
@@ -265,6 +264,7 @@ type reachTile struct {
 	operand
 	shape        ugraph.Shape // reach shape
 	post, varies bool
+	shapeIndex   int32 // of shape among the closure's (reachScratch.shapes)
 }
 
 // reachTileKey is what tells reaches's tiles apart.
@@ -283,6 +283,67 @@ type reachScratch struct {
 	closure
 	index map[reachTileKey]int32
 	tiles []reachTile
+	// shapes numbers the closure's reach shapes; fits holds, per pair of
+	// them below maxFitShapes, the binary ops whose shape rules accept
+	// the pair (computed in closure number gen). Most pairs of tiles fit
+	// few ops or none, and an op that does not fit needs no judgement.
+	shapes map[ugraph.Shape]int32
+	fits   [maxFitShapes * maxFitShapes]pairFit
+	gen    uint32
+	sub    []int // apply's list of the ops that fit
+}
+
+// maxFitShapes bounds the reach shapes of a closure whose pairs
+// reachScratch.fits holds; the pairs of others are judged for every op.
+const maxFitShapes = 32
+
+// pairFit is the binary op choices whose shape rules accept the reach
+// shapes (x, y), as bits of their positions: fwd in searcher.blockBinary
+// on (x, y), rev in searcher.blockNoncommutative on (y, x); allOps when
+// all of them do.
+type pairFit struct {
+	gen      uint32
+	fwd, rev uint32
+}
+
+// allOps is the fit of every op of a list.
+const allOps = ^uint32(0)
+
+// maxFitOps bounds the lists whose ops fitting tells apart: the memo's
+// name of a part of a list (apply) must stay an int32.
+const maxFitOps = 28
+
+// fitting returns the ops of list (allOps for more than maxFitOps) whose
+// shape rules accept operands of shapes x and y, as keep applies them.
+func (s *searcher) fitting(list []int, x, y ugraph.Shape) uint32 {
+	if len(list) > maxFitOps {
+		return allOps
+	}
+	var m uint32
+	in := [2]ugraph.Shape{x, y}
+	for j, i := range list {
+		ch := s.cfg.BlockOps[i]
+		ch.Attr = block.OpAttr(ch.Kind, ch.Attr, x)
+		if _, err := ugraph.InferShape(ch.Kind, ch.Attr, in[:], s.cfg.ReductionDimx); err == nil {
+			m |= 1 << j
+		}
+	}
+	if m == 1<<len(list)-1 {
+		return allOps
+	}
+	return m
+}
+
+// fit returns the pairFit of tiles a and b.
+func (sc *reachScratch) fit(s *searcher, a, b *reachTile) pairFit {
+	if a.shapeIndex >= maxFitShapes || b.shapeIndex >= maxFitShapes {
+		return pairFit{fwd: allOps, rev: allOps}
+	}
+	f := &sc.fits[a.shapeIndex*maxFitShapes+b.shapeIndex]
+	if f.gen != sc.gen {
+		*f = pairFit{gen: sc.gen, fwd: s.fitting(s.blockBinary, a.shape, b.shape), rev: s.fitting(s.blockNoncommutative, b.shape, a.shape)}
+	}
+	return *f
 }
 
 // reachKey is what reaches depends on: the input tiles (expression and
@@ -364,7 +425,7 @@ func (k *kernelState) reaches(in openInputs, conf blockConfig, tiles []ugraph.Sh
 		if e == nil {
 			return true // an input that could be anything
 		}
-		key.in[i] = operandKey{e.Handle(), shapes[i].Extents()}
+		key.in[i] = operandKey{e.ID(), shapes[i].Extents()}
 		key.varies[i] = conf.fmaps[i] >= 0 && conf.forloop > 1
 	}
 	if ok, hit := s.reach.load(key); hit {
@@ -388,10 +449,15 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 	c := &sc.closure
 	c.reset()
 	if sc.index == nil {
-		sc.index = map[reachTileKey]int32{}
+		sc.index, sc.shapes = map[reachTileKey]int32{}, map[ugraph.Shape]int32{}
 	}
 	clear(sc.index)
+	clear(sc.shapes)
 	sc.tiles = sc.tiles[:0]
+	if sc.gen++; sc.gen == 0 { // wrapped: entries of gen 0 would pass as this closure's
+		sc.fits = [len(sc.fits)]pairFit{}
+		sc.gen = 1
+	}
 	tile := func(t reachTile) (int32, bool) { // false: too many
 		key := t.key()
 		r, ok := sc.index[key]
@@ -399,6 +465,12 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 			if len(sc.tiles) == maxReach {
 				return 0, false
 			}
+			si, ok := sc.shapes[t.shape]
+			if !ok {
+				si = int32(len(sc.shapes))
+				sc.shapes[t.shape] = si
+			}
+			t.shapeIndex = si
 			r = int32(len(sc.tiles))
 			sc.index[key] = r
 			sc.tiles = append(sc.tiles, t)
@@ -444,7 +516,24 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 		return ok
 	}
 	var args [2]operand
-	apply := func(list []int, name int32, x, y int32) bool {
+	// apply applies the ops of list that fit (a mask of their positions,
+	// or allOps) on tiles x and y; name names the list for the memo.
+	apply := func(list []int, name int32, fit uint32, x, y int32) bool {
+		if fit == 0 {
+			return true
+		}
+		if fit != allOps {
+			sc.sub = sc.sub[:0]
+			for j, i := range list {
+				if fit&(1<<j) != 0 {
+					sc.sub = append(sc.sub, i)
+				}
+			}
+			// The memo names a part of a list by the list's name and
+			// the part's mask: name is -1 to -3, so name - 4·fit is
+			// one of theirs only for that list and that mask.
+			list, name = sc.sub, name-4*int32(fit)
+		}
 		n := 1
 		args[0] = sc.tiles[x].operand
 		if y >= 0 {
@@ -465,12 +554,14 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 		return true
 	}
 	if !c.grow(ops,
-		func(b int32) bool { return apply(s.blockUnary, blockUnaryList, b, -1) },
+		func(b int32) bool { return apply(s.blockUnary, blockUnaryList, allOps, b, -1) },
 		func(a, b int32) bool {
-			if sc.tiles[a].post != sc.tiles[b].post {
+			ta, tb := &sc.tiles[a], &sc.tiles[b]
+			if ta.post != tb.post {
 				return true // one phase per op
 			}
-			return apply(s.blockBinary, blockBinaryList, a, b) && (a == b || apply(s.blockNoncommutative, blockNoncommutativeList, b, a))
+			f := sc.fit(s, ta, tb)
+			return apply(s.blockBinary, blockBinaryList, f.fwd, a, b) && (a == b || apply(s.blockNoncommutative, blockNoncommutativeList, f.rev, b, a))
 		}) {
 		return true
 	}
