@@ -50,6 +50,7 @@ type judgeMemo struct {
 	// mostly of ops the search never meets: kept apart, they do not push
 	// the search's own out.
 	closures *judgeMemo
+	fits     map[[2]ugraph.Shape]pairFit // of reach shapes, in the closures' memo (fit)
 }
 
 // inputCandsKey is what the ops on the inputs of a block depend on.

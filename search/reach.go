@@ -334,16 +334,33 @@ func (s *searcher) fitting(list []int, x, y ugraph.Shape) uint32 {
 	return m
 }
 
-// fit returns the pairFit of tiles a and b.
-func (sc *reachScratch) fit(s *searcher, a, b *reachTile) pairFit {
+// fit returns the pairFit of tiles a and b, from the closure's table or
+// else the memo's.
+func (sc *reachScratch) fit(s *searcher, m *judgeMemo, a, b *reachTile) pairFit {
 	if a.shapeIndex >= maxFitShapes || b.shapeIndex >= maxFitShapes {
-		return pairFit{fwd: allOps, rev: allOps}
+		return m.fit(s, a.shape, b.shape)
 	}
 	f := &sc.fits[a.shapeIndex*maxFitShapes+b.shapeIndex]
 	if f.gen != sc.gen {
-		*f = pairFit{gen: sc.gen, fwd: s.fitting(s.blockBinary, a.shape, b.shape), rev: s.fitting(s.blockNoncommutative, b.shape, a.shape)}
+		*f = m.fit(s, a.shape, b.shape)
+		f.gen = sc.gen
 	}
 	return *f
+}
+
+// fit returns the pairFit of reach shapes x and y, memoised: shape rules
+// are slow to refuse (their errors are formatted).
+func (m *judgeMemo) fit(s *searcher, x, y ugraph.Shape) pairFit {
+	key := [2]ugraph.Shape{x, y}
+	f, ok := m.fits[key]
+	if !ok {
+		if m.fits == nil || len(m.fits) >= m.max {
+			m.fits = map[[2]ugraph.Shape]pairFit{}
+		}
+		f = pairFit{fwd: s.fitting(s.blockBinary, x, y), rev: s.fitting(s.blockNoncommutative, y, x)}
+		m.fits[key] = f
+	}
+	return f
 }
 
 // reachKey is what reaches depends on: the input tiles (expression and
@@ -560,7 +577,7 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 			if ta.post != tb.post {
 				return true // one phase per op
 			}
-			f := sc.fit(s, ta, tb)
+			f := sc.fit(s, memo, ta, tb)
 			return apply(s.blockBinary, blockBinaryList, f.fwd, a, b) && (a == b || apply(s.blockNoncommutative, blockNoncommutativeList, f.rev, b, a))
 		}) {
 		return true
