@@ -406,7 +406,8 @@ func (s *searcher) stop() bool {
 	default:
 		return false
 	}
-	s.stopped.CompareAndSwap(nil, &why)
+	reason := why // allocated here only: stop is called for every state
+	s.stopped.CompareAndSwap(nil, &reason)
 	return true
 }
 
