@@ -120,9 +120,6 @@ func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCl
 	}
 	n := len(ins)
 	grids := cfg.Grids
-	if last && cfg.LastGrids != nil {
-		grids = cfg.LastGrids
-	}
 	var confs []blockConfig
 	emit := func(grid block.Dim3, split [3]int32, f int, imaps []block.Map, fmaps []int) {
 		for i := range n {

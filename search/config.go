@@ -51,16 +51,11 @@ type Config struct {
 
 	// Threadblock graph candidates. Complete derives the empty ones from the
 	// program's shapes.
-	Grids []block.Dim3
-	// LastGrids, when not nil, are the grids of a graph-defined kernel
-	// that is the last op a candidate can take (a subset of Grids): in the
-	// attention presets, Complete gives Mirage's 1-D tile grids to the
-	// kernels before it only (deriveGrids).
-	LastGrids []block.Dim3
-	Threads   []block.Dim3
-	IMaps     []block.Map
-	OMaps     []block.Map
-	FMaps     []int // -1 (no for-loop dim) or a dim
+	Grids   []block.Dim3
+	Threads []block.Dim3
+	IMaps   []block.Map
+	OMaps   []block.Map
+	FMaps   []int // -1 (no for-loop dim) or a dim
 	// FRanges are the for-loop ranges (> 1) tried; 1 is used exactly when
 	// no input is walked. Complete adds the ranges the program's shapes
 	// call for, unless the program fixed the list (Restrict).
@@ -191,9 +186,6 @@ func (c *Config) Restrict(r Restrictions) {
 	restrict(&c.restricted.FMaps, r.FMaps)
 	restrict(&c.restricted.FRanges, r.FRanges)
 	restrict(&c.Grids, r.Grids)
-	if r.Grids != nil {
-		c.LastGrids = nil
-	}
 	restrict(&c.Threads, r.Threads)
 	restrict(&c.IMaps, r.IMaps)
 	restrict(&c.OMaps, r.OMaps)
@@ -220,10 +212,9 @@ func restrict[T any](list *[]T, r []T) {
 //     tokens of a decode step), or, Mirage's rule, per tile of 8 to 256
 //     along any dim of an input (32 to maxBlocks blocks), and y from gridY;
 //     at most maxBlocks blocks. With several graph-defined kernels
-//     (attention), Mirage's rule gives (x, 1, 1) only, and not to the last
-//     kernel (LastGrids, deriveGrids). Mirage's hand-picked lists
-//     ((16, 1, 1), (16, 2, 1), (64, 1, 1)) are of this kind, and this
-//     adapts them to the program's shapes.
+//     (attention), Mirage's rule gives (x, 1, 1) only (deriveGrids).
+//     Mirage's hand-picked lists ((16, 1, 1), (16, 2, 1), (64, 1, 1)) are
+//     of this kind, and this adapts them to the program's shapes.
 //   - For-loop ranges: besides the configuration's own, for every dim that
 //     none of them cuts into tiles of at most 128, the ranges that cut it
 //     into tiles of 64 and 128 (deriveRanges): a real model's K of 4096 or
@@ -246,7 +237,7 @@ func (c *Config) Complete(program *kernel.Graph) {
 		rank = max(rank, t.Shape.Rank())
 	}
 	if len(c.Grids) == 0 {
-		c.Grids, c.LastGrids = deriveGrids(program, c.MaxCustomized > 1)
+		c.Grids = deriveGrids(program, c.MaxCustomized > 1)
 	}
 	if !c.fixedRanges {
 		split := 1
@@ -314,17 +305,17 @@ func blockCounterparts(op kernel.Op) []OpChoice {
 	return nil
 }
 
-// deriveGrids returns the grids described at Complete, in a fixed order,
-// and the grids of a last kernel when they are not all of them (nil).
+// deriveGrids returns the grids described at Complete, in a fixed order.
 //
 // With several graph-defined kernels (attention, oneD), Mirage's rule
-// gives its 1-D grids (x, 1, 1) to the kernels before the last only: those
-// are the ones that split the keys, and the last kernel, which writes the
-// program's outputs, keeps the grids derived from them. Offered to the last
-// kernel too, the 1-D grids made qknorm_gqa's whole search 84 s, 2.6
-// times as long as without them (gqa: 7 s); to the first kernels only,
-// 50 s (gqa: 5 s), within the bounds of the search-space issue.
-func deriveGrids(program *kernel.Graph, oneD bool) (grids, last []block.Dim3) {
+// gives its 1-D grids (x, 1, 1) only: crossed with gridY, as for one
+// kernel, they made qknorm_gqa's whole search several times as long.
+// Mirage's attention grids (batch, n/y, 1) for y of 8, 64, 128 and 256,
+// and (batch, 16, 4), are left out: beside the 1-D ones they made
+// qknorm_gqa's whole search 74 s (43 s without them, the search-space
+// issue's bound being 60 s), and the best estimate of neither bench
+// attention workload changed with them.
+func deriveGrids(program *kernel.Graph, oneD bool) []block.Dim3 {
 	xs, tiles := map[int]bool{}, map[int]bool{}
 	for _, t := range program.Tensors {
 		if s := t.Shape; s.Rank() >= 3 && s.Dim(0) > 1 && s.Dim(0) <= 64 {
@@ -362,6 +353,7 @@ func deriveGrids(program *kernel.Graph, oneD bool) (grids, last []block.Dim3) {
 	if !oneD {
 		maps.Copy(xs, tiles)
 	}
+	var grids []block.Dim3
 	for _, x := range slices.Sorted(maps.Keys(xs)) {
 		for _, y := range gridY {
 			if x*y <= maxBlocks {
@@ -369,19 +361,14 @@ func deriveGrids(program *kernel.Graph, oneD bool) (grids, last []block.Dim3) {
 			}
 		}
 	}
-	if !oneD {
-		return grids, nil
-	}
-	last = slices.Clone(grids)
-	for _, x := range slices.Sorted(maps.Keys(tiles)) {
-		if g := (block.Dim3{x, 1, 1}); !slices.Contains(grids, g) {
-			grids = append(grids, g)
+	if oneD {
+		for _, x := range slices.Sorted(maps.Keys(tiles)) {
+			if g := (block.Dim3{x, 1, 1}); !slices.Contains(grids, g) {
+				grids = append(grids, g)
+			}
 		}
 	}
-	if len(last) == len(grids) {
-		last = nil
-	}
-	return grids, last
+	return grids
 }
 
 // maxRowsDim bounds the output dims that a grid may split row by row: the

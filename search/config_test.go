@@ -106,8 +106,8 @@ func TestValidate(t *testing.T) {
 // Mirage's grid rule: x = n/t for every dim n of an input and tiles t from
 // 8 to 256, 32 <= x <= 1024. Searches of one graph-defined kernel get
 // (x, y, 1) for every y of gridY; the attention presets Mirage's 1-D
-// grids (x, 1, 1), for every kernel but the last a candidate can take,
-// whose grids are the rest.
+// grids (x, 1, 1), for every kernel, besides the grids derived from the
+// outputs.
 func TestCompleteCoversMiragesGrids(t *testing.T) {
 	mirage := func(dims ...int) []int {
 		var xs []int
@@ -134,28 +134,21 @@ func TestCompleteCoversMiragesGrids(t *testing.T) {
 			if !slices.Contains(c.Grids, block.Dim3{x, 1, 1}) {
 				t.Errorf("%s: grids %v lack (%d, 1, 1)", tt.example, c.Grids, x)
 			}
-			if tt.config == "attention" && slices.Contains(c.LastGrids, block.Dim3{x, 1, 1}) {
-				t.Errorf("%s: a last kernel's grids %v hold (%d, 1, 1)", tt.example, c.LastGrids, x)
+			if tt.config == "mlp" && !slices.Contains(c.Grids, block.Dim3{x, 2, 1}) && 2*x <= 1024 {
+				t.Errorf("%s: grids %v lack (%d, 2, 1)", tt.example, c.Grids, x)
 			}
 		}
 		if tt.config == "attention" {
 			for _, g := range c.Grids {
-				if g[1] > 1 && g[0] >= 32 && !slices.Contains(c.LastGrids, g) {
+				if g[1] > 1 && g[0] >= 32 && slices.Contains(tt.xs, g[0]) {
 					t.Errorf("%s: the rule gave the 2-D grid %v", tt.example, g)
 				}
 			}
-			if len(c.LastGrids) == 0 || !slices.Contains(c.LastGrids, block.Dim3{2, 16, 1}) {
-				t.Errorf("%s: last kernel's grids %v lack the derived (2, 16, 1)", tt.example, c.LastGrids)
+			// Derived from the output [2, 256, 64]: a block per batch
+			// entry, crossed with gridY.
+			if !slices.Contains(c.Grids, block.Dim3{2, 16, 1}) {
+				t.Errorf("%s: grids %v lack the derived (2, 16, 1)", tt.example, c.Grids)
 			}
-		} else if c.LastGrids != nil {
-			t.Errorf("%s: a one-kernel search has last-kernel grids %v", tt.example, c.LastGrids)
 		}
-	}
-	// A program's own grid list holds for every kernel.
-	c, _ := NamedConfig("attention")
-	c.Complete(load(t, "gqa.py").Graph)
-	c.Restrict(Restrictions{Grids: []block.Dim3{{2, 16, 1}}})
-	if c.LastGrids != nil {
-		t.Errorf("restricted grids leave last-kernel grids %v", c.LastGrids)
 	}
 }
