@@ -2,6 +2,7 @@ package absexpr
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -38,8 +39,9 @@ const internShards = 64
 
 type internShard struct {
 	sync.RWMutex
-	m map[internKey]weak.Pointer[Expr]
-	_ [64]byte // a cache line between shards' locks
+	m    map[internKey]weak.Pointer[Expr]
+	peak int      // the most entries m held since it was made
+	_    [64]byte // a cache line between shards' locks
 }
 
 var (
@@ -110,6 +112,7 @@ func intern(op Op, name string, size int, lo, hi float64, args []*Expr) *Expr {
 		}
 	}
 	sh.m[k] = w // new, or in place of a collected one
+	sh.peak = max(sh.peak, len(sh.m))
 	sh.Unlock()
 	runtime.AddCleanup(e, forget, internEntry{k, w})
 	return e
@@ -121,12 +124,22 @@ type internEntry struct {
 }
 
 // forget removes a collected expression's entry, unless an equal
-// expression has taken its place.
+// expression has taken its place. A map keeps the room of its most
+// entries: once a search's expressions are collected, a shard that
+// holds a small part of its peak is copied into a map of its size.
 func forget(entry internEntry) {
 	sh := entry.k.shard()
 	sh.Lock()
 	if sh.m[entry.k] == entry.w {
 		delete(sh.m, entry.k)
 	}
+	if sh.peak >= minShrink && len(sh.m) < sh.peak/8 {
+		m := make(map[internKey]weak.Pointer[Expr], len(sh.m))
+		maps.Copy(m, sh.m)
+		sh.m, sh.peak = m, len(m)
+	}
 	sh.Unlock()
 }
+
+// minShrink is the peak below which a shard's map is never copied.
+const minShrink = 1 << 12

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestEqualExpressionsAreOne(t *testing.T) {
@@ -81,4 +82,50 @@ func TestBuildingAgainAllocatesNothing(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(keep)
+}
+
+// TestCollectedTableShrinks checks that the table gives back its room
+// once the expressions of a large search are collected: a map keeps the
+// room of its most entries, and a search builds millions.
+func TestCollectedTableShrinks(t *testing.T) {
+	const n = 300_000 // about 4,700 per shard, past minShrink
+	x := Var("only_in_TestCollectedTableShrinks")
+	built := make([]*Expr, 0, n)
+	for i := range n {
+		built = append(built, Sum(i+2, x))
+	}
+	peaked := 0
+	for i := range interned {
+		sh := &interned[i]
+		sh.RLock()
+		if sh.peak >= minShrink {
+			peaked++
+		}
+		sh.RUnlock()
+	}
+	if peaked == 0 {
+		t.Fatalf("no shard reached %d entries with %d expressions", minShrink, n)
+	}
+	runtime.KeepAlive(built)
+	built = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		large := 0
+		for i := range interned {
+			sh := &interned[i]
+			sh.RLock()
+			if sh.peak >= minShrink {
+				large++
+			}
+			sh.RUnlock()
+		}
+		if large == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d shards still keep the room of %d entries or more", large, peaked, minShrink)
+		}
+	}
 }
