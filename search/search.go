@@ -723,24 +723,34 @@ func mergeSeeds(runs []*Result, best []*Candidate) []SeedTrial {
 	return trials
 }
 
-// describe computes the figures a candidate is ranked by. A candidate the
-// cost model cannot place (it does not fit the target) is dropped: nil.
 // describeAll describes the candidates (in parallel: estimating tens of
 // thousands takes seconds) and returns those the cost model can estimate.
+//
+// Describing ends with the verification's context: hundreds of thousands
+// of candidates take seconds, and a search that returns after the run
+// ended loses its seeds' verified answers with them. Those left
+// undescribed count as unchecked.
 func (s *searcher) describeAll(found []*Candidate) []*Candidate {
 	ok := make([]bool, len(found))
+	var left atomic.Int64
 	var g errgroup.Group
 	g.SetLimit(s.opts.Workers)
 	const chunk = 256
 	for lo := 0; lo < len(found); lo += chunk {
 		g.Go(func() error {
-			for i := lo; i < min(lo+chunk, len(found)); i++ {
+			hi := min(lo+chunk, len(found))
+			if s.verifyCtx.Err() != nil {
+				left.Add(int64(hi - lo))
+				return nil
+			}
+			for i := lo; i < hi; i++ {
 				ok[i] = s.describe(found[i])
 			}
 			return nil
 		})
 	}
 	g.Wait()
+	s.unchecked.Add(left.Load())
 	var cands []*Candidate
 	for i, c := range found {
 		if ok[i] {
