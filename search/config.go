@@ -212,7 +212,8 @@ func restrict[T any](list *[]T, r []T) {
 //     tokens of a decode step), or, Mirage's rule, per tile of 8 to 256
 //     along any dim of an input (32 to maxBlocks blocks), and y from gridY;
 //     at most maxBlocks blocks. With several graph-defined kernels
-//     (attention), Mirage's rule gives (x, 1, 1) only (deriveGrids).
+//     (the attention presets), Mirage's attention grids instead
+//     (attentionGrids).
 //     Mirage's hand-picked lists ((16, 1, 1), (16, 2, 1), (64, 1, 1)) are
 //     of this kind, and this adapts them to the program's shapes.
 //   - For-loop ranges: besides the configuration's own, for every dim that
@@ -306,24 +307,10 @@ func blockCounterparts(op kernel.Op) []OpChoice {
 }
 
 // deriveGrids returns the grids described at Complete, in a fixed order.
-//
-// With several graph-defined kernels (attention, oneD), Mirage's rule
-// gives its 1-D grids (x, 1, 1) only: crossed with gridY, as for one
-// kernel, they made qknorm_gqa's whole search several times as long.
-// Mirage's attention grids (batch, n/y, 1) for y of 8, 64, 128 and 256,
-// and (batch, 16, 4), are left out: beside the 1-D ones they made
-// qknorm_gqa's whole search 74 s (43 s without them, the search-space
-// issue's bound being 60 s), and the best estimate of neither bench
-// attention workload changed with them.
-func deriveGrids(program *kernel.Graph, oneD bool) []block.Dim3 {
-	xs, tiles := map[int]bool{}, map[int]bool{}
-	for _, t := range program.Tensors {
-		if s := t.Shape; s.Rank() >= 3 && s.Dim(0) > 1 && s.Dim(0) <= 64 {
-			xs[s.Dim(0)] = true // a batch dim: one block (column) per batch entry
-		}
-	}
+func deriveGrids(program *kernel.Graph, attention bool) []block.Dim3 {
 	// Mirage's rule: one block per tile of 8 to 256 along any dim of an
 	// input, from 32 to 1024 blocks.
+	tiles := map[int]bool{}
 	for _, in := range program.Inputs() {
 		for _, n := range program.Tensors[in].Shape.Dims() {
 			for tile := minGridTile; tile <= maxGridTile; tile *= 2 {
@@ -331,6 +318,15 @@ func deriveGrids(program *kernel.Graph, oneD bool) []block.Dim3 {
 					tiles[x] = true
 				}
 			}
+		}
+	}
+	if attention {
+		return attentionGrids(program, tiles)
+	}
+	xs := tiles
+	for _, t := range program.Tensors {
+		if s := t.Shape; s.Rank() >= 3 && s.Dim(0) > 1 && s.Dim(0) <= 64 {
+			xs[s.Dim(0)] = true // a batch dim: one block (column) per batch entry
 		}
 	}
 	for _, o := range program.Outputs {
@@ -350,9 +346,6 @@ func deriveGrids(program *kernel.Graph, oneD bool) []block.Dim3 {
 			}
 		}
 	}
-	if !oneD {
-		maps.Copy(xs, tiles)
-	}
 	var grids []block.Dim3
 	for _, x := range slices.Sorted(maps.Keys(xs)) {
 		for _, y := range gridY {
@@ -361,15 +354,63 @@ func deriveGrids(program *kernel.Graph, oneD bool) []block.Dim3 {
 			}
 		}
 	}
-	if oneD {
-		for _, x := range slices.Sorted(maps.Keys(tiles)) {
-			if g := (block.Dim3{x, 1, 1}); !slices.Contains(grids, g) {
-				grids = append(grids, g)
+	return grids
+}
+
+// attentionGrids returns the grids of the attention presets: Mirage's
+// (dim_strategy.cc, with its attention optimization on), but for
+// (batch, 16, 4), whose z axis no map of ours splits, and with y of gridY
+// beside Mirage's (batch, 1, 1). For each batch b, the leading dim (above
+// 1) of an input of rank 2 or 3: (b, y, 1) for y of gridY (the splits of
+// the keys that flash-decoding seeds use), and (b, n/y, 1) for every dim
+// n of an input and y of attentionY; then (x, 1, 1) for each of Mirage's
+// tile extents x. All have from minTiledGrid (but (b, y, 1)) to maxBlocks
+// blocks.
+//
+// These replace the grids that Complete derives from the outputs for one
+// kernel: with those too, qknorm_gqa's whole search took 74 s (the
+// search-space issue's bound is 60 s); with these, 40 s, and the best
+// estimate of no attention program (gqa, qknorm_gqa, decode attention at
+// LLaMA-7B's 32 heads and 4096 keys, QK-norm with K's norm written out)
+// changed.
+func attentionGrids(program *kernel.Graph, tiles map[int]bool) []block.Dim3 {
+	batches := map[int]bool{}
+	for _, in := range program.Inputs() {
+		if s := program.Tensors[in].Shape; (s.Rank() == 2 || s.Rank() == 3) && s.Dim(0) > 1 {
+			batches[s.Dim(0)] = true
+		}
+	}
+	var grids []block.Dim3
+	add := func(g block.Dim3) {
+		if !slices.Contains(grids, g) {
+			grids = append(grids, g)
+		}
+	}
+	for _, b := range slices.Sorted(maps.Keys(batches)) {
+		for _, y := range gridY {
+			if b*y <= maxBlocks {
+				add(block.Dim3{b, y, 1})
+			}
+		}
+		for _, y := range attentionY {
+			for _, in := range program.Inputs() {
+				for _, n := range program.Tensors[in].Shape.Dims() {
+					if blocks := b * (n / y); n%y == 0 && blocks >= minTiledGrid && blocks <= maxBlocks {
+						add(block.Dim3{b, n / y, 1})
+					}
+				}
 			}
 		}
 	}
+	for _, x := range slices.Sorted(maps.Keys(tiles)) {
+		add(block.Dim3{x, 1, 1})
+	}
 	return grids
 }
+
+// attentionY are the tiles along a dim that Mirage's attention grids
+// (batch, n/y, 1) cut.
+var attentionY = []int{8, 64, 128, 256}
 
 // maxRowsDim bounds the output dims that a grid may split row by row: the
 // tokens of a decode step, or a few heads.

@@ -103,11 +103,12 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// Mirage's grid rule: x = n/t for every dim n of an input and tiles t from
-// 8 to 256, 32 <= x <= 1024. Searches of one graph-defined kernel get
-// (x, y, 1) for every y of gridY; the attention presets Mirage's 1-D
-// grids (x, 1, 1), for every kernel, besides the grids derived from the
-// outputs.
+// Mirage's grid rule (dim_strategy.cc): x = n/t for every dim n of an
+// input and tiles t from 8 to 256, 32 <= x <= 1024. Searches of one
+// graph-defined kernel get (x, y, 1) for every y of gridY; the attention
+// presets Mirage's attention grids: (x, 1, 1), and per batch b (the inputs'
+// leading dim) (b, n/y, 1) for y of 8, 64, 128 and 256, and (b, y, 1) for
+// y of gridY; nothing else.
 func TestCompleteCoversMiragesGrids(t *testing.T) {
 	mirage := func(dims ...int) []int {
 		var xs []int
@@ -122,11 +123,15 @@ func TestCompleteCoversMiragesGrids(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		example, config string
-		xs              []int // the rule's extents for the example's inputs
+		xs              []int        // the rule's extents for the example's inputs
+		batch           int          // attention: the inputs' leading dim
+		twoD            []block.Dim3 // attention: Mirage's (batch, n/y, 1)
 	}{
-		{"rmsnorm_matmul.py", "mlp", mirage(16, 4096, 6144)}, // 32 to 768
-		{"gated_mlp.py", "mlp", mirage(8, 4096)},             // 32 to 512
-		{"gqa.py", "attention", mirage(2, 256, 64, 4096)},    // 32 to 512
+		{"rmsnorm_matmul.py", "mlp", mirage(16, 4096, 6144), 0, nil}, // 32 to 768
+		{"gated_mlp.py", "mlp", mirage(8, 4096), 0, nil},             // 32 to 512
+		// Inputs [2, 256, 64], [2, 64, 4096], [2, 4096, 64]: 256/8, 4096/8,
+		// 4096/64, 4096/128, 4096/256 (2·8 = 16 blocks are too few).
+		{"gqa.py", "attention", mirage(2, 256, 64, 4096), 2, []block.Dim3{{2, 32, 1}, {2, 512, 1}, {2, 64, 1}, {2, 16, 1}}},
 	} {
 		c, _ := NamedConfig(tt.config)
 		c.Complete(load(t, tt.example).Graph)
@@ -138,16 +143,25 @@ func TestCompleteCoversMiragesGrids(t *testing.T) {
 				t.Errorf("%s: grids %v lack (%d, 2, 1)", tt.example, c.Grids, x)
 			}
 		}
-		if tt.config == "attention" {
-			for _, g := range c.Grids {
-				if g[1] > 1 && g[0] >= 32 && slices.Contains(tt.xs, g[0]) {
-					t.Errorf("%s: the rule gave the 2-D grid %v", tt.example, g)
-				}
+		if tt.config != "attention" {
+			continue
+		}
+		for _, g := range tt.twoD {
+			if !slices.Contains(c.Grids, g) {
+				t.Errorf("%s: grids %v lack Mirage's attention grid %v", tt.example, c.Grids, g)
 			}
-			// Derived from the output [2, 256, 64]: a block per batch
-			// entry, crossed with gridY.
-			if !slices.Contains(c.Grids, block.Dim3{2, 16, 1}) {
-				t.Errorf("%s: grids %v lack the derived (2, 16, 1)", tt.example, c.Grids)
+		}
+		for _, y := range []int{1, 2, 4, 8, 16} {
+			if !slices.Contains(c.Grids, block.Dim3{tt.batch, y, 1}) {
+				t.Errorf("%s: grids %v lack (%d, %d, 1)", tt.example, c.Grids, tt.batch, y)
+			}
+		}
+		for _, g := range c.Grids {
+			if g[2] != 1 || (g[0] != tt.batch && (g[1] != 1 || !slices.Contains(tt.xs, g[0]))) {
+				t.Errorf("%s: grid %v is none of the rule's", tt.example, g)
+			}
+			if g[0] == tt.batch && g[1] > 16 && !slices.Contains(tt.twoD, g) {
+				t.Errorf("%s: grid %v is none of the rule's", tt.example, g)
 			}
 		}
 	}
