@@ -94,15 +94,7 @@ func TestCollectedTableShrinks(t *testing.T) {
 	for i := range n {
 		built = append(built, Sum(i+2, x))
 	}
-	peaked := 0
-	for i := range interned {
-		sh := &interned[i]
-		sh.RLock()
-		if sh.peak >= minShrink {
-			peaked++
-		}
-		sh.RUnlock()
-	}
+	peaked := largeShards()
 	if peaked == 0 {
 		t.Fatalf("no shard reached %d entries with %d expressions", minShrink, n)
 	}
@@ -112,15 +104,7 @@ func TestCollectedTableShrinks(t *testing.T) {
 	for {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
-		large := 0
-		for i := range interned {
-			sh := &interned[i]
-			sh.RLock()
-			if sh.peak >= minShrink {
-				large++
-			}
-			sh.RUnlock()
-		}
+		large := largeShards()
 		if large == 0 {
 			return
 		}
@@ -128,4 +112,19 @@ func TestCollectedTableShrinks(t *testing.T) {
 			t.Fatalf("%d of %d shards still keep the room of %d entries or more", large, peaked, minShrink)
 		}
 	}
+}
+
+// largeShards counts the shards whose maps keep the room of minShrink
+// entries or more.
+func largeShards() int {
+	n := 0
+	for i := range interned {
+		sh := &interned[i]
+		sh.RLock()
+		if sh.peak >= minShrink {
+			n++
+		}
+		sh.RUnlock()
+	}
+	return n
 }
