@@ -133,7 +133,9 @@ func Source(src string, toks []pylex.Token, opts Options) (string, []Import, err
 			copied = t.End
 			continue
 		}
-		afterColon := i > 0 && toks[i-1].Is(":") && toks[i-1].Depth == 0 // if c: assert x
+		// if c: assert x. Not within a statement already becoming a call
+		// ("@d: assert x" is no Python): its closing parenthesis is pending.
+		afterColon := closeAt < 0 && i > 0 && toks[i-1].Is(":") && toks[i-1].Depth == 0
 		if t.StmtStart && t.Is("@") || (t.StmtStart || afterColon) && t.Kind == pylex.Name && t.Text == "assert" {
 			// The statement, up to its end, becomes the argument list of a
 			// call: "@d" -> "f(d)", "assert c, m" -> "f(c, m)".

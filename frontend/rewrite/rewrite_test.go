@@ -78,6 +78,10 @@ func TestRewriteStatements(t *testing.T) {
 		{"assert f(x @ y) # @\n@d(a @ b)\ndef f(): pass", a + "f(x * " + MatmulFunc + " * y)) # @\n" + d + "d(a * " + MatmulFunc + " * b))\ndef f(): pass"},
 		{"assert x", a + "x)"},
 		{"x @= (a@\n b)\n", "x *= " + MatmulFunc + " * (a* " + MatmulFunc + " *\n b)\n"},
+		// No Python, but an argument list for the parser to refuse, not a
+		// second call opened inside the first (found by FuzzSource).
+		{"@a:assert ", d + "a:assert) "},
+		{"@a: assert x\n", d + "a: assert x)\n"},
 	}
 	for _, tt := range tests {
 		got, _, err := Source(tt.in, lex(tt.in), Options{})
