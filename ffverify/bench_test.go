@@ -103,3 +103,14 @@ func BenchmarkVerifyGQA(b *testing.B) {
 	v := must(ffverify.New(gqa(2, 256, 64, 4096), ffverify.Options{}))
 	loop(b, verifies(v, gqaSplit(2, 256, 64, 4096, 16, 4, 4), true))
 }
+
+// BenchmarkNewLLaMAUp: fingerprinting the up projection of a LLaMA-7B MLP
+// block at 16 tokens, silu(X·W1)·(X·W3) with W 4096×11008: what a part's
+// first fused answer waits for (two draws, two 721M-product matmuls and
+// 90M input elements each).
+func BenchmarkNewLLaMAUp(b *testing.B) {
+	g := newKG()
+	x, w1, w3 := g.in(16, 4096), g.in(4096, 11008), g.in(4096, 11008)
+	p := g.outputs(g.op(ugraph.OpMul, g.op(ugraph.OpSilu, g.op(ugraph.OpMatmul, x, w1)), g.op(ugraph.OpMatmul, x, w3)))
+	loop(b, func() error { _, err := ffverify.New(p, ffverify.Options{}); return err })
+}

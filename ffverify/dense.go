@@ -62,32 +62,37 @@ func matmul(dst, a, b *tensor) {
 		A := a.v[batch*m*k:][:m*k]
 		B := b.v[batch*k*n:][:k*n]
 		C := dst.v[batch*m*n:][:m*n]
-		for i := range m {
-			c := C[i*n:][:n]
-			ai := A[i*k:][:k]
+		for j0 := 0; j0 < n; j0 += matmulCols {
+			j1 := min(j0+matmulCols, n)
 			l := 0
 			for ; l+4 <= k; l += 4 {
-				a0p, a1p, a2p, a3p := uint64(ai[l].p), uint64(ai[l+1].p), uint64(ai[l+2].p), uint64(ai[l+3].p)
-				a0q, a1q, a2q, a3q := uint64(ai[l].q), uint64(ai[l+1].q), uint64(ai[l+2].q), uint64(ai[l+3].q)
-				b0 := B[l*n:][:len(c)]
-				b1 := B[(l+1)*n:][:len(c)]
-				b2 := B[(l+2)*n:][:len(c)]
-				b3 := B[(l+3)*n:][:len(c)]
-				for j, cj := range c {
-					sp := uint64(cj.p) + a0p*uint64(b0[j].p) + a1p*uint64(b1[j].p) + a2p*uint64(b2[j].p) + a3p*uint64(b3[j].p)
-					sq := uint64(cj.q) + a0q*uint64(b0[j].q) + a1q*uint64(b1[j].q) + a2q*uint64(b2[j].q) + a3q*uint64(b3[j].q)
-					c[j] = elem{uint32(sp % modP), uint32(sq % modQ)}
+				b0 := B[l*n+j0 : l*n+j1]
+				b1 := B[(l+1)*n+j0:][:len(b0)]
+				b2 := B[(l+2)*n+j0:][:len(b0)]
+				b3 := B[(l+3)*n+j0:][:len(b0)]
+				for i := range m {
+					mulAdd4(C[i*n+j0:][:len(b0)], b0, b1, b2, b3, (*[4]elem)(A[i*k+l:]))
 				}
 			}
 			for ; l < k; l++ {
-				al, bl := ai[l], B[l*n:][:len(c)]
-				for j, cj := range c {
-					c[j] = cj.add(al.mul(bl[j]))
+				bl := B[l*n+j0 : l*n+j1]
+				for i := range m {
+					c := C[i*n+j0:][:len(bl)]
+					al := A[i*k+l]
+					for j, cj := range c {
+						c[j] = cj.add(al.mul(bl[j]))
+					}
 				}
 			}
 		}
 	}
 }
+
+// matmulCols is the width of the column panels matmul works on: a panel
+// of dst's rows (16 rows of 256 8-byte elements, 32 KiB) stays in cache
+// while every row of b's panel passes once, so b, the large operand of a
+// skinny product, is read from memory once instead of once per row of a.
+const matmulCols = 256
 
 // reduce sums x along dim into dst, whose extent d there divides x's extent
 // n, in strided groups: dst[..,j,..] = Σ_t x[..,t·d+j,..]. d = 1 is

@@ -78,9 +78,6 @@ func (tr *trial) inputTensor(k int, s ugraph.Shape) *tensor {
 // newInputTensor computes input k of draw tr into a new tensor.
 func (tr *trial) newInputTensor(k int, s ugraph.Shape) *tensor {
 	t := newTensor(s)
-	key := tr.inputs[k]
-	for i := range t.v {
-		t.v[i] = uniform(key + uint64(i)*inputStride) // tr.input, inlined: twice as fast
-	}
+	fillUniform(t.v, tr.inputs[k])
 	return t
 }
