@@ -156,7 +156,19 @@ func TestCompleteCoversMiragesGrids(t *testing.T) {
 				t.Errorf("%s: grids %v lack (%d, %d, 1)", tt.example, c.Grids, tt.batch, y)
 			}
 		}
+		// (batch, 16, 4) and the maps that split its z axis as Mirage's
+		// attention does.
+		z := block.Dim3{tt.batch, 16, 4}
+		if !slices.Contains(c.Grids, z) {
+			t.Errorf("%s: grids %v lack %v", tt.example, c.Grids, z)
+		}
+		if !slices.Contains(c.IMaps, block.Map{0, -1, 1}) || !slices.Contains(c.OMaps, block.Map{0, 2, 1}) || !slices.Contains(c.OMaps, block.Map{-1, 2, 1}) {
+			t.Errorf("%s: maps lack Mirage's onto z: imaps %v, omaps %v", tt.example, c.IMaps, c.OMaps)
+		}
 		for _, g := range c.Grids {
+			if g == z {
+				continue
+			}
 			if g[2] != 1 || (g[0] != tt.batch && (g[1] != 1 || !slices.Contains(tt.xs, g[0]))) {
 				t.Errorf("%s: grid %v is none of the rule's", tt.example, g)
 			}
