@@ -32,8 +32,9 @@ type attentionPlan struct {
 // in registers, and a second kernel sums the partial results of the
 // splits and divides (a split of one needs no second kernel). Dividing
 // after ·V instead of before is exact: the sum is constant along each
-// row. Its premise: the program is exactly that computation on inputs Q,
-// K, V of rank 3 (batch first), its one output the attention's.
+// row. Each tiling comes in the attentionForms. Its premise: the program
+// is exactly that computation on inputs Q, K, V of rank 3 (batch first),
+// its one output the attention's.
 func attentionRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planAttention(p)
 	if !ok {
@@ -56,14 +57,38 @@ func attentionRule(p *program, opts Options) []*kernel.Graph {
 				}
 				grid := block.Dim3{plan.b, split, plan.m / rows}
 				for _, threads := range opts.Threads {
-					if g, ok := attentionKernels(p, plan, grid, share/tile, threads, opts.ReductionDimx); ok {
-						graphs = append(graphs, g)
+					for _, form := range attentionForms {
+						if form.lateSum && split == 1 || form.prologuesApart && !plan.hasPrologues() {
+							continue
+						}
+						if g, ok := attentionKernels(p, plan, grid, share/tile, threads, opts.ReductionDimx, form); ok {
+							graphs = append(graphs, g)
+						}
 					}
 				}
 			}
 		}
 	}
 	return graphs
+}
+
+// attentionForm says how the rule writes one tiling.
+type attentionForm struct {
+	// lateSum: the blocks accumulate f(Q·K) itself over their loop, not its
+	// row sums, and write it whole; the combining kernel sums it. No
+	// reduction inside the loop: the searched forms of gqa that beat the
+	// row-sum one do this (kernels with a split only).
+	lateSum bool
+	// prologuesApart: Q's and V's prologues run before the attention, as
+	// the pre-defined kernels of the program's ops, rather than on every
+	// tile of every iteration (a norm per tile is a reduction in the loop).
+	prologuesApart bool
+}
+
+var attentionForms = []attentionForm{{}, {lateSum: true}, {prologuesApart: true}, {lateSum: true, prologuesApart: true}}
+
+func (plan *attentionPlan) hasPrologues() bool {
+	return len(plan.prologues[0])+len(plan.prologues[1])+len(plan.prologues[2]) > 0
 }
 
 // planAttention checks the attention rule's premise.
@@ -196,7 +221,7 @@ func rowChain(p *program, t kernel.TensorID, norms bool) (kernel.TensorID, []int
 
 // attentionKernels builds the attention rule's graph for one split of the
 // keys and for-loop range.
-func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopRange int, threads block.Dim3, reductionDimx int) (*kernel.Graph, bool) {
+func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopRange int, threads block.Dim3, reductionDimx int, form attentionForm) (*kernel.Graph, bool) {
 	split := grid[1]
 	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
 	if !ok {
@@ -205,11 +230,18 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 	maps := [3]block.Map{{0, -1, 1}, {0, 2, -1}, {0, 1, -1}}
 	fmaps := [3]int{-1, 2, 1}
 	for i, in := range plan.inputs {
+		if form.prologuesApart {
+			k.pre = append(k.pre, plan.prologues[i]...)
+			in = [3]kernel.TensorID{plan.q, plan.k, plan.v}[i]
+		}
 		tile, ok := k.load(in, maps[i], fmaps[i])
 		if !ok {
 			return nil, false
 		}
 		k.tiles[in] = tile
+		if form.prologuesApart {
+			continue
+		}
 		for _, op := range plan.prologues[i] {
 			if !k.compute(op) {
 				return nil, false
@@ -231,7 +263,11 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 		return nil, false
 	}
 	outSum, ok1 := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, pv)
-	rowSum, ok2 := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, w)
+	rowAccum := ugraph.AccumSum
+	if form.lateSum {
+		rowAccum = ugraph.AccumNone
+	}
+	rowSum, ok2 := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: rowAccum}, w)
 	if !ok1 || !ok2 {
 		return nil, false
 	}

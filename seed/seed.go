@@ -141,7 +141,11 @@ type kernelBuilder struct {
 	b *block.Graph
 	// tiles maps the program's tensors to b's tiles as they are placed.
 	tiles map[kernel.TensorID]block.TensorID
-	// operands are the program inputs b's input ops read, in order.
+	// pre are program ops that run before b as pre-defined kernels, in
+	// program order, each on program inputs or earlier ones' results.
+	pre []int
+	// operands are the program tensors b's input ops read, in order:
+	// inputs, or results of pre.
 	operands []kernel.TensorID
 	// results are the program tensors b's output ops store, in order.
 	results []kernel.TensorID
@@ -155,7 +159,8 @@ func newKernelBuilder(p *program, grid, threads block.Dim3, forloopRange, reduct
 	return &kernelBuilder{p: p, b: b, tiles: map[kernel.TensorID]block.TensorID{}}, true
 }
 
-// load places an input op reading program input t.
+// load places an input op reading program tensor t: an input, or the
+// result of an op of pre.
 func (k *kernelBuilder) load(t kernel.TensorID, imap block.Map, fmap int) (block.TensorID, bool) {
 	tile, err := k.b.AddInput(k.p.shape(t), k.p.g.Tensors[t].DType, imap, fmap)
 	if err != nil {
@@ -226,8 +231,8 @@ func (k *kernelBuilder) graph() (*kernel.Graph, bool) {
 }
 
 // place starts the seed's kernel graph: the program's inputs, in order
-// (ids maps the program's to the graph's), and the graph-defined kernel,
-// whose results are outs.
+// (ids maps the program's to the graph's), the ops of pre, and the
+// graph-defined kernel, whose results are outs.
 func (k *kernelBuilder) place() (g *kernel.Graph, ids map[kernel.TensorID]kernel.TensorID, outs []kernel.TensorID, ok bool) {
 	pg := k.p.g
 	g = kernel.New()
@@ -239,6 +244,18 @@ func (k *kernelBuilder) place() (g *kernel.Graph, ids map[kernel.TensorID]kernel
 			return nil, nil, nil, false
 		}
 		ids[in] = id
+	}
+	for _, i := range k.pre {
+		op := pg.Ops[i]
+		in := make([]kernel.TensorID, len(op.In))
+		for j, t := range op.In {
+			in[j] = ids[t]
+		}
+		id, err := g.Add(op.Kind, op.Attr, in...)
+		if err != nil {
+			return nil, nil, nil, false
+		}
+		ids[op.Out[0]] = id
 	}
 	operands := make([]kernel.TensorID, len(k.operands))
 	for i, t := range k.operands {

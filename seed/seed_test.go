@@ -5,10 +5,12 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/seed"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -184,13 +186,19 @@ func TestSeedsCompute(t *testing.T) {
 			// first and the last of each.
 			for _, s := range checked(seeds) {
 				// One graph-defined kernel, and nothing else; split
-				// attention has a second that combines the splits.
+				// attention has a second that combines the splits, and
+				// may run its prologues (norms) before, as the program's
+				// ops.
 				kernels, want := len(s.Graph.Ops)-len(s.Graph.Inputs()), 1
 				if s.Rule == "attention" && firstBlock(s.Graph).Grid[1] > 1 {
 					want = 2
 				}
-				if n := customized(s.Graph); n != want || kernels != want {
-					t.Errorf("%s seed: %d kernels, %d of them graph-defined; want %d, all graph-defined", s.Rule, kernels, n, want)
+				pre := 0
+				if s.Rule == "attention" {
+					pre = predefinedPrologues(t, program, s.Graph)
+				}
+				if n := customized(s.Graph); n != want || kernels != want+pre {
+					t.Errorf("%s seed: %d kernels, %d of them graph-defined; want %d graph-defined and %d prologues", s.Rule, kernels, n, want, pre)
 				}
 				r, err := ffverify.Equivalent(program, s.Graph, ffverify.Options{Seed: 1})
 				if err != nil {
@@ -248,6 +256,90 @@ func TestRulesNamed(t *testing.T) {
 }
 
 // checked is the first and the last seed of each rule.
+// predefinedPrologues counts seed's pre-defined ops, failing t unless
+// they are the program's ops on Q and V before the attention, each once:
+// all of them or none.
+func predefinedPrologues(t *testing.T, program, seed *kernel.Graph) int {
+	t.Helper()
+	var want, got []ugraph.OpKind
+	for _, op := range program.Ops {
+		if c := op.Kind.Info().Class; c == ugraph.ClassNorm || c == ugraph.ClassUnary && op.Kind != ugraph.OpExp {
+			want = append(want, op.Kind)
+		}
+	}
+	for _, op := range seed.Ops {
+		if op.Kind != ugraph.OpInput && op.Kind != ugraph.OpCustomized {
+			got = append(got, op.Kind)
+		}
+	}
+	if len(got) > 0 && !slices.Equal(got, want) {
+		t.Errorf("attention seed runs %v before its kernels, want none or the prologues %v", got, want)
+	}
+	return len(got)
+}
+
+// TestAttentionForms checks that the attention rule writes each tiling in
+// its four forms (the row sums or f(Q·K) accumulated, the prologues on
+// the tiles or before), that each is the program, and that at qknorm_gqa's
+// shape the form the search could not reach (prologues apart, sums late)
+// is the one the cost model ranks first.
+func TestAttentionForms(t *testing.T) {
+	program := load(t, `
+Q = g.new_input(dims=(2, 256, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 4096), dtype=mi.float16)
+V = g.new_input(dims=(2, 4096, 64), dtype=mi.float16)
+E = g.exp(g.matmul(g.rms_norm(Q, normalized_shape=(64,)), K))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.rms_norm(V, normalized_shape=(64,))))
+`)
+	type form struct{ late, apart bool }
+	first := map[form]*kernel.Graph{}
+	var best *kernel.Graph
+	var bestUs float64
+	for _, s := range seed.Build(program, seed.Options{}) {
+		b := firstKernel(s.Graph)
+		parts := b.OutputOps()
+		f := form{apart: len(s.Graph.Ops) > len(s.Graph.Inputs())+customized(s.Graph)}
+		if len(parts) == 2 {
+			// The sums' part: one per split, or the split's whole tiles.
+			f.late = parts[1].Output.DShape.Dim(2) > b.Grid[1]
+		}
+		if first[f] == nil {
+			first[f] = s.Graph
+		}
+		e, err := cost.EstimateGraph(s.Graph, target.MustLookup("sm_90"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if best == nil || e.Micros < bestUs {
+			best, bestUs = s.Graph, e.Micros
+		}
+	}
+	for _, f := range []form{{false, false}, {true, false}, {false, true}, {true, true}} {
+		g := first[f]
+		if g == nil {
+			t.Errorf("no seed of form %+v", f)
+			continue
+		}
+		if r, err := ffverify.Equivalent(program, g, ffverify.Options{Seed: 1}); err != nil || !r.Equivalent {
+			t.Errorf("form %+v is not the program: %+v, %v", f, r, err)
+		}
+	}
+	if first[form{true, true}] != nil {
+		if b := firstKernel(best); len(best.Ops) == len(best.Inputs())+customized(best) || b.OutputOps()[1].Output.DShape.Dim(2) == b.Grid[1] {
+			t.Errorf("the best-ranked seed (%.1f µs) is not of the form with prologues apart and late sums", bestUs)
+		}
+	}
+}
+
+func firstKernel(g *kernel.Graph) *block.Graph {
+	for _, op := range g.Ops {
+		if op.Kind == ugraph.OpCustomized {
+			return op.Block
+		}
+	}
+	return nil
+}
+
 func checked(seeds []seed.Seed) []seed.Seed {
 	var out []seed.Seed
 	for i, s := range seeds {
