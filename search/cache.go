@@ -136,7 +136,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // candidates, ahead of the enumeration's. Version 15: split attention
 // seeds combine a few rows per block. Version 16: seeds keep to the
 // program's restrictions; rules decline inputs used in two roles.
-const cacheVersion = 16
+// Version 17: the attention seed's late-sum and norms-apart forms.
+const cacheVersion = 17
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
