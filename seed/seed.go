@@ -141,8 +141,8 @@ type kernelBuilder struct {
 	b *block.Graph
 	// tiles maps the program's tensors to b's tiles as they are placed.
 	tiles map[kernel.TensorID]block.TensorID
-	// pre are program ops that run before b as pre-defined kernels, in
-	// program order, each on program inputs or earlier ones' results.
+	// pre are program ops that run before b as pre-defined kernels, each
+	// after the ops of pre whose results it reads (else on inputs).
 	pre []int
 	// operands are the program tensors b's input ops read, in order:
 	// inputs, or results of pre.
