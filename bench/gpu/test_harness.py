@@ -191,8 +191,10 @@ class TimerTest(unittest.TestCase):
         r = t.time(fn)
         self.assertEqual(n[0], 211)
         self.assertEqual(r["runs"], 201)
-        self.assertIn(r["median_us"], (5.0, 7.0))
-        self.assertEqual(r["min_us"], 5.0)
+        # The pads follow the host's real enqueue time, so the fake clock
+        # reads fractions of a cycle: differences of it are exact to 1e-9.
+        self.assertTrue(any(abs(r["median_us"] - m) < 1e-6 for m in (5.0, 7.0)), r["median_us"])
+        self.assertAlmostEqual(r["min_us"], 5.0, places=6)
         self.assertGreater(r["pad_us"], 20)
         # one pad before every timed run, after the calibration's four sleeps
         self.assertEqual(len(self.cuda.sleeps), 4 + 201)
