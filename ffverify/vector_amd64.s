@@ -2,48 +2,25 @@
 
 #include "textflag.h"
 
-// Per 64-bit lane, the constants of the two reductions (see reduce below):
-// 2³² ≡ 5010 and 2³¹ ≡ 2505 (mod P), 2³² ≡ 5012 and 2³⁰ ≡ 1253 (mod Q).
-DATA fold32P<>+0(SB)/8, $5010
-DATA fold32P<>+8(SB)/8, $5010
-DATA fold32P<>+16(SB)/8, $5010
-DATA fold32P<>+24(SB)/8, $5010
-GLOBL fold32P<>(SB), RODATA|NOPTR, $32
-DATA fold31P<>+0(SB)/8, $2505
-DATA fold31P<>+8(SB)/8, $2505
-DATA fold31P<>+16(SB)/8, $2505
-DATA fold31P<>+24(SB)/8, $2505
-GLOBL fold31P<>(SB), RODATA|NOPTR, $32
-DATA low31<>+0(SB)/8, $0x7fffffff
-DATA low31<>+8(SB)/8, $0x7fffffff
-DATA low31<>+16(SB)/8, $0x7fffffff
-DATA low31<>+24(SB)/8, $0x7fffffff
-GLOBL low31<>(SB), RODATA|NOPTR, $32
-DATA modP<>+0(SB)/8, $2147481143
-DATA modP<>+8(SB)/8, $2147481143
-DATA modP<>+16(SB)/8, $2147481143
-DATA modP<>+24(SB)/8, $2147481143
-GLOBL modP<>(SB), RODATA|NOPTR, $32
-DATA fold32Q<>+0(SB)/8, $5012
-DATA fold32Q<>+8(SB)/8, $5012
-DATA fold32Q<>+16(SB)/8, $5012
-DATA fold32Q<>+24(SB)/8, $5012
-GLOBL fold32Q<>(SB), RODATA|NOPTR, $32
-DATA fold30Q<>+0(SB)/8, $1253
-DATA fold30Q<>+8(SB)/8, $1253
-DATA fold30Q<>+16(SB)/8, $1253
-DATA fold30Q<>+24(SB)/8, $1253
-GLOBL fold30Q<>(SB), RODATA|NOPTR, $32
-DATA low30<>+0(SB)/8, $0x3fffffff
-DATA low30<>+8(SB)/8, $0x3fffffff
-DATA low30<>+16(SB)/8, $0x3fffffff
-DATA low30<>+24(SB)/8, $0x3fffffff
-GLOBL low30<>(SB), RODATA|NOPTR, $32
-DATA modQ<>+0(SB)/8, $1073740571
-DATA modQ<>+8(SB)/8, $1073740571
-DATA modQ<>+16(SB)/8, $1073740571
-DATA modQ<>+24(SB)/8, $1073740571
-GLOBL modQ<>(SB), RODATA|NOPTR, $32
+// lanes(name, v) defines name<>, 32 bytes holding v in each 64-bit lane:
+// an operand of the vector instructions below.
+#define lanes(name, v) \
+	DATA name<>+0(SB)/8, v \
+	DATA name<>+8(SB)/8, v \
+	DATA name<>+16(SB)/8, v \
+	DATA name<>+24(SB)/8, v \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
+
+// The constants of the two reductions (see reduce below): 2³² ≡ 5010 and
+// 2³¹ ≡ 2505 (mod P), 2³² ≡ 5012 and 2³⁰ ≡ 1253 (mod Q).
+lanes(fold32P, $5010)
+lanes(fold31P, $2505)
+lanes(low31, $0x7fffffff)
+lanes(modP, $2147481143)
+lanes(fold32Q, $5012)
+lanes(fold30Q, $1253)
+lanes(low30, $0x3fffffff)
+lanes(modQ, $1073740571)
 
 // reduce(s, t, fold32, shift, fold, low, mod) leaves s mod m in s, for s
 // any uint64 per lane and m = 2^shift - fold, a prime below 2³¹ with
