@@ -229,10 +229,11 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 	}
 	maps := [3]block.Map{{0, -1, 1}, {0, 2, -1}, {0, 1, -1}}
 	fmaps := [3]int{-1, 2, 1}
+	matmulOperands := [3]kernel.TensorID{plan.q, plan.k, plan.v}
 	for i, in := range plan.inputs {
 		if form.prologuesApart {
 			k.pre = append(k.pre, plan.prologues[i]...)
-			in = [3]kernel.TensorID{plan.q, plan.k, plan.v}[i]
+			in = matmulOperands[i]
 		}
 		tile, ok := k.load(in, maps[i], fmaps[i])
 		if !ok {

@@ -261,9 +261,16 @@ func TestRulesNamed(t *testing.T) {
 // all of them or none.
 func predefinedPrologues(t *testing.T, program, seed *kernel.Graph) int {
 	t.Helper()
+	// The prologues: the ops computed from the inputs alone, before a
+	// matmul.
 	var want, got []ugraph.OpKind
+	before := map[kernel.TensorID]bool{}
 	for _, op := range program.Ops {
-		if c := op.Kind.Info().Class; c == ugraph.ClassNorm || c == ugraph.ClassUnary && op.Kind != ugraph.OpExp {
+		switch {
+		case op.Kind == ugraph.OpInput:
+			before[op.Out[0]] = true
+		case op.Kind != ugraph.OpMatmul && !slices.ContainsFunc(op.In, func(t kernel.TensorID) bool { return !before[t] }):
+			before[op.Out[0]] = true
 			want = append(want, op.Kind)
 		}
 	}
@@ -291,19 +298,11 @@ V = g.new_input(dims=(2, 4096, 64), dtype=mi.float16)
 E = g.exp(g.matmul(g.rms_norm(Q, normalized_shape=(64,)), K))
 g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.rms_norm(V, normalized_shape=(64,))))
 `)
-	type form struct{ late, apart bool }
-	first := map[form]*kernel.Graph{}
+	first := map[attentionForm]*kernel.Graph{}
 	var best *kernel.Graph
 	var bestUs float64
 	for _, s := range seed.Build(program, seed.Options{}) {
-		b := firstKernel(s.Graph)
-		parts := b.OutputOps()
-		f := form{apart: len(s.Graph.Ops) > len(s.Graph.Inputs())+customized(s.Graph)}
-		if len(parts) == 2 {
-			// The sums' part: one per split, or the split's whole tiles.
-			f.late = parts[1].Output.DShape.Dim(2) > b.Grid[1]
-		}
-		if first[f] == nil {
+		if f := formOf(s.Graph); first[f] == nil {
 			first[f] = s.Graph
 		}
 		e, err := cost.EstimateGraph(s.Graph, target.MustLookup("sm_90"))
@@ -314,7 +313,7 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.rms_norm(V, normalized_sha
 			best, bestUs = s.Graph, e.Micros
 		}
 	}
-	for _, f := range []form{{false, false}, {true, false}, {false, true}, {true, true}} {
+	for _, f := range []attentionForm{{false, false}, {true, false}, {false, true}, {true, true}} {
 		g := first[f]
 		if g == nil {
 			t.Errorf("no seed of form %+v", f)
@@ -324,11 +323,24 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.rms_norm(V, normalized_sha
 			t.Errorf("form %+v is not the program: %+v, %v", f, r, err)
 		}
 	}
-	if first[form{true, true}] != nil {
-		if b := firstKernel(best); len(best.Ops) == len(best.Inputs())+customized(best) || b.OutputOps()[1].Output.DShape.Dim(2) == b.Grid[1] {
-			t.Errorf("the best-ranked seed (%.1f µs) is not of the form with prologues apart and late sums", bestUs)
-		}
+	if f := formOf(best); f != (attentionForm{late: true, apart: true}) {
+		t.Errorf("the best-ranked seed (%.1f µs) is of form %+v, not the one with late sums and prologues apart", bestUs, f)
 	}
+}
+
+// attentionForm is how an attention seed is written (seed.attentionForm).
+type attentionForm struct{ late, apart bool }
+
+// formOf tells an attention seed's form from its graph: late sums write
+// the split's whole tiles of f(Q·K) where row sums write one value per
+// split, and prologues apart are pre-defined kernels.
+func formOf(g *kernel.Graph) attentionForm {
+	b := firstKernel(g)
+	f := attentionForm{apart: len(g.Ops) > len(g.Inputs())+customized(g)}
+	if outs := b.OutputOps(); len(outs) == 2 {
+		f.late = outs[1].Output.DShape.Dim(2) > b.Grid[1]
+	}
+	return f
 }
 
 func firstKernel(g *kernel.Graph) *block.Graph {
@@ -361,10 +373,8 @@ func customized(g *kernel.Graph) int {
 }
 
 func firstBlock(g *kernel.Graph) *blockInfo {
-	for _, op := range g.Ops {
-		if op.Kind == ugraph.OpCustomized {
-			return &blockInfo{Grid: op.Block.Grid, ForloopRange: op.Block.ForloopRange}
-		}
+	if b := firstKernel(g); b != nil {
+		return &blockInfo{Grid: b.Grid, ForloopRange: b.ForloopRange}
 	}
 	return &blockInfo{}
 }
