@@ -134,10 +134,10 @@ func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCl
 		if mirrored(grid, labels, grids) {
 			return
 		}
-		for _, th := range cfg.Threads {
-			confs = append(confs, blockConfig{grid: grid, threads: th, forloop: f,
-				imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps), classes: inCls, split: labels})
-		}
+		// One block size: the others compute the same, and describe
+		// chooses among them (blockSizes).
+		confs = append(confs, blockConfig{grid: grid, threads: cfg.Threads[0], forloop: f,
+			imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps), classes: inCls, split: labels})
 	}
 	splittable := present
 	if last {

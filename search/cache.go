@@ -137,7 +137,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // seeds combine a few rows per block. Version 16: seeds keep to the
 // program's restrictions; rules decline inputs used in two roles.
 // Version 17: the attention seed's late-sum and norms-apart forms.
-const cacheVersion = 17
+// Version 18: kernels sized by the cost model among 128, 256 and 512
+// threads (blockSizes); accumulators within half a thread's registers.
+const cacheVersion = 18
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -51,7 +51,10 @@ type Config struct {
 
 	// Threadblock graph candidates. Complete derives the empty ones from the
 	// program's shapes.
-	Grids   []block.Dim3
+	Grids []block.Dim3
+	// Threads are the block sizes a graph-defined kernel may have: the
+	// enumeration and the seeds build with the first, and each complete
+	// candidate's kernels get the one the cost model ranks best.
 	Threads []block.Dim3
 	IMaps   []block.Map
 	OMaps   []block.Map
@@ -225,7 +228,10 @@ func restrict[T any](list *[]T, r []T) {
 //   - Imaps and omaps: every map that sends x and y to distinct dims below
 //     the maximal rank (or to none); the shapes prune the rest.
 //   - Fmaps: -1 and every dim below the maximal rank.
-//   - Threads: 128 (4 warps), Mirage's default.
+//   - Threads: 128 (4 warps, Mirage's default), 256 and 512. The
+//     enumeration builds every block graph with the first; the others
+//     compute the same, and the cost model picks among them for each
+//     complete candidate (blockSizes).
 func (c *Config) Complete(program *kernel.Graph) {
 	for _, op := range program.Ops {
 		c.KernelOps = addOp(c.KernelOps, kernelChoice(op))
@@ -248,7 +254,7 @@ func (c *Config) Complete(program *kernel.Graph) {
 		c.FRanges = deriveRanges(program, c.FRanges, split)
 	}
 	if len(c.Threads) == 0 {
-		c.Threads = []block.Dim3{{128, 1, 1}}
+		c.Threads = []block.Dim3{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}}
 	}
 	zMaps := c.MaxCustomized > 1 && rank >= 3 // for (batch, 16, 4)
 	if len(c.IMaps) == 0 {

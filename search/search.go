@@ -760,8 +760,9 @@ func (s *searcher) describeAll(found []*Candidate) []*Candidate {
 	return cands
 }
 
-// describe fills in c's counts and estimate from its graph; it reports
-// false when the cost model cannot estimate it.
+// describe fills in c's counts and estimate from its graph, whose
+// kernels it sizes first (blockSizes: c's graph and hash may change); it
+// reports false when the cost model cannot estimate it.
 func (s *searcher) describe(c *Candidate) bool {
 	g := c.Graph
 	for _, op := range g.Ops {
@@ -776,9 +777,12 @@ func (s *searcher) describe(c *Candidate) bool {
 		}
 	}
 	if s.opts.Estimate != nil {
-		e, err := s.opts.Estimate(g)
+		g, e, err := s.blockSizes(g)
 		if err != nil {
 			return false
+		}
+		if g != c.Graph {
+			c.Graph, c.Hash = g, kernel.Hash(g)
 		}
 		c.Estimate = e
 	}

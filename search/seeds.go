@@ -49,13 +49,17 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 		sd.done <- nil
 		return sd, nil
 	}
-	seeds := buildSeeds(s.program, seed.Options{Threads: s.cfg.Threads, ReductionDimx: s.cfg.ReductionDimx})
+	// Seeds are built with the first block size, as the enumeration builds
+	// its graphs; describe then sizes each (blockSizes).
+	seeds := buildSeeds(s.program, seed.Options{Threads: s.cfg.Threads[:1], ReductionDimx: s.cfg.ReductionDimx})
 	for lo := 0; lo < len(seeds); {
 		rs := ruleSeeds{trial: SeedTrial{Rule: seeds[lo].Rule}}
 		hi := lo
 		for ; hi < len(seeds) && seeds[hi].Rule == rs.trial.Rule; hi++ {
 			g := seeds[hi].Graph
 			c := &Candidate{Graph: g, Hash: kernel.Hash(g), Seed: rs.trial.Rule}
+			// The enumeration skips graphs equal to a seed as built.
+			s.recorded.Store(c.Hash, struct{}{})
 			if s.cfg.admits(g) && s.describe(c) {
 				rs.cands = append(rs.cands, c)
 			}
@@ -80,10 +84,6 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 				break
 			}
 			s.firstFused.CompareAndSwap(0, int64(max(time.Since(s.start), 1)))
-		}
-		// The enumeration skips graphs equal to a seed.
-		for _, c := range rs.cands {
-			s.recorded.Store(c.Hash, struct{}{})
 		}
 		sd.rules = append(sd.rules, rs)
 	}

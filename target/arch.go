@@ -25,6 +25,9 @@ const (
 	// StaticSmemPerBlock is the shared memory a kernel may use without
 	// opting in (cudaFuncSetAttribute, MaxDynamicSharedMemorySize).
 	StaticSmemPerBlock = 48 << 10
+	// RegsPerBlock is the 32-bit registers a block's threads share (64K on
+	// compute capabilities 8.0 and 9.0): 512 threads get 128 each.
+	RegsPerBlock = 64 << 10
 )
 
 // MMA is a warp-level matrix multiply-accumulate instruction: one warp

@@ -159,6 +159,39 @@ var emuCases = []emuCase{
 		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
 		`tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(1, -1, -1))`)},
+	// Large blocks (the sizes the search offers beside 128): 16 warps on
+	// an mma of 13 rows and 5 n-tiles (most warps idle, one m-tile padded),
+	// with the rms accumulator's rows spread over the warps and the fused
+	// div after the loop.
+	{name: "rmsnorm_512_threads", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(13, 192)", "float16"}, {"W", "(192, 80)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(512, 1, 1), forloop_range=3, reduction_dimx=64",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)`,
+		`tb.new_output(stensor=tb.div(tb.forloop_accum(tb.matmul(tX, tW)), tb.forloop_accum(tX, "rms")), output_map=(1, -1, -1))`)},
+	// 8 warps for 6 rows of 100: row sums and element loops with more
+	// threads than elements in some rows, a SIMT matmul (fp32) beside.
+	{name: "rows_256_threads", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(6, 100)", "float16"}, {"A", "(6, 20)", "float32"}, {"B", "(20, 10)", "float32"}},
+		"grid_dim=(1, 1, 1), block_dim=(256, 1, 1), forloop_range=1, reduction_dimx=1",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tB = tb.new_input(dtensor=B, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`e = tb.forloop_accum(tb.exp(tX))`,
+		`tb.new_output(stensor=tb.div(e, tb.reduction(e, 1)), output_map=(-1, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tA, tB)), output_map=(-1, -1, -1))`)},
+	// Attention's first kernel on 16 warps: Q·K, exp, the sums of E·V and
+	// of E over the loop, batched over a grid dim, rows not a multiple
+	// of 16.
+	{name: "attention_512_threads", scale: 0.25, src: oneKernel(
+		[][3]string{{"Q", "(2, 24, 64)", "float16"}, {"K", "(2, 64, 96)", "float16"}, {"V", "(2, 96, 64)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(512, 1, 1), forloop_range=3, reduction_dimx=64",
+		`tQ = tb.new_input(dtensor=Q, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tK = tb.new_input(dtensor=K, input_map=(0, -1, -1), forloop_dim=2)`,
+		`tV = tb.new_input(dtensor=V, input_map=(0, -1, -1), forloop_dim=1)`,
+		`e = tb.exp(tb.matmul(tQ, tK))`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(e, tV)), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(e, "sum"), output_map=(0, -1, -1))`)},
 	// Every element-wise op of the op table, as a pre-defined kernel op
 	// and as a threadblock op.
 	{name: "every_elementwise", scale: 1, src: everyElementwise()},

@@ -18,6 +18,9 @@ type Options struct {
 	// RegFloats bounds the fp32 registers per thread that mma accumulators
 	// held across the for-loop may take, all groups together; 0 means
 	// DefaultRegFloats. Accumulators past the budget live in shared memory.
+	// Either way the budget is at most half the registers a thread of the
+	// block can have (target.RegsPerBlock over its threads), so that a
+	// large block's accumulators leave room for the rest and never spill.
 	RegFloats int
 }
 
@@ -231,9 +234,11 @@ func Derive(g *block.Graph, arch target.Arch, opts Options) (*Graph, error) {
 	if opts.RegFloats <= 0 {
 		opts.RegFloats = DefaultRegFloats
 	}
+	threads := roundUp(g.Threads.Count(), target.WarpSize)
+	opts.RegFloats = min(opts.RegFloats, target.RegsPerBlock/threads/2)
 	d := &deriver{g: g, arch: arch, opts: opts, out: &Graph{
 		Block:   g,
-		Threads: roundUp(g.Threads.Count(), target.WarpSize),
+		Threads: threads,
 		Ops:     make([]Op, len(g.Ops)),
 		Tiles:   make([]Tile, len(g.Tensors)),
 	}}

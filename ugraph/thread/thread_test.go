@@ -350,6 +350,40 @@ func TestRegisterBudget(t *testing.T) {
 	checkPlan(t, "gqa kernel 1, small budget", g)
 }
 
+// TestRegisterBudgetFollowsTheBlockSize: a block's accumulators take at
+// most half the registers each of its threads can have, so that a
+// 512-thread block (128 registers a thread) never spills them.
+func TestRegisterBudgetFollowsTheBlockSize(t *testing.T) {
+	// 16x272: 34 n-tiles, which split 2 ways among up to 16 warps (68
+	// floats a lane).
+	for _, c := range []struct {
+		threads, floats int
+		persistent      bool
+	}{
+		{128, 68, true},
+		{256, 68, true},
+		{512, 68, false},  // over 64
+		{1024, 68, false}, // over 32
+	} {
+		bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, 1, 1)
+		x := bd.in(sh(16, 64), fp16, block.Replicate, -1)
+		y := bd.in(sh(64, 272), fp16, block.Replicate, -1)
+		bd.out(bd.acc(bd.op(ugraph.OpMatmul, none, x, y), ugraph.AccumNone), block.Replicate)
+		g, err := Derive(bd.g, sm90, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := g.Ops[2].MMA
+		if p == nil || p.Floats() != c.floats || p.Persistent != c.persistent {
+			t.Errorf("%d threads: mma %+v, want %d floats a lane, persistent %v", c.threads, p, c.floats, c.persistent)
+		}
+		if budget := min(DefaultRegFloats, target.RegsPerBlock/c.threads/2); g.RegFloats > budget {
+			t.Errorf("%d threads: %d accumulator registers a thread, over %d", c.threads, g.RegFloats, budget)
+		}
+		checkPlan(t, fmt.Sprintf("%d threads", c.threads), g)
+	}
+}
+
 // TestRandomGraphs checks the plan's invariants on many valid block graphs.
 func TestRandomGraphs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
