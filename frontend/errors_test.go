@@ -243,6 +243,28 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// An error on a line the loader rewrote (a decorator, an assert, @, an
+// import) names the column the user wrote, not the rewritten code's.
+func TestErrorColumnsOnRewrittenLines(t *testing.T) {
+	for _, tt := range []struct {
+		src       string
+		line, col int
+	}{
+		{src("import mirage as mi", "@some_decorator(1, 2)", "def f(x):", "    return x"), 2, 2},
+		{src("import mirage as mi", "@mi.foo( bar)", "def f(x):", "    return x"), 2, 10},
+		{src("import mirage as mi", "assert  q == 1, 'm'"), 2, 9},
+		{withHeader("Y = X @ W @ Z"), 5, 13},
+		{src("import mirage as mi; import os; x = zz"), 1, 37},
+		{src("x = 1", "y = 'μ' + zz"), 2, 11}, // columns in runes
+	} {
+		_, err := Load("prog.py", []byte(tt.src), Options{Stdout: io.Discard, Warn: func(string) {}})
+		var e *Error
+		if !errors.As(err, &e) || e.Line != tt.line || e.Col != tt.col || !strings.HasPrefix(e.Msg, "undefined:") {
+			t.Errorf("%q: %v, want prog.py:%d:%d: undefined: ...", tt.src, err, tt.line, tt.col)
+		}
+	}
+}
+
 func TestErrorString(t *testing.T) {
 	for _, tt := range []struct {
 		e    Error

@@ -137,14 +137,15 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	l := newLoader(filename, opts)
 	text := strings.TrimPrefix(string(src), "\ufeff") // Python ignores a UTF-8 byte order mark
 	toks, complete := pylex.Lex(text)
-	code, foreign, err := rewrite.Source(text, toks, l.rewriteOptions())
+	rw, err := rewrite.Source(text, toks, l.rewriteOptions())
 	if err != nil {
 		return nil, l.rewriteError(err)
 	}
-	if len(foreign) > 0 {
-		l.warn(stubWarning(filename, foreign))
+	if len(rw.Imports) > 0 {
+		l.warn(stubWarning(filename, rw.Imports))
 	}
-	f, err := fileOptions.Parse(filename, code, 0)
+	l.columns = rw.Columns
+	f, err := fileOptions.Parse(filename, rw.Code, 0)
 	if err != nil {
 		return nil, l.staticError(err, toks, complete)
 	}
@@ -206,6 +207,7 @@ type loader struct {
 	blocks      []*tbgraph // threadblock graphs in creation order
 	super       *kgraph    // the graph superoptimize was called on
 	warnings    []string
+	columns     rewrite.Columns  // from the rewritten code's columns to the program's
 	ignored     []string         // Mirage runtime names the program used
 	ignoredPos  syntax.Position  // where it first did
 	argparse    *argparse.Module // what `import argparse` gives; it reads Options.Args
@@ -317,6 +319,9 @@ func (l *loader) staticError(err error, toks []pylex.Token, complete bool) error
 		pos, msg = rerr[0].Pos, rerr[0].Msg
 	default:
 		return &Error{Filename: l.filename, Msg: err.Error()}
+	}
+	if pos.Col > 0 { // Starlark's position is in the rewritten code
+		pos.Col = int32(l.columns.Source(int(pos.Line), int(pos.Col)))
 	}
 	before := func(line, col int) bool {
 		return line < int(pos.Line) || line == int(pos.Line) && col <= int(pos.Col)

@@ -15,6 +15,7 @@ package pylex
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is the kind of a token.
@@ -154,9 +155,9 @@ func (lx *lexer) add(t Token) {
 
 // position returns the line and column of byte offset off (>= any offset
 // asked before). Like Starlark, it counts "\r\n" and a lone '\r' as one
-// newline and columns in runes.
+// newline and columns in runes, a byte that is not valid UTF-8 being one.
 func (lx *lexer) position(off int) (line, col int) {
-	for ; lx.curOff < off; lx.curOff++ {
+	for lx.curOff < off {
 		switch b := lx.src[lx.curOff]; {
 		case b == '\n':
 			lx.curLine, lx.curCol = lx.curLine+1, 1
@@ -164,9 +165,15 @@ func (lx *lexer) position(off int) (line, col int) {
 			if lx.curOff+1 >= len(lx.src) || lx.src[lx.curOff+1] != '\n' {
 				lx.curLine, lx.curCol = lx.curLine+1, 1
 			}
-		case b&0xC0 != 0x80: // not a UTF-8 continuation byte
+		case b >= utf8.RuneSelf:
+			_, size := utf8.DecodeRuneInString(lx.src[lx.curOff:])
+			lx.curOff += size
+			lx.curCol++
+			continue
+		default:
 			lx.curCol++
 		}
+		lx.curOff++
 	}
 	return lx.curLine, lx.curCol
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestLex(t *testing.T) {
@@ -99,13 +100,13 @@ func FuzzLex(f *testing.F) {
 		"x = f(a,\n      'μ)' ) # c (\ny = \"\"\"a\nb\"\"\"; z = r'\\'' \\\n  + 1.5e-3\r\nw = 0x1E+2\n",
 		"a = 1\nb = 'x\nc = 2\n", "x = f(a, [b)\n", "x = a)\n", "s = '''a\nb'''", "\r\r\n\\\r\nx\r",
 		"import mirage as mi\nfrom mirage import (\n float16,\n)\n", "@d\ndef f(x: int) -> int: return x ** 2\n",
-		"f'{x}' rb'\\'' u\"\" 1e+3 .5 0X1E+2 x@=y ... :=",
+		"f'{x}' rb'\\'' u\"\" 1e+3 .5 0X1E+2 x@=y ... :=", "\x97\xb2@A μ\xffb",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		toks, complete := Lex(src)
-		line, col, off, depth := 1, 1, 0, 0 // where the previous token left the cursor
+		line, start, off, depth := 1, 0, 0, 0 // where the previous token left the cursor; start: its line's offset
 		for i, tk := range toks {
 			if tk.Off < off || tk.End < tk.Off || tk.End > len(src) {
 				t.Fatalf("token %d %q: range [%d, %d) out of order (previous ended at %d)", i, tk.Text, tk.Off, tk.End, off)
@@ -114,15 +115,14 @@ func FuzzLex(f *testing.F) {
 				t.Fatalf("token %d: text %q, source %q", i, tk.Text, src[tk.Off:tk.End])
 			}
 			// The position, as Starlark counts it: "\r\n" and a lone '\r'
-			// are one newline, columns count runes.
+			// are one newline, columns count runes (a byte that is not
+			// valid UTF-8 being one).
 			for ; off < tk.Off; off++ {
-				switch c := src[off]; {
-				case c == '\n', c == '\r' && (off+1 >= len(src) || src[off+1] != '\n'):
-					line, col = line+1, 1
-				case c != '\r' && c&0xC0 != 0x80:
-					col++
+				if c := src[off]; c == '\n' || c == '\r' && (off+1 >= len(src) || src[off+1] != '\n') {
+					line, start = line+1, off+1
 				}
 			}
+			col := 1 + utf8.RuneCountInString(src[start:tk.Off])
 			if tk.Line != line || tk.Col != col {
 				t.Fatalf("token %d %q at %d:%d, want %d:%d", i, tk.Text, tk.Line, tk.Col, line, col)
 			}

@@ -1,8 +1,9 @@
 // Package rewrite turns a Python program into Starlark that means the same,
 // in two passes around Starlark's parser. First Source, on the tokens of
 // package pylex, rewrites the statements and operators that Starlark's
-// parser would reject, on the same lines and mostly the same columns, so
-// that every position in the program stays where the user wrote it:
+// parser would reject, on the same lines, so that every position in the
+// program stays on the line the user wrote it (Columns maps the columns
+// that a rewrite moved back to the user's):
 //
 //	import mirage as mi        ->  mi = __mirage_import__("mirage")
 //	from mirage import float16 ->  float16 = __mirage_import__("mirage").float16

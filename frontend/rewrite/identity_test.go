@@ -31,7 +31,8 @@ var identityRewrites = []struct{ in, want string }{
 
 func TestRewriteIdentity(t *testing.T) {
 	for _, tt := range identityRewrites {
-		got, _, err := Source(tt.in, lex(tt.in), Options{})
+		res, err := Source(tt.in, lex(tt.in), Options{})
+		got := res.Code
 		if err != nil || got != tt.want {
 			t.Errorf("rewrite %q:\n got %q, %v\nwant %q", tt.in, got, err, tt.want)
 		}

@@ -88,22 +88,39 @@ type importStmt struct {
 	star   bool // from module import *
 }
 
+// Result is what Source made of a program.
+type Result struct {
+	Code    string   // the program as Starlark
+	Imports []Import // of modules other than mirage
+	Columns Columns  // from Code's positions back to the program's
+}
+
 // Source returns src, whose tokens are toks (pylex.Lex's), with every
 // import statement replaced by assignments, every decorator and assert
 // statement by a call and every identity test against None, True or False
 // by a comparison; the imports of modules other than mirage; and the first
 // error, an *Error. With opts.Refuse set, an import of such a module is an
 // error.
-func Source(src string, toks []pylex.Token, opts Options) (string, []Import, error) {
+func Source(src string, toks []pylex.Token, opts Options) (Result, error) {
 	var out strings.Builder
-	var foreign []Import
+	var res Result
+	// replaced records that src[s0:s1] became what out gained since o0.
+	replaced := func(line, s0, s1, o0 int) {
+		res.Columns.record(line, src, s0, s1, out.String(), o0, out.Len())
+	}
 	copied := 0
-	closeAt := -1 // where the call that a decorator or assert became ends
+	closeAt, closeLine := -1, 0 // where the call that a decorator or assert became ends
+	closeCall := func() {
+		out.WriteString(src[copied:closeAt])
+		o0 := out.Len()
+		out.WriteString(")")
+		replaced(closeLine, closeAt, closeAt, o0)
+		copied, closeAt = closeAt, -1
+	}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
 		if closeAt >= 0 && t.Off >= closeAt {
-			out.WriteString(src[copied:closeAt] + ")")
-			copied, closeAt = closeAt, -1
+			closeCall()
 		}
 		if negated, ok := identityTest(toks, i); ok {
 			// x is None -> x == None; x is not None -> x !=     None
@@ -129,7 +146,9 @@ func Source(src string, toks []pylex.Token, opts Options) (string, []Import, err
 			if t.Text == "@=" {
 				op = "*="
 			}
+			o0 := out.Len()
 			out.WriteString(op + " " + MatmulFunc + " *")
+			replaced(t.Line, t.Off, t.End, o0)
 			copied = t.End
 			continue
 		}
@@ -148,6 +167,7 @@ func Source(src string, toks []pylex.Token, opts Options) (string, []Import, err
 				j++
 			}
 			out.WriteString(src[copied:t.Off])
+			o0 := out.Len()
 			out.WriteString(fn + "(")
 			copied = t.End
 			for copied < len(src) && (src[copied] == ' ' || src[copied] == '\t') {
@@ -156,8 +176,11 @@ func Source(src string, toks []pylex.Token, opts Options) (string, []Import, err
 			if j == i+1 {
 				out.WriteString(")")
 			} else {
-				closeAt = toks[j-1].End // the tokens between are rewritten as any others
+				// The tokens between are rewritten as any others.
+				last := toks[j-1]
+				closeAt, closeLine = last.End, last.Line+strings.Count(last.Text, "\n")
 			}
+			replaced(t.Line, t.Off, copied, o0)
 			continue
 		}
 		if t.Kind != pylex.Name || t.Text != "import" && t.Text != "from" {
@@ -167,8 +190,8 @@ func Source(src string, toks []pylex.Token, opts Options) (string, []Import, err
 		if t.Text == "from" && !atStart {
 			continue // "raise E from e", "yield from g": errors of their own
 		}
-		fail := func(format string, args ...any) (string, []Import, error) {
-			return "", nil, &Error{Line: t.Line, Msg: fmt.Sprintf(format, args...)}
+		fail := func(format string, args ...any) (Result, error) {
+			return Result{}, &Error{Line: t.Line, Msg: fmt.Sprintf(format, args...)}
 		}
 		if !atStart {
 			return fail("invalid syntax: `import` must start a statement")
@@ -186,20 +209,33 @@ func Source(src string, toks []pylex.Token, opts Options) (string, []Import, err
 			return fail("%v", opts.Refuse(modules[0]))
 		}
 		for _, m := range modules {
-			foreign = append(foreign, Import{Module: m, Line: t.Line, Star: st.star})
+			res.Imports = append(res.Imports, Import{Module: m, Line: t.Line, Star: st.star})
 		}
 		last := toks[st.next-1]
 		out.WriteString(src[copied:t.Off])
-		out.WriteString(assignment(st.binds, last.Line-t.Line))
+		o0 := out.Len()
+		a := assignment(st.binds, last.Line-t.Line)
+		if last.Line == t.Line {
+			out.WriteString(a)
+			replaced(t.Line, t.Off, last.End, o0)
+		} else {
+			// The assignment's first line stands for the statement's first
+			// line, its last (a parenthesis) for the statement's last.
+			first, rest, _ := strings.Cut(a, "\n")
+			out.WriteString(first)
+			replaced(t.Line, t.Off, lineEnd(src, t.Off), o0)
+			out.WriteString("\n" + rest)
+			replaced(last.Line, lineStart(src, last.Off), last.End, lineStart(out.String(), out.Len()))
+		}
 		copied = last.End
 		i = st.next - 1
 	}
 	if closeAt >= 0 {
-		out.WriteString(src[copied:closeAt] + ")")
-		copied = closeAt
+		closeCall()
 	}
 	out.WriteString(src[copied:])
-	return out.String(), foreign, nil
+	res.Code = out.String()
+	return res, nil
 }
 
 // assignment binds the names on one logical line spanning breaks+1 lines.

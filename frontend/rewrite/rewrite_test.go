@@ -38,7 +38,8 @@ func TestRewriteImports(t *testing.T) {
 		{"raise E from e\n", "raise E from e\n"},
 	}
 	for _, tt := range tests {
-		got, foreign, err := Source(tt.in, lex(tt.in), strict)
+		res, err := Source(tt.in, lex(tt.in), strict)
+		got, foreign := res.Code, res.Imports
 		if err != nil || got != tt.want || len(foreign) > 0 {
 			t.Errorf("rewrite %q:\n got %q, %v, %v\nwant %q", tt.in, got, foreign, err, tt.want)
 		}
@@ -50,7 +51,8 @@ func TestRewriteImports(t *testing.T) {
 
 func TestRewriteImportsStubs(t *testing.T) {
 	in := "import torch.nn as nn, os.path\nfrom numpy import zeros\nfrom torch import *\nimport argparse\n"
-	got, foreign, err := Source(in, lex(in), Options{})
+	res, err := Source(in, lex(in), Options{})
+	got, foreign := res.Code, res.Imports
 	want := "(nn, os) = (" + ImportFunc + `("torch.nn"), ` + ImportFunc + `("os"))` + "\nzeros = (" + ImportFunc + `("numpy").zeros)` +
 		"\n(None)\nargparse = (" + ImportFunc + `("argparse"))` + "\n"
 	if err != nil || got != want {
@@ -84,7 +86,8 @@ func TestRewriteStatements(t *testing.T) {
 		{"@a: assert x\n", d + "a: assert x)\n"},
 	}
 	for _, tt := range tests {
-		got, _, err := Source(tt.in, lex(tt.in), Options{})
+		res, err := Source(tt.in, lex(tt.in), Options{})
+		got := res.Code
 		if err != nil || got != tt.want {
 			t.Errorf("rewrite %q:\n got %q, %v\nwant %q", tt.in, got, err, tt.want)
 		}
@@ -141,7 +144,7 @@ func TestSourceErrors(t *testing.T) {
 		if tt.strict {
 			o = strict
 		}
-		_, _, err := Source(tt.src, lex(tt.src), o)
+		_, err := Source(tt.src, lex(tt.src), o)
 		var e *Error
 		if !errors.As(err, &e) || e.Line != tt.line || e.Col != 0 || e.Msg != tt.want {
 			t.Errorf("%q: %v, want %d: %s", tt.src, err, tt.line, tt.want)
@@ -166,10 +169,11 @@ func TestDesugar(t *testing.T) {
 		{"assert\n", "1: invalid assert statement: want `assert condition` or `assert condition, message`"},
 		{"x = 1\nassert x, 'a', 'b'\n", "2: invalid assert statement"},
 	} {
-		code, _, err := Source(tt.src, lex(tt.src), Options{})
+		res, err := Source(tt.src, lex(tt.src), Options{})
 		if err != nil {
 			t.Fatalf("%q: %v", tt.src, err)
 		}
+		code := res.Code
 		f, err := (&syntax.FileOptions{TopLevelControl: true}).Parse("p.py", code, 0)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.src, err)
@@ -252,7 +256,8 @@ func lines(s string) int {
 }
 
 // FuzzSource checks that no source makes Source panic, that a rewrite
-// keeps every line where it was, that its errors are positioned *Errors,
+// keeps every line where it was and maps every name back to its column
+// (checkColumns), that its errors are positioned *Errors,
 // and that a strict rewrite returns no stubbed module. Run it with
 //
 //	go test -fuzz=FuzzSource ./frontend/rewrite
@@ -264,7 +269,7 @@ func FuzzSource(f *testing.F) {
 		"import mirage as mi\nfrom mirage import (\n float16,\n)\nimport torch.nn as nn, os.path\nfrom numpy import *\n",
 		"from __future__ import annotations\nimport mirage \\\n as mi; y = 1\n", "from . import x\nfrom .. import y\n",
 		"@torch.no_grad()\ndef f():\n  assert (a,\n   b); y = x @ w\n", "x @= (a@\n b)\n", "if c: assert c\n@\n",
-		"import mirage \\\r\n as mi\rfrom mirage import (float16,\r\n new_kernel_graph)\n", "x = import mirage\n", "class A: pass\nx = y is z\n", "s = 'import x'  # from y import z\n", "raise E from e\n",
+		"import mirage \\\r\n as mi\rfrom mirage import (float16,\r\n new_kernel_graph)\n", "x = import mirage\n", "class A: pass\nx = y is z\n", "s = 'import x'  # from y import z\n", "raise E from e\n", "\x97\xb2@A\n@d(\n qq)\ndef f(): pass\n",
 	} {
 		f.Add(s)
 	}
@@ -276,7 +281,8 @@ func FuzzSource(f *testing.F) {
 			if strict {
 				opts.Refuse = func(m string) error { return fmt.Errorf("refused %q", m) }
 			}
-			code, foreign, err := Source(src, toks, opts)
+			res, err := Source(src, toks, opts)
+			code, foreign := res.Code, res.Imports
 			if err != nil {
 				var e *Error
 				if !errors.As(err, &e) || e.Line < 1 || code != "" || foreign != nil {
@@ -290,6 +296,7 @@ func FuzzSource(f *testing.F) {
 			if strict && len(foreign) > 0 {
 				t.Fatalf("a strict rewrite let %v through", foreign)
 			}
+			checkColumns(t, src, res)
 			Constructs(toks) // must not panic either
 		}
 	})
