@@ -194,11 +194,14 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
 		} else if lk.Code.Vendor() {
-			k = vendorKernel(g, op, arch, scale)
+			k = vendorKernel(g, op, lk, arch, scale)
 		} else if k, err = libraryKernel(g, op, lk, arch, scale); err != nil {
 			return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 		}
 		k.Op, k.Name, k.Launch = i, op.Kind.String(), lk
+		if lk.Fold != nil {
+			k.Name += "+" + g.Ops[lk.Fold.Op].Kind.String()
+		}
 		e.Kernels = append(e.Kernels, k)
 		e.Launches++
 		e.Blocks += k.Grid.Count() // 0 for a vendor call
@@ -239,9 +242,15 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch targe
 // library's measured share of the bandwidth, its flops at the tensor
 // cores' achievable rate, or its fixed latency, whichever is longest, plus
 // a launch. The library fills the GPU (Waves 1): its heuristic splits K
-// when the output has few tiles.
-func vendorKernel(g *kernel.Graph, op *kernel.Op, arch target.Arch, scale map[kernel.TensorID]float64) Kernel {
+// when the output has few tiles. An add it performs (launch.Fold) reads
+// its addend beside: the add's output is written in the product's place.
+func vendorKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch target.Arch, scale map[kernel.TensorID]float64) Kernel {
 	k, _, _ := opWork(g, op, arch, scale)
+	if f := lk.Fold; f != nil {
+		b := scaled(int64(g.Tensors[f.Addend].Bytes()), scaleOf(scale, f.Addend))
+		k.Bytes += b
+		k.DRAMBytes += b
+	}
 	k.Waves = 1
 	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
 	k.ComputeMicros = (float64(k.TensorFlops)/(arch.TensorFLOPS*tensorEfficiency) + float64(k.CUDAFlops)/(arch.FP32FLOPS*cudaEfficiency)) * 1e6

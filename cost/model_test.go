@@ -375,6 +375,37 @@ func TestLibraryKernelReadsEachInputOnce(t *testing.T) {
 	}
 }
 
+// A residual add that cuBLASLt performs in its epilogue (launch.Fold)
+// costs the addend's read and no launch of its own: the matmul's bytes plus
+// the addend's, and no more time than the matmul and the add apart.
+func TestFoldedAddCostsItsAddend(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	build := func(residual bool) *kernel.Graph {
+		g := kernel.New()
+		x := check[kernel.TensorID](t)(g.AddInput(sh(16, 4096), fp16))
+		w := check[kernel.TensorID](t)(g.AddInput(sh(4096, 4096), fp16))
+		r := check[kernel.TensorID](t)(g.AddInput(sh(16, 4096), fp16))
+		y := check[kernel.TensorID](t)(g.Add(ugraph.OpMatmul, ugraph.Attr{}, x, w))
+		if residual {
+			y = check[kernel.TensorID](t)(g.Add(ugraph.OpAdd, ugraph.Attr{}, r, y))
+		}
+		if err := g.MarkOutput(y); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	plain, folded := estimate(t, build(false), arch), estimate(t, build(true), arch)
+	if folded.Launches != 1 || folded.Kernels[0].Name != "matmul+add" {
+		t.Fatalf("the residual program: %d launches (%v), want the one call", folded.Launches, folded.Kernels)
+	}
+	if want := plain.Bytes + 16*4096*2; folded.Bytes != want || folded.Kernels[0].DRAMBytes != want {
+		t.Errorf("bytes %d (DRAM %d), want the matmul's and the addend's, %d", folded.Bytes, folded.Kernels[0].DRAMBytes, want)
+	}
+	if folded.Micros <= plain.Micros || folded.Micros > plain.Micros+0.1 {
+		t.Errorf("%.3f µs, want just over the matmul's %.3f", folded.Micros, plain.Micros)
+	}
+}
+
 func TestEstimateSumsKernels(t *testing.T) {
 	e := estimate(t, loadExample(t, "gqa.py"), mustArch(t, "sm_90"))
 	var bytes, flops int64

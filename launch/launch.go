@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
@@ -120,6 +121,19 @@ type Kernel struct {
 	// Workspace is the scratch memory, in bytes, that the call of a
 	// vendor library needs beside the program's tensors.
 	Workspace int
+	// Fold, for a cuBLASLt matmul, is the add that the same call performs
+	// (nil: none).
+	Fold *Fold
+}
+
+// Fold is an add that a cuBLASLt matmul performs in its epilogue: D =
+// A·B + C with beta 1, C the add's other operand (the residual of a
+// transformer layer) and D the add's output. The add has no launch of its
+// own and the product is never stored: one kernel and one round trip of
+// the product through memory fewer, as cuBLAS's addmm does it.
+type Fold struct {
+	Op     int             // the add op
+	Addend kernel.TensorID // its other operand, read as C
 }
 
 // Blocks is the number of blocks in the grid.
@@ -136,7 +150,7 @@ type Plan struct {
 }
 
 // Kernel returns the launch of op i, or nil when op i launches nothing
-// (an input, or a dead op).
+// (an input, a dead op, or an add folded into a matmul: FoldedInto).
 func (p *Plan) Kernel(i int) *Kernel {
 	for k := range p.Kernels {
 		if p.Kernels[k].Op == i {
@@ -144,6 +158,17 @@ func (p *Plan) Kernel(i int) *Kernel {
 		}
 	}
 	return nil
+}
+
+// FoldedInto returns the op whose launch performs op i (Kernel.Fold), or
+// -1 when op i has a launch of its own or none.
+func (p *Plan) FoldedInto(i int) int {
+	for _, k := range p.Kernels {
+		if k.Fold != nil && k.Fold.Op == i {
+			return k.Op
+		}
+	}
+	return -1
 }
 
 // ErrDoesNotFit reports a graph-defined kernel that cannot run on the
@@ -188,7 +213,65 @@ func Graph(g *kernel.Graph, arch target.Arch, opts Options) (*Plan, error) {
 		}
 		p.Kernels = append(p.Kernels, k)
 	}
+	p.fold(g)
 	return p, nil
+}
+
+// fold gives each cuBLASLt matmul whose product only an add of a tensor of
+// the product's shape and dtype reads (and the program does not output)
+// that add to perform (Kernel.Fold), and drops the add's launch.
+func (p *Plan) fold(g *kernel.Graph) {
+	folded := map[int]bool{}
+	for k := range p.Kernels {
+		lk := &p.Kernels[k]
+		if lk.Code != CuBLASLt {
+			continue
+		}
+		if f, ok := foldableAdd(g, p.Live, lk.Op); ok {
+			lk.Fold = &f
+			folded[f.Op] = true
+		}
+	}
+	if len(folded) > 0 {
+		p.Kernels = slices.DeleteFunc(p.Kernels, func(k Kernel) bool { return folded[k.Op] })
+	}
+}
+
+// foldableAdd returns the add that matmul op i's call can perform: the
+// only live reader of the product, adding to it once a distinct tensor of
+// the same shape and dtype (no broadcast, which C of cuBLASLt cannot do)
+// that is there when the call runs (an input, or computed before op i).
+func foldableAdd(g *kernel.Graph, live []bool, i int) (Fold, bool) {
+	t := g.Ops[i].Out[0]
+	if slices.Contains(g.Outputs, t) {
+		return Fold{}, false
+	}
+	reader := -1
+	for j := i + 1; j < len(g.Ops); j++ {
+		if !live[j] || !slices.Contains(g.Ops[j].In, t) {
+			continue
+		}
+		if reader >= 0 {
+			return Fold{}, false // read twice
+		}
+		reader = j
+	}
+	if reader < 0 || g.Ops[reader].Kind != ugraph.OpAdd {
+		return Fold{}, false
+	}
+	add := &g.Ops[reader]
+	addend := add.In[0]
+	if addend == t {
+		addend = add.In[1]
+	}
+	prod, other, out := g.Tensors[t], g.Tensors[addend], g.Tensors[add.Out[0]]
+	if addend == t || other.Shape != prod.Shape || other.DType != prod.DType || out.DType != prod.DType {
+		return Fold{}, false
+	}
+	if p, _ := g.Producer(addend); p > i {
+		return Fold{}, false // computed after the matmul, whose place the call keeps
+	}
+	return Fold{Op: reader, Addend: addend}, true
 }
 
 // Live returns, per op of g, whether one of g's outputs depends on it.

@@ -118,6 +118,57 @@ func TestDeadOpsLaunchNothing(t *testing.T) {
 	}
 }
 
+// TestFold: an add of a cuBLASLt matmul's product and a tensor of its shape
+// goes into the call's epilogue when the add is the product's only reader,
+// the product no output, the addend there before the call; never on the
+// runtime's own GEMM.
+func TestFold(t *testing.T) {
+	const ins = `x = g.new_input(dims=(8, 64), dtype=mi.float16)
+w = g.new_input(dims=(64, 32), dtype=mi.float16)
+r = g.new_input(dims=(8, 32), dtype=mi.float16)`
+	for _, c := range []struct {
+		name   string
+		src    string
+		own    bool
+		folds  bool
+		addend int // the addend's tensor, when folded
+	}{
+		{"residual after", "g.mark_output(g.add(g.matmul(x, w), r))", false, true, 2},
+		{"residual before", "g.mark_output(g.add(r, g.matmul(x, w)))", false, true, 2},
+		{"own GEMM", "g.mark_output(g.add(g.matmul(x, w), r))", true, false, 0},
+		{"broadcast", "b = g.new_input(dims=(1, 32), dtype=mi.float16)\ng.mark_output(g.add(g.matmul(x, w), b))", false, false, 0},
+		{"product an output", "p = g.matmul(x, w)\ng.mark_output(g.add(p, r))\ng.mark_output(p)", false, false, 0},
+		{"product read twice", "p = g.matmul(x, w)\ng.mark_output(g.add(p, g.exp(p)))", false, false, 0},
+		{"product doubled", "p = g.matmul(x, w)\ng.mark_output(g.add(p, p))", false, false, 0},
+		{"addend after the matmul", "p = g.matmul(x, w)\ng.mark_output(g.add(p, g.exp(r)))", false, false, 0},
+		{"a mul is no add", "g.mark_output(g.mul(g.matmul(x, w), r))", false, false, 0},
+		{"a dead reader does not count", "p = g.matmul(x, w)\nunused = g.exp(p)\ng.mark_output(g.add(p, r))", false, true, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := load(t, ins, c.src)
+			p, err := Graph(g, sm90, Options{OwnGEMM: c.own})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var folds []*Fold
+			for _, k := range p.Kernels {
+				if k.Fold != nil {
+					folds = append(folds, k.Fold)
+					if p.FoldedInto(k.Fold.Op) != k.Op || p.Kernel(k.Fold.Op) != nil || g.Ops[k.Fold.Op].Kind.String() != "add" {
+						t.Errorf("op %d folds op %d: FoldedInto %d, its own launch %v", k.Op, k.Fold.Op, p.FoldedInto(k.Fold.Op), p.Kernel(k.Fold.Op))
+					}
+				}
+			}
+			switch {
+			case !c.folds && len(folds) > 0:
+				t.Errorf("folded %+v, want no fold", *folds[0])
+			case c.folds && (len(folds) != 1 || int(folds[0].Addend) != c.addend):
+				t.Errorf("folds %v, want one adding tensor %d", folds, c.addend)
+			}
+		})
+	}
+}
+
 // TestGraphDefined: a customized op's launch is its block graph's grid and
 // its thread plan's threads, shared memory and stages; the stages option
 // reaches the thread plan; a block over the arch's shared memory is a

@@ -796,23 +796,26 @@ inline uint32_t lt_align(std::initializer_list<uintptr_t> xs) {
   return a;
 }
 
-// lt_matmul runs C[b] = A[b] · B[b] for row-major A [M][K], B [K][N],
-// C [M][N], b < batch, on stream through cuBLASLt, fp32 accumulation;
+// lt_matmul runs C[b] = A[b] · B[b] (+ R[b] when R is not null) for
+// row-major A [M][K], B [K][N], C and R [M][N], b < batch, on stream
+// through cuBLASLt, fp32 accumulation (R is the library's C, with beta 1);
 // workspace holds LtWorkspaceBytes. Each device's handle and each shape's
 // plan (per device and alignment) are made at their first call (host work
 // only: no allocation, no synchronisation) and kept for the process, so
 // later calls, a CUDA graph's capture among them, only launch; a failed
 // plan is not kept, and is tried again.
 template <typename T>
-cudaError_t lt_matmul(T* C, const T* A, const T* B, int M, int N, int K, int batch, void* workspace,
+cudaError_t lt_matmul(T* C, const T* A, const T* B, const T* R, int M, int N, int K, int batch, void* workspace,
                       cudaStream_t stream) {
   if (M == 0) return cudaSuccess;  // a dynamic m of 0 rows
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return cudaErrorInvalidDevice;
   const uintptr_t es = sizeof(T);
+  const T* const Cin = R != nullptr ? R : C;
   const uint32_t align = lt_align({reinterpret_cast<uintptr_t>(A), reinterpret_cast<uintptr_t>(B),
-                                   reinterpret_cast<uintptr_t>(C), batch > 1 ? es * M * K : 256,
-                                   batch > 1 ? es * K * N : 256, batch > 1 ? es * M * N : 256});
+                                   reinterpret_cast<uintptr_t>(C), reinterpret_cast<uintptr_t>(Cin),
+                                   batch > 1 ? es * M * K : 256, batch > 1 ? es * K * N : 256,
+                                   batch > 1 ? es * M * N : 256});
   static std::map<std::tuple<int, int, int, int, int, int, uint32_t>, LtPlan> plans;
   LtPlan p;
   cublasLtHandle_t handle;
@@ -830,8 +833,8 @@ cudaError_t lt_matmul(T* C, const T* A, const T* B, int M, int N, int K, int bat
     p = it->second;
   }
   const float one = 1.0f, zero = 0.0f;
-  return lt_error(cublasLtMatmul(handle, p.desc, &one, B, p.a, A, p.b, &zero, C, p.c, C, p.c, &p.algo, workspace,
-                                 LtWorkspaceBytes, stream));
+  return lt_error(cublasLtMatmul(handle, p.desc, &one, B, p.a, A, p.b, R != nullptr ? &one : &zero, Cin, p.c, C, p.c,
+                                 &p.algo, workspace, LtWorkspaceBytes, stream));
 }
 
 }  // namespace mirage

@@ -259,6 +259,37 @@ var emuCases = []emuCase{
 	}},
 	// The same on the runtime's own GEMM (launch.Options.OwnGEMM).
 	{name: "own_gemm", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: predefinedMatmuls},
+	// Residual adds that cuBLASLt performs in its epilogue (launch.Fold),
+	// batched and not, the product on either side of the add, the addend
+	// an intermediate; and adds it must not take: a broadcast addend, a
+	// product the program outputs too, a product read twice.
+	{name: "cublaslt_residual", scale: 0.25, src: residualMatmuls},
+	{name: "own_gemm_residual", scale: 0.25, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: residualMatmuls},
+}
+
+// residualMatmuls are matmuls followed by adds, foldable into cuBLASLt's
+// epilogue or not.
+var residualMatmuls = []string{
+	"g = mi.new_kernel_graph()",
+	"X = g.new_input(dims=(13, 40), dtype=mi.float16)",
+	"W = g.new_input(dims=(40, 24), dtype=mi.float16)",
+	"R = g.new_input(dims=(13, 24), dtype=mi.float16)",
+	"A = g.new_input(dims=(3, 5, 16), dtype=mi.bfloat16)",
+	"B = g.new_input(dims=(3, 16, 8), dtype=mi.bfloat16)",
+	"S = g.new_input(dims=(3, 5, 8), dtype=mi.bfloat16)",
+	"V = g.new_input(dims=(1, 24), dtype=mi.float16)",
+	"U = g.new_input(dims=(24, 24), dtype=mi.float16)",
+	"H = g.add(R, g.matmul(X, W))", // folds, the product second
+	"E = g.exp(R)",
+	"g.mark_output(g.add(g.matmul(g.exp(H), U), E))", // folds, an intermediate addend
+	"g.mark_output(g.add(g.matmul(H, U), g.exp(H)))", // the addend computed after: no fold
+	"g.mark_output(g.add(g.matmul(A, B), S))",        // folds, batched
+	"g.mark_output(g.add(g.matmul(X, W), V))",        // a broadcast: no fold
+	"P = g.matmul(R, U)",
+	"g.mark_output(g.add(P, R))", // P is an output too: no fold
+	"g.mark_output(P)",
+	"Q = g.matmul(X, W)",
+	"g.mark_output(g.add(Q, g.exp(Q)))", // Q read twice: no fold
 }
 
 // predefinedMatmuls are pre-defined matmuls at odd row counts, batched and

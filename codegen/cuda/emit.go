@@ -233,6 +233,9 @@ func (p *program) storage() error {
 		if op.Kind == ugraph.OpInput || !p.live[i] {
 			continue
 		}
+		if lk := p.plan.Kernel(i); lk != nil && lk.Fold != nil {
+			continue // the product the call adds to, never stored
+		}
 		for _, t := range op.Out {
 			ct := ctype(g.Tensors[t].DType)
 			p.cname[t] = fmt.Sprintf("t%d", t)
@@ -286,7 +289,7 @@ func (p *program) kernels() error {
 	}
 	for i := range g.Ops {
 		op := &g.Ops[i]
-		if op.Kind == ugraph.OpInput || !p.live[i] {
+		if op.Kind == ugraph.OpInput || !p.live[i] || p.plan.FoldedInto(i) >= 0 {
 			continue
 		}
 		var err error
@@ -553,17 +556,31 @@ func (p *program) libraryCall(i int, lk *launch.Kernel) error {
 	g := p.g
 	op := &g.Ops[i]
 	out := g.Tensors[op.Out[0]]
-	mm, err := p.matmulDims(op)
+	// The rows m of a dynamic program: of the product, or, with an add in
+	// the call, of what it reads and writes in the product's place.
+	rowsOf := []kernel.TensorID{op.In[0], op.Out[0]}
+	if f := lk.Fold; f != nil {
+		rowsOf = []kernel.TensorID{op.In[0], f.Addend, g.Ops[f.Op].Out[0]}
+	}
+	mm, err := p.matmulDims(op, rowsOf...)
 	if err != nil {
 		return err
 	}
 	name := fmt.Sprintf("mirage::lt_matmul<%s>", ctype(out.DType))
-	p.res.Kernels = append(p.res.Kernels, Kernel{Name: name, Op: i, What: op.Kind.String(), Stages: lk.Stages, Library: lk.Code.Links(),
-		Notes: []string{fmt.Sprintf("cuBLASLt (links -l%s): the library picks the kernels, %d bytes of scratch", lk.Code.Links(), lk.Workspace)}})
+	notes := []string{fmt.Sprintf("cuBLASLt (links -l%s): the library picks the kernels, %d bytes of scratch", lk.Code.Links(), lk.Workspace)}
+	what, dst, addend := op.Kind.String(), op.Out[0], "nullptr"
+	comment := fmt.Sprintf("op %d: %s -> %s %v, through cuBLASLt", i, kernelCall(g, i), p.cname[dst], out.Shape)
+	if f := lk.Fold; f != nil {
+		what, dst, addend = "matmul+add", g.Ops[f.Op].Out[0], p.cname[f.Addend]
+		notes = append(notes, fmt.Sprintf("op %d's add of %s in the epilogue (beta 1)", f.Op, addend))
+		comment = fmt.Sprintf("ops %d and %d: %s + %s -> %s %v, through cuBLASLt (the add in its epilogue)",
+			i, f.Op, kernelCall(g, i), addend, p.cname[dst], out.Shape)
+	}
+	p.res.Kernels = append(p.res.Kernels, Kernel{Name: name, Op: i, What: what, Stages: lk.Stages, Library: lk.Code.Links(), Notes: notes})
 	h := &p.host
 	h.line("")
-	h.comment(fmt.Sprintf("op %d: %s -> %s %v, through cuBLASLt", i, kernelCall(g, i), p.cname[op.Out[0]], out.Shape))
-	h.line("err = %s(%s, %s, %s, %s, %d, %d, %d, lib_ws, stream);", name, p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], mm.rows, mm.n, mm.k, mm.batch)
+	h.comment(comment)
+	h.line("err = %s(%s, %s, %s, %s, %s, %d, %d, %d, lib_ws, stream);", name, p.cname[dst], p.cname[op.In[0]], p.cname[op.In[1]], addend, mm.rows, mm.n, mm.k, mm.batch)
 	h.line("if (err != cudaSuccess) return err;")
 	return nil
 }
@@ -576,14 +593,18 @@ type matmulShape struct {
 }
 
 // matmulDims reads matmul op's dims. With m dynamic the rows are m (the
-// batch is then 1: m is the outermost dim of extent above 1).
-func (p *program) matmulDims(op *kernel.Op) (matmulShape, error) {
+// batch is then 1: m is the outermost dim of extent above 1): m when one
+// of rowsOf (the matmul's input and output, when none is given) has it.
+func (p *program) matmulDims(op *kernel.Op, rowsOf ...kernel.TensorID) (matmulShape, error) {
+	if len(rowsOf) == 0 {
+		rowsOf = []kernel.TensorID{op.In[0], op.Out[0]}
+	}
 	x, out := p.g.Tensors[op.In[0]], p.g.Tensors[op.Out[0]]
 	r := x.Shape.Rank()
 	s := matmulShape{m: x.Shape.Dim(r - 2), k: x.Shape.Dim(r - 1), n: out.Shape.Last()}
 	s.batch = x.Shape.NumElements() / (s.m * s.k)
 	s.rows = fmt.Sprint(s.m)
-	cm, err := p.count(s.m, op.In[0], op.Out[0])
+	cm, err := p.count(s.m, rowsOf...)
 	if err != nil {
 		return s, err
 	}
