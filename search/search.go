@@ -501,7 +501,10 @@ func inProgramOrder(c *Candidate, mapping []int) {
 // that pass; under Options.Unverified it returns the first MaxResults
 // ranked, unverified.
 func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
-	cands := append(seeds, s.describeAll(found)...)
+	described := s.describeAll(found)
+	slices.SortFunc(described, compareCandidates)
+	s.sizeAll(described[:min(len(described), sizedCandidates)])
+	cands := append(seeds, described...)
 	slices.SortFunc(cands, compareCandidates)
 	if s.opts.Unverified {
 		n := len(cands)
@@ -760,9 +763,9 @@ func (s *searcher) describeAll(found []*Candidate) []*Candidate {
 	return cands
 }
 
-// describe fills in c's counts and estimate from its graph, whose
-// kernels it sizes first (blockSizes: c's graph and hash may change); it
-// reports false when the cost model cannot estimate it.
+// describe fills in c's counts and estimate from its graph, its kernels
+// at the size they were built with (size chooses after); it reports false
+// when the cost model cannot estimate it.
 func (s *searcher) describe(c *Candidate) bool {
 	g := c.Graph
 	for _, op := range g.Ops {
@@ -777,12 +780,9 @@ func (s *searcher) describe(c *Candidate) bool {
 		}
 	}
 	if s.opts.Estimate != nil {
-		g, e, err := s.blockSizes(g)
+		e, err := s.opts.Estimate(g)
 		if err != nil {
 			return false
-		}
-		if g != c.Graph {
-			c.Graph, c.Hash = g, kernel.Hash(g)
 		}
 		c.Estimate = e
 	}

@@ -50,7 +50,7 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 		return sd, nil
 	}
 	// Seeds are built with the first block size, as the enumeration builds
-	// its graphs; describe then sizes each (blockSizes).
+	// its graphs, and then sized (blockSizes).
 	seeds := buildSeeds(s.program, seed.Options{Threads: s.cfg.Threads[:1], ReductionDimx: s.cfg.ReductionDimx})
 	for lo := 0; lo < len(seeds); {
 		rs := ruleSeeds{trial: SeedTrial{Rule: seeds[lo].Rule}}
@@ -61,6 +61,7 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 			// The enumeration skips graphs equal to a seed as built.
 			s.recorded.Store(c.Hash, struct{}{})
 			if s.cfg.admits(g) && s.describe(c) {
+				s.size(c)
 				rs.cands = append(rs.cands, c)
 			}
 		}

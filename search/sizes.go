@@ -1,6 +1,9 @@
 package search
 
-import "github.com/mirage-go/mirage/ugraph/kernel"
+import (
+	"github.com/mirage-go/mirage/ugraph/kernel"
+	"golang.org/x/sync/errgroup"
+)
 
 // sizeGain is how much faster, by the estimate, another block size must
 // make a candidate to be chosen over the size it was built with: the model
@@ -43,4 +46,47 @@ func (s *searcher) blockSizes(g *kernel.Graph) (*kernel.Graph, Estimate, error) 
 		}
 	}
 	return g, best, nil
+}
+
+// sizedCandidates is how many of the enumeration's candidates, best first
+// as built, get their kernels sized: sizing estimates each kernel again at
+// every other size, which for the tens of thousands a time-limited search
+// completes took the time its verification needed. Sizing only lowers an
+// estimate, so the candidates past these keep an estimate that is an upper
+// bound of their sized one. Seeds are all sized.
+const sizedCandidates = 1024
+
+// size gives c's kernels their block sizes (blockSizes), which may change
+// its graph, hash and estimate.
+func (s *searcher) size(c *Candidate) {
+	if s.opts.Estimate == nil || c.Customized == 0 {
+		return
+	}
+	g, e, err := s.blockSizes(c.Graph)
+	if err != nil {
+		return // estimated before: cannot fail now
+	}
+	if g != c.Graph {
+		c.Graph, c.Hash = g, kernel.Hash(g)
+	}
+	c.Estimate = e
+}
+
+// sizeAll sizes cands in parallel, until the verification's context ends.
+func (s *searcher) sizeAll(cands []*Candidate) {
+	var g errgroup.Group
+	g.SetLimit(max(s.opts.Workers, 1))
+	const chunk = 64
+	for lo := 0; lo < len(cands); lo += chunk {
+		g.Go(func() error {
+			for _, c := range cands[lo:min(lo+chunk, len(cands))] {
+				if s.verifyCtx.Err() != nil {
+					return nil
+				}
+				s.size(c)
+			}
+			return nil
+		})
+	}
+	g.Wait()
 }
