@@ -134,8 +134,8 @@ func (s *searcher) makeBlockConfigs(classes classes, ins []kernel.TensorID, inCl
 		if mirrored(grid, labels, grids) {
 			return
 		}
-		// One block size: the others compute the same, and describe
-		// chooses among them (blockSizes).
+		// One block size: the others compute the same, and the best
+		// candidates are sized after (sizeAll).
 		confs = append(confs, blockConfig{grid: grid, threads: cfg.Threads[0], forloop: f,
 			imaps: slices.Clone(imaps), fmaps: slices.Clone(fmaps), classes: inCls, split: labels})
 	}

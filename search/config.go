@@ -53,8 +53,9 @@ type Config struct {
 	// program's shapes.
 	Grids []block.Dim3
 	// Threads are the block sizes a graph-defined kernel may have: the
-	// enumeration and the seeds build with the first, and each complete
-	// candidate's kernels get the one the cost model ranks best.
+	// enumeration and the seeds build with the first, and the seeds' and
+	// the best-ranked candidates' kernels get the one the cost model ranks
+	// best (sizeAll).
 	Threads []block.Dim3
 	IMaps   []block.Map
 	OMaps   []block.Map
@@ -230,8 +231,8 @@ func restrict[T any](list *[]T, r []T) {
 //   - Fmaps: -1 and every dim below the maximal rank.
 //   - Threads: 128 (4 warps, Mirage's default), 256 and 512. The
 //     enumeration builds every block graph with the first; the others
-//     compute the same, and the cost model picks among them for each
-//     complete candidate (blockSizes).
+//     compute the same, and the cost model picks among them for the
+//     best-ranked complete candidates and the seeds (sizeAll).
 func (c *Config) Complete(program *kernel.Graph) {
 	for _, op := range program.Ops {
 		c.KernelOps = addOp(c.KernelOps, kernelChoice(op))
