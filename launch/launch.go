@@ -240,7 +240,8 @@ func (p *Plan) fold(g *kernel.Graph) {
 // foldableAdd returns the add that matmul op i's call can perform: the
 // only live reader of the product, adding to it once a distinct tensor of
 // the same shape and dtype (no broadcast, which C of cuBLASLt cannot do)
-// that is there when the call runs (an input, or computed before op i).
+// that is there when the call runs (an input, wherever the program adds
+// it, or computed before op i).
 func foldableAdd(g *kernel.Graph, live []bool, i int) (Fold, bool) {
 	t := g.Ops[i].Out[0]
 	if slices.Contains(g.Outputs, t) {
@@ -268,7 +269,7 @@ func foldableAdd(g *kernel.Graph, live []bool, i int) (Fold, bool) {
 	if addend == t || other.Shape != prod.Shape || other.DType != prod.DType || out.DType != prod.DType {
 		return Fold{}, false
 	}
-	if p, _ := g.Producer(addend); p > i {
+	if p, _ := g.Producer(addend); p > i && g.Ops[p].Kind != ugraph.OpInput {
 		return Fold{}, false // computed after the matmul, whose place the call keeps
 	}
 	return Fold{Op: reader, Addend: addend}, true

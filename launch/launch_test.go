@@ -141,6 +141,7 @@ r = g.new_input(dims=(8, 32), dtype=mi.float16)`
 		{"product read twice", "p = g.matmul(x, w)\ng.mark_output(g.add(p, g.exp(p)))", false, false, 0},
 		{"product doubled", "p = g.matmul(x, w)\ng.mark_output(g.add(p, p))", false, false, 0},
 		{"addend after the matmul", "p = g.matmul(x, w)\ng.mark_output(g.add(p, g.exp(r)))", false, false, 0},
+		{"an input added after the matmul", "p = g.matmul(x, w)\nq = g.new_input(dims=(8, 32), dtype=mi.float16)\ng.mark_output(g.add(p, q))", false, true, 4},
 		{"a mul is no add", "g.mark_output(g.mul(g.matmul(x, w), r))", false, false, 0},
 		{"a dead reader does not count", "p = g.matmul(x, w)\nunused = g.exp(p)\ng.mark_output(g.add(p, r))", false, true, 2},
 	} {

@@ -15,15 +15,15 @@ const sizeGain = 0.02
 // the configuration's Threads, that the cost model estimates fastest (a
 // size that gains less than sizeGain of the candidate's time keeps the one
 // before), and returns the graph, a copy where a size changed, with its
-// estimate. The size does not change what a kernel computes, only how
-// many warps share its tiles, so the enumeration builds every block graph
-// with the first size and the choice is made here, once per candidate:
-// since a graph's estimate is the sum of its kernels', each kernel's size
-// is chosen alone.
-func (s *searcher) blockSizes(g *kernel.Graph) (*kernel.Graph, Estimate, error) {
-	best, err := s.opts.Estimate(g)
-	if err != nil || len(s.cfg.Threads) < 2 {
-		return g, best, err
+// estimate; built is g's estimate as given. The size does not change what
+// a kernel computes, only how many warps share its tiles, so the
+// enumeration builds every block graph with the first size and the choice
+// is made here, once per candidate: since a graph's estimate is the sum of
+// its kernels', each kernel's size is chosen alone.
+func (s *searcher) blockSizes(g *kernel.Graph, built Estimate) (*kernel.Graph, Estimate) {
+	best := built
+	if len(s.cfg.Threads) < 2 {
+		return g, best
 	}
 	for i := range g.Ops {
 		b := g.Ops[i].Block
@@ -45,7 +45,7 @@ func (s *searcher) blockSizes(g *kernel.Graph) (*kernel.Graph, Estimate, error) 
 			g, best, b = try, e, &sized
 		}
 	}
-	return g, best, nil
+	return g, best
 }
 
 // sizedCandidates is how many of the enumeration's candidates, best first
@@ -56,16 +56,13 @@ func (s *searcher) blockSizes(g *kernel.Graph) (*kernel.Graph, Estimate, error) 
 // bound of their sized one. Seeds are all sized.
 const sizedCandidates = 1024
 
-// size gives c's kernels their block sizes (blockSizes), which may change
-// its graph, hash and estimate.
+// size gives the kernels of c, described already, their block sizes
+// (blockSizes), which may change its graph, hash and estimate.
 func (s *searcher) size(c *Candidate) {
 	if s.opts.Estimate == nil || c.Customized == 0 {
 		return
 	}
-	g, e, err := s.blockSizes(c.Graph)
-	if err != nil {
-		return // estimated before: cannot fail now
-	}
+	g, e := s.blockSizes(c.Graph, c.Estimate)
 	if g != c.Graph {
 		c.Graph, c.Hash = g, kernel.Hash(g)
 	}

@@ -83,10 +83,11 @@ func TestBlockSizes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := &searcher{cfg: Config{Threads: c.threads}, opts: Options{Estimate: byKernel(c.price)}}
-			got, e, err := s.blockSizes(g)
+			built, err := s.opts.Estimate(g)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got, e := s.blockSizes(g, built)
 			if sizes := sizesOf(got); !slices.Equal(sizes, c.want) {
 				t.Errorf("sizes %v, want %v", sizes, c.want)
 			}

@@ -571,7 +571,7 @@ func (p *program) libraryCall(i int, lk *launch.Kernel) error {
 	what, dst, addend := op.Kind.String(), op.Out[0], "nullptr"
 	comment := fmt.Sprintf("op %d: %s -> %s %v, through cuBLASLt", i, kernelCall(g, i), p.cname[dst], out.Shape)
 	if f := lk.Fold; f != nil {
-		what, dst, addend = "matmul+add", g.Ops[f.Op].Out[0], p.cname[f.Addend]
+		what, dst, addend = what+"+"+g.Ops[f.Op].Kind.String(), g.Ops[f.Op].Out[0], p.cname[f.Addend]
 		notes = append(notes, fmt.Sprintf("op %d's add of %s in the epilogue (beta 1)", f.Op, addend))
 		comment = fmt.Sprintf("ops %d and %d: %s + %s -> %s %v, through cuBLASLt (the add in its epilogue)",
 			i, f.Op, kernelCall(g, i), addend, p.cname[dst], out.Shape)
