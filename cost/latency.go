@@ -139,13 +139,16 @@ func graphSteps(tg *thread.Graph) blockSteps {
 					}
 				}
 			}
-			if shared(gr.Result) {
+			if shared(gr.Result) && (post || gr.LaneRows == 0) { // lane partials stay in registers in the loop
 				written[gr.Result] = true
 			}
 			into.add(s, 1)
 		}
 	}
 	phase(tg.Loop, false, &bs.Iter)
+	for _, gi := range tg.Loop {
+		bs.Once.Rows += float64(tg.Groups[gi].LaneRows) // the warp sums of lane partials, after the loop
+	}
 	if len(tg.Post) > 0 {
 		bs.Once.Barriers++
 	}
@@ -233,9 +236,11 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			n := ceilf(out.NumElements(), threads)
 			s.Elements += n * float64(xs.Last()/out.Last())
 			reads(head, n*float64(xs.Last()/out.Last()))
-		default: // sum, mean, rms: a warp per row
+		default: // sum, mean, rms: a warp per row, reduced now or after the loop (lane partials)
 			rows := ceilf(xs.NumElements()/xs.Last(), warps)
-			s.Rows += rows
+			if gr.LaneRows == 0 {
+				s.Rows += rows
+			}
 			s.RowElems += rows * ceilf(xs.Last(), target.WarpSize)
 			reads(head, rows*ceilf(xs.Last(), target.WarpSize))
 		}

@@ -10,10 +10,10 @@ import (
 )
 
 // measuredKernel plans the first graph-defined kernel of the measured
-// graph with the given entry.
+// graph with the given entry, stale or not (its steps are today's code's).
 func measuredKernel(t *testing.T, workload, entry string) *launch.Kernel {
 	t.Helper()
-	for _, m := range loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"))[workload] {
+	for _, m := range loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"), true)[workload] {
 		if m.entry != entry {
 			continue
 		}
@@ -39,12 +39,13 @@ func measuredKernel(t *testing.T, workload, entry string) *launch.Kernel {
 //	per iteration: cp_async_wait + __syncthreads; load_s0 (X's 16x256
 //	tile, 512 16-byte chunks: 4 a thread) and load_s1 (W's 256x64 tile,
 //	2048 chunks: 16 a thread); g0, the rms accumulator, a warp per row:
-//	16 rows over 4 warps, 256/32 = 8 elements a lane each; g1,
-//	mma_tiles<1, 2, K=256>: 16 k-steps of one A and one B ldmatrix and
-//	two mma.sync.
-//	after the loop: __syncthreads; g0 finishes the rms in place (16
-//	elements: one a thread); __syncthreads (g1 reads s2); g1's 8
-//	fragment values a lane (4 pairs), divided by the rms and stored.
+//	16 rows over 4 warps, 256/32 = 8 elements a lane each, added into
+//	the lane's 4 partial sums; g1, mma_tiles<1, 2, K=256>: 16 k-steps of
+//	one A and one B ldmatrix and two mma.sync.
+//	after the loop: the warp sums of its 4 rows' partials; __syncthreads;
+//	g0 finishes the rms in place (16 elements: one a thread);
+//	__syncthreads (g1 reads s2); g1's 8 fragment values a lane (4 pairs),
+//	divided by the rms and stored.
 func TestGraphStepsFollowTheEmittedCode(t *testing.T) {
 	k := measuredKernel(t, "rmsnorm_matmul", "run3:complete-set#0")
 	if k.Grid != [3]int{96, 1, 1} || k.Threads != 128 || k.Stages != 4 || k.Thread.Block.ForloopRange != 16 {
@@ -55,8 +56,8 @@ func TestGraphStepsFollowTheEmittedCode(t *testing.T) {
 		Iters: 16, Stages: 4, Warps: 4,
 		// X: 16 rows of 512 bytes, 4 lines each; W: 256 rows of 128 bytes.
 		FetchIter: fetch{Bytes: 16*256*2 + 256*64*2, Lines: 16*4 + 256},
-		Iter:      steps{Barriers: 1, Copies: 4 + 16, Rows: 4, RowElems: 4 * 8, LdMatrix: 16 * 2, MMAs: 16 * 2},
-		Once:      steps{Barriers: 2, Elements: 1 + 4, Flops: 8 * 5, Stores: 8},
+		Iter:      steps{Barriers: 1, Copies: 4 + 16, RowElems: 4 * 8, LdMatrix: 16 * 2, MMAs: 16 * 2},
+		Once:      steps{Barriers: 2, Rows: 4, Elements: 1 + 4, Flops: 8 * 5, Stores: 8},
 	}
 	if bs != want {
 		t.Errorf("steps\n%+v\nwant\n%+v", bs, want)

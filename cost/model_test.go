@@ -14,9 +14,12 @@ import (
 // The hand-written RMSNorm+MatMul μGraph at batch 16 (X 16x4096, W
 // 4096x6144, fp16) streams W once, and each of its 96 blocks reads all of
 // X, which L2 serves after the first read. Its memory time charges those
-// bytes; but each of its 64 for-loop iterations waits on a 16x64 tile's
-// row reductions and mma, one warp per scheduler, so it is latency-bound:
-// the H100 ran it in 99 µs, 4.5x its memory time (testdata).
+// bytes; but each of its 64 for-loop iterations waits on its tiles' mma
+// and on the sums of squares of X's rows, one warp per scheduler, so it is
+// latency-bound. The H100 ran it in 99 µs, 4.5x its memory time
+// (testdata), when each iteration also reduced X's rows across the warp;
+// its lanes now keep partial sums until the loop ends, which shortens
+// every iteration by a warp sum (the next GPU run measures by how much).
 func TestRMSNormMatmulMuGraphIsLatencyBound(t *testing.T) {
 	const (
 		x = 16 * 4096 * 2   // bytes of X
@@ -46,8 +49,8 @@ func TestRMSNormMatmulMuGraphIsLatencyBound(t *testing.T) {
 			if !within(k.MemoryMicros, mem, 0.01) {
 				t.Errorf("memory %.2f µs, want %.2f µs", k.MemoryMicros, mem)
 			}
-			if !(k.LatencyMicros > 2*mem) || !within(e.Micros, k.LatencyMicros+arch.LaunchMicros, 1e-9) {
-				t.Errorf("%.2f µs, latency %.2f µs: want the latency, over 2x the memory time %.2f µs, plus the launch", e.Micros, k.LatencyMicros, mem)
+			if !(k.LatencyMicros > 1.2*mem) || !within(e.Micros, k.LatencyMicros+arch.LaunchMicros, 1e-9) {
+				t.Errorf("%.2f µs, latency %.2f µs: want the latency, over 1.2x the memory time %.2f µs, plus the launch", e.Micros, k.LatencyMicros, mem)
 			}
 		})
 	}

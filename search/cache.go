@@ -139,7 +139,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 17: the attention seed's late-sum and norms-apart forms.
 // Version 18: kernels sized by the cost model among 128, 256 and 512
 // threads (blockSizes); accumulators within half a thread's registers.
-const cacheVersion = 18
+// Version 19: row-summing accumulators fed by several iterations keep
+// lane partials in registers (package thread), which lowers the estimate
+// of every candidate with one.
+const cacheVersion = 19
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

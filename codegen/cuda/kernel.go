@@ -200,6 +200,10 @@ func (k *blockKernel) body() error {
 			w.line("float %s[%d][%d][4] = {};  // %s: this warp's %dx%d mma tiles, summed over the for-loop",
 				accName(gr), p.MPer, p.NPer, describeOp(bg, gr.Accum), p.MPer, p.NPer)
 		}
+		if gr.LaneRows > 0 {
+			w.line("float %s[%d] = {};  // %s: this lane's partial sums of the warp's rows, over the for-loop",
+				partialsName(gr), gr.LaneRows, describeOp(bg, gr.Head))
+		}
 	}
 	loads, err := k.loadLambdas()
 	if err != nil {
@@ -214,6 +218,7 @@ func (k *blockKernel) body() error {
 		w.line("")
 		w.comment("After the loop.")
 		k.hz.reset()
+		k.phase = "post"
 		for _, gi := range tg.Post {
 			if err := k.part(gi, true); err != nil {
 				return err
@@ -467,6 +472,13 @@ func (k *blockKernel) loop(l inputLoads) error {
 	if loads {
 		w.line("mirage::cp_async_wait<0>();  // (only empty groups remain)")
 	}
+	for _, gi := range tg.Loop {
+		if gr := &tg.Groups[gi]; gr.LaneRows > 0 {
+			if err := k.flushPartials(gr); err != nil {
+				return err
+			}
+		}
+	}
 	if len(tg.Post) > 0 {
 		w.line("__syncthreads();  // the loop's results are visible; its buffers may be reused")
 	}
@@ -554,8 +566,8 @@ func (k *blockKernel) access(gi int, post bool) (reads, writes [][2]int) {
 		for _, x := range op.Operands() {
 			read(x)
 		}
-		if tg.Tiles[op.Out].Storage == thread.Shared {
-			write(op.Out)
+		if tg.Tiles[op.Out].Storage == thread.Shared && (post || gr.LaneRows == 0 || i != gr.Head) {
+			write(op.Out) // (lane partials stay in registers in the loop)
 		}
 	}
 	if post && tg.Tiles[gr.Result].Storage == thread.Shared {

@@ -125,6 +125,23 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 		if acc == ugraph.AccumRMS {
 			what = "sum of squares"
 		}
+		if gr.LaneRows > 0 {
+			k.partComment(gr, fmt.Sprintf("%s: each lane adds its elements' %s into its partial sums of the warp's rows", describeOp(bg, gr.Head), what))
+			if err := k.laneRows(gr, xs, func(r string, idx []*expr) error {
+				k.w.open("for (int j = lane; j < %d; j += 32)", n)
+				if acc == ugraph.AccumRMS {
+					k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
+					k.w.line("%s[%s] += x * x;", partialsName(gr), r)
+				} else {
+					k.w.line("%s[%s] += %s;", partialsName(gr), r, x.load(withLast(idx, vr("j", n))))
+				}
+				k.w.close()
+				return nil
+			}); err != nil {
+				return err
+			}
+			break
+		}
 		k.partComment(gr, fmt.Sprintf("%s: a warp per row adds the row's %s into the accumulator", describeOp(bg, gr.Head), what))
 		if err := k.rowLoop(xs, func(idx []*expr) error {
 			j := vr("j", n)
@@ -162,6 +179,64 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 		}
 	default:
 		return fmt.Errorf("unknown accumulator %v", acc)
+	}
+	k.w.close()
+	return nil
+}
+
+// partialsName is the register array of a group's lane partials.
+func partialsName(gr *thread.Group) string { return fmt.Sprintf("part%d", gr.Head) }
+
+// laneRows writes a loop over the gr.LaneRows rows of shape s that this
+// warp owns (rows warp, warp + warps, ...), unrolled so that r, the row's
+// place among them, indexes the lane partials as a constant; idx is the
+// index of the row's first element. A warp whose last row would lie past
+// s's stops before it. (A break, not a guarded body: ptxas spilled the
+// guarded form's partials under __launch_bounds__.)
+func (k *blockKernel) laneRows(gr *thread.Group, s ugraph.Shape, body func(r string, idx []*expr) error) error {
+	rows, warps := rowsOf(s), k.tg.Warps()
+	lead := s.WithDim(s.Rank()-1, 1)
+	decls, idx := indexDecls(vr("row", rows), lead)
+	k.w.line("#pragma unroll")
+	k.w.open("for (int r = 0; r < %d; ++r)", gr.LaneRows)
+	k.w.line("const int row = warp + r * %d;", warps)
+	if rows%warps != 0 {
+		k.w.line("if (row >= %d) break;  // this warp's rows end here", rows)
+	}
+	if err := k.scoped(decls, func() error { return body("r", idx) }); err != nil {
+		return err
+	}
+	k.w.close()
+	return nil
+}
+
+// flushPartials writes, after the for-loop, the warp sums of a group's
+// lane partials into its accumulator: one sum per row the warp owns, all
+// lanes taking part in each.
+func (k *blockKernel) flushPartials(gr *thread.Group) error {
+	bg := k.bg
+	op := &bg.Ops[gr.Head]
+	xs := bg.Tensors[op.In[0]].Shape
+	rows, warps := rowsOf(xs), k.tg.Warps()
+	a := sharedView(tileName(op.Out), bg.Tensors[op.Out].Shape, &k.tg.Tiles[op.Out])
+	lead := xs.WithDim(xs.Rank()-1, 1)
+	decls, idx := indexDecls(vr("row", rows), lead)
+	what := fmt.Sprintf("%s: the warp sums its lanes' partials, a row at a time", describeOp(bg, gr.Head))
+	k.trace = append(k.trace, "loop end: "+what)
+	k.w.comment(what)
+	k.w.line("#pragma unroll")
+	k.w.open("for (int r = 0; r < %d; ++r)", gr.LaneRows)
+	k.w.line("const int row = warp + r * %d;", warps)
+	k.w.line("const float s = mirage::warp_sum(%s[r]);", partialsName(gr))
+	guard := "lane == 0"
+	if rows%warps != 0 {
+		guard += fmt.Sprintf(" && row < %d", rows)
+	}
+	if err := k.scoped(decls, func() error {
+		k.w.line("if (%s) %s += s;", guard, a.update(idx))
+		return nil
+	}); err != nil {
+		return err
 	}
 	k.w.close()
 	return nil

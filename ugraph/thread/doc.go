@@ -36,7 +36,12 @@
 // arithmetic). A None accumulator fused into an mma group keeps its sums in
 // the mma registers across the for-loop (Persistent) while the register
 // budget lasts; past it, and for SIMT groups, accumulators live in shared
-// memory as fp32.
+// memory as fp32. A sum, mean or rms accumulator that several iterations
+// feed is added into by each lane in registers (LaneRows partials, from
+// what the budget leaves, MaxLanePartials in all) and reduced across the
+// warp once, after the
+// loop: a warp sum per row per iteration is a chain of shuffles that every
+// iteration would wait for.
 //
 // # Storage and the shared-memory plan
 //

@@ -65,6 +65,8 @@ func (g *Graph) GroupString(gi int) string {
 					fmt.Fprintf(&b, ", chunks %dx%d", p.ChunkM, p.ChunkN)
 				}
 				b.WriteString("]")
+			} else if gr.LaneRows > 0 {
+				fmt.Fprintf(&b, " [simt, lane partials x%d]", gr.LaneRows)
 			} else {
 				b.WriteString(" [simt]")
 			}

@@ -8,8 +8,8 @@ import (
 	"github.com/mirage-go/mirage/ugraph/block"
 )
 
-// store decides where every tile lives and which mma accumulators stay in
-// registers across the for-loop.
+// store decides where every tile lives and which accumulators stay in
+// registers across the for-loop: mma tiles first, then lane partials.
 func (d *deriver) store() error {
 	g, out := d.g, d.out
 	budget := d.opts.RegFloats
@@ -26,6 +26,27 @@ func (d *deriver) store() error {
 			if gr.Chain[0] == gr.Accum { // mma accumulates straight into the registers
 				p.ChunkM, p.ChunkN = p.MPer, p.NPer
 			}
+		}
+	}
+	// Row sums fed by several iterations keep lane partials in what
+	// registers remain, MaxLanePartials at most.
+	partials := min(MaxLanePartials, budget)
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		if gr.Accum != gr.Head || g.ForloopRange == 1 {
+			continue
+		}
+		switch g.Ops[gr.Head].Attr.Accum {
+		case ugraph.AccumSum, ugraph.AccumMean, ugraph.AccumRMS:
+		default:
+			continue
+		}
+		x := g.Tensors[g.Ops[gr.Head].In[0]].Shape
+		if rows := ceilDiv(x.NumElements()/x.Last(), out.Warps()); rows <= partials {
+			gr.LaneRows = rows
+			partials -= rows
+			budget -= rows
+			out.RegFloats += rows
 		}
 	}
 	for i := range g.Ops {

@@ -15,9 +15,10 @@ type Options struct {
 	// depth of the cp.async pipeline); 0 means DefaultStages. A graph with
 	// F iterations uses at most F.
 	Stages int
-	// RegFloats bounds the fp32 registers per thread that mma accumulators
-	// held across the for-loop may take, all groups together; 0 means
-	// DefaultRegFloats. Accumulators past the budget live in shared memory.
+	// RegFloats bounds the fp32 registers per thread that accumulators
+	// held across the for-loop may take (mma tiles, then lane partials),
+	// all groups together; 0 means DefaultRegFloats. Accumulators past the
+	// budget live in shared memory.
 	// Either way the budget is at most half the registers a thread of the
 	// block can have (target.RegsPerBlock over its threads), so that a
 	// large block's accumulators leave room for the rest and never spill.
@@ -28,6 +29,11 @@ type Options struct {
 const (
 	DefaultStages    = 4
 	DefaultRegFloats = 128
+	// MaxLanePartials bounds the lane partials (Group.LaneRows) of all a
+	// block's groups together: more crowd a thread's registers (ptxas
+	// spilled 18 under __launch_bounds__), and a warp with many rows to
+	// sum spends its iteration reading them, not waiting on their sums.
+	MaxLanePartials = 8
 )
 
 // SmemAlign is the alignment, in bytes, of every shared tile (and every
@@ -100,6 +106,13 @@ type Group struct {
 	Loop   int            // index in Graph.Loop of the for-loop part, or -1
 	Post   int            // index in Graph.Post of the post-loop part, or -1
 	InLoop int            // how many Chain ops run in the for-loop
+	// LaneRows is set for a group headed by a sum, mean or rms accumulator
+	// that a for-loop of several iterations feeds: the rows of its operand
+	// each warp owns (rows w, w + warps, ...). Every lane keeps a partial
+	// sum per row in registers across the loop, and the warp reduces them
+	// once after it, instead of at every iteration. 0: the warp reduces
+	// each iteration's rows and adds them into the shared accumulator.
+	LaneRows int
 }
 
 // Ops returns the head and the chain, in order.
@@ -180,8 +193,9 @@ type Graph struct {
 	Stages int
 	// SmemBytes is the peak of shared memory: the end of the last tile.
 	SmemBytes int
-	// RegFloats is the fp32 registers per thread that persistent mma
-	// accumulators take.
+	// RegFloats is the fp32 registers per thread that accumulators held
+	// across the for-loop take: persistent mma tiles and lane partials
+	// (Group.LaneRows).
 	RegFloats int
 }
 

@@ -384,6 +384,50 @@ func TestRegisterBudgetFollowsTheBlockSize(t *testing.T) {
 	}
 }
 
+// TestLanePartials: a sum, mean or rms accumulator fed by several
+// iterations keeps a partial per row of each warp in its lanes' registers,
+// while the bound and the register budget allow, first come first served.
+func TestLanePartials(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		rows, f   int
+		threads   int
+		accums    []ugraph.Accum
+		regFloats int   // Options.RegFloats (0: the default)
+		want      []int // LaneRows by accumulator
+	}{
+		{"rms, 4 rows a warp", 16, 4, 128, []ugraph.Accum{ugraph.AccumRMS}, 0, []int{4}},
+		{"sum and mean, rows not a multiple of the warps", 13, 2, 512, []ugraph.Accum{ugraph.AccumSum, ugraph.AccumMean}, 0, []int{1, 1}},
+		{"one iteration: nothing to defer", 16, 1, 128, []ugraph.Accum{ugraph.AccumRMS}, 0, []int{0}},
+		{"too many rows a warp", 64, 4, 128, []ugraph.Accum{ugraph.AccumSum}, 0, []int{0}},
+		{"the bound is for all groups", 16, 4, 96, []ugraph.Accum{ugraph.AccumSum, ugraph.AccumMean, ugraph.AccumRMS}, 0, []int{6, 0, 0}},
+		{"two fit the bound", 16, 4, 128, []ugraph.Accum{ugraph.AccumSum, ugraph.AccumRMS, ugraph.AccumMean}, 0, []int{4, 4, 0}},
+		{"the register budget", 16, 4, 128, []ugraph.Accum{ugraph.AccumRMS}, 3, []int{0}},
+		{"no reduction: elements, not rows", 16, 4, 128, []ugraph.Accum{ugraph.AccumNone, ugraph.AccumSumToDimx}, 0, []int{0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, c.f, 8)
+			x := bd.in(sh(c.rows, 64*c.f), fp16, block.Replicate, 1)
+			var accs []block.TensorID
+			for _, a := range c.accums {
+				y := bd.acc(x, a)
+				accs = append(accs, y)
+				bd.out(y, block.Replicate)
+			}
+			g, err := Derive(bd.g, sm90, Options{RegFloats: c.regFloats})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, y := range accs {
+				if got := g.Groups[groupOfTile(g, y)].LaneRows; got != c.want[i] {
+					t.Errorf("accumulator %d (%v): %d lane partials, want %d", i, c.accums[i], got, c.want[i])
+				}
+			}
+			checkPlan(t, c.name, g)
+		})
+	}
+}
+
 // TestRandomGraphs checks the plan's invariants on many valid block graphs.
 func TestRandomGraphs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -523,6 +567,31 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 				}
 			}
 		}
+	}
+	// Lane partials: only for a row-summing accumulator fed by several
+	// iterations, one per row a warp owns, within the bound; registers
+	// held across the loop are the mma tiles' and the partials'.
+	regs, partials := 0, 0
+	for gi := range g.Groups {
+		gr := &g.Groups[gi]
+		if p := g.Ops[gr.Head].MMA; p != nil && p.Persistent {
+			regs += p.Floats()
+		}
+		if gr.LaneRows == 0 {
+			continue
+		}
+		head := &bg.Ops[gr.Head]
+		if gr.Accum != gr.Head || bg.ForloopRange == 1 || (head.Attr.Accum != ugraph.AccumSum && head.Attr.Accum != ugraph.AccumMean && head.Attr.Accum != ugraph.AccumRMS) {
+			fail("group %d keeps lane partials, but is not a row sum fed by several iterations", gi)
+		}
+		x := bg.Tensors[head.In[0]].Shape
+		if want := ceilDiv(x.NumElements()/x.Last(), g.Warps()); gr.LaneRows != want {
+			fail("group %d: %d lane partials for %d rows over %d warps", gi, gr.LaneRows, x.NumElements()/x.Last(), g.Warps())
+		}
+		partials += gr.LaneRows
+	}
+	if partials > MaxLanePartials || g.RegFloats != regs+partials {
+		fail("%d lane partials (at most %d), RegFloats %d (want %d)", partials, MaxLanePartials, g.RegFloats, regs+partials)
 	}
 }
 
