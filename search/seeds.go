@@ -51,7 +51,7 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 	}
 	// Seeds are built with the first block size, as the enumeration builds
 	// its graphs, and then sized (blockSizes).
-	seeds := buildSeeds(s.program, seed.Options{Threads: s.cfg.Threads[:1], ReductionDimx: s.cfg.ReductionDimx})
+	seeds := buildSeeds(s.program, seed.Options{Threads: s.cfg.Threads[:1], ReductionDimx: s.cfg.ReductionDimx, SMs: s.cfg.Arch.SMs})
 	for lo := 0; lo < len(seeds); {
 		rs := ruleSeeds{trial: SeedTrial{Rule: seeds[lo].Rule}}
 		hi := lo

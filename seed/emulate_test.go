@@ -19,7 +19,8 @@ import (
 
 // TestSeedsRunInTheEmulator emits one seed of each rule's forms (a row
 // kernel with a broadcast weight; a matmul kernel with a weighted norm in
-// its prologue and a gated epilogue; one with a residual epilogue), runs
+// its prologue and a gated epilogue; one with a residual epilogue; split-K
+// kernels and the kernel combining their splits), runs
 // it in the CPU emulator and compares its outputs with the float64
 // interpreter's: the code generator takes seeds as it takes any μGraph.
 func TestSeedsRunInTheEmulator(t *testing.T) {
@@ -40,6 +41,32 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 				t.Fatal("no seeds")
 			}
 			emulate(t, seeds[len(seeds)/2].Graph, 1)
+		})
+	}
+	// Split-K seeds: partial products stacked by split, the combining
+	// kernel's for-loop over the splits, the norm's rms there, from a
+	// prologue it recomputes (odd tiles: 3 or 6 columns of the reduced
+	// dim per block); and two matmuls with a gated epilogue.
+	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm"} {
+		t.Run("split_k: "+name, func(t *testing.T) {
+			t.Parallel()
+			var body string
+			for _, tc := range seedCases {
+				if tc.name == name {
+					body = tc.body
+				}
+			}
+			var splits []seed.Seed
+			for _, s := range seed.Build(load(t, body), seed.Options{}) {
+				if s.Rule == "split_k" {
+					splits = append(splits, s)
+				}
+			}
+			if len(splits) == 0 {
+				t.Fatal("no split_k seeds")
+			}
+			emulate(t, splits[0].Graph, 1)
+			emulate(t, splits[len(splits)-1].Graph, 1)
 		})
 	}
 	// The attention form with the norms as kernels of their own and the

@@ -19,6 +19,10 @@
 //     rms_norm(X)·W = (X·W) / rms(X)) and element-wise epilogues on their
 //     results, in one kernel tiled over the output columns (and rows) with
 //     a for-loop over the reduced dim.
+//   - split_k: the matmul rule's computation for a few rows, with the
+//     reduced dim split among the blocks too, so that they fill the
+//     target's SMs, and a second kernel that sums the splits' partial
+//     products and runs the epilogue.
 //   - attention: softmax(f(Q·K))·V as flash-decoding computes it: the keys
 //     split among blocks, each walking its share with the for-loop and
 //     accumulating f(Q·K)·V and the row sums, and a second kernel that
@@ -26,6 +30,7 @@
 package seed
 
 import (
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -44,6 +49,9 @@ type Options struct {
 	Threads []block.Dim3
 	// ReductionDimx is the blocks' reduction_dimx; 0 means 64.
 	ReductionDimx int
+	// SMs is the target's streaming multiprocessors, which the split_k
+	// rule's grids fill; 0 means target.Default's.
+	SMs int
 }
 
 // rule builds the graphs of one fusion rule for a program: none when its
@@ -57,6 +65,7 @@ type rule struct {
 var rules = []rule{
 	{"rows", rowsRule},
 	{"matmul", matmulRule},
+	{"split_k", splitRule},
 	{"attention", attentionRule},
 }
 
@@ -79,6 +88,9 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 	}
 	if opts.ReductionDimx == 0 {
 		opts.ReductionDimx = 64
+	}
+	if opts.SMs == 0 {
+		opts.SMs = target.MustLookup(target.Default).SMs
 	}
 	p, ok := analyze(program)
 	if !ok {

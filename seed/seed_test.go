@@ -65,7 +65,7 @@ g.mark_output(g.div(E, g.reduction(E, 2)))
 X = g.new_input(dims=(16, 512), dtype=mi.float16)
 W = g.new_input(dims=(512, 1024), dtype=mi.float16)
 g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(512,)), W))
-`, []string{"matmul"}},
+`, []string{"matmul", "split_k"}},
 	{"gated MLP with a weighted norm", `
 X = g.new_input(dims=(8, 256), dtype=mi.float16)
 G = g.new_input(dims=(1, 256), dtype=mi.float16)
@@ -73,12 +73,20 @@ W1 = g.new_input(dims=(256, 512), dtype=mi.float16)
 W2 = g.new_input(dims=(256, 512), dtype=mi.float16)
 A = g.mul(g.rms_norm(X, normalized_shape=(256,)), G)
 g.mark_output(g.mul(g.silu(g.matmul(A, W1)), g.matmul(A, W2)))
-`, []string{"matmul"}},
+`, []string{"matmul", "split_k"}},
 	{"element-wise prologue", `
 X = g.new_input(dims=(16, 256), dtype=mi.float16)
 W = g.new_input(dims=(256, 256), dtype=mi.float16)
 g.mark_output(g.matmul(g.silu(X), W))
-`, []string{"matmul"}},
+`, []string{"matmul", "split_k"}},
+	{"a norm of a sum, weighted, before a matmul", `
+X = g.new_input(dims=(4, 384), dtype=mi.float16)
+R = g.new_input(dims=(4, 384), dtype=mi.float16)
+G = g.new_input(dims=(1, 384), dtype=mi.float16)
+W = g.new_input(dims=(384, 96), dtype=mi.float16)
+A = g.mul(g.rms_norm(g.add(X, R), normalized_shape=(384,)), G)
+g.mark_output(g.relu(g.matmul(A, W)))
+`, []string{"matmul", "split_k"}},
 	{"residual epilogue, one iteration", `
 X = g.new_input(dims=(8, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 128), dtype=mi.float16)
@@ -89,6 +97,11 @@ g.mark_output(g.add(g.matmul(X, W), R))
 X = g.new_input(dims=(256, 128), dtype=mi.float16)
 W = g.new_input(dims=(128, 256), dtype=mi.float16)
 g.mark_output(g.exp(g.matmul(X, W)))
+`, []string{"matmul"}},
+	{"output columns enough to fill the GPU without a split", `
+X = g.new_input(dims=(2, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 65536), dtype=mi.float16)
+g.mark_output(g.matmul(X, W))
 `, []string{"matmul"}},
 	{"attention, normalized before ·V", `
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
@@ -190,7 +203,7 @@ func TestSeedsCompute(t *testing.T) {
 				// may run its prologues (norms) before, as the program's
 				// ops.
 				kernels, want := len(s.Graph.Ops)-len(s.Graph.Inputs()), 1
-				if s.Rule == "attention" && firstBlock(s.Graph).Grid[1] > 1 {
+				if s.Rule == "split_k" || s.Rule == "attention" && firstBlock(s.Graph).Grid[1] > 1 {
 					want = 2
 				}
 				pre := 0
@@ -250,7 +263,7 @@ g.mark_output(g.rms_norm(X, normalized_shape=(4096,)))
 // TestRulesNamed keeps the rule names, which documents carry (meta.seed),
 // stable.
 func TestRulesNamed(t *testing.T) {
-	if got, want := seed.Rules(), []string{"rows", "matmul", "attention"}; !slices.Equal(got, want) {
+	if got, want := seed.Rules(), []string{"rows", "matmul", "split_k", "attention"}; !slices.Equal(got, want) {
 		t.Errorf("Rules() = %v, want %v", got, want)
 	}
 }

@@ -1,0 +1,218 @@
+package seed
+
+import (
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// splitRule is the matmul rule's computation with the reduced dim split
+// among the blocks as well, for outputs with too few column tiles to
+// occupy the GPU (a matmul of a few rows): the grid's x axis cuts the
+// output columns, its y axis the reduced dim into splits, and each block
+// walks its split with the for-loop. Its partial products go out stacked
+// along the rows (splits·m × n), and a second kernel, whose for-loop walks
+// the splits of one column tile, sums them and runs the epilogue.
+//
+// A norm in the prologue needs the whole row: each block of the first
+// kernel also writes the sums of squares of its split of the norm's
+// operand (every column tile alike, splits·m × tiles), and the second
+// sums them and takes rms = sqrt(Σ/k).
+//
+// The splits are powers of two that bring the blocks to the target's SMs
+// (Options.SMs) and to twice that; the rule declines when the columns
+// alone fill them. Its premise is the matmul rule's, with m at most 128
+// and no input read by the epilogue.
+func splitRule(p *program, opts Options) []*kernel.Graph {
+	plan, ok := planMatmul(p)
+	if !ok || plan.m > 128 || len(plan.extra) > 0 {
+		return nil
+	}
+	var graphs []*kernel.Graph
+	for _, tn := range tileSizes(plan.n, 32, 256) {
+		cols := plan.n / tn
+		if cols >= opts.SMs || cols > block.MaxGridAxis {
+			continue
+		}
+		split := 2
+		for cols*split < opts.SMs {
+			split *= 2
+		}
+		for _, s := range []int{split, 2 * split} {
+			if plan.k%s != 0 || s > block.MaxGridAxis {
+				continue
+			}
+			for _, tk := range tileSizes(plan.k/s, 32, 128) {
+				for _, threads := range opts.Threads {
+					if g, ok := splitKernels(p, plan, block.Dim3{cols, s, 1}, plan.k/s/tk, threads, opts.ReductionDimx); ok {
+						graphs = append(graphs, g)
+					}
+				}
+			}
+		}
+	}
+	return graphs
+}
+
+// splitKernels builds the split rule's two kernels on one grid (columns
+// tiles × splits) and for-loop range.
+func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange int, threads block.Dim3, reductionDimx int) (*kernel.Graph, bool) {
+	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
+	if !ok {
+		return nil, false
+	}
+	g := p.g
+	stacked := block.Map{1, 0, -1} // column tiles side by side, splits stacked along the rows
+	// The prologue's inputs in tiles of the block's split, walked along k.
+	loadAs := func(t kernel.TensorID, imap block.Map, fmap int) bool {
+		if _, done := k.tiles[t]; done {
+			return true
+		}
+		if p.shape(t).Dim(fmap) == 1 {
+			fmap = -1
+		}
+		tile, ok := k.load(t, imap, fmap)
+		k.tiles[t] = tile
+		return ok
+	}
+	var normIn kernel.TensorID = -1
+	for _, i := range plan.prologue {
+		op := g.Ops[i]
+		for _, t := range op.In {
+			if p.isInput(t) && !loadAs(t, axisMap(p.shape(t), grid, -1, 1), 1) {
+				return nil, false
+			}
+		}
+		if i == plan.norm {
+			normIn = op.In[0]
+			k.tiles[op.Out[0]] = k.tiles[normIn]
+			continue
+		}
+		if !k.compute(i) {
+			return nil, false
+		}
+	}
+	if p.isInput(plan.a) && !loadAs(plan.a, axisMap(p.shape(plan.a), grid, -1, 1), 1) {
+		return nil, false
+	}
+	for _, i := range plan.matmuls {
+		w := g.Ops[i].In[1]
+		if !loadAs(w, axisMap(p.shape(w), grid, 1, 0), 0) || !k.compute(i) {
+			return nil, false
+		}
+		acc, ok := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, k.tiles[g.Ops[i].Out[0]])
+		if !ok || k.b.AddOutput(acc, stacked) != nil {
+			return nil, false
+		}
+	}
+	return k.combinedSplits(plan, grid, threads, normIn)
+}
+
+// combinedSplits adds the split rule's second kernel after k's: a block
+// per column tile, whose for-loop walks the splits, summing each matmul's
+// partial products, and the norm's operand normIn (when >= 0) in tiles of
+// a split's columns, accumulating its rms; then dividing by the rms and
+// running the epilogue. (The first kernel cannot hand on sums of squares:
+// stored in the program's dtype, fp16's overflow at |x| above 256.)
+func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
+	pg := k.p.g
+	g, ids, parts, ok := k.place()
+	if !ok {
+		return nil, false
+	}
+	splits := grid[1]
+	c, ok := newKernelBuilder(k.p, block.Dim3{grid[0], 1, 1}, threads, splits, k.b.ReductionDimx)
+	if !ok {
+		return nil, false
+	}
+	tiles := make([]block.TensorID, len(parts))
+	for j, part := range parts {
+		x, err := c.b.AddInput(g.Tensors[part].Shape, g.Tensors[part].DType, block.Map{1, -1, -1}, 0)
+		if err != nil {
+			return nil, false
+		}
+		if tiles[j], ok = c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, x); !ok {
+			return nil, false
+		}
+	}
+	var rms block.TensorID = block.NoTensor
+	if normIn >= 0 {
+		// The prologue's ops that the norm's operand depends on, on its
+		// inputs' tiles of the iteration's split.
+		for _, i := range plan.prologue {
+			if i == plan.norm {
+				break
+			}
+			if !dependsOn(k.p, normIn, pg.Ops[i].Out[0]) {
+				continue
+			}
+			for _, t := range pg.Ops[i].In {
+				if _, done := c.tiles[t]; done || !k.p.isInput(t) {
+					continue
+				}
+				fmap := 1
+				if k.p.shape(t).Dim(1) == 1 {
+					fmap = -1
+				}
+				tile, ok := c.load(t, block.Replicate, fmap)
+				if !ok {
+					return nil, false
+				}
+				c.tiles[t] = tile
+			}
+			if !c.compute(i) {
+				return nil, false
+			}
+		}
+		if _, done := c.tiles[normIn]; !done {
+			tile, ok := c.load(normIn, block.Replicate, 1)
+			if !ok {
+				return nil, false
+			}
+			c.tiles[normIn] = tile
+		}
+		if rms, ok = c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, c.tiles[normIn]); !ok {
+			return nil, false
+		}
+	}
+	for j, i := range plan.matmuls {
+		x := tiles[j]
+		if normIn >= 0 {
+			var ok bool
+			if x, ok = c.add(ugraph.OpDiv, ugraph.Attr{}, x, rms); !ok {
+				return nil, false
+			}
+		}
+		c.tiles[pg.Ops[i].Out[0]] = x
+	}
+	for _, i := range plan.epilogue {
+		if !c.compute(i) {
+			return nil, false
+		}
+	}
+	for _, t := range pg.Outputs {
+		if !c.store(t, c.tiles[t], axisMap(k.p.shape(t), c.b.Grid, 1, -1)) {
+			return nil, false
+		}
+	}
+	operands := parts
+	for _, t := range c.operands {
+		operands = append(operands, ids[t])
+	}
+	outs, err := g.Customized(operands, c.b)
+	if err != nil {
+		return nil, false
+	}
+	for j, t := range c.results {
+		if g.Tensors[outs[j]].Shape != pg.Tensors[t].Shape {
+			return nil, false
+		}
+		ids[t] = outs[j]
+	}
+	for _, t := range pg.Outputs {
+		if g.MarkOutput(ids[t]) != nil {
+			return nil, false
+		}
+	}
+	return g, true
+}
