@@ -30,6 +30,10 @@
 #   MIRAGE_CANDIDATES       which candidates instead, by index (e.g. "0 1 5 15": spread-out
 #                           ones test the model's order); superopt then keeps every verified
 #                           answer (--max-candidates 0)
+#   MIRAGE_SEED_RULES       seed rules (package seed) whose best verified candidate each workload
+#                           also emits, as WORKLOAD.cN beside the top K (default "split_k": the
+#                           model ranks split reductions below one-kernel forms, and the run
+#                           tests it); superopt then keeps every verified answer; "" for none
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
@@ -62,6 +66,7 @@ out=$(cd "$1" && pwd)
 
 archs=${MIRAGE_ARCHS:-sm_90}
 top_k=${MIRAGE_TOP_K:-4}
+seed_rules=${MIRAGE_SEED_RULES-split_k}
 time_limit=${MIRAGE_TIME_LIMIT:-60s}
 superopt_flags=${MIRAGE_SUPEROPT_FLAGS---no-cache}
 workloads=${MIRAGE_WORKLOADS:-rmsnorm_matmul gated_mlp gqa qknorm_gqa lora ntrans llama_mlp_block}
@@ -141,7 +146,7 @@ for arch in $archs; do
 		echo "prepared by bench/gpu/prepare.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		echo "mirage: $("$mirage" version 2>&1 | head -n 1)"
 		echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-		echo "arch: $arch; top K: $top_k; superopt --time-limit $time_limit $superopt_flags"
+		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; superopt --time-limit $time_limit $superopt_flags"
 		echo "workloads: $workloads"
 	} >"$dir/prepare.txt"
 	for w in $workloads; do
@@ -159,7 +164,7 @@ for arch in $archs; do
 		echo "  superopt --time-limit $time_limit ..."
 		rc=0
 		max_candidates=$top_k
-		[ -n "${MIRAGE_CANDIDATES:-}" ] && max_candidates=0
+		[ -n "${MIRAGE_CANDIDATES:-}${seed_rules}" ] && max_candidates=0
 		# shellcheck disable=SC2086 # superopt_flags is a list of flags
 		"$mirage" superopt "$src" -o "$sodir" --json --arch "$arch" --time-limit "$time_limit" \
 			--max-candidates "$max_candidates" $superopt_flags >"$dir/superopt/$w.json" 2>"$dir/superopt/$w.log" || rc=$?
@@ -182,7 +187,18 @@ for arch in $archs; do
 			continue
 		fi
 		echo "  $n candidate(s) ($(grep -o '"stopped": "[^"]*"' "$dir/superopt/$w.json" || echo 'search completed'))"
-		for i in ${MIRAGE_CANDIDATES:-$(seq 0 $((top_k - 1)))}; do
+		picked=" ${MIRAGE_CANDIDATES:-$(seq 0 $((top_k - 1)))} "
+		for rule in $seed_rules; do
+			# The best-ranked candidate the rule built: its meta (one line)
+			# holds its rank, its place in the document, and the rule.
+			r=$(grep -o '"rank": [0-9]*, [^}]*"seed": "'"$rule"'"' "$ugraph" | head -n 1 | sed 's/^"rank": \([0-9]*\),.*/\1/' || true)
+			if [ -z "$r" ]; then
+				printf '  %-24s %s\n' "($rule)" "no verified candidate of this rule"
+			elif [[ $picked != *" $r "* ]]; then
+				picked="$picked$r "
+			fi
+		done
+		for i in $picked; do
 			[ "$i" -lt "$n" ] || continue
 			emit_entry "$dir" "$arch" "$w.c$i" "$w" superopt "$ugraph" "$i" "superopt/$w.json"
 		done
