@@ -141,8 +141,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // threads (blockSizes); accumulators within half a thread's registers.
 // Version 19: row-summing accumulators fed by several iterations keep
 // lane partials in registers (package thread), which lowers the estimate
-// of every candidate with one. Version 20: the split_k seeds.
-const cacheVersion = 20
+// of every candidate with one. Version 20: the split_k seeds. Version 21:
+// only the best-ranked rule's seed is checked before the ranking (the
+// others are "outranked" until it reaches them).
+const cacheVersion = 21
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

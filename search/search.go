@@ -216,6 +216,11 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if err != nil {
 		return nil, err
 	}
+	for i := range trials { // an outranked rule whose seed the ranked verification passed
+		if trials[i].Outcome == "outranked" && slices.ContainsFunc(best, func(c *Candidate) bool { return c.Seed == trials[i].Rule }) {
+			trials[i].Outcome = "verified"
+		}
+	}
 	res := &Result{Candidates: best, Unverified: opts.Unverified, Verifier: s.verifier, Seeds: trials}
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
