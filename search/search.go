@@ -216,11 +216,7 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	for i := range trials { // an outranked rule whose seed the ranked verification passed
-		if trials[i].Outcome == "outranked" && slices.ContainsFunc(best, func(c *Candidate) bool { return c.Seed == trials[i].Rule }) {
-			trials[i].Outcome = "verified"
-		}
-	}
+	settleOutranked(trials, best, s.rejectedSeeds)
 	res := &Result{Candidates: best, Unverified: opts.Unverified, Verifier: s.verifier, Seeds: trials}
 	res.Stats = s.snapshot()
 	res.Oracle = s.exprs.oracle.Stats()
@@ -270,6 +266,11 @@ func (s *searcher) enumerate() []*Candidate {
 type searcher struct {
 	ctx       context.Context // ends the enumeration
 	verifyCtx context.Context // ends the verification after it
+
+	// rejectedSeeds are the rules whose seeds the ranked verification
+	// rejected (settleOutranked).
+	rejectedSeeds []string
+
 	cfg       Config
 	opts      Options
 	program   *kernel.Graph
@@ -521,6 +522,7 @@ func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
 	}
 	v := verification{ctx: s.verifyCtx, verifier: s.verifier, workers: s.opts.Workers, limit: s.opts.MaxResults}
 	best, err := v.run(cands, len(cands))
+	s.rejectedSeeds = v.rejectedSeeds
 	s.verified.Add(v.verified)
 	s.rejected.Add(v.rejected)
 	s.unchecked.Add(v.unchecked)
@@ -536,7 +538,8 @@ type verification struct {
 	limit    int
 	// what it did
 	verified, rejected, unchecked int64
-	checked                       int // of the candidates
+	checked                       int      // of the candidates
+	rejectedSeeds                 []string // the rules of the seeds it rejected
 }
 
 // run verifies cands[:settled] in rank order until v.limit have passed,
@@ -589,6 +592,9 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 			switch {
 			case !ok[j]:
 				v.rejected++
+				if c.Seed != "" && !slices.Contains(v.rejectedSeeds, c.Seed) {
+					v.rejectedSeeds = append(v.rejectedSeeds, c.Seed)
+				}
 			case len(best) < limit:
 				v.verified++
 				best = append(best, c)

@@ -100,21 +100,21 @@ func (s *searcher) plantSeeds() (*seeding, error) {
 	return sd, nil
 }
 
-// verifySeeds fully verifies the best-ranked of the rules' best seeds
-// that passed the fast path; the other rules' are outranked.
+// verifySeeds fully verifies the rules' best seeds that passed the fast
+// path in rank order until one passes (a rejected one is a bug in its
+// rule, and the next rule's may still give the part its fast answer);
+// the rules after it are outranked.
 func (s *searcher) verifySeeds(rules []ruleSeeds) error {
-	first := -1
+	var order []*ruleSeeds
 	for i := range rules {
-		if rules[i].trial.Outcome == "" && (first < 0 || compareCandidates(rules[i].cands[0], rules[first].cands[0]) < 0) {
-			first = i
+		if rules[i].trial.Outcome == "" {
+			order = append(order, &rules[i])
 		}
 	}
-	for i := range rules {
-		rs := &rules[i]
-		if rs.trial.Outcome != "" {
-			continue
-		}
-		if i != first {
+	slices.SortStableFunc(order, func(a, b *ruleSeeds) int { return compareCandidates(a.cands[0], b.cands[0]) })
+	passed := false
+	for _, rs := range order {
+		if passed {
 			rs.trial.Outcome = "outranked"
 			continue
 		}
@@ -129,11 +129,27 @@ func (s *searcher) verifySeeds(rules []ruleSeeds) error {
 			s.rejected.Add(1)
 			continue
 		}
-		rs.trial.Outcome = "verified"
+		rs.trial.Outcome, passed = "verified", true
 		inProgramOrder(best, r.Mapping)
 		best.checked = true
 	}
 	return nil
+}
+
+// settleOutranked says what the ranked verification made of the
+// outranked rules' seeds: "rejected" where it rejected one (a bug in the
+// rule), "verified" where one is among the answers.
+func settleOutranked(trials []SeedTrial, best []*Candidate, rejected []string) {
+	for i := range trials {
+		t := &trials[i]
+		switch {
+		case t.Outcome != "outranked":
+		case slices.Contains(rejected, t.Rule):
+			t.Outcome = "rejected"
+		case slices.ContainsFunc(best, func(c *Candidate) bool { return c.Seed == t.Rule }):
+			t.Outcome = "verified"
+		}
+	}
 }
 
 // harvest waits for the seeds' verification and returns the candidates of

@@ -142,6 +142,26 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(512,)), W))
 	}
 }
 
+// What the ranked verification made of outranked rules' seeds becomes
+// their outcome; the others' stand.
+func TestSettleOutranked(t *testing.T) {
+	trials := []SeedTrial{
+		{Rule: "rows", Outcome: "verified"},
+		{Rule: "matmul", Outcome: "outranked"},
+		{Rule: "split_k", Outcome: "outranked"},
+		{Rule: "attention", Outcome: "outranked"},
+		{Rule: "broken", Outcome: "rejected"},
+	}
+	best := []*Candidate{{Seed: "rows"}, {Seed: "matmul"}, {}}
+	settleOutranked(trials, best, []string{"split_k", "broken"})
+	want := []string{"verified", "verified", "rejected", "outranked", "rejected"}
+	for i, tr := range trials {
+		if tr.Outcome != want[i] {
+			t.Errorf("%s: %s, want %s", tr.Rule, tr.Outcome, want[i])
+		}
+	}
+}
+
 func mustConfig(t *testing.T, name string) Config {
 	t.Helper()
 	cfg, err := NamedConfig(name)

@@ -46,8 +46,9 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// Split-K seeds: partial products stacked by split, the combining
 	// kernel's for-loop over the splits, the norm's rms there, from a
 	// prologue it recomputes (odd tiles: 3 or 6 columns of the reduced
-	// dim per block); and two matmuls with a gated epilogue.
-	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm"} {
+	// dim per block); two matmuls with a gated epilogue; a product that
+	// is an output beside the epilogue's, from 5 rows scaled by a column.
+	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product"} {
 		t.Run("split_k: "+name, func(t *testing.T) {
 			t.Parallel()
 			var body string

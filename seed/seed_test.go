@@ -87,6 +87,29 @@ W = g.new_input(dims=(384, 96), dtype=mi.float16)
 A = g.mul(g.rms_norm(g.add(X, R), normalized_shape=(384,)), G)
 g.mark_output(g.relu(g.matmul(A, W)))
 `, []string{"matmul", "split_k"}},
+	{"a norm of a row-scaled input, weighted, an output that is a product", `
+X = g.new_input(dims=(5, 192), dtype=mi.float16)
+S = g.new_input(dims=(5, 1), dtype=mi.float16)
+G = g.new_input(dims=(1, 192), dtype=mi.float16)
+W1 = g.new_input(dims=(192, 160), dtype=mi.float16)
+W2 = g.new_input(dims=(192, 160), dtype=mi.float16)
+A = g.mul(g.rms_norm(g.mul(X, S), normalized_shape=(192,)), G)
+M1 = g.matmul(A, W1)
+g.mark_output(M1)
+g.mark_output(g.mul(g.silu(M1), g.matmul(A, W2)))
+`, []string{"matmul", "split_k"}},
+	{"one row: exp, a norm, a scale", `
+X = g.new_input(dims=(1, 512), dtype=mi.float16)
+W = g.new_input(dims=(512, 48), dtype=mi.float16)
+g.mark_output(g.matmul(g.mul_scalar(g.rms_norm(g.exp(X), normalized_shape=(512,)), 0.5), W))
+`, []string{"matmul", "split_k"}},
+	{"broadcast prologue inputs, no norm", `
+X = g.new_input(dims=(3, 384), dtype=mi.float16)
+S = g.new_input(dims=(3, 1), dtype=mi.float16)
+G = g.new_input(dims=(1, 384), dtype=mi.float16)
+W = g.new_input(dims=(384, 96), dtype=mi.float16)
+g.mark_output(g.matmul(g.mul(g.add(X, G), S), W))
+`, []string{"matmul", "split_k"}},
 	{"residual epilogue, one iteration", `
 X = g.new_input(dims=(8, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 128), dtype=mi.float16)

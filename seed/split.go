@@ -14,10 +14,11 @@ import (
 // along the rows (splits·m × n), and a second kernel, whose for-loop walks
 // the splits of one column tile, sums them and runs the epilogue.
 //
-// A norm in the prologue needs the whole row: each block of the first
-// kernel also writes the sums of squares of its split of the norm's
-// operand (every column tile alike, splits·m × tiles), and the second
-// sums them and takes rms = sqrt(Σ/k).
+// A norm in the prologue needs the whole row: the first kernel computes
+// with the norm's operand in its place (rms_norm(X)·W = (X·W) / rms(X)),
+// and the second accumulates the operand's rms over the splits, from
+// tiles of a split's columns (m × k/splits: a tiling that does not fit
+// shared memory is dropped by the search, as any), and divides.
 //
 // The splits are powers of two that bring the blocks to the target's SMs
 // (Options.SMs) and to twice that; the rule declines when the columns
@@ -113,7 +114,10 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 // partial products, and the norm's operand normIn (when >= 0) in tiles of
 // a split's columns, accumulating its rms; then dividing by the rms and
 // running the epilogue. (The first kernel cannot hand on sums of squares:
-// stored in the program's dtype, fp16's overflow at |x| above 256.)
+// stored in the program's dtype, fp16 overflows at |x| above 256. Its
+// partial products are X·W before the division by the rms, also stored in
+// the program's dtype: they overflow fp16 only past 65504, where the
+// one-kernel form, which divides before it stores, would not.)
 func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
 	pg := k.p.g
 	g, ids, parts, ok := k.place()

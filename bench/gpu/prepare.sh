@@ -33,7 +33,8 @@
 #   MIRAGE_SEED_RULES       seed rules (package seed) whose best verified candidate each workload
 #                           also emits, as WORKLOAD.cN beside the top K (default "split_k": the
 #                           model ranks split reductions below one-kernel forms, and the run
-#                           tests it); superopt then keeps every verified answer; "" for none
+#                           tests it); superopt then keeps every verified answer, so it verifies
+#                           until the time limit; "" for none (and with MIRAGE_TOP_K=0, none)
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
@@ -186,12 +187,14 @@ for arch in $archs; do
 			printf '  %-24s %s\n' "$w.c*" "$(cat "$dir/superopt/$w.failed")"
 			continue
 		fi
-		echo "  $n candidate(s) ($(grep -o '"stopped": "[^"]*"' "$dir/superopt/$w.json" || echo 'search completed'))"
-		picked=" ${MIRAGE_CANDIDATES:-$(seq 0 $((top_k - 1)))} "
+		echo "  $n candidate(s) ($(grep -o '"stopped": "[^"]*"' "$dir/superopt/$w.json" | head -n 1 || echo 'search completed'))"
+		# shellcheck disable=SC2046,SC2086 # word splitting joins the list onto one line
+		picked=" $(echo ${MIRAGE_CANDIDATES:-$(seq 0 $((top_k - 1)))}) "
 		for rule in $seed_rules; do
 			# The best-ranked candidate the rule built: its meta (one line)
-			# holds its rank, its place in the document, and the rule.
-			r=$(grep -o '"rank": [0-9]*, [^}]*"seed": "'"$rule"'"' "$ugraph" | head -n 1 | sed 's/^"rank": \([0-9]*\),.*/\1/' || true)
+			# holds its rank, its place in the document, and the rules of
+			# its parts ("rows+split_k" where the program has several).
+			r=$(grep -oE '"rank": [0-9]+, [^}]*"seed": "([^"]*\+)?'"$rule"'(\+[^"]*)?"' "$ugraph" | head -n 1 | sed 's/^"rank": \([0-9]*\),.*/\1/' || true)
 			if [ -z "$r" ]; then
 				printf '  %-24s %s\n' "($rule)" "no verified candidate of this rule"
 			elif [[ $picked != *" $r "* ]]; then

@@ -387,6 +387,9 @@ func TestRegisterBudgetFollowsTheBlockSize(t *testing.T) {
 // TestLanePartials: a sum, mean or rms accumulator fed by several
 // iterations keeps a partial per row of each warp in its lanes' registers,
 // while the bound and the register budget allow, first come first served.
+// (The emitted code runs in codegen/cuda's emulator cases accumulators,
+// rmsnorm_512_threads and attention_512_threads, whose rows are not a
+// multiple of the warps: 16 over 3, 13 over 16, 24 over 16.)
 func TestLanePartials(t *testing.T) {
 	for _, c := range []struct {
 		name      string
