@@ -143,8 +143,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // lane partials in registers (package thread), which lowers the estimate
 // of every candidate with one. Version 20: the split_k seeds. Version 21:
 // only the best-ranked rule's seed is checked before the ranking (the
-// others are "outranked" until it reaches them).
-const cacheVersion = 21
+// others are "outranked" until it reaches them). Version 22: a one-
+// iteration input tile read in an mma's epilogue is copied into shared
+// memory (package thread), which changes the estimates of such graphs.
+const cacheVersion = 22
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -152,6 +152,17 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.forloop_accum(tA, "sum"), output_map=(0, 1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(tB), output_map=(0, 1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(tC, "rms"), output_map=(0, 1, -1))`)},
+	// lora's W + A·B in one iteration: W's tile, read in the mma's
+	// epilogue, is copied in (not read in place in fragment order), and
+	// the sum feeds a second mma; odd rows (12) and 3 column blocks.
+	{name: "epilogue_operand_copied", scale: 0.5, src: oneKernel(
+		[][3]string{{"X", "(12, 64)", "float16"}, {"W", "(64, 96)", "float16"}, {"A", "(64, 16)", "float16"}, {"B", "(16, 96)", "float16"}},
+		"grid_dim=(3, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=1",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=-1)`,
+		`tA = tb.new_input(dtensor=A, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tB = tb.new_input(dtensor=B, input_map=(1, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tb.add(tb.matmul(tA, tB), tW))), output_map=(1, -1, -1))`)},
 	// Pipelines deeper than 2 with F not a multiple of the depth.
 	{name: "pipeline", scale: 1, opts: Options{Launch: launch.Options{Stages: 3}}, src: oneKernel(
 		[][3]string{{"X", "(16, 80)", "float16"}, {"W", "(80, 32)", "float16"}},

@@ -119,14 +119,22 @@ func (d *deriver) readByMMA(t block.TensorID) bool {
 // of the other operand, rms_norm once for the rms and once to scale, a
 // broadcast operand once per copy, and each further reader (in another
 // part of the kernel, or in the same chain) once more; such tiles are
-// copied into shared memory.
+// copied into shared memory. So is a tile read in an mma's epilogue:
+// there a lane reads 4 bytes of a row and a warp 16 bytes of each of 8
+// rows, half a sector, and each sector again for its other half (lora's
+// weights: 4x their size requested at 25% coalescing), where the copy
+// reads them whole.
 func (d *deriver) readOnce(t block.TensorID) bool {
 	if len(d.uses[t]) != 1 {
 		return false
 	}
-	op := &d.g.Ops[d.uses[t][0]]
+	use := d.uses[t][0]
+	op := &d.g.Ops[use]
 	switch op.Kind {
 	case ugraph.OpMatmul, ugraph.OpRMSNorm:
+		return false
+	}
+	if gi := d.out.Ops[use].Group; gi >= 0 && d.out.Ops[d.out.Groups[gi].Head].MMA != nil {
 		return false
 	}
 	return op.Kind.Info().Class != ugraph.ClassBinary || d.g.Tensors[t].Shape == d.g.Tensors[op.Out].Shape

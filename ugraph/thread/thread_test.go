@@ -298,6 +298,16 @@ func TestInputsReadInPlace(t *testing.T) {
 			y := b.in(sh(16, 1), fp16, block.Replicate, -1)
 			return b.op(ugraph.OpAdd, none, b.op(ugraph.OpExp, none, y), x)
 		}},
+		{"read in an mma's epilogue (lora's W + A·B)", sh(64, 32), false, func(b *builder, x block.TensorID) block.TensorID {
+			a := b.in(sh(64, 16), fp16, block.Replicate, -1)
+			c := b.in(sh(16, 32), fp16, block.Replicate, -1)
+			return b.op(ugraph.OpAdd, none, b.op(ugraph.OpMatmul, none, a, c), x)
+		}},
+		{"read in a SIMT matmul's epilogue", sh(8, 8), true, func(b *builder, x block.TensorID) block.TensorID {
+			a := b.in(sh(8, 4), fp16, block.Replicate, -1) // K = 4: no mma
+			c := b.in(sh(4, 8), fp16, block.Replicate, -1)
+			return b.op(ugraph.OpAdd, none, b.op(ugraph.OpMatmul, none, a, c), x)
+		}},
 	}
 	for _, tt := range tests {
 		b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
