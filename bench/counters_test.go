@@ -104,7 +104,7 @@ type countersRow struct {
 	kernel              int
 	what                string
 	fused               bool
-	uncounted           bool // a library call whose work the emulator does outside the counted code (cuBLASLt)
+	uncounted           bool   // a library call whose work the emulator does outside the counted code (cuBLASLt)
 	weights             string // the largest input: "t1 48.00 MiB"
 	weightReq, weightCo float64
 	weightDistinct      float64 // the weights' distinct bytes over their size

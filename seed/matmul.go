@@ -222,33 +222,22 @@ func dependsOn(p *program, t, r kernel.TensorID) bool {
 	return false
 }
 
-// matmulKernel builds the matmul rule's kernel on one grid and for-loop
-// range.
-func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloopRange, reductionDimx int) (*kernel.Graph, bool) {
-	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
-	if !ok {
-		return nil, false
-	}
-	g := p.g
-	// In the loop: the prologue's inputs in K-wide tiles, the prologue
-	// (the rms_norm as its operand), the weights and the matmuls.
-	loadAs := func(t kernel.TensorID, imap block.Map, fmap int) bool {
-		if _, done := k.tiles[t]; done {
-			return true
-		}
-		if p.shape(t).Dim(fmap) == 1 {
-			fmap = -1
-		}
-		tile, ok := k.load(t, imap, fmap)
-		k.tiles[t] = tile
-		return ok
+// placePrologue places the plan's prologue in k's for-loop: its inputs
+// and the shared left operand in tiles walked along the reduced dim (grid
+// y partitioning their dim dy, where they have it), and its ops, the
+// rms_norm as its operand (rms_norm(X)·W = (X·W) / rms(X)). It returns
+// the norm's operand, -1 when there is no norm.
+func (k *kernelBuilder) placePrologue(plan *matmulPlan, dy int) (kernel.TensorID, bool) {
+	p, grid := k.p, k.b.Grid
+	walk := func(t kernel.TensorID) bool {
+		return !p.isInput(t) || k.loadWalked(t, axisMap(p.shape(t), grid, -1, dy), 1)
 	}
 	var normIn kernel.TensorID = -1
 	for _, i := range plan.prologue {
-		op := g.Ops[i]
+		op := p.g.Ops[i]
 		for _, t := range op.In {
-			if p.isInput(t) && !loadAs(t, axisMap(p.shape(t), grid, -1, 0), 1) {
-				return nil, false
+			if !walk(t) {
+				return -1, false
 			}
 		}
 		if i == plan.norm {
@@ -257,10 +246,24 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 			continue
 		}
 		if !k.compute(i) {
-			return nil, false
+			return -1, false
 		}
 	}
-	if p.isInput(plan.a) && !loadAs(plan.a, axisMap(p.shape(plan.a), grid, -1, 0), 1) {
+	return normIn, walk(plan.a)
+}
+
+// matmulKernel builds the matmul rule's kernel on one grid and for-loop
+// range.
+func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloopRange, reductionDimx int) (*kernel.Graph, bool) {
+	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
+	if !ok {
+		return nil, false
+	}
+	g := p.g
+	// In the loop: the prologue (grid y along the rows), the weights and
+	// the matmuls.
+	normIn, ok := k.placePrologue(plan, 0)
+	if !ok {
 		return nil, false
 	}
 	var rms block.TensorID
@@ -271,7 +274,7 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 	}
 	for _, i := range plan.matmuls {
 		w := g.Ops[i].In[1]
-		if !loadAs(w, axisMap(p.shape(w), grid, 1, -1), 0) || !k.compute(i) {
+		if !k.loadWalked(w, axisMap(p.shape(w), grid, 1, -1), 0) || !k.compute(i) {
 			return nil, false
 		}
 	}

@@ -182,6 +182,21 @@ func (k *kernelBuilder) load(t kernel.TensorID, imap block.Map, fmap int) (block
 	return tile, true
 }
 
+// loadWalked places an input op reading program tensor t, walked by the
+// for-loop along dim fmap (not where t's extent there is 1: it
+// broadcasts), unless t has its tile already.
+func (k *kernelBuilder) loadWalked(t kernel.TensorID, imap block.Map, fmap int) bool {
+	if _, done := k.tiles[t]; done {
+		return true
+	}
+	if k.p.shape(t).Dim(fmap) == 1 {
+		fmap = -1
+	}
+	tile, ok := k.load(t, imap, fmap)
+	k.tiles[t] = tile
+	return ok
+}
+
 // compute places the program's op i on the tiles of its operands, and maps
 // its result to the tile it makes.
 func (k *kernelBuilder) compute(i int) bool {
@@ -224,22 +239,31 @@ func (k *kernelBuilder) store(t kernel.TensorID, x block.TensorID, omap block.Ma
 func (k *kernelBuilder) graph() (*kernel.Graph, bool) {
 	pg := k.p.g
 	g, ids, outs, ok := k.place()
-	if !ok {
+	if !ok || !markResults(pg, g, ids, outs, k.results) {
 		return nil, false
 	}
-	for i, t := range k.results {
+	return g, true
+}
+
+// markResults maps program tensors results to outs, the results of the
+// last kernel placed in g (ids maps the program's tensors to g's), and
+// marks g's outputs in the program's order. It reports false when a
+// result does not have the program tensor's shape, or an output has no
+// tensor in g.
+func markResults(pg, g *kernel.Graph, ids map[kernel.TensorID]kernel.TensorID, outs, results []kernel.TensorID) bool {
+	for i, t := range results {
 		if g.Tensors[outs[i]].Shape != pg.Tensors[t].Shape {
-			return nil, false
+			return false
 		}
 		ids[t] = outs[i]
 	}
 	for _, t := range pg.Outputs {
 		id, ok := ids[t]
 		if !ok || g.MarkOutput(id) != nil {
-			return nil, false
+			return false
 		}
 	}
-	return g, true
+	return true
 }
 
 // place starts the seed's kernel graph: the program's inputs, in order

@@ -64,41 +64,14 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 	}
 	g := p.g
 	stacked := block.Map{1, 0, -1} // column tiles side by side, splits stacked along the rows
-	// The prologue's inputs in tiles of the block's split, walked along k.
-	loadAs := func(t kernel.TensorID, imap block.Map, fmap int) bool {
-		if _, done := k.tiles[t]; done {
-			return true
-		}
-		if p.shape(t).Dim(fmap) == 1 {
-			fmap = -1
-		}
-		tile, ok := k.load(t, imap, fmap)
-		k.tiles[t] = tile
-		return ok
-	}
-	var normIn kernel.TensorID = -1
-	for _, i := range plan.prologue {
-		op := g.Ops[i]
-		for _, t := range op.In {
-			if p.isInput(t) && !loadAs(t, axisMap(p.shape(t), grid, -1, 1), 1) {
-				return nil, false
-			}
-		}
-		if i == plan.norm {
-			normIn = op.In[0]
-			k.tiles[op.Out[0]] = k.tiles[normIn]
-			continue
-		}
-		if !k.compute(i) {
-			return nil, false
-		}
-	}
-	if p.isInput(plan.a) && !loadAs(plan.a, axisMap(p.shape(plan.a), grid, -1, 1), 1) {
+	// The prologue in tiles of the block's split (grid y along k).
+	normIn, ok := k.placePrologue(plan, 1)
+	if !ok {
 		return nil, false
 	}
 	for _, i := range plan.matmuls {
 		w := g.Ops[i].In[1]
-		if !loadAs(w, axisMap(p.shape(w), grid, 1, 0), 0) || !k.compute(i) {
+		if !k.loadWalked(w, axisMap(p.shape(w), grid, 1, 0), 0) || !k.compute(i) {
 			return nil, false
 		}
 		acc, ok := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, k.tiles[g.Ops[i].Out[0]])
@@ -151,29 +124,16 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim
 				continue
 			}
 			for _, t := range pg.Ops[i].In {
-				if _, done := c.tiles[t]; done || !k.p.isInput(t) {
-					continue
-				}
-				fmap := 1
-				if k.p.shape(t).Dim(1) == 1 {
-					fmap = -1
-				}
-				tile, ok := c.load(t, block.Replicate, fmap)
-				if !ok {
+				if k.p.isInput(t) && !c.loadWalked(t, block.Replicate, 1) {
 					return nil, false
 				}
-				c.tiles[t] = tile
 			}
 			if !c.compute(i) {
 				return nil, false
 			}
 		}
-		if _, done := c.tiles[normIn]; !done {
-			tile, ok := c.load(normIn, block.Replicate, 1)
-			if !ok {
-				return nil, false
-			}
-			c.tiles[normIn] = tile
+		if k.p.isInput(normIn) && !c.loadWalked(normIn, block.Replicate, 1) {
+			return nil, false
 		}
 		if rms, ok = c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, c.tiles[normIn]); !ok {
 			return nil, false
@@ -204,19 +164,8 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim
 		operands = append(operands, ids[t])
 	}
 	outs, err := g.Customized(operands, c.b)
-	if err != nil {
+	if err != nil || !markResults(pg, g, ids, outs, c.results) {
 		return nil, false
-	}
-	for j, t := range c.results {
-		if g.Tensors[outs[j]].Shape != pg.Tensors[t].Shape {
-			return nil, false
-		}
-		ids[t] = outs[j]
-	}
-	for _, t := range pg.Outputs {
-		if g.MarkOutput(ids[t]) != nil {
-			return nil, false
-		}
 	}
 	return g, true
 }
