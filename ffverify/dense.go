@@ -63,26 +63,70 @@ func matmul(dst, a, b *tensor) {
 		B := b.v[batch*k*n:][:k*n]
 		C := dst.v[batch*m*n:][:m*n]
 		for j0 := 0; j0 < n; j0 += matmulCols {
-			j1 := min(j0+matmulCols, n)
-			l := 0
-			for ; l+4 <= k; l += 4 {
-				b0 := B[l*n+j0 : l*n+j1]
-				b1 := B[(l+1)*n+j0:][:len(b0)]
-				b2 := B[(l+2)*n+j0:][:len(b0)]
-				b3 := B[(l+3)*n+j0:][:len(b0)]
-				for i := range m {
-					mulAdd4(C[i*n+j0:][:len(b0)], b0, b1, b2, b3, (*[4]elem)(A[i*k+l:]))
+			panelAdd(C, n, j0, min(matmulCols, n-j0), A, k, 0, k, B[j0:], n)
+		}
+	}
+}
+
+// matmulInput is matmul with b the input of shape bs whose elements are
+// uniform(key + position·inputStride) (trial.input): it computes b a panel
+// at a time as the product reads it (genRows rows of matmulCols columns,
+// in cache), so a weight matrix is never stored whole. Its elements are
+// hashed once either way; what this saves is the memory, and the time of
+// touching it fresh (page faults: a 70B layer's two weights are 3.8 GB a
+// draw).
+func matmulInput(dst, a *tensor, bs ugraph.Shape, key uint64) {
+	r := a.shape.Rank()
+	m, k, n := a.shape.Dim(r-2), a.shape.Dim(r-1), bs.Dim(r-1)
+	clear(dst.v)
+	panel := make([]elem, panelElems(k, n))
+	for batch := range len(a.v) / (m * k) {
+		A := a.v[batch*m*k:][:m*k]
+		C := dst.v[batch*m*n:][:m*n]
+		for j0 := 0; j0 < n; j0 += matmulCols {
+			w := min(matmulCols, n-j0)
+			for l0 := 0; l0 < k; l0 += genRows {
+				l1 := min(l0+genRows, k)
+				for l := l0; l < l1; l++ {
+					at := uint64((batch*k+l)*n + j0)
+					fillUniform(panel[(l-l0)*w:][:w], key+at*inputStride)
 				}
+				panelAdd(C, n, j0, w, A, k, l0, l1, panel, w)
 			}
-			for ; l < k; l++ {
-				bl := B[l*n+j0 : l*n+j1]
-				for i := range m {
-					c := C[i*n+j0:][:len(bl)]
-					al := A[i*k+l]
-					for j, cj := range c {
-						c[j] = cj.add(al.mul(bl[j]))
-					}
-				}
+		}
+	}
+}
+
+// genRows is the rows of b's panel that matmulInput computes at a time:
+// 64 rows of matmulCols columns, 128 KiB.
+const genRows = 64
+
+// panelElems is the size of matmulInput's panel for a b of k rows and n
+// columns.
+func panelElems(k, n int) int { return min(genRows, k) * min(matmulCols, n) }
+
+// panelAdd adds A[:, l0:l1]·P to C[:, j0:j0+w], for C of n columns and A
+// of k, both row-major, where row l of the panel P starts at P[(l-l0)·ld].
+func panelAdd(C []elem, n, j0, w int, A []elem, k, l0, l1 int, P []elem, ld int) {
+	m := len(A) / k
+	l := l0
+	for ; l+4 <= l1; l += 4 {
+		p := P[(l-l0)*ld:]
+		b0 := p[:w]
+		b1 := p[ld:][:w]
+		b2 := p[2*ld:][:w]
+		b3 := p[3*ld:][:w]
+		for i := range m {
+			mulAdd4(C[i*n+j0:][:w], b0, b1, b2, b3, (*[4]elem)(A[i*k+l:]))
+		}
+	}
+	for ; l < l1; l++ {
+		bl := P[(l-l0)*ld:][:w]
+		for i := range m {
+			c := C[i*n+j0:][:w]
+			al := A[i*k+l]
+			for j, cj := range c {
+				c[j] = cj.add(al.mul(bl[j]))
 			}
 		}
 	}

@@ -48,6 +48,35 @@ func TestMatmulMatchesTheDefinition(t *testing.T) {
 	}
 }
 
+// matmulInput, which computes its right operand a panel at a time, gives
+// the product of the input materialised, at remainders against the panel's
+// rows and columns and the fold of four, batched too.
+func TestMatmulInputMatchesTheMaterialisedInput(t *testing.T) {
+	seed := uint64(7)
+	for _, s := range [][4]int{ // batch, m, k, n
+		{1, 1, 1, 1}, {1, 3, 5, 7}, {1, 8, genRows, matmulCols}, {1, 8, genRows + 3, matmulCols + 1},
+		{2, 16, 2*genRows + 1, 300}, {3, 5, 130, 33}, {1, 2, 7, 3*matmulCols + 5},
+	} {
+		b, m, k, n := s[0], s[1], s[2], s[3]
+		x := randomTensor(ugraph.MustShape(b, m, k), seed)
+		ys, key := ugraph.MustShape(b, k, n), seed+1
+		seed += 2
+		y := newTensor(ys)
+		fillUniformGeneric(y.v, key)
+		got, want := newTensor(ugraph.MustShape(b, m, n)), newTensor(ugraph.MustShape(b, m, n))
+		for i := range got.v {
+			got.v[i] = elem{1, 1} // matmulInput overwrites dst
+		}
+		matmulInput(got, x, ys, key)
+		naiveMatmul(want, x, y)
+		for i := range want.v {
+			if got.v[i] != want.v[i] {
+				t.Fatalf("%v: element %d is %v, want %v", s, i, got.v[i], want.v[i])
+			}
+		}
+	}
+}
+
 // BenchmarkMatmul is a verifier's matmuls at LLaMA-7B decode shapes (16
 // tokens by hidden 4096 by MLP 11008) and at attention's.
 func BenchmarkMatmul(bb *testing.B) {

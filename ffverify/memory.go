@@ -54,8 +54,14 @@ func (p *plan) memory(shared bool) usage {
 				during = ugraph.AddSize(during, tensorBytes(t.Shape))
 			}
 		default:
-			for _, t := range op.In {
-				if p.inputPos[t] < 0 || !shared {
+			for j, t := range op.In {
+				switch {
+				case p.inputPos[t] >= 0 && shared:
+				case op.Kind == ugraph.OpMatmul && j == 1 && p.inputPos[t] >= 0 && held[t] == 0:
+					// computed a panel at a time (matmulInput)
+					b := g.Tensors[t].Shape
+					during = ugraph.AddSize(during, int64(panelElems(b.Dim(b.Rank()-2), b.Last())*elemBytes))
+				default:
 					hold(int(t))
 				}
 			}

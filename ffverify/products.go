@@ -89,6 +89,26 @@ func (o operand) tensor() *tensor {
 	return o.src.dense()
 }
 
+// mulOperands computes dst = x·y. A right operand that is an input not at
+// hand (a weight) is computed a panel at a time as the product reads it
+// (matmulInput), never stored whole.
+func mulOperands(dst *tensor, x, y operand) {
+	if y.t == nil && y.src.tr != nil && y.src.tr.dense == nil {
+		matmulInput(dst, x.tensor(), y.src.shape, y.src.tr.inputs[y.src.input])
+		return
+	}
+	matmul(dst, x.tensor(), y.tensor())
+}
+
+// sourceOperand names the program input k (k >= 0) whose values src
+// makes, or the computed tensor src holds.
+func (ps *products) sourceOperand(src source, k int) operand {
+	if src.t == nil && k >= 0 {
+		return operand{src: src, key: operandKey{input: k, shape: src.shape}}
+	}
+	return ps.operand(src.dense(), k)
+}
+
 // operand names t, which is program input k when k >= 0.
 func (ps *products) operand(t *tensor, k int) operand {
 	if k >= 0 {
@@ -182,16 +202,16 @@ type slabKey struct {
 
 // whole computes into dst the product of a pre-defined matmul's operands.
 func (ps *products) whole(dst *tensor, a, b operand) {
-	ps.matmul(dst, wholeKey{a.key, b.key}, a.t, b.t)
+	ps.matmul(dst, wholeKey{a.key, b.key}, a, b)
 }
 
 // matmul computes into dst the product x·y, kept in the memo under key
 // (unless it would take more than a quarter of the budget), and reports
 // whether the memo had it already.
-func (ps *products) matmul(dst *tensor, key any, x, y *tensor) (hit bool) {
-	p, hit := ps.kept(key, dst.shape, operand{t: x}, operand{t: y})
+func (ps *products) matmul(dst *tensor, key any, x, y operand) (hit bool) {
+	p, hit := ps.kept(key, dst.shape, x, y)
 	if p == nil {
-		matmul(dst, x, y)
+		mulOperands(dst, x, y)
 		return false
 	}
 	copy(dst.v, p.v)
@@ -210,7 +230,7 @@ func (ps *products) kept(key any, s ugraph.Shape, x, y operand) (t *tensor, hit 
 	p, first := ps.entry(key, bytes)
 	if first {
 		p.t = newTensor(s)
-		matmul(p.t, x.tensor(), y.tensor())
+		mulOperands(p.t, x, y)
 		close(p.ready)
 	}
 	<-p.ready
@@ -266,7 +286,7 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 			ps.tileCost.Add(fingerprintCost * int64(len(n.t.v)))
 		}
 	}
-	if ps.matmul(dst, tilePair{a, b}, x.t, y.t) {
+	if ps.matmul(dst, tilePair{a, b}, operand{t: x.t}, operand{t: y.t}) {
 		ps.tileSaved.Add(int64(len(dst.v) * x.shape.Last()))
 	}
 }

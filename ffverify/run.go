@@ -33,6 +33,19 @@ func (p *plan) run(tr *trial) []*tensor {
 			for r, t := range run(tr.block[i], args, tr.products, tr.check) {
 				val[op.Out[r]] = source{t: t, shape: t.shape}
 			}
+		case ugraph.OpMatmul:
+			// The right operand, a weight, is not materialised if it is an
+			// input: the product computes it as it reads it.
+			a, ka := val[op.In[0]].dense(), p.inputPos[op.In[0]]
+			val[op.In[0]].t = a
+			b, kb := val[op.In[1]], p.inputPos[op.In[1]]
+			dst := newTensor(g.Tensors[op.Out[0]].Shape)
+			if ps := tr.products; ps != nil {
+				ps.whole(dst, ps.operand(a, ka), ps.sourceOperand(b, kb))
+			} else {
+				mulOperands(dst, operand{t: a}, operand{t: b.t, src: b})
+			}
+			val[op.Out[0]] = source{t: dst, shape: dst.shape}
 		default:
 			args := make([]*tensor, 2)
 			for j, id := range op.In {
@@ -40,11 +53,7 @@ func (p *plan) run(tr *trial) []*tensor {
 				val[id].t = args[j] // materialised once
 			}
 			dst := newTensor(g.Tensors[op.Out[0]].Shape)
-			if ps := tr.products; ps != nil && op.Kind == ugraph.OpMatmul {
-				ps.whole(dst, ps.operand(args[0], p.inputPos[op.In[0]]), ps.operand(args[1], p.inputPos[op.In[1]]))
-			} else {
-				apply(&tr.ops[i], dst, args[0], args[1])
-			}
+			apply(&tr.ops[i], dst, args[0], args[1])
 			val[op.Out[0]] = source{t: dst, shape: dst.shape}
 		}
 		for _, id := range op.In {
@@ -62,8 +71,9 @@ func (p *plan) run(tr *trial) []*tensor {
 
 // source is a device tensor as an operand: computed (t), or input k of
 // draw tr, whose elements are computed where they are read. So an input
-// that only tile loads read is never stored whole: for large weights that
-// saves more time (fresh memory) than recomputing the hashes costs.
+// that only tile loads and the right side of pre-defined matmuls read is
+// never stored whole: for large weights that saves more time (fresh
+// memory) than recomputing the hashes costs.
 type source struct {
 	t     *tensor
 	tr    *trial
@@ -92,10 +102,8 @@ func (s source) load(dst *tensor, off layout.Dims) {
 		for b := range box[1] {
 			for c := range box[2] {
 				at := (off[0]+a)*ss[0] + (off[1]+b)*ss[1] + (off[2]+c)*ss[2] + off[3]
-				for j := range box[3] {
-					dst.v[d] = uniform(key + uint64(at+j)*inputStride) // s.tr.input, inlined
-					d++
-				}
+				fillUniform(dst.v[d:][:box[3]], key+uint64(at)*inputStride) // s.tr.input, a row at a time
+				d += box[3]
 			}
 		}
 	}
