@@ -15,11 +15,11 @@ import (
 // known.
 //
 // Without it the Go heap grows to twice the live data before a collection.
-// A search at LLaMA-70B shapes keeps about 7 GB live (the verifiers'
-// fingerprints of 8192x28672 weights) and peaked at 15 GB, nearly all of
-// a 16 GB machine; under a 6 GiB limit the same search peaks at 7.6 GB,
-// as fast. Past the limit the collector's CPU share is capped (the
-// runtime's GC limiter), so a live set above it costs time, not a crash.
+// A search at LLaMA-70B shapes kept about 7 GB live when the verifiers
+// stored its 8192x28672 weights, and peaked at 15 GB, nearly all of a 16
+// GB machine; under a 6 GiB limit the same search peaked at 7.6 GB, as
+// fast. Past the limit the collector's CPU share is capped (the runtime's
+// GC limiter), so a live set above it costs time, not a crash.
 func SoftLimit() int64 { return softLimit("/") }
 
 // softLimit is SoftLimit with /proc and /sys under root.
