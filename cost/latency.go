@@ -236,13 +236,14 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			n := ceilf(out.NumElements(), threads)
 			s.Elements += n * float64(xs.Last()/out.Last())
 			reads(head, n*float64(xs.Last()/out.Last()))
-		default: // sum, mean, rms: a warp per row, reduced now or after the loop (lane partials)
-			rows := ceilf(xs.NumElements()/xs.Last(), warps)
+		default: // sum, mean, rms: a warp (or RowWarps) per row, reduced now or after the loop (lane partials)
+			rw := max(1, gr.RowWarps)
+			rows := ceilf(xs.NumElements()/xs.Last()*rw, warps)
 			if gr.LaneRows == 0 {
 				s.Rows += rows
 			}
-			s.RowElems += rows * ceilf(xs.Last(), target.WarpSize)
-			reads(head, rows*ceilf(xs.Last(), target.WarpSize))
+			s.RowElems += rows * ceilf(xs.Last(), target.WarpSize*rw)
+			reads(head, rows*ceilf(xs.Last(), target.WarpSize*rw))
 		}
 		return s
 	}
@@ -259,9 +260,16 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			sinks(n)
 		}
 	case thread.ByRow(bg, head):
+		// A warp per row, or RowWarps warps per row that meet in shared
+		// memory across a barrier (each reads the RowWarps partial sums).
 		xs := bg.Tensors[head.In[0]].Shape
-		rows := ceilf(xs.NumElements()/xs.Last(), warps)
-		per := ceilf(xs.Last(), target.WarpSize)
+		rw := max(1, gr.RowWarps)
+		rows := ceilf(xs.NumElements()/xs.Last()*rw, warps)
+		per := ceilf(xs.Last(), target.WarpSize*rw)
+		if rw > 1 {
+			s.Barriers++
+			s.Elements += float64(rw)
+		}
 		passes := 1.0
 		if head.Kind == ugraph.OpRMSNorm {
 			passes = 2 // the sum of squares, then the scaling

@@ -130,6 +130,27 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.add(a, r1), output_map=(-1, 0, -1))`,
 		`tb.new_output(stensor=tb.mul(rd, tb.reduction(rd, 0)), output_map=(-1, 0, -1))`,
 		`tb.new_output(stensor=tb.exp(r0), output_map=(-1, 0, -1))`)},
+	// Rows shared by warps (thread.Group.RowWarps): 3 rows of 1000 for 8
+	// warps, 2 warps a row (warps 6 and 7 idle), strides that do not divide
+	// the row; an rms_norm and a reduction meeting in scratch, sum, mean
+	// and rms accumulators adding with atomicAdd.
+	{name: "rows_shared_by_warps", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(3, 1000)", "float16"}},
+		"grid_dim=(1, 1, 1), block_dim=(256, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`r = tb.reduction(tX, 1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.add(tb.rms_norm(tX), r)), output_map=(-1, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "sum"), output_map=(-1, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "mean"), output_map=(-1, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "rms"), output_map=(-1, -1, -1))`)},
+	// One row per block over 16 warps inside a for-loop: the scratch is
+	// written again at every iteration.
+	{name: "row_shared_in_loop", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(4, 2048)", "float16"}},
+		"grid_dim=(4, 1, 1), block_dim=(512, 1, 1), forloop_range=2, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.exp(tb.rms_norm(tX)), "sum"), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.reduction(tX, 1)), output_map=(0, -1, -1))`)},
 	// One iteration: X, which rms_norm and a second op read, and B, read
 	// broadcast along the rows, are copied into shared memory; Y, read
 	// once, stays in device memory.

@@ -142,6 +142,26 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 			}
 			break
 		}
+		if gr.RowWarps > 1 {
+			k.partComment(gr, fmt.Sprintf("%s: %d warps per row add their strides' %s into the accumulator", describeOp(bg, gr.Head), gr.RowWarps, what))
+			if err := k.sharedRow(gr, xs, func(idx []*expr, j string) error {
+				k.w.line("float s = 0.0f;")
+				if acc == ugraph.AccumRMS {
+					k.w.open("for (%s)", j)
+					k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
+					k.w.line("s += x * x;")
+					k.w.close()
+				} else {
+					k.w.line("for (%s) s += %s;", j, x.load(withLast(idx, vr("j", n))))
+				}
+				k.w.line("s = mirage::warp_sum(s);")
+				k.w.line("if (lane == 0) atomicAdd(&%s, s);", a.update(idx))
+				return nil
+			}); err != nil {
+				return err
+			}
+			break
+		}
 		k.partComment(gr, fmt.Sprintf("%s: a warp per row adds the row's %s into the accumulator", describeOp(bg, gr.Head), what))
 		if err := k.rowLoop(xs, func(idx []*expr) error {
 			j := vr("j", n)
@@ -395,6 +415,9 @@ func (k *blockKernel) headValue(op *block.Op, idx []*expr) error {
 // rowRun writes a part whose head works a row at a time, a warp per row:
 // rms_norm, and a reduction of the last dim.
 func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) error {
+	if gr.RowWarps > 1 {
+		return k.splitRowRun(gr, chain, acc, post)
+	}
 	bg := k.bg
 	op := &bg.Ops[gr.Head]
 	x := k.tile(op.In[0])
@@ -433,6 +456,104 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 	}
 	k.w.close()
 	return nil
+}
+
+// sharedRow writes the code by which gr.RowWarps warps share each row of
+// shape s (thread.Group.RowWarps): warp w takes row w / RowWarps, and its
+// lanes the elements of every RowWarps-th 32-element stride from stride
+// w % RowWarps. body writes what a warp does with its row, idx the index
+// of the row's first element and j the header of the loop over its
+// elements (int j). A warp with no row (rows · RowWarps < warps) skips it.
+func (k *blockKernel) sharedRow(gr *thread.Group, s ugraph.Shape, body func(idx []*expr, j string) error) error {
+	rows, n, rw := rowsOf(s), s.Last(), gr.RowWarps
+	decls, idx := indexDecls(vr("row", rows), s.WithDim(s.Rank()-1, 1))
+	k.w.line("const int row = warp / %d;  // the row this warp shares with %d others", rw, rw-1)
+	j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
+	if rows*rw < k.tg.Warps() {
+		k.w.open("if (row < %d)", rows)
+		defer k.w.close()
+	}
+	return k.scoped(decls, func() error { return body(idx, j) })
+}
+
+// splitRowRun is rowRun for rows that several warps share (RowWarps > 1):
+// each warp sums its strides, the warps meet in the group's scratch (a
+// float each) across a barrier, and each then has the row's sum; an
+// rms_norm's warps scale their own strides, a reduction's first warp runs
+// the chain on the sum.
+func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post bool) error {
+	bg := k.bg
+	op := &bg.Ops[gr.Head]
+	x := k.tile(op.In[0])
+	xs := bg.Tensors[op.In[0]].Shape
+	rows, n, rw := rowsOf(xs), xs.Last(), gr.RowWarps
+	w := k.w
+	k.partComment(gr, fmt.Sprintf("%s, %d warps per row", describeChain(bg, gr.Head, chain, acc), rw))
+	defer w.close()
+	w.line("float* const scratch = reinterpret_cast<float*>(smem + %d);  // a partial sum per warp", gr.Scratch)
+	decls, idx := indexDecls(vr("row", rows), xs.WithDim(xs.Rank()-1, 1))
+	guarded := func(cond string, body func() error) error {
+		if cond != "" {
+			w.open("if (%s)", cond)
+			defer w.close()
+		} else {
+			w.open("")
+			defer w.close()
+		}
+		return k.scoped(decls, body)
+	}
+	has := ""
+	if rows*rw < k.tg.Warps() {
+		has = fmt.Sprintf("row < %d", rows)
+	}
+	j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
+	rms := op.Kind == ugraph.OpRMSNorm
+	w.line("const int row = warp / %d;  // the row this warp shares with %d others", rw, rw-1)
+	w.line("float s = 0.0f;")
+	if err := guarded(has, func() error {
+		if rms {
+			k.w.open("for (%s)", j)
+			k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
+			k.w.line("s += x * x;")
+			k.w.close()
+		} else {
+			k.w.line("for (%s) s += %s;", j, x.load(withLast(idx, vr("j", n))))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	w.line("s = mirage::warp_sum(s);")
+	w.line("if (lane == 0) MIRAGE_STS(scratch[warp]) = s;")
+	w.line("__syncthreads();  // every warp's partial sum is in scratch")
+	k.barriers++
+	k.trace = append(k.trace, k.phase+": __syncthreads() (rows shared by warps)")
+	sum := func() {
+		k.w.line("float t = 0.0f;")
+		k.w.line("for (int q = 0; q < %d; ++q) t += MIRAGE_LDS(scratch[row * %d + q]);  // the row's sum", rw, rw)
+	}
+	if rms {
+		return guarded(has, func() error {
+			sum()
+			k.w.line("const float scale = 1.0f / sqrtf(t / %d.0f);  // 1 / rms of the row (no epsilon)", n)
+			k.w.open("for (%s)", j)
+			k.w.line("float v = %s * scale;", x.load(withLast(idx, vr("j", n))))
+			if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, vr("j", n))}, op.Out, -1); err != nil {
+				return err
+			}
+			k.w.close()
+			return nil
+		})
+	}
+	first := fmt.Sprintf("warp %% %d == 0 && lane == 0", rw)
+	if has != "" {
+		first = has + " && " + first
+	}
+	return guarded(first, func() error {
+		sum()
+		k.w.line("float v = t;")
+		return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, cst(0))}, op.Out, -1)
+	})
 }
 
 // --- tensor cores -----------------------------------------------------------------

@@ -855,6 +855,14 @@ template <typename T> T shfl(T v, int src_of_lane(int, int), int arg) {
 
 inline void __syncthreads() { mirage_emu::sync_block(); }
 
+// atomicAdd: the block's threads are coroutines that switch only at
+// barriers and warp collectives, so a read-modify-write is atomic.
+inline float atomicAdd(float* p, float v) {
+  float old = *p;
+  *p = old + v;
+  return old;
+}
+
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int m) {
   if (mask != 0xffffffffu) mirage_emu::fail("partial-warp shuffle");
   return mirage_emu::shfl<T>(v, [](int lane, int x) { return lane ^ x; }, m);

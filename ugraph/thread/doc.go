@@ -41,7 +41,12 @@
 // what the budget leaves, MaxLanePartials in all) and reduced across the
 // warp once, after the
 // loop: a warp sum per row per iteration is a chain of shuffles that every
-// iteration would wait for.
+// iteration would wait for. An op that works a row at a time (rms_norm, a
+// reduction of the last dim, such an accumulator otherwise) runs a warp
+// per row, or, when the tile has fewer rows than the block has warps,
+// RowWarps warps per row: each sums every RowWarps-th 32-element stride,
+// and they meet in a float a warp of shared memory across a barrier
+// (Scratch), or add into the accumulator with atomicAdd.
 //
 // # Storage and the shared-memory plan
 //

@@ -67,6 +67,10 @@ func (g *Graph) GroupString(gi int) string {
 				b.WriteString("]")
 			} else if gr.LaneRows > 0 {
 				fmt.Fprintf(&b, " [simt, lane partials x%d]", gr.LaneRows)
+			} else if gr.RowWarps > 1 && gr.Scratch >= 0 {
+				fmt.Fprintf(&b, " [simt, %d warps a row, scratch @%d]", gr.RowWarps, gr.Scratch)
+			} else if gr.RowWarps > 1 {
+				fmt.Fprintf(&b, " [simt, %d warps a row]", gr.RowWarps)
 			} else {
 				b.WriteString(" [simt]")
 			}

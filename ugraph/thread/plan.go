@@ -82,6 +82,65 @@ func (d *deriver) store() error {
 	return nil
 }
 
+// splitRows sets the warps that share each row of a group whose head
+// works a row at a time (Group.RowWarps): with fewer rows than warps, a
+// warp per row would leave the other warps idle while it walks the row
+// alone (one row of 4096 elements: 128 strides, twice for an rms_norm).
+func (d *deriver) splitRows() error {
+	g, out := d.g, d.out
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		head := &g.Ops[gr.Head]
+		if !RowHead(g, gr) {
+			continue
+		}
+		x := g.Tensors[head.In[0]].Shape
+		gr.RowWarps = rowWarps(x.NumElements()/x.Last(), x.Last(), out.Warps())
+	}
+	return nil
+}
+
+// RowHead reports whether group gr's head works a row at a time, a warp
+// (or RowWarps warps) per row: an rms_norm or a reduction of the last dim
+// (ByRow), or a sum, mean or rms accumulator that reduces each
+// iteration's rows (no lane partials).
+func RowHead(g *block.Graph, gr *Group) bool {
+	head := &g.Ops[gr.Head]
+	if gr.Accum == gr.Head {
+		switch head.Attr.Accum {
+		case ugraph.AccumSum, ugraph.AccumMean, ugraph.AccumRMS:
+			return gr.LaneRows == 0
+		}
+		return false
+	}
+	return ByRow(g, head)
+}
+
+// rowWarps is the warps that share each of rows rows of n elements in a
+// block of warps: the largest power of two that fits every row's share
+// in the block and leaves each warp a whole 32-element stride.
+func rowWarps(rows, n, warps int) int {
+	w := 1
+	for 2*w*rows <= warps && 2*w*target.WarpSize <= n {
+		w *= 2
+	}
+	return w
+}
+
+// placeScratch puts after the tiles the scratch of every group whose
+// split rows meet in shared memory (Group.Scratch): a float per warp,
+// live for the whole kernel, so that no two parts share one.
+func placeScratch(out *Graph) {
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		gr.Scratch = -1
+		if gr.RowWarps > 1 && gr.Accum != gr.Head {
+			gr.Scratch = roundUp(out.SmemBytes, SmemAlign)
+			out.SmemBytes = gr.Scratch + out.Warps()*4
+		}
+	}
+}
+
 // readInPlace leaves in device memory the input tiles that readOnce had
 // copied into shared memory though no mma reads them, when the plan does
 // not fit otherwise: the kernel then requests them more than once, but
@@ -253,6 +312,7 @@ func (d *deriver) allocate() error {
 	for {
 		d.layout(stages)
 		place(d.out)
+		placeScratch(d.out)
 		limit := d.arch.MaxSmemPerBlock
 		if limit <= 0 || d.out.SmemBytes <= limit {
 			return nil

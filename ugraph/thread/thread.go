@@ -113,6 +113,17 @@ type Group struct {
 	// once after it, instead of at every iteration. 0: the warp reduces
 	// each iteration's rows and adds them into the shared accumulator.
 	LaneRows int
+	// RowWarps is set for a group whose head works a row at a time (an
+	// rms_norm or a last-dim reduction, or a sum, mean or rms accumulator
+	// without lane partials) when its tile has fewer rows than the block
+	// has warps: the warps that share each row, each summing every
+	// RowWarps-th 32-element stride of it. 1: a warp per row.
+	RowWarps int
+	// Scratch is where in shared memory the warps that share a row meet
+	// when the head is not an accumulator (RowWarps > 1): a float per
+	// warp, its partial sum. -1: none. (An accumulator's warps add their
+	// sums into it with atomicAdd.)
+	Scratch int
 }
 
 // Ops returns the head and the chain, in order.
@@ -274,6 +285,7 @@ var passes = [...]struct {
 	{"lowering", (*deriver).lower},    // mma or SIMT for each matmul
 	{"fusion", (*deriver).fuse},       // groups: heads, fused chains, stores
 	{"storage", (*deriver).store},     // registers, shared or device; persistent accumulators
+	{"rows", (*deriver).splitRows},    // warps per row of row-at-a-time heads
 	{"schedule", (*deriver).schedule}, // loop and post steps; live intervals
 	{"allocate", (*deriver).allocate}, // rows, pitches, stages, offsets; fitting the limit
 }

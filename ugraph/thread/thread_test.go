@@ -441,6 +441,58 @@ func TestLanePartials(t *testing.T) {
 	}
 }
 
+// TestRowWarps: a row-at-a-time head whose tile has fewer rows than the
+// block has warps shares each row among warps, the most that fit the
+// block and leave each a whole 32-element stride; its scratch follows
+// the tiles unless it is an accumulator (atomicAdd).
+func TestRowWarps(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rows, n, f int
+		threads    int
+		kind       ugraph.OpKind // rms_norm, reduction, or forloop_accum (accum)
+		accum      ugraph.Accum
+		want       int
+	}{
+		{"one row of 4096, 16 warps", 1, 4096, 1, 512, ugraph.OpRMSNorm, 0, 16},
+		{"three rows, 8 warps: 2 a row", 3, 1000, 1, 256, ugraph.OpRMSNorm, 0, 2},
+		{"a reduction", 2, 512, 1, 256, ugraph.OpReduction, 0, 4},
+		{"rows fill the warps", 16, 1024, 1, 256, ugraph.OpRMSNorm, 0, 1},
+		{"short rows: a stride each", 1, 64, 1, 512, ugraph.OpRMSNorm, 0, 2},
+		{"a row shorter than a stride", 1, 16, 1, 512, ugraph.OpRMSNorm, 0, 1},
+		{"an rms accumulator, one iteration", 1, 4096, 1, 256, ugraph.OpForloopAccum, ugraph.AccumRMS, 8},
+		{"a sum accumulator with lane partials", 1, 4096, 4, 256, ugraph.OpForloopAccum, ugraph.AccumSum, 1},
+		{"no reduction", 1, 4096, 1, 256, ugraph.OpForloopAccum, ugraph.AccumNone, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, c.f, 8)
+			x := bd.in(sh(c.rows, c.n*c.f), fp16, block.Replicate, 1)
+			var y block.TensorID
+			switch c.kind {
+			case ugraph.OpForloopAccum:
+				y = bd.acc(x, c.accum)
+			case ugraph.OpReduction:
+				y = bd.acc(bd.op(c.kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
+			default:
+				y = bd.acc(bd.op(c.kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
+			}
+			bd.out(y, block.Replicate)
+			g, err := Derive(bd.g, sm90, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gi := 0 // the row-at-a-time head leads the first group
+			if got := g.Groups[gi].RowWarps; got != c.want {
+				t.Errorf("%d warps a row, want %d\n%v", got, c.want, g)
+			}
+			if scratch := g.Groups[gi].Scratch >= 0; scratch != (c.want > 1 && c.kind != ugraph.OpForloopAccum) {
+				t.Errorf("scratch at %d\n%v", g.Groups[gi].Scratch, g)
+			}
+			checkPlan(t, c.name, g)
+		})
+	}
+}
+
 // TestRandomGraphs checks the plan's invariants on many valid block graphs.
 func TestRandomGraphs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -513,8 +565,41 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 			}
 		}
 	}
+	// Split rows: RowWarps warps share each row of a row-at-a-time head,
+	// a power of two whose rows fit the block and leave each warp a whole
+	// stride; their scratch (a float a warp) lies past the tiles.
+	for gi := range g.Groups {
+		gr := &g.Groups[gi]
+		rw := gr.RowWarps
+		if rw < 1 || rw&(rw-1) != 0 {
+			fail("group %d: %d warps a row", gi, rw)
+			continue
+		}
+		if rw == 1 {
+			if gr.Scratch != -1 {
+				fail("group %d: a warp a row, but scratch at %d", gi, gr.Scratch)
+			}
+			continue
+		}
+		if !RowHead(bg, gr) {
+			fail("group %d: %d warps a row, but its head does not work by rows", gi, rw)
+			continue
+		}
+		x := bg.Tensors[bg.Ops[gr.Head].In[0]].Shape
+		if rows := x.NumElements() / x.Last(); rows*rw > g.Warps() || x.Last() < rw*32 {
+			fail("group %d: %d warps a row for %d rows of %d in %d warps", gi, rw, rows, x.Last(), g.Warps())
+		}
+		switch {
+		case gr.Accum == gr.Head && gr.Scratch != -1:
+			fail("group %d: an accumulator with scratch at %d", gi, gr.Scratch)
+		case gr.Accum != gr.Head && (gr.Scratch < end || gr.Scratch%SmemAlign != 0):
+			fail("group %d: scratch at %d, among the tiles (they end at %d) or unaligned", gi, gr.Scratch, end)
+		case gr.Accum != gr.Head:
+			end = max(end, gr.Scratch+g.Warps()*4)
+		}
+	}
 	if end != g.SmemBytes {
-		fail("SmemBytes %d, but the tiles end at %d", g.SmemBytes, end)
+		fail("SmemBytes %d, but the tiles and scratch end at %d", g.SmemBytes, end)
 	}
 	// Every op of a group runs in one of its parts; every shared tile is
 	// live where it is produced and where it is read.
