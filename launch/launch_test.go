@@ -75,8 +75,12 @@ func TestLibraryLaunches(t *testing.T) {
 				Tile: GEMMTile{128, 128, 2, 2}, RowTile: 128}, Options{OwnGEMM: true}},
 		{"fp32: SIMT", []string{`a = g.new_input(dims=(20, 64), dtype=mi.float32)`, `w = g.new_input(dims=(64, 40), dtype=mi.float32)`, `g.mark_output(g.matmul(a, w))`},
 			Kernel{Code: GEMMSIMT, Grid: [3]int{3, 2, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{}},
-		{"N not a multiple of 8: SIMT", []string{`a = g.new_input(dims=(16, 64), dtype=mi.float16)`, `w = g.new_input(dims=(64, 20), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
-			Kernel{Code: GEMMSIMT, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{}},
+		{"N not a multiple of 8, own GEMM: SIMT", []string{`a = g.new_input(dims=(16, 64), dtype=mi.float16)`, `w = g.new_input(dims=(64, 20), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMMSIMT, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{OwnGEMM: true}},
+		// A hidden size of 4100 (rows of 8200 bytes) goes to cuBLASLt, as
+		// eager's does: the SIMT fallback took 8x its time.
+		{"K and N not multiples of 8: cuBLASLt", []string{`a = g.new_input(dims=(3, 4100), dtype=mi.bfloat16)`, `w = g.new_input(dims=(4100, 11002), dtype=mi.bfloat16)`, `g.mark_output(g.matmul(a, w))`},
+			lt, Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -250,7 +250,9 @@ var emuCases = []emuCase{
 		"X = g.new_input(dims=(3, 8512), dtype=mi.float16)",
 		"g.mark_output(g.rms_norm(X, normalized_shape=(8512,)))",
 	}},
-	{name: "predefined_fallbacks", scale: 1, src: []string{
+	// The runtime's own matmuls (OwnGEMM): SIMT for rows that are not
+	// 16-byte (fp16 K 12) and for fp32, tensor cores for bf16.
+	{name: "predefined_fallbacks", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: []string{
 		"g = mi.new_kernel_graph()",
 		"A = g.new_input(dims=(20, 12), dtype=mi.float16)",
 		"B = g.new_input(dims=(12, 24), dtype=mi.float16)",
@@ -335,6 +337,14 @@ var predefinedMatmuls = []string{
 	"Q = g.new_input(dims=(32, 24), dtype=mi.bfloat16)",
 	"g.mark_output(g.matmul(g.exp(g.matmul(A, B)), C))",
 	"g.mark_output(g.matmul(P, Q))",
+	// Rows that are not whole 16 bytes (K 13, N 7 and 11), a residual in
+	// the call (beta 1).
+	"X = g.new_input(dims=(3, 13), dtype=mi.float16)",
+	"W = g.new_input(dims=(13, 7), dtype=mi.float16)",
+	"Y = g.new_input(dims=(3, 7), dtype=mi.float16)",
+	"U = g.new_input(dims=(13, 11), dtype=mi.bfloat16)",
+	"g.mark_output(g.add(g.matmul(X, W), Y))",
+	"g.mark_output(g.matmul(g.new_input(dims=(2, 13), dtype=mi.bfloat16), U))",
 }
 
 // everyElementwise is a program that applies every element-wise op of the
