@@ -146,7 +146,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // others are "outranked" until it reaches them). Version 22: a one-
 // iteration input tile read in an mma's epilogue is copied into shared
 // memory (package thread), which changes the estimates of such graphs.
-const cacheVersion = 22
+// Version 23: rows fewer than a block's warps are shared by several warps
+// (package thread); pre-defined fp16 and bf16 matmuls of any shape run
+// through cuBLASLt.
+const cacheVersion = 23
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
