@@ -709,6 +709,9 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 		res := d.resultOf(o)
 		if !res.done {
 			res = result{whyNot: "the run ended before its search did"}
+			if _, seen := first[o]; !seen {
+				d.log(o, res) // the searched parts said so as they ended
+			}
 		}
 		if !res.fused {
 			res.best, res.estimatedUs = nil, o.unfusedUs

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -349,7 +350,12 @@ func TestRunEndsAtTheTimeLimit(t *testing.T) {
 A = g.new_input(dims=(2048, 2048), dtype=mi.float16)
 B = g.new_input(dims=(2048, 2048), dtype=mi.float16)
 g.mark_output(g.matmul(A, B))`)
-	res, err := Run(context.Background(), g, Options{Workers: 1, TimeLimit: 500 * time.Millisecond})
+	var (
+		mu  sync.Mutex
+		log []string
+	)
+	logf := func(s string) { mu.Lock(); defer mu.Unlock(); log = append(log, s) }
+	res, err := Run(context.Background(), g, Options{Workers: 1, TimeLimit: 500 * time.Millisecond, Log: logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,6 +364,12 @@ g.mark_output(g.matmul(A, B))`)
 	}
 	if r := res.Parts[0]; r.Fused || r.WhyNot != "the run ended before its search did" {
 		t.Errorf("part: fused %v, why not %q", r.Fused, r.WhyNot)
+	}
+	// The log names the part too, as it names every part a search ended.
+	if !slices.ContainsFunc(log, func(s string) bool {
+		return strings.HasPrefix(s, "part (matmul): not fused: the run ended before its search did")
+	}) {
+		t.Errorf("the log does not name the part:\n%s", strings.Join(log, "\n"))
 	}
 }
 
