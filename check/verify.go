@@ -117,9 +117,10 @@ func report(w io.Writer, r ffverify.Result, opts ffverify.Options) bool {
 // floats compares a and b in float64 on one draw.
 func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
 	ga, gb := a.Graph, b.Graph
-	// Both evaluations' memory counts: the first's outputs and the shared
-	// inputs stay while the second runs.
-	if err := memlimit.Check("evaluating both in float64", ugraph.AddSize(interp.Memory(ga), interp.Memory(gb)), limit); err != nil {
+	// The inputs are made once and shared; the second evaluation holds
+	// them, its own values and the first's outputs.
+	need := max(interp.Memory(ga), ugraph.AddSize(interp.Memory(gb), interp.OutputMemory(ga)))
+	if err := memlimit.Check("evaluating both in float64", need, limit); err != nil {
 		if err := interp.CheckMemory(ga, limit); err != nil {
 			return false, fmt.Errorf("%s: %w", a.Path, err)
 		}

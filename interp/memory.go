@@ -51,6 +51,15 @@ func memory(g *kernel.Graph) (need int64, largest kernel.TensorID) {
 	return ugraph.AddSize(need, tiles), largest
 }
 
+// OutputMemory returns the bytes of g's outputs, which Run returns.
+func OutputMemory(g *kernel.Graph) int64 {
+	var n int64
+	for _, id := range g.Outputs {
+		n = ugraph.AddSize(n, g.Tensors[id].Shape.Bytes(elemBytes))
+	}
+	return n
+}
+
 // CheckMemory returns a *memlimit.Error, which names g's largest tensor,
 // when evaluating g (Memory) needs more than limit bytes. g must be valid.
 func CheckMemory(g *kernel.Graph, limit int64) error {

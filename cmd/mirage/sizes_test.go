@@ -45,7 +45,9 @@ func TestSizeLimits(t *testing.T) {
 		{"verify float, 32768x32768", []string{"verify", "--method", "float", square, square}, []string{square + ": evaluating it in float64 needs 16 GiB"}},
 		{"verify ff, 32768x32768", []string{"verify", square, square}, []string{"ffverify: evaluating the program and the candidate on one draw needs 32 GiB of memory, more than the limit of 4 GiB", "(--max-memory raises the limit)"}},
 		{"eval within a lower limit", []string{"eval", "--max-memory", "1MiB", rm}, []string{rm + ": evaluating it in float64 needs 194 MiB of memory, more than the limit of 1 MiB"}},
-		{"verify float within a lower limit", []string{"verify", "--method", "float", "--max-memory", "300MiB", rm, rmFused}, []string{rm + " and " + rmFused + ": evaluating both in float64 needs"}},
+		// Each program alone fits 194 MiB; both need W and X once (192.5
+		// MiB), O twice (0.75 MiB each) and the kernel's tiles (64 KiB).
+		{"verify float within a lower limit", []string{"verify", "--method", "float", "--max-memory", "194MiB", rm, rmFused}, []string{rm + " and " + rmFused + ": evaluating both in float64 needs 194 MiB (203489408 bytes)"}},
 		// The matmul holds D and O (512 and 768 KiB) and a panel of W (128 KiB), never W.
 		{"verify ff within a lower limit", []string{"verify", "--max-memory", "1MiB", rm, rmFused}, []string{"more than the limit of 1 MiB; the program peaks at op 3 (matmul) with 1.38 MiB"}},
 		{"a limit that is no size", []string{"eval", "--max-memory", "lots", rm}, []string{`invalid argument "lots" for "--max-memory"`}},
@@ -70,8 +72,11 @@ func TestSizeLimits(t *testing.T) {
 		len(res.Parts) != 1 || !strings.Contains(res.Parts[0].WhyNot, "needs 24 GiB of memory, more than the limit of 4 GiB") {
 		t.Errorf("superopt, 32768x32768: exit %d, %s, %s; want the unfused program and a part that says it needs 24 GiB", code, stdout, stderr)
 	}
-	// A raised limit lets the same work run.
+	// A raised limit lets the same work run: the inputs are counted once.
 	if code, stdout, stderr := mirage(t, "verify", "--max-memory", "1GiB", rm, rmFused); code != exitOK {
 		t.Errorf("verify --max-memory 1GiB: exit %d, %q, %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := mirage(t, "verify", "--method", "float", "--max-memory", "195MiB", rm, rmFused); code != exitOK {
+		t.Errorf("verify --method float --max-memory 195MiB: exit %d, %q, %q", code, stdout, stderr)
 	}
 }
