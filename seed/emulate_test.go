@@ -18,7 +18,7 @@ import (
 )
 
 // TestSeedsRunInTheEmulator emits one seed of each rule's forms (a row
-// kernel with a broadcast weight; a matmul kernel with a weighted norm in
+// kernel with a broadcast weight; a column kernel (sums over dim 1); a matmul kernel with a weighted norm in
 // its prologue and a gated epilogue; one with a residual epilogue; split-K
 // kernels and the kernel combining their splits), runs
 // it in the CPU emulator and compares its outputs with the float64
@@ -27,7 +27,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var body string

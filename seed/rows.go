@@ -16,9 +16,13 @@ const maxRowTile = 1 << 16
 // whole rows: the grid's x axis cuts dim 0 into blocks of 1, 2, 4, ...
 // rows, its y axis (rank 3 and more) gives each entry of dim 1 its own
 // blocks, and each block computes the program on its tile in one
-// iteration. Its premise: every tensor has the same rank (at least 2),
-// every dim but the last of every tensor is the program's extent there or
-// 1 (it broadcasts), and every output has the program's extents.
+// iteration. A rank-3 program whose sums are over dim 1 instead (a norm
+// of each key of attention's K, laid out batch × dim × keys) gets blocks
+// that own whole columns: grid x cuts dim 0 as before, y cuts the last
+// dim into tiles of 32, 64, ... columns, and dim 1 is whole. Its premise:
+// every tensor has the same rank (at least 2), the sums share their dim,
+// every dim but the summed one of every tensor is the program's extent
+// there or 1 (it broadcasts), and every output has the program's extents.
 func rowsRule(p *program, opts Options) []*kernel.Graph {
 	g := p.g
 	rank := g.Tensors[g.Outputs[0]].Shape.Rank()
@@ -26,45 +30,74 @@ func rowsRule(p *program, opts Options) []*kernel.Graph {
 		return nil
 	}
 	last := rank - 1
+	summed := -1 // the dim the reductions sum over
 	for _, op := range g.Ops {
 		switch op.Kind.Info().Class {
 		case ugraph.ClassIO, ugraph.ClassUnary, ugraph.ClassBinary:
 		case ugraph.ClassReduction, ugraph.ClassNorm:
-			if op.Attr.Dim != last {
-				return nil
+			d := op.Attr.Dim
+			if op.Kind.Info().Class == ugraph.ClassNorm && d != last || summed >= 0 && d != summed {
+				return nil // a norm over the last dim only (the block's rms_norm)
 			}
+			summed = d
 		default:
 			return nil
 		}
+	}
+	if summed < 0 {
+		summed = last
+	}
+	if summed != last && (rank != 3 || summed != 1) {
+		return nil
 	}
 	extent := make([]int, rank)
 	for _, t := range g.Tensors {
 		if t.Shape.Rank() != rank {
 			return nil
 		}
-		for d := range last {
-			extent[d] = max(extent[d], t.Shape.Dim(d))
+		for d := range rank {
+			if d != summed {
+				extent[d] = max(extent[d], t.Shape.Dim(d))
+			}
 		}
 	}
 	for _, t := range g.Tensors {
-		for d := range last {
-			if n := t.Shape.Dim(d); n != 1 && n != extent[d] {
+		for d := range rank {
+			if n := t.Shape.Dim(d); d != summed && n != 1 && n != extent[d] {
 				return nil
 			}
 		}
 	}
 	for _, t := range g.Outputs {
-		for d := range last {
-			if g.Tensors[t].Shape.Dim(d) != extent[d] {
+		for d := range rank {
+			if d != summed && g.Tensors[t].Shape.Dim(d) != extent[d] {
 				return nil
 			}
 		}
 	}
-	// A block's tile: rows of dim 0, one entry of dim 1 (rank 3 and more),
-	// the dims between whole, and the widest last dim.
+	// A block's tile: rows of dim 0, and either one entry of dim 1 (rank 3
+	// and more), the dims between whole and the widest last dim; or (sums
+	// over dim 1) the widest dim 1 and columns of the last.
 	perRow := 0
 	for _, t := range g.Tensors {
-		perRow = max(perRow, t.Shape.Dim(last))
+		perRow = max(perRow, t.Shape.Dim(summed))
+	}
+	var graphs []*kernel.Graph
+	if summed != last {
+		for _, rows := range tileSizes(extent[0], 1, max(1, maxRowTile/(perRow*32))) {
+			for _, cols := range tileSizes(extent[last], 32, max(32, maxRowTile/(rows*perRow))) {
+				grid := block.Dim3{extent[0] / rows, extent[last] / cols, 1}
+				if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
+					continue
+				}
+				for _, threads := range opts.Threads {
+					if kg, ok := rowsKernel(p, grid, threads, last, opts.ReductionDimx); ok {
+						graphs = append(graphs, kg)
+					}
+				}
+			}
+		}
+		return graphs
 	}
 	gy, dy := 1, -1
 	if rank >= 3 {
@@ -76,7 +109,6 @@ func rowsRule(p *program, opts Options) []*kernel.Graph {
 	if gy > block.MaxGridAxis {
 		return nil
 	}
-	var graphs []*kernel.Graph
 	for _, rows := range tileSizes(extent[0], 1, max(1, maxRowTile/max(perRow, 1))) {
 		gx := extent[0] / rows
 		if gx > block.MaxGridAxis {

@@ -13,7 +13,9 @@
 // The rules, in the order Build tries them:
 //
 //   - rows: element-wise ops, sums over the last dim and rms_norms over
-//     it, in one kernel whose blocks each own whole rows (one or more).
+//     it, in one kernel whose blocks each own whole rows (one or more);
+//     or, for rank 3, sums over dim 1 (a norm of each of attention's
+//     keys), with blocks that own whole columns.
 //   - matmul: matmuls that share their left operand, with an element-wise
 //     prologue on it (and an rms_norm, by the identity
 //     rms_norm(X)·W = (X·W) / rms(X)) and element-wise epilogues on their

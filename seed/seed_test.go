@@ -61,6 +61,18 @@ B = g.new_input(dims=(1, 8, 128), dtype=mi.float16)
 E = g.exp(g.add(X, B))
 g.mark_output(g.div(E, g.reduction(E, 2)))
 `, []string{"rows"}},
+	// Attention's K (batch × dim × keys) normalized per key, the norm
+	// written out: sums over dim 1, blocks owning whole columns.
+	{"a norm of each key, written out", `
+K = g.new_input(dims=(2, 64, 96), dtype=mi.float16)
+B = g.new_input(dims=(1, 64, 1), dtype=mi.float16)
+R = g.sqrt(g.mul_scalar(g.reduction(g.square(K), 1), 0.015625))
+g.mark_output(g.mul(g.div(K, R), B))
+`, []string{"rows"}},
+	{"sums over two dims", `
+X = g.new_input(dims=(2, 64, 96), dtype=mi.float16)
+g.mark_output(g.reduction(g.reduction(X, 1), 2))
+`, nil},
 	{"rms_norm and a matmul", `
 X = g.new_input(dims=(16, 512), dtype=mi.float16)
 W = g.new_input(dims=(512, 1024), dtype=mi.float16)
