@@ -148,8 +148,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // memory (package thread), which changes the estimates of such graphs.
 // Version 23: rows fewer than a block's warps are shared by several warps
 // (package thread); pre-defined fp16 and bf16 matmuls of any shape run
-// through cuBLASLt.
-const cacheVersion = 23
+// through cuBLASLt. Version 24: the rows rule's seeds for rank-3 sums
+// over dim 1 (blocks owning whole columns).
+const cacheVersion = 24
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
