@@ -62,6 +62,16 @@ Kn = g.div(K, g.sqrt(g.reduction(g.square(K), 1)))
 g.mark_output(Kn)
 S = g.exp(g.matmul(g.rms_norm(Q, normalized_shape=(64,)), Kn))
 g.mark_output(g.div(g.matmul(S, V), g.reduction(S, 2)))`,
+	// QK-norm attention with K's norm written out and not an output: cut
+	// after exp, the first part would be the norm, Q·K and exp, which no
+	// seed rule covers; cut after the norm, each part is covered.
+	"knorm_attention": `
+Q = g.new_input(dims=(4, 1, 128), dtype=mi.float16)
+K = g.new_input(dims=(4, 128, 256), dtype=mi.float16)
+V = g.new_input(dims=(4, 256, 128), dtype=mi.float16)
+R = g.sqrt(g.mul_scalar(g.reduction(g.square(K), 1), 0.0078125))
+E = g.exp(g.matmul(Q, g.div(K, R)))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))`,
 	// LoRA: a low-rank update beside a projection.
 	"lora": `
 X = g.new_input(dims=(16, 64), dtype=mi.float16)
@@ -222,6 +232,10 @@ func TestPartition(t *testing.T) {
 		// The K norm is written out; the attention takes it as an input.
 		{"qknorm_kout", [][]string{{"square", "reduction", "sqrt", "div"}, {"rms_norm", "matmul", "exp", "matmul", "reduction", "div"}}},
 		{"handwritten", [][]string{{"exp"}, {"customized"}, {"silu"}}},
+		// Two parts either way; cut after the norm, a seed rule covers
+		// each (rows: sums over dim 1; attention), where the cut after exp
+		// moves fewer bytes.
+		{"knorm_attention", [][]string{{"square", "reduction", "mul_scalar", "sqrt", "div"}, {"matmul", "exp", "reduction", "div", "matmul"}}},
 	}
 	for _, tt := range tests {
 		g := load(t, tt.name)

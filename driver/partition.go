@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mirage-go/mirage/seed"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -36,6 +37,27 @@ type Limits struct {
 func Partition(g *kernel.Graph, limitsFor func(ops []int) Limits) []Part {
 	ix := index(g)
 	return cut(ix, recompute(ix, split(ix, computeOps(g), limitsFor, nil), limitsFor))
+}
+
+// seedCover is the most compute ops a program may have for split to ask
+// which runs a seed rule covers: each run asked about is made a program of
+// its own, which a program of thousands of ops cannot afford for every run.
+const seedCover = 64
+
+// covered reports whether a seed rule covers ops (ascending) as a part of
+// g: its program, with the tensors it reads as inputs and those it
+// provides (program outputs, or read by other ops) as outputs.
+func covered(g *indexed, ops []int) bool {
+	p := Part{Ops: ops, Inputs: partInputs(g, ops)}
+	for _, i := range ops {
+		for _, t := range g.Ops[i].Out {
+			if g.output[t] || readElsewhere(g, ops, t) {
+				p.Outputs = append(p.Outputs, t)
+			}
+		}
+	}
+	pg, err := p.Program(g.Graph)
+	return err == nil && seed.Covers(pg)
 }
 
 // indexed is a program with what partitioning asks of it at every step
@@ -79,7 +101,12 @@ func (ix *indexed) groupsOf(groups [][]int) [][]int {
 
 // split cuts ops (ascending) into runs that one search can take under the
 // limits limitsFor gives. Of the ways to cut, it takes one with the fewest
-// runs (each is at best one kernel launch), and of those one that keeps
+// runs (each is at best one kernel launch); of those, in a program of at
+// most seedCover ops, one with the fewest runs that no seed rule covers
+// (a covered run has a fused answer at once; one that is not may find
+// none in its budget: attention with K's norm written out, cut after exp,
+// left the norm and Q·K to an enumeration that found nothing, where a
+// cut after the norm gives two covered runs); and of those one that keeps
 // the fewest bytes of intermediate tensors in device memory (each cut
 // tensor is written and read back). An op that is not searchable even
 // alone is a run of its own.
@@ -89,15 +116,16 @@ func (ix *indexed) groupsOf(groups [][]int) [][]int {
 func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, stop func() bool) [][]int {
 	n := len(ops)
 	type best struct {
-		runs  int
-		bytes int64
-		from  int // the start of the last run
+		runs, bare int // runs, and those no seed rule covers
+		bytes      int64
+		from       int // the start of the last run
 	}
+	seeds := len(computeOps(g.Graph)) <= seedCover
 	dp := make([]best, n+1)
 	for j := 1; j <= n; j++ {
 		if j%64 == 0 && stop != nil && stop() {
 			for ; j <= n; j++ {
-				dp[j] = best{runs: dp[j-1].runs + 1, bytes: dp[j-1].bytes, from: j - 1}
+				dp[j] = best{runs: dp[j-1].runs + 1, bare: dp[j-1].bare, bytes: dp[j-1].bytes, from: j - 1}
 			}
 			break
 		}
@@ -107,8 +135,12 @@ func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, stop func() 
 			if j-i > 1 && !searchable(g, run, limitsFor(run)) {
 				continue // a longer run may be connected where this one is not
 			}
-			cand := best{runs: dp[i].runs + 1, bytes: dp[i].bytes + cutBytes(g, run), from: i}
-			if dp[j].runs < 0 || cand.runs < dp[j].runs || cand.runs == dp[j].runs && cand.bytes < dp[j].bytes {
+			cand := best{runs: dp[i].runs + 1, bare: dp[i].bare, bytes: dp[i].bytes + cutBytes(g, run), from: i}
+			if seeds && !covered(g, run) {
+				cand.bare++
+			}
+			if dp[j].runs < 0 || cand.runs < dp[j].runs ||
+				cand.runs == dp[j].runs && (cand.bare < dp[j].bare || cand.bare == dp[j].bare && cand.bytes < dp[j].bytes) {
 				dp[j] = cand
 			}
 		}

@@ -107,6 +107,23 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 	return seeds
 }
 
+// Covers reports whether some rule's premise holds for program: whether
+// Build gives it seeds. The partition of a program into parts prefers
+// parts that a rule covers (they have a fused answer at once).
+func Covers(program *kernel.Graph) bool {
+	p, ok := analyze(program)
+	if !ok {
+		return false
+	}
+	opts := Options{Threads: []block.Dim3{{128, 1, 1}}, ReductionDimx: 64, SMs: target.MustLookup(target.Default).SMs}
+	for _, r := range rules {
+		if len(r.build(p, opts)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // program is a program with the links the rules follow.
 type program struct {
 	g         *kernel.Graph

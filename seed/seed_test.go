@@ -264,6 +264,15 @@ func TestSeedsCompute(t *testing.T) {
 	}
 }
 
+// Covers says whether Build gives seeds, for every case.
+func TestCovers(t *testing.T) {
+	for _, tc := range seedCases {
+		if got, want := seed.Covers(load(t, tc.body)), len(tc.rules) > 0; got != want {
+			t.Errorf("%s: Covers %v, want %v", tc.name, got, want)
+		}
+	}
+}
+
 // TestSeedTilings checks the tilings a rule offers at a LLaMA-7B shape:
 // the rmsnorm-matmul seeds include the expert's kernel of
 // examples/rmsnorm_matmul_mugraph.py (96 blocks of 64 columns, 64
