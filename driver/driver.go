@@ -28,6 +28,7 @@ import (
 
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/seed"
 	"github.com/mirage-go/mirage/target"
@@ -188,6 +189,10 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		return nil, fmt.Errorf("estimating the program: %v", err)
 	}
 	res := &Result{Program: program, Baseline: baseline}
+	if b, arch := ioBytes(program), d.opts.Arch; b > arch.MemBytes {
+		d.logf("warning: the program's inputs and outputs take %s, more than the %s of device memory of %s (%s): no such GPU holds them",
+			memlimit.Format(b), memlimit.Format(arch.MemBytes), arch.Name, arch.GPU)
+	}
 	groups := d.firstGroups(d.searchOver)
 	parts, outs, err := d.searchRounds(ctx, groups)
 	if err != nil {
@@ -289,6 +294,20 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	// ends is a part lost.
 	d.verifyEnd = start.Add(opts.TimeLimit - reserve/2)
 	return d, runCtx, func() { stopAfter(); cancel() }, nil
+}
+
+// ioBytes is the device memory that g's inputs and outputs take, each
+// tensor once (saturating rather than wrapping).
+func ioBytes(g *kernel.Graph) int64 {
+	var n int64
+	seen := map[kernel.TensorID]bool{}
+	for _, t := range append(g.Inputs(), g.Outputs...) {
+		if !seen[t] {
+			seen[t] = true
+			n = ugraph.AddSize(n, g.Tensors[t].Shape.Bytes(g.Tensors[t].DType.Size()))
+		}
+	}
+	return n
 }
 
 // firstGroups are the ops of the first round's parts (Partition's groups,

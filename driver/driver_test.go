@@ -387,6 +387,34 @@ g.mark_output(g.matmul(A, B))`)
 	}
 }
 
+// A program whose inputs and outputs do not fit the target's device
+// memory still gets an answer (every program that loads does), and the
+// log says that no such GPU holds it.
+func TestRunWarnsPastDeviceMemory(t *testing.T) {
+	for _, tc := range []struct {
+		dims string
+		warn bool
+	}{{"(1 << 18, 1 << 17)", true}, {"(1024, 1024)", false}} { // 192 GiB, 6 MiB
+		g := loadSource(t, "big", `
+A = g.new_input(dims=`+tc.dims+`, dtype=mi.float16)
+B = g.new_input(dims=`+tc.dims+`, dtype=mi.float16)
+g.mark_output(g.add(A, B))`)
+		var (
+			mu  sync.Mutex
+			log []string
+		)
+		logf := func(s string) { mu.Lock(); defer mu.Unlock(); log = append(log, s) }
+		if _, err := Run(context.Background(), g, Options{Workers: 1, TimeLimit: 2 * time.Second, Log: logf}); err != nil {
+			t.Fatal(err)
+		}
+		want := "warning: the program's inputs and outputs take 192 GiB, more than the 80 GiB of device memory of sm_90 (H100-SXM5-80GB): no such GPU holds them"
+		if got := slices.ContainsFunc(log, func(s string) bool { return strings.HasPrefix(s, "warning: ") }); got != tc.warn ||
+			tc.warn && !slices.Contains(log, want) {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.dims, got, tc.warn, strings.Join(log, "\n"))
+		}
+	}
+}
+
 // A search that finds more than the run has time to verify returns what it
 // verified before the run ends: verifying every candidate of RMSNorm+MatMul
 // at the paper's shape (296) takes half a minute on 2 cores, its

@@ -47,6 +47,7 @@ type Arch struct {
 	MemBandwidth float64 // peak device-memory (HBM) bandwidth, bytes/s
 	L2Bandwidth  float64 // peak L2 hit bandwidth, bytes/s: what re-reads of a tile cost
 	L2Bytes      int     // L2 cache capacity
+	MemBytes     int64   // device memory: what the program's tensors must fit in
 	TensorFLOPS  float64 // dense fp16/bf16 tensor-core peak (fp32 accumulate), flop/s
 	FP32FLOPS    float64 // CUDA-core fp32 peak (an FMA is 2 flops), flop/s
 
@@ -99,6 +100,7 @@ var archs = []Arch{
 		MemBandwidth:    2039e9,    // [A100-DS] GPU memory bandwidth 2,039 GB/s (80GB SXM)
 		L2Bandwidth:     7.2192e12, // [A100-WP] L2 read bandwidth 5120 bytes/clk, at the 1410 MHz boost clock
 		L2Bytes:         40 << 20,  // [A100-WP] "40 MB L2 cache"
+		MemBytes:        80 << 30,  // [A100-DS] GPU memory 80GB HBM2e (80GB SXM)
 		TensorFLOPS:     312e12,    // [A100-DS] FP16/BF16 Tensor Core 312 TFLOPS (624 with sparsity)
 		FP32FLOPS:       19.5e12,   // [A100-DS] FP32 19.5 TFLOPS
 		SmemPerSM:       164 << 10, // [CUDA-CG] CC 8.0: 164 KB shared memory per SM; [A100-WP] "up to 164 KB"
@@ -123,6 +125,7 @@ var archs = []Arch{
 		MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
 		L2Bandwidth:     11.725e12, // [L2] 3.5 x 3.35 TB/s
 		L2Bytes:         50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
+		MemBytes:        80 << 30,  // [H100-DS] GPU memory 80GB (H100 SXM)
 		TensorFLOPS:     989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
 		FP32FLOPS:       67e12,     // [H100-DS] FP32 67 TFLOPS
 		SmemPerSM:       228 << 10, // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"

@@ -37,7 +37,7 @@ func TestArchTableIsComplete(t *testing.T) {
 		t.Error("Archs is not ordered by name")
 	}
 	for _, a := range as {
-		positive := []float64{float64(a.SMs), a.MemBandwidth, a.L2Bandwidth, float64(a.L2Bytes), a.TensorFLOPS, a.FP32FLOPS,
+		positive := []float64{float64(a.SMs), a.MemBandwidth, a.L2Bandwidth, float64(a.L2Bytes), float64(a.MemBytes), a.TensorFLOPS, a.FP32FLOPS,
 			float64(a.SmemPerSM), float64(a.MaxSmemPerBlock), float64(a.SmemReserved),
 			float64(a.MaxThreadsPerSM), float64(a.MaxBlocksPerSM), a.LaunchMicros,
 			a.ClockHz, float64(a.SchedulersPerSM), a.MemLatencyNs, a.SMBandwidth}
