@@ -143,6 +143,16 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.forloop_accum(tX, "sum"), output_map=(-1, -1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(tX, "mean"), output_map=(-1, -1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(tX, "rms"), output_map=(-1, -1, -1))`)},
+	// One row per block whose warps all share it (no warp idle, the row
+	// index constant): accumulators, an rms_norm and a reduction whose
+	// chain goes on.
+	{name: "one_row_whole_block", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(4, 512)", "float16"}},
+		"grid_dim=(4, 1, 1), block_dim=(256, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "sum"), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "rms"), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.add(tb.rms_norm(tX), tb.silu(tb.reduction(tX, 1)))), output_map=(0, -1, -1))`)},
 	// One row per block over 16 warps inside a for-loop: the scratch is
 	// written again at every iteration.
 	{name: "row_shared_in_loop", scale: 1, src: oneKernel(

@@ -143,8 +143,19 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 			break
 		}
 		if gr.RowWarps > 1 {
-			k.partComment(gr, fmt.Sprintf("%s: %d warps per row add their strides' %s into the accumulator", describeOp(bg, gr.Head), gr.RowWarps, what))
-			if err := k.sharedRow(gr, xs, func(idx []*expr, j string) error {
+			// RowWarps warps per row, each adding its strides' sum with
+			// atomicAdd: no barrier, in an order that may vary from run
+			// to run (fp32 rounding).
+			rows, rw := rowsOf(xs), gr.RowWarps
+			k.partComment(gr, fmt.Sprintf("%s: %d warps per row add their strides' %s into the accumulator", describeOp(bg, gr.Head), rw, what))
+			decls, idx := indexDecls(vr("row", rows), xs.WithDim(xs.Rank()-1, 1))
+			decls = append([]decl{{"row", div(vr("warp", k.tg.Warps()), rw)}}, decls...)
+			if err := k.scoped(decls, func() error {
+				if rows*rw < k.tg.Warps() {
+					k.w.open("if (row < %d)", rows)
+					defer k.w.close()
+				}
+				j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
 				k.w.line("float s = 0.0f;")
 				if acc == ugraph.AccumRMS {
 					k.w.open("for (%s)", j)
@@ -458,48 +469,61 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 	return nil
 }
 
-// sharedRow writes the code by which gr.RowWarps warps share each row of
-// shape s (thread.Group.RowWarps): warp w takes row w / RowWarps, and its
-// lanes the elements of every RowWarps-th 32-element stride from stride
-// w % RowWarps. body writes what a warp does with its row, idx the index
-// of the row's first element and j the header of the loop over its
-// elements (int j). A warp with no row (rows · RowWarps < warps) skips it.
-func (k *blockKernel) sharedRow(gr *thread.Group, s ugraph.Shape, body func(idx []*expr, j string) error) error {
-	rows, n, rw := rowsOf(s), s.Last(), gr.RowWarps
-	decls, idx := indexDecls(vr("row", rows), s.WithDim(s.Rank()-1, 1))
-	k.w.line("const int row = warp / %d;  // the row this warp shares with %d others", rw, rw-1)
-	j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
-	if rows*rw < k.tg.Warps() {
-		k.w.open("if (row < %d)", rows)
-		defer k.w.close()
+// splitRowRun is rowRun for rows that several warps share (RowWarps > 1):
+// each warp sums its strides and the warps meet in the group's scratch
+// (splitRow); then an rms_norm's warps scale their own strides, and a
+// reduction's first warp runs the chain on the row's sum.
+func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post bool) error {
+	bg := k.bg
+	op := &bg.Ops[gr.Head]
+	x := k.tile(op.In[0])
+	n := bg.Tensors[op.In[0]].Shape.Last()
+	k.partComment(gr, fmt.Sprintf("%s, %d warps per row", describeChain(bg, gr.Head, chain, acc), gr.RowWarps))
+	defer k.w.close()
+	if op.Kind == ugraph.OpRMSNorm {
+		return k.splitRow(gr, true, false, func(idx []*expr, j string) error {
+			k.w.line("const float scale = 1.0f / sqrtf(t / %d.0f);  // 1 / rms of the row (no epsilon)", n)
+			k.w.open("for (%s)", j)
+			k.w.line("float v = %s * scale;", x.load(withLast(idx, vr("j", n))))
+			if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, vr("j", n))}, op.Out, -1); err != nil {
+				return err
+			}
+			k.w.close()
+			return nil
+		})
 	}
-	return k.scoped(decls, func() error { return body(idx, j) })
+	return k.splitRow(gr, false, true, func(idx []*expr, _ string) error {
+		k.w.line("float v = t;")
+		return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, cst(0))}, op.Out, -1)
+	})
 }
 
-// splitRowRun is rowRun for rows that several warps share (RowWarps > 1):
-// each warp sums its strides, the warps meet in the group's scratch (a
-// float each) across a barrier, and each then has the row's sum; an
-// rms_norm's warps scale their own strides, a reduction's first warp runs
-// the chain on the sum.
-func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post bool) error {
+// splitRow writes how the gr.RowWarps warps that share each row of the
+// head's operand (thread.Group.RowWarps) sum it: warp w takes row w /
+// RowWarps and every RowWarps-th 32-element stride from stride w %
+// RowWarps, summing its elements (squares when squares); lane 0 puts the
+// warp's sum in the group's scratch, and after a barrier that every
+// thread reaches, each warp of the row (or only its first, when first)
+// adds the row's RowWarps sums in order into t, and then writes what
+// then writes: idx is the row's first element, j the header of a loop
+// over the warp's elements (int j). The order of the sums is fixed, so
+// results do not vary from run to run. A warp with no row (rows ·
+// RowWarps < warps) sums nothing and skips then.
+func (k *blockKernel) splitRow(gr *thread.Group, squares, first bool, then func(idx []*expr, j string) error) error {
 	bg := k.bg
 	op := &bg.Ops[gr.Head]
 	x := k.tile(op.In[0])
 	xs := bg.Tensors[op.In[0]].Shape
 	rows, n, rw := rowsOf(xs), xs.Last(), gr.RowWarps
 	w := k.w
-	k.partComment(gr, fmt.Sprintf("%s, %d warps per row", describeChain(bg, gr.Head, chain, acc), rw))
-	defer w.close()
-	w.line("float* const scratch = reinterpret_cast<float*>(smem + %d);  // a partial sum per warp", gr.Scratch)
 	decls, idx := indexDecls(vr("row", rows), xs.WithDim(xs.Rank()-1, 1))
 	guarded := func(cond string, body func() error) error {
-		if cond != "" {
-			w.open("if (%s)", cond)
-			defer w.close()
-		} else {
+		if cond == "" {
 			w.open("")
-			defer w.close()
+		} else {
+			w.open("%s", cond)
 		}
+		defer w.close()
 		return k.scoped(decls, body)
 	}
 	has := ""
@@ -507,11 +531,17 @@ func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post b
 		has = fmt.Sprintf("row < %d", rows)
 	}
 	j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
-	rms := op.Kind == ugraph.OpRMSNorm
+	w.line("float* const scratch = reinterpret_cast<float*>(smem + %d);  // a partial sum per warp", gr.Scratch)
 	w.line("const int row = warp / %d;  // the row this warp shares with %d others", rw, rw-1)
 	w.line("float s = 0.0f;")
-	if err := guarded(has, func() error {
-		if rms {
+	cond := func(c string) string {
+		if c == "" {
+			return ""
+		}
+		return "if (" + c + ")"
+	}
+	if err := guarded(cond(has), func() error {
+		if squares {
 			k.w.open("for (%s)", j)
 			k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
 			k.w.line("s += x * x;")
@@ -528,31 +558,17 @@ func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post b
 	w.line("__syncthreads();  // every warp's partial sum is in scratch")
 	k.barriers++
 	k.trace = append(k.trace, k.phase+": __syncthreads() (rows shared by warps)")
-	sum := func() {
+	c := has
+	if first {
+		c = fmt.Sprintf("warp %% %d == 0 && lane == 0", rw)
+		if has != "" {
+			c = has + " && " + c
+		}
+	}
+	return guarded(cond(c), func() error {
 		k.w.line("float t = 0.0f;")
 		k.w.line("for (int q = 0; q < %d; ++q) t += MIRAGE_LDS(scratch[row * %d + q]);  // the row's sum", rw, rw)
-	}
-	if rms {
-		return guarded(has, func() error {
-			sum()
-			k.w.line("const float scale = 1.0f / sqrtf(t / %d.0f);  // 1 / rms of the row (no epsilon)", n)
-			k.w.open("for (%s)", j)
-			k.w.line("float v = %s * scale;", x.load(withLast(idx, vr("j", n))))
-			if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, vr("j", n))}, op.Out, -1); err != nil {
-				return err
-			}
-			k.w.close()
-			return nil
-		})
-	}
-	first := fmt.Sprintf("warp %% %d == 0 && lane == 0", rw)
-	if has != "" {
-		first = has + " && " + first
-	}
-	return guarded(first, func() error {
-		sum()
-		k.w.line("float v = t;")
-		return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, cst(0))}, op.Out, -1)
+		return then(idx, j)
 	})
 }
 

@@ -46,7 +46,9 @@
 // per row, or, when the tile has fewer rows than the block has warps,
 // RowWarps warps per row: each sums every RowWarps-th 32-element stride,
 // and they meet in a float a warp of shared memory across a barrier
-// (Scratch), or add into the accumulator with atomicAdd.
+// (Scratch), summed in a fixed order; or, into an accumulator, add their
+// sums with atomicAdd (no barrier; the order, and so fp32's rounding, may
+// vary from run to run).
 //
 // # Storage and the shared-memory plan
 //

@@ -70,7 +70,7 @@ func (g *Graph) GroupString(gi int) string {
 			} else if gr.RowWarps > 1 && gr.Scratch >= 0 {
 				fmt.Fprintf(&b, " [simt, %d warps a row, scratch @%d]", gr.RowWarps, gr.Scratch)
 			} else if gr.RowWarps > 1 {
-				fmt.Fprintf(&b, " [simt, %d warps a row]", gr.RowWarps)
+				fmt.Fprintf(&b, " [simt, %d warps a row, atomicAdd]", gr.RowWarps)
 			} else {
 				b.WriteString(" [simt]")
 			}

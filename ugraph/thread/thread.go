@@ -121,8 +121,9 @@ type Group struct {
 	RowWarps int
 	// Scratch is where in shared memory the warps that share a row meet
 	// when the head is not an accumulator (RowWarps > 1): a float per
-	// warp, its partial sum. -1: none. (An accumulator's warps add their
-	// sums into it with atomicAdd.)
+	// warp, its partial sum, which each warp of the row adds up in order
+	// after a barrier. -1: none. (An accumulator's warps add their sums
+	// into it with atomicAdd, in an order that may vary from run to run.)
 	Scratch int
 }
 
