@@ -58,9 +58,9 @@ func TestSplitStops(t *testing.T) {
 	ix := index(g)
 	lim := defaultLimits(t, g)
 	ops := computeOps(g)
-	full := split(ix, ops, lim, nil)
+	full := split(ix, ops, lim, true, nil)
 	calls := 0
-	stopped := split(ix, ops, lim, func() bool { calls++; return calls > 2 })
+	stopped := split(ix, ops, lim, true, func() bool { calls++; return calls > 2 })
 	if len(stopped) <= len(full) {
 		t.Fatalf("stopped: %d runs, not more than the %d of a full split", len(stopped), len(full))
 	}

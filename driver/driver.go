@@ -313,7 +313,7 @@ func ioBytes(g *kernel.Graph) int64 {
 // firstGroups are the ops of the first round's parts (Partition's groups,
 // before cut). stop (unless nil) cuts the partition short (split).
 func (d *run) firstGroups(stop func() bool) [][]int {
-	return recompute(d.ix, split(d.ix, computeOps(d.program), d.limits, stop), d.limits)
+	return recompute(d.ix, split(d.ix, computeOps(d.program), d.limits, !d.opts.NoSeeds, stop), d.limits)
 }
 
 // searchOver reports whether the searches' time is over: the run was
@@ -390,7 +390,7 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 				l.Ops = len(grp) - 1
 				return l
 			}
-			pieces := split(d.ix, grp, tighter, d.searchOver)
+			pieces := split(d.ix, grp, tighter, !d.opts.NoSeeds, d.searchOver)
 			next = append(next, pieces...)
 			changed = changed || len(pieces) > 1
 		}

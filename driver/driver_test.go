@@ -253,6 +253,21 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+// Without seeds (--no-seeds) the partition does not prefer what a rule
+// covers: knorm_attention is cut where fewer bytes cross, after exp.
+func TestPartitionWithoutSeeds(t *testing.T) {
+	g := load(t, "knorm_attention")
+	ix := index(g)
+	groups := split(ix, computeOps(g), defaultLimits(t, g), false, nil)
+	var first []string
+	for _, o := range groups[0] {
+		first = append(first, g.Ops[o].Kind.String())
+	}
+	if want := []string{"square", "reduction", "mul_scalar", "sqrt", "div", "matmul", "exp"}; len(groups) != 2 || !slices.Equal(first, want) {
+		t.Errorf("%d groups, the first %v; want 2, the first %v", len(groups), first, want)
+	}
+}
+
 // An RMSNorm shared by two projections is recomputed in each, once the
 // part holding both does not fuse: recompute copies it into the second.
 func TestRecomputeSharedNorm(t *testing.T) {
@@ -261,7 +276,7 @@ func TestRecomputeSharedNorm(t *testing.T) {
 	ops := computeOps(g) // rms_norm, matmul, matmul
 	tight := func(run []int) Limits { l := lim(run); l.Ops = 2; return l }
 	ix := index(g)
-	groups := recompute(ix, split(ix, ops, tight, nil), lim)
+	groups := recompute(ix, split(ix, ops, tight, true, nil), lim)
 	if want := [][]int{{ops[0], ops[1]}, {ops[0], ops[2]}}; !slices.EqualFunc(groups, want, slices.Equal) {
 		t.Fatalf("groups %v, want %v", groups, want)
 	}

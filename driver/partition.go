@@ -36,7 +36,7 @@ type Limits struct {
 // would be searched with): split, then recompute, then cut.
 func Partition(g *kernel.Graph, limitsFor func(ops []int) Limits) []Part {
 	ix := index(g)
-	return cut(ix, recompute(ix, split(ix, computeOps(g), limitsFor, nil), limitsFor))
+	return cut(ix, recompute(ix, split(ix, computeOps(g), limitsFor, true, nil), limitsFor))
 }
 
 // seedCover is the most compute ops a program may have for split to ask
@@ -101,8 +101,9 @@ func (ix *indexed) groupsOf(groups [][]int) [][]int {
 
 // split cuts ops (ascending) into runs that one search can take under the
 // limits limitsFor gives. Of the ways to cut, it takes one with the fewest
-// runs (each is at best one kernel launch); of those, in a program of at
-// most seedCover ops, one with the fewest runs that no seed rule covers
+// runs (each is at best one kernel launch); of those, when the searches
+// take seeds (seeds) and the program has at most seedCover ops, one with
+// the fewest runs that no seed rule covers
 // (a covered run has a fused answer at once; one that is not may find
 // none in its budget: attention with K's norm written out, cut after exp,
 // left the norm and Q·K to an enumeration that found nothing, where a
@@ -113,14 +114,14 @@ func (ix *indexed) groupsOf(groups [][]int) [][]int {
 //
 // Once stop (unless nil) says so, the ops not yet placed are runs of one
 // op each: cutting a large program must not outlast the run's budget.
-func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, stop func() bool) [][]int {
+func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, seeds bool, stop func() bool) [][]int {
 	n := len(ops)
 	type best struct {
 		runs, bare int // runs, and those no seed rule covers
 		bytes      int64
 		from       int // the start of the last run
 	}
-	seeds := len(computeOps(g.Graph)) <= seedCover
+	seeds = seeds && len(computeOps(g.Graph)) <= seedCover
 	dp := make([]best, n+1)
 	for j := 1; j <= n; j++ {
 		if j%64 == 0 && stop != nil && stop() {

@@ -109,7 +109,9 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 
 // Covers reports whether some rule's premise holds for program: whether
 // Build gives it seeds. The partition of a program into parts prefers
-// parts that a rule covers (they have a fused answer at once).
+// parts that a rule covers (they have a fused answer at once). It builds
+// with one block size and the default target: the rules' premises look at
+// the program's ops and shapes, not at the options.
 func Covers(program *kernel.Graph) bool {
 	p, ok := analyze(program)
 	if !ok {
