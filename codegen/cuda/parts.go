@@ -155,16 +155,8 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 					k.w.open("if (row < %d)", rows)
 					defer k.w.close()
 				}
-				j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
 				k.w.line("float s = 0.0f;")
-				if acc == ugraph.AccumRMS {
-					k.w.open("for (%s)", j)
-					k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
-					k.w.line("s += x * x;")
-					k.w.close()
-				} else {
-					k.w.line("for (%s) s += %s;", j, x.load(withLast(idx, vr("j", n))))
-				}
+				k.sumRow(x, idx, rowStrides(rw, n), n, acc == ugraph.AccumRMS)
 				k.w.line("s = mirage::warp_sum(s);")
 				k.w.line("if (lane == 0) atomicAdd(&%s, s);", a.update(idx))
 				return nil
@@ -175,16 +167,8 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 		}
 		k.partComment(gr, fmt.Sprintf("%s: a warp per row adds the row's %s into the accumulator", describeOp(bg, gr.Head), what))
 		if err := k.rowLoop(xs, func(idx []*expr) error {
-			j := vr("j", n)
 			k.w.line("float s = 0.0f;")
-			if acc == ugraph.AccumRMS {
-				k.w.open("for (int j = lane; j < %d; j += 32)", n)
-				k.w.line("const float x = %s;", x.load(withLast(idx, j)))
-				k.w.line("s += x * x;")
-				k.w.close()
-			} else {
-				k.w.line("for (int j = lane; j < %d; j += 32) s += %s;", n, x.load(withLast(idx, j)))
-			}
+			k.sumRow(x, idx, rowStrides(1, n), n, acc == ugraph.AccumRMS)
 			k.w.line("s = mirage::warp_sum(s);")
 			k.w.line("if (lane == 0) %s += s;", a.update(idx))
 			return nil
@@ -439,11 +423,8 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 		w := k.w
 		j := vr("j", n)
 		w.line("float s = 0.0f;")
+		k.sumRow(x, idx, rowStrides(1, n), n, op.Kind == ugraph.OpRMSNorm)
 		if op.Kind == ugraph.OpRMSNorm {
-			w.open("for (int j = lane; j < %d; j += 32)", n)
-			w.line("const float x = %s;", x.load(withLast(idx, j)))
-			w.line("s += x * x;")
-			w.close()
 			w.line("const float scale = 1.0f / sqrtf(mirage::warp_sum(s) / %d.0f);  // 1 / rms of the row (no epsilon)", n)
 			w.open("for (int j = lane; j < %d; j += 32)", n)
 			w.line("float v = %s * scale;", x.load(withLast(idx, j)))
@@ -453,7 +434,6 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 			w.close()
 			return nil
 		}
-		w.line("for (int j = lane; j < %d; j += 32) s += %s;", n, x.load(withLast(idx, j)))
 		w.line("s = mirage::warp_sum(s);")
 		w.open("if (lane == 0)")
 		w.line("float v = s;")
@@ -467,6 +447,30 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 	}
 	k.w.close()
 	return nil
+}
+
+// rowStrides is the header of the loop over the elements of a row that a
+// lane sums when rw warps share the row: every 32nd element from the
+// lane's (rw 1), or every rw·32nd from the warp's stride.
+func rowStrides(rw, n int) string {
+	if rw == 1 {
+		return fmt.Sprintf("int j = lane; j < %d; j += 32", n)
+	}
+	return fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
+}
+
+// sumRow writes the loop (header for, over int j) that adds into s the
+// elements of x's row at idx (their squares when squares), n to a row.
+func (k *blockKernel) sumRow(x view, idx []*expr, header string, n int, squares bool) {
+	at := x.load(withLast(idx, vr("j", n)))
+	if !squares {
+		k.w.line("for (%s) s += %s;", header, at)
+		return
+	}
+	k.w.open("for (%s)", header)
+	k.w.line("const float x = %s;", at)
+	k.w.line("s += x * x;")
+	k.w.close()
 }
 
 // splitRowRun is rowRun for rows that several warps share (RowWarps > 1):
@@ -517,11 +521,11 @@ func (k *blockKernel) splitRow(gr *thread.Group, squares, first bool, then func(
 	rows, n, rw := rowsOf(xs), xs.Last(), gr.RowWarps
 	w := k.w
 	decls, idx := indexDecls(vr("row", rows), xs.WithDim(xs.Rank()-1, 1))
-	guarded := func(cond string, body func() error) error {
+	guarded := func(cond string, body func() error) error { // in braces, under cond unless ""
 		if cond == "" {
 			w.open("")
 		} else {
-			w.open("%s", cond)
+			w.open("if (%s)", cond)
 		}
 		defer w.close()
 		return k.scoped(decls, body)
@@ -530,25 +534,12 @@ func (k *blockKernel) splitRow(gr *thread.Group, squares, first bool, then func(
 	if rows*rw < k.tg.Warps() {
 		has = fmt.Sprintf("row < %d", rows)
 	}
-	j := fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
+	j := rowStrides(rw, n)
 	w.line("float* const scratch = reinterpret_cast<float*>(smem + %d);  // a partial sum per warp", gr.Scratch)
 	w.line("const int row = warp / %d;  // the row this warp shares with %d others", rw, rw-1)
 	w.line("float s = 0.0f;")
-	cond := func(c string) string {
-		if c == "" {
-			return ""
-		}
-		return "if (" + c + ")"
-	}
-	if err := guarded(cond(has), func() error {
-		if squares {
-			k.w.open("for (%s)", j)
-			k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
-			k.w.line("s += x * x;")
-			k.w.close()
-		} else {
-			k.w.line("for (%s) s += %s;", j, x.load(withLast(idx, vr("j", n))))
-		}
+	if err := guarded(has, func() error {
+		k.sumRow(x, idx, j, n, squares)
 		return nil
 	}); err != nil {
 		return err
@@ -565,7 +556,7 @@ func (k *blockKernel) splitRow(gr *thread.Group, squares, first bool, then func(
 			c = has + " && " + c
 		}
 	}
-	return guarded(cond(c), func() error {
+	return guarded(c, func() error {
 		k.w.line("float t = 0.0f;")
 		k.w.line("for (int q = 0; q < %d; ++q) t += MIRAGE_LDS(scratch[row * %d + q]);  // the row's sum", rw, rw)
 		return then(idx, j)
