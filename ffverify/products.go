@@ -100,13 +100,19 @@ func mulOperands(dst *tensor, x, y operand) {
 	matmul(dst, x.tensor(), y.tensor())
 }
 
-// sourceOperand names the program input k (k >= 0) whose values src
-// makes, or the computed tensor src holds.
-func (ps *products) sourceOperand(src source, k int) operand {
-	if src.t == nil && k >= 0 {
-		return operand{src: src, key: operandKey{input: k, shape: src.shape}}
+// sourceOperand names the operand src: a program input by its position,
+// with its values if they are at hand (materialised, or shared by the
+// Verifier), else made where they are read (src); a computed tensor by
+// its shape and fingerprint.
+func (ps *products) sourceOperand(src source) operand {
+	if src.tr == nil {
+		return ps.operand(src.t, -1)
 	}
-	return ps.operand(src.dense(), k)
+	t := src.t
+	if t == nil && src.tr.dense != nil {
+		t = src.dense()
+	}
+	return operand{t: t, src: src, key: operandKey{input: src.input, shape: src.shape}}
 }
 
 // operand names t, which is program input k when k >= 0.
@@ -118,23 +124,13 @@ func (ps *products) operand(t *tensor, k int) operand {
 }
 
 // operands names the operands of a graph-defined kernel; nil when ps is.
-// An input is named by its position, without its values unless the
-// Verifier shares them.
 func (ps *products) operands(ins []source) []operand {
 	if ps == nil {
 		return nil
 	}
 	ops := make([]operand, len(ins))
 	for i, s := range ins {
-		if s.t == nil && s.tr != nil {
-			var t *tensor
-			if s.tr.dense != nil {
-				t = s.dense()
-			}
-			ops[i] = operand{t: t, src: s, key: operandKey{input: s.input, shape: s.shape}}
-			continue
-		}
-		ops[i] = ps.operand(s.t, -1)
+		ops[i] = ps.sourceOperand(s)
 	}
 	return ops
 }

@@ -36,12 +36,12 @@ func (p *plan) run(tr *trial) []*tensor {
 		case ugraph.OpMatmul:
 			// The right operand, a weight, is not materialised if it is an
 			// input: the product computes it as it reads it.
-			a, ka := val[op.In[0]].dense(), p.inputPos[op.In[0]]
+			a := val[op.In[0]].dense()
 			val[op.In[0]].t = a
-			b, kb := val[op.In[1]], p.inputPos[op.In[1]]
+			b := val[op.In[1]]
 			dst := newTensor(g.Tensors[op.Out[0]].Shape)
 			if ps := tr.products; ps != nil {
-				ps.whole(dst, ps.operand(a, ka), ps.sourceOperand(b, kb))
+				ps.whole(dst, ps.sourceOperand(val[op.In[0]]), ps.sourceOperand(b))
 			} else {
 				mulOperands(dst, operand{t: a}, operand{t: b.t, src: b})
 			}
