@@ -304,7 +304,7 @@ func ioBytes(g *kernel.Graph) int64 {
 	for _, t := range append(g.Inputs(), g.Outputs...) {
 		if !seen[t] {
 			seen[t] = true
-			n = ugraph.AddSize(n, g.Tensors[t].Shape.Bytes(g.Tensors[t].DType.Size()))
+			n = ugraph.AddSize(n, int64(g.Tensors[t].Bytes()))
 		}
 	}
 	return n

@@ -48,14 +48,7 @@ const seedCover = 64
 // g: its program, with the tensors it reads as inputs and those it
 // provides (program outputs, or read by other ops) as outputs.
 func covered(g *indexed, ops []int) bool {
-	p := Part{Ops: ops, Inputs: partInputs(g, ops)}
-	for _, i := range ops {
-		for _, t := range g.Ops[i].Out {
-			if g.output[t] || readElsewhere(g, ops, t) {
-				p.Outputs = append(p.Outputs, t)
-			}
-		}
-	}
+	p := Part{Ops: ops, Inputs: partInputs(g, ops), Outputs: partOutputs(g, ops)}
 	pg, err := p.Program(g.Graph)
 	return err == nil && seed.Covers(pg)
 }
@@ -357,17 +350,23 @@ func searchable(g *indexed, ops []int, lim Limits) bool {
 	if len(ops) > lim.Ops || !connected(g, ops) {
 		return false
 	}
-	// The part's outputs: the program outputs it computes, and what the
-	// rest of the program reads from it.
-	inputs, outs := len(partInputs(g, ops)), 0
+	inputs, outs := len(partInputs(g, ops)), len(partOutputs(g, ops))
+	return inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps
+}
+
+// partOutputs returns what ops (ascending) provide as a part on its own:
+// the program outputs they compute, and what the rest of the program
+// reads from them.
+func partOutputs(g *indexed, ops []int) []kernel.TensorID {
+	var out []kernel.TensorID
 	for _, i := range ops {
 		for _, t := range g.Ops[i].Out {
 			if g.output[t] || readElsewhere(g, ops, t) {
-				outs++
+				out = append(out, t)
 			}
 		}
 	}
-	return inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps
+	return out
 }
 
 // readElsewhere reports whether an op outside ops reads t.
