@@ -83,18 +83,20 @@ func rowsRule(p *program, opts Options) []*kernel.Graph {
 		perRow = max(perRow, t.Shape.Dim(summed))
 	}
 	var graphs []*kernel.Graph
+	tiling := func(grid block.Dim3, dy int) { // grid y along dim dy
+		if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
+			return
+		}
+		for _, threads := range opts.Threads {
+			if kg, ok := rowsKernel(p, grid, threads, dy, opts.ReductionDimx); ok {
+				graphs = append(graphs, kg)
+			}
+		}
+	}
 	if summed != last {
 		for _, rows := range tileSizes(extent[0], 1, max(1, maxRowTile/(perRow*32))) {
 			for _, cols := range tileSizes(extent[last], 32, max(32, maxRowTile/(rows*perRow))) {
-				grid := block.Dim3{extent[0] / rows, extent[last] / cols, 1}
-				if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
-					continue
-				}
-				for _, threads := range opts.Threads {
-					if kg, ok := rowsKernel(p, grid, threads, last, opts.ReductionDimx); ok {
-						graphs = append(graphs, kg)
-					}
-				}
+				tiling(block.Dim3{extent[0] / rows, extent[last] / cols, 1}, last)
 			}
 		}
 		return graphs
@@ -106,20 +108,8 @@ func rowsRule(p *program, opts Options) []*kernel.Graph {
 			perRow *= extent[d]
 		}
 	}
-	if gy > block.MaxGridAxis {
-		return nil
-	}
 	for _, rows := range tileSizes(extent[0], 1, max(1, maxRowTile/max(perRow, 1))) {
-		gx := extent[0] / rows
-		if gx > block.MaxGridAxis {
-			continue
-		}
-		grid := block.Dim3{gx, gy, 1}
-		for _, threads := range opts.Threads {
-			if kg, ok := rowsKernel(p, grid, threads, dy, opts.ReductionDimx); ok {
-				graphs = append(graphs, kg)
-			}
-		}
+		tiling(block.Dim3{extent[0] / rows, gy, 1}, dy)
 	}
 	return graphs
 }
