@@ -69,9 +69,11 @@
 // value held near a prior from published microbenchmarks), and
 // TestCalibratedOnH100 checks the fit: per workload Kendall's tau of at
 // least 0.7, the median estimate within 1.3x of the measured time. The
-// measurements are of the code emitted at d43b159: a change to the code
-// generator makes those of the graphs it changes stale until the next GPU
-// run, and the table must follow it.
+// measurements (a directory a run: testdata/h100-2026-11-27 at d43b159,
+// testdata/h100-2026-11-28-4406c39) are of the code emitted at the commit
+// each run measured: a change to the code generator makes those of the
+// graphs it changes stale until the next GPU run, and the table must
+// follow it.
 //
 // Ranking (Compare) breaks equal times by fewer bytes, then fewer blocks.
 // Tensor flops are those of fp16/bf16 matmuls on tensor cores, padded to

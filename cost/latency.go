@@ -419,21 +419,21 @@ type latencyTable struct {
 	Line float64
 }
 
-// fitted is the latency table fitted to the H100 measurements
-// (testdata/h100-2026-11-27, TestCalibratedOnH100; -fit refits it).
+// fitted is the latency table fitted to the H100 measurements (every
+// run under testdata, TestCalibratedOnH100; -fit refits it).
 var fitted = latencyTable{
-	Barrier:    110,
-	Copy:       19,
-	SyncCopy:   61,
-	Global:     60,
-	Element:    23,
+	Barrier:    104,
+	Copy:       21,
+	SyncCopy:   60,
+	Global:     96,
+	Element:    26,
 	Flop:       3.5,
-	Row:        356,
-	RowElem:    29,
-	LdMatrix:   18.6,
-	MMA:        14.5,
+	Row:        177,
+	RowElem:    52,
+	LdMatrix:   29,
+	MMA:        12.7,
 	FMA:        20,
-	Store:      19,
-	Saturation: 4.5,
-	Line:       2.4,
+	Store:      18,
+	Saturation: 4,
+	Line:       2.5,
 }

@@ -30,6 +30,28 @@ type measuredMeta struct {
 	MeasuredUs float64 `json:"measured_us"`
 }
 
+// measuredRuns is where the runs of bench/gpu on an H100 are, a directory
+// a run (bench/gpu/measured.py writes one).
+const measuredRuns = "testdata/h100-*"
+
+// loadRuns reads the measured graphs of every run, by workload: the same
+// card model, the same harness, so that one workload's graphs from several
+// runs rank against each other.
+func loadRuns(t *testing.T, withStale bool) map[string][]measuredGraph {
+	t.Helper()
+	dirs, err := filepath.Glob(measuredRuns)
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no measured runs in %s: %v", measuredRuns, err)
+	}
+	out := map[string][]measuredGraph{}
+	for _, dir := range dirs {
+		for w, gs := range loadMeasured(t, dir, withStale) {
+			out[w] = append(out[w], gs...)
+		}
+	}
+	return out
+}
+
 // loadMeasured reads every measured graph under dir, by workload, but the
 // graphs stale.txt lists (unless withStale): the code emitted for them has
 // changed since it was measured (codegen/cuda's TestMeasuredCodeIsCurrent
@@ -59,7 +81,7 @@ func loadMeasured(t *testing.T, dir string, withStale bool) map[string][]measure
 		w := strings.TrimSuffix(filepath.Base(f), ".measured.ugraph.json")
 		for i, e := range doc.Graphs {
 			if why, ok := stale[fmt.Sprintf("%s %d", w, i)]; ok && !withStale {
-				t.Logf("%s graph %d left out: %s", w, i, why)
+				t.Logf("%s: %s graph %d left out: %s", filepath.Base(dir), w, i, why)
 				continue
 			}
 			var m measuredMeta
@@ -127,13 +149,14 @@ func calibrate(t *testing.T, data map[string][]measuredGraph, arch target.Arch, 
 }
 
 // TestCalibratedOnH100 checks the model against the times measured on an
-// H100 at d43b159 (bench/gpu, L2 warm): it orders each workload's graphs
+// H100 (bench/gpu, L2 warm; every run under testdata, but the graphs whose
+// code has changed since): it orders each workload's graphs
 // as the GPU does (Kendall's tau at least 0.7 where there are 3 or more),
 // its estimates are right in the median (within 1.3x), and it never puts
 // a graph the GPU ran 3x slower than the workload's fastest within 1.5x
 // of that one.
 func TestCalibratedOnH100(t *testing.T) {
-	data := loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"), false)
+	data := loadRuns(t, false)
 	c := calibrate(t, data, target.MustLookup("sm_90"), func(s string) { t.Log(s) })
 	for w, tau := range c.tau {
 		t.Logf("%s: Kendall's tau %.2f", w, tau)
@@ -165,7 +188,7 @@ func TestFit(t *testing.T) {
 	if !*fit {
 		t.Skip("-fit refits the model")
 	}
-	data := loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"), false)
+	data := loadRuns(t, false)
 	arch := target.MustLookup("sm_90")
 	saved := fitted
 	defer func() { fitted = saved }()

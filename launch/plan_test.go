@@ -42,7 +42,7 @@ func benchPrograms(t *testing.T) []program {
 			ps = append(ps, program{filepath.Base(f), p.Graph})
 		}
 	}
-	docs, err := filepath.Glob("../cost/testdata/h100-2026-11-27/*.measured.ugraph.json")
+	docs, err := filepath.Glob("../cost/testdata/h100-*/*.measured.ugraph.json")
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("no measured graphs: %v", err)
 	}
@@ -52,7 +52,7 @@ func benchPrograms(t *testing.T) []program {
 			t.Fatal(err)
 		}
 		for i, e := range f.Graphs {
-			ps = append(ps, program{fmt.Sprintf("%s#%d", filepath.Base(d), i), e.Graph})
+			ps = append(ps, program{fmt.Sprintf("%s/%s#%d", filepath.Base(filepath.Dir(d)), filepath.Base(d), i), e.Graph})
 		}
 	}
 	return ps

@@ -149,8 +149,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 23: rows fewer than a block's warps are shared by several warps
 // (package thread); pre-defined fp16 and bf16 matmuls of any shape run
 // through cuBLASLt. Version 24: the rows rule's seeds for rank-3 sums
-// over dim 1 (blocks owning whole columns).
-const cacheVersion = 24
+// over dim 1 (blocks owning whole columns). Version 25: the latency table
+// and sm_90's memory latency, SM bandwidth and launch gap refitted with
+// the second H100 run (cost/testdata/h100-2026-11-28-4406c39).
+const cacheVersion = 25
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

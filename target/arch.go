@@ -82,7 +82,7 @@ const (
 	srcCUDA   = "[CUDA-CG] CUDA C++ Programming Guide, Technical Specifications per Compute Capability (8.0, 9.0) and the shared-memory notes for 8.x/9.0"
 	srcLaunch = "[LAUNCH] model assumption: back-to-back launches in one stream cost 2-4 µs on current drivers; to be replaced by bench/gpu measurements"
 	srcPTX    = "[PTX] PTX ISA 7.0+: mma.sync.aligned.m16n8k16 (sm_80+), cp.async (sm_80+), ldmatrix (sm_75+)"
-	srcRun    = "[RUN] the first H100 run of bench/gpu (2026-11-27, the project's cost/testdata/h100-2026-11-27): measured or fitted there, as each figure says"
+	srcRun    = "[RUN] the H100 runs of bench/gpu (2026-11-27 and 2026-11-28, the project's cost/testdata/h100-*): measured or fitted there, as each figure says"
 	srcL2     = "[L2] model assumption: NVIDIA publishes no L2 bandwidth for H100; the A100's ratio of L2 to HBM bandwidth (7.2 / 2.04 TB/s, 3.5x) applied to the H100's HBM3; to be replaced by a bench/gpu measurement"
 )
 
@@ -133,11 +133,11 @@ var archs = []Arch{
 		SmemReserved:    1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
 		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
 		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
-		LaunchMicros:    2.9,       // [RUN] fitted
+		LaunchMicros:    1.9,       // [RUN] fitted
 		ClockHz:         1.71e9,    // [RUN] ncu counted 69,983 cycles in rmsnorm_matmul's best kernel, the harness timed it at 40.98 µs
 		SchedulersPerSM: 4,         // [H100-WP] four processing blocks per SM, one warp scheduler each
-		MemLatencyNs:    655,       // [RUN] fitted
-		SMBandwidth:     102e9,     // [RUN] fitted
+		MemLatencyNs:    1220,      // [RUN] fitted
+		SMBandwidth:     98e9,      // [RUN] fitted
 		MMA:             ampereMMA, // [PTX]
 		AsyncCopy:       true,      // [PTX]
 		LdMatrix:        true,      // [PTX]

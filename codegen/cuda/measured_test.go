@@ -15,22 +15,32 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-var recordMeasured = flag.Bool("record-measured", false, "TestMeasuredCodeIsCurrent: record the emitted code's sums of the measured graphs (only right for code that is the measured code)")
+var recordMeasured = flag.Bool("record-measured", false, "TestMeasuredCodeIsCurrent: record the emitted code's sums of the measured graphs in each run's directory that has none (run it at the commit that was measured)")
 
-// measuredDir holds the graphs timed on an H100 and what their code was.
-var measuredDir = filepath.Join("..", "..", "cost", "testdata", "h100-2026-11-27")
+// measuredRuns is where the graphs timed on a GPU are, a directory a run.
+const measuredRuns = "../../cost/testdata/h100-*"
 
 // TestMeasuredCodeIsCurrent keeps the cost model's calibration honest: the
-// times in cost/testdata are of the code emitted at d43b159, whose sums
-// emitted.txt records (sm_90, each graph emitted under its workload's
-// name). A change to the code generator that changes a measured graph's
-// code makes its time stale: the graph must then be listed in stale.txt,
-// which the calibration test leaves out, until the next GPU run measures
-// the new code.
+// times in each run's directory of cost/testdata are of the code emitted at
+// the commit that was measured, whose sums its emitted.txt records (sm_90,
+// each graph emitted under its workload's name). A change to the code
+// generator that changes a measured graph's code makes its time stale: the
+// graph must then be listed in the directory's stale.txt, which the
+// calibration test leaves out, until a GPU run measures the new code.
 func TestMeasuredCodeIsCurrent(t *testing.T) {
-	docs, err := filepath.Glob(filepath.Join(measuredDir, "*.measured.ugraph.json"))
+	dirs, err := filepath.Glob(measuredRuns)
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no measured runs in %s: %v", measuredRuns, err)
+	}
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkMeasuredCode(t, dir) })
+	}
+}
+
+func checkMeasuredCode(t *testing.T, dir string) {
+	docs, err := filepath.Glob(filepath.Join(dir, "*.measured.ugraph.json"))
 	if err != nil || len(docs) == 0 {
-		t.Fatalf("no measured graphs in %s: %v", measuredDir, err)
+		t.Fatalf("no measured graphs in %s: %v", dir, err)
 	}
 	slices.Sort(docs)
 	var lines []string
@@ -48,15 +58,21 @@ func TestMeasuredCodeIsCurrent(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("%s %d %x", w, i, sha256.Sum256(res.Files[0].Data)))
 		}
 	}
-	path := filepath.Join(measuredDir, "emitted.txt")
-	if *recordMeasured {
+	path := filepath.Join(dir, "emitted.txt")
+	if _, err := os.Stat(path); os.IsNotExist(err) && *recordMeasured {
+		// Only a run without sums is recorded: the others' sums are of
+		// the code they measured, which today's may no longer be.
 		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		t.Logf("recorded %s", path)
 		return
 	}
 	recorded := readKeyed(t, path)
-	stale := readKeyed(t, filepath.Join(measuredDir, "stale.txt"))
+	if len(recorded) == 0 {
+		t.Fatalf("%s records no sums: run this test with -record-measured at the commit that was measured", path)
+	}
+	stale := readKeyed(t, filepath.Join(dir, "stale.txt"))
 	for _, l := range lines {
 		f := strings.Fields(l)
 		key := f[0] + " " + f[1]
@@ -65,9 +81,9 @@ func TestMeasuredCodeIsCurrent(t *testing.T) {
 		case !ok:
 			t.Errorf("%s: no recorded sum in emitted.txt", key)
 		case sum != f[2] && stale[key] == "":
-			t.Errorf("%s: its code is not the code that was measured: list it in stale.txt (with why) until the next GPU run", key)
+			t.Errorf("%s: its code is not the code that was measured: list it in %s/stale.txt (with why) until the next GPU run", key, filepath.Base(dir))
 		case sum == f[2] && stale[key] != "":
-			t.Errorf("%s: listed stale, but its code is the measured code: take it out of stale.txt", key)
+			t.Errorf("%s: listed stale, but its code is the measured code: take it out of %s/stale.txt", key, filepath.Base(dir))
 		}
 	}
 }
