@@ -163,7 +163,7 @@ var emuCases = []emuCase{
 		`tb.new_output(stensor=tb.forloop_accum(tb.reduction(tX, 1)), output_map=(0, -1, -1))`)},
 	// One iteration: X, which rms_norm and a second op read, and B, read
 	// broadcast along the rows, are copied into shared memory; Y, read
-	// once, stays in device memory.
+	// once, is copied beside them (TestCasesReadInPlace).
 	{name: "copied_in_once", scale: 1, src: oneKernel(
 		[][3]string{{"X", "(8, 96)", "float16"}, {"Y", "(8, 96)", "float16"}, {"B", "(8, 1)", "float16"}},
 		"grid_dim=(2, 1, 1), block_dim=(64, 1, 1), forloop_range=1, reduction_dimx=16",

@@ -56,7 +56,9 @@
 // inputs, accumulators), or, for an input tile of a graph with one for-loop
 // iteration whose elements the kernel reads once each (one element-wise or
 // reduction reader, not broadcast), left in device memory and read in
-// place. An input tile read more often (by a matmul, an rms_norm, two ops)
+// place, when no other input tile is copied in: otherwise the kernel waits
+// for that copy anyway, and the tile comes with it rather than a round trip
+// later. An input tile read more often (by a matmul, an rms_norm, two ops)
 // is copied in once, so that the kernel requests it once; unless no mma
 // reads it and the copy would not fit, when it is read in place after all.
 // Shared tiles are stored row-major in their dtype (accumulators in fp32)

@@ -49,6 +49,7 @@ func (d *deriver) store() error {
 			out.RegFloats += rows
 		}
 	}
+	copies := d.copiesAnInput()
 	for i := range g.Ops {
 		op := &g.Ops[i]
 		if !d.live[i] || op.Out < 0 {
@@ -61,7 +62,7 @@ func (d *deriver) store() error {
 		}
 		if op.Kind == ugraph.OpInput {
 			t.Storage = Shared
-			if g.ForloopRange == 1 && d.readOnce(op.Out) {
+			if g.ForloopRange == 1 && d.readOnce(op.Out) && !copies {
 				t.Storage = Device
 			}
 			continue
@@ -165,6 +166,22 @@ func (d *deriver) readInPlace() bool {
 func (d *deriver) readByMMA(t block.TensorID) bool {
 	for _, c := range d.uses[t] {
 		if d.out.Ops[c].MMA != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// copiesAnInput reports whether the kernel copies some input tile into
+// shared memory however the others are read: it then waits for that copy
+// before its first part, and a tile read once is better copied beside it
+// (its round trip overlaps the other's) than read in place later, where
+// each element's load waits for device memory after the kernel's barriers
+// and row sums (ntrans's alpha, read after rms_norm(H)).
+func (d *deriver) copiesAnInput() bool {
+	for i := range d.g.Ops {
+		op := &d.g.Ops[i]
+		if d.live[i] && op.Kind == ugraph.OpInput && !d.readOnce(op.Out) {
 			return true
 		}
 	}

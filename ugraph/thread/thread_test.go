@@ -303,10 +303,20 @@ func TestInputsReadInPlace(t *testing.T) {
 			c := b.in(sh(16, 32), fp16, block.Replicate, -1)
 			return b.op(ugraph.OpAdd, none, b.op(ugraph.OpMatmul, none, a, c), x)
 		}},
-		{"read in a SIMT matmul's epilogue", sh(8, 8), true, func(b *builder, x block.TensorID) block.TensorID {
+		// The matmul's operands are copied in: x comes with them, not a
+		// round trip after the product.
+		{"read in a SIMT matmul's epilogue", sh(8, 8), false, func(b *builder, x block.TensorID) block.TensorID {
 			a := b.in(sh(8, 4), fp16, block.Replicate, -1) // K = 4: no mma
 			c := b.in(sh(4, 8), fp16, block.Replicate, -1)
 			return b.op(ugraph.OpAdd, none, b.op(ugraph.OpMatmul, none, a, c), x)
+		}},
+		{"read once beside a tile rms_norm reads (ntrans's alpha)", sh(16, 32), false, func(b *builder, x block.TensorID) block.TensorID {
+			h := b.in(sh(16, 32), fp16, block.Replicate, -1)
+			return b.op(ugraph.OpMul, none, x, b.op(ugraph.OpRMSNorm, none, h))
+		}},
+		{"read once beside tiles read once", sh(16, 32), true, func(b *builder, x block.TensorID) block.TensorID {
+			h := b.in(sh(16, 32), fp16, block.Replicate, -1)
+			return b.op(ugraph.OpMul, none, x, b.op(ugraph.OpExp, none, h))
 		}},
 	}
 	for _, tt := range tests {
