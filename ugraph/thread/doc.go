@@ -59,8 +59,9 @@
 // place, when no other input tile is copied in: otherwise the kernel waits
 // for that copy anyway, and the tile comes with it rather than a round trip
 // later. An input tile read more often (by a matmul, an rms_norm, two ops)
-// is copied in once, so that the kernel requests it once; unless no mma
-// reads it and the copy would not fit, when it is read in place after all.
+// is copied in once, so that the kernel requests it once. When the copies
+// do not fit, the tiles no mma reads are read in place after all: first
+// those read once, then the others.
 // Shared tiles are stored row-major in their dtype (accumulators in fp32)
 // with rows padded to an odd multiple of 16 bytes when they are a multiple
 // of 16 bytes, which makes ldmatrix and cp.async conflict-free. An input

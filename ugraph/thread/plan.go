@@ -49,7 +49,7 @@ func (d *deriver) store() error {
 			out.RegFloats += rows
 		}
 	}
-	copies := d.copiesAnInput()
+	copies := g.ForloopRange == 1 && d.copiesAnInput()
 	for i := range g.Ops {
 		op := &g.Ops[i]
 		if !d.live[i] || op.Out < 0 {
@@ -142,11 +142,13 @@ func placeScratch(out *Graph) {
 	}
 }
 
-// readInPlace leaves in device memory the input tiles that readOnce had
-// copied into shared memory though no mma reads them, when the plan does
-// not fit otherwise: the kernel then requests them more than once, but
+// readInPlace leaves in device memory input tiles copied into shared
+// memory though no mma reads them, when the plan does not fit otherwise:
+// with once, the tiles read once (copied only beside the others, see
+// copiesAnInput), which then cost nothing more than their round trip;
+// without, the rest, which the kernel then requests more than once, but
 // runs. It reports whether there were any.
-func (d *deriver) readInPlace() bool {
+func (d *deriver) readInPlace(once bool) bool {
 	if d.g.ForloopRange != 1 {
 		return false
 	}
@@ -154,6 +156,9 @@ func (d *deriver) readInPlace() bool {
 	for i := range d.g.Ops {
 		op := &d.g.Ops[i]
 		if !d.live[i] || op.Kind != ugraph.OpInput || d.out.Tiles[op.Out].Storage != Shared || d.readByMMA(op.Out) {
+			continue
+		}
+		if once && !d.readOnce(op.Out) {
 			continue
 		}
 		t := &d.out.Tiles[op.Out]
@@ -173,7 +178,7 @@ func (d *deriver) readByMMA(t block.TensorID) bool {
 }
 
 // copiesAnInput reports whether the kernel copies some input tile into
-// shared memory however the others are read: it then waits for that copy
+// shared memory whatever the others' storage: it then waits for that copy
 // before its first part, and a tile read once is better copied beside it
 // (its round trip overlaps the other's) than read in place later, where
 // each element's load waits for device memory after the kernel's barriers
@@ -335,7 +340,7 @@ func (d *deriver) allocate() error {
 			return nil
 		}
 		if stages == 1 {
-			if d.readInPlace() {
+			if d.readInPlace(true) || d.readInPlace(false) {
 				continue
 			}
 			return &SmemError{Bytes: d.out.SmemBytes, Limit: limit}

@@ -355,6 +355,28 @@ func TestInputsReadInPlaceWhenCopiesOverflow(t *testing.T) {
 	checkPlan(t, "in place under the limit", inPlace)
 }
 
+// TestInputsReadOnceGoBackFirst: when a plan that copies a once-read tile
+// beside an rms_norm tile overflows, the once-read tile goes back to device
+// memory first (a round trip more), before the tile rms_norm reads twice.
+func TestInputsReadOnceGoBackFirst(t *testing.T) {
+	b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+	x := b.in(sh(16, 512), fp16, block.Replicate, -1)
+	y := b.in(sh(16, 512), fp16, block.Replicate, -1)
+	b.out(b.acc(b.op(ugraph.OpMul, none, y, b.op(ugraph.OpRMSNorm, none, x)), ugraph.AccumNone), block.Replicate)
+	both, err := Derive(b.g, sm90, Options{})
+	if err != nil || both.Tiles[x].Storage != Shared || both.Tiles[y].Storage != Shared {
+		t.Fatalf("without a tight limit: %v; want x and y copied in\n%v", err, both)
+	}
+	g, err := Derive(b.g, smemLimit(both.SmemBytes-1), Options{})
+	if err != nil {
+		t.Fatalf("a limit that the copy of x alone passes: %v", err)
+	}
+	if g.Tiles[x].Storage != Shared || g.Tiles[y].Storage != Device {
+		t.Errorf("under the limit: x %v, y %v; want x shared, y in place\n%v", g.Tiles[x].Storage, g.Tiles[y].Storage, g)
+	}
+	checkPlan(t, "y in place under the limit", g)
+}
+
 // TestRegisterBudget: accumulators past the budget go to shared memory.
 func TestRegisterBudget(t *testing.T) {
 	g, err := Derive(gqa1(t), sm90, Options{RegFloats: 64})
