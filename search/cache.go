@@ -154,7 +154,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // the second H100 run (cost/testdata/h100-2026-11-28-4406c39). Version 26:
 // a one-iteration input tile read once is copied in beside the tiles the
 // kernel copies anyway (package thread), which lowers some estimates.
-const cacheVersion = 26
+// Version 27: sm_80's memory figures follow the refit; when a plan's copies
+// overflow, once-read tiles go back to device memory first.
+const cacheVersion = 27
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

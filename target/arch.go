@@ -111,8 +111,8 @@ var archs = []Arch{
 		LaunchMicros:    3,         // [LAUNCH]
 		ClockHz:         1.41e9,    // [A100-WP] boost clock 1410 MHz
 		SchedulersPerSM: 4,         // [A100-WP] four processing blocks per SM, one warp scheduler each
-		MemLatencyNs:    655,       // [RUN] the H100's, unmeasured on A100
-		SMBandwidth:     102e9,     // [RUN] the H100's, unmeasured on A100
+		MemLatencyNs:    1220,      // [RUN] the H100's fit, unmeasured on A100 (the latency table is fitted with it)
+		SMBandwidth:     98e9,      // [RUN] the H100's fit, unmeasured on A100
 		MMA:             ampereMMA, // [PTX]
 		AsyncCopy:       true,      // [PTX]
 		LdMatrix:        true,      // [PTX]

@@ -1,30 +1,42 @@
 #!/usr/bin/env python3
 """Turn a GPU run into calibration data for the cost model.
 
-    bench/gpu/measured.py PREPARED GPU_JSON OUTDIR [--mirage bin/mirage]
+    bench/gpu/measured.py PREPARED GPU_JSON OUTDIR [--mirage bin/mirage] [--run NAME] [--force]
 
 PREPARED is the architecture directory that prepare.sh wrote and run.sh
 measured (out/gpu/sm_90), GPU_JSON the run's gpu.json. For every entry the
-run measured right (status ok), the script takes the graph that was emitted
-(candidate N of the superopt document, or the program or hand-written
-μGraph itself, through `mirage show --json`) and writes it, by workload, to
-OUTDIR/WORKLOAD.measured.ugraph.json with meta.measured_us (the median),
-p10, p90, the estimate at the time and the kernels launched: the format of
-cost/testdata/h100-2026-11-27. A graph measured twice in the run (the
-program as "unfused" and as candidate 0) is written once.
+run measured right (status ok, with a median), the script takes the graph
+that was emitted (candidate N of the superopt document, or the program or
+hand-written μGraph itself, through `mirage show --json`), checks that it
+emits under the hash the run measured (`mirage emit --json`), and writes
+it, by workload, to OUTDIR/WORKLOAD.measured.ugraph.json with
+meta.measured_us (the median), p10, p90, the estimate at the time and the
+kernels launched: the format of cost/testdata/h100-2026-11-27. A graph
+measured twice in the run (the program as "unfused" and as candidate 0)
+is written once. Programs named relative to the repository (prepare.sh
+names them so) are found from the repository's root, wherever this runs.
 
 Run it at the commit that was measured, then record what that code was:
     go test ./codegen/cuda -run TestMeasuredCodeIsCurrent -record-measured
-(it records emitted.txt only in directories that have none). An entry whose
-graph cannot be found, or whose emitted hash differs from the one measured,
-is an error: the data would describe other code.
+(it records emitted.txt and runtime.txt only in a directory that has
+none). An entry whose graph cannot be found, or whose graph emits under
+another hash than the one measured, is an error and nothing is written:
+the data would describe other code. OUTDIR holding recorded sums already
+is refused without --force (new documents would not match them).
+
+Exit status: 0 when written, 1 for an error in the data, 2 for bad usage.
 """
 
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 class MeasuredError(Exception):
@@ -36,31 +48,65 @@ def load_json(path):
         return json.load(f)
 
 
-def entry_graph(prepared, entry, show):
-    """The graph that prepare.sh emitted for entry (a gpu.json entry), and
-    its document's name. show(path) returns `mirage show --json path`."""
+class Mirage:
+    """The two mirage commands the script needs."""
+
+    def __init__(self, binary):
+        self.binary = binary
+
+    def run(self, *args):
+        out = subprocess.run([self.binary, *args], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise MeasuredError("mirage %s: exit %d: %s" % (" ".join(args), out.returncode, out.stderr.strip()))
+        return out.stdout
+
+    def show(self, path):
+        """The μGraph document of a program or μGraph file."""
+        return json.loads(self.run("show", "--json", path))
+
+    def hash(self, graph, name):
+        """The hash `mirage emit` gives graph (what gpu.json records)."""
+        tmp = tempfile.mkdtemp(prefix="measured-")
+        try:
+            doc = os.path.join(tmp, name + ".ugraph.json")
+            with open(doc, "w") as f:
+                json.dump({"format": "mirage-ugraph", "version": 1, "name": name, "graphs": [graph]}, f)
+            return json.loads(self.run("emit", doc, "-o", os.path.join(tmp, "out"), "--json"))["hash"]
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def source_path(prepared, source):
+    """Where a meta.json's source is: absolute, or under the prepared
+    directory (superopt's documents), or under the repository (programs)."""
+    if os.path.isabs(source):
+        return source
+    for base in (prepared, REPO):
+        p = os.path.join(base, source)
+        if os.path.exists(p):
+            return p
+    raise MeasuredError("%s: not under %s nor under the repository %s" % (source, prepared, REPO))
+
+
+def entry_graph(prepared, entry, mirage):
+    """The graph that prepare.sh emitted for entry (a gpu.json entry)."""
     edir = os.path.join(prepared, entry["entry"])
     meta = load_json(os.path.join(edir, "meta.json"))
-    manifest = load_json(os.path.join(edir, "manifest.json"))
-    if manifest.get("hash") != entry.get("hash"):
-        raise MeasuredError(
-            "%s: emitted graph %s, but the run measured %s: PREPARED is not the prepared directory of this run"
-            % (entry["entry"], manifest.get("hash"), entry.get("hash")))
-    source = meta["source"]
-    if not os.path.isabs(source):
-        source = os.path.join(prepared, source)
-        if not os.path.exists(source):  # programs are named from the repository
-            source = meta["source"]
-    cand = meta.get("candidate")
-    doc = load_json(source) if source.endswith(".ugraph.json") else show(source)
+    source = source_path(prepared, meta["source"])
+    doc = load_json(source) if source.endswith(".ugraph.json") else mirage.show(source)
     graphs = doc.get("graphs") or []
-    i = cand if cand is not None else 0
+    i = meta.get("candidate")
+    i = 0 if i is None else i
     if not 0 <= i < len(graphs):
         raise MeasuredError("%s: %s has no graph %d" % (entry["entry"], source, i))
+    got = mirage.hash(graphs[i], entry["workload"])
+    if got != entry.get("hash"):
+        raise MeasuredError("%s: graph %d of %s emits as %s, but the run measured %s: PREPARED is not the prepared directory of this run"
+                            % (entry["entry"], i, source, got, entry.get("hash")))
     return graphs[i]
 
 
-def measured_docs(prepared, run, run_name, show):
+def measured_docs(prepared, run, run_name, mirage):
     """The measured documents of run (a parsed gpu.json), by workload."""
     baselines = {}
     for e in run.get("entries", []):
@@ -69,8 +115,11 @@ def measured_docs(prepared, run, run_name, show):
     docs = {}
     seen = set()
     for e in run.get("entries", []):
-        if e.get("status") != "ok" or not e.get("timing"):
+        if e.get("status") != "ok":
             continue
+        t = e.get("timing") or {}
+        if not t.get("median_us"):
+            raise MeasuredError("%s: status ok but no median time" % e["entry"])
         # A graph measured twice (the program as "unfused" and as a
         # candidate) counts once, as its first entry: the calibration's
         # ranks would tie it with itself.
@@ -78,8 +127,7 @@ def measured_docs(prepared, run, run_name, show):
         if key in seen:
             continue
         seen.add(key)
-        g = dict(entry_graph(prepared, e, show))
-        t = e["timing"]
+        g = dict(entry_graph(prepared, e, mirage))
         meta = dict(g.get("meta") or {})
         meta.update({
             "entry": "%s:%s" % (run_name, e["entry"]),
@@ -101,22 +149,25 @@ def measured_docs(prepared, run, run_name, show):
     return docs
 
 
-def main(argv=None):
+def main(argv=None, mirage=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prepared", help="prepare.sh's architecture directory (out/gpu/sm_90)")
     ap.add_argument("gpu_json", help="the run's gpu.json")
-    ap.add_argument("outdir", help="where WORKLOAD.measured.ugraph.json go (cost/testdata/h100-DATE)")
-    ap.add_argument("--mirage", default="bin/mirage", help="the mirage binary (default bin/mirage)")
+    ap.add_argument("outdir", help="where WORKLOAD.measured.ugraph.json go (cost/testdata/h100-DATE-COMMIT)")
+    ap.add_argument("--mirage", default=os.path.join(REPO, "bin", "mirage"), help="the mirage binary (default: the repository's bin/mirage)")
     ap.add_argument("--run", default="", help="the run's name, prefixed to each entry (default: OUTDIR's name)")
+    ap.add_argument("--force", action="store_true", help="write into a directory that records sums already")
     a = ap.parse_args(argv)
+    mirage = mirage or Mirage(a.mirage)
 
-    def show(path):
-        out = subprocess.run([a.mirage, "show", "--json", path], check=True, capture_output=True, text=True)
-        return json.loads(out.stdout)
-
+    recorded = [f for f in ("emitted.txt", "runtime.txt") if os.path.exists(os.path.join(a.outdir, f))]
+    if recorded and not a.force:
+        print("measured.py: %s already records %s: new documents would not match them (--force writes anyway)"
+              % (a.outdir, " and ".join(recorded)), file=sys.stderr)
+        return 1
     try:
-        docs = measured_docs(a.prepared, load_json(a.gpu_json), a.run or os.path.basename(os.path.normpath(a.outdir)), show)
-    except (MeasuredError, OSError, KeyError, ValueError, subprocess.CalledProcessError) as err:
+        docs = measured_docs(a.prepared, load_json(a.gpu_json), a.run or os.path.basename(os.path.normpath(a.outdir)), mirage)
+    except (MeasuredError, OSError, KeyError, ValueError) as err:
         print("measured.py: %s" % err, file=sys.stderr)
         return 1
     if not docs:

@@ -1,10 +1,12 @@
-"""Tests of bench/gpu/measured.py (no GPU, no mirage binary: show is faked).
+"""Tests of bench/gpu/measured.py (no GPU, no mirage binary: it is faked).
 
     python3 -m unittest discover -s bench/gpu -p 'test_*.py'
 """
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -32,75 +34,124 @@ def entry(name, workload, h, us, status="ok", eager=None):
             "eager_us": eager, "compile_us": eager and eager / 2}
 
 
-class MeasuredDocsTest(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.mkdtemp()
-        write_json(os.path.join(self.dir, "superopt", "w", "w.ugraph.json"),
-                   {"graphs": [graph("c0"), graph("c1"), graph("c2")]})
-        for name, source, cand, h in [
-            ("w.unfused", "prog/w.py", None, "p"),
-            ("w.c0", "superopt/w/w.ugraph.json", 0, "p"),  # the program again
-            ("w.c1", "superopt/w/w.ugraph.json", 1, "x"),
-            ("w.c2", "superopt/w/w.ugraph.json", 2, "y"),
-        ]:
-            write_json(os.path.join(self.dir, name, "meta.json"), {"source": source, "candidate": cand})
-            write_json(os.path.join(self.dir, name, "manifest.json"), {"hash": h})
+class FakeMirage:
+    """show returns a one-graph program; hash is the graph's first op's tag."""
+
+    def __init__(self):
         self.shown = []
 
     def show(self, path):
         self.shown.append(path)
-        return {"graphs": [{"ops": [{"tag": "program"}], "outputs": [0]}]}
+        return {"graphs": [{"ops": [{"tag": "p"}], "outputs": [0]}]}
 
-    def run_doc(self, entries):
-        return measured.measured_docs(self.dir, {"entries": entries}, "r1", self.show)
+    def hash(self, g, name):
+        return g["ops"][0]["tag"]
+
+
+class MeasuredDocsTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.prog = os.path.join(self.dir, "w.py")  # an absolute source
+        open(self.prog, "w").close()
+        write_json(os.path.join(self.dir, "superopt", "w", "w.ugraph.json"),
+                   {"graphs": [graph("p"), graph("x"), graph("y")]})
+        for name, source, cand in [
+            ("w.unfused", self.prog, None),
+            ("w.c0", "superopt/w/w.ugraph.json", 0),  # the program again
+            ("w.c1", "superopt/w/w.ugraph.json", 1),
+            ("w.c2", "superopt/w/w.ugraph.json", 2),
+        ]:
+            write_json(os.path.join(self.dir, name, "meta.json"), {"source": source, "candidate": cand})
+        self.mirage = FakeMirage()
+
+    def docs(self, entries):
+        return measured.measured_docs(self.dir, {"entries": entries}, "r1", self.mirage)
 
     def test_graphs_times_and_baselines(self):
-        docs = self.run_doc([
+        d = self.docs([
             entry("w.unfused", "w", "p", 40.0, eager=30.0),
             entry("w.c0", "w", "p", 41.0),
             entry("w.c1", "w", "x", 20.0),
             entry("w.c2", "w", "y", 0, status="wrong"),
-        ])
-        self.assertEqual(list(docs), ["w"])
-        d = docs["w"]
+        ])["w"]
         self.assertEqual(d["meta"], {"arch": "sm_90", "eager_us": 30.0, "torch_compile_us": 15.0})
         # The program once (its first entry), c1 with its own graph; the
         # wrong entry is left out.
         self.assertEqual([g["meta"]["entry"] for g in d["graphs"]], ["r1:w.unfused", "r1:w.c1"])
-        self.assertEqual(d["graphs"][0]["ops"], [{"tag": "program"}])
-        self.assertEqual(d["graphs"][1]["ops"], [{"tag": "c1"}])
+        self.assertEqual([g["ops"] for g in d["graphs"]], [[{"tag": "p"}], [{"tag": "x"}]])
         m = d["graphs"][1]["meta"]
         self.assertEqual((m["measured_us"], m["measured_p10_us"], m["measured_p90_us"]), (20.0, 19.0, 21.0))
         self.assertEqual(m["estimated_us_then"], 18.0)
         self.assertEqual(m["rank"], 0)  # the candidate's own meta is kept
-        self.assertEqual(self.shown, ["prog/w.py"])
+        self.assertEqual(self.mirage.shown, [self.prog])
 
-    def test_hash_mismatch_is_an_error(self):
-        with self.assertRaisesRegex(measured.MeasuredError, "w.c1: emitted graph x, but the run measured z"):
-            self.run_doc([entry("w.c1", "w", "z", 20.0)])
+    def test_a_graph_that_emits_as_another_hash_is_an_error(self):
+        with self.assertRaisesRegex(measured.MeasuredError, "w.c1: graph 1 of .* emits as x, but the run measured z"):
+            self.docs([entry("w.c1", "w", "z", 20.0)])
 
     def test_missing_candidate_is_an_error(self):
         write_json(os.path.join(self.dir, "w.c2", "meta.json"), {"source": "superopt/w/w.ugraph.json", "candidate": 7})
         with self.assertRaisesRegex(measured.MeasuredError, "has no graph 7"):
-            self.run_doc([entry("w.c2", "w", "y", 20.0)])
+            self.docs([entry("w.c2", "w", "y", 20.0)])
 
-    def test_main_writes_nothing_on_error(self):
-        out = os.path.join(self.dir, "out")
+    def test_missing_source_is_an_error(self):
+        write_json(os.path.join(self.dir, "w.c2", "meta.json"), {"source": "nowhere/w.py", "candidate": None})
+        with self.assertRaisesRegex(measured.MeasuredError, "nowhere/w.py: not under"):
+            self.docs([entry("w.c2", "w", "y", 20.0)])
+
+    def test_ok_without_a_median_is_an_error(self):
+        e = entry("w.c1", "w", "x", 20.0)
+        e["timing"] = {"median_us": None}
+        with self.assertRaisesRegex(measured.MeasuredError, "w.c1: status ok but no median"):
+            self.docs([e])
+
+    def run_main(self, entries, *flags):
         gpu = os.path.join(self.dir, "gpu.json")
-        write_json(gpu, {"entries": [entry("w.c1", "w", "z", 20.0)]})
-        self.assertEqual(measured.main([self.dir, gpu, out, "--mirage", "/nonexistent"]), 1)
-        self.assertFalse(os.path.exists(out))
+        write_json(gpu, {"entries": entries})
+        return measured.main([self.dir, gpu, self.out, *flags], mirage=self.mirage)
 
     def test_main_writes_documents(self):
-        out = os.path.join(self.dir, "out")
-        gpu = os.path.join(self.dir, "gpu.json")
-        write_json(gpu, {"entries": [entry("w.c1", "w", "x", 20.0)]})
-        self.assertEqual(measured.main([self.dir, gpu, out]), 0)
-        with open(os.path.join(out, "w.measured.ugraph.json")) as f:
-            d = json.load(f)
+        self.out = os.path.join(self.dir, "out")
+        self.assertEqual(self.run_main([entry("w.c1", "w", "x", 20.0)]), 0)
+        d = measured.load_json(os.path.join(self.out, "w.measured.ugraph.json"))
         self.assertEqual(d["format"], "mirage-ugraph")
         self.assertEqual([g["meta"]["entry"] for g in d["graphs"]], ["out:w.c1"])
-        self.assertEqual(os.listdir(out), ["w.measured.ugraph.json"])
+        self.assertEqual(os.listdir(self.out), ["w.measured.ugraph.json"])
+
+    def test_main_writes_nothing_on_error(self):
+        self.out = os.path.join(self.dir, "out")
+        self.assertEqual(self.run_main([entry("w.c1", "w", "z", 20.0)]), 1)
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_main_refuses_a_directory_with_sums(self):
+        self.out = os.path.join(self.dir, "out")
+        os.makedirs(self.out)
+        open(os.path.join(self.out, "emitted.txt"), "w").close()
+        self.assertEqual(self.run_main([entry("w.c1", "w", "x", 20.0)]), 1)
+        self.assertEqual(os.listdir(self.out), ["emitted.txt"])
+        self.assertEqual(self.run_main([entry("w.c1", "w", "x", 20.0)], "--force"), 0)
+        self.assertIn("w.measured.ugraph.json", os.listdir(self.out))
+
+
+class MirageHashTest(unittest.TestCase):
+    """Mirage against the real binary, built here (Go's cache makes that
+    quick after the README's test command's go test)."""
+
+    def test_hash_of_a_program(self):
+        if shutil.which("go") is None:
+            self.skipTest("no Go to build mirage with")
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        binary = os.path.join(tmp, "mirage")
+        subprocess.run(["go", "build", "-o", binary, "./cmd/mirage"], cwd=measured.REPO, check=True)
+        m = measured.Mirage(binary)
+        doc = m.show(os.path.join(measured.REPO, "examples", "gated_mlp.py"))
+        h = m.hash(doc["graphs"][0], "gated_mlp")
+        self.assertRegex(h, "^[0-9a-f]{16}$")
+        self.assertEqual(h, m.hash(doc["graphs"][0], "other_name"))  # the graph's, not its name's
+        with self.assertRaisesRegex(measured.MeasuredError, "mirage show --json /nonexistent.py: exit 2"):
+            m.show("/nonexistent.py")
 
 
 if __name__ == "__main__":

@@ -3,28 +3,34 @@ package cuda
 import (
 	"bufio"
 	"crypto/sha256"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-var recordMeasured = flag.Bool("record-measured", false, "TestMeasuredCodeIsCurrent: record the emitted code's sums of the measured graphs in each run's directory that has none (run it at the commit that was measured)")
+var recordMeasured = flag.Bool("record-measured", false, "TestMeasuredCodeIsCurrent: record the sums of the measured graphs' code in each run's directory that has none (run it at the commit that was measured)")
 
 // measuredRuns is where the graphs timed on a GPU are, a directory a run.
-const measuredRuns = "../../cost/testdata/h100-*"
+var measuredRuns = filepath.Join("..", "..", "cost", "testdata", "h100-*")
 
 // TestMeasuredCodeIsCurrent keeps the cost model's calibration honest: the
 // times in each run's directory of cost/testdata are of the code emitted at
-// the commit that was measured, whose sums its emitted.txt records (sm_90,
-// each graph emitted under its workload's name). A change to the code
-// generator that changes a measured graph's code makes its time stale: the
+// the commit that was measured. Its emitted.txt records the sums of each
+// graph's .cu (sm_90, emitted under its workload's name), and runtime.txt
+// those of the runtime's code that the .cu runs (the library kernels it
+// launches, the cuBLASLt section if it calls it: runtimeParts). A change
+// to either that changes a measured graph's code makes its time stale: the
 // graph must then be listed in the directory's stale.txt, which the
 // calibration test leaves out, until a GPU run measures the new code.
 func TestMeasuredCodeIsCurrent(t *testing.T) {
@@ -32,18 +38,24 @@ func TestMeasuredCodeIsCurrent(t *testing.T) {
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no measured runs in %s: %v", measuredRuns, err)
 	}
+	parts := runtimeParts(templates.Runtime)
+	if len(parts) < 5 || parts["rms_norm_kernel"] == "" {
+		t.Fatalf("runtimeParts found %d parts in the runtime: has its layout changed?", len(parts))
+	}
 	for _, dir := range dirs {
-		t.Run(filepath.Base(dir), func(t *testing.T) { checkMeasuredCode(t, dir) })
+		t.Run(filepath.Base(dir), func(t *testing.T) { checkMeasuredCode(t, dir, parts) })
 	}
 }
 
-func checkMeasuredCode(t *testing.T, dir string) {
+// checkMeasuredCode checks one run's directory: every graph's sums against
+// the recorded ones, and stale.txt against them both ways.
+func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 	docs, err := filepath.Glob(filepath.Join(dir, "*.measured.ugraph.json"))
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("no measured graphs in %s: %v", dir, err)
 	}
 	slices.Sort(docs)
-	var lines []string
+	var cuSums, rtSums []string // "WORKLOAD INDEX SUM"
 	for _, d := range docs {
 		f, err := kernel.ReadFile(d)
 		if err != nil {
@@ -55,37 +67,113 @@ func checkMeasuredCode(t *testing.T, dir string) {
 			if err != nil {
 				t.Fatalf("%s graph %d: %v", w, i, err)
 			}
-			lines = append(lines, fmt.Sprintf("%s %d %x", w, i, sha256.Sum256(res.Files[0].Data)))
+			cu := res.Files[0].Data
+			cuSums = append(cuSums, fmt.Sprintf("%s %d %x", w, i, sha256.Sum256(cu)))
+			rtSums = append(rtSums, fmt.Sprintf("%s %d %s", w, i, runtimeSum(string(cu), parts)))
 		}
 	}
-	path := filepath.Join(dir, "emitted.txt")
-	if _, err := os.Stat(path); os.IsNotExist(err) && *recordMeasured {
-		// Only a run without sums is recorded: the others' sums are of
-		// the code they measured, which today's may no longer be.
-		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+	recorded := map[string]map[string]string{}
+	for file, lines := range map[string][]string{"emitted.txt": cuSums, "runtime.txt": rtSums} {
+		path := filepath.Join(dir, file)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && *recordMeasured {
+			// Only a run without sums is recorded: the others' sums are of
+			// the code they measured, which today's may no longer be.
+			if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("recorded %s", path)
 		}
-		t.Logf("recorded %s", path)
-		return
-	}
-	recorded := readKeyed(t, path)
-	if len(recorded) == 0 {
-		t.Fatalf("%s records no sums: run this test with -record-measured at the commit that was measured", path)
+		recorded[file] = readKeyed(t, path)
+		if len(recorded[file]) == 0 {
+			t.Fatalf("%s records no sums: delete it and run this test with -record-measured at the commit that was measured", path)
+		}
 	}
 	stale := readKeyed(t, filepath.Join(dir, "stale.txt"))
-	for _, l := range lines {
-		f := strings.Fields(l)
-		key := f[0] + " " + f[1]
-		sum, ok := recorded[key]
+	keys := map[string]bool{}
+	for i, l := range cuSums {
+		cu, rt := strings.Fields(l), strings.Fields(rtSums[i])
+		key := cu[0] + " " + cu[1]
+		keys[key] = true
+		cuWas, ok1 := recorded["emitted.txt"][key]
+		rtWas, ok2 := recorded["runtime.txt"][key]
+		changed := cuWas != cu[2] || rtWas != rt[2]
 		switch {
-		case !ok:
-			t.Errorf("%s: no recorded sum in emitted.txt", key)
-		case sum != f[2] && stale[key] == "":
-			t.Errorf("%s: its code is not the code that was measured: list it in %s/stale.txt (with why) until the next GPU run", key, filepath.Base(dir))
-		case sum == f[2] && stale[key] != "":
+		case !ok1 || !ok2:
+			t.Errorf("%s: no recorded sum in emitted.txt or runtime.txt", key)
+		case changed && stale[key] == "":
+			t.Errorf("%s: its code is not the code that was measured (.cu changed: %v, runtime: %v): list it in %s/stale.txt (with why) until the next GPU run",
+				key, cuWas != cu[2], rtWas != rt[2], filepath.Base(dir))
+		case !changed && stale[key] != "":
 			t.Errorf("%s: listed stale, but its code is the measured code: take it out of %s/stale.txt", key, filepath.Base(dir))
 		}
 	}
+	for file, m := range map[string]map[string]string{"emitted.txt": recorded["emitted.txt"], "runtime.txt": recorded["runtime.txt"], "stale.txt": stale} {
+		for key := range m {
+			if !keys[key] {
+				t.Errorf("%s/%s: %s names no measured graph", filepath.Base(dir), file, key)
+			}
+		}
+	}
+}
+
+// runtimeParts cuts the runtime's text into what emitted code runs of it,
+// by name: each __global__ kernel (from the template line before it to its
+// closing brace), and under "lt_matmul" the cuBLASLt section (host code
+// that picks the library's algorithm). Device helpers are not parts: a
+// graph-defined kernel's .cu is where its code is.
+func runtimeParts(rt string) map[string]string {
+	parts := map[string]string{}
+	for _, m := range globalKernel.FindAllStringSubmatchIndex(rt, -1) {
+		name := rt[m[2]:m[3]]
+		start := strings.LastIndex(rt[:m[0]], "\ntemplate") + 1
+		open := strings.IndexByte(rt[m[1]:], '{')
+		if open < 0 {
+			continue
+		}
+		end := m[1] + open
+		for depth := 0; end < len(rt); end++ {
+			if rt[end] == '{' {
+				depth++
+			} else if rt[end] == '}' {
+				if depth--; depth == 0 {
+					break
+				}
+			}
+		}
+		parts[name] += rt[start:min(end+1, len(rt))]
+	}
+	if i := strings.Index(rt, "cuBLASLt\n// ----"); i >= 0 {
+		sec := rt[i:]
+		if j := strings.Index(sec[20:], "\n// Section "); j >= 0 {
+			sec = sec[:20+j]
+		}
+		parts["lt_matmul"] = sec
+	}
+	return parts
+}
+
+// globalKernel matches a __global__ kernel's definition up to its name's
+// opening parenthesis; group 1 is the name.
+var globalKernel = regexp.MustCompile(`__global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(`)
+
+// runtimeSum is the sum of the runtime parts that the .cu names
+// (mirage::NAME), in name order; "-" when it names none.
+func runtimeSum(cu string, parts map[string]string) string {
+	var used []string
+	for name := range parts {
+		if strings.Contains(cu, "mirage::"+name+"<") || strings.Contains(cu, "mirage::"+name+"(") || strings.Contains(cu, "mirage::"+name+",") {
+			used = append(used, name)
+		}
+	}
+	if len(used) == 0 {
+		return "-"
+	}
+	slices.Sort(used)
+	h := sha256.New()
+	for _, name := range used {
+		fmt.Fprintf(h, "%s\n%s\n", name, parts[name])
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
 // readKeyed reads lines "WORKLOAD INDEX REST..." (# starts a comment) into
