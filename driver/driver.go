@@ -19,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -658,10 +660,24 @@ func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, er
 	return ffverify.NewStopping(o.program, ffverify.Options{Seed: d.opts.Seed}, stop)
 }
 
+// liveHeapBudget is the live heap at which a search stops enumerating: a
+// quarter of the process's memory limit (mirage sets it to 3/4 of the
+// machine's or its cgroup's memory; GOMEMLIMIT overrides). The collector's
+// target is twice the live heap, and estimating every candidate found, after
+// the enumeration, makes as much garbage again: at half the limit an
+// attention search spent minutes collecting at the limit and grew past it.
+// 0 (none) without a limit.
+func liveHeapBudget() int64 {
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		return l / 4
+	}
+	return 0
+}
+
 // searchOptions are the options of a part's search.
 func (d *run) searchOptions(deadline time.Time, workers int) search.Options {
 	return search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0), NoSeeds: d.opts.NoSeeds,
-		Deadline: deadline, Stop: d.interrupt,
+		Deadline: deadline, Stop: d.interrupt, MaxLiveHeap: liveHeapBudget(),
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := d.estimate(g)
 			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err

@@ -2,6 +2,7 @@ package search
 
 import (
 	"hash/maphash"
+	"runtime/metrics"
 	"slices"
 	"time"
 
@@ -56,10 +57,31 @@ func (k *kernelState) flush() {
 	*t = tally{}
 }
 
-// countState counts a state; now and then it flushes k's tally.
+// heapEvery is how many states pass between two looks at the live heap
+// (Options.MaxLiveHeap): tens of milliseconds of search.
+const heapEvery = flushEvery << 4
+
+// countState counts a state; now and then it flushes k's tally, and
+// looks at the live heap.
 func (k *kernelState) countState() {
-	if k.s.states.Add(1)%flushEvery == 0 {
+	if n := k.s.states.Add(1); n%flushEvery == 0 {
 		k.flush()
+		if n%heapEvery == 0 {
+			k.s.checkHeap()
+		}
+	}
+}
+
+// checkHeap records whether the live heap (as of the last collection) has
+// passed Options.MaxLiveHeap.
+func (s *searcher) checkHeap() {
+	if s.opts.MaxLiveHeap <= 0 {
+		return
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > uint64(s.opts.MaxLiveHeap) {
+		s.overHeap.Store(true)
 	}
 }
 

@@ -425,6 +425,19 @@ func TestStopsOnBudgetAndDeadline(t *testing.T) {
 	if res.Stats.Stopped != "time limit" {
 		t.Errorf("with a deadline: stopped %q", res.Stats.Stopped)
 	}
+	// A live heap past the budget (one byte: at its first look) ends the
+	// enumeration; what it found is still ranked and verified.
+	opts.MaxLiveHeap = 1
+	res, err = search.Run(context.Background(), p.Graph, cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stats.Stopped != "memory" || res.Stats.States > 1<<17 {
+		t.Errorf("with a heap budget: stopped %q after %d states", res.Stats.Stopped, res.Stats.States)
+	}
+	if len(res.Candidates) == 0 {
+		t.Error("with a heap budget: no candidate")
+	}
 }
 
 func sprint(g *kernel.Graph) string {

@@ -60,6 +60,12 @@ type Options struct {
 	Stop      <-chan struct{}
 	Seed      uint64 // seed of the verifier's random draws
 	MaxStates int64  // stop after this many states; 0 means no limit
+	// MaxLiveHeap, when positive, ends the enumeration (Stats.Stopped
+	// "memory") once the process's live heap passes it: the complete
+	// candidates and the memo of what was searched grow with the states
+	// (an attention part's search, 4.4 GB in a minute), and a run that
+	// outgrows the machine's memory ends in swap or the OOM killer.
+	MaxLiveHeap int64
 	// Subtrees, when not nil, are the root subtrees (indices into the list
 	// Subtrees returns, ascending) that this run explores; the others are
 	// skipped. The graphs of pre-defined ops only, which lie in no subtree,
@@ -312,6 +318,7 @@ type searcher struct {
 	_          [cacheLine - 8]byte
 	stopped    atomic.Pointer[string]
 	_          [cacheLine - 8]byte
+	overHeap   atomic.Bool  // the live heap passed Options.MaxLiveHeap (checkHeap)
 	firstFused atomic.Int64 // ns since start; 0 = none yet
 
 	prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64 // kernelState.flush adds to them
@@ -409,6 +416,8 @@ func (s *searcher) stop() bool {
 		}
 	case s.opts.MaxStates > 0 && s.states.Load() >= s.opts.MaxStates:
 		why = "state budget"
+	case s.overHeap.Load():
+		why = "memory"
 	default:
 		return false
 	}

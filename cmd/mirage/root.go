@@ -18,13 +18,17 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	// --cpuprofile is for developers of mirage: where a search spends its
-	// time (go tool pprof mirage FILE).
-	var cpuprofile string
+	// --cpuprofile and --memprofile are for developers of mirage: where a
+	// search spends its time, and what it holds at the end (go tool pprof
+	// mirage FILE).
+	var cpuprofile, memprofile string
 	var profile *os.File
 	root.PersistentFlags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile to `FILE`")
 	_ = root.PersistentFlags().MarkHidden("cpuprofile")
 	_ = root.MarkPersistentFlagFilename("cpuprofile")
+	root.PersistentFlags().StringVar(&memprofile, "memprofile", "", "write a heap profile to `FILE` when the command ends")
+	_ = root.PersistentFlags().MarkHidden("memprofile")
+	_ = root.MarkPersistentFlagFilename("memprofile")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if err := checkPaths(cmd, args); err != nil {
 			return err
@@ -45,6 +49,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			pprof.StopCPUProfile()
 			profile.Close()
 			profile = nil
+		}
+		if memprofile != "" {
+			if f, err := os.Create(memprofile); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+			memprofile = ""
 		}
 	})
 	root.SetFlagErrorFunc(argsHint)

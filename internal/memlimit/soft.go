@@ -19,7 +19,10 @@ import (
 // stored its 8192x28672 weights, and peaked at 15 GB, nearly all of a 16
 // GB machine; under a 6 GiB limit the same search peaked at 7.6 GB, as
 // fast. Past the limit the collector's CPU share is capped (the runtime's
-// GC limiter), so a live set above it costs time, not a crash.
+// GC limiter), so a live set above it costs time, not a crash: but it
+// goes on growing, which is why a search stops enumerating at a quarter
+// of the limit (driver's liveHeapBudget; an attention search ran 5 minutes
+// to 24 GB of a 23 GB machine without that).
 func SoftLimit() int64 { return softLimit("/") }
 
 // softLimit is SoftLimit with /proc and /sys under root.
