@@ -139,8 +139,13 @@ func graphSteps(tg *thread.Graph) blockSteps {
 					}
 				}
 			}
-			if shared(gr.Result) && (post || gr.LaneRows == 0) { // lane partials stay in registers in the loop
+			if post && shared(gr.Result) {
 				written[gr.Result] = true
+			}
+			for _, i := range partOps(tg, gr, post) {
+				if !post && bg.Ops[i].Out == gr.Result && tg.LoopWritesShared(gr, i) {
+					written[gr.Result] = true
+				}
 			}
 			into.add(s, 1)
 		}

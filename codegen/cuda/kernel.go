@@ -561,24 +561,12 @@ func (k *blockKernel) access(gi int, post bool) (reads, writes [][2]int) {
 	} else {
 		ops = append([]int{gr.Head}, gr.Chain[:gr.InLoop]...)
 	}
-	// In the loop, an mma's persistent accumulator is summed in registers
-	// and lane partials stay in registers: neither writes its shared tile
-	// before the post-loop part stores it.
-	inRegisters := func(i int) bool {
-		if post {
-			return false
-		}
-		if m := tg.Ops[gr.Head].MMA; m != nil && m.Persistent && bg.Ops[i].Kind == ugraph.OpForloopAccum {
-			return true
-		}
-		return gr.LaneRows > 0 && i == gr.Head
-	}
 	for _, i := range ops {
 		op := &bg.Ops[i]
 		for _, x := range op.Operands() {
 			read(x)
 		}
-		if tg.Tiles[op.Out].Storage == thread.Shared && !inRegisters(i) {
+		if post && tg.Tiles[op.Out].Storage == thread.Shared || !post && tg.LoopWritesShared(gr, i) {
 			write(op.Out)
 		}
 	}

@@ -221,6 +221,22 @@ func (g *Graph) PostStep(j int) int { return len(g.Loop) + 2 + j }
 // LoopEnd is the step that ends the for-loop.
 func (g *Graph) LoopEnd() int { return len(g.Loop) + 1 }
 
+// LoopWritesShared reports whether op i of group gr writes its tile to
+// shared memory in the group's for-loop part. An mma's persistent
+// accumulator is summed in registers there, and so are a group's lane
+// partials (its head): their shared tiles are written only after the loop.
+// The code generator's barriers and the cost model's both follow it.
+func (g *Graph) LoopWritesShared(gr *Group, i int) bool {
+	op := &g.Block.Ops[i]
+	switch {
+	case g.Tiles[op.Out].Storage != Shared:
+		return false
+	case op.Kind == ugraph.OpForloopAccum && g.Ops[gr.Head].MMA != nil && g.Ops[gr.Head].MMA.Persistent:
+		return false
+	}
+	return gr.LaneRows == 0 || i != gr.Head
+}
+
 // InLoop reports whether op i runs inside the for-loop (an accumulator
 // runs in both parts and counts as in the loop).
 func (g *Graph) InLoop(i int) bool {
