@@ -284,10 +284,10 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	d = &run{opts: opts, program: program, ix: index(program), limits: lim, outcomes: map[uint64]*outcome{},
 		interrupt: interrupt.Done(), interruptCtx: interrupt, start: start, verifyStop: make(chan struct{})}
 	// Searches enumerate until the budget but a tenth (at least 4 s, at
-	// most 30 s): that is left for ranking and verifying what they found,
-	// and the stitched program. Ranking grows with the candidates found:
-	// a 6-op element-wise part cut at 18 s of 20 has 49k of them, which
-	// took more than the second a 2 s floor left on 2 loaded cores.
+	// most 30 s): that is left for sizing and verifying what they found,
+	// and the stitched program. (A search ranks its candidates as it
+	// completes them; the floor dates from ranking them afterwards, which
+	// for a 6-op element-wise part's 49k took more than a 2 s floor.)
 	reserve := min(max(opts.TimeLimit/10, 4*time.Second), 30*time.Second, opts.TimeLimit/2)
 	d.searchEnd = start.Add(opts.TimeLimit - reserve)
 	// Verifying what the searches found ends halfway through the reserve,
@@ -663,10 +663,10 @@ func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, er
 // liveHeapBudget is the live heap at which a search stops enumerating: a
 // quarter of the process's memory limit (mirage sets it to 3/4 of the
 // machine's or its cgroup's memory; GOMEMLIMIT overrides). The collector's
-// target is twice the live heap, and estimating every candidate found, after
-// the enumeration, makes as much garbage again: at half the limit an
-// attention search spent minutes collecting at the limit and grew past it.
-// 0 (none) without a limit.
+// target is twice the live heap, and the verification and sizing after the
+// enumeration allocate more: at half the limit (when the search still
+// estimated its candidates afterwards) an attention search spent minutes
+// collecting at the limit and grew past it. 0 (none) without a limit.
 func liveHeapBudget() int64 {
 	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
 		return l / 4

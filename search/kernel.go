@@ -31,9 +31,8 @@ type kernelState struct {
 	// spawn, when set, receives the subtrees below customized ops instead
 	// of exploring them (the root state, which cuts the tree into tasks).
 	spawn func(*task)
-	found *[]*Candidate // where complete candidates go (record): graph and hash
-	tally tally         // pruned so far, not yet added to the searcher's counters
-	reach reachScratch  // closureReaches's memory
+	tally tally        // pruned so far, not yet added to the searcher's counters
+	reach reachScratch // closureReaches's memory
 }
 
 // tally counts what one goroutine's enumeration pruned, for Stats. It is
@@ -104,7 +103,7 @@ func (k *kernelState) pushTensor(t kernel.TensorID, e *absexpr.Expr) {
 }
 
 func (s *searcher) newKernelState() *kernelState {
-	k := &kernelState{s: s, g: kernel.New(), found: new([]*Candidate), memo: newJudgeMemo()}
+	k := &kernelState{s: s, g: kernel.New(), memo: newJudgeMemo()}
 	for i, in := range s.program.Inputs() {
 		t := s.program.Tensors[in]
 		id, err := k.g.AddInput(t.Shape, t.DType)
@@ -123,7 +122,7 @@ func (s *searcher) newKernelState() *kernelState {
 func (k *kernelState) clone() *kernelState {
 	return &kernelState{
 		s: k.s, g: k.g.Clone(), tensors: slices.Clone(k.tensors),
-		keys: slices.Clone(k.keys), prints: slices.Clone(k.prints), ncust: k.ncust, found: new([]*Candidate),
+		keys: slices.Clone(k.keys), prints: slices.Clone(k.prints), ncust: k.ncust,
 	}
 }
 
@@ -275,8 +274,10 @@ func (k *kernelState) record() {
 	if _, dup := s.recorded.LoadOrStore(h, struct{}{}); dup {
 		return
 	}
-	*k.found = append(*k.found, &Candidate{Graph: g, Hash: h})
 	s.complete.Add(1)
+	if c := (&Candidate{Graph: g, Hash: h}); s.describe(c) {
+		s.kept.add(c)
+	}
 	if k.ncust > 0 && s.firstFused.Load() == 0 && s.verifier != nil {
 		// Until a fused candidate has passed the fast path, each is tried,
 		// for Stats.FirstFused.

@@ -17,9 +17,10 @@
 //
 // A kernel state whose open tensors (those no op consumes) have the
 // program's output shapes, and whose expressions can equal the program's,
-// is a complete candidate. Candidates are ranked after the search and
-// verified best first (the verifier's fast path rejects most wrong ones at
-// once), until enough have passed.
+// is a complete candidate. Candidates are ranked by the cost model as they
+// complete, the best kept (kept), and verified best first after the search
+// (the verifier's fast path rejects most wrong ones at once), until enough
+// have passed.
 //
 // Work is split into tasks at the first customized op of each kernel
 // prefix (one task per input set and threadblock configuration); workers
@@ -230,13 +231,12 @@ func Run(ctx context.Context, program *kernel.Graph, cfg Config, opts Options) (
 	return res, nil
 }
 
-// enumerate runs the enumeration and returns the complete candidates,
-// unverified. It cuts the tree of kernel prefixes into tasks at their
-// first customized op; workers run the tasks as they come (spawn blocks
-// while all are busy). Tasks keep their order for the merge.
+// enumerate runs the enumeration and returns the complete candidates it
+// kept (kept), ranked and unverified. It cuts the tree of kernel prefixes
+// into tasks at their first customized op; workers run the tasks as they
+// come (spawn blocks while all are busy).
 func (s *searcher) enumerate() []*Candidate {
 	root := s.newKernelState()
-	var tasks []*task
 	var workers errgroup.Group
 	workers.SetLimit(s.opts.Workers)
 	memos := make(chan *judgeMemo, s.opts.Workers) // one per running worker
@@ -250,7 +250,6 @@ func (s *searcher) enumerate() []*Candidate {
 		if !explored(spawned - 1) {
 			return
 		}
-		tasks = append(tasks, t)
 		workers.Go(func() error {
 			if !s.stop() {
 				t.prefix.useMemo(<-memos)
@@ -264,7 +263,9 @@ func (s *searcher) enumerate() []*Candidate {
 	root.flush()
 	workers.Wait()
 
-	return s.merge(root, tasks)
+	cands, dropped := s.kept.ranked()
+	s.unchecked.Add(dropped)
+	return cands
 }
 
 // searcher holds what every worker shares: the program, its expressions,
@@ -323,6 +324,8 @@ type searcher struct {
 
 	prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64 // kernelState.flush adds to them
 	complete, rejected, verified, unchecked                         atomic.Int64
+
+	kept *kept // the best candidates completed so far (record)
 }
 
 // cacheLine is the size of a cache line on the machines we run on.
@@ -336,7 +339,7 @@ func newSearcher(ctx context.Context, program *kernel.Graph, cfg Config, opts Op
 // fingerprinting a program at a real model's shape takes seconds, and
 // listing the subtrees verifies nothing.
 func newSearcherFor(ctx context.Context, program *kernel.Graph, cfg Config, opts Options, verifying bool) (*searcher, error) {
-	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now(),
+	s := &searcher{ctx: ctx, cfg: cfg, opts: opts, program: program, start: time.Now(), kept: newKept(keptLimit(opts)),
 		blockSearches: newShardedMap[blockSearchKey, []completeBlock](),
 		reach:         newShardedMap[reachKey, bool](),
 		unsizedReach:  newShardedMap[unsizedKey, bool](),
@@ -475,27 +478,14 @@ type task struct {
 	prefix *kernelState // a private copy of the kernel state
 	in     openInputs
 	conf   blockConfig
-	found  []*Candidate // complete candidates, graph and hash
 }
 
-// run explores the task's subtree, keeping its complete candidates.
+// run explores the task's subtree; its complete candidates go to the
+// searcher's ranking (record).
 func (t *task) run() {
 	k := t.prefix
-	k.found = &t.found
 	k.openConfs(t.in, []blockConfig{t.conf})
 	k.flush()
-}
-
-// merge gathers the complete candidates of the root (graphs of pre-defined
-// ops only) and of the tasks. Each graph is there once (record keeps one of
-// each hash), and which task found it does not matter: verifyBest's order
-// is total.
-func (s *searcher) merge(root *kernelState, tasks []*task) []*Candidate {
-	all := slices.Clone(*root.found)
-	for _, t := range tasks {
-		all = append(all, t.found...)
-	}
-	return all
 }
 
 // inProgramOrder reorders c's outputs, which the generator records in
@@ -516,10 +506,8 @@ func inProgramOrder(c *Candidate, mapping []int) {
 // that pass; under Options.Unverified it returns the first MaxResults
 // ranked, unverified.
 func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
-	described := s.describeAll(found)
-	slices.SortFunc(described, compareCandidates)
-	s.sizeAll(described[:min(len(described), sizedCandidates)])
-	cands := append(seeds, described...)
+	s.sizeAll(found[:min(len(found), sizedCandidates)])
+	cands := append(seeds, found...)
 	slices.SortFunc(cands, compareCandidates)
 	if s.opts.Unverified {
 		n := len(cands)
@@ -744,43 +732,6 @@ func mergeSeeds(runs []*Result, best []*Candidate) []SeedTrial {
 		}
 	}
 	return trials
-}
-
-// describeAll describes the candidates (in parallel: estimating tens of
-// thousands takes seconds) and returns those the cost model can estimate.
-//
-// Describing ends with the verification's context: hundreds of thousands
-// of candidates take seconds, and a search that returns after the run
-// ended loses its seeds' verified answers with them. Those left
-// undescribed count as unchecked.
-func (s *searcher) describeAll(found []*Candidate) []*Candidate {
-	ok := make([]bool, len(found))
-	var left atomic.Int64
-	var g errgroup.Group
-	g.SetLimit(s.opts.Workers)
-	const chunk = 256
-	for lo := 0; lo < len(found); lo += chunk {
-		g.Go(func() error {
-			hi := min(lo+chunk, len(found))
-			if s.verifyCtx.Err() != nil {
-				left.Add(int64(hi - lo))
-				return nil
-			}
-			for i := lo; i < hi; i++ {
-				ok[i] = s.describe(found[i])
-			}
-			return nil
-		})
-	}
-	g.Wait()
-	s.unchecked.Add(left.Load())
-	var cands []*Candidate
-	for i, c := range found {
-		if ok[i] {
-			cands = append(cands, c)
-		}
-	}
-	return cands
 }
 
 // describe fills in c's counts and estimate from its graph, its kernels

@@ -1,0 +1,83 @@
+package search
+
+import (
+	"container/heap"
+	"slices"
+	"sync"
+)
+
+// keptCandidates is how many candidates beyond Options.MaxResults a search
+// keeps, best first, of all it completes. A long attention search
+// completes millions; kept whole, they filled gigabytes, and ranking them
+// after the enumeration took longer than the time left for it, so that
+// the ones left unranked were lost whatever their rank. The verifier walks
+// the ranking until MaxResults pass: it would need this many rejections
+// first (each a fast-path check at least) to reach past what is kept.
+const keptCandidates = 8192
+
+// kept is the ranking of the candidates the enumeration completes: the
+// workers describe each as they complete it (describe) and add it here,
+// which keeps the best limit of them in compareCandidates's order. The
+// order is total, so what is kept does not depend on which worker found
+// what, or when.
+type kept struct {
+	mu      sync.Mutex
+	limit   int        // 0: every candidate
+	worst   worstFirst // a heap while limit > 0: the worst kept candidate first
+	dropped int64      // candidates that ranked past limit
+}
+
+// newKept returns a ranking that keeps the best limit candidates (0: all).
+func newKept(limit int) *kept { return &kept{limit: limit} }
+
+// keptLimit is how many candidates a search with opts keeps: all when
+// every candidate is to be verified (MaxResults 0), else MaxResults and
+// keptCandidates more.
+func keptLimit(opts Options) int {
+	if opts.MaxResults <= 0 {
+		return 0
+	}
+	return opts.MaxResults + keptCandidates
+}
+
+// add ranks c, described already, among the kept candidates.
+func (k *kept) add(c *Candidate) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.limit == 0:
+		k.worst = append(k.worst, c) // ranked has them all to sort
+	case len(k.worst) < k.limit:
+		heap.Push(&k.worst, c)
+	case compareCandidates(c, k.worst[0]) < 0:
+		k.worst[0] = c
+		heap.Fix(&k.worst, 0)
+		k.dropped++
+	default:
+		k.dropped++
+	}
+}
+
+// ranked returns the kept candidates best first, and how many were
+// dropped. It is called once the workers are done.
+func (k *kept) ranked() ([]*Candidate, int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	cands := slices.Clone([]*Candidate(k.worst))
+	slices.SortFunc(cands, compareCandidates)
+	return cands, k.dropped
+}
+
+// worstFirst is a heap of candidates whose first is the one ranked last.
+type worstFirst []*Candidate
+
+func (h worstFirst) Len() int           { return len(h) }
+func (h worstFirst) Less(i, j int) bool { return compareCandidates(h[i], h[j]) > 0 }
+func (h worstFirst) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *worstFirst) Push(x any)        { *h = append(*h, x.(*Candidate)) }
+func (h *worstFirst) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
