@@ -546,11 +546,13 @@ type verification struct {
 //
 // Batches of the worker count are verified in parallel, in rank order,
 // until enough have passed: the result is the same for any number of
-// workers. A batch is not started when the slowest so far would outlast
-// the context's deadline: a check in flight cannot be interrupted, and a
-// caller waiting for the search (the driver) would give up on all it
-// verified.
+// workers. The context's end stops the checks in flight, and run returns
+// what passed before: a caller waiting for the search (the driver) gives
+// up on all it verified when it returns late, and one candidate's check
+// at a model's shape can take seconds more than all before it. A batch
+// is not started when the slowest so far would outlast the deadline.
 func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error) {
+	verifier := v.verifier.StopWhen(v.ctx.Done())
 	limit := v.limit
 	if limit <= 0 {
 		limit = len(cands)
@@ -565,6 +567,7 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 		started := time.Now()
 		batch := cands[done:min(done+v.workers, settled)]
 		ok := make([]bool, len(batch))
+		stopped := make([]bool, len(batch))
 		var g errgroup.Group
 		for j, c := range batch {
 			if c.checked {
@@ -572,8 +575,12 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 				continue
 			}
 			g.Go(func() error {
-				r, err := v.verifier.Verify(c.Graph)
-				if err != nil {
+				r, err := verifier.Verify(c.Graph)
+				switch {
+				case errors.Is(err, ffverify.ErrStopped):
+					stopped[j] = true
+					return nil
+				case err != nil:
 					return fmt.Errorf("search: verifying a candidate: %w", err)
 				}
 				if ok[j] = r.Equivalent; ok[j] {
@@ -584,6 +591,12 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 		}
 		if err := g.Wait(); err != nil {
 			return nil, err
+		}
+		// The context's end stops the checks in flight: what passed
+		// before the first stopped one, in rank order, stands.
+		at := slices.Index(stopped, true)
+		if at >= 0 {
+			batch = batch[:at]
 		}
 		for j, c := range batch {
 			switch {
@@ -601,6 +614,9 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 		}
 		done += len(batch)
 		slowest = max(slowest, time.Since(started))
+		if at >= 0 {
+			break
+		}
 	}
 	v.checked = done
 	// Candidates verified before (seeds) pass without work: those the
