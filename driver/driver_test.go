@@ -222,9 +222,10 @@ func TestPartition(t *testing.T) {
 		name  string
 		parts [][]string // each part's op kinds
 	}{
-		// The norm does not fit in the gated projections' kernel; the down
-		// projection takes the residual.
-		{"llama_mlp", [][]string{{"rms_norm"}, {"matmul", "silu", "matmul", "mul"}, {"matmul", "add"}}},
+		// The norm goes into the gated projections' kernel, past the
+		// enumeration's limits, as the matmul rule covers the part; the
+		// down projection takes the residual.
+		{"llama_mlp", [][]string{{"rms_norm", "matmul", "silu", "matmul", "mul"}, {"matmul", "add"}}},
 		// One part per layer: equal parts, searched once.
 		{"stacked", [][]string{
 			{"rms_norm", "matmul", "silu", "add"}, {"rms_norm", "matmul", "silu", "add"}, {"rms_norm", "matmul", "silu", "add"}}},
@@ -265,6 +266,26 @@ func TestPartitionWithoutSeeds(t *testing.T) {
 	}
 	if want := []string{"square", "reduction", "mul_scalar", "sqrt", "div", "matmul", "exp"}; len(groups) != 2 || !slices.Equal(first, want) {
 		t.Errorf("%d groups, the first %v; want 2, the first %v", len(groups), first, want)
+	}
+}
+
+// Without seeds, a part must be within the enumeration's limits: the
+// LLaMA MLP's norm, which the matmul rule takes into the gated
+// projections' kernel, is a part of its own.
+func TestPartitionLimitsWithoutSeeds(t *testing.T) {
+	g := load(t, "llama_mlp")
+	ix := index(g)
+	var got [][]string
+	for _, grp := range split(ix, computeOps(g), defaultLimits(t, g), false, nil) {
+		var kinds []string
+		for _, o := range grp {
+			kinds = append(kinds, g.Ops[o].Kind.String())
+		}
+		got = append(got, kinds)
+	}
+	want := [][]string{{"rms_norm"}, {"matmul", "silu", "matmul", "mul"}, {"matmul", "add"}}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("parts %v, want %v", got, want)
 	}
 }
 

@@ -126,7 +126,7 @@ func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, seeds bool, 
 		dp[j] = best{runs: -1}
 		for i := j - 1; i >= max(0, j-maxPartOps); i-- {
 			run := ops[i:j]
-			if j-i > 1 && !searchable(g, run, limitsFor(run)) {
+			if j-i > 1 && !searchable(g, run, limitsFor(run), seeds) {
 				continue // a longer run may be connected where this one is not
 			}
 			cand := best{runs: dp[i].runs + 1, bare: dp[i].bare, bytes: dp[i].bytes + cutBytes(g, run), from: i}
@@ -171,7 +171,7 @@ func recompute(g *indexed, groups [][]int, limitsFor func(ops []int) Limits) [][
 					}
 					with := append(slices.Clone(grp), o)
 					slices.Sort(with)
-					if searchable(g, with, limitsFor(with)) {
+					if searchable(g, with, limitsFor(with), false) {
 						grp, added = with, true
 						break
 					}
@@ -340,8 +340,12 @@ func matmulsReading(g *indexed, ops []int, t kernel.TensorID) int {
 // searchable reports whether one search can take the part made of ops
 // under lim: connected, with no graph-defined kernel of the program's own
 // (a program that already wrote one keeps it as a part of its own), and
-// within the limits.
-func searchable(g *indexed, ops []int, lim Limits) bool {
+// within the limits. With seeds, a part that a seed rule covers may pass
+// the limit on threadblock ops: the rule builds its fused kernel whole,
+// where the enumeration's limits keep it from reaching one (an RMSNorm
+// before a LLaMA MLP's gate and up projections: a launch and a round trip
+// of the norm saved).
+func searchable(g *indexed, ops []int, lim Limits, seeds bool) bool {
 	for _, i := range ops {
 		if g.Ops[i].Kind == ugraph.OpCustomized {
 			return len(ops) == 1
@@ -351,7 +355,10 @@ func searchable(g *indexed, ops []int, lim Limits) bool {
 		return false
 	}
 	inputs, outs := len(partInputs(g, ops)), len(partOutputs(g, ops))
-	return inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps
+	if inputs > lim.Inputs || outs > lim.Outputs {
+		return false
+	}
+	return blockCost(g, ops, inputs) <= lim.BlockOps || seeds && covered(g, ops)
 }
 
 // partOutputs returns what ops (ascending) provide as a part on its own:
