@@ -495,3 +495,26 @@ func TestSpeedup(t *testing.T) {
 		}
 	}
 }
+
+// The H200 is the H100's chip with faster memory: the same kernel moves
+// the same bytes, its DRAM traffic in the bandwidths' ratio of time (3.35 /
+// 4.8 TB/s), and takes the same compute time.
+func TestH200IsAnH100WithFasterMemory(t *testing.T) {
+	h100, h200 := mustArch(t, "sm_90"), mustArch(t, "h200")
+	if h200.CUDA != h100.CUDA || h200.SMs != h100.SMs || h200.TensorFLOPS != h100.TensorFLOPS {
+		t.Fatalf("h200 %+v is not an sm_90 part with the H100's SMs and tensor rate", h200)
+	}
+	g := matmulKernel(t, 16, 6144, 4096, [2]int{16, 64})
+	a, b := estimate(t, g, h100).Kernels[0], estimate(t, g, h200).Kernels[0]
+	if a.Bytes != b.Bytes || a.ComputeMicros != b.ComputeMicros {
+		t.Errorf("bytes %d / %d, compute %.2f / %.2f µs: want the same on both", a.Bytes, b.Bytes, a.ComputeMicros, b.ComputeMicros)
+	}
+	// Its DRAM traffic takes the bandwidths' ratio; what it reads again
+	// from L2, the same chip's L2, takes as long on both.
+	if got, lo := b.MemoryMicros/a.MemoryMicros, 3.35/4.8; got < lo-1e-9 || got > 0.95 {
+		t.Errorf("memory time on h200 / sm_90 = %.4f, want between %.4f (DRAM alone) and 0.95", got, lo)
+	}
+	if !(b.Micros < a.Micros) {
+		t.Errorf("a 50 MB matmul kernel: %.2f µs on h200, %.2f on sm_90; want faster on h200", b.Micros, a.Micros)
+	}
+}

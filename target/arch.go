@@ -37,10 +37,14 @@ type MMA struct {
 	PTX     string // the instruction, as the PTX ISA names it
 }
 
-// Arch is one GPU architecture: a CUDA architecture name and the GPU whose
-// figures stand for it. Rates are per second, sizes in bytes.
+// Arch is one GPU a program is optimized for: the name --arch takes, the
+// CUDA architecture its code is compiled for, and the GPU whose figures
+// stand for it. Two GPUs of one CUDA architecture (H100 and H200, sm_90)
+// run the same code at different rates: the search ranks for the one
+// named. Rates are per second, sizes in bytes.
 type Arch struct {
-	Name string // CUDA architecture, as given to nvcc: "sm_80"
+	Name string // the target's name: "sm_80", "sm_90", "h200"
+	CUDA string // the CUDA architecture, as given to nvcc: "sm_90"
 	GPU  string // the part the figures describe
 
 	SMs          int
@@ -79,6 +83,8 @@ const (
 	srcA100WP = "[A100-WP] NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020)"
 	srcH100DS = "[H100-DS] NVIDIA H100 Tensor Core GPU datasheet (2023), column H100 SXM"
 	srcH100WP = "[H100-WP] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5"
+	srcH200DS = "[H200-DS] NVIDIA H200 Tensor Core GPU datasheet (2024), column H200 SXM: 141 GB of HBM3e at 4.8 TB/s, the H100's compute figures"
+	srcKinds  = "[KINDS] readings on the H200 SXM machines the project's GPU runs borrow (2026-10-28): PyTorch reported 132 SMs and 60 MB of L2, nvidia-smi 143771 MiB"
 	srcCUDA   = "[CUDA-CG] CUDA C++ Programming Guide, Technical Specifications per Compute Capability (8.0, 9.0) and the shared-memory notes for 8.x/9.0"
 	srcLaunch = "[LAUNCH] model assumption: back-to-back launches in one stream cost 2-4 µs on current drivers; to be replaced by bench/gpu measurements"
 	srcPTX    = "[PTX] PTX ISA 7.0+: mma.sync.aligned.m16n8k16 (sm_80+), cp.async (sm_80+), ldmatrix (sm_75+)"
@@ -94,7 +100,34 @@ var ampereMMA = MMA{M: 16, N: 8, K: 16, PTX: "mma.sync.aligned.m16n8k16"}
 // that is not printed in a source as such says how it is derived.
 var archs = []Arch{
 	{
+		Name:            "h200",
+		CUDA:            "sm_90",
+		GPU:             "H200-SXM-141GB",
+		SMs:             132,          // [KINDS] 132 multiprocessors, as the H100 SXM5
+		MemBandwidth:    4.8e12,       // [H200-DS] GPU memory bandwidth 4.8 TB/s (HBM3e)
+		L2Bandwidth:     11.725e12,    // [L2] the H100's: the same chip's L2
+		L2Bytes:         60 << 20,     // [KINDS] PyTorch reports 60 MB of L2
+		MemBytes:        143771 << 20, // [KINDS] nvidia-smi: 143771 MiB; [H200-DS] 141 GB
+		TensorFLOPS:     989.4e12,     // [H200-DS] the H100 SXM's: [H100-WP] 989.4 dense FP16 with FP32 accumulate
+		FP32FLOPS:       67e12,        // [H200-DS] FP32 67 TFLOPS
+		SmemPerSM:       228 << 10,    // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
+		MaxSmemPerBlock: 227 << 10,    // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
+		SmemReserved:    1 << 10,      // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
+		MaxThreadsPerSM: 2048,         // [CUDA-CG] CC 9.0: 2048 resident threads per SM
+		MaxBlocksPerSM:  32,           // [CUDA-CG] CC 9.0: 32 resident blocks per SM
+		LaunchMicros:    1.9,          // [RUN] the H100's fit
+		ClockHz:         1.71e9,       // [RUN] the H100's, measured under load (the same SMs)
+		SchedulersPerSM: 4,            // [H100-WP] four processing blocks per SM, one warp scheduler each
+		MemLatencyNs:    1220,         // [RUN] the H100's fit, unmeasured on H200
+		SMBandwidth:     98e9,         // [RUN] the H100's fit, unmeasured on H200
+		MMA:             ampereMMA,    // [PTX]
+		AsyncCopy:       true,         // [PTX]
+		LdMatrix:        true,         // [PTX]
+		Source:          strings.Join([]string{srcH200DS, srcKinds, srcH100WP, srcCUDA, srcPTX, srcL2, srcRun}, "; "),
+	},
+	{
 		Name:            "sm_80",
+		CUDA:            "sm_80",
 		GPU:             "A100-SXM4-80GB",
 		SMs:             108,       // [A100-WP] "108 SMs" in A100 (of 128 in full GA100)
 		MemBandwidth:    2039e9,    // [A100-DS] GPU memory bandwidth 2,039 GB/s (80GB SXM)
@@ -120,6 +153,7 @@ var archs = []Arch{
 	},
 	{
 		Name:            "sm_90",
+		CUDA:            "sm_90",
 		GPU:             "H100-SXM5-80GB",
 		SMs:             132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
 		MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)

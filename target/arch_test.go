@@ -16,8 +16,9 @@ func TestLookup(t *testing.T) {
 	}{
 		{"sm_80", "A100-SXM4-80GB", ""},
 		{"sm_90", "H100-SXM5-80GB", ""},
-		{"sm_75", "", `unknown arch "sm_75" (known: sm_80, sm_90)`},
-		{"", "", `unknown arch "" (known: sm_80, sm_90)`},
+		{"h200", "H200-SXM-141GB", ""},
+		{"sm_75", "", `unknown arch "sm_75" (known: h200, sm_80, sm_90)`},
+		{"", "", `unknown arch "" (known: h200, sm_80, sm_90)`},
 		{"SM_80", "", "unknown arch"},
 	}
 	for _, tt := range tests {
@@ -49,6 +50,9 @@ func TestArchTableIsComplete(t *testing.T) {
 		if a.MMA.M <= 0 || a.MMA.N <= 0 || a.MMA.K <= 0 || a.MMA.PTX == "" {
 			t.Errorf("%s: MMA %+v", a.Name, a.MMA)
 		}
+		if a.CUDA != "sm_80" && a.CUDA != "sm_90" {
+			t.Errorf("%s: CUDA architecture %q: the emitted code and its runtime are written for sm_80 and sm_90", a.Name, a.CUDA)
+		}
 		if a.MaxSmemPerBlock > a.SmemPerSM || a.L2Bandwidth <= a.MemBandwidth || a.GPU == "" || a.Source == "" {
 			t.Errorf("%s: inconsistent entry %+v", a.Name, a)
 		}
@@ -60,7 +64,7 @@ func TestArchTableIsComplete(t *testing.T) {
 }
 
 // Every figure of the arch table cites its source: each field of each
-// entry, but the name, GPU and source list, carries a comment naming a
+// entry, but the names, GPU and source list, carries a comment naming a
 // source key ("[A100-DS]") that the Source constants define.
 func TestArchFiguresCiteSources(t *testing.T) {
 	fset := token.NewFileSet()
@@ -72,9 +76,9 @@ func TestArchFiguresCiteSources(t *testing.T) {
 	for _, cg := range f.Comments {
 		comments[fset.Position(cg.Pos()).Line] = cg.Text()
 	}
-	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[CUDA-CG]", "[LAUNCH]", "[PTX]", "[L2]", "[RUN]"}
+	keys := []string{"[A100-DS]", "[A100-WP]", "[H100-DS]", "[H100-WP]", "[H200-DS]", "[KINDS]", "[CUDA-CG]", "[LAUNCH]", "[PTX]", "[L2]", "[RUN]"}
 	for _, k := range keys {
-		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcCUDA+srcLaunch+srcPTX+srcL2+srcRun, k) {
+		if !strings.Contains(srcA100DS+srcA100WP+srcH100DS+srcH100WP+srcH200DS+srcKinds+srcCUDA+srcLaunch+srcPTX+srcL2+srcRun, k) {
 			t.Errorf("source key %s is not defined", k)
 		}
 	}
@@ -89,7 +93,7 @@ func TestArchFiguresCiteSources(t *testing.T) {
 			for _, field := range elt.(*ast.CompositeLit).Elts {
 				kv := field.(*ast.KeyValueExpr)
 				name := kv.Key.(*ast.Ident).Name
-				if name == "Name" || name == "GPU" || name == "Source" {
+				if name == "Name" || name == "CUDA" || name == "GPU" || name == "Source" {
 					continue
 				}
 				c := comments[fset.Position(kv.Pos()).Line]

@@ -225,7 +225,7 @@ func build(ctx context.Context, opts Options, links []string) (string, error) {
 				return "", fmt.Errorf("%w: nvcc is not on PATH (the CUDA toolkit builds the candidates)", ErrNoGPU)
 			}
 		}
-		args := []string{"-O3", "-std=c++17", "-arch=" + opts.Arch.Name, "-o", bin, "tune.cu"}
+		args := []string{"-O3", "-std=c++17", "-arch=" + opts.Arch.CUDA, "-o", bin, "tune.cu"}
 		for _, l := range links {
 			args = append(args, "-l"+l)
 		}

@@ -62,7 +62,8 @@ step run.sh
 # shellcheck disable=SC2086 # HARNESS is a list of arguments
 "$here/run.sh" "$results" "$build" -- ${HARNESS:-} || rc=1
 
-arch=$(ls "$build" | grep -m 1 '^sm_')
+# The target whose entries run.sh ran (h200 on an H200 where prepared).
+arch=$(cat "$results/arch.txt" 2>/dev/null || ls "$build" | grep -m 1 '^sm_')
 for w in $tune; do
 	step tune "$w"
 	f=$build/$arch/superopt/$w/$w.ugraph.json

@@ -24,7 +24,9 @@
 #
 # Environment (all optional):
 #   MIRAGE                  the mirage binary (default: go build -o bin/mirage ./cmd/mirage)
-#   MIRAGE_ARCHS            architectures to emit for (default "sm_90"; "sm_80 sm_90" for both)
+#   MIRAGE_ARCHS            mirage targets to emit for (default "sm_90 h200": an H100's and an
+#                           H200's answers, both sm_90 code, each ranked by its GPU's figures;
+#                           run.sh takes the one of the GPU it runs on; add sm_80 for an A100)
 #   MIRAGE_TOP_K            superopt candidates to emit per workload (default 4): superopt
 #                           runs with --max-candidates K and writes its K best answers
 #   MIRAGE_CANDIDATES       which candidates instead, by index (e.g. "0 1 5 15": spread-out
@@ -65,7 +67,7 @@ repo=$(cd "$here/../.." && pwd)
 mkdir -p "$1"
 out=$(cd "$1" && pwd)
 
-archs=${MIRAGE_ARCHS:-sm_90}
+archs=${MIRAGE_ARCHS:-sm_90 h200}
 top_k=${MIRAGE_TOP_K:-4}
 seed_rules=${MIRAGE_SEED_RULES-split_k}
 time_limit=${MIRAGE_TIME_LIMIT:-60s}

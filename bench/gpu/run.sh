@@ -11,7 +11,8 @@
 # BUILD_DIR/ARCH/ENTRY/libNAME.sm_XY.so (nvcc -O3 -arch=sm_XY -shared, in
 # parallel; the log beside it as nvcc.sm_XY.log; an up-to-date library is
 # kept) and runs bench/gpu/harness.py, which checks and times each one and
-# writes RESULTS_DIR/gpu.md, gpu.json and profile_ARCH.json. Arguments after
+# writes RESULTS_DIR/gpu.md, gpu.json and profile_ARCH.json (and arch.txt:
+# the mirage target whose entries ran). Arguments after
 # "--" go to the harness (python3 bench/gpu/harness.py --help lists them).
 #
 # Environment (all optional):
@@ -19,7 +20,8 @@
 #   NVCC         the nvcc to use (default: on PATH, else $CUDA_HOME/bin, /usr/local/cuda/bin)
 #   NVCC_FLAGS   more nvcc flags
 #   NVCC_ARCH    nvcc's -arch (default sm_XY of the GPU)
-#   MIRAGE_ARCH  the emitted architecture to use (default sm_90 on 9.x, sm_80 on 8.x)
+#   MIRAGE_ARCH  the emitted architecture to use (default sm_90 on 9.x, sm_80 on 8.x;
+#                h200 on an H200 where BUILD_DIR has h200 entries)
 #   JOBS         parallel nvcc jobs (default: the CPU count)
 # and prepare.sh's, when it runs.
 set -euo pipefail
@@ -39,18 +41,23 @@ fi
 [ "${1:-}" = "--" ] && shift
 python=${PYTHON:-python3}
 
-# The GPU: its compute capability, from torch.
+# The GPU: its compute capability and name, from torch.
 cap=$("$python" -c 'import torch, sys
 if not torch.cuda.is_available(): sys.exit("torch sees no CUDA device")
-print("%d %d" % torch.cuda.get_device_capability(0))') || {
+print("%d %d %s" % (*torch.cuda.get_device_capability(0), torch.cuda.get_device_name(0)))') || {
 	echo "run.sh: cannot read the GPU's compute capability through $python and torch" >&2
 	exit 2
 }
-read -r major minor <<<"$cap"
+read -r major minor gpu_name <<<"$cap"
 case $major in
 9) emitted=sm_90 ;;
 8) emitted=sm_80 ;;
 *) emitted= ;;
+esac
+# An H200 runs sm_90 code; where prepare.sh emitted for mirage's h200
+# target (ranked by the H200's figures), those entries are the ones to run.
+case $gpu_name in
+*H200*) if [ -z "${MIRAGE_ARCH:-}" ] && ls "$build/h200"/*/meta.json >/dev/null 2>&1; then emitted=h200; fi ;;
 esac
 emitted=${MIRAGE_ARCH:-$emitted}
 if [ -z "$emitted" ]; then
@@ -58,7 +65,9 @@ if [ -z "$emitted" ]; then
 	exit 2
 fi
 nvcc_arch=${NVCC_ARCH:-sm_$major$minor}
-echo "GPU: compute capability $major.$minor; code emitted for $emitted, built for $nvcc_arch"
+echo "GPU: $gpu_name, compute capability $major.$minor; code emitted for $emitted, built for $nvcc_arch"
+mkdir -p "$results"
+echo "$emitted" >"$results/arch.txt" # the target whose entries ran (device.sh tunes for it)
 
 # The emitted sources: prepare them here when they are missing.
 if ! ls "$build/$emitted"/*/meta.json >/dev/null 2>&1; then

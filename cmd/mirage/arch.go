@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,9 +31,27 @@ func (a *archFlag) Set(name string) error {
 // what the arch decides for the command.
 func registerArch(cmd *cobra.Command, a *archFlag, what string) {
 	a.Arch = target.MustLookup(target.Default)
+	// By CUDA architecture, the one named after it first: sm_80, sm_90,
+	// then the other GPUs of sm_90.
+	archs := target.Archs()
+	slices.SortStableFunc(archs, func(x, y target.Arch) int {
+		return cmp.Or(cmp.Compare(x.CUDA, y.CUDA), cmp.Compare(boolRank(x.Name != x.CUDA), boolRank(y.Name != y.CUDA)))
+	})
 	var known []string
-	for _, arch := range target.Archs() {
-		known = append(known, fmt.Sprintf("%s (%s)", arch.Name, arch.GPU))
+	for _, arch := range archs {
+		gpu := arch.GPU
+		if arch.Name != arch.CUDA {
+			gpu += ", " + arch.CUDA + " code"
+		}
+		known = append(known, fmt.Sprintf("%s (%s)", arch.Name, gpu))
 	}
-	cmd.Flags().Var(a, "arch", "target architecture: "+strings.Join(known, " or ")+": "+what)
+	list := strings.Join(known[:len(known)-1], ", ") + " or " + known[len(known)-1]
+	cmd.Flags().Var(a, "arch", "target architecture: "+list+": "+what)
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
