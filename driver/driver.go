@@ -380,10 +380,7 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 		var next [][]int
 		changed := false
 		for k, grp := range groups {
-			// A part whose search ran out of time, or whose fused forms are
-			// slower than its ops, stays whole; one the search cannot fuse
-			// at all is split.
-			if r := d.resultOf(outs[k]); r.fused || r.timedOut || r.slower || len(grp) < 2 {
+			if r := d.resultOf(outs[k]); !splitAgain(r, searchable(d.ix, grp, d.limits(grp), false)) || len(grp) < 2 {
 				next = append(next, grp)
 				continue
 			}
@@ -401,6 +398,23 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 		}
 		groups = recompute(d.ix, next, d.limits)
 	}
+}
+
+// splitAgain reports whether a part whose search gave r is cut into
+// smaller parts for the next round: one the search cannot fuse at all is;
+// one that fused, or ran out of time, stays whole; one whose fused forms
+// are slower than its ops stays whole when the enumeration's limits hold
+// it (within: its smaller parts can only do worse), and is cut when only
+// a seed rule's cover let it past them: its seeds, the rule's one kernel,
+// lost, and a cut (the norm apart from the projections) may fuse.
+func splitAgain(r result, within bool) bool {
+	switch {
+	case r.fused || r.timedOut:
+		return false
+	case r.slower:
+		return !within
+	}
+	return true
 }
 
 // outcomeOf returns the outcome of part p's program, made if new.

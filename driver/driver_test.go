@@ -477,3 +477,28 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(4096,)), W))`)
 		t.Errorf("%d answers, none with a graph-defined kernel: the verified ones were not kept", len(res.Candidates))
 	}
 }
+
+// splitAgain's rule, by what a part's search gave and whether the
+// enumeration's limits hold the part.
+func TestSplitAgain(t *testing.T) {
+	tests := []struct {
+		name   string
+		r      result
+		within bool
+		want   bool
+	}{
+		{"fused", result{fused: true}, true, false},
+		{"fused past the limits", result{fused: true}, false, false},
+		{"out of time", result{timedOut: true}, true, false},
+		{"out of time past the limits", result{timedOut: true, slower: true}, false, false},
+		{"slower than its ops", result{slower: true}, true, false},
+		{"slower, let past the limits by a seed rule", result{slower: true}, false, true},
+		{"nothing fused", result{}, true, true},
+		{"nothing fused past the limits", result{}, false, true},
+	}
+	for _, tt := range tests {
+		if got := splitAgain(tt.r, tt.within); got != tt.want {
+			t.Errorf("%s: splitAgain = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -30,12 +30,17 @@ type kept struct {
 // newKept returns a ranking that keeps the best limit candidates (0: all).
 func newKept(limit int) *kept { return &kept{limit: limit} }
 
-// keptLimit is how many candidates a search with opts keeps: all when
-// every candidate is to be verified (MaxResults 0), else MaxResults and
-// keptCandidates more.
+// keptAll is how many candidates a search that verifies every candidate
+// (MaxResults 0) keeps: a decode-attention part completes millions, which
+// no verification gets through (a check at a model's shape takes
+// milliseconds to seconds), and kept whole they fill the machine's memory.
+const keptAll = 1 << 16
+
+// keptLimit is how many candidates a search with opts keeps: MaxResults
+// and keptCandidates more, or keptAll for MaxResults 0.
 func keptLimit(opts Options) int {
 	if opts.MaxResults <= 0 {
-		return 0
+		return keptAll
 	}
 	return opts.MaxResults + keptCandidates
 }

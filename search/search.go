@@ -62,10 +62,10 @@ type Options struct {
 	Seed      uint64 // seed of the verifier's random draws
 	MaxStates int64  // stop after this many states; 0 means no limit
 	// MaxLiveHeap, when positive, ends the enumeration (Stats.Stopped
-	// "memory") once the process's live heap passes it: the complete
-	// candidates and the memo of what was searched grow with the states
-	// (an attention part's search, 4.4 GB in a minute), and a run that
-	// outgrows the machine's memory ends in swap or the OOM killer.
+	// "memory") once the process's live heap passes it: the memo of what
+	// was searched grows with the states (an attention part's search, gigabytes
+	// in a minute), and a run that outgrows the machine's memory ends in
+	// swap or the OOM killer.
 	MaxLiveHeap int64
 	// Subtrees, when not nil, are the root subtrees (indices into the list
 	// Subtrees returns, ascending) that this run explores; the others are
@@ -86,7 +86,8 @@ type Options struct {
 	Verifier *ffverify.Verifier
 	// MaxResults bounds how many candidates are returned: candidates are
 	// verified in rank order until MaxResults have passed. 0 means all,
-	// which verifies every candidate (about a second each for attention).
+	// which verifies every candidate (about a second each for attention)
+	// of the best 65,536 the search keeps (keptAll).
 	MaxResults int
 	// Estimate, when set, gives a candidate's estimated run time and the
 	// figures shown with it; candidates are ranked by estimated time. When
@@ -121,7 +122,7 @@ type Stats struct {
 	Complete      int64   `json:"complete"`       // complete candidates found, to be verified best first
 	Rejected      int64   `json:"rejected"`       // complete candidates the verifier rejected
 	Verified      int64   `json:"verified"`       // complete candidates verified equivalent
-	Unchecked     int64   `json:"unchecked"`      // candidates beyond MaxResults, not verified
+	Unchecked     int64   `json:"unchecked"`      // candidates not verified: beyond MaxResults, past what the search keeps (kept), or left when its time ended
 	Seconds       float64 `json:"seconds"`
 	FirstFused    float64 `json:"first_fused_seconds"` // when the first fused candidate passed the fast path; -1 if none
 	Stopped       string  `json:"stopped,omitempty"`   // why the search stopped early, if it did

@@ -60,7 +60,7 @@ func newBenchCmd() *cobra.Command {
 	fl.StringVar(&f.config, "config", "", "a preset configuration for every workload (default: each program's, else one chosen per part)")
 	fl.Int64Var(&f.maxStates, "max-states", 0, "stop each part's search after this many states (0: no limit)")
 	fl.BoolVar(&f.noSeeds, "no-seeds", false, "search without the rules' seeds: the enumeration's candidates only")
-	fl.IntVar(&f.maxCandidates, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, as superopt does (0: all of them, the complete set)")
+	fl.IntVar(&f.maxCandidates, "max-candidates", 2, "verify each part's candidates best first and keep the first N that pass, as superopt does (0: all of them, of the best 65,536 each part's search keeps)")
 	fl.StringSliceVar(&f.only, "workload", nil, "run only these of the built-in workloads (comma-separated names); programs at PATH always run")
 	fl.BoolVar(&f.onlyPaths, "only-paths", false, "run the workloads at PATH only, not the built-in ones")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
