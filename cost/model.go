@@ -142,7 +142,24 @@ func (e Estimate) Speedup(baseline Estimate) float64 { return baseline.Micros / 
 // launch. The unfused program and a μGraph are costed alike: a pre-defined
 // op is a library kernel, a customized op a graph-defined one.
 func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
-	return estimateScaled(g, arch, nil)
+	return estimateScaled(g, arch, nil, nil)
+}
+
+// An Estimator estimates many graphs for one arch, as EstimateGraph does,
+// planning each block graph they share once (launch.Memo): a search's
+// candidates. The graphs' block graphs must not change once estimated.
+// Safe for concurrent use.
+type Estimator struct {
+	arch target.Arch
+	memo launch.Memo
+}
+
+// NewEstimator returns an Estimator for arch.
+func NewEstimator(arch target.Arch) *Estimator { return &Estimator{arch: arch} }
+
+// Graph is EstimateGraph(g, e's arch).
+func (e *Estimator) Graph(g *kernel.Graph) (Estimate, error) {
+	return estimateScaled(g, e.arch, nil, &e.memo)
 }
 
 // Rows is a bucket of a dynamic program (DESIGN §9) run for fewer rows
@@ -167,13 +184,13 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 	for t := range rows.Dims {
 		scale[t] = float64(rows.Active) / float64(rows.Bucket)
 	}
-	return estimateScaled(g, arch, scale)
+	return estimateScaled(g, arch, scale, nil)
 }
 
 // estimateScaled is EstimateGraph with the traffic of some tensors scaled (nil:
-// none).
-func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID]float64) (Estimate, error) {
-	plan, err := launch.Graph(g, arch, launch.Options{})
+// none), its graph-defined kernels planned through memo (nil: none).
+func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID]float64, memo *launch.Memo) (Estimate, error) {
+	plan, err := memo.Graph(g, arch, launch.Options{})
 	if err != nil {
 		return Estimate{}, err
 	}

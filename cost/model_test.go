@@ -518,3 +518,26 @@ func TestH200IsAnH100WithFasterMemory(t *testing.T) {
 		t.Errorf("a 50 MB matmul kernel: %.2f µs on h200, %.2f on sm_90; want faster on h200", b.Micros, a.Micros)
 	}
 }
+
+// An Estimator estimates as EstimateGraph does, the first time and again
+// (its plans of the block graphs remembered), for the hand-written
+// μGraphs and the programs.
+func TestEstimatorEstimatesAsEstimateGraph(t *testing.T) {
+	for _, arch := range target.Archs() {
+		est := NewEstimator(arch)
+		for _, f := range []string{"rmsnorm_matmul.py", "rmsnorm_matmul_mugraph.py", "gated_mlp_mugraph.py", "gqa_mugraph.py", "llama_mlp_block.py"} {
+			g := loadExample(t, f)
+			want := estimate(t, g, arch)
+			for round := range 2 {
+				got, err := est.Graph(g)
+				if err != nil {
+					t.Fatalf("%s, %s: %v", arch.Name, f, err)
+				}
+				if got.Micros != want.Micros || got.Bytes != want.Bytes || got.DRAMBytes != want.DRAMBytes || got.Launches != want.Launches {
+					t.Errorf("%s, %s, estimate %d: %.3f µs, %d bytes, %d from DRAM, %d launches; EstimateGraph: %.3f, %d, %d, %d",
+						arch.Name, f, round+1, got.Micros, got.Bytes, got.DRAMBytes, got.Launches, want.Micros, want.Bytes, want.DRAMBytes, want.Launches)
+				}
+			}
+		}
+	}
+}

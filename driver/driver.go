@@ -460,14 +460,22 @@ func (d *run) estimateMeasured(g *kernel.Graph) (cost.Estimate, bool, error) {
 	if err != nil {
 		return e, false, err
 	}
+	e, measured := d.profiled(g, e)
+	return e, measured, nil
+}
+
+// profiled is e, the model's estimate of g, with the profile's measured
+// time where it has one, else on the measured times' scale (estimate);
+// and whether the time is measured.
+func (d *run) profiled(g *kernel.Graph, e cost.Estimate) (cost.Estimate, bool) {
 	if us, ok := d.opts.Profiles.Lookup(d.opts.Arch.Name, d.opts.Name, g); ok {
 		e.Micros = us
-		return e, true, nil
+		return e, true
 	}
 	if scale, ok := d.opts.Profiles.Scale(d.opts.Arch.Name, d.opts.Name); ok {
 		e.Micros *= scale
 	}
-	return e, false, nil
+	return e, false
 }
 
 // resultOf returns what o's search gave so far.
@@ -688,13 +696,20 @@ func liveHeapBudget() int64 {
 	return 0
 }
 
-// searchOptions are the options of a part's search.
+// searchOptions are the options of a part's search. Its estimates plan
+// each block graph once (cost.Estimator): the search attaches one block
+// graph to many candidates, and never changes it once attached.
 func (d *run) searchOptions(deadline time.Time, workers int) search.Options {
+	est := cost.NewEstimator(d.opts.Arch)
 	return search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0), NoSeeds: d.opts.NoSeeds,
 		Deadline: deadline, Stop: d.interrupt, MaxLiveHeap: liveHeapBudget(),
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
-			e, err := d.estimate(g)
-			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, err
+			e, err := est.Graph(g)
+			if err != nil {
+				return search.Estimate{}, err
+			}
+			e, _ = d.profiled(g, e)
+			return search.Estimate{Micros: e.Micros, Bytes: e.Bytes, Flops: e.Flops}, nil
 		}}
 }
 

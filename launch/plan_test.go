@@ -191,3 +191,57 @@ func TestCostReadsTheEmittedPlan(t *testing.T) {
 	}
 	t.Logf("%d kernels", kernels)
 }
+
+// A Memo plans as Graph does, and plans a block graph once: planning a
+// graph again through the same Memo gives each graph-defined kernel the
+// thread plan it gave the first time, where Graph derives a new one.
+func TestMemoPlansAsGraphDoes(t *testing.T) {
+	arch := target.MustLookup(target.Default)
+	var memo launch.Memo
+	customized := 0
+	for _, p := range benchPrograms(t) {
+		want, wantErr := launch.Graph(p.g, arch, launch.Options{})
+		first, err := memo.Graph(p.g, arch, launch.Options{})
+		if (err == nil) != (wantErr == nil) {
+			t.Errorf("%s: Memo.Graph error %v, Graph's %v", p.name, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		again, err := memo.Graph(p.g, arch, launch.Options{})
+		if err != nil {
+			t.Fatalf("%s: again: %v", p.name, err)
+		}
+		if len(first.Kernels) != len(want.Kernels) || len(again.Kernels) != len(want.Kernels) {
+			t.Errorf("%s: %d, then %d kernels; Graph plans %d", p.name, len(first.Kernels), len(again.Kernels), len(want.Kernels))
+			continue
+		}
+		for i, w := range want.Kernels {
+			for _, got := range []launch.Kernel{first.Kernels[i], again.Kernels[i]} {
+				if !sameLaunch(got, w) {
+					t.Errorf("%s: kernel %d planned %+v, Graph plans %+v", p.name, i, got, w)
+				}
+			}
+			if w.Code == launch.GraphDefined {
+				customized++
+				if again.Kernels[i].Thread != first.Kernels[i].Thread {
+					t.Errorf("%s: kernel %d: its thread plan derived again", p.name, i)
+				}
+			}
+		}
+	}
+	if customized == 0 {
+		t.Fatal("no graph-defined kernel among the programs")
+	}
+}
+
+// sameLaunch compares two plans of a kernel by value, but for the thread
+// plan's identity.
+func sameLaunch(a, b launch.Kernel) bool {
+	if (a.Fold == nil) != (b.Fold == nil) || a.Fold != nil && *a.Fold != *b.Fold {
+		return false
+	}
+	a.Thread, b.Thread, a.Fold, b.Fold = nil, nil, nil, nil
+	return fmt.Sprintf("%+v", a) == fmt.Sprintf("%+v", b)
+}

@@ -270,7 +270,7 @@ func (k *kernelState) record() {
 	}
 	g := k.g.Clone()
 	g.Outputs = outs
-	h := kernel.Hash(g)
+	h := kernel.HashWith(g, s.blockHash)
 	if _, dup := s.recorded.LoadOrStore(h, struct{}{}); dup {
 		return
 	}

@@ -327,6 +327,19 @@ type searcher struct {
 	complete, rejected, verified, unchecked                         atomic.Int64
 
 	kept *kept // the best candidates completed so far (record)
+	// blockHashes memoizes block.Hash of the block graphs attached to
+	// candidates (each to many; attached, they do not change).
+	blockHashes sync.Map // *block.Graph -> uint64
+}
+
+// blockHash is block.Hash(b), computed once per block graph.
+func (s *searcher) blockHash(b *block.Graph) uint64 {
+	if h, ok := s.blockHashes.Load(b); ok {
+		return h.(uint64)
+	}
+	h := block.Hash(b)
+	s.blockHashes.Store(b, h)
+	return h
 }
 
 // cacheLine is the size of a cache line on the machines we run on.

@@ -65,6 +65,20 @@ func TestHash(t *testing.T) {
 	}
 }
 
+// HashWith takes the block graphs' hashes from its function, once per
+// graph-defined kernel, and is Hash when that function is block.Hash.
+func TestHashWith(t *testing.T) {
+	g := rmsnormKernel(96, 64, ugraph.AccumRMS)
+	calls := 0
+	counted := func(b *block.Graph) uint64 { calls++; return block.Hash(b) }
+	if got, want := kernel.HashWith(g, counted), kernel.Hash(g); got != want || calls != 1 {
+		t.Errorf("HashWith = %x after %d block hashes, want Hash's %x after 1", got, calls, want)
+	}
+	if kernel.HashWith(g, func(*block.Graph) uint64 { return 0 }) == kernel.Hash(g) {
+		t.Error("HashWith ignores the block graphs' hashes it is given")
+	}
+}
+
 // TestHashCoversEveryField changes every number and flag a graph holds, one
 // at a time, exported or not (a Shape's extents are unexported), and checks
 // that the hash changes each time, and stays hashstructure's (the values
