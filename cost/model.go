@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
@@ -150,8 +151,9 @@ func EstimateGraph(g *kernel.Graph, arch target.Arch) (Estimate, error) {
 // candidates. The graphs' block graphs must not change once estimated.
 // Safe for concurrent use.
 type Estimator struct {
-	arch target.Arch
-	memo launch.Memo
+	arch    target.Arch
+	memo    launch.Memo
+	kernels sync.Map // *thread.Graph (a memo's plan) -> Kernel, as graphKernel costs it
 }
 
 // NewEstimator returns an Estimator for arch.
@@ -159,7 +161,21 @@ func NewEstimator(arch target.Arch) *Estimator { return &Estimator{arch: arch} }
 
 // Graph is EstimateGraph(g, e's arch).
 func (e *Estimator) Graph(g *kernel.Graph) (Estimate, error) {
-	return estimateScaled(g, e.arch, nil, &e.memo)
+	return estimateScaled(g, e.arch, nil, e)
+}
+
+// graphKernel is the package's graphKernel of lk, a plan from e's memo,
+// with no tensor scaled: remembered, as the plan is, for the next graph
+// that holds the same block graph.
+func (e *Estimator) graphKernel(lk *launch.Kernel) (Kernel, error) {
+	if k, ok := e.kernels.Load(lk.Thread); ok {
+		return k.(Kernel), nil
+	}
+	k, err := graphKernel(lk, e.arch, nil)
+	if err == nil {
+		e.kernels.Store(lk.Thread, k)
+	}
+	return k, err
 }
 
 // Rows is a bucket of a dynamic program (DESIGN §9) run for fewer rows
@@ -188,8 +204,13 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 }
 
 // estimateScaled is EstimateGraph with the traffic of some tensors scaled (nil:
-// none), its graph-defined kernels planned through memo (nil: none).
-func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID]float64, memo *launch.Memo) (Estimate, error) {
+// none), its graph-defined kernels planned and costed through est's memos
+// (nil: none; est's arch is arch).
+func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID]float64, est *Estimator) (Estimate, error) {
+	var memo *launch.Memo
+	if est != nil {
+		memo = &est.memo
+	}
 	plan, err := memo.Graph(g, arch, launch.Options{})
 	if err != nil {
 		return Estimate{}, err
@@ -201,13 +222,7 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 		op := &g.Ops[i]
 		var k Kernel
 		if lk.Code == launch.GraphDefined {
-			var ioScale []float64
-			if scale != nil {
-				for _, t := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
-					ioScale = append(ioScale, scaleOf(scale, t))
-				}
-			}
-			if k, err = graphKernel(lk, arch, ioScale); err != nil {
+			if k, err = graphKernelOf(op, lk, arch, scale, est); err != nil {
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
 		} else if lk.Code.Vendor() {
@@ -228,6 +243,22 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 		e.Micros += k.Micros
 	}
 	return e, nil
+}
+
+// graphKernelOf costs op's graph-defined kernel, planned as lk: through
+// est where it has one and no tensor is scaled (the cost is then the
+// block graph's alone), else with op's inputs and outputs scaled.
+func graphKernelOf(op *kernel.Op, lk *launch.Kernel, arch target.Arch, scale map[kernel.TensorID]float64, est *Estimator) (Kernel, error) {
+	if est != nil && scale == nil {
+		return est.graphKernel(lk)
+	}
+	var ioScale []float64
+	if scale != nil {
+		for _, t := range append(append([]kernel.TensorID(nil), op.In...), op.Out...) {
+			ioScale = append(ioScale, scaleOf(scale, t))
+		}
+	}
+	return graphKernel(lk, arch, ioScale)
 }
 
 // libraryKernel costs a pre-defined op as the runtime library's kernel
