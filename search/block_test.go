@@ -13,11 +13,7 @@ import (
 func newTestSearcher(t *testing.T, name string, maxOps int) *searcher {
 	t.Helper()
 	p := load(t, name)
-	cfg, err := NamedConfig(p.Superopt.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Restrict(Restrictions(p.Superopt.Lists))
+	cfg := writtenConfig(t, p)
 	cfg.Complete(p.Graph)
 	cfg.MaxBlockOps = maxOps
 	s, err := newSearcher(t.Context(), p.Graph, cfg, Options{})

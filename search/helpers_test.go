@@ -16,3 +16,15 @@ func load(t testing.TB, name string) *frontend.Program {
 	}
 	return p
 }
+
+// writtenConfig is the configuration p names (its superoptimize call),
+// restricted by the lists it gives.
+func writtenConfig(t testing.TB, p *frontend.Program) Config {
+	t.Helper()
+	cfg, err := NamedConfig(p.Superopt.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Restrict(Restrictions(p.Superopt.Lists))
+	return cfg
+}

@@ -22,13 +22,13 @@ const keptCandidates = 8192
 // what, or when.
 type kept struct {
 	mu      sync.Mutex
-	limit   int        // 0: every candidate
-	worst   worstFirst // a heap while limit > 0: the worst kept candidate first
+	limit   int        // > 0
+	worst   worstFirst // a heap: the worst kept candidate first
 	dropped int64      // candidates that ranked past limit
 }
 
-// newKept returns a ranking that keeps the best limit candidates (0: all).
-func newKept(limit int) *kept { return &kept{limit: limit} }
+// newKept returns a ranking that keeps the best limit candidates.
+func newKept(limit int) *kept { return &kept{limit: max(limit, 1)} }
 
 // keptAll is how many candidates a search that verifies every candidate
 // (MaxResults 0) keeps: a decode-attention part completes millions, which
@@ -50,8 +50,6 @@ func (k *kept) add(c *Candidate) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	switch {
-	case k.limit == 0:
-		k.worst = append(k.worst, c) // ranked has them all to sort
 	case len(k.worst) < k.limit:
 		heap.Push(&k.worst, c)
 	case compareCandidates(c, k.worst[0]) < 0:

@@ -21,7 +21,7 @@ func TestKeptKeepsTheBest(t *testing.T) {
 	}
 	best := slices.Clone(all)
 	slices.SortFunc(best, compareCandidates)
-	for _, tc := range []struct{ limit, want int }{{0, 50}, {1, 1}, {7, 7}, {50, 50}, {80, 50}} {
+	for _, tc := range []struct{ limit, want int }{{1, 1}, {7, 7}, {50, 50}, {80, 50}} {
 		for seed := range uint64(4) {
 			k := newKept(tc.limit)
 			order := slices.Clone(all)
@@ -50,11 +50,7 @@ func TestKeptKeepsTheBest(t *testing.T) {
 // none goes unranked.
 func TestSearchKeepsItsBest(t *testing.T) {
 	p := load(t, "gated_mlp.py")
-	cfg, err := NamedConfig(p.Superopt.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Restrict(Restrictions(p.Superopt.Lists))
+	cfg := writtenConfig(t, p)
 	cfg.Complete(p.Graph)
 	enumerate := func(limit int) ([]*Candidate, int64, int64) {
 		s, err := newSearcherFor(t.Context(), p.Graph, cfg, Options{Workers: 2, Estimate: testEstimate}, false)
@@ -65,7 +61,7 @@ func TestSearchKeepsItsBest(t *testing.T) {
 		s.kept = newKept(limit)
 		return s.enumerate(), s.complete.Load(), s.unchecked.Load()
 	}
-	all, complete, unchecked := enumerate(0)
+	all, complete, unchecked := enumerate(keptAll)
 	if len(all) < 10 || unchecked != 0 {
 		t.Fatalf("keeping all: %d of %d candidates kept, %d unchecked; want 10 or more, none unchecked", len(all), complete, unchecked)
 	}

@@ -36,11 +36,7 @@ func TestReachPrunesNoCandidate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg, err := NamedConfig(p.Superopt.Config)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.Restrict(Restrictions(p.Superopt.Lists))
+				cfg := writtenConfig(t, p)
 				cfg.Restrict(Restrictions{Grids: tt.grids})
 				cfg.Complete(p.Graph)
 				s, err := newSearcher(t.Context(), p.Graph, cfg, Options{Workers: 2})

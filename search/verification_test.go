@@ -14,11 +14,7 @@ import (
 // every candidate it had verified.
 func TestVerificationStopsWithItsContext(t *testing.T) {
 	p := load(t, "gated_mlp.py")
-	cfg, err := NamedConfig(p.Superopt.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Restrict(Restrictions(p.Superopt.Lists))
+	cfg := writtenConfig(t, p)
 	res, err := Run(t.Context(), p.Graph, cfg, Options{Seed: 1, NoSeeds: true, Unverified: true, MaxResults: 4, Estimate: testEstimate})
 	if err != nil {
 		t.Fatal(err)
