@@ -96,87 +96,79 @@ const (
 // (Hopper's wgmma is not used yet).
 var ampereMMA = MMA{M: 16, N: 8, K: 16, PTX: "mma.sync.aligned.m16n8k16"}
 
-// archs is the table of known GPUs. Every figure names its source; a figure
-// that is not printed in a source as such says how it is derived.
-var archs = []Arch{
-	{
-		Name:            "h200",
-		CUDA:            "sm_90",
-		GPU:             "H200-SXM-141GB",
-		SMs:             132,          // [KINDS] 132 multiprocessors, as the H100 SXM5
-		MemBandwidth:    4.8e12,       // [H200-DS] GPU memory bandwidth 4.8 TB/s (HBM3e)
-		L2Bandwidth:     11.725e12,    // [L2] the H100's: the same chip's L2
-		L2Bytes:         60 << 20,     // [KINDS] PyTorch reports 60 MB of L2
-		MemBytes:        143771 << 20, // [KINDS] nvidia-smi: 143771 MiB; [H200-DS] 141 GB
-		TensorFLOPS:     989.4e12,     // [H200-DS] the H100 SXM's: [H100-WP] 989.4 dense FP16 with FP32 accumulate
-		FP32FLOPS:       67e12,        // [H200-DS] FP32 67 TFLOPS
-		SmemPerSM:       228 << 10,    // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
-		MaxSmemPerBlock: 227 << 10,    // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
-		SmemReserved:    1 << 10,      // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
-		MaxThreadsPerSM: 2048,         // [CUDA-CG] CC 9.0: 2048 resident threads per SM
-		MaxBlocksPerSM:  32,           // [CUDA-CG] CC 9.0: 32 resident blocks per SM
-		LaunchMicros:    1.9,          // [RUN] the H100's fit
-		ClockHz:         1.71e9,       // [RUN] the H100's, measured under load (the same SMs)
-		SchedulersPerSM: 4,            // [H100-WP] four processing blocks per SM, one warp scheduler each
-		MemLatencyNs:    1220,         // [RUN] the H100's fit, unmeasured on H200
-		SMBandwidth:     98e9,         // [RUN] the H100's fit, unmeasured on H200
-		MMA:             ampereMMA,    // [PTX]
-		AsyncCopy:       true,         // [PTX]
-		LdMatrix:        true,         // [PTX]
-		Source:          strings.Join([]string{srcH200DS, srcKinds, srcH100WP, srcCUDA, srcPTX, srcL2, srcRun}, "; "),
-	},
-	{
-		Name:            "sm_80",
-		CUDA:            "sm_80",
-		GPU:             "A100-SXM4-80GB",
-		SMs:             108,       // [A100-WP] "108 SMs" in A100 (of 128 in full GA100)
-		MemBandwidth:    2039e9,    // [A100-DS] GPU memory bandwidth 2,039 GB/s (80GB SXM)
-		L2Bandwidth:     7.2192e12, // [A100-WP] L2 read bandwidth 5120 bytes/clk, at the 1410 MHz boost clock
-		L2Bytes:         40 << 20,  // [A100-WP] "40 MB L2 cache"
-		MemBytes:        80 << 30,  // [A100-DS] GPU memory 80GB HBM2e (80GB SXM)
-		TensorFLOPS:     312e12,    // [A100-DS] FP16/BF16 Tensor Core 312 TFLOPS (624 with sparsity)
-		FP32FLOPS:       19.5e12,   // [A100-DS] FP32 19.5 TFLOPS
-		SmemPerSM:       164 << 10, // [CUDA-CG] CC 8.0: 164 KB shared memory per SM; [A100-WP] "up to 164 KB"
-		MaxSmemPerBlock: 163 << 10, // [CUDA-CG] CC 8.0: 163 KB per block (opt-in)
-		SmemReserved:    1 << 10,   // [CUDA-CG] 8.x: 1 KB of shared memory is reserved per block
-		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 8.0: 2048 resident threads per SM
-		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 8.0: 32 resident blocks per SM
-		LaunchMicros:    3,         // [LAUNCH]
-		ClockHz:         1.41e9,    // [A100-WP] boost clock 1410 MHz
-		SchedulersPerSM: 4,         // [A100-WP] four processing blocks per SM, one warp scheduler each
-		MemLatencyNs:    1220,      // [RUN] the H100's fit, unmeasured on A100 (the latency table is fitted with it)
-		SMBandwidth:     98e9,      // [RUN] the H100's fit, unmeasured on A100
-		MMA:             ampereMMA, // [PTX]
-		AsyncCopy:       true,      // [PTX]
-		LdMatrix:        true,      // [PTX]
-		Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch, srcPTX, srcRun}, "; "),
-	},
-	{
-		Name:            "sm_90",
-		CUDA:            "sm_90",
-		GPU:             "H100-SXM5-80GB",
-		SMs:             132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
-		MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
-		L2Bandwidth:     11.725e12, // [L2] 3.5 x 3.35 TB/s
-		L2Bytes:         50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
-		MemBytes:        80 << 30,  // [H100-DS] GPU memory 80GB (H100 SXM)
-		TensorFLOPS:     989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
-		FP32FLOPS:       67e12,     // [H100-DS] FP32 67 TFLOPS
-		SmemPerSM:       228 << 10, // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
-		MaxSmemPerBlock: 227 << 10, // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
-		SmemReserved:    1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
-		MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
-		MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
-		LaunchMicros:    1.9,       // [RUN] fitted
-		ClockHz:         1.71e9,    // [RUN] ncu counted 69,983 cycles in rmsnorm_matmul's best kernel, the harness timed it at 40.98 µs
-		SchedulersPerSM: 4,         // [H100-WP] four processing blocks per SM, one warp scheduler each
-		MemLatencyNs:    1220,      // [RUN] fitted
-		SMBandwidth:     98e9,      // [RUN] fitted
-		MMA:             ampereMMA, // [PTX]
-		AsyncCopy:       true,      // [PTX]
-		LdMatrix:        true,      // [PTX]
-		Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2, srcRun}, "; "),
-	},
+// archs is the table of known GPUs, ordered by name. Every figure names
+// its source; a figure that is not printed in a source as such says how it
+// is derived.
+var archs = []Arch{h200(h100), a100, h100}
+
+// a100 is the A100 SXM4 80GB.
+var a100 = Arch{
+	Name:            "sm_80",
+	CUDA:            "sm_80",
+	GPU:             "A100-SXM4-80GB",
+	SMs:             108,       // [A100-WP] "108 SMs" in A100 (of 128 in full GA100)
+	MemBandwidth:    2039e9,    // [A100-DS] GPU memory bandwidth 2,039 GB/s (80GB SXM)
+	L2Bandwidth:     7.2192e12, // [A100-WP] L2 read bandwidth 5120 bytes/clk, at the 1410 MHz boost clock
+	L2Bytes:         40 << 20,  // [A100-WP] "40 MB L2 cache"
+	MemBytes:        80 << 30,  // [A100-DS] GPU memory 80GB HBM2e (80GB SXM)
+	TensorFLOPS:     312e12,    // [A100-DS] FP16/BF16 Tensor Core 312 TFLOPS (624 with sparsity)
+	FP32FLOPS:       19.5e12,   // [A100-DS] FP32 19.5 TFLOPS
+	SmemPerSM:       164 << 10, // [CUDA-CG] CC 8.0: 164 KB shared memory per SM; [A100-WP] "up to 164 KB"
+	MaxSmemPerBlock: 163 << 10, // [CUDA-CG] CC 8.0: 163 KB per block (opt-in)
+	SmemReserved:    1 << 10,   // [CUDA-CG] 8.x: 1 KB of shared memory is reserved per block
+	MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 8.0: 2048 resident threads per SM
+	MaxBlocksPerSM:  32,        // [CUDA-CG] CC 8.0: 32 resident blocks per SM
+	LaunchMicros:    3,         // [LAUNCH]
+	ClockHz:         1.41e9,    // [A100-WP] boost clock 1410 MHz
+	SchedulersPerSM: 4,         // [A100-WP] four processing blocks per SM, one warp scheduler each
+	MemLatencyNs:    1220,      // [RUN] the H100's fit, unmeasured on A100 (the latency table is fitted with it)
+	SMBandwidth:     98e9,      // [RUN] the H100's fit, unmeasured on A100
+	MMA:             ampereMMA, // [PTX]
+	AsyncCopy:       true,      // [PTX]
+	LdMatrix:        true,      // [PTX]
+	Source:          strings.Join([]string{srcA100DS, srcA100WP, srcCUDA, srcLaunch, srcPTX, srcRun}, "; "),
+}
+
+// h100 is the H100 SXM5 80GB.
+var h100 = Arch{
+	Name:            "sm_90",
+	CUDA:            "sm_90",
+	GPU:             "H100-SXM5-80GB",
+	SMs:             132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
+	MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
+	L2Bandwidth:     11.725e12, // [L2] 3.5 x 3.35 TB/s
+	L2Bytes:         50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
+	MemBytes:        80 << 30,  // [H100-DS] GPU memory 80GB (H100 SXM)
+	TensorFLOPS:     989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
+	FP32FLOPS:       67e12,     // [H100-DS] FP32 67 TFLOPS
+	SmemPerSM:       228 << 10, // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
+	MaxSmemPerBlock: 227 << 10, // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
+	SmemReserved:    1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
+	MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
+	MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
+	LaunchMicros:    1.9,       // [RUN] fitted
+	ClockHz:         1.71e9,    // [RUN] ncu counted 69,983 cycles in rmsnorm_matmul's best kernel, the harness timed it at 40.98 µs
+	SchedulersPerSM: 4,         // [H100-WP] four processing blocks per SM, one warp scheduler each
+	MemLatencyNs:    1220,      // [RUN] fitted
+	SMBandwidth:     98e9,      // [RUN] fitted
+	MMA:             ampereMMA, // [PTX]
+	AsyncCopy:       true,      // [PTX]
+	LdMatrix:        true,      // [PTX]
+	Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2, srcRun}, "; "),
+}
+
+// h200 is the H200 SXM: the H100's chip (its SMs, clocks, L2 and tensor
+// rate) with faster and more HBM. Every figure but its memory's is the
+// H100's, the fitted ones included, so that a refit of the H100 is the
+// H200's too until an H200 run fits figures of its own.
+func h200(h100 Arch) Arch {
+	a := h100
+	a.Name, a.GPU = "h200", "H200-SXM-141GB"
+	a.MemBandwidth = 4.8e12   // [H200-DS] GPU memory bandwidth 4.8 TB/s (HBM3e)
+	a.L2Bytes = 60 << 20      // [KINDS] PyTorch reports 60 MB of L2
+	a.MemBytes = 143771 << 20 // [KINDS] nvidia-smi: 143771 MiB; [H200-DS] 141 GB
+	a.Source = strings.Join([]string{srcH200DS, srcKinds, h100.Source}, "; ")
+	return a
 }
 
 // Archs returns the known GPUs, ordered by name.

@@ -64,8 +64,10 @@ func TestArchTableIsComplete(t *testing.T) {
 }
 
 // Every figure of the arch table cites its source: each field of each
-// entry, but the names, GPU and source list, carries a comment naming a
-// source key ("[A100-DS]") that the Source constants define.
+// Arch literal, and each figure a derived entry (h200) sets, but the
+// names, GPU and source list, carries a comment naming a source key
+// ("[A100-DS]") that the Source constants define; and the table is made
+// of those literals and derivations alone.
 func TestArchFiguresCiteSources(t *testing.T) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "arch.go", nil, parser.ParseComments)
@@ -82,29 +84,75 @@ func TestArchFiguresCiteSources(t *testing.T) {
 			t.Errorf("source key %s is not defined", k)
 		}
 	}
-	entries := 0
-	ast.Inspect(f, func(n ast.Node) bool {
-		vs, ok := n.(*ast.ValueSpec)
-		if !ok || vs.Names[0].Name != "archs" {
-			return true
+	cites := func(pos token.Pos, name string) {
+		if name == "Name" || name == "CUDA" || name == "GPU" || name == "Source" {
+			return
 		}
-		for _, elt := range vs.Values[0].(*ast.CompositeLit).Elts {
-			entries++
-			for _, field := range elt.(*ast.CompositeLit).Elts {
-				kv := field.(*ast.KeyValueExpr)
-				name := kv.Key.(*ast.Ident).Name
-				if name == "Name" || name == "CUDA" || name == "GPU" || name == "Source" {
+		line := fset.Position(pos).Line
+		if c := comments[line]; !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(c, k) }) {
+			t.Errorf("line %d: %s has no source comment", line, name)
+		}
+	}
+	checked := map[string]bool{} // the Arch literals and derivations whose figures are checked
+	var table []ast.Expr
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				vs, ok := spec.(*ast.ValueSpec)
+				if !ok || len(vs.Values) != 1 {
 					continue
 				}
-				c := comments[fset.Position(kv.Pos()).Line]
-				if !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(c, k) }) {
-					t.Errorf("line %d: %s has no source comment", fset.Position(kv.Pos()).Line, name)
+				if vs.Names[0].Name == "archs" {
+					table = vs.Values[0].(*ast.CompositeLit).Elts
+					continue
+				}
+				lit, ok := vs.Values[0].(*ast.CompositeLit)
+				if !ok || !isIdent(lit.Type, "Arch") {
+					continue
+				}
+				checked[vs.Names[0].Name] = true
+				for _, field := range lit.Elts {
+					kv := field.(*ast.KeyValueExpr)
+					cites(kv.Pos(), kv.Key.(*ast.Ident).Name)
 				}
 			}
+		case *ast.FuncDecl:
+			if d.Recv != nil || d.Type.Results == nil || len(d.Type.Results.List) != 1 || !isIdent(d.Type.Results.List[0].Type, "Arch") {
+				continue
+			}
+			checked[d.Name.Name] = true
+			ast.Inspect(d.Body, func(n ast.Node) bool {
+				if as, ok := n.(*ast.AssignStmt); ok {
+					for _, lhs := range as.Lhs {
+						if sel, ok := lhs.(*ast.SelectorExpr); ok {
+							cites(as.Pos(), sel.Sel.Name)
+						}
+					}
+				}
+				return true
+			})
 		}
-		return false
-	})
-	if entries != len(archs) {
-		t.Errorf("checked %d entries, the table has %d", entries, len(archs))
 	}
+	if len(table) != len(archs) {
+		t.Fatalf("the archs literal has %d entries, the table %d", len(table), len(archs))
+	}
+	for _, e := range table {
+		name := ""
+		switch e := e.(type) {
+		case *ast.Ident:
+			name = e.Name
+		case *ast.CallExpr:
+			name = e.Fun.(*ast.Ident).Name
+		}
+		if !checked[name] {
+			t.Errorf("entry %s of archs is neither an Arch literal nor a derivation whose figures are checked", name)
+		}
+	}
+}
+
+// isIdent reports whether e is the identifier name.
+func isIdent(e ast.Expr, name string) bool {
+	id, ok := e.(*ast.Ident)
+	return ok && id.Name == name
 }
