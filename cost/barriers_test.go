@@ -39,9 +39,11 @@ func TestBarriersFollowTheEmittedCode(t *testing.T) {
 			ps = append(ps, program{filepath.Base(f), p.Graph})
 		}
 	}
-	for w, gs := range loadRuns(t, true) {
-		for _, m := range gs {
-			ps = append(ps, program{w + " " + m.entry, m.g})
+	for _, byWorkload := range loadRuns(t, true) {
+		for w, gs := range byWorkload {
+			for _, m := range gs {
+				ps = append(ps, program{w + " " + m.entry, m.g})
+			}
 		}
 	}
 	kernels := 0

@@ -67,10 +67,13 @@
 // The latency table and the arch's ClockHz, MemLatencyNs, SMBandwidth and
 // LaunchMicros were fitted to the measured graphs (TestFit, -fit; each
 // value held near a prior from published microbenchmarks), and
-// TestCalibratedOnH100 checks the fit: per workload Kendall's tau of at
-// least 0.7, the median estimate within 1.3x of the measured time. The
-// measurements (a directory a run: testdata/h100-2026-11-27 at d43b159,
-// testdata/h100-2026-11-28-4406c39) are of the code emitted at the commit
+// TestCalibrated checks the fit, per target measured: per workload
+// Kendall's tau of at least 0.7, the median estimate within 1.3x of the
+// measured time. The measurements (a directory a run, GPU-DATE-COMMIT:
+// testdata/h100-2026-11-27 at d43b159, testdata/h100-2026-11-28-4406c39;
+// each document's meta.arch names the target its graphs were emitted for
+// and timed on, and an H200 run's are estimated for h200, whose fitted
+// figures are the H100's) are of the code emitted at the commit
 // each run measured: a change to the code generator makes those of the
 // graphs it changes stale until the next GPU run, and the table must
 // follow it.

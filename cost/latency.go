@@ -425,7 +425,7 @@ type latencyTable struct {
 }
 
 // fitted is the latency table fitted to the H100 measurements (every
-// run under testdata, TestCalibratedOnH100; -fit refits it).
+// run under testdata, TestCalibrated; -fit refits it).
 var fitted = latencyTable{
 	Barrier:    104,
 	Copy:       21,

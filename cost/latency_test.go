@@ -13,7 +13,7 @@ import (
 // graph with the given entry, stale or not (its steps are today's code's).
 func measuredKernel(t *testing.T, workload, entry string) *launch.Kernel {
 	t.Helper()
-	for _, m := range loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"), true)[workload] {
+	for _, m := range loadMeasured(t, filepath.Join("testdata", "h100-2026-11-27"), true)["sm_90"][workload] {
 		if m.entry != entry {
 			continue
 		}

@@ -30,42 +30,65 @@ type measuredMeta struct {
 	MeasuredUs float64 `json:"measured_us"`
 }
 
-// measuredRuns is where the runs of bench/gpu on an H100 are, a directory
-// a run (bench/gpu/measured.py writes one).
-const measuredRuns = "testdata/h100-*"
+// measuredRuns are the runs of bench/gpu, a directory a run
+// (bench/gpu/measured.py writes one: GPU-DATE-COMMIT).
+const measuredRuns = "testdata/*"
 
-// loadRuns reads the measured graphs of every run, by workload: the same
-// card model, the same harness, so that one workload's graphs from several
-// runs rank against each other. A graph measured in several runs counts
-// once, as the latest run measured it (runs sort by date): a copy would
-// tie with itself in the ranks and weigh twice in a fit.
-func loadRuns(t *testing.T, withStale bool) map[string][]measuredGraph {
+// measuredData is what the runs measured: by target (the one each
+// document's meta.arch names, which the graphs were emitted for and timed
+// on), by workload.
+type measuredData map[string]map[string][]measuredGraph
+
+// targets are the data's targets, ordered.
+func (d measuredData) targets() []string { return slices.Sorted(maps.Keys(d)) }
+
+// loadRuns reads the measured graphs of every run, by target and workload:
+// the same card model, the same harness, so that one workload's graphs
+// from several runs rank against each other, and times on different GPUs
+// never do. A graph measured in several runs on one target counts once, as
+// the latest run measured it (runs sort by date within a GPU's name): a
+// copy would tie with itself in the ranks and weigh twice in a fit.
+func loadRuns(t *testing.T, withStale bool) measuredData {
 	t.Helper()
 	dirs, err := filepath.Glob(measuredRuns)
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no measured runs in %s: %v", measuredRuns, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool {
+		docs, _ := filepath.Glob(filepath.Join(d, "*.measured.ugraph.json"))
+		return len(docs) == 0
+	})
+	if len(dirs) == 0 {
+		t.Fatalf("no measured runs in %s", measuredRuns)
 	}
 	slices.Sort(dirs)
-	out := map[string][]measuredGraph{}
+	out := measuredData{}
 	for _, dir := range dirs {
-		for w, gs := range loadMeasured(t, dir, withStale) {
-			for _, m := range gs {
-				if i := slices.IndexFunc(out[w], func(o measuredGraph) bool { return GraphHash(o.g) == GraphHash(m.g) }); i >= 0 {
-					t.Logf("%s: %s measured again as %s: %.2f µs, was %.2f", w, out[w][i].entry, m.entry, m.us, out[w][i].us)
-					out[w] = slices.Delete(out[w], i, i+1)
+		for arch, byWorkload := range loadMeasured(t, dir, withStale) {
+			if out[arch] == nil {
+				out[arch] = map[string][]measuredGraph{}
+			}
+			for w, gs := range byWorkload {
+				have := out[arch]
+				for _, m := range gs {
+					if i := slices.IndexFunc(have[w], func(o measuredGraph) bool { return GraphHash(o.g) == GraphHash(m.g) }); i >= 0 {
+						t.Logf("%s %s: %s measured again as %s: %.2f µs, was %.2f", arch, w, have[w][i].entry, m.entry, m.us, have[w][i].us)
+						have[w] = slices.Delete(have[w], i, i+1)
+					}
+					have[w] = append(have[w], m)
 				}
-				out[w] = append(out[w], m)
 			}
 		}
 	}
 	return out
 }
 
-// loadMeasured reads every measured graph under dir, by workload, but the
-// graphs stale.txt lists (unless withStale): the code emitted for them has
-// changed since it was measured (codegen/cuda's TestMeasuredCodeIsCurrent
-// keeps the list), so their times no longer describe it.
-func loadMeasured(t *testing.T, dir string, withStale bool) map[string][]measuredGraph {
+// loadMeasured reads every measured graph under dir, by target and
+// workload, but the graphs stale.txt lists (unless withStale): the code
+// emitted for them has changed since it was measured (codegen/cuda's
+// TestMeasuredCodeIsCurrent keeps the list), so their times no longer
+// describe it.
+func loadMeasured(t *testing.T, dir string, withStale bool) measuredData {
 	t.Helper()
 	stale := map[string]string{}
 	if data, err := os.ReadFile(filepath.Join(dir, "stale.txt")); err == nil {
@@ -81,11 +104,15 @@ func loadMeasured(t *testing.T, dir string, withStale bool) map[string][]measure
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no measured graphs in %s: %v", dir, err)
 	}
-	out := map[string][]measuredGraph{}
+	out := measuredData{}
 	for _, f := range files {
 		doc, err := kernel.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		arch := measuredArch(t, f, doc)
+		if out[arch] == nil {
+			out[arch] = map[string][]measuredGraph{}
 		}
 		w := strings.TrimSuffix(filepath.Base(f), ".measured.ugraph.json")
 		for i, e := range doc.Graphs {
@@ -97,10 +124,28 @@ func loadMeasured(t *testing.T, dir string, withStale bool) map[string][]measure
 			if err := json.Unmarshal(e.Meta, &m); err != nil || m.MeasuredUs <= 0 {
 				t.Fatalf("%s: a graph without meta.measured_us: %v", f, err)
 			}
-			out[w] = append(out[w], measuredGraph{workload: w, entry: m.Entry, g: e.Graph, us: m.MeasuredUs})
+			out[arch][w] = append(out[arch][w], measuredGraph{workload: w, entry: m.Entry, g: e.Graph, us: m.MeasuredUs})
 		}
 	}
 	return out
+}
+
+// measuredArch is the target a measured document's graphs were emitted for
+// and timed on: its meta.arch, which must be a known target.
+func measuredArch(t *testing.T, file string, doc *kernel.File) string {
+	t.Helper()
+	var meta struct {
+		Arch string `json:"arch"`
+	}
+	if len(doc.Meta) > 0 {
+		if err := json.Unmarshal(doc.Meta, &meta); err != nil {
+			t.Fatalf("%s: meta: %v", file, err)
+		}
+	}
+	if _, err := target.Lookup(meta.Arch); err != nil {
+		t.Fatalf("%s: meta.arch: %v", file, err)
+	}
+	return meta.Arch
 }
 
 // calibration is how well estimates follow measurements.
@@ -160,28 +205,35 @@ func calibrate(t *testing.T, data map[string][]measuredGraph, arch target.Arch, 
 	return c
 }
 
-// TestCalibratedOnH100 checks the model against the times measured on an
-// H100 (bench/gpu, L2 warm; every run under testdata, but the graphs whose
-// code has changed since): it orders each workload's graphs
-// as the GPU does (Kendall's tau at least 0.7 where there are 3 or more),
-// its estimates are right in the median (within 1.3x), and it never puts
-// a graph the GPU ran 3x slower than the workload's fastest within 1.5x
-// of that one.
-func TestCalibratedOnH100(t *testing.T) {
+// TestCalibrated checks the model against the times measured on each GPU
+// (bench/gpu, L2 warm; every run under testdata, but the graphs whose code
+// has changed since), with the target the graphs were timed on: it orders
+// each workload's graphs as the GPU does (Kendall's tau at least 0.7 where
+// there are 3 or more), its estimates are right in the median (within
+// 1.3x), and it never puts a graph the GPU ran 3x slower than the
+// workload's fastest within 1.5x of that one.
+func TestCalibrated(t *testing.T) {
 	data := loadRuns(t, false)
-	c := calibrate(t, data, target.MustLookup("sm_90"), func(s string) { t.Log(s) })
-	for w, tau := range c.tau {
-		t.Logf("%s: Kendall's tau %.2f", w, tau)
-		if tau < 0.7 {
-			t.Errorf("%s: Kendall's tau %.2f, want at least 0.7", w, tau)
-		}
+	if len(data["sm_90"]) == 0 {
+		t.Errorf("no current H100 (sm_90) measurements: the figures fitted to them have nothing left to check them")
 	}
-	t.Logf("median estimate/measured %.2f", c.median)
-	if c.median < 1/1.3 || c.median > 1.3 {
-		t.Errorf("the median of estimate/measured is %.2f, want within 1.3x of 1", c.median)
-	}
-	for _, m := range c.misranked {
-		t.Error(m)
+	for _, name := range data.targets() {
+		t.Run(name, func(t *testing.T) {
+			c := calibrate(t, data[name], target.MustLookup(name), func(s string) { t.Log(s) })
+			for w, tau := range c.tau {
+				t.Logf("%s: Kendall's tau %.2f", w, tau)
+				if tau < 0.7 {
+					t.Errorf("%s: Kendall's tau %.2f, want at least 0.7", w, tau)
+				}
+			}
+			t.Logf("median estimate/measured %.2f", c.median)
+			if c.median < 1/1.3 || c.median > 1.3 {
+				t.Errorf("the median of estimate/measured is %.2f, want within 1.3x of 1", c.median)
+			}
+			for _, m := range c.misranked {
+				t.Error(m)
+			}
+		})
 	}
 }
 
@@ -190,40 +242,70 @@ var (
 	fitCV = flag.Bool("fit-cv", false, "TestFit: also fit without each workload and check the model on it")
 )
 
-// TestFit searches the latency table and sm_90's fitted figures for the
-// values that follow the measurements best (log error, Kendall's tau),
-// by coordinate descent from the current ones. It prints what it found
-// for a human to copy into the table; it changes nothing. With -fit-cv it
-// first refits without each workload in turn and reports the model on the
-// workload left out: how it would do on graphs it was not fitted to.
+// TestFit searches the latency table and the fitted figures of the
+// targets (MemLatencyNs, SMBandwidth, LaunchMicros: one set for every
+// target measured, as h200 takes the H100's) for the values that follow
+// the measurements best (log error, Kendall's tau), by coordinate descent
+// from the current ones. It prints what it found for a human to copy into
+// the table; it changes nothing. With -fit-cv it first refits without each
+// workload in turn and reports the model on the workload left out: how it
+// would do on graphs it was not fitted to.
 func TestFit(t *testing.T) {
 	if !*fit {
 		t.Skip("-fit refits the model")
 	}
 	data := loadRuns(t, false)
-	arch := target.MustLookup("sm_90")
 	saved := fitted
 	defer func() { fitted = saved }()
 	if *fitCV {
-		for w := range data {
-			rest := maps.Clone(data)
-			delete(rest, w)
+		workloads := map[string]bool{}
+		for _, byWorkload := range data {
+			for w := range byWorkload {
+				workloads[w] = true
+			}
+		}
+		for _, w := range slices.Sorted(maps.Keys(workloads)) {
+			rest := measuredData{}
+			for name, byWorkload := range data {
+				rest[name] = maps.Clone(byWorkload)
+				delete(rest[name], w)
+			}
 			fitted = saved
-			a := arch
-			fitModel(t, rest, &a)
-			c := calibrate(t, map[string][]measuredGraph{w: data[w]}, a, nil)
-			t.Logf("left out %s: median %.2f, tau %.2f, misranked %v", w, c.median, c.tau[w], c.misranked)
+			figs := fitModel(t, rest)
+			for _, name := range data.targets() {
+				if gs := data[name][w]; len(gs) > 0 {
+					c := calibrate(t, map[string][]measuredGraph{w: gs}, figs.on(target.MustLookup(name)), nil)
+					t.Logf("left out %s (%s): median %.2f, tau %.2f, misranked %v", w, name, c.median, c.tau[w], c.misranked)
+				}
+			}
 		}
 		fitted = saved
 	}
-	fitModel(t, data, &arch)
-	c := calibrate(t, data, arch, nil)
-	t.Logf("median %.2f, tau %v, misranked %d", c.median, c.tau, len(c.misranked))
+	figs := fitModel(t, data)
+	for _, name := range data.targets() {
+		c := calibrate(t, data[name], figs.on(target.MustLookup(name)), nil)
+		t.Logf("%s: median %.2f, tau %v, misranked %d", name, c.median, c.tau, len(c.misranked))
+	}
 }
 
-// fitModel fits the package's latency table and arch's latency figures
-// to data, logging what it found.
-func fitModel(t *testing.T, data map[string][]measuredGraph, arch *target.Arch) {
+// archFigures are the figures of a target that the fit sets. Every target
+// measured shares them: h200 takes the H100's (target's h200), and the
+// latency table they are fitted with is one for all.
+type archFigures struct{ MemLatencyNs, SMBandwidth, LaunchMicros float64 }
+
+func figuresOf(a target.Arch) archFigures {
+	return archFigures{a.MemLatencyNs, a.SMBandwidth, a.LaunchMicros}
+}
+
+// on is a with the figures f.
+func (f archFigures) on(a target.Arch) target.Arch {
+	a.MemLatencyNs, a.SMBandwidth, a.LaunchMicros = f.MemLatencyNs, f.SMBandwidth, f.LaunchMicros
+	return a
+}
+
+// fitModel fits the package's latency table and the targets' fitted
+// figures, from sm_90's, to data, logging and returning what it found.
+func fitModel(t *testing.T, data measuredData) archFigures {
 	// Each value is held near a prior, what the steps cost by the latencies
 	// microbenchmarks report (a shared load ~30 cycles, a shuffle ~25, an
 	// FMA 4, a barrier of 4 warps ~100, a DRAM round trip ~600 ns), so that
@@ -234,34 +316,38 @@ func fitModel(t *testing.T, data map[string][]measuredGraph, arch *target.Arch) 
 		p             *float64
 		prior, lo, hi float64
 	}
+	figs := figuresOf(target.MustLookup("sm_90"))
 	params := []param{
 		{"Barrier", &fitted.Barrier, 100, 10, 2000}, {"Copy", &fitted.Copy, 20, 2, 400}, {"SyncCopy", &fitted.SyncCopy, 60, 2, 2000},
 		{"Global", &fitted.Global, 100, 20, 3000}, {"Element", &fitted.Element, 30, 2, 400}, {"Flop", &fitted.Flop, 4, 0.5, 100},
 		{"Row", &fitted.Row, 250, 20, 3000}, {"RowElem", &fitted.RowElem, 20, 1, 400}, {"LdMatrix", &fitted.LdMatrix, 30, 1, 400},
 		{"MMA", &fitted.MMA, 16, 1, 400}, {"FMA", &fitted.FMA, 20, 1, 400}, {"Store", &fitted.Store, 20, 1, 400},
 		{"Saturation", &fitted.Saturation, 4, 1, 16}, {"Line", &fitted.Line, 2, 0.25, 50},
-		{"MemLatencyNs", &arch.MemLatencyNs, 600, 200, 2000}, {"SMBandwidth", &arch.SMBandwidth, 100e9, 10e9, 400e9},
-		{"LaunchMicros", &arch.LaunchMicros, 3, 0.5, 6},
+		{"MemLatencyNs", &figs.MemLatencyNs, 600, 200, 2000}, {"SMBandwidth", &figs.SMBandwidth, 100e9, 10e9, 400e9},
+		{"LaunchMicros", &figs.LaunchMicros, 3, 0.5, 6},
 	}
 	const priorWeight = 0.002
 	loss := func() float64 {
 		var l float64
 		var n int
-		for _, gs := range data {
-			est := make([]float64, len(gs))
-			meas := make([]float64, len(gs))
-			for i, m := range gs {
-				e, err := EstimateGraph(m.g, *arch)
-				if err != nil {
-					t.Fatal(err)
+		for _, name := range data.targets() {
+			arch := figs.on(target.MustLookup(name))
+			for _, gs := range data[name] {
+				est := make([]float64, len(gs))
+				meas := make([]float64, len(gs))
+				for i, m := range gs {
+					e, err := EstimateGraph(m.g, arch)
+					if err != nil {
+						t.Fatal(err)
+					}
+					est[i], meas[i] = e.Micros, m.us
+					r := math.Log(e.Micros / m.us)
+					l += r * r
+					n++
 				}
-				est[i], meas[i] = e.Micros, m.us
-				r := math.Log(e.Micros / m.us)
-				l += r * r
-				n++
-			}
-			if len(gs) >= 3 {
-				l += 4 * max(0, 0.8-KendallTau(est, meas))
+				if len(gs) >= 3 {
+					l += 4 * max(0, 0.8-KendallTau(est, meas))
+				}
 			}
 		}
 		l /= float64(n)
@@ -312,5 +398,38 @@ func fitModel(t *testing.T, data map[string][]measuredGraph, arch *target.Arch) 
 	}
 	for _, p := range params {
 		t.Logf("%-12s %.4g", p.name, *p.p)
+	}
+	return figs
+}
+
+// TestMeasuredRunsByTarget checks that a run's graphs are filed under the
+// target their document names, so that an H200 run is calibrated with the
+// h200 target and never ranked against an H100's times.
+func TestMeasuredRunsByTarget(t *testing.T) {
+	src := filepath.Join("testdata", "h100-2026-11-28-4406c39", "gated_mlp.measured.ugraph.json")
+	var doc map[string]any
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["meta"].(map[string]any)["arch"] = "h200"
+	dir := filepath.Join(t.TempDir(), "h200-2026-12-01-0000000")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gated_mlp.measured.ugraph.json"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := loadMeasured(t, dir, true)
+	want := len(loadMeasured(t, filepath.Dir(src), true)["sm_90"]["gated_mlp"])
+	if len(got) != 1 || len(got["h200"]["gated_mlp"]) != want {
+		t.Errorf("an h200 document's %d graphs filed as %v, want all under h200", want, slices.Collect(maps.Keys(got)))
 	}
 }

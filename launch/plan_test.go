@@ -42,7 +42,7 @@ func benchPrograms(t *testing.T) []program {
 			ps = append(ps, program{filepath.Base(f), p.Graph})
 		}
 	}
-	docs, err := filepath.Glob("../cost/testdata/h100-*/*.measured.ugraph.json")
+	docs, err := filepath.Glob("../cost/testdata/*/*.measured.ugraph.json")
 	if err != nil || len(docs) == 0 {
 		t.Fatalf("no measured graphs: %v", err)
 	}

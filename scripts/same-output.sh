@@ -22,7 +22,7 @@ git worktree add --detach "$work/base" "$rev" >/dev/null 2>&1
 go build -o "$work/new" ./cmd/mirage
 
 programs=(examples/*.py bench/workloads/*.py)
-graphs=(ugraph/kernel/testdata/*.ugraph.json cost/testdata/h100-*/*.measured.ugraph.json)
+graphs=(ugraph/kernel/testdata/*.ugraph.json cost/testdata/*/*.measured.ugraph.json)
 
 # out FILE CMD...: what CMD prints, both streams, and its exit status.
 out() {

@@ -4,14 +4,16 @@
     bench/gpu/measured.py PREPARED GPU_JSON OUTDIR [--mirage bin/mirage] [--run NAME] [--force]
 
 PREPARED is the architecture directory that prepare.sh wrote and run.sh
-measured (out/gpu/sm_90), GPU_JSON the run's gpu.json. For every entry the
+measured (out/gpu/sm_90, or out/gpu/h200 on an H200: RESULTS/arch.txt), GPU_JSON the run's gpu.json. For every entry the
 run measured right (status ok, with a median), the script takes the graph
 that was emitted (candidate N of the superopt document, or the program or
 hand-written μGraph itself, through `mirage show --json`), checks that it
 emits under the hash the run measured (`mirage emit --json`), and writes
 it, by workload, to OUTDIR/WORKLOAD.measured.ugraph.json with
 meta.measured_us (the median), p10, p90, the estimate at the time and the
-kernels launched: the format of cost/testdata/h100-2026-11-27. A graph
+kernels launched, and the document's meta.arch the target the entries were
+emitted for (the cost model's tests estimate them for it): the format of
+cost/testdata/h100-2026-11-27. A graph
 measured twice in the run (the program as "unfused" and as candidate 0)
 is written once. Programs named relative to the repository (prepare.sh
 names them so) are found from the repository's root, wherever this runs.
@@ -153,7 +155,7 @@ def main(argv=None, mirage=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prepared", help="prepare.sh's architecture directory (out/gpu/sm_90)")
     ap.add_argument("gpu_json", help="the run's gpu.json")
-    ap.add_argument("outdir", help="where WORKLOAD.measured.ugraph.json go (cost/testdata/h100-DATE-COMMIT)")
+    ap.add_argument("outdir", help="where WORKLOAD.measured.ugraph.json go (cost/testdata/GPU-DATE-COMMIT: h100-… or h200-…)")
     ap.add_argument("--mirage", default=os.path.join(REPO, "bin", "mirage"), help="the mirage binary (default: the repository's bin/mirage)")
     ap.add_argument("--run", default="", help="the run's name, prefixed to each entry (default: OUTDIR's name)")
     ap.add_argument("--force", action="store_true", help="write into a directory that records sums already")

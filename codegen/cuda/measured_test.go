@@ -3,6 +3,7 @@ package cuda
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,13 +22,15 @@ import (
 
 var recordMeasured = flag.Bool("record-measured", false, "TestMeasuredCodeIsCurrent: record the sums of the measured graphs' code in each run's directory that has none (run it at the commit that was measured)")
 
-// measuredRuns is where the graphs timed on a GPU are, a directory a run.
-var measuredRuns = filepath.Join("..", "..", "cost", "testdata", "h100-*")
+// measuredRuns is where the graphs timed on a GPU are, a directory a run
+// (GPU-DATE-COMMIT).
+var measuredRuns = filepath.Join("..", "..", "cost", "testdata", "*")
 
 // TestMeasuredCodeIsCurrent keeps the cost model's calibration honest: the
 // times in each run's directory of cost/testdata are of the code emitted at
 // the commit that was measured. Its emitted.txt records the sums of each
-// graph's .cu (sm_90, emitted under its workload's name), and runtime.txt
+// graph's .cu (for the target its document's meta.arch names, under its
+// workload's name), and runtime.txt
 // those of the runtime's code that the .cu runs (the library kernels it
 // launches, the cuBLASLt section if it calls it: runtimeParts). A change
 // to either that changes a measured graph's code makes its time stale: the
@@ -35,8 +38,15 @@ var measuredRuns = filepath.Join("..", "..", "cost", "testdata", "h100-*")
 // calibration test leaves out, until a GPU run measures the new code.
 func TestMeasuredCodeIsCurrent(t *testing.T) {
 	dirs, err := filepath.Glob(measuredRuns)
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no measured runs in %s: %v", measuredRuns, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool {
+		docs, _ := filepath.Glob(filepath.Join(d, "*.measured.ugraph.json"))
+		return len(docs) == 0
+	})
+	if len(dirs) == 0 {
+		t.Fatalf("no measured runs in %s", measuredRuns)
 	}
 	parts := runtimeParts(templates.Runtime)
 	if len(parts) < 5 || parts["rms_norm_kernel"] == "" {
@@ -62,8 +72,12 @@ func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 			t.Fatal(err)
 		}
 		w := strings.TrimSuffix(filepath.Base(d), ".measured.ugraph.json")
+		arch, err := measuredArch(f)
+		if err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
 		for i, e := range f.Graphs {
-			res, err := Emit(w, e.Graph, Options{Arch: target.MustLookup("sm_90")})
+			res, err := Emit(w, e.Graph, Options{Arch: arch})
 			if err != nil {
 				t.Fatalf("%s graph %d: %v", w, i, err)
 			}
@@ -114,6 +128,20 @@ func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 			}
 		}
 	}
+}
+
+// measuredArch is the target a measured document's graphs were emitted
+// for and timed on: its meta.arch (bench/gpu/measured.py writes it).
+func measuredArch(f *kernel.File) (target.Arch, error) {
+	var meta struct {
+		Arch string `json:"arch"`
+	}
+	if len(f.Meta) > 0 {
+		if err := json.Unmarshal(f.Meta, &meta); err != nil {
+			return target.Arch{}, fmt.Errorf("meta: %w", err)
+		}
+	}
+	return target.Lookup(meta.Arch)
 }
 
 // runtimeParts cuts the runtime's text into what emitted code runs of it,
