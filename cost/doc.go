@@ -57,9 +57,11 @@
 // proportion. Each iteration also waits for its tiles where the cp.async
 // pipeline does not hide them: a fetch is a round trip (MemLatencyNs) plus
 // a transfer, the slower of its bytes at the block's share of the SM's
-// bandwidth (SMBandwidth, and the HBM's over the wave's SMs) and its
-// 128-byte lines at the SM's memory pipeline's rate (a tile of short rows,
-// a few columns of a weight matrix, costs a line per row). With s stages
+// bandwidth (SMBandwidth, and b n-ths of the HBM's where the busiest SM
+// holds b of a wave's n blocks: an SM with fewer leaves its share to the
+// rest when done) and its 128-byte lines at the SM's memory pipeline's
+// rate (a tile of short rows, a few columns of a weight matrix, costs a
+// line per row). With s stages
 // an iteration takes the longest of its steps, its transfer and a fetch
 // over s-1; with one stage (a tile that holds a whole reduction, or a
 // pipeline lowered to fit), all in turn.

@@ -164,3 +164,26 @@ func TestIssueSaturates(t *testing.T) {
 		}
 	}
 }
+
+// TestUnevenWaveSharesTheHBM: a wave's blocks share the HBM's bandwidth,
+// and an SM holding fewer of them than the busiest leaves its share to
+// the rest when it is done. 172 blocks on 132 SMs (two on 40 of them)
+// move their bytes as fast as 86 blocks, one an SM, moving twice as much
+// each: at the HBM's rate, not at a 132nd of it for each busiest SM.
+func TestUnevenWaveSharesTheHBM(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	c := fitted
+	tile := fetch{Bytes: 32 << 10, Lines: 256}
+	half := blockSteps{Iters: 64, Stages: 4, FetchIter: tile, Warps: 4}
+	whole := half
+	whole.FetchIter.add(tile, 1)
+	uneven := blockTime(arch, &c, half, 2, 172)
+	even := blockTime(arch, &c, whole, 1, 86)
+	if !within(uneven, even, 1e-9) {
+		t.Errorf("172 blocks, two an SM: %.4g s; 86 blocks of twice the bytes: %.4g s; want the same", uneven, even)
+	}
+	// The HBM bounds both: the wave's bytes at its rate.
+	if hbm := 172 * half.FetchIter.Bytes * float64(half.Iters) / (arch.MemBandwidth * memEfficiency); uneven < hbm {
+		t.Errorf("172 blocks: %.4g s, under the %.4g s their bytes take at the HBM's rate", uneven, hbm)
+	}
+}

@@ -411,7 +411,7 @@ func (k *Kernel) finish(arch target.Arch, per work, waves []wave, bs blockSteps)
 		hits := max(0, float64(w.blocks)*per.traffic-w.dram)
 		mem := (w.dram/hbm + hits/l2) / share * 1e6
 		comp := float64(ceilDiv(w.blocks, arch.SMs)) * blockCompute * 1e6
-		lat := blockTime(arch, &fitted, bs, ceilDiv(w.blocks, arch.SMs), min(w.blocks, arch.SMs)) * 1e6
+		lat := blockTime(arch, &fitted, bs, ceilDiv(w.blocks, arch.SMs), w.blocks) * 1e6
 		n := float64(w.count)
 		k.MemoryMicros += n * mem
 		k.ComputeMicros += n * comp
@@ -438,24 +438,29 @@ func (k *Kernel) setBound() {
 }
 
 // blockTime is the time, in seconds, that a block takes when the busiest
-// SM holds b blocks and the wave occupies active SMs: its steps at the
+// SM holds b blocks of a wave of n: its steps at the
 // latency table's cycles (slowed when the SM's warps issue more than its
 // schedulers can), each for-loop iteration waiting for its tiles where the
 // pipeline does not hide their fetch, and the fetch before the loop.
 //
 // A fetch takes a round trip (MemLatencyNs) plus its transfer: its bytes at
 // the block's share of the SM's bandwidth, or its lines at the SM's memory
-// pipeline's rate (shared by the SM's blocks), whichever is slower. A
+// pipeline's rate (shared by the SM's blocks), whichever is slower. The
+// wave's blocks share the HBM's bandwidth, each an n-th of it; an SM that
+// holds fewer blocks than the busiest finishes first and leaves its share
+// to the rest, so the busiest SM's b blocks draw b n-ths of it throughout
+// (a wave of 172 blocks on 132 SMs moves its bytes at the HBM's rate, not
+// at 40 SMs' share of it in its second half). A
 // pipeline of s stages overlaps s-1 fetches with the iterations' work: an
 // iteration takes the longest of its work, its transfer, and a fetch over
 // s-1; with one stage, all of them in turn.
-func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, active int) float64 {
+func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float64 {
 	clock := arch.ClockHz
 	warpsPerScheduler := float64(b*bs.Warps) / float64(arch.SchedulersPerSM)
 	issue := max(1, warpsPerScheduler/c.Saturation)
-	// Each SM draws at most SMBandwidth, and the wave's SMs together the
-	// HBM bandwidth; an SM's blocks share what it draws.
-	perSM := min(arch.SMBandwidth, arch.MemBandwidth*memEfficiency/float64(active))
+	// Each SM draws at most SMBandwidth, and the wave's blocks together
+	// the HBM bandwidth; an SM's blocks share what it draws.
+	perSM := min(arch.SMBandwidth, arch.MemBandwidth*memEfficiency*float64(b)/float64(n))
 	perBlock := perSM / float64(b)
 	latency := arch.MemLatencyNs * 1e-9
 	transfer := func(f fetch) float64 { return max(f.Bytes/perBlock, float64(b)*f.Lines*c.Line/clock) }
