@@ -90,6 +90,11 @@ type Kernel struct {
 	SmemBytes   int // shared memory per block
 	BlocksPerSM int // resident blocks per SM, by shared memory, threads and the block limit
 	Waves       int // ceil(blocks / (SMs * BlocksPerSM))
+	// SMsBusy and ResidentWarps say how the first wave fills the GPU: the
+	// SMs it holds blocks on, and the warps resident on the busiest of
+	// them (a block's warps times the blocks it holds). Zero for a vendor
+	// call, whose launches are the library's.
+	SMsBusy, ResidentWarps int
 
 	MemoryMicros   float64 // summed over waves
 	ComputeMicros  float64 // summed over waves
@@ -423,6 +428,20 @@ func (k *Kernel) finish(arch target.Arch, per work, waves []wave, bs blockSteps)
 	k.setBound()
 }
 
+// FillsTheGPU reports whether k's first wave occupies the GPU as a kernel
+// must to approach its bandwidth on the H100 runs' evidence (kernels of 4
+// warps an SM on part of the SMs ran at a third of it): blocks on 90% of
+// the SMs or more, and 8 warps or more resident on each busy SM. The
+// model itself may rank a kernel that does not above one that does (it
+// takes 86 SMs to draw the whole HBM bandwidth); GPU runs decide between
+// them. A vendor call is taken to fill it (its launches are the library's).
+func (k Kernel) FillsTheGPU(arch target.Arch) bool {
+	if k.Launch != nil && k.Launch.Code.Vendor() {
+		return true
+	}
+	return float64(k.SMsBusy) >= 0.9*float64(arch.SMs) && k.ResidentWarps >= 8
+}
+
 // setBound names the largest of k's times.
 func (k *Kernel) setBound() {
 	switch {
@@ -492,6 +511,8 @@ func (k *Kernel) occupy(arch target.Arch, lk *launch.Kernel, threads block.Dim3)
 	blocks = lk.Blocks()
 	slots = arch.SMs * k.BlocksPerSM
 	k.Waves = ceilDiv(blocks, slots)
+	k.SMsBusy = min(blocks, arch.SMs)
+	k.ResidentWarps = ceilDiv(lk.Threads, target.WarpSize) * min(k.BlocksPerSM, ceilDiv(blocks, arch.SMs))
 	return blocks, slots, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
@@ -285,6 +286,42 @@ func TestWaves(t *testing.T) {
 		if k.BlocksPerSM != 2 || k.Waves != tt.waves {
 			t.Errorf("%s, %d blocks: %d blocks/SM, %d waves; want 2, %d", tt.arch, tt.grid, k.BlocksPerSM, k.Waves, tt.waves)
 		}
+	}
+}
+
+// How a first wave fills the GPU: the SMs it holds blocks on and the warps
+// on the busiest, whether they meet 90% of the SMs and 8 warps each.
+func TestFillsTheGPU(t *testing.T) {
+	h100 := mustArch(t, "sm_90")
+	kb := 1 << 10
+	tests := []struct {
+		name                  string
+		blocks, threads, smem int
+		busy, warps           int
+		fills                 bool
+	}{
+		{"LLaMA gate/up: 86 blocks of 8 warps, one an SM", 86, 256, 145 * kb, 86, 8, false},
+		{"172 blocks of 8 warps, two an SM", 172, 256, 80 * kb, 132, 16, true},
+		{"264 blocks of 4 warps: two on each SM", 264, 128, 20 * kb, 132, 8, true},
+		{"128 blocks of 4 warps: most SMs, few warps", 128, 128, 20 * kb, 128, 4, false},
+		{"119 blocks of 16 warps: 90% of the SMs", 119, 512, 100 * kb, 119, 16, true},
+		{"118 blocks of 16 warps: under 90%", 118, 512, 100 * kb, 118, 16, false},
+		{"a block too large for two an SM holds one", 264, 256, 145 * kb, 132, 8, true},
+	}
+	for _, tt := range tests {
+		var k Kernel
+		lk := &launch.Kernel{Grid: [3]int{tt.blocks, 1, 1}, Threads: tt.threads, SmemBytes: tt.smem}
+		if _, _, err := k.occupy(h100, lk, block.Dim3{tt.threads, 1, 1}); err != nil {
+			t.Fatal(err)
+		}
+		if k.SMsBusy != tt.busy || k.ResidentWarps != tt.warps || k.FillsTheGPU(h100) != tt.fills {
+			t.Errorf("%s: %d SMs busy, %d warps an SM, fills %v; want %d, %d, %v",
+				tt.name, k.SMsBusy, k.ResidentWarps, k.FillsTheGPU(h100), tt.busy, tt.warps, tt.fills)
+		}
+	}
+	// A vendor call's launches are the library's: taken to fill the GPU.
+	if k := (Kernel{Launch: &launch.Kernel{Code: launch.CuBLASLt}}); !k.FillsTheGPU(h100) {
+		t.Error("a cuBLASLt call: not filling the GPU")
 	}
 }
 

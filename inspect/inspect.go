@@ -79,29 +79,36 @@ func Absexpr(w io.Writer, g *kernel.Graph) error {
 
 // KernelEstimate is one kernel of show --estimate --json.
 type KernelEstimate struct {
-	Op          int     `json:"op"`
-	Kind        string  `json:"kind"`
-	Code        string  `json:"code"` // what runs it: "graph-defined", or the runtime's kernel ("gemm", "rms_norm", ...)
-	Grid        []int   `json:"grid"`
-	Threads     []int   `json:"threads"`
-	BlocksPerSM int     `json:"blocks_per_sm,omitempty"`
-	Waves       int     `json:"waves"`
-	SmemBytes   int     `json:"smem_bytes,omitempty"`
-	Bytes       int64   `json:"bytes"`
-	DRAMBytes   int64   `json:"dram_bytes"`
-	TensorFlops int64   `json:"tensor_flops"`
-	CUDAFlops   int64   `json:"cuda_flops"`
-	MemoryUs    float64 `json:"memory_us"`
-	ComputeUs   float64 `json:"compute_us"`
-	LatencyUs   float64 `json:"latency_us"`
-	OverheadUs  float64 `json:"overhead_us"`
-	EstimatedUs float64 `json:"estimated_us"`
-	Bound       string  `json:"bound"`
+	Op          int    `json:"op"`
+	Kind        string `json:"kind"`
+	Code        string `json:"code"` // what runs it: "graph-defined", or the runtime's kernel ("gemm", "rms_norm", ...)
+	Grid        []int  `json:"grid"`
+	Threads     []int  `json:"threads"`
+	BlocksPerSM int    `json:"blocks_per_sm,omitempty"`
+	Waves       int    `json:"waves"`
+	// SMsBusy and ResidentWarps: the SMs the first wave holds blocks on,
+	// and the warps resident on the busiest (cost.Kernel; 0 for a vendor
+	// call); FillsGPU: cost.Kernel.FillsTheGPU.
+	SMsBusy       int     `json:"sms_busy,omitempty"`
+	ResidentWarps int     `json:"resident_warps,omitempty"`
+	FillsGPU      bool    `json:"fills_gpu"`
+	SmemBytes     int     `json:"smem_bytes,omitempty"`
+	Bytes         int64   `json:"bytes"`
+	DRAMBytes     int64   `json:"dram_bytes"`
+	TensorFlops   int64   `json:"tensor_flops"`
+	CUDAFlops     int64   `json:"cuda_flops"`
+	MemoryUs      float64 `json:"memory_us"`
+	ComputeUs     float64 `json:"compute_us"`
+	LatencyUs     float64 `json:"latency_us"`
+	OverheadUs    float64 `json:"overhead_us"`
+	EstimatedUs   float64 `json:"estimated_us"`
+	Bound         string  `json:"bound"`
 }
 
 // GraphEstimate is show --estimate --json.
 type GraphEstimate struct {
 	Arch        string           `json:"arch"`
+	SMs         int              `json:"sms"` // the arch's, which sms_busy counts of
 	EstimatedUs float64          `json:"estimated_us"`
 	Launches    int              `json:"launches"`
 	Bytes       int64            `json:"bytes"`
@@ -119,12 +126,13 @@ func Estimate(g *kernel.Graph, arch target.Arch) (*GraphEstimate, error) {
 	ks := make([]KernelEstimate, len(e.Kernels))
 	for i, k := range e.Kernels {
 		ks[i] = KernelEstimate{Op: k.Op, Kind: k.Name, Code: k.Launch.Code.String(), Grid: k.Grid[:], Threads: k.Threads[:],
-			BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SmemBytes: k.SmemBytes,
-			Bytes: k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
+			BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SMsBusy: k.SMsBusy, ResidentWarps: k.ResidentWarps, FillsGPU: k.FillsTheGPU(arch),
+			SmemBytes: k.SmemBytes,
+			Bytes:     k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
 			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, LatencyUs: k.LatencyMicros, OverheadUs: k.OverheadMicros,
 			EstimatedUs: k.Micros, Bound: string(k.Bound)}
 	}
-	return &GraphEstimate{e.Arch, e.Micros, e.Launches, e.Bytes, e.DRAMBytes, e.Flops, ks}, nil
+	return &GraphEstimate{e.Arch, arch.SMs, e.Micros, e.Launches, e.Bytes, e.DRAMBytes, e.Flops, ks}, nil
 }
 
 // WriteEstimate prints the cost model's estimate of g on arch as a table,
@@ -135,14 +143,15 @@ func WriteEstimate(w io.Writer, g *kernel.Graph, arch target.Arch) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "op	kind	code	grid	threads	blocks/SM	waves	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
+	fmt.Fprintln(tw, "op	kind	code	grid	threads	blocks/SM	waves	SMs busy	warps/SM	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
 	for _, k := range e.Kernels {
 		grid, threads, perSM := fmt.Sprintf("%dx%dx%d", k.Grid[0], k.Grid[1], k.Grid[2]), fmt.Sprint(k.Threads.Count()), fmt.Sprint(k.BlocksPerSM)
+		busy, warps := fmt.Sprintf("%d/%d", k.SMsBusy, arch.SMs), fmt.Sprint(k.ResidentWarps)
 		if k.Launch.Code.Vendor() { // the library's own launches
-			grid, threads, perSM = "-", "-", "-"
+			grid, threads, perSM, busy, warps = "-", "-", "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
-			grid, threads, perSM, k.Waves,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
+			grid, threads, perSM, k.Waves, busy, warps,
 			float64(k.Bytes)/1e6, float64(k.DRAMBytes)/1e6, float64(k.TensorFlops+k.CUDAFlops)/1e9,
 			k.MemoryMicros, k.ComputeMicros, k.LatencyMicros, k.OverheadMicros, k.Micros, k.Bound)
 	}

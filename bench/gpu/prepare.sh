@@ -37,6 +37,13 @@
 #                           model ranks split reductions below one-kernel forms, and the run
 #                           tests it); superopt then keeps every verified answer, so it verifies
 #                           until the time limit; "" for none (and with MIRAGE_TOP_K=0, none)
+#   MIRAGE_FILL             1 (default, with python3): also emit each workload's best-ranked
+#                           fused candidate (its kernel moving the most bytes, 4 MB or more, is
+#                           graph-defined) whose
+#                           every kernel that moves 4 MB or more fills the GPU (show --estimate's
+#                           fills_gpu: 90% of the SMs busy, 8 warps on each), scanning the first
+#                           MIRAGE_FILL_SCAN (default 400): the model ranks some below kernels
+#                           on fewer SMs, and the run tests it; 0: not
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
@@ -78,7 +85,14 @@ if [ -z "$counters" ]; then
 	if command -v g++ >/dev/null; then counters=1; else counters=0; fi
 fi
 
+fill=${MIRAGE_FILL:-}
+if [ -z "$fill" ]; then
+	if command -v python3 >/dev/null; then fill=1; else fill=0; fi
+fi
+fill_scan=${MIRAGE_FILL_SCAN:-400}
+
 case $top_k in '' | *[!0-9]*) echo "prepare.sh: MIRAGE_TOP_K=$top_k is not a number" >&2; exit 2 ;; esac
+case $fill_scan in '' | *[!0-9]*) echo "prepare.sh: MIRAGE_FILL_SCAN=$fill_scan is not a number" >&2; exit 2 ;; esac
 
 cd "$repo" # so that the manifests name their sources relative to the repository
 
@@ -97,6 +111,26 @@ source_of() {
 		[ -f "$f" ] && { echo "$f"; return 0; }
 	done
 	return 1
+}
+
+# first_filling UGRAPH ARCH N: the index of the first of UGRAPH's N graphs
+# (best first) whose kernel moving the most bytes is graph-defined and
+# moves 4 MB or more, and whose every kernel moving 4 MB or more fills the
+# GPU, by show --estimate --json; nothing when none of the first
+# MIRAGE_FILL_SCAN does.
+first_filling() {
+	local i
+	for ((i = 0; i < $3 && i < fill_scan; i++)); do
+		if "$mirage" show --estimate --json --arch "$2" --candidate "$i" "$1" 2>/dev/null | python3 -c '
+import json, sys
+ks = json.load(sys.stdin)["kernels"]
+top = max(ks, key=lambda k: k["bytes"])
+big = [k for k in ks if k["bytes"] >= 4e6]
+sys.exit(0 if top["code"] == "graph-defined" and top in big and all(k["fills_gpu"] for k in big) else 1)'; then
+			echo "$i"
+			return 0
+		fi
+	done
 }
 
 # json_str S: S as a JSON string (the names here need no more than quotes).
@@ -149,7 +183,7 @@ for arch in $archs; do
 		echo "prepared by bench/gpu/prepare.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		echo "mirage: $("$mirage" version 2>&1 | head -n 1)"
 		echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; superopt --time-limit $time_limit $superopt_flags"
+		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; fill: $fill (scan $fill_scan); superopt --time-limit $time_limit $superopt_flags"
 		echo "workloads: $workloads"
 	} >"$dir/prepare.txt"
 	for w in $workloads; do
@@ -203,6 +237,16 @@ for arch in $archs; do
 				picked="$picked$r "
 			fi
 		done
+		if [ "$fill" = 1 ]; then
+			r=$(first_filling "$ugraph" "$arch" "$n")
+			if [ -z "$r" ]; then
+				printf '  %-24s %s\n' "(fill)" "no fused candidate of the first $fill_scan fills the GPU"
+			else
+				printf '  %-24s %s\n' "(fill)" "$w.c$r: the best-ranked fused candidate that fills the GPU"
+				echo "fill: $w.c$r is the best-ranked fused candidate that fills the GPU" >>"$dir/prepare.txt"
+				[[ $picked == *" $r "* ]] || picked="$picked$r "
+			fi
+		fi
 		for i in $picked; do
 			[ "$i" -lt "$n" ] || continue
 			emit_entry "$dir" "$arch" "$w.c$i" "$w" superopt "$ugraph" "$i" "superopt/$w.json"
