@@ -10,9 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/mirage-go/mirage/internal/gpurun"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -30,17 +30,20 @@ type measuredMeta struct {
 	MeasuredUs float64 `json:"measured_us"`
 }
 
-// measuredRuns are the runs of bench/gpu, a directory a run
-// (bench/gpu/measured.py writes one: GPU-DATE-COMMIT).
-const measuredRuns = "testdata/*"
-
-// measuredData is what the runs measured: by target (the one each
-// document's meta.arch names, which the graphs were emitted for and timed
-// on), by workload.
+// measuredData is what the runs under testdata measured
+// (internal/gpurun): by target (the one each document's meta.arch names,
+// which the graphs were emitted for and timed on), by workload.
 type measuredData map[string]map[string][]measuredGraph
 
 // targets are the data's targets, ordered.
 func (d measuredData) targets() []string { return slices.Sorted(maps.Keys(d)) }
+
+func (d measuredData) add(arch, w string, m measuredGraph) {
+	if d[arch] == nil {
+		d[arch] = map[string][]measuredGraph{}
+	}
+	d[arch][w] = append(d[arch][w], m)
+}
 
 // loadRuns reads the measured graphs of every run, by target and workload:
 // the same card model, the same harness, so that one workload's graphs
@@ -50,32 +53,21 @@ func (d measuredData) targets() []string { return slices.Sorted(maps.Keys(d)) }
 // copy would tie with itself in the ranks and weigh twice in a fit.
 func loadRuns(t *testing.T, withStale bool) measuredData {
 	t.Helper()
-	dirs, err := filepath.Glob(measuredRuns)
+	dirs, err := gpurun.Runs("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs = slices.DeleteFunc(dirs, func(d string) bool {
-		docs, _ := filepath.Glob(filepath.Join(d, "*.measured.ugraph.json"))
-		return len(docs) == 0
-	})
-	if len(dirs) == 0 {
-		t.Fatalf("no measured runs in %s", measuredRuns)
-	}
-	slices.Sort(dirs)
 	out := measuredData{}
 	for _, dir := range dirs {
 		for arch, byWorkload := range loadMeasured(t, dir, withStale) {
-			if out[arch] == nil {
-				out[arch] = map[string][]measuredGraph{}
-			}
 			for w, gs := range byWorkload {
-				have := out[arch]
 				for _, m := range gs {
-					if i := slices.IndexFunc(have[w], func(o measuredGraph) bool { return GraphHash(o.g) == GraphHash(m.g) }); i >= 0 {
-						t.Logf("%s %s: %s measured again as %s: %.2f µs, was %.2f", arch, w, have[w][i].entry, m.entry, m.us, have[w][i].us)
-						have[w] = slices.Delete(have[w], i, i+1)
+					have := out[arch][w]
+					if i := slices.IndexFunc(have, func(o measuredGraph) bool { return GraphHash(o.g) == GraphHash(m.g) }); i >= 0 {
+						t.Logf("%s %s: %s measured again as %s: %.2f µs, was %.2f", arch, w, have[i].entry, m.entry, m.us, have[i].us)
+						out[arch][w] = slices.Delete(have, i, i+1)
 					}
-					have[w] = append(have[w], m)
+					out.add(arch, w, m)
 				}
 			}
 		}
@@ -83,69 +75,36 @@ func loadRuns(t *testing.T, withStale bool) measuredData {
 	return out
 }
 
-// loadMeasured reads every measured graph under dir, by target and
+// loadMeasured reads every measured graph of the run in dir, by target and
 // workload, but the graphs stale.txt lists (unless withStale): the code
 // emitted for them has changed since it was measured (codegen/cuda's
 // TestMeasuredCodeIsCurrent keeps the list), so their times no longer
 // describe it.
 func loadMeasured(t *testing.T, dir string, withStale bool) measuredData {
 	t.Helper()
-	stale := map[string]string{}
-	if data, err := os.ReadFile(filepath.Join(dir, "stale.txt")); err == nil {
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.SplitN(strings.TrimSpace(line), " ", 3); len(f) == 3 && !strings.HasPrefix(f[0], "#") {
-				stale[f[0]+" "+f[1]] = f[2]
-			}
-		}
-	} else if !os.IsNotExist(err) {
+	stale, err := gpurun.Keyed(filepath.Join(dir, "stale.txt"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.measured.ugraph.json"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no measured graphs in %s: %v", dir, err)
+	docs, err := gpurun.Docs(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	out := measuredData{}
-	for _, f := range files {
-		doc, err := kernel.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		arch := measuredArch(t, f, doc)
-		if out[arch] == nil {
-			out[arch] = map[string][]measuredGraph{}
-		}
-		w := strings.TrimSuffix(filepath.Base(f), ".measured.ugraph.json")
-		for i, e := range doc.Graphs {
-			if why, ok := stale[fmt.Sprintf("%s %d", w, i)]; ok && !withStale {
-				t.Logf("%s: %s graph %d left out: %s", filepath.Base(dir), w, i, why)
+	for _, d := range docs {
+		for i, e := range d.File.Graphs {
+			if why, ok := stale[d.Key(i)]; ok && !withStale {
+				t.Logf("%s: %s graph %d left out: %s", filepath.Base(dir), d.Workload, i, why)
 				continue
 			}
 			var m measuredMeta
 			if err := json.Unmarshal(e.Meta, &m); err != nil || m.MeasuredUs <= 0 {
-				t.Fatalf("%s: a graph without meta.measured_us: %v", f, err)
+				t.Fatalf("%s: a graph without meta.measured_us: %v", d.Path, err)
 			}
-			out[arch][w] = append(out[arch][w], measuredGraph{workload: w, entry: m.Entry, g: e.Graph, us: m.MeasuredUs})
+			out.add(d.Arch.Name, d.Workload, measuredGraph{workload: d.Workload, entry: m.Entry, g: e.Graph, us: m.MeasuredUs})
 		}
 	}
 	return out
-}
-
-// measuredArch is the target a measured document's graphs were emitted for
-// and timed on: its meta.arch, which must be a known target.
-func measuredArch(t *testing.T, file string, doc *kernel.File) string {
-	t.Helper()
-	var meta struct {
-		Arch string `json:"arch"`
-	}
-	if len(doc.Meta) > 0 {
-		if err := json.Unmarshal(doc.Meta, &meta); err != nil {
-			t.Fatalf("%s: meta: %v", file, err)
-		}
-	}
-	if _, err := target.Lookup(meta.Arch); err != nil {
-		t.Fatalf("%s: meta.arch: %v", file, err)
-	}
-	return meta.Arch
 }
 
 // calibration is how well estimates follow measurements.

@@ -12,6 +12,7 @@ import (
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/internal/gpurun"
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -42,17 +43,19 @@ func benchPrograms(t *testing.T) []program {
 			ps = append(ps, program{filepath.Base(f), p.Graph})
 		}
 	}
-	docs, err := filepath.Glob("../cost/testdata/*/*.measured.ugraph.json")
-	if err != nil || len(docs) == 0 {
-		t.Fatalf("no measured graphs: %v", err)
+	dirs, err := gpurun.Runs("../cost/testdata")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, d := range docs {
-		f, err := kernel.ReadFile(d)
+	for _, dir := range dirs {
+		docs, err := gpurun.Docs(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, e := range f.Graphs {
-			ps = append(ps, program{fmt.Sprintf("%s/%s#%d", filepath.Base(filepath.Dir(d)), filepath.Base(d), i), e.Graph})
+		for _, d := range docs {
+			for i, e := range d.File.Graphs {
+				ps = append(ps, program{fmt.Sprintf("%s/%s#%d", filepath.Base(dir), filepath.Base(d.Path), i), e.Graph})
+			}
 		}
 	}
 	return ps

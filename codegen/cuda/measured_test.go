@@ -1,9 +1,7 @@
 package cuda
 
 import (
-	"bufio"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,38 +13,30 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/internal/gpurun"
 	"github.com/mirage-go/mirage/templates"
-	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 var recordMeasured = flag.Bool("record-measured", false, "TestMeasuredCodeIsCurrent: record the sums of the measured graphs' code in each run's directory that has none (run it at the commit that was measured)")
 
 // measuredRuns is where the graphs timed on a GPU are, a directory a run
-// (GPU-DATE-COMMIT).
-var measuredRuns = filepath.Join("..", "..", "cost", "testdata", "*")
+// (internal/gpurun).
+var measuredRuns = filepath.Join("..", "..", "cost", "testdata")
 
 // TestMeasuredCodeIsCurrent keeps the cost model's calibration honest: the
 // times in each run's directory of cost/testdata are of the code emitted at
 // the commit that was measured. Its emitted.txt records the sums of each
 // graph's .cu (for the target its document's meta.arch names, under its
-// workload's name), and runtime.txt
-// those of the runtime's code that the .cu runs (the library kernels it
+// workload's name), and runtime.txt those of the runtime's code that the
+// .cu runs (the library kernels it
 // launches, the cuBLASLt section if it calls it: runtimeParts). A change
 // to either that changes a measured graph's code makes its time stale: the
 // graph must then be listed in the directory's stale.txt, which the
 // calibration test leaves out, until a GPU run measures the new code.
 func TestMeasuredCodeIsCurrent(t *testing.T) {
-	dirs, err := filepath.Glob(measuredRuns)
+	dirs, err := gpurun.Runs(measuredRuns)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dirs = slices.DeleteFunc(dirs, func(d string) bool {
-		docs, _ := filepath.Glob(filepath.Join(d, "*.measured.ugraph.json"))
-		return len(docs) == 0
-	})
-	if len(dirs) == 0 {
-		t.Fatalf("no measured runs in %s", measuredRuns)
 	}
 	parts := runtimeParts(templates.Runtime)
 	if len(parts) < 5 || parts["rms_norm_kernel"] == "" {
@@ -60,30 +50,20 @@ func TestMeasuredCodeIsCurrent(t *testing.T) {
 // checkMeasuredCode checks one run's directory: every graph's sums against
 // the recorded ones, and stale.txt against them both ways.
 func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
-	docs, err := filepath.Glob(filepath.Join(dir, "*.measured.ugraph.json"))
-	if err != nil || len(docs) == 0 {
-		t.Fatalf("no measured graphs in %s: %v", dir, err)
+	docs, err := gpurun.Docs(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(docs)
 	var cuSums, rtSums []string // "WORKLOAD INDEX SUM"
 	for _, d := range docs {
-		f, err := kernel.ReadFile(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := strings.TrimSuffix(filepath.Base(d), ".measured.ugraph.json")
-		arch, err := measuredArch(f)
-		if err != nil {
-			t.Fatalf("%s: %v", d, err)
-		}
-		for i, e := range f.Graphs {
-			res, err := Emit(w, e.Graph, Options{Arch: arch})
+		for i, e := range d.File.Graphs {
+			res, err := Emit(d.Workload, e.Graph, Options{Arch: d.Arch})
 			if err != nil {
-				t.Fatalf("%s graph %d: %v", w, i, err)
+				t.Fatalf("%s graph %d: %v", d.Workload, i, err)
 			}
 			cu := res.Files[0].Data
-			cuSums = append(cuSums, fmt.Sprintf("%s %d %x", w, i, sha256.Sum256(cu)))
-			rtSums = append(rtSums, fmt.Sprintf("%s %d %s", w, i, runtimeSum(string(cu), parts)))
+			cuSums = append(cuSums, fmt.Sprintf("%s %x", d.Key(i), sha256.Sum256(cu)))
+			rtSums = append(rtSums, fmt.Sprintf("%s %s", d.Key(i), runtimeSum(string(cu), parts)))
 		}
 	}
 	recorded := map[string]map[string]string{}
@@ -97,12 +77,17 @@ func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 			}
 			t.Logf("recorded %s", path)
 		}
-		recorded[file] = readKeyed(t, path)
+		if recorded[file], err = gpurun.Keyed(path); err != nil {
+			t.Fatal(err)
+		}
 		if len(recorded[file]) == 0 {
 			t.Fatalf("%s records no sums: delete it and run this test with -record-measured at the commit that was measured", path)
 		}
 	}
-	stale := readKeyed(t, filepath.Join(dir, "stale.txt"))
+	stale, err := gpurun.Keyed(filepath.Join(dir, "stale.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	keys := map[string]bool{}
 	for i, l := range cuSums {
 		cu, rt := strings.Fields(l), strings.Fields(rtSums[i])
@@ -128,20 +113,6 @@ func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 			}
 		}
 	}
-}
-
-// measuredArch is the target a measured document's graphs were emitted
-// for and timed on: its meta.arch (bench/gpu/measured.py writes it).
-func measuredArch(f *kernel.File) (target.Arch, error) {
-	var meta struct {
-		Arch string `json:"arch"`
-	}
-	if len(f.Meta) > 0 {
-		if err := json.Unmarshal(f.Meta, &meta); err != nil {
-			return target.Arch{}, fmt.Errorf("meta: %w", err)
-		}
-	}
-	return target.Lookup(meta.Arch)
 }
 
 // runtimeParts cuts the runtime's text into what emitted code runs of it,
@@ -202,32 +173,4 @@ func runtimeSum(cu string, parts map[string]string) string {
 		fmt.Fprintf(h, "%s\n%s\n", name, parts[name])
 	}
 	return fmt.Sprintf("%x", h.Sum(nil))
-}
-
-// readKeyed reads lines "WORKLOAD INDEX REST..." (# starts a comment) into
-// a map from "WORKLOAD INDEX" to the rest; a missing file is empty.
-func readKeyed(t *testing.T, path string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return out
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fs := strings.SplitN(line, " ", 3)
-		if len(fs) < 3 {
-			t.Fatalf("%s: %q: want WORKLOAD INDEX and more", path, line)
-		}
-		out[fs[0]+" "+fs[1]] = fs[2]
-	}
-	return out
 }

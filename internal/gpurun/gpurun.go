@@ -1,0 +1,114 @@
+// Package gpurun reads the runs of bench/gpu that calibrate the cost
+// model: cost/testdata/GPU-DATE-COMMIT, a directory a run, which
+// bench/gpu/measured.py writes. A run holds
+//
+//   - WORKLOAD.measured.ugraph.json: the graphs it timed, each with
+//     meta.measured_us; the document's meta.arch names the target they
+//     were emitted for and timed on;
+//   - emitted.txt and runtime.txt: the sums of the code that was measured
+//     (codegen/cuda's TestMeasuredCodeIsCurrent records and checks them);
+//   - stale.txt: the graphs whose code has changed since, with why.
+//
+// The last three are keyed files: lines "WORKLOAD INDEX REST", # starting
+// a comment.
+package gpurun
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Doc is one measured document of a run.
+type Doc struct {
+	Path     string
+	Workload string      // from the file's name
+	Arch     target.Arch // meta.arch's target
+	File     *kernel.File
+}
+
+// Key is how the keyed files name graph i of the document.
+func (d Doc) Key(i int) string { return fmt.Sprintf("%s %d", d.Workload, i) }
+
+// Runs returns the run directories under root (those holding measured
+// documents), sorted: within a GPU's name, by date.
+func Runs(root string) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "*"))
+	if err != nil {
+		return nil, err
+	}
+	dirs = slices.DeleteFunc(dirs, func(d string) bool {
+		docs, _ := filepath.Glob(filepath.Join(d, "*.measured.ugraph.json"))
+		return len(docs) == 0
+	})
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no measured runs under %s", root)
+	}
+	slices.Sort(dirs)
+	return dirs, nil
+}
+
+// Docs reads the measured documents of the run in dir, by workload name.
+func Docs(dir string) ([]Doc, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.measured.ugraph.json"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no measured graphs in %s (%v)", dir, err)
+	}
+	slices.Sort(files)
+	docs := make([]Doc, 0, len(files))
+	for _, path := range files {
+		f, err := kernel.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		var meta struct {
+			Arch string `json:"arch"`
+		}
+		if len(f.Meta) > 0 {
+			if err := json.Unmarshal(f.Meta, &meta); err != nil {
+				return nil, fmt.Errorf("%s: meta: %w", path, err)
+			}
+		}
+		arch, err := target.Lookup(meta.Arch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: meta.arch: %w", path, err)
+		}
+		w := strings.TrimSuffix(filepath.Base(path), ".measured.ugraph.json")
+		docs = append(docs, Doc{Path: path, Workload: w, Arch: arch, File: f})
+	}
+	return docs, nil
+}
+
+// Keyed reads a keyed file into a map from "WORKLOAD INDEX" to the rest
+// of its line; a missing file is empty.
+func Keyed(path string) (map[string]string, error) {
+	out := map[string]string{}
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fs := strings.SplitN(line, " ", 3)
+		if len(fs) < 3 {
+			return nil, fmt.Errorf("%s: %q: want WORKLOAD INDEX and more", path, line)
+		}
+		out[fs[0]+" "+fs[1]] = fs[2]
+	}
+	return out, sc.Err()
+}
