@@ -126,9 +126,9 @@ func Estimate(g *kernel.Graph, arch target.Arch) (*GraphEstimate, error) {
 	ks := make([]KernelEstimate, len(e.Kernels))
 	for i, k := range e.Kernels {
 		ks[i] = KernelEstimate{Op: k.Op, Kind: k.Name, Code: k.Launch.Code.String(), Grid: k.Grid[:], Threads: k.Threads[:],
-			BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SMsBusy: k.SMsBusy, ResidentWarps: k.ResidentWarps, FillsGPU: k.FillsTheGPU(arch),
-			SmemBytes: k.SmemBytes,
-			Bytes:     k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
+			BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SmemBytes: k.SmemBytes,
+			SMsBusy: k.SMsBusy, ResidentWarps: k.ResidentWarps, FillsGPU: k.FillsTheGPU(arch),
+			Bytes: k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
 			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, LatencyUs: k.LatencyMicros, OverheadUs: k.OverheadMicros,
 			EstimatedUs: k.Micros, Bound: string(k.Bound)}
 	}

@@ -39,11 +39,10 @@
 #                           until the time limit; "" for none (and with MIRAGE_TOP_K=0, none)
 #   MIRAGE_FILL             1 (default, with python3): also emit each workload's best-ranked
 #                           fused candidate (its kernel moving the most bytes, 4 MB or more, is
-#                           graph-defined) whose
-#                           every kernel that moves 4 MB or more fills the GPU (show --estimate's
-#                           fills_gpu: 90% of the SMs busy, 8 warps on each), scanning the first
-#                           MIRAGE_FILL_SCAN (default 400): the model ranks some below kernels
-#                           on fewer SMs, and the run tests it; 0: not
+#                           graph-defined) whose every kernel moving 4 MB or more fills the GPU
+#                           (show --estimate's fills_gpu: 90% of the SMs busy, 8 warps on each),
+#                           scanning the first MIRAGE_FILL_SCAN (default 400): the model ranks
+#                           some below kernels on fewer SMs, and the run tests it; 0: not
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
