@@ -14,14 +14,15 @@
 package gpurun
 
 import (
-	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -86,21 +87,22 @@ func Docs(dir string) ([]Doc, error) {
 	return docs, nil
 }
 
+// keyedLimit bounds a keyed file: a line of sums per measured graph.
+const keyedLimit = 4 << 20
+
 // Keyed reads a keyed file into a map from "WORKLOAD INDEX" to the rest
 // of its line; a missing file is empty.
 func Keyed(path string) (map[string]string, error) {
 	out := map[string]string{}
-	f, err := os.Open(path)
-	if os.IsNotExist(err) {
+	data, err := boundedread.ReadFile(path, keyedLimit)
+	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -110,5 +112,5 @@ func Keyed(path string) (map[string]string, error) {
 		}
 		out[fs[0]+" "+fs[1]] = fs[2]
 	}
-	return out, sc.Err()
+	return out, nil
 }
