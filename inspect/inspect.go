@@ -85,7 +85,9 @@ type KernelEstimate struct {
 	Grid        []int  `json:"grid"`
 	Threads     []int  `json:"threads"`
 	BlocksPerSM int    `json:"blocks_per_sm,omitempty"`
-	Waves       int    `json:"waves"`
+	// Stages is the depth of the kernel's cp.async pipeline (1: none).
+	Stages int `json:"stages"`
+	Waves  int `json:"waves"`
 	// SMsBusy and ResidentWarps: the SMs the first wave holds blocks on,
 	// and the warps resident on the busiest (cost.Kernel; 0 for a vendor
 	// call); FillsGPU: cost.Kernel.FillsTheGPU.
@@ -126,7 +128,7 @@ func Estimate(g *kernel.Graph, arch target.Arch) (*GraphEstimate, error) {
 	ks := make([]KernelEstimate, len(e.Kernels))
 	for i, k := range e.Kernels {
 		ks[i] = KernelEstimate{Op: k.Op, Kind: k.Name, Code: k.Launch.Code.String(), Grid: k.Grid[:], Threads: k.Threads[:],
-			BlocksPerSM: k.BlocksPerSM, Waves: k.Waves, SmemBytes: k.SmemBytes,
+			BlocksPerSM: k.BlocksPerSM, Stages: k.Launch.Stages, Waves: k.Waves, SmemBytes: k.SmemBytes,
 			SMsBusy: k.SMsBusy, ResidentWarps: k.ResidentWarps, FillsGPU: k.FillsTheGPU(arch),
 			Bytes: k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
 			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, LatencyUs: k.LatencyMicros, OverheadUs: k.OverheadMicros,
@@ -143,15 +145,16 @@ func WriteEstimate(w io.Writer, g *kernel.Graph, arch target.Arch) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "op	kind	code	grid	threads	blocks/SM	waves	SMs busy	warps/SM	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
+	fmt.Fprintln(tw, "op	kind	code	grid	threads	stages	blocks/SM	waves	SMs busy	warps/SM	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
 	for _, k := range e.Kernels {
 		grid, threads, perSM := fmt.Sprintf("%dx%dx%d", k.Grid[0], k.Grid[1], k.Grid[2]), fmt.Sprint(k.Threads.Count()), fmt.Sprint(k.BlocksPerSM)
+		stages := fmt.Sprint(k.Launch.Stages)
 		busy, warps := fmt.Sprintf("%d/%d", k.SMsBusy, arch.SMs), fmt.Sprint(k.ResidentWarps)
 		if k.Launch.Code.Vendor() { // the library's own launches
-			grid, threads, perSM, busy, warps = "-", "-", "-", "-", "-"
+			grid, threads, stages, perSM, busy, warps = "-", "-", "-", "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
-			grid, threads, perSM, k.Waves, busy, warps,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
+			grid, threads, stages, perSM, k.Waves, busy, warps,
 			float64(k.Bytes)/1e6, float64(k.DRAMBytes)/1e6, float64(k.TensorFlops+k.CUDAFlops)/1e9,
 			k.MemoryMicros, k.ComputeMicros, k.LatencyMicros, k.OverheadMicros, k.Micros, k.Bound)
 	}

@@ -57,9 +57,12 @@ type Config struct {
 	// the best-ranked candidates' kernels get the one the cost model ranks
 	// best (sizeAll).
 	Threads []block.Dim3
-	IMaps   []block.Map
-	OMaps   []block.Map
-	FMaps   []int // -1 (no for-loop dim) or a dim
+	// Stages are the pipeline depths (block.Graph.Stages) a graph-defined
+	// kernel may have, 0 (the plan's default) first; chosen like Threads.
+	Stages []int
+	IMaps  []block.Map
+	OMaps  []block.Map
+	FMaps  []int // -1 (no for-loop dim) or a dim
 	// FRanges are the for-loop ranges (> 1) tried; 1 is used exactly when
 	// no input is walked. Complete adds the ranges the program's shapes
 	// call for, unless the program fixed the list (Restrict).
@@ -171,6 +174,13 @@ func NamedConfig(name string) (Config, error) {
 	return c, nil
 }
 
+// defaultStages are the pipeline depths the cost model chooses among: the
+// plan's default (the deepest of thread.DefaultStages that fits); the
+// shallower 2 and 3 (Mirage tunes 2, 3 and 4 on Hopper), whose smaller
+// footprint lets more blocks share an SM; and 6, more tiles in flight for
+// a kernel of few warps that waits on memory.
+var defaultStages = []int{0, 2, 3, 6}
+
 // Restrictions are candidate lists that replace a configuration's: what a
 // program passes to superoptimize (Mirage's griddims, blockdims, imaps,
 // omaps, fmaps, franges). A nil list leaves the configuration's.
@@ -233,6 +243,7 @@ func restrict[T any](list *[]T, r []T) {
 //     enumeration builds every block graph with the first; the others
 //     compute the same, and the cost model picks among them for the
 //     best-ranked complete candidates and the seeds (sizeAll).
+//   - Stages: defaultStages, chosen the same way.
 func (c *Config) Complete(program *kernel.Graph) {
 	for _, op := range program.Ops {
 		c.KernelOps = addOp(c.KernelOps, kernelChoice(op))
@@ -256,6 +267,9 @@ func (c *Config) Complete(program *kernel.Graph) {
 	}
 	if len(c.Threads) == 0 {
 		c.Threads = []block.Dim3{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}}
+	}
+	if len(c.Stages) == 0 {
+		c.Stages = slices.Clone(defaultStages)
 	}
 	zMaps := c.MaxCustomized > 1 && rank >= 3 // for (batch, 16, 4)
 	if len(c.IMaps) == 0 {

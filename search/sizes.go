@@ -1,28 +1,35 @@
 package search
 
 import (
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 	"golang.org/x/sync/errgroup"
 )
 
-// sizeGain is how much faster, by the estimate, another block size must
-// make a candidate to be chosen over the size it was built with: the model
-// is fitted to four-warp blocks, and a gain within its noise is no reason
-// to leave them.
+// sizeGain is how much faster, by the estimate, another block size or
+// pipeline depth must make a candidate to be chosen over the one it was
+// built with: the model is fitted to four-warp blocks of the deepest
+// pipeline that fits, and a gain within its noise is no reason to leave
+// them.
 const sizeGain = 0.02
 
 // blockSizes gives each graph-defined kernel of g the block size, among
-// the configuration's Threads, that the cost model estimates fastest (a
-// size that gains less than sizeGain of the candidate's time keeps the one
-// before), and returns the graph, a copy where a size changed, with its
-// estimate; built is g's estimate as given. The size does not change what
-// a kernel computes, only how many warps share its tiles, so the
-// enumeration builds every block graph with the first size and the choice
-// is made here, once per candidate: since a graph's estimate is the sum of
-// its kernels', each kernel's size is chosen alone.
+// the configuration's Threads, and the pipeline depth, among its Stages,
+// that the cost model estimates fastest together (a choice that gains less
+// than sizeGain of the candidate's time keeps the one before), and returns
+// the graph, a copy where a choice changed, with its estimate; built is
+// g's estimate as given. Neither changes what a kernel computes, only how
+// many warps share its tiles and how many tiles each input keeps in
+// flight (and so how many blocks an SM holds), so the enumeration builds
+// every block graph with the first of each and the choice is made here,
+// once per candidate: since a graph's estimate is the sum of its
+// kernels', each kernel's choice is made alone. The two are chosen
+// together because they trade against each other: more warps hide
+// latency as a deeper pipeline does, and a shallower one makes room for
+// more blocks.
 func (s *searcher) blockSizes(g *kernel.Graph, built Estimate) (*kernel.Graph, Estimate) {
 	best := built
-	if len(s.cfg.Threads) < 2 {
+	if max(len(s.cfg.Threads), 1)*max(len(s.cfg.Stages), 1) < 2 {
 		return g, best
 	}
 	for i := range g.Ops {
@@ -30,20 +37,31 @@ func (s *searcher) blockSizes(g *kernel.Graph, built Estimate) (*kernel.Graph, E
 		if b == nil {
 			continue
 		}
-		for _, th := range s.cfg.Threads {
-			if th == b.Threads {
-				continue
-			}
-			sized := *b
-			sized.Threads = th
-			try := g.Clone()
-			try.Ops[i].Block = &sized
-			e, err := s.opts.Estimate(try)
-			if err != nil || e.Micros > best.Micros*(1-sizeGain) {
-				continue // does not fit, or not enough faster
-			}
-			g, best, b = try, e, &sized
+		threads, stages := s.cfg.Threads, s.cfg.Stages
+		if len(threads) == 0 {
+			threads = []block.Dim3{b.Threads}
 		}
+		if len(stages) == 0 {
+			stages = []int{b.Stages}
+		}
+		chosen, bar := g, best.Micros*(1-sizeGain)
+		for _, th := range threads {
+			for _, st := range stages {
+				if th == b.Threads && st == b.Stages {
+					continue
+				}
+				sized := *b
+				sized.Threads, sized.Stages = th, st
+				try := g.Clone()
+				try.Ops[i].Block = &sized
+				e, err := s.opts.Estimate(try)
+				if err != nil || e.Micros > bar || chosen != g && e.Micros >= best.Micros {
+					continue // does not fit, not enough faster, or not the fastest yet
+				}
+				chosen, best = try, e
+			}
+		}
+		g = chosen
 	}
 	return g, best
 }

@@ -104,6 +104,91 @@ func TestBlockSizes(t *testing.T) {
 	}
 }
 
+// stagesOf lists the pipeline depths of g's graph-defined kernels.
+func stagesOf(g *kernel.Graph) []int {
+	var s []int
+	for _, op := range g.Ops {
+		if op.Block != nil {
+			s = append(s, op.Block.Stages)
+		}
+	}
+	return s
+}
+
+// The pipeline depth is chosen with the block size, kernel by kernel,
+// where the pair gains sizeGain.
+func TestPipelineDepths(t *testing.T) {
+	p, err := frontend.LoadFile(filepath.Join("..", "examples", "gqa_mugraph.py"), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Graph // two kernels: grid (2, 16, 1), then (2, 4, 1)
+	first := func(b *block.Graph) bool { return b.Grid[1] == 16 }
+	for _, c := range []struct {
+		name   string
+		stages []int
+		// price of one kernel; false: it does not fit
+		price func(b *block.Graph) (float64, bool)
+		want  []int
+		sizes []block.Dim3
+		us    float64
+	}{
+		{"the first kernel shallower, the second as built", []int{0, 2, 3}, func(b *block.Graph) (float64, bool) {
+			if first(b) {
+				return map[int]float64{0: 10, 2: 6, 3: 8}[b.Stages], true
+			}
+			return map[int]float64{0: 5, 2: 7, 3: 5.05}[b.Stages], true // 3 gains under sizeGain
+		}, []int{2, 0}, []block.Dim3{threads128, threads128}, 11},
+		{"a depth that does not fit is passed over", []int{0, 2, 6}, func(b *block.Graph) (float64, bool) {
+			return map[int]float64{0: 10, 2: 9, 6: 1}[b.Stages], b.Stages != 6
+		}, []int{2, 2}, []block.Dim3{threads128, threads128}, 18},
+		{"size and depth chosen together", []int{0, 3}, func(b *block.Graph) (float64, bool) {
+			if b.Threads == threads256 && b.Stages == 3 {
+				return 4, true // neither alone gains
+			}
+			return 10, true
+		}, []int{3, 3}, []block.Dim3{threads256, threads256}, 8},
+		{"one depth: nothing to choose", []int{0}, func(b *block.Graph) (float64, bool) {
+			return 10 - float64(b.Stages), true
+		}, []int{0, 0}, []block.Dim3{threads128, threads128}, 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			estimate := func(g *kernel.Graph) (Estimate, error) {
+				var us float64
+				for _, op := range g.Ops {
+					if op.Block == nil {
+						continue
+					}
+					p, ok := c.price(op.Block)
+					if !ok {
+						return Estimate{}, errors.New("does not fit")
+					}
+					us += p
+				}
+				return Estimate{Micros: us}, nil
+			}
+			s := &searcher{cfg: Config{Threads: []block.Dim3{threads128, threads256}, Stages: c.stages}, opts: Options{Estimate: estimate}}
+			built, err := estimate(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, e := s.blockSizes(g, built)
+			if st := stagesOf(got); !slices.Equal(st, c.want) {
+				t.Errorf("stages %v, want %v", st, c.want)
+			}
+			if sizes := sizesOf(got); !slices.Equal(sizes, c.sizes) {
+				t.Errorf("sizes %v, want %v", sizes, c.sizes)
+			}
+			if e.Micros != c.us {
+				t.Errorf("estimate %v µs, want %v", e.Micros, c.us)
+			}
+			if st := stagesOf(g); !slices.Equal(st, []int{0, 0}) {
+				t.Errorf("the graph given changed: %v (block graphs are shared)", st)
+			}
+		})
+	}
+}
+
 // A search's candidates carry the sizes the cost model chose, within the
 // program's own blockdims when it gives them, and the estimate of the
 // graph as returned.

@@ -85,6 +85,12 @@ type Graph struct {
 	Threads       Dim3 // threads per block (Mirage's block_dim)
 	ForloopRange  int  // F: iterations of the for-loop
 	ReductionDimx int  // d of reduction_to_dimx and the sum_todimx accumulator
+	// Stages is the most buffers the cp.async pipeline may give an input
+	// tile the for-loop walks: a choice of how the block runs, not of
+	// what it computes (shallower pipelines take less shared memory, so
+	// more blocks fit an SM). 0 leaves it to the thread plan's default;
+	// see SetStages.
+	Stages int
 
 	Tensors []Tensor
 	Ops     []Op
@@ -134,6 +140,21 @@ func (g *Graph) Reset(grid, threads Dim3, forloopRange, reductionDimx int) error
 	}
 	*g = Graph{Grid: grid, Threads: threads, ForloopRange: forloopRange, ReductionDimx: reductionDimx,
 		Tensors: g.Tensors[:0], Ops: g.Ops[:0]}
+	return nil
+}
+
+// MaxStages bounds Graph.Stages: deeper pipelines than this hold more
+// bytes in flight than any SM needs to cover its memory latency.
+const MaxStages = 8
+
+// SetStages sets the pipeline depth g's kernel may use (0: the plan's
+// default). Like the launch parameters, it must be set before g is
+// attached to a kernel graph.
+func (g *Graph) SetStages(n int) error {
+	if n < 0 || n > MaxStages {
+		return fmt.Errorf("stages %d, want 0 (the default) to %d", n, MaxStages)
+	}
+	g.Stages = n
 	return nil
 }
 

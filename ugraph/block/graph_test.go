@@ -1,6 +1,7 @@
 package block
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,6 +46,32 @@ func TestNewChecksLaunchParameters(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("New(%v, %v, %d, %d): err = %v, want %q", tt.grid, tt.threads, tt.f, tt.dimx, err, tt.err)
 		}
+	}
+}
+
+// The pipeline depth is 0 (the plan's) to MaxStages, set alone or read
+// back by Validate.
+func TestStages(t *testing.T) {
+	g := newGraph(t, Dim3{4, 1, 1}, 8)
+	for _, n := range []int{-1, MaxStages + 1} {
+		if err := g.SetStages(n); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("stages %d, want 0 (the default) to %d", n, MaxStages)) {
+			t.Errorf("SetStages(%d): err = %v", n, err)
+		}
+	}
+	if g.Stages != 0 {
+		t.Errorf("a refused depth was kept: %d", g.Stages)
+	}
+	for _, n := range []int{0, 1, MaxStages} {
+		if err := g.SetStages(n); err != nil || g.Stages != n {
+			t.Errorf("SetStages(%d): %v, stages %d", n, err, g.Stages)
+		}
+		if err := Validate(g); err != nil {
+			t.Errorf("Validate with %d stages: %v", n, err)
+		}
+	}
+	g.Stages = MaxStages + 1 // set by hand, past SetStages
+	if err := Validate(g); err == nil || !strings.Contains(err.Error(), "stages 9") {
+		t.Errorf("Validate with %d stages: err = %v", g.Stages, err)
 	}
 }
 

@@ -12,9 +12,20 @@ func Hash(g *Graph) uint64 {
 	s.Field(hashNames.Threads, hashInts(g.Threads))
 	s.Field(hashNames.ForloopRange, structhash.Int(g.ForloopRange))
 	s.Field(hashNames.ReductionDimx, structhash.Int(g.ReductionDimx))
+	if g.Stages != 0 {
+		// Only when set, so that graphs that leave the depth to the plan
+		// keep the hashes recorded before the field existed.
+		s.Field(hashNames.Stages, structhash.Int(g.Stages))
+	}
 	s.Field(hashNames.Tensors, structhash.Slice(len(g.Tensors), func(i int) uint64 { return hashTensor(g.Tensors[i]) }))
 	s.Field(hashNames.Ops, structhash.Slice(len(g.Ops), func(i int) uint64 { return hashOp(&g.Ops[i]) }))
 	return s.Sum()
+}
+
+// HashInclude is hashstructure's Includable: it leaves out a Stages of 0,
+// as Hash does, so that hashstructure's hash of a graph stays Hash's.
+func (g Graph) HashInclude(field string, _ any) (bool, error) {
+	return field != "Stages" || g.Stages != 0, nil
 }
 
 // hashInts hashes a Dim3 or a Map.
@@ -53,12 +64,14 @@ func hashOp(op *Op) uint64 {
 // hashNames are the hashes of the type and field names Hash walks.
 var hashNames = struct {
 	Graph, Grid, Threads, ForloopRange, ReductionDimx, Tensors, Ops uint64
+	Stages                                                          uint64
 	Tensor, Shape, DType, PostLoop                                  uint64
 	Op, Kind, In, Out, Attr, Input, Output                          uint64
 	InputOp, DShape, IMap, FMap, OutputOp, OMap                     uint64
 }{
 	structhash.String("Graph"), structhash.String("Grid"), structhash.String("Threads"), structhash.String("ForloopRange"),
 	structhash.String("ReductionDimx"), structhash.String("Tensors"), structhash.String("Ops"),
+	structhash.String("Stages"),
 	structhash.String("Tensor"), structhash.String("Shape"), structhash.String("DType"), structhash.String("PostLoop"),
 	structhash.String("Op"), structhash.String("Kind"), structhash.String("In"), structhash.String("Out"),
 	structhash.String("Attr"), structhash.String("Input"), structhash.String("Output"),

@@ -14,6 +14,7 @@ type graphJSON struct {
 	BlockDim      Dim3     `json:"block_dim"`
 	ForloopRange  int      `json:"forloop_range"`
 	ReductionDimx int      `json:"reduction_dimx"`
+	Stages        int      `json:"stages,omitempty"`
 	Ops           []opJSON `json:"ops"`
 }
 
@@ -47,6 +48,8 @@ type opJSON struct {
 // an output op its "omap" and the derived device "shape"; any other op its
 // attributes (those its kind uses, all required) and the derived tile
 // "shape". Derived shapes are optional on reading and must match when given.
+// "stages", the pipeline depth the kernel may use (Graph.Stages), is
+// written only when set and read as 0 when absent.
 //
 // g must have been built with the builders; MarshalJSON checks only what
 // it needs to write it faithfully (tiles numbered in order, operands
@@ -54,7 +57,7 @@ type opJSON struct {
 func (g *Graph) MarshalJSON() ([]byte, error) {
 	j := graphJSON{
 		Grid: g.Grid, BlockDim: g.Threads, ForloopRange: g.ForloopRange, ReductionDimx: g.ReductionDimx,
-		Ops: make([]opJSON, len(g.Ops)),
+		Stages: g.Stages, Ops: make([]opJSON, len(g.Ops)),
 	}
 	next := TensorID(0) // the id the next tile gets when the JSON is read
 	for i := range g.Ops {
@@ -149,6 +152,12 @@ func decodeGraph(data []byte) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	stages := 0
+	if o.Has("stages") {
+		if stages, err = o.Int("stages"); err != nil {
+			return nil, err
+		}
+	}
 	ops, err := o.Array("ops")
 	if err != nil {
 		return nil, err
@@ -159,6 +168,9 @@ func decodeGraph(data []byte) (*Graph, error) {
 	g, err := New(grid, threads, f, dimx)
 	if err != nil {
 		return nil, err
+	}
+	if err := g.SetStages(stages); err != nil {
+		return nil, fmt.Errorf("field \"stages\": %w", err)
 	}
 	for i, raw := range ops {
 		if k, err := g.decodeOp(raw); err != nil {

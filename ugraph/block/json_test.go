@@ -58,6 +58,20 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatalf("decoded %+v\nwant %+v", got, *b)
 	}
 
+	// A pipeline depth, written only when set, round-trips too.
+	if err := b.SetStages(2); err != nil {
+		t.Fatal(err)
+	}
+	staged := strings.Replace(want, `"reduction_dimx":64,`, `"reduction_dimx":64,"stages":2,`, 1)
+	if data, err := json.Marshal(b); err != nil || string(data) != staged {
+		t.Fatalf("json.Marshal with 2 stages: %s, %v\nwant:\n%s", data, err, staged)
+	}
+	got = block.Graph{}
+	if err := json.Unmarshal([]byte(staged), &got); err != nil || !reflect.DeepEqual(&got, b) {
+		t.Fatalf("decoded %+v, %v\nwant %+v", got, err, *b)
+	}
+	b.Stages = 0
+
 	var doc struct {
 		Kernel *block.Graph `json:"kernel"`
 	}
@@ -80,6 +94,9 @@ func TestUnmarshalJSONErrors(t *testing.T) {
 		{strings.Replace(want, `"tile":[64,64]`, `"tile":[64,64],"tile":[64,64]`, 1), `op 1: duplicate field "tile"`},
 		{strings.Replace(want, `"forloop_range":64`, `"forloop_range":0`, 1), "forloop_range 0, want 1 to 1073741824"},
 		{strings.Replace(want, `"reduction_dimx":64,`, ``, 1), `missing field "reduction_dimx"`},
+		{strings.Replace(want, `"reduction_dimx":64,`, `"reduction_dimx":64,"stages":9,`, 1), `field "stages": stages 9, want 0 (the default) to 8`},
+		{strings.Replace(want, `"reduction_dimx":64,`, `"reduction_dimx":64,"stages":-1,`, 1), `field "stages": stages -1`},
+		{strings.Replace(want, `"reduction_dimx":64,`, `"reduction_dimx":64,"stages":2.5,`, 1), `field "stages"`},
 		{strings.Replace(want, `{"op":"matmul"`, `{"op":"customized"`, 1), `op 2: op "customized" is not allowed in a threadblock graph`},
 		{strings.Replace(want, `"fmap":0`, `"fmap":0,"omap":[1,-1,-1]`, 1), `op 1 (input): unknown field "omap"`},
 	}
@@ -133,7 +150,7 @@ func TestUnmarshalJSONMalformed(t *testing.T) {
 // survives MarshalJSON and UnmarshalJSON unchanged.
 func FuzzUnmarshalJSON(f *testing.F) {
 	f.Add([]byte(want))
-	f.Add([]byte(`{"grid": [2, 1, 1], "block_dim": [32, 1, 1], "forloop_range": 2, "reduction_dimx": 4, "ops": [` +
+	f.Add([]byte(`{"grid": [2, 1, 1], "block_dim": [32, 1, 1], "forloop_range": 2, "reduction_dimx": 4, "stages": 3, "ops": [` +
 		`{"op": "input", "shape": [4, 8], "dtype": "bfloat16", "imap": [0, -1, -1], "fmap": 1},` +
 		`{"op": "clamp", "in": [0], "min": -1, "max": 0.5}, {"op": "forloop_accum", "in": [1], "accum": "sum_todimx"},` +
 		`{"op": "output", "in": [2], "omap": [0, -1, -1]}]}`))

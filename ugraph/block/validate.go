@@ -17,6 +17,9 @@ func Validate(b *Graph) error {
 	if err != nil {
 		return err
 	}
+	if err := r.SetStages(b.Stages); err != nil {
+		return err
+	}
 	for i := range b.Ops {
 		op := &b.Ops[i]
 		switch {

@@ -78,7 +78,7 @@ func (d *dotWriter) cluster(g *Graph, i int, op *Op) {
 	d.line(fmt.Sprintf("  subgraph cluster_k%d {", i))
 	d.line("    label=" + dotLabel(kernelCall(op),
 		fmt.Sprintf("grid %v, block_dim %v", b.Grid, b.Threads),
-		fmt.Sprintf("forloop_range %d, reduction_dimx %d", b.ForloopRange, b.ReductionDimx)) + ";")
+		fmt.Sprintf("forloop_range %d, reduction_dimx %d%s", b.ForloopRange, b.ReductionDimx, stagesNote(b))) + ";")
 	tileSrc := map[block.TensorID]string{} // tile -> node that produces it
 	var ins, outs []string                 // nodes of the input and output ops, in order
 	for j := range b.Ops {

@@ -41,11 +41,19 @@ func Fprint(w io.Writer, g *Graph) error {
 	return err
 }
 
+// stagesNote names a block graph's pipeline depth where it sets one.
+func stagesNote(b *block.Graph) string {
+	if b.Stages == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", stages %d", b.Stages)
+}
+
 func printBlock(t *table, group int, op *Op) {
 	b := op.Block
 	const indent = "    "
-	t.text(fmt.Sprintf("%sgrid %v, block_dim %v, forloop_range %d, reduction_dimx %d",
-		indent, b.Grid, b.Threads, b.ForloopRange, b.ReductionDimx))
+	t.text(fmt.Sprintf("%sgrid %v, block_dim %v, forloop_range %d, reduction_dimx %d%s",
+		indent, b.Grid, b.Threads, b.ForloopRange, b.ReductionDimx, stagesNote(b)))
 	for i := range b.Ops {
 		bop := &b.Ops[i]
 		call := blockCall(op, bop)

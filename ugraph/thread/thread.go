@@ -11,9 +11,11 @@ import (
 
 // Options tune a plan. The zero value asks for the defaults.
 type Options struct {
-	// Stages is the most buffers an input tile the for-loop walks gets (the
-	// depth of the cp.async pipeline); 0 means DefaultStages. A graph with
-	// F iterations uses at most F.
+	// Stages bounds the buffers an input tile the for-loop walks gets (the
+	// depth of the cp.async pipeline); 0 means no bound but the graph's.
+	// A graph gets at most its own depth (block.Graph.Stages), or
+	// DefaultStages where it sets none, and one with F iterations at
+	// most F.
 	Stages int
 	// RegFloats bounds the fp32 registers per thread that accumulators
 	// held across the for-loop may take (mma tiles, then lane partials),
@@ -270,9 +272,14 @@ var ErrNoOutput = errors.New("thread: the block graph has no output op")
 // built by the block builders (so it is valid) and does not modify it. The
 // result depends only on g, arch and opts.
 func Derive(g *block.Graph, arch target.Arch, opts Options) (*Graph, error) {
-	if opts.Stages <= 0 {
-		opts.Stages = DefaultStages
+	stages := DefaultStages
+	if g.Stages > 0 {
+		stages = g.Stages
 	}
+	if opts.Stages > 0 {
+		stages = min(stages, opts.Stages)
+	}
+	opts.Stages = stages
 	if opts.RegFloats <= 0 {
 		opts.RegFloats = DefaultRegFloats
 	}

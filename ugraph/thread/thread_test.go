@@ -141,6 +141,12 @@ func TestSmemBytes(t *testing.T) {
 		// buffers each, and the 16 fp32 rms sums.
 		{"rmsnorm_matmul", rmsnormMatmul, Options{}, sm90, 4, 4*(16*72*2) + 4*(64*72*2) + 128},
 		{"rmsnorm_matmul 2 stages", rmsnormMatmul, Options{Stages: 2}, sm90, 2, 2*(16*72*2) + 2*(64*72*2) + 128},
+		// A graph's own depth replaces the default, deeper or shallower,
+		// and Options still bound it.
+		{"rmsnorm_matmul, the graph's 3 stages", withStages(rmsnormMatmul, 3), Options{}, sm90, 3, 3*(16*72*2) + 3*(64*72*2) + 128},
+		{"rmsnorm_matmul, the graph's 6 stages", withStages(rmsnormMatmul, 6), Options{}, sm90, 6, 6*(16*72*2) + 6*(64*72*2) + 128},
+		{"rmsnorm_matmul, the graph's 6 stages under 2", withStages(rmsnormMatmul, 6), Options{Stages: 2}, sm90, 2, 2*(16*72*2) + 2*(64*72*2) + 128},
+		{"gqa kernel 1, the graph's 3 stages, tight limit", withStages(gqa1, 3), Options{}, smemLimit(120000), 2, 256*72*2 + 2*2*(64*72*2) + 256*4 + 256*72*2},
 		// X has 8 rows padded to 16 for mma; A2 (8x64 fp32) reuses the
 		// input buffers after the loop.
 		{"gated_mlp", gatedMLP, Options{}, sm90, 4, 4*(16*72*2) + 2*4*(64*72*2)},
@@ -163,6 +169,17 @@ func TestSmemBytes(t *testing.T) {
 	var se *SmemError
 	if !errors.As(err, &se) || se.Limit != 48<<10 || se.Bytes != 256*72*2+2*(64*72*2)+256*4+256*72*2 {
 		t.Errorf("gqa kernel 1 under 48 KiB: error %v, want a *SmemError with the 1-stage bytes", err)
+	}
+}
+
+// withStages builds a graph with build and sets its pipeline depth.
+func withStages(build func(testing.TB) *block.Graph, n int) func(testing.TB) *block.Graph {
+	return func(t testing.TB) *block.Graph {
+		b := build(t)
+		if err := b.SetStages(n); err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
 }
 
