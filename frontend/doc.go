@@ -40,7 +40,7 @@
 //	graph.mark_output(A, strides=None)
 //	graph.matmul(A, B)  graph.reduction(A, dim)  graph.rms_norm(A, normalized_shape)
 //	graph.exp(A) square sqrt silu gelu relu log tanh sigmoid  graph.clamp(A, min_val, max_val)
-//	graph.mul_scalar(A, scalar)  graph.add(A, B) mul div pow
+//	graph.mul_scalar(A, scalar)  graph.add(A, B) sub mul div pow
 //	graph.customized(inputs, bgraph) -> [outputs]
 //	graph.superoptimize(config=None, griddims=None, blockdims=None, imaps=None,
 //	                    omaps=None, fmaps=None, franges=None, ...) -> inert

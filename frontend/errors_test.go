@@ -159,7 +159,7 @@ var errorCases = []struct {
 	{"too many arguments", withHeader("Y = g.exp(X, W)"), false, 5, "exp: got 2 arguments, want at most 1"},
 	{"unknown keyword", withHeader("Y = g.reduction(X, axis=1)"), false, 5, `reduction: unexpected keyword argument "axis"`},
 	{"unknown method", withHeader("Y = g.softmax(X)"), false, 5, "kernel_graph has no .softmax field or method"},
-	{"kernel sub", withHeader("Y = g.sub(X, X)"), false, 5, "kernel_graph has no .sub field or method"},
+	{"kernel concat", withHeader("Y = g.concat(X, X, dim=1)"), false, 5, "kernel_graph has no .concat field or method"},
 	{"clamp type", withHeader("Y = g.clamp(X, 0, 'max')"), false, 5, "clamp: for parameter max_val: got string, want float"},
 	{"non-finite scalar", withHeader("Y = g.mul_scalar(X, float('nan'))"), false, 5, "mul_scalar: for parameter scalar: got nan, want a finite number"},
 	{"missing forloop_range", src("import mirage as mi", "tb = mi.new_threadblock_graph(grid_dim=(1, 1, 1))"), false, 2,

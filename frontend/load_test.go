@@ -478,7 +478,7 @@ func TestOpMethods(t *testing.T) {
 	var kg kgraph
 	var tb tbgraph
 	for _, name := range []string{"matmul", "exp", "square", "sqrt", "silu", "gelu", "relu", "log", "clamp",
-		"mul_scalar", "add", "mul", "div", "pow", "reduction", "rms_norm", "new_input", "mark_output", "customized", "superoptimize"} {
+		"mul_scalar", "add", "sub", "mul", "div", "pow", "reduction", "rms_norm", "new_input", "mark_output", "customized", "superoptimize"} {
 		if v, _ := kg.Attr(name); v == nil {
 			t.Errorf("kernel graph has no method %s", name)
 		}

@@ -51,6 +51,7 @@ var fuzzOps = []struct {
 	{ugraph.OpMatmul, ugraph.Attr{}},
 	{ugraph.OpReduction, ugraph.Attr{Dim: 1}}, {ugraph.OpReduction, ugraph.Attr{Dim: 2}},
 	{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}}, {ugraph.OpRMSNorm, ugraph.Attr{Dim: 2}},
+	{ugraph.OpSub, ugraph.Attr{}},
 }
 
 // programFrom reads data as: the number of inputs (1 to 3), each input's

@@ -55,6 +55,13 @@ S = g.reduction(g.square(X), 1)
 R = g.sqrt(g.mul_scalar(S, 0.0078125))
 g.mark_output(g.div(X, R))
 `, []string{"rows"}},
+	{"a LayerNorm written out with sub", `
+X = g.new_input(dims=(8, 256), dtype=mi.bfloat16)
+G = g.new_input(dims=(1, 256), dtype=mi.bfloat16)
+C = g.sub(X, g.mul_scalar(g.reduction(X, 1), 0.00390625))
+V = g.mul_scalar(g.reduction(g.mul(C, C), 1), 0.00390625)
+g.mark_output(g.mul(g.div(C, g.sqrt(V)), G))
+`, []string{"rows"}},
 	{"rank 3 rows", `
 X = g.new_input(dims=(4, 8, 128), dtype=mi.float16)
 B = g.new_input(dims=(1, 8, 128), dtype=mi.float16)

@@ -184,7 +184,7 @@ var opTable = [numOpKinds]OpInfo{
 
 	OpAdd: {Name: "add", Class: ClassBinary, Arity: 2, Levels: levelBoth, Commutative: true,
 		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x + y }), Runtime: "op_add", Flops: 1, Expr: ExprAdd}},
-	OpSub: {Name: "sub", Class: ClassBinary, Arity: 2, Levels: LevelBlock,
+	OpSub: {Name: "sub", Class: ClassBinary, Arity: 2, Levels: levelBoth,
 		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x - y }), Runtime: "op_sub", Flops: 1, Expr: ExprAdd}},
 	OpMul: {Name: "mul", Class: ClassBinary, Arity: 2, Levels: levelBoth, Commutative: true,
 		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x * y }), Runtime: "op_mul", Flops: 1, Expr: ExprMul}},

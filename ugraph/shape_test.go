@@ -192,8 +192,11 @@ func TestOpTable(t *testing.T) {
 			t.Errorf("%v does not propagate NaN", k)
 		}
 	}
-	if OpSub.AllowedAt(LevelKernel) || !OpSub.AllowedAt(LevelBlock) {
-		t.Error("sub is a threadblock-only op")
+	if OpConcat.AllowedAt(LevelKernel) || !OpConcat.AllowedAt(LevelBlock) {
+		t.Error("concat is a threadblock-only op")
+	}
+	if !OpSub.AllowedAt(LevelKernel) || !OpSub.AllowedAt(LevelBlock) {
+		t.Error("sub is an op of both levels (a hand-written LayerNorm subtracts the mean)")
 	}
 	if OpCustomized.AllowedAt(LevelBlock) {
 		t.Error("customized is kernel-only")

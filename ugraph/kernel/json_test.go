@@ -533,7 +533,7 @@ var malformed = []struct {
 	{"output with wrong device shape", tdoc(tX + ", " + tW + ", " + strings.Replace(tRest, `"omap": [1, -1, -1]`, `"omap": [1, -1, -1], "shape": [16, 64]`, 1)), `graph 0: op 2 (customized): field "block": op 6 (output): field "shape"`, "the file says [16, 64], the shape rules give [16, 6144]"},
 	{"mixing loop and post-loop tiles", tdoc(tX + ", " + tW + `, {"op": "forloop_accum", "in": [0], "accum": "none"}, {"op": "add", "in": [0, 2]}`), `graph 0: op 2 (customized): field "block": op 3 (add): `, "combines a tile from inside the for-loop"},
 	{"rms_norm off the last dim", tdoc(tX + ", " + tW + `, {"op": "rms_norm", "in": [0], "dim": 0}`), `graph 0: op 2 (customized): field "block": op 2 (rms_norm): field "dim"`, "0, but a threadblock rms_norm always works on the last dim (1)"},
-	{"sub at kernel level", kdoc(inX+`, {"op": "sub", "in": [0, 0]}`, ""), "graph 0: op 1: ", `op "sub" is not allowed in a kernel graph`},
+	{"concat at kernel level", kdoc(inX+`, {"op": "concat", "in": [0, 0], "dim": 1}`, ""), "graph 0: op 1: ", `op "concat" is not allowed in a kernel graph`},
 }
 
 func TestDecodeMalformed(t *testing.T) {
