@@ -19,7 +19,7 @@ func TestAnswerVerifiedByPartsWhenTheWholeCheckRunsOut(t *testing.T) {
 		return false, ffverify.ErrStopped
 	}
 	program := load(t, "llama_mlp")
-	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: 4 * time.Second, Workers: 2, Seed: 1})
+	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: 4 * time.Second, Workers: 2, Seed: 1, Answers: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +30,23 @@ func TestAnswerVerifiedByPartsWhenTheWholeCheckRunsOut(t *testing.T) {
 	if best.Unfused || !best.ByParts || best.Customized == 0 {
 		t.Fatalf("best answer %+v, want a fused one verified by parts", best)
 	}
-	if r, err := ffverify.Equivalent(program, best.Graph, ffverify.Options{Seed: 3}); err != nil || !r.Equivalent {
-		t.Errorf("the answer verified by parts is not the program: %+v %v", r, err)
+	// Every answer after it stands on its parts too: the budget that
+	// ended the first check is over for them all.
+	fused := 0
+	for i, c := range res.Candidates {
+		if c.Unfused {
+			continue
+		}
+		fused++
+		if !c.ByParts {
+			t.Errorf("answer %d is not marked verified by parts", i)
+		}
+		if r, err := ffverify.Equivalent(program, c.Graph, ffverify.Options{Seed: 3}); err != nil || !r.Equivalent {
+			t.Errorf("answer %d, verified by parts, is not the program: %+v %v", i, r, err)
+		}
+	}
+	if fused != 4 {
+		t.Errorf("%d fused answers, want the 4 asked for", fused)
 	}
 }
 

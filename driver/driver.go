@@ -886,7 +886,9 @@ func (d *run) wholeVerifier() (*ffverify.Verifier, error) {
 // first is every part's fastest option (the answer the reports describe)
 // unless that is the unfused program: when it cannot be verified (the run
 // ended, or, a bug, it is not equivalent) its fused parts are reported
-// unfused. A later combination that fails is left out.
+// unfused. A later combination that fails is left out. Once the run's
+// budget ends a whole check, that answer and the rest stand on their
+// parts' checks where the wiring allows (wiredAsVerified; ByParts).
 func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, reports []*PartReport) ([]*Candidate, error) {
 	opts := d.partOptions(outs)
 	n := d.opts.Answers
@@ -897,6 +899,12 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 		n = MaxAnswers
 	}
 	var out []*Candidate
+	// Once the whole check cannot finish in the budget, the answers left
+	// stand on their parts' checks and the wiring (wiredAsVerified, the
+	// same for every combination: it is about the parts' programs), as
+	// the first does: the run is over, and waiting out verifyGrace for
+	// each would only delay them.
+	abandoned, wired := false, false
 	for rank, choice := range combinations(opts, n) {
 		repl := make([]*kernel.Graph, len(parts))
 		for k, i := range choice {
@@ -906,13 +914,23 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 		if err != nil {
 			return nil, err
 		}
-		ok, err := d.verifyWithin(ctx, g, parts, outs)
+		var ok bool
+		if abandoned {
+			err = errAbandoned
+		} else {
+			ok, err = d.verifyWithin(ctx, g, parts, outs)
+		}
 		byParts := false
-		if rank == 0 && errors.Is(err, errAbandoned) && d.wiredAsVerified(parts, outs) {
-			// The whole check did not fit the budget (at a model's
-			// shapes it evaluates every matmul twice); the parts'
-			// checks and the wiring prove the answer.
-			d.logf("the stitched program's own check did not finish in time; its parts are verified and it is wired as they were: verified part by part")
+		if errors.Is(err, errAbandoned) && !abandoned {
+			abandoned, wired = true, d.wiredAsVerified(parts, outs)
+			if wired {
+				// The whole check did not fit the budget (at a model's
+				// shapes it evaluates every matmul twice); the parts'
+				// checks and the wiring prove the answer.
+				d.logf("the stitched program's own check did not finish in time; its parts are verified and it is wired as they were: answers from answer %d on are verified part by part", rank)
+			}
+		}
+		if abandoned && wired {
 			ok, err, byParts = true, nil, true
 		}
 		if rank == 0 {
@@ -950,9 +968,6 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 		}
 		c.Seed = strings.Join(rules, "+")
 		out = append(out, c)
-		if byParts {
-			break // the run is over
-		}
 	}
 	return out, nil
 }
