@@ -7,7 +7,8 @@
 // decides a launch of its own.
 //
 // A graph-defined kernel (a customized op) runs its threadblock graph as
-// ugraph/thread plans it: the grid is the block graph's, the threads and
+// ugraph/thread plans it: the grid is the block graph's, the threads,
+// pipeline depth (at most the block graph's, where it sets one) and
 // shared memory the thread plan's. A pre-defined op runs one of the
 // runtime library's kernels (templates/mirage_runtime.cuh), whose launch
 // shapes are this package's rules; they must agree with the templates'
@@ -34,9 +35,11 @@ import (
 // the cost model and the code generator must be given the same Options for
 // their plans to agree.
 type Options struct {
-	// Stages is the most cp.async buffers an input tile that a
-	// graph-defined kernel's for-loop walks gets (0: thread.DefaultStages);
-	// the plan lowers it where shared memory runs out.
+	// Stages bounds the cp.async buffers an input tile that a
+	// graph-defined kernel's for-loop walks gets (0: no bound but the
+	// block graph's own depth, block.Graph.Stages, or
+	// thread.DefaultStages where it sets none); the plan lowers it where
+	// shared memory runs out.
 	Stages int
 	// OwnGEMM runs pre-defined matmuls on the runtime's own GEMM kernels
 	// (gemm_kernel) instead of cuBLASLt, for code that must link with
