@@ -188,7 +188,7 @@ WORKLOADS = {
 }
 
 WORKLOAD_ORDER = list(WORKLOADS)
-VARIANT_ORDER = {"unfused": 0, "mugraph": 1, "superopt": 2}
+VARIANT_ORDER = {"unfused": 0, "mugraph": 1, "superopt": 2, "launch": 3}
 
 TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32"}
 
@@ -239,6 +239,9 @@ class Entry:
         """The table's candidate column."""
         if self.variant == "superopt" and isinstance(self.candidate, int):
             return str(self.candidate)
+        if self.variant == "launch" and self.name.startswith(self.workload + "."):
+            # prepare.sh's WORKLOAD.tTHREADSsSTAGES: the launch it tries
+            return self.name[len(self.workload) + 1:]
         return self.variant
 
 

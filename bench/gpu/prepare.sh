@@ -43,6 +43,14 @@
 #                           (show --estimate's fills_gpu: 90% of the SMs busy, 8 warps on each),
 #                           scanning the first MIRAGE_FILL_SCAN (default 400): the model ranks
 #                           some below kernels on fewer SMs, and the run tests it; 0: not
+#   MIRAGE_LAUNCH_SWEEP     workloads whose best fused answer's heaviest graph-defined kernel is also
+#                           emitted at every other block size and pipeline depth the search
+#                           chooses among (bench/gpu/variants.py: 128, 256, 512 threads by the
+#                           plan's default depth, 2, 3 or 6 stages), as WORKLOAD.tTHREADSsSTAGES
+#                           with the model's estimate (launch/): the measured data held only
+#                           128-thread kernels at the default depth, and the run tests the model
+#                           on both axes (default, with python3: "gated_mlp llama_mlp_block";
+#                           "" for none)
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
@@ -89,6 +97,11 @@ if [ -z "$fill" ]; then
 	if command -v python3 >/dev/null; then fill=1; else fill=0; fi
 fi
 fill_scan=${MIRAGE_FILL_SCAN:-400}
+if command -v python3 >/dev/null; then
+	launch_sweep=${MIRAGE_LAUNCH_SWEEP-gated_mlp llama_mlp_block}
+else
+	launch_sweep=${MIRAGE_LAUNCH_SWEEP-}
+fi
 
 case $top_k in '' | *[!0-9]*) echo "prepare.sh: MIRAGE_TOP_K=$top_k is not a number" >&2; exit 2 ;; esac
 case $fill_scan in '' | *[!0-9]*) echo "prepare.sh: MIRAGE_FILL_SCAN=$fill_scan is not a number" >&2; exit 2 ;; esac
@@ -130,6 +143,46 @@ sys.exit(0 if top["code"] == "graph-defined" and top in big and all(k["fills_gpu
 			return 0
 		fi
 	done
+}
+
+# heaviest_graph_defined UGRAPH ARCH CANDIDATE: the op index of the
+# candidate's graph-defined kernel moving the most bytes, by show
+# --estimate --json; nothing when it has none.
+heaviest_graph_defined() {
+	"$mirage" show --estimate --json --arch "$2" --candidate "$3" "$1" 2>/dev/null | python3 -c '
+import json, sys
+ks = [k for k in json.load(sys.stdin)["kernels"] if k["code"] == "graph-defined"]
+if ks:
+    print(max(ks, key=lambda k: k["bytes"])["op"])' || true
+}
+
+# launch_variants DIR ARCH WORKLOAD UGRAPH N: emit the heaviest
+# graph-defined kernel of the best-ranked of UGRAPH's N candidates that has
+# one at every other launch choice (variants.py), each with the model's
+# estimate in launch/ENTRY.json as superopt's would be.
+launch_variants() {
+	local dir=$1 arch=$2 w=$3 ugraph=$4 n=$5 c op= f entry est
+	for ((c = 0; c < n && c < 16; c++)); do
+		op=$(heaviest_graph_defined "$ugraph" "$arch" "$c")
+		[ -z "$op" ] || break
+	done
+	if [ -z "$op" ]; then
+		printf '  %-24s %s\n' "(launch)" "no answer of the first 16 has a graph-defined kernel"
+		return 0
+	fi
+	mkdir -p "$dir/launch"
+	rm -rf "$dir/launch/$w".t* "$dir/$w".t[0-9]*
+	while read -r f; do
+		entry=$(basename "$f" .ugraph.json)
+		if ! est=$("$mirage" show --estimate --json --arch "$arch" "$f" 2>/dev/null |
+			python3 -c 'import json, sys; print(json.load(sys.stdin)["estimated_us"])'); then
+			printf '  %-24s %s\n' "$entry" "skipped: $("$mirage" show --estimate --arch "$arch" "$f" 2>&1 | tail -n 1)"
+			continue
+		fi
+		printf '{"candidates": [{"estimated_us": %s}]}\n' "$est" >"$dir/launch/$entry.json"
+		emit_entry "$dir" "$arch" "$entry" "$w" launch "$f" 0 "launch/$entry.json"
+	done < <(python3 "$here/variants.py" "$ugraph" "$c" "$op" "$dir/launch" "$w")
+	echo "launch: $w op $op of c$c at every other block size and depth (launch/)" >>"$dir/prepare.txt"
 }
 
 # json_str S: S as a JSON string (the names here need no more than quotes).
@@ -182,7 +235,7 @@ for arch in $archs; do
 		echo "prepared by bench/gpu/prepare.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		echo "mirage: $("$mirage" version 2>&1 | head -n 1)"
 		echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; fill: $fill (scan $fill_scan); superopt --time-limit $time_limit $superopt_flags"
+		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; fill: $fill (scan $fill_scan); launch sweep: ${launch_sweep:-none}; superopt --time-limit $time_limit $superopt_flags"
 		echo "workloads: $workloads"
 	} >"$dir/prepare.txt"
 	for w in $workloads; do
@@ -250,6 +303,9 @@ for arch in $archs; do
 			[ "$i" -lt "$n" ] || continue
 			emit_entry "$dir" "$arch" "$w.c$i" "$w" superopt "$ugraph" "$i" "superopt/$w.json"
 		done
+		if [[ " $launch_sweep " == *" $w "* ]]; then
+			launch_variants "$dir" "$arch" "$w" "$ugraph" "$n"
+		fi
 	done
 done
 # The dynamic batch (issue #23): one entry point for m in 1..64, its decode

@@ -241,6 +241,12 @@ class EntriesTest(unittest.TestCase):
         # A bare emit directory, without meta.json: the workload comes from the program name.
         write_json(os.path.join(self.dir, "x", "manifest.json"),
                    manifest("rmsnorm_matmul_mugraph", "rmsnorm_matmul_mugraph", "1" * 16, [(16, 4096), (4096, 6144)], [(16, 6144)]))
+        # A launch variant of prepare.sh's sweep, with its estimate.
+        d = os.path.join(self.dir, "lora.t256s3")
+        write_json(os.path.join(d, "manifest.json"), manifest("lora", "lora", "e" * 16, lora_in, lora_out, kernels=1))
+        write_json(os.path.join(d, "meta.json"), {"entry": "lora.t256s3", "workload": "lora", "variant": "launch",
+                                                  "candidate": 0, "superopt": "launch/lora.t256s3.json"})
+        write_json(os.path.join(self.dir, "launch", "lora.t256s3.json"), {"candidates": [{"estimated_us": 5.25}]})
         os.makedirs(os.path.join(self.dir, "superopt"))  # not an entry
         write_json(os.path.join(self.dir, "superopt", "lora.json"),
                    {"baseline_us": 15.0, "candidates": [{"estimated_us": 4.0}, {"estimated_us": 4.5}]})
@@ -250,12 +256,12 @@ class EntriesTest(unittest.TestCase):
 
     def test_load_and_order(self):
         es = harness.load_entries(self.dir)
-        self.assertEqual([e.name for e in es], ["x", "gqa.c0", "lora.unfused", "lora.c0", "lora.c1", "lora.c10"])
+        self.assertEqual([e.name for e in es], ["x", "gqa.c0", "lora.unfused", "lora.c0", "lora.c1", "lora.c10", "lora.t256s3"])
         x = es[0]
         self.assertEqual(x.workload, "rmsnorm_matmul")
         self.assertEqual(x.lib_name, "rmsnorm_matmul_mugraph")
         self.assertIsNone(es[1].manifest)
-        self.assertEqual([e.label() for e in es[2:]], ["unfused", "0", "1", "10"])
+        self.assertEqual([e.label() for e in es[2:]], ["unfused", "0", "1", "10", "t256s3"])
 
     def test_patterns(self):
         es = harness.load_entries(self.dir, ["lora.c*"])
@@ -269,6 +275,7 @@ class EntriesTest(unittest.TestCase):
         self.assertEqual(harness.estimated_us(self.dir, es["lora.unfused"], cache), 15.0)
         self.assertIsNone(harness.estimated_us(self.dir, es["x"], cache))
         self.assertIsNone(harness.estimated_us(self.dir, es["gqa.c0"], cache))  # no superopt json
+        self.assertEqual(harness.estimated_us(self.dir, es["lora.t256s3"], cache), 5.25)
 
     def test_base_result_of_failed_emit(self):
         e = {e.name: e for e in harness.load_entries(self.dir)}["gqa.c0"]
@@ -411,6 +418,12 @@ class WorkloadTableTest(unittest.TestCase):
         with open(os.path.join(HERE, "prepare.sh")) as f:
             m = re.search(r"MIRAGE_WORKLOADS:-([^}]*)\}", f.read())
         self.assertEqual(m.group(1).split(), harness.WORKLOAD_ORDER)
+
+    def test_prepare_sweeps_known_workloads(self):
+        with open(os.path.join(HERE, "prepare.sh")) as f:
+            m = re.search(r"MIRAGE_LAUNCH_SWEEP-([^}]*)\}", f.read())
+        for w in m.group(1).split():
+            self.assertIn(w, harness.WORKLOAD_ORDER)
 
     def test_workload_of_program(self):
         self.assertEqual(harness.workload_of_program("gqa_mugraph"), "gqa")
