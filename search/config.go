@@ -558,6 +558,12 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("config %q: %v", c.Name, err)
 		}
 	}
+	var b block.Graph
+	for _, n := range c.Stages {
+		if err := b.SetStages(n); err != nil {
+			return fmt.Errorf("config %q: %v", c.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -91,7 +91,8 @@ func TestValidate(t *testing.T) {
 	}{
 		{func(c *Config) { c.MaxBlockOps = 0 }, "size limits"},
 		{func(c *Config) { c.FRanges = []int{0} }, "forloop range 0"},
-		{func(c *Config) { c.KernelOps = append(c.KernelOps, OpChoice{Kind: ugraph.OpSub}) }, "sub is not a pre-defined kernel op"},
+		{func(c *Config) { c.KernelOps = append(c.KernelOps, OpChoice{Kind: ugraph.OpConcat}) }, "concat(dim 0) is not a pre-defined kernel op"},
+		{func(c *Config) { c.Stages = []int{0, 9} }, "stages 9, want 0 (the default) to 8"},
 		{func(c *Config) { c.BlockOps = append(c.BlockOps, OpChoice{Kind: ugraph.OpCustomized}) }, "not a threadblock op"},
 		{func(c *Config) { c.Grids = []block.Dim3{{0, 1, 1}} }, "grid_dim"},
 	}
