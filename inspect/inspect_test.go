@@ -51,6 +51,54 @@ func TestEstimateFormsAgree(t *testing.T) {
 	}
 }
 
+// The stages column and field show the depth the plan gives: the graph's
+// own where it sets one, the default (4 here) where it does not; a
+// library kernel's is 1 and a vendor call's "-".
+func TestEstimateStages(t *testing.T) {
+	arch := target.MustLookup("sm_90")
+	for _, c := range []struct {
+		name   string
+		stages int // the graph's; -1: leave it
+		want   []string
+	}{
+		{"rmsnorm_matmul_mugraph", -1, []string{"4"}},
+		{"rmsnorm_matmul_mugraph", 2, []string{"2"}},
+		{"rmsnorm_matmul", -1, []string{"1", "-"}}, // rms_norm, then cuBLASLt
+	} {
+		g := example(t, c.name)
+		for _, op := range g.Ops {
+			if op.Block != nil && c.stages >= 0 {
+				if err := op.Block.SetStages(c.stages); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		e, err := inspect.Estimate(g, arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var table bytes.Buffer
+		if err := inspect.WriteEstimate(&table, g, arch); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+		if col := strings.Fields(lines[0]); col[5] != "stages" {
+			t.Fatalf("header %q: column 5 is not stages", lines[0])
+		}
+		var got []string
+		for i, k := range e.Kernels {
+			cell := strings.Fields(lines[i+1])[5]
+			if cell != "-" && cell != fmt.Sprint(k.Stages) {
+				t.Errorf("%s: kernel %d: table %s, JSON %d", c.name, k.Op, cell, k.Stages)
+			}
+			got = append(got, cell)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s with stages %d: %v, want %v", c.name, c.stages, got, c.want)
+		}
+	}
+}
+
 // Every tensor has a line of its abstract expression, and a graph-defined
 // kernel's tiles are nested under it.
 func TestAbsexpr(t *testing.T) {

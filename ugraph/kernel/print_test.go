@@ -57,3 +57,28 @@ func TestFprintDamagedGraph(t *testing.T) {
 		t.Errorf("damage not shown:\n%s", buf.String())
 	}
 }
+
+// A block graph's pipeline depth is printed where it sets one, in the
+// kernel's launch line; the default prints nothing, as the golden files
+// show.
+func TestFprintStages(t *testing.T) {
+	g := gqaMugraph()
+	for _, op := range g.Ops {
+		if op.Block != nil {
+			if err := op.Block.SetStages(3); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	var buf bytes.Buffer
+	if err := kernel.Fprint(&buf, g); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "reduction_dimx 64, stages 3\n"); n != 1 {
+		t.Errorf("%d launch lines end with the depth, want 1:\n%s", n, buf.String())
+	}
+	if n := strings.Count(buf.String(), ", stages "); n != 1 {
+		t.Errorf("%d launch lines name a depth, want 1 (the other kernel sets none):\n%s", n, buf.String())
+	}
+}
