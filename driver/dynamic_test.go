@@ -144,18 +144,26 @@ func TestMarkDynamic(t *testing.T) {
 // 1..8 (buckets 1, 2, 4, 8), emits its one entry point, and runs it in the
 // CPU emulator through examples/engine: a decode loop whose m changes at
 // every step, each step's outputs checked against the interpreter at that
-// m, and no row past m written.
+// m, and no row past m written. The bf16 program checks that the engine
+// reads and writes each tensor in its own type (it took every two-byte
+// tensor for fp16).
 func TestDynamicEngine(t *testing.T) {
 	needGXX(t)
-	for _, name := range []string{"llama_mlp", "rmsnorm_matmul_dyn"} {
-		t.Run(name, func(t *testing.T) {
-			body := programs[name]
-			if name == "rmsnorm_matmul_dyn" {
-				body = `
+	bodies := map[string]string{
+		"llama_mlp": programs["llama_mlp"],
+		"rmsnorm_matmul_dyn": `
 X = g.new_input(dims=(16, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 96), dtype=mi.float16)
-g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W))`
-			}
+g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W))`,
+		"shift_scale_bf16": `
+X = g.new_input(dims=(16, 256), dtype=mi.bfloat16)
+B = g.new_input(dims=(1, 256), dtype=mi.bfloat16)
+G = g.new_input(dims=(1, 256), dtype=mi.bfloat16)
+g.mark_output(g.mul(g.sub(X, B), G))`,
+	}
+	for _, name := range []string{"llama_mlp", "rmsnorm_matmul_dyn", "shift_scale_bf16"} {
+		t.Run(name, func(t *testing.T) {
+			body := bodies[name]
 			program, err := loadSource(t, name, body).WithDynamic(map[kernel.TensorID]int{0: 0})
 			if err != nil {
 				t.Fatal(err)

@@ -267,8 +267,15 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 	w.line("#define %s_INPUTS %d", upper, len(rows.Inputs))
 	w.line("#define %s_OUTPUTS %d", upper, len(rows.Outputs))
 	w.line("")
+	w.comment("Element types of the table below (two bytes do not say which).")
+	w.line("#ifndef MIRAGE_DTYPE_FLOAT16")
+	for _, dt := range []ugraph.DType{ugraph.Float16, ugraph.BFloat16, ugraph.Float32} {
+		w.line("#define %s %d", dtypeMacro(dt), int(dt))
+	}
+	w.line("#endif")
 	w.comment("Per input, then per output: element size in bytes, elements per row of m",
-		"(0 when the tensor has no dim m) and elements at any m (0 when it has).")
+		"(0 when the tensor has no dim m), elements at any m (0 when it has) and",
+		"element type (MIRAGE_DTYPE_*).")
 	var tensors []string
 	add := func(t kernel.TensorID, d int) {
 		tt := g.Tensors[t]
@@ -276,7 +283,7 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		if d >= 0 {
 			perRow, fixed = tt.Shape.Strides()[d], 0
 		}
-		tensors = append(tensors, fmt.Sprintf("{%d, %d, %d}", tt.DType.Size(), perRow, fixed))
+		tensors = append(tensors, fmt.Sprintf("{%d, %d, %d, %s}", tt.DType.Size(), perRow, fixed, dtypeMacro(tt.DType)))
 	}
 	for k, t := range g.Inputs() {
 		add(t, rows.Inputs[k])
@@ -284,7 +291,7 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 	for j, t := range g.Outputs {
 		add(t, rows.Outputs[j])
 	}
-	w.line("static const long long mirage_%s_tensors[%d][3] = {%s};", name, len(tensors), strings.Join(tensors, ", "))
+	w.line("static const long long mirage_%s_tensors[%d][4] = {%s};", name, len(tensors), strings.Join(tensors, ", "))
 	w.line("static const long long mirage_%s_m_range[2] = {%d, %d};", name, rows.Lo, rows.Hi)
 	w.line("static const int mirage_%s_inputs_outputs[2] = {%d, %d};", name, len(rows.Inputs), len(rows.Outputs))
 	w.line("")
@@ -292,4 +299,9 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		fmt.Sprintf("size_t mirage_%s_workspace_bytes(int64_t m);", name),
 		fmt.Sprintf("cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream);", name))
 	return w.String()
+}
+
+// dtypeMacro names dt's code in a dynamic header's tensor table.
+func dtypeMacro(dt ugraph.DType) string {
+	return "MIRAGE_DTYPE_" + strings.ToUpper(dt.String())
 }

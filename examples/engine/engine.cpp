@@ -25,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -43,7 +44,8 @@
 namespace {
 
 // The header's table: per input, then per output, {element bytes, elements
-// per row of m (0: no m), elements at any m (0: it has m)}.
+// per row of m (0: no m), elements at any m (0: it has m), element type
+// (MIRAGE_DTYPE_*)}.
 constexpr int kTensors = sizeof(TENSORS) / sizeof(TENSORS[0]);
 
 long long elements(int t, long long m) { return TENSORS[t][1] ? TENSORS[t][1] * m : TENSORS[t][2]; }
@@ -53,25 +55,42 @@ std::vector<unsigned char> to_device(int t, const float* x, long long n) {
   const long long size = TENSORS[t][0];
   std::vector<unsigned char> out(n * size);
   for (long long i = 0; i < n; i++) {
-    if (size == 4) {
-      std::memcpy(&out[i * 4], &x[i], 4);
-    } else {  // fp16: the layers this engine runs are fp16
-      __half h = __float2half_rn(x[i]);
-      std::memcpy(&out[i * 2], &h, 2);
+    switch (TENSORS[t][3]) {
+      case MIRAGE_DTYPE_FLOAT32:
+        std::memcpy(&out[i * 4], &x[i], 4);
+        break;
+      case MIRAGE_DTYPE_BFLOAT16: {
+        __nv_bfloat16 b = __float2bfloat16_rn(x[i]);
+        std::memcpy(&out[i * 2], &b, 2);
+        break;
+      }
+      default: {
+        __half h = __float2half_rn(x[i]);
+        std::memcpy(&out[i * 2], &h, 2);
+      }
     }
   }
   return out;
 }
 
 float from_device(int t, const unsigned char* p, long long i) {
-  if (TENSORS[t][0] == 4) {
-    float f;
-    std::memcpy(&f, p + i * 4, 4);
-    return f;
+  switch (TENSORS[t][3]) {
+    case MIRAGE_DTYPE_FLOAT32: {
+      float f;
+      std::memcpy(&f, p + i * 4, 4);
+      return f;
+    }
+    case MIRAGE_DTYPE_BFLOAT16: {
+      __nv_bfloat16 b;
+      std::memcpy(&b, p + i * 2, 2);
+      return __bfloat162float(b);
+    }
+    default: {
+      __half h;
+      std::memcpy(&h, p + i * 2, 2);
+      return __half2float(h);
+    }
   }
-  __half h;
-  std::memcpy(&h, p + i * 2, 2);
-  return __half2float(h);
 }
 
 bool check(cudaError_t err, const char* what) {
