@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,37 @@ func TestAnswerVerifiedByPartsWhenTheWholeCheckRunsOut(t *testing.T) {
 	}
 	if fused != 4 {
 		t.Errorf("%d fused answers, want the 4 asked for", fused)
+	}
+}
+
+// A whole check that finds an answer wrong (a bug: its parts passed) takes
+// away the proof by parts: the answers after the budget ends are left out,
+// not accepted on it.
+func TestNoAnswerByPartsAfterAWholeCheckFails(t *testing.T) {
+	defer func(c func(*run, *kernel.Graph, []Part, []*outcome) (bool, error)) { wholeCheck = c }(wholeCheck)
+	var calls atomic.Int32
+	wholeCheck = func(d *run, _ *kernel.Graph, _ []Part, _ []*outcome) (bool, error) {
+		switch calls.Add(1) {
+		case 1:
+			return true, nil
+		case 2:
+			return false, nil // answer 1 "is not the program"
+		}
+		<-d.verifyStop // the rest run out of time
+		return false, ffverify.ErrStopped
+	}
+	res, err := Run(context.Background(), load(t, "llama_mlp"), Options{MaxStates: 1, TimeLimit: 4 * time.Second, Workers: 2, Seed: 1, Answers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fused []*Candidate
+	for _, c := range res.Candidates {
+		if !c.Unfused {
+			fused = append(fused, c)
+		}
+	}
+	if len(fused) != 1 || fused[0].ByParts {
+		t.Errorf("%d fused answers (first by parts: %v), want the one checked whole", len(fused), len(fused) > 0 && fused[0].ByParts)
 	}
 }
 

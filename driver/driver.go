@@ -903,8 +903,10 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 	// stand on their parts' checks and the wiring (wiredAsVerified, the
 	// same for every combination: it is about the parts' programs), as
 	// the first does: the run is over, and waiting out verifyGrace for
-	// each would only delay them.
-	abandoned, wired := false, false
+	// each would only delay them. Unless a whole check has failed: then
+	// the parts' checks and the wiring are not proof (a bug is), and
+	// nothing more stands on them.
+	abandoned, wired, disproved := false, false, false
 	for rank, choice := range combinations(opts, n) {
 		repl := make([]*kernel.Graph, len(parts))
 		for k, i := range choice {
@@ -923,14 +925,17 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 		byParts := false
 		if errors.Is(err, errAbandoned) && !abandoned {
 			abandoned, wired = true, d.wiredAsVerified(parts, outs)
-			if wired {
+			if wired && !disproved {
 				// The whole check did not fit the budget (at a model's
 				// shapes it evaluates every matmul twice); the parts'
 				// checks and the wiring prove the answer.
 				d.logf("the stitched program's own check did not finish in time; its parts are verified and it is wired as they were: answers from answer %d on are verified part by part", rank)
 			}
 		}
-		if abandoned && wired {
+		if err == nil && !ok {
+			disproved = true
+		}
+		if abandoned && wired && !disproved {
 			ok, err, byParts = true, nil, true
 		}
 		if rank == 0 {

@@ -58,7 +58,8 @@ type Config struct {
 	// best (sizeAll).
 	Threads []block.Dim3
 	// Stages are the pipeline depths (block.Graph.Stages) a graph-defined
-	// kernel may have, 0 (the plan's default) first; chosen like Threads.
+	// kernel may have; the enumeration builds with 0 (the plan's default)
+	// and sizeAll chooses among them with Threads.
 	Stages []int
 	IMaps  []block.Map
 	OMaps  []block.Map

@@ -21,7 +21,8 @@ const sizeGain = 0.02
 // g's estimate as given. Neither changes what a kernel computes, only how
 // many warps share its tiles and how many tiles each input keeps in
 // flight (and so how many blocks an SM holds), so the enumeration builds
-// every block graph with the first of each and the choice is made here,
+// every block graph with the first size and the default depth (0), and
+// the choice is made here,
 // once per candidate: since a graph's estimate is the sum of its
 // kernels', each kernel's choice is made alone. The two are chosen
 // together because they trade against each other: more warps hide

@@ -72,7 +72,7 @@ class Mirage:
         try:
             doc = os.path.join(tmp, name + ".ugraph.json")
             with open(doc, "w") as f:
-                json.dump({"format": "mirage-ugraph", "version": 1, "name": name, "graphs": [graph]}, f)
+                json.dump({"format": "mirage-ugraph", "version": doc_version([graph]), "name": name, "graphs": [graph]}, f)
             return json.loads(self.run("emit", doc, "-o", os.path.join(tmp, "out"), "--json"))["hash"]
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -148,7 +148,20 @@ def measured_docs(prepared, run, run_name, mirage):
                        "meta": {"arch": e.get("arch"), "eager_us": eager, "torch_compile_us": compiled},
                        "graphs": []}
         docs[w]["graphs"].append(g)
+    for d in docs.values():
+        d["version"] = doc_version(d["graphs"])
     return docs
+
+
+def doc_version(graphs):
+    """The .ugraph.json version that holds graphs: 2 where a block graph
+    sets its pipeline depth ("stages", which version 2 added), else 1, as
+    mirage writes it."""
+    for g in graphs:
+        for op in g.get("ops") or []:
+            if (op.get("block") or {}).get("stages"):
+                return 2
+    return 1
 
 
 def main(argv=None, mirage=None):

@@ -167,12 +167,18 @@ launch_variants() {
 		[ -z "$op" ] || break
 	done
 	if [ -z "$op" ]; then
-		printf '  %-24s %s\n' "(launch)" "no answer of the first 16 has a graph-defined kernel"
+		printf '  %-24s %s\n' "(launch)" "no answer of the first $c has a graph-defined kernel"
 		return 0
 	fi
 	mkdir -p "$dir/launch"
-	rm -rf "$dir/launch/$w".t* "$dir/$w".t[0-9]*
-	while read -r f; do
+	local list=$dir/launch/$w.list
+	if ! python3 "$here/variants.py" "$ugraph" "$c" "$op" "$dir/launch" "$w" >"$list" 2>"$list.err"; then
+		printf '  %-24s %s\n' "(launch)" "FAILED: $(tail -n 1 "$list.err")"
+		return 0
+	fi
+	# The candidate the variants change is timed too: it is their reference.
+	[ -d "$dir/$w.c$c" ] || emit_entry "$dir" "$arch" "$w.c$c" "$w" superopt "$ugraph" "$c" "superopt/$w.json"
+	while read -r f <&3; do
 		entry=$(basename "$f" .ugraph.json)
 		if ! est=$("$mirage" show --estimate --json --arch "$arch" "$f" 2>/dev/null |
 			python3 -c 'import json, sys; print(json.load(sys.stdin)["estimated_us"])'); then
@@ -181,7 +187,7 @@ launch_variants() {
 		fi
 		printf '{"candidates": [{"estimated_us": %s}]}\n' "$est" >"$dir/launch/$entry.json"
 		emit_entry "$dir" "$arch" "$entry" "$w" launch "$f" 0 "launch/$entry.json"
-	done < <(python3 "$here/variants.py" "$ugraph" "$c" "$op" "$dir/launch" "$w")
+	done 3<"$list"
 	echo "launch: $w op $op of c$c at every other block size and depth (launch/)" >>"$dir/prepare.txt"
 }
 
@@ -247,9 +253,10 @@ for arch in $archs; do
 				emit_entry "$dir" "$arch" "$w.mugraph" "$w" mugraph "$m" "" ""
 			fi
 		done
-		[ "$top_k" -gt 0 ] || [ -n "${MIRAGE_CANDIDATES:-}" ] || continue
 		sodir=$dir/superopt/$w
-		rm -rf "$sodir" "$dir/superopt/$w.failed" "$dir/$w".c[0-9]*
+		# Entries of an earlier run into OUTDIR would be timed as this one's.
+		rm -rf "$sodir" "$dir/superopt/$w.failed" "$dir/$w".c[0-9]* "$dir/$w".t[0-9]* "$dir/launch/$w".t*
+		[ "$top_k" -gt 0 ] || [ -n "${MIRAGE_CANDIDATES:-}" ] || continue
 		echo "  superopt --time-limit $time_limit ..."
 		rc=0
 		max_candidates=$top_k

@@ -86,6 +86,16 @@ class MeasuredDocsTest(unittest.TestCase):
         self.assertEqual(m["rank"], 0)  # the candidate's own meta is kept
         self.assertEqual(self.mirage.shown, [self.prog])
 
+    def test_version_follows_the_stages(self):
+        # A document is version 1 unless a block graph sets "stages", which
+        # version 2 added (mirage refuses "stages" in version 1).
+        d = self.docs([entry("w.c1", "w", "x", 20.0)])["w"]
+        self.assertEqual(d["version"], 1)
+        staged = {"ops": [{"op": "customized", "block": {"stages": 6}}], "outputs": [0]}
+        plain = {"ops": [{"op": "customized", "block": {}}], "outputs": [0]}
+        self.assertEqual(measured.doc_version([plain, staged]), 2)
+        self.assertEqual(measured.doc_version([plain, {"ops": [{"op": "input"}]}]), 1)
+
     def test_a_graph_that_emits_as_another_hash_is_an_error(self):
         with self.assertRaisesRegex(measured.MeasuredError, "w.c1: graph 1 of .* emits as x, but the run measured z"):
             self.docs([entry("w.c1", "w", "z", 20.0)])

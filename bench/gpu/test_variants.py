@@ -42,6 +42,9 @@ class VariantsTest(unittest.TestCase):
             self.assertEqual(b.get("stages", 0), int(stages))
             if stages == "0":  # the default depth is no field, as the search writes it
                 self.assertNotIn("stages", b)
+            # version 2 added "stages"; the graph's meta names the variant
+            self.assertEqual(v["version"], 1 if stages == "0" else 2)
+            self.assertEqual(v["graphs"][0]["meta"], {"launch_of": 1, "op": 1, "threads": int(threads), "stages": int(stages)})
 
     def test_own_depth_skipped_and_input_untouched(self):
         d = doc(512, 6)

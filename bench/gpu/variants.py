@@ -45,6 +45,9 @@ def variants(doc, candidate, op):
             if (threads, stages) == own:
                 continue
             g = copy.deepcopy(graphs[candidate])
+            # The candidate's own meta (its rank, its estimate) describes
+            # another kernel: say what this one is instead.
+            g["meta"] = {"launch_of": candidate, "op": op, "threads": threads, "stages": stages}
             b = g["ops"][op]["block"]
             b["block_dim"] = [threads, 1, 1]
             b.pop("stages", None)
@@ -52,6 +55,9 @@ def variants(doc, candidate, op):
                 b["stages"] = stages
             v = {k: val for k, val in doc.items() if k != "graphs"}
             v["graphs"] = [g]
+            # Version 2 added "stages" (mirage refuses it in version 1).
+            staged = any((o.get("block") or {}).get("stages") for o in g["ops"])
+            v["version"] = 2 if staged else 1
             out.append(("t%ds%d" % (threads, stages), v))
     return out
 

@@ -15,11 +15,18 @@ import (
 	"github.com/mirage-go/mirage/ugraph/internal/ujson"
 )
 
-// FileFormat and FileVersion identify a .ugraph.json document.
+// FileFormat and FileVersion identify a .ugraph.json document. Version 2
+// added a block graph's "stages" (its pipeline depth); a document is
+// written as version 1 when none of its block graphs sets one, so that a
+// build that reads only version 1 reads it, and those that cannot get a
+// clear error instead of an unknown field.
 const (
 	FileFormat  = "mirage-ugraph"
-	FileVersion = 1
+	FileVersion = 2
 )
+
+// stagesVersion is the first version whose block graphs may set "stages".
+const stagesVersion = 2
 
 // MaxFileSize bounds what Decode reads, so that a huge input fails cleanly.
 const MaxFileSize = 64 << 20
@@ -29,7 +36,7 @@ const MaxFileSize = 64 << 20
 //
 //	{
 //	  "format": "mirage-ugraph",
-//	  "version": 1,
+//	  "version": 1,                    2 where a block graph sets "stages"
 //	  "name": "rmsnorm_matmul",
 //	  "meta": {...},                   optional, any object
 //	  "graphs": [
@@ -123,7 +130,7 @@ func (f *File) marshal() ([]byte, error) {
 	if len(f.Graphs) == 0 {
 		return nil, errors.New("ugraph file: no graphs")
 	}
-	doc := fileJSON{Format: FileFormat, Version: FileVersion, Name: f.Name, Meta: f.Meta}
+	doc := fileJSON{Format: FileFormat, Version: f.version(), Name: f.Name, Meta: f.Meta}
 	if err := checkMeta(f.Meta); err != nil {
 		return nil, fmt.Errorf("ugraph file: %w", err)
 	}
@@ -332,8 +339,8 @@ func decodeFile(raw json.RawMessage) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if version != FileVersion {
-		return nil, fmt.Errorf("field \"version\": version %d is not supported (this build reads version %d)", version, FileVersion)
+	if version < 1 || version > FileVersion {
+		return nil, fmt.Errorf("field \"version\": version %d is not supported (this build reads versions 1 to %d)", version, FileVersion)
 	}
 	f := &File{}
 	if f.Name, err = o.String("name"); err != nil {
@@ -357,9 +364,36 @@ func decodeFile(raw json.RawMessage) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("graph %d: %w", i, err)
 		}
+		if op := stagedOp(e.Graph); version < stagesVersion && op >= 0 {
+			return nil, fmt.Errorf("graph %d: op %d (customized): field \"stages\" needs version %d, the document is version %d", i, op, stagesVersion, version)
+		}
 		f.Graphs = append(f.Graphs, e)
 	}
 	return f, nil
+}
+
+// version is the oldest version that can hold f.
+func (f *File) version() int {
+	for _, e := range f.Graphs {
+		if stagedOp(e.Graph) >= 0 {
+			return stagesVersion
+		}
+	}
+	return 1
+}
+
+// stagedOp is the first op of g whose block graph sets its pipeline
+// depth, or -1.
+func stagedOp(g *Graph) int {
+	if g == nil {
+		return -1
+	}
+	for i, op := range g.Ops {
+		if op.Block != nil && op.Block.Stages != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 // meta reads the optional "meta" member: any object, kept compacted.

@@ -272,6 +272,33 @@ func TestExamplesJSON(t *testing.T) {
 	}
 }
 
+// A document is written as version 1 unless a block graph sets its
+// pipeline depth, which version 2 added; both read back.
+func TestFileVersion(t *testing.T) {
+	g := rmsnormMatmulMugraph()
+	if data := encode(t, kernel.NewFile("v", g)); !bytes.Contains(data, []byte(`"version": 1,`)) {
+		t.Errorf("a document without stages is not version 1:\n%s", data)
+	}
+	for _, op := range g.Ops {
+		if op.Block != nil {
+			if err := op.Block.SetStages(3); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	data := encode(t, kernel.NewFile("v", g))
+	if !bytes.Contains(data, []byte(`"version": 2,`)) || !bytes.Contains(data, []byte(`"stages": 3`)) {
+		t.Fatalf("a document with stages is not version 2:\n%s", data)
+	}
+	f, err := kernel.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kernel.Hash(f.Graphs[0].Graph) != kernel.Hash(g) {
+		t.Error("the version 2 document reads back as another graph")
+	}
+}
+
 func TestEncodeFormat(t *testing.T) {
 	data := encode(t, kernel.NewFile("rmsnorm_matmul", rmsnormMatmulMugraph()))
 	if !bytes.HasSuffix(data, []byte("}\n")) || bytes.HasSuffix(data, []byte("\n\n")) {
@@ -444,7 +471,10 @@ var malformed = []struct {
 	{"wrong format", `{"format": "onnx", "version": 1}`, `field "format"`, `"onnx", want "mirage-ugraph"`},
 	{"format missing", `{"version": 1}`, "", `missing field "format"`},
 	{"format differs in case", `{"Format": "mirage-ugraph", "version": 1}`, "", `missing field "format"`},
-	{"newer version", `{"format": "mirage-ugraph", "version": 2, "future": true}`, `field "version"`, "version 2 is not supported"},
+	{"newer version", `{"format": "mirage-ugraph", "version": 3, "future": true}`, `field "version"`, "version 3 is not supported (this build reads versions 1 to 2)"},
+	{"version 0", `{"format": "mirage-ugraph", "version": 0}`, `field "version"`, "version 0 is not supported"},
+	{"stages in version 1", bdoc(`"grid": [96, 1, 1], "block_dim": [128, 1, 1], "forloop_range": 64, "reduction_dimx": 64, "stages": 2, "ops": [` + tX + ", " + tW + ", " + tRest + `]`),
+		"graph 0: ", `op 2 (customized): field "stages" needs version 2, the document is version 1`},
 	{"version as string", `{"format": "mirage-ugraph", "version": "1"}`, `field "version"`, "want an integer, got a string"},
 	{"version as float", `{"format": "mirage-ugraph", "version": 1.0}`, `field "version"`, "want an integer, got 1.0"},
 	{"version null", `{"format": "mirage-ugraph", "version": null}`, `field "version"`, "want an integer, got null"},
