@@ -62,7 +62,9 @@
 #   MIRAGE_DYNAMIC          1: also superopt rmsnorm_matmul with m dynamic in 1..64 and keep
 #                           the decode loop of examples/engine over its one entry point in
 #                           OUTDIR/ARCH/dynamic/engine (checked in the CPU emulator first;
-#                           run.sh runs it on the GPU); 0: not; default: 1 where g++ is on PATH
+#                           run.sh runs it on the GPU); 0: not; default: 1 where g++ is on PATH.
+#                           Its inputs take about 100 MB an arch: more than the device tool
+#                           carries (prepare.sh says so at the end)
 #   MIRAGE_TORCH            1: also superopt llama_mlp_block with m dynamic in 1..16 into
 #                           OUTDIR/ARCH/torch/llama, for examples/torch/llama_mlp.py on the
 #                           GPU (device.sh's TORCH=1); default: 0
@@ -360,3 +362,10 @@ fi
 metas=("$out"/*/*/meta.json)
 [ -f "${metas[0]}" ] || metas=()
 echo "prepared ${#metas[@]} entries under $out"
+# The device tool carries at most 64 MiB, the checkout (a few MB) included.
+size_mb=$(du -sm "$out" | cut -f1)
+if [ "$size_mb" -gt 48 ]; then
+	echo "prepare.sh: $out holds $size_mb MB, more than the device tool carries (64 MiB with the checkout):" \
+		"MIRAGE_DYNAMIC=0 leaves out the decode loop's inputs (about 100 MB an arch), and MIRAGE_ARCHS" \
+		"names only the GPU's target (h200 on an H200)" >&2
+fi
