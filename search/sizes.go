@@ -3,6 +3,7 @@ package search
 import (
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/thread"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -22,12 +23,11 @@ const sizeGain = 0.02
 // many warps share its tiles and how many tiles each input keeps in
 // flight (and so how many blocks an SM holds), so the enumeration builds
 // every block graph with the first size and the default depth (0), and
-// the choice is made here,
-// once per candidate: since a graph's estimate is the sum of its
-// kernels', each kernel's choice is made alone. The two are chosen
-// together because they trade against each other: more warps hide
-// latency as a deeper pipeline does, and a shallower one makes room for
-// more blocks.
+// the choice is made here, once per candidate: since a graph's estimate
+// is the sum of its kernels', each kernel's choice is made alone. The two
+// are chosen together because they trade against each other: more warps
+// hide latency as a deeper pipeline does, and a shallower one makes room
+// for more blocks.
 func (s *searcher) blockSizes(g *kernel.Graph, built Estimate) (*kernel.Graph, Estimate) {
 	best := built
 	if max(len(s.cfg.Threads), 1)*max(len(s.cfg.Stages), 1) < 2 {
@@ -45,14 +45,23 @@ func (s *searcher) blockSizes(g *kernel.Graph, built Estimate) (*kernel.Graph, E
 		if len(stages) == 0 {
 			stages = []int{b.Stages}
 		}
+		// A depth past the for-loop's iterations plans as the iterations
+		// do: each pair is estimated once (the graph's own not at all).
+		type launchPair struct {
+			threads block.Dim3
+			depth   int
+		}
+		tried := map[launchPair]bool{{b.Threads, thread.Depth(b, thread.Options{})}: true}
 		chosen, bar := g, best.Micros*(1-sizeGain)
 		for _, th := range threads {
 			for _, st := range stages {
-				if th == b.Threads && st == b.Stages {
-					continue
-				}
 				sized := *b
 				sized.Threads, sized.Stages = th, st
+				p := launchPair{th, thread.Depth(&sized, thread.Options{})}
+				if tried[p] {
+					continue
+				}
+				tried[p] = true
 				try := g.Clone()
 				try.Ops[i].Block = &sized
 				e, err := s.opts.Estimate(try)

@@ -116,13 +116,15 @@ func stagesOf(g *kernel.Graph) []int {
 }
 
 // The pipeline depth is chosen with the block size, kernel by kernel,
-// where the pair gains sizeGain.
+// where the pair gains sizeGain, and only where it can change the plan:
+// the second kernel has one for-loop iteration, so no pipeline, and gets
+// no depth however its (fake) price would have it.
 func TestPipelineDepths(t *testing.T) {
 	p, err := frontend.LoadFile(filepath.Join("..", "examples", "gqa_mugraph.py"), frontend.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := p.Graph // two kernels: grid (2, 16, 1), then (2, 4, 1)
+	g := p.Graph // two kernels: grid (2, 16, 1) with 4 iterations, then (2, 4, 1) with 1
 	first := func(b *block.Graph) bool { return b.Grid[1] == 16 }
 	for _, c := range []struct {
 		name   string
@@ -132,28 +134,38 @@ func TestPipelineDepths(t *testing.T) {
 		want  []int
 		sizes []block.Dim3
 		us    float64
+		// estimates blockSizes makes: every distinct plan but the graph's
+		// own, per kernel (0: not checked)
+		estimates int
 	}{
 		{"the first kernel shallower, the second as built", []int{0, 2, 3}, func(b *block.Graph) (float64, bool) {
 			if first(b) {
 				return map[int]float64{0: 10, 2: 6, 3: 8}[b.Stages], true
 			}
-			return map[int]float64{0: 5, 2: 7, 3: 5.05}[b.Stages], true // 3 gains under sizeGain
-		}, []int{2, 0}, []block.Dim3{threads128, threads128}, 11},
-		{"a depth that does not fit is passed over", []int{0, 2, 6}, func(b *block.Graph) (float64, bool) {
-			return map[int]float64{0: 10, 2: 9, 6: 1}[b.Stages], b.Stages != 6
-		}, []int{2, 2}, []block.Dim3{threads128, threads128}, 18},
+			return map[int]float64{0: 5, 2: 1, 3: 1}[b.Stages], true // no pipeline to change
+		}, []int{2, 0}, []block.Dim3{threads128, threads128}, 11,
+			// the first kernel: 2 sizes x depths 4, 2, 3, less its own; the second: the other size
+			2*3 - 1 + 1},
+		{"a depth that does not fit is passed over", []int{0, 2, 3}, func(b *block.Graph) (float64, bool) {
+			return map[int]float64{0: 10, 2: 9, 3: 1}[b.Stages], b.Stages != 3
+		}, []int{2, 0}, []block.Dim3{threads128, threads128}, 19, 0},
+		{"a depth past the iterations plans as the iterations", []int{0, 6}, func(b *block.Graph) (float64, bool) {
+			return map[int]float64{0: 10, 6: 1}[b.Stages], true // 6 of 4 iterations is 4: the default
+		}, []int{0, 0}, []block.Dim3{threads128, threads128}, 20, 1 + 1},
 		{"size and depth chosen together", []int{0, 3}, func(b *block.Graph) (float64, bool) {
-			if b.Threads == threads256 && b.Stages == 3 {
+			if b.Threads == threads256 && b.Stages == 3 && first(b) {
 				return 4, true // neither alone gains
 			}
 			return 10, true
-		}, []int{3, 3}, []block.Dim3{threads256, threads256}, 8},
+		}, []int{3, 0}, []block.Dim3{threads256, threads128}, 14, 0},
 		{"one depth: nothing to choose", []int{0}, func(b *block.Graph) (float64, bool) {
 			return 10 - float64(b.Stages), true
-		}, []int{0, 0}, []block.Dim3{threads128, threads128}, 20},
+		}, []int{0, 0}, []block.Dim3{threads128, threads128}, 20, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			estimates := 0
 			estimate := func(g *kernel.Graph) (Estimate, error) {
+				estimates++
 				var us float64
 				for _, op := range g.Ops {
 					if op.Block == nil {
@@ -172,6 +184,7 @@ func TestPipelineDepths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			estimates = 0
 			got, e := s.blockSizes(g, built)
 			if st := stagesOf(got); !slices.Equal(st, c.want) {
 				t.Errorf("stages %v, want %v", st, c.want)
@@ -181,6 +194,9 @@ func TestPipelineDepths(t *testing.T) {
 			}
 			if e.Micros != c.us {
 				t.Errorf("estimate %v µs, want %v", e.Micros, c.us)
+			}
+			if c.estimates > 0 && estimates != c.estimates {
+				t.Errorf("%d estimates, want %d", estimates, c.estimates)
 			}
 			if st := stagesOf(g); !slices.Equal(st, []int{0, 0}) {
 				t.Errorf("the graph given changed: %v (block graphs are shared)", st)

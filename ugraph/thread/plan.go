@@ -330,7 +330,7 @@ func (d *deriver) postPosition(gr *Group) (int, bool) {
 // allocate lays out the shared tiles and places them, lowering the pipeline
 // depth until the plan fits the arch's shared memory per block.
 func (d *deriver) allocate() error {
-	stages := min(d.opts.Stages, d.g.ForloopRange)
+	stages := d.opts.Stages // Depth's
 	for {
 		d.layout(stages)
 		place(d.out)

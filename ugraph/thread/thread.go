@@ -264,6 +264,22 @@ func (e *SmemError) Error() string {
 // ErrNoOutput is returned for a block graph with no output op.
 var ErrNoOutput = errors.New("thread: the block graph has no output op")
 
+// Depth is the pipeline depth Derive starts from for g: the graph's own
+// (block.Graph.Stages), or DefaultStages where it sets none, bounded by
+// opts.Stages and by the for-loop's iterations; Derive lowers it further
+// only where shared memory runs out. Two graphs that differ only in their
+// depth and have the same Depth are planned alike.
+func Depth(g *block.Graph, opts Options) int {
+	stages := DefaultStages
+	if g.Stages > 0 {
+		stages = g.Stages
+	}
+	if opts.Stages > 0 {
+		stages = min(stages, opts.Stages)
+	}
+	return max(1, min(stages, g.ForloopRange))
+}
+
 // Derive plans how g runs on a block's threads on arch: matmuls use the
 // arch's MMA instruction where their operands allow, and the plan fits the
 // shared memory one block may use (arch.MaxSmemPerBlock; 0: no limit):
@@ -272,14 +288,7 @@ var ErrNoOutput = errors.New("thread: the block graph has no output op")
 // built by the block builders (so it is valid) and does not modify it. The
 // result depends only on g, arch and opts.
 func Derive(g *block.Graph, arch target.Arch, opts Options) (*Graph, error) {
-	stages := DefaultStages
-	if g.Stages > 0 {
-		stages = g.Stages
-	}
-	if opts.Stages > 0 {
-		stages = min(stages, opts.Stages)
-	}
-	opts.Stages = stages
+	opts.Stages = Depth(g, opts)
 	if opts.RegFloats <= 0 {
 		opts.RegFloats = DefaultRegFloats
 	}
