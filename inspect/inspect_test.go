@@ -22,21 +22,27 @@ func example(t *testing.T, name string) *kernel.Graph {
 	return p.Graph
 }
 
+// estimateForms is g's estimate in both forms: the JSON value and the
+// table's lines (the header, a line per kernel, the total).
+func estimateForms(t *testing.T, g *kernel.Graph, arch target.Arch) (*inspect.GraphEstimate, []string) {
+	t.Helper()
+	e, err := inspect.Estimate(g, arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	if err := inspect.WriteEstimate(&table, g, arch); err != nil {
+		t.Fatal(err)
+	}
+	return e, strings.Split(strings.TrimSpace(table.String()), "\n")
+}
+
 // The table and the JSON form are one estimate: the same kernels, the
 // same total.
 func TestEstimateFormsAgree(t *testing.T) {
 	arch := target.MustLookup("sm_90")
 	for _, name := range []string{"rmsnorm_matmul", "rmsnorm_matmul_mugraph", "gqa_mugraph", "llama_mlp_block"} {
-		g := example(t, name)
-		e, err := inspect.Estimate(g, arch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var table bytes.Buffer
-		if err := inspect.WriteEstimate(&table, g, arch); err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+		e, lines := estimateForms(t, example(t, name), arch)
 		if got := len(lines) - 2; got != len(e.Kernels) || e.EstimatedUs <= 0 {
 			t.Errorf("%s: %d kernel lines, %d kernels in JSON, %.2f µs", name, got, len(e.Kernels), e.EstimatedUs)
 		}
@@ -73,15 +79,7 @@ func TestEstimateStages(t *testing.T) {
 				}
 			}
 		}
-		e, err := inspect.Estimate(g, arch)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var table bytes.Buffer
-		if err := inspect.WriteEstimate(&table, g, arch); err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+		e, lines := estimateForms(t, g, arch)
 		if col := strings.Fields(lines[0]); col[5] != "stages" {
 			t.Fatalf("header %q: column 5 is not stages", lines[0])
 		}

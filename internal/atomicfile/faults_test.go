@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,18 +31,6 @@ func snapshot(t testing.TB, dir string) map[string]string {
 		m[e.Name()] = string(data)
 	}
 	return m
-}
-
-func sameSnapshot(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // faults makes the n-th call (from 0) of the chosen operation of fsops
@@ -113,7 +102,7 @@ func TestWriteSetRollsBackAFailedRename(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("injected: rename %d failed", n)) {
 				t.Fatalf("Write: %v", err)
 			}
-			if after := snapshot(t, dir); !sameSnapshot(before, after) {
+			if after := snapshot(t, dir); !maps.Equal(before, after) {
 				t.Errorf("the directory went from\n%v\nto\n%v", before, after)
 			}
 			if _, err := CheckSet(dir, "a.manifest.json"); err != nil {
@@ -137,7 +126,7 @@ func TestWriteSetRefusesBeforeChanging(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "runtime.cuh is a directory") {
 		t.Fatalf("Write: %v", err)
 	}
-	if after := snapshot(t, dir); !sameSnapshot(before, after) {
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
 		t.Errorf("the directory went from\n%v\nto\n%v", before, after)
 	}
 	// Without a manifest (bench's results), the same.
@@ -145,7 +134,7 @@ func TestWriteSetRefusesBeforeChanging(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "runtime.cuh is a directory") {
 		t.Fatalf("Write without a manifest: %v", err)
 	}
-	if after := snapshot(t, dir); !sameSnapshot(before, after) {
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
 		t.Errorf("without a manifest, the directory went from\n%v\nto\n%v", before, after)
 	}
 }
@@ -163,7 +152,7 @@ func TestWriteSetBacksUpByCopy(t *testing.T) {
 	if err := (Set{Dir: dir, Manifest: "a.manifest.json", Owner: "a", Files: nextSet}).Write(); err == nil {
 		t.Fatal("Write succeeded")
 	}
-	if after := snapshot(t, dir); !sameSnapshot(before, after) {
+	if after := snapshot(t, dir); !maps.Equal(before, after) {
 		t.Errorf("the directory went from\n%v\nto\n%v", before, after)
 	}
 	fsops = saved
@@ -211,7 +200,7 @@ func FuzzWriteSetFaults(f *testing.F) {
 			if !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("Write: %v", err)
 			}
-			if !sameSnapshot(before, after) {
+			if !maps.Equal(before, after) {
 				t.Fatalf("%s %d failed: the directory went from\n%v\nto\n%v", op, at, before, after)
 			}
 			return

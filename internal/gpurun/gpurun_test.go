@@ -1,6 +1,7 @@
 package gpurun
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,25 +48,13 @@ func TestKeyed(t *testing.T) {
 			t.Errorf("%s: %v, want an error", tt.name, got)
 		case tt.want != nil && err != nil:
 			t.Errorf("%s: %v", tt.name, err)
-		case tt.want != nil && !equal(got, tt.want):
+		case tt.want != nil && !maps.Equal(got, tt.want):
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
 	if got, err := Keyed(filepath.Join(dir, "missing")); err != nil || len(got) != 0 {
 		t.Errorf("a missing file: %v, %v; want it empty", got, err)
 	}
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // Runs are the directories holding measured documents, in order; each
