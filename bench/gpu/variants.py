@@ -19,6 +19,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measured import doc_version  # noqa: E402
+
 # search.Config's defaults (search/config.go: Complete, defaultStages).
 THREADS = (128, 256, 512)
 STAGES = (0, 2, 3, 6)
@@ -55,9 +58,7 @@ def variants(doc, candidate, op):
                 b["stages"] = stages
             v = {k: val for k, val in doc.items() if k != "graphs"}
             v["graphs"] = [g]
-            # Version 2 added "stages" (mirage refuses it in version 1).
-            staged = any((o.get("block") or {}).get("stages") for o in g["ops"])
-            v["version"] = 2 if staged else 1
+            v["version"] = doc_version([g])
             out.append(("t%ds%d" % (threads, stages), v))
     return out
 
