@@ -155,8 +155,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // a one-iteration input tile read once is copied in beside the tiles the
 // kernel copies anyway (package thread), which lowers some estimates.
 // Version 27: sm_80's memory figures follow the refit; when a plan's copies
-// overflow, once-read tiles go back to device memory first.
-const cacheVersion = 27
+// overflow, once-read tiles go back to device memory first. Version 28:
+// twins, one graph in two orders of its ops (kernel.CanonicalHash), keep
+// one place in the ranking (distinct).
+const cacheVersion = 28
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -523,6 +523,7 @@ func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
 	s.sizeAll(found[:min(len(found), sizedCandidates)])
 	cands := append(seeds, found...)
 	slices.SortFunc(cands, compareCandidates)
+	cands = distinct(cands)
 	if s.opts.Unverified {
 		n := len(cands)
 		if s.opts.MaxResults > 0 {
@@ -679,6 +680,7 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 		}
 	}
 	slices.SortFunc(cands, compareCandidates)
+	cands = distinct(cands)
 	// cands[:settled] is a prefix of the one run's ranking: every
 	// candidate in it was kept by any run that found it, since it ranks
 	// before the last one each truncated run kept.
@@ -797,6 +799,47 @@ func (c *Candidate) ranked() cost.Estimate {
 		e.Blocks += g.Count()
 	}
 	return e
+}
+
+// distinct drops from the ranked cands each one that computes what a
+// better-ranked one computes, in another order of its ops or operands
+// (kernel.CanonicalHash): a seed rule and the enumeration often build the
+// same graph so, and the answers would list it twice. Such twins estimate
+// alike, so only candidates that tie in the ranking but for their hashes
+// are compared. A twin that a seed rule built gives its rule to the one
+// kept, since the rule built that graph too.
+func distinct(cands []*Candidate) []*Candidate {
+	out := make([]*Candidate, 0, len(cands))
+	for i := 0; i < len(cands); {
+		j := i + 1
+		for j < len(cands) && tied(cands[i], cands[j]) {
+			j++
+		}
+		if j == i+1 {
+			out = append(out, cands[i])
+			i = j
+			continue
+		}
+		kept := map[uint64]*Candidate{}
+		for _, c := range cands[i:j] {
+			key := kernel.CanonicalHash(c.Graph)
+			if twin := kept[key]; twin != nil {
+				if twin.Seed == "" {
+					twin.Seed = c.Seed
+				}
+				continue
+			}
+			kept[key] = c
+			out = append(out, c)
+		}
+		i = j
+	}
+	return out
+}
+
+// tied reports whether a and b rank alike but for their hashes.
+func tied(a, b *Candidate) bool {
+	return cost.Compare(a.ranked(), b.ranked()) == 0 && a.Kernels == b.Kernels
 }
 
 // compareCandidates ranks by the estimate (time, then bytes moved, then

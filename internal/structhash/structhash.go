@@ -96,3 +96,7 @@ func Slice(n int, elem func(i int) uint64) uint64 {
 	}
 	return h
 }
+
+// Seq folds vs in order, as Slice does: a list of hashes (a sorted one
+// for a multiset) becomes one.
+func Seq(vs ...uint64) uint64 { return Slice(len(vs), func(i int) uint64 { return vs[i] }) }

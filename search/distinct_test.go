@@ -1,0 +1,97 @@
+package search
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// sumProgram is exp(A) + B, with the add's operands in either order, or
+// exp(A) - B.
+func sumProgram(t *testing.T, kind ugraph.OpKind, swapped bool) *kernel.Graph {
+	t.Helper()
+	g := kernel.New()
+	check := func(id kernel.TensorID, err error) kernel.TensorID {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	a := check(g.AddInput(ugraph.MustShape(8, 64), ugraph.Float16))
+	b := check(g.AddInput(ugraph.MustShape(8, 64), ugraph.Float16))
+	x, y := check(g.Add(ugraph.OpExp, ugraph.Attr{}, a)), b
+	if swapped {
+		x, y = y, x
+	}
+	if err := g.MarkOutput(check(g.Add(kind, ugraph.Attr{}, x, y))); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// distinct keeps the first of twins that tie in the ranking (the same
+// graph up to the order of its ops and operands), with the rule of a seed
+// twin; graphs that compute something else, or rank apart, stay.
+func TestDistinctDropsTwins(t *testing.T) {
+	cand := func(g *kernel.Graph, us float64, seed string) *Candidate {
+		return &Candidate{Graph: g, Hash: kernel.Hash(g), Kernels: 2, Estimate: Estimate{Micros: us, Bytes: 4096}, Seed: seed}
+	}
+	enumerated := cand(sumProgram(t, ugraph.OpAdd, false), 5, "")
+	seedTwin := cand(sumProgram(t, ugraph.OpAdd, true), 5, "rows")
+	other := cand(sumProgram(t, ugraph.OpSub, false), 5, "")
+	slower := cand(sumProgram(t, ugraph.OpAdd, true), 6, "")
+	cands := []*Candidate{enumerated, seedTwin, other, slower}
+	slices.SortFunc(cands, compareCandidates)
+	got := distinct(cands)
+	if len(got) != 3 || slices.Contains(got, seedTwin) && slices.Contains(got, enumerated) || !slices.Contains(got, other) || got[2] != slower {
+		t.Fatalf("distinct kept %d candidates %v, want one of the twins, the sub and the slower one last", len(got), got)
+	}
+	kept := enumerated
+	if slices.Contains(got, seedTwin) {
+		kept = seedTwin
+	}
+	if kept.Seed != "rows" {
+		t.Errorf("the twin kept has seed %q, want the dropped seed's rule", kept.Seed)
+	}
+}
+
+// A search's answers hold no twins: the seed rules' gated MLP kernels are
+// ones the enumeration builds too, in another op order.
+func TestAnswersHaveNoTwins(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "examples", "gated_mlp.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := strings.NewReplacer("(8, 4096)", "(8, 256)", "(4096, 4096)", "(256, 512)").Replace(string(src))
+	p, err := frontend.Load("gated_mlp.py", []byte(small), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := writtenConfig(t, p)
+	res, err := Run(context.Background(), p.Graph, cfg, Options{Workers: 2, MaxResults: 0, Estimate: testEstimate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint64]int{}
+	seeded := 0
+	for i, c := range res.Candidates {
+		h := kernel.CanonicalHash(c.Graph)
+		if j, ok := seen[h]; ok {
+			t.Errorf("candidates %d and %d are one graph in two op orders", j, i)
+		}
+		seen[h] = i
+		if c.Seed != "" {
+			seeded++
+		}
+	}
+	if seeded == 0 {
+		t.Errorf("none of %d candidates is a seed's: the case tests no twin of one", len(res.Candidates))
+	}
+}

@@ -1,0 +1,69 @@
+package block
+
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/internal/structhash"
+	"github.com/mirage-go/mirage/ugraph"
+)
+
+// Canon numbers what a block graph computes, whatever the order of its
+// ops: a value number for each tile (from its op's kind, attributes,
+// shape and dtype and its operands' numbers, unordered for a commutative
+// op), so two graphs that build the same tiles in another order, or with
+// a commutative op's operands swapped, number alike. The search's seeds
+// and its enumeration build many graphs twice that way.
+type Canon struct {
+	// Graph numbers the whole graph: its launch parameters and the
+	// multiset of its ops' values.
+	Graph uint64
+	// Outputs[k] is the value the k-th output op writes.
+	Outputs []uint64
+}
+
+// Canonical returns g's Canon, given inputs[k], the value of the device
+// tensor that g's k-th input op reads (the k-th operand of the customized
+// op that holds g).
+func Canonical(g *Graph, inputs []uint64) Canon {
+	values := make([]uint64, len(g.Tensors))
+	ops := make([]uint64, 0, len(g.Ops))
+	var c Canon
+	k := 0
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		var v uint64
+		switch op.Kind {
+		case ugraph.OpInput:
+			in := op.Input
+			v = structhash.Seq(canonNames.Input, inputs[k], in.DShape.StructHash(), hashInts(in.IMap), structhash.Int(in.FMap))
+			k++
+		case ugraph.OpOutput:
+			out := op.Output
+			v = structhash.Seq(canonNames.Output, values[op.In[0]], out.DShape.StructHash(), hashInts(out.OMap))
+			c.Outputs = append(c.Outputs, v)
+		default:
+			operands := make([]uint64, 0, 2)
+			for _, t := range op.Operands() {
+				operands = append(operands, values[t])
+			}
+			if op.Kind.Info().Commutative {
+				slices.Sort(operands)
+			}
+			v = structhash.Seq(canonNames.Op, structhash.Uint8(uint8(op.Kind)), op.Attr.StructHash(), structhash.Seq(operands...))
+		}
+		if op.Out != NoTensor {
+			v = structhash.Seq(v, hashTensor(g.Tensors[op.Out]))
+			values[op.Out] = v
+		}
+		ops = append(ops, v)
+	}
+	slices.Sort(ops)
+	launch := structhash.Seq(canonNames.Graph, hashInts(g.Grid), hashInts(g.Threads), structhash.Int(g.ForloopRange),
+		structhash.Int(g.ReductionDimx), structhash.Int(g.Stages))
+	c.Graph = structhash.Seq(launch, structhash.Seq(ops...))
+	return c
+}
+
+var canonNames = struct{ Graph, Input, Output, Op uint64 }{
+	structhash.String("canon.Graph"), structhash.String("canon.Input"), structhash.String("canon.Output"), structhash.String("canon.Op"),
+}
