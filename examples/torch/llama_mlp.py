@@ -8,9 +8,12 @@ the module with random weights at the header's shapes (scaled as a trained
 model's are), checks its forward against the same block in eager PyTorch,
 then runs a decode loop over changing token counts (the dynamic entry
 point takes m from the rows of x). On a GPU it also runs the module under
-torch.compile and captures one decode step in a CUDA graph and replays it,
-and times the op against eager. --device cpu runs it all on the CPU
-through mirage's emulator (slow: for small programs and tests).
+torch.compile (fullgraph, with m dynamic, at two m; torch 2.4 and later),
+runs torch.library.opcheck on the op, captures one decode step in a CUDA
+graph and replays it, and times the op against eager; each check reports
+and the next runs, and the exit status is 1 if any failed. --device cpu
+runs the decode loop on the CPU through mirage's emulator (slow: for small
+programs and tests).
 """
 
 import argparse
@@ -88,25 +91,44 @@ def main():
 
     if args.device != "cuda":
         return
-    x = (torch.rand(steps[-1], hidden, generator=g) * 2 - 1).to(dtype).to(args.device)
-    compiled = torch.compile(model)
-    print("torch.compile: max rel err %.2e" % rel_err(compiled(x), model.eager(x)))
+    # Each check below reports, and the script goes on to the next: one run
+    # on a lent GPU says what works and what does not.
+    failed = []
 
-    # One decode step captured in a CUDA graph, replayed on new inputs.
-    static_x = x.clone()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            model(static_x)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_y = model(static_x)
-    static_x.copy_((torch.rand(static_x.shape, generator=g) * 2 - 1).to(dtype))
-    graph.replay()
-    torch.cuda.synchronize()
-    print("CUDA graph replay: max rel err %.2e" % rel_err(static_y, model.eager(static_x)))
+    def check(name, fn):
+        try:
+            fn()
+        except Exception as e:  # reported, and the exit status says so
+            failed.append(name)
+            print("%s: FAILED: %s: %s" % (name, type(e).__name__, e))
+
+    x = (torch.rand(steps[-1], hidden, generator=g) * 2 - 1).to(dtype).to(args.device)
+
+    def compiled():
+        # fullgraph: a graph break would run the op eagerly and prove
+        # nothing about its fake implementation; dynamic: m is symbolic in
+        # the trace, so the fake checks its range on a SymInt.
+        fn = torch.compile(model, fullgraph=True, dynamic=bool(p.m_range))
+        for m in sorted({steps[0], steps[-1]}):
+            xm = (torch.rand(m, hidden, generator=g) * 2 - 1).to(dtype).to(args.device)
+            err = rel_err(fn(xm), model.eager(xm))
+            print("torch.compile (fullgraph, dynamic=%s), m = %d: max rel err %.2e" % (bool(p.m_range), m, err))
+            if not err < args.tol:
+                raise AssertionError("max rel err %.3g against eager (tolerance %.3g)" % (err, args.tol))
+    check("torch.compile", compiled)
+
+    if hasattr(torch.library, "opcheck"):  # torch 2.4 and later
+        def opcheck():
+            # The schema, the fake implementation and the op under
+            # AOTAutograd's dynamic shapes, against the real one.
+            overload = getattr(torch.ops.mirage, p.name).default
+            result = torch.library.opcheck(overload, (x, model.w1, model.w3, model.w2),
+                                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_dynamic"))
+            print("torch.library.opcheck: %s" % result)
+        check("opcheck", opcheck)
+
+    graphs = []
+    check("CUDA graph", lambda: graphs.append(cuda_graph(model, x, g, dtype, args.tol)))
 
     def timed(fn, runs=200):
         for _ in range(20):
@@ -121,10 +143,38 @@ def main():
         torch.cuda.synchronize()
         return start.elapsed_time(end) * 1000 / runs, (time.perf_counter() - t0) * 1e6 / runs
 
-    for label, fn in [("mirage op", lambda: model(x)), ("eager", lambda: model.eager(x)), ("CUDA graph replay", graph.replay)]:
+    timings = [("mirage op", lambda: model(x)), ("eager", lambda: model.eager(x))]
+    timings += [("CUDA graph replay", graph.replay) for graph in graphs]
+    for label, fn in timings:
         gpu_us, wall_us = timed(fn)
         print("%-18s %8.1f µs a call (GPU), %8.1f µs (host, back to back)" % (label, gpu_us, wall_us))
+    if failed:
+        sys.exit("failed: " + ", ".join(failed))
 
+
+def cuda_graph(model, x, g, dtype, tol):
+    """Captures one decode step at x's shape in a CUDA graph, replays it on
+    new inputs, checks it against eager and returns the graph, which reads
+    its input from graph.static_x at every replay."""
+    static_x = x.clone()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # the first calls at this m load the kernels and make cuBLASLt's plans
+        for _ in range(3):
+            model(static_x)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_y = model(static_x)
+    static_x.copy_((torch.rand(static_x.shape, generator=g) * 2 - 1).to(dtype))
+    graph.replay()
+    torch.cuda.synchronize()
+    err = rel_err(static_y, model.eager(static_x))
+    print("CUDA graph replay: max rel err %.2e" % err)
+    if not err < tol:
+        raise AssertionError("max rel err %.3g against eager (tolerance %.3g)" % (err, tol))
+    graph.static_x, graph.static_y = static_x, static_y
+    return graph
 
 if __name__ == "__main__":
     main()

@@ -18,12 +18,17 @@ memory: slow, for tests) and registers ``torch.ops.mirage.NAME``:
   expected;
 - outputs and the workspace come from torch's allocator, and the kernels
   run on torch's current stream, with no host synchronisation: a CUDA
-  graph can capture a call once the library is built (at ``load``);
+  graph can capture a call once one eager call at the same m has run (the
+  first call at an m loads the kernels and makes cuBLASLt's plans);
 - a fake (meta) implementation gives the outputs' shapes, so
-  ``torch.compile`` traces through the op.
+  ``torch.compile`` traces through the op (torch 2.4 and later).
 
 ``torch.library.custom_op`` registers it where torch has it (2.4 and
-later), ``torch.library.Library`` where it does not (1.13 and on).
+later), ``torch.library.Library`` where it does not (1.13 to 2.3, eager
+calls only: there the op runs at the autograd keys, which torch.compile's
+fake tensors reach too). The op has no backward. On 1.13 a call that asks
+for a gradient, or passes a lazily negated view, is refused; on 2.4 and
+later torch itself resolves the view first, and refuses the backward.
 """
 
 import ctypes
@@ -138,6 +143,17 @@ def _emulator_headers():
     return d
 
 
+def _toolkit_libs(nvcc):
+    """The CUDA toolkit's library directories beside nvcc, which the built
+    library finds the toolkit libraries it links (cuBLASLt) in at load time
+    without LD_LIBRARY_PATH (a torch wheel may bring another CUDA's)."""
+    root = os.path.dirname(os.path.dirname(os.path.realpath(shutil.which(nvcc) or nvcc)))
+    if root in ("/", "/usr"):  # a distribution's toolkit, in the loader's own paths
+        return []
+    dirs = [os.path.join(root, "lib64"), os.path.join(root, "targets", "x86_64-linux", "lib"), os.path.join(root, "lib")]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
 def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
     """Builds NAME.cu in directory into a shared library for device ("cuda"
     or "cpu") and returns its path. An up-to-date library is kept; a failed
@@ -149,16 +165,21 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
     runtime = os.path.join(directory, "mirage_runtime.cuh")
     if os.path.isfile(runtime):
         sources.append(runtime)
+    # -fno-gnu-unique keeps the runtime's function-local statics (cuBLASLt's
+    # plans and handles) each library's own: as GNU unique symbols the
+    # dynamic linker would share them among every mirage library loaded.
     if device == "cuda":
         tag = arch
         compiler = nvcc or shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-        cmd = [compiler, "-O3", "-std=c++17", "-arch=" + arch, "-shared", "-Xcompiler", "-fPIC", cu]
+        cmd = [compiler, "-O3", "-std=c++17", "-arch=" + arch, "-shared", "-Xcompiler", "-fPIC,-fno-gnu-unique", cu]
         cmd += ["-l" + lib for lib in program.links]
+        for d in _toolkit_libs(compiler):
+            cmd += ["-Xlinker", "-rpath=" + d]
     else:
         tag = "emu"
         compiler = cxx or shutil.which("g++") or "g++"
         emu = _emulator_headers()
-        cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-DMIRAGE_EMULATE", "-I" + emu, "-I" + directory,
+        cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-fno-gnu-unique", "-DMIRAGE_EMULATE", "-I" + emu, "-I" + directory,
                "-x", "c++", cu]
     if device == "cpu":
         sources += [os.path.join(emu, f) for f in os.listdir(emu) if f.endswith(".h")]
@@ -380,6 +401,10 @@ def load(directory, devices=None, arch=None, nvcc=None, cxx=None):
                 raise ValueError("torch.ops.mirage.%s is already registered for %s; load it for %s before its first load"
                                  % (program.name, ", ".join(sorted(old._entry)), ", ".join(missing)))
             return old
+        ns = torch.ops.mirage
+        if program.name in vars(ns) or hasattr(type(ns), program.name):
+            raise ValueError("torch.ops.mirage.%s: the name is taken by torch.ops.mirage's own attribute %r; emit the program under another name"
+                             % (program.name, program.name))
         libs = {}
         for d in devices:
             a = arch

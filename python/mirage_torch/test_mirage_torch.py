@@ -24,6 +24,9 @@ try:
 except ImportError:  # the module's own tests below still run
     torch = None
 
+# torch 2.4 and later register the op with torch.library.custom_op.
+CUSTOM_OP = torch is not None and hasattr(torch.library, "custom_op")
+
 # A LLaMA MLP block at small shapes (the structure of
 # examples/llama_mlp_block.py): H = X + W2·(silu(W1·n(X)) * W3·n(X)).
 MLP = """import mirage as mi
@@ -111,6 +114,22 @@ class HeaderTest(unittest.TestCase):
             self.assertIn(want, str(cm.exception))
 
 
+class BuildTest(unittest.TestCase):
+    """What the build links against (no torch, no toolkit)."""
+
+    def test_toolkit_runpath(self):
+        # The library finds cuBLASLt in the toolkit beside nvcc; a
+        # distribution's toolkit is in the loader's own paths already.
+        root = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, root)
+        for d in ("bin", "lib64"):
+            os.mkdir(os.path.join(root, d))
+        nvcc = os.path.join(root, "bin", "nvcc")
+        open(nvcc, "w").close()
+        self.assertEqual(mirage_torch._toolkit_libs(nvcc), [os.path.join(os.path.realpath(root), "lib64")])
+        self.assertEqual(mirage_torch._toolkit_libs("/usr/bin/nvcc"), [])
+
+
 @unittest.skipIf(torch is None and not os.environ.get("MIRAGE_REQUIRE_TORCH"),
                  "torch is not installed (Debian: python3-torch); .ci/run installs it and sets MIRAGE_REQUIRE_TORCH")
 class OpTest(unittest.TestCase):
@@ -121,7 +140,7 @@ class OpTest(unittest.TestCase):
         cls.mirage = mirage_binary()
         cls.tmp = tempfile.mkdtemp()
         cls.dirs = {}
-        for name, src, extra in [("mlp", MLP, []), ("two", TWO, []),
+        for name, src, extra in [("mlp", MLP, []), ("two", TWO, []), ("name", TWO, []),
                                  ("dyn", MLP, ["--dynamic", "X:0=1..8"])]:
             prog = os.path.join(cls.tmp, name + ".py")
             with open(prog, "w") as f:
@@ -195,13 +214,35 @@ class OpTest(unittest.TestCase):
             ([torch.empty(4 * 64 + 1, dtype=torch.float16)[1:].view(4, 64)] + x[1:], "not 16-byte aligned"),
             ([x[0].numpy()] + x[1:], "argument 'x0'"),  # torch's schema check
             ([x[0].reshape(256)] + x[1:], "input 0 has 1 dims (shape [256]), want 2"),
-            ([torch._neg_view(x[0])] + x[1:], "lazily negated"),
-            ([x[0], x[1].clone().requires_grad_()] + x[2:], "input 1 requires grad"),
         ]
+        if not CUSTOM_OP:  # torch 1.13: the op runs above the Negative and autograd keys
+            cases += [
+                ([torch._neg_view(x[0])] + x[1:], "lazily negated"),
+                ([x[0], x[1].clone().requires_grad_()] + x[2:], "input 1 requires grad"),
+            ]
         for args, want in cases:
             with self.assertRaises((ValueError, RuntimeError)) as cm:
                 torch.ops.mirage.mlp(*args)
             self.assertIn(want, str(cm.exception), want)
+
+    @unittest.skipUnless(CUSTOM_OP, "torch < 2.4 refuses these calls (test_bad_inputs_refused)")
+    def test_views_and_grads_under_custom_op(self):
+        # torch 2.4 and later resolve a lazily negated view before the op
+        # runs, and refuse the backward the op does not have.
+        x = self.inputs()
+        neg = torch._neg_view(x[0])
+        self.assertTrue(torch.equal(torch.ops.mirage.mlp(neg, *x[1:]), torch.ops.mirage.mlp(neg.resolve_neg(), *x[1:])))
+        y = torch.ops.mirage.mlp(x[0], x[1].clone().requires_grad_(), *x[2:])
+        with self.assertRaises(RuntimeError):
+            y.sum().backward()
+
+    def test_name_taken_by_the_namespace(self):
+        # torch.ops.mirage.name is the namespace's own attribute: an op of
+        # that name could never be called.
+        with self.assertRaises(ValueError) as cm:
+            mirage_torch.load(self.dirs["name"], devices=["cpu"])
+        self.assertIn("the name is taken", str(cm.exception))
+        self.assertFalse([f for f in os.listdir(self.dirs["name"]) if f.endswith(".so")], "a library was built for a name refused")
 
     def test_threads(self):
         # The CPU emulator keeps one global state: calls from several
