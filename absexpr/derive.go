@@ -14,17 +14,21 @@ import (
 //
 //	input k            the variable InputName(k)
 //	exp, sqrt, ...     the same function of the operand
-//	mul_scalar(x, c)   x: scalars are forgotten
-//	sub(a, b)          add(a, b): a + (-1)·b, and -1 is a scalar
+//	mul_scalar(x, c)   mul(x, scalar): every scalar is the one variable
+//	                   Scalar, so its place shows, not its value
+//	sub(a, b)          add(a, b): a + (-1)·b, the -1 left out
 //	matmul(a, b)       sum(k, mul(a, b)), k the inner dim (a's last)
 //	reduction(x, d)    sum(n, x), n = x's extent along d
 //	reduction_to_dimx  sum(n/r, x): each result sums n/r elements (r =
 //	                   reduction_dimx)
-//	rms_norm(x)        div(x, rms(n, x)), n the normalized elements
+//	rms_norm(x)        div(x, sqrt(mul(sum(n, square(x)), scalar))), n the
+//	                   normalized elements: the root of the mean of squares,
+//	                   as a program that writes it out reads
 //	forloop_accum x over F iterations, n = x's last dim:
 //	  none             sum(F, x)
-//	  sum, mean        sum(F·n, x) (the mean's 1/(F·n) is a scalar)
-//	  rms              rms(F·n, x)
+//	  sum              sum(F·n, x)
+//	  mean             mul(sum(F·n, x), scalar)
+//	  rms              sqrt(mul(sum(F·n, square(x)), scalar))
 //	  sum_todimx       sum(F·n/r, x)
 //	concat             no expression (ErrNoExpr)
 //	block input        the device tensor's expression: grid partitioning
@@ -52,8 +56,8 @@ type Loop struct {
 // args, by the op table's abstract form (ugraph.Elementwise.Expr).
 func elementwise(k ugraph.OpKind, a ugraph.Attr, args []*Expr) (*Expr, error) {
 	switch form := k.Info().Elem.Expr; form {
-	case ugraph.ExprOperand:
-		return args[0], nil
+	case ugraph.ExprScaled:
+		return Mul(args[0], Scalar()), nil
 	case ugraph.ExprAdd:
 		return Add(args...), nil
 	case ugraph.ExprMul:
@@ -121,7 +125,7 @@ func ForOp(k ugraph.OpKind, a ugraph.Attr, args []*Expr, shapes []ugraph.Shape, 
 		for d := a.Dim; d < s.Rank(); d++ {
 			n *= s.Dim(d) // at most MaxDim⁴ = 2⁶⁰
 		}
-		r, err := rms(n, x)
+		r, err := rootMeanSquare(n, x)
 		if err != nil {
 			return nil, err
 		}
@@ -142,14 +146,31 @@ func accumulate(acc ugraph.Accum, loop Loop, n int, x *Expr) (*Expr, error) {
 	switch acc { // f·n is at most MaxDim², far from overflowing
 	case ugraph.AccumNone:
 		return sum(f, x)
-	case ugraph.AccumSum, ugraph.AccumMean:
+	case ugraph.AccumSum:
 		return sum(f*n, x)
+	case ugraph.AccumMean:
+		s, err := sum(f*n, x)
+		if err != nil {
+			return nil, err
+		}
+		return Mul(s, Scalar()), nil
 	case ugraph.AccumRMS:
-		return rms(f*n, x)
+		return rootMeanSquare(f*n, x)
 	case ugraph.AccumSumToDimx:
 		return sumToDimx(ugraph.OpForloopAccum, f*n, loop.ReductionDimx, x)
 	}
 	return nil, fmt.Errorf("absexpr: unknown accumulator %v", acc)
+}
+
+// rootMeanSquare is the rms of x over n elements written out, as a
+// program that computes it from square, reduction, mul_scalar and sqrt
+// reads: a norm written either way is one expression.
+func rootMeanSquare(n int, x *Expr) (*Expr, error) {
+	s, err := sum(n, Square(x))
+	if err != nil {
+		return nil, err
+	}
+	return Sqrt(Mul(s, Scalar())), nil
 }
 
 // sumToDimx sums n elements in strided groups down to r: each result sums

@@ -53,7 +53,7 @@ func TestForOp(t *testing.T) {
 		{ugraph.OpRelu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "relu(x)"},
 		{ugraph.OpLog, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "log(x)"},
 		{ugraph.OpClamp, ugraph.Attr{Scalars: [2]float64{0, 6}}, []*Expr{x}, shapes([]int{4, 64}), "clamp(0, 6, x)"},
-		{ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.125}}, []*Expr{x}, shapes([]int{4, 64}), "x"},
+		{ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.125}}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, x)"},
 		{ugraph.OpAdd, ugraph.Attr{}, []*Expr{y, x}, shapes([]int{4, 64}, []int{4, 1}), "add(x, y)"},
 		{ugraph.OpSub, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "add(x, y)"},
 		{ugraph.OpMul, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "mul(x, y)"},
@@ -64,12 +64,12 @@ func TestForOp(t *testing.T) {
 		{ugraph.OpReduction, ugraph.Attr{Dim: 0}, []*Expr{x}, shapes([]int{1, 64}), "x"},
 		{ugraph.OpReductionToDimx, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "sum(4, x)"},
 		{ugraph.OpReductionToDimx, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 16}), "x"},
-		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "div(x, rms(64, x))"},
-		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{2, 4, 64}), "div(x, rms(256, x))"},
+		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "div(x, sqrt(mul(scalar, sum(64, square(x)))))"},
+		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{2, 4, 64}), "div(x, sqrt(mul(scalar, sum(256, square(x)))))"},
 		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, []*Expr{x}, shapes([]int{4, 64}), "sum(8, x)"},
 		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, []*Expr{x}, shapes([]int{4, 64}), "sum(512, x)"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 64}), "sum(512, x)"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, []*Expr{x}, shapes([]int{4, 64}), "rms(512, x)"},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, sum(512, x))"},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, []*Expr{x}, shapes([]int{4, 64}), "sqrt(mul(scalar, sum(512, square(x))))"},
 		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSumToDimx}, []*Expr{x}, shapes([]int{4, 64}), "sum(32, x)"},
 	}
 	for _, tt := range tests {
@@ -163,8 +163,8 @@ var programs = []program{
 			try(g.MarkOutput(must(g.Customized([]kernel.TensorID{x, w}, b))[0]))
 			return g
 		},
-		target: "sum(4096, mul(in1, div(in0, rms(4096, in0))))",
-		output: "div(sum(4096, mul(in0, in1)), rms(4096, in0))",
+		target: "sum(4096, mul(in1, div(in0, sqrt(mul(scalar, sum(4096, square(in0)))))))",
+		output: "div(sum(4096, mul(in0, in1)), sqrt(mul(scalar, sum(4096, square(in0)))))",
 	},
 	{
 		name: "gated_mlp",
@@ -386,8 +386,8 @@ func TestEveryElementwiseOpHasAnExpression(t *testing.T) {
 		}
 		var want Op
 		switch info.Elem.Expr {
-		case ugraph.ExprOperand:
-			want = OpVar
+		case ugraph.ExprScaled:
+			want = OpMul
 		case ugraph.ExprAdd:
 			want = OpAdd
 		case ugraph.ExprMul:

@@ -17,9 +17,10 @@
 //	pow(a, b)         a to the power b
 //
 // What is forgotten, and why it is safe to forget: which index a reduction
-// runs over, how a grid partitions a tensor, and scalar constants (so
-// mean(n, a) is sum(n, a) and a·c is a for a constant c). The oracle only
-// prunes the search; every survivor is verified exactly (ffverify).
+// runs over, how a grid partitions a tensor, and the values of scalar
+// constants: every one is the variable scalar (Scalar), so a·c is
+// mul(a, scalar) and a mean over n is mul(sum(n, a), scalar). The oracle
+// only prunes the search; every survivor is verified exactly (ffverify).
 //
 // Expressions are immutable and canonical: add and mul are flattened with
 // their operands sorted, sum(1, a) is a, and sum(n, sum(m, a)) is
@@ -104,7 +105,7 @@ type opInfo struct {
 	// which is what lets the Go-side filter reason about them (filter.go).
 	opaque bool
 	// bounded opaque ops carry their two scalars (Expr.lo, Expr.hi):
-	// clamp's bounds. Scalars of other forms (mul_scalar's) are forgotten.
+	// clamp's bounds. A factor (mul_scalar's) is the variable Scalar.
 	bounded bool
 }
 
@@ -248,6 +249,17 @@ func Var(name string) *Expr {
 	}
 	return intern(OpVar, name, 0, 0, 0, nil)
 }
+
+// ScalarName is the variable that stands for every scalar constant of a
+// program: mul_scalar's factor, and the 1/n of a mean and of an rms. One
+// symbol for every value: an expression shows where a factor is applied
+// (exp(x·c) differs from exp(x)·c, and the search stops proposing one for
+// the other) but not its value, which is the verifier's to check. Mirage's
+// expressions forget scalars altogether.
+const ScalarName = "scalar"
+
+// Scalar is the variable ScalarName.
+func Scalar() *Expr { return Var(ScalarName) }
 
 // Add is the element-wise sum of xs (at least one).
 func Add(xs ...*Expr) *Expr { return assoc(OpAdd, xs) }

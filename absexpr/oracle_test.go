@@ -25,6 +25,9 @@ var (
 	gatedMLP = MustParse("mul(silu(sum(4096, mul(X, W1))), sum(4096, mul(X, W2)))")
 	// softmax(Q Kᵀ) V: head dim 64, 4096 keys.
 	attention = MustParse("sum(4096, mul(div(exp(sum(64, mul(Q, K))), sum(4096, exp(sum(64, mul(Q, K))))), V))")
+	// softmax(Q Kᵀ·c) V, scaled scores (derive.go writes mul_scalar's c as
+	// the variable scalar).
+	scaledAttention = MustParse("sum(4096, mul(div(exp(mul(scalar, sum(64, mul(Q, K)))), sum(4096, exp(mul(scalar, sum(64, mul(Q, K)))))), V))")
 	// X / ((A + B)·(C + D)).
 	twoSums = MustParse("div(X, mul(add(A, B), add(C, D)))")
 	// rms_norm(X + alpha·(rms_norm(H) + X)) over a hidden size of 4096.
@@ -144,6 +147,11 @@ var queryTable = []struct {
 	{nTrans, "div(X, rms(4096, X))", false, byGo, "normalizing X alone"},
 	{nTrans, "mul(H, X)", false, byGo, "H and X are added, never multiplied"},
 	{nTrans, "add(H, X)", false, byGo, "H is normalized before it meets X"},
+	// Scaled attention: where the scale is applied shows.
+	{scaledAttention, "exp(mul(scalar, sum(64, mul(Q, K))))", true, byGo, "the scaled scores' exp"},
+	{scaledAttention, "exp(sum(64, mul(mul(scalar, Q), K)))", true, byGo, "Q scaled before the product (mul-assoc, sum-mul)"},
+	{scaledAttention, "mul(scalar, exp(sum(64, mul(Q, K))))", false, byGo, "scaled after the exp: another function"},
+	{scaledAttention, "exp(sum(64, mul(Q, K)))", false, byGo, "the unscaled scores' exp"},
 
 	// Two normalizations in a row: the denominator is a product of two sums,
 	// whose quotients the normal forms leave to Z3.

@@ -157,8 +157,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 27: sm_80's memory figures follow the refit; when a plan's copies
 // overflow, once-read tiles go back to device memory first. Version 28:
 // twins, one graph in two orders of its ops (kernel.CanonicalHash), keep
-// one place in the ranking (distinct).
-const cacheVersion = 28
+// one place in the ranking (distinct). Version 29: abstract expressions
+// write every scalar as one variable (absexpr.Scalar), so the pruning sees
+// where a factor is applied, and a root mean square written out.
+const cacheVersion = 29
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -133,11 +133,13 @@ const (
 	// ExprOpaque: an uninterpreted function of its operands, and of its
 	// scalars when it has any (clamp's bounds).
 	ExprOpaque ExprForm = iota
-	// ExprOperand: its first operand's expression. A scalar factor, which
-	// abstract expressions forget (mul_scalar).
-	ExprOperand
-	// ExprAdd: the sum of its operands; sub too, since a - b = a + (-1)·b
-	// and scalars are forgotten.
+	// ExprScaled: its first operand's expression times a scalar
+	// (mul_scalar). Abstract expressions write every scalar as one symbol:
+	// they see where a factor is applied (exp(x·c) is not exp(x)·c), not
+	// its value.
+	ExprScaled
+	// ExprAdd: the sum of its operands; sub too (a - b = a + (-1)·b, and
+	// sub's -1 is left out).
 	ExprAdd
 	ExprMul // the product of its operands
 	ExprDiv // the quotient
@@ -178,7 +180,7 @@ var opTable = [numOpKinds]OpInfo{
 	OpClamp: {Name: "clamp", Class: ClassUnary, Arity: 1, Levels: levelBoth, Scalars: 2, // {min, max}
 		Elem: Elementwise{Real: clamp, Runtime: "op_clamp", Flops: 2, Opaque: true}},
 	OpMulScalar: {Name: "mul_scalar", Class: ClassUnary, Arity: 1, Levels: levelBoth, Scalars: 1, // {factor}
-		Elem: Elementwise{Real: func(x, _ float64, s [2]float64) float64 { return x * s[0] }, Runtime: "op_mul_scalar", Flops: 1, Expr: ExprOperand}},
+		Elem: Elementwise{Real: func(x, _ float64, s [2]float64) float64 { return x * s[0] }, Runtime: "op_mul_scalar", Flops: 1, Expr: ExprScaled}},
 	OpLog: {Name: "log", Class: ClassUnary, Arity: 1, Levels: levelBoth,
 		Elem: Elementwise{Real: unary(math.Log), Runtime: "op_log", Flops: sfu, Opaque: true}},
 

@@ -340,15 +340,17 @@ func TestShowAbsexpr(t *testing.T) {
 		got[f[0]] = [2]string{f[1], strings.Join(f[2:], " ")}
 	}
 	// The fused kernel: per-iteration matmul tiles over 64 of the 4096,
-	// accumulated; the rms accumulated; their quotient.
+	// accumulated; the rms accumulated (written out: the root of the
+	// scalar 1/n times the sum of squares); their quotient.
+	const rms = "sqrt(mul(scalar, sum(4096, square(in0))))"
 	want := map[string][2]string{
 		"t0": {"input", "in0"},
 		"t1": {"input", "in1"},
 		"s2": {"matmul", "sum(64, mul(in0, in1))"},
 		"s3": {"forloop_accum(none)", "sum(4096, mul(in0, in1))"},
-		"s4": {"forloop_accum(rms)", "rms(4096, in0)"},
-		"s5": {"div", "div(sum(4096, mul(in0, in1)), rms(4096, in0))"},
-		"t2": {"customized", "div(sum(4096, mul(in0, in1)), rms(4096, in0))"},
+		"s4": {"forloop_accum(rms)", rms},
+		"s5": {"div", "div(sum(4096, mul(in0, in1)), " + rms + ")"},
+		"t2": {"customized", "div(sum(4096, mul(in0, in1)), " + rms + ")"},
 	}
 	for name, w := range want {
 		if got[name] != w {
