@@ -22,6 +22,7 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -757,11 +758,25 @@ func (d *run) kinds(o *outcome) string {
 
 // log reports a searched part.
 func (d *run) log(o *outcome, r result) {
-	what := fmt.Sprintf("fused: %.1f µs, was %.1f µs", r.estimatedUs, o.unfusedUs)
+	fused, was := distinctDecimals(r.estimatedUs, o.unfusedUs)
+	what := fmt.Sprintf("fused: %s µs, was %s µs", fused, was)
 	if !r.fused {
 		what = "not fused: " + r.whyNot
 	}
 	d.logf("part (%s): %s [%s, %d states in %.1fs]", d.kinds(o), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
+}
+
+// distinctDecimals formats two times with one decimal, or with as many
+// more (up to three) as it takes to tell them apart: a part fused for a
+// 0.4% gain is not reported as "2.2 µs, was 2.2 µs".
+func distinctDecimals(a, b float64) (string, string) {
+	prec := 1
+	for ; prec < 3; prec++ {
+		if strconv.FormatFloat(a, 'f', prec, 64) != strconv.FormatFloat(b, 'f', prec, 64) {
+			break
+		}
+	}
+	return strconv.FormatFloat(a, 'f', prec, 64), strconv.FormatFloat(b, 'f', prec, 64)
 }
 
 // reports describes the final parts.

@@ -312,6 +312,37 @@ func TestRecomputeSharedNorm(t *testing.T) {
 	checkEquivalent(t, "recomputed norm", g, stitched)
 }
 
+// A norm that a projection per head reads (written head by head, six
+// heads) is computed once, by a part of its own: recomputed in each head's
+// part, each copy left unfused would be a launch of its own.
+func TestNormReadByManyIsComputedOnce(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("X = g.new_input(dims=(2, 64), dtype=mi.float16)\nN = g.rms_norm(X, normalized_shape=(64,))\n")
+	for h := range 6 {
+		fmt.Fprintf(&src, "W%d = g.new_input(dims=(64, 16), dtype=mi.float16)\ng.mark_output(g.matmul(N, W%d))\n", h, h)
+	}
+	g := loadSource(t, "norm_per_head", src.String())
+	lim := defaultLimits(t, g)
+	ops := computeOps(g) // rms_norm, then six matmuls
+	tight := func(run []int) Limits { l := lim(run); l.Ops = 1; return l } // split: an op a group
+	ix := index(g)
+	groups := recompute(ix, split(ix, ops, tight, true, nil), lim)
+	holding := 0
+	for _, grp := range groups {
+		if slices.Contains(grp, ops[0]) {
+			holding++
+		}
+	}
+	if holding != 1 {
+		t.Errorf("groups %v: %d hold the norm, want 1", groups, holding)
+	}
+	stitched, err := Stitch(g, cut(ix, groups), make([]*kernel.Graph, len(groups)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEquivalent(t, "norm computed once", g, stitched)
+}
+
 // TestRun superoptimizes whole programs: every answer verifies, the
 // unfused program is among them, and where the search fuses a part the
 // best answer runs a graph-defined kernel and is estimated no slower.

@@ -156,8 +156,15 @@ const maxPartOps = 20
 // group stays searchable: a norm or an element-wise op recomputed in each
 // kernel that reads it (an RMSNorm shared by two projections, say) is
 // cheaper than a kernel of its own and a round trip through device memory,
-// and lets each consumer fuse it.
+// and lets each consumer fuse it. An op that more than maxRecomputes
+// groups read is computed once, by its own group.
 func recompute(g *indexed, groups [][]int, limitsFor func(ops []int) Limits) [][]int {
+	readBy := make([]int, len(g.Ops)) // per op, the other groups that read its result
+	for _, grp := range groups {
+		for _, o := range readFrom(g, grp) {
+			readBy[o]++
+		}
+	}
 	out := make([][]int, len(groups))
 	for k, grp := range groups {
 		grp = slices.Clone(grp)
@@ -166,7 +173,7 @@ func recompute(g *indexed, groups [][]int, limitsFor func(ops []int) Limits) [][
 			for _, i := range grp {
 				for _, t := range g.Ops[i].In {
 					o := g.producer[t]
-					if slices.Contains(grp, o) || !cheap(g, o) {
+					if slices.Contains(grp, o) || !cheap(g, o) || readBy[o] > maxRecomputes {
 						continue
 					}
 					with := append(slices.Clone(grp), o)
@@ -195,6 +202,29 @@ func recompute(g *indexed, groups [][]int, limitsFor func(ops []int) Limits) [][
 		}
 	}
 	return kept
+}
+
+// maxRecomputes bounds the groups that recompute one op: an RMSNorm shared
+// by the q, k and v projections, or by gate and up, is recomputed in each;
+// one shared by a projection per head, written head by head (32 or more),
+// is computed once. Past a few copies their launches (each copy left
+// unfused is a kernel of its own) and their reads of the op's operands
+// cost more than the one round trip through device memory they save.
+const maxRecomputes = 4
+
+// readFrom lists the ops outside grp whose results grp's ops read, once
+// each, ascending.
+func readFrom(g *indexed, grp []int) []int {
+	var out []int
+	for _, i := range grp {
+		for _, t := range g.Ops[i].In {
+			if o := g.producer[t]; !slices.Contains(grp, o) && !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // cheap reports whether op o of g is worth recomputing: a norm or an

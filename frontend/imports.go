@@ -80,6 +80,11 @@ func stubWarning(filename string, imports []rewrite.Import) string {
 			stars = append(stars, "`from "+imp.Module+" import *` binds nothing")
 		}
 	}
+	if len(names) == 1 && names[0] == argparse.Name && len(stars) == 0 {
+		// Its parser works: calling it inert would contradict what it does.
+		return fmt.Sprintf("%s:%d: module argparse is mirage's emulation: parse_args parses the program's arguments (those after --); what it does not emulate (FileType, formatter classes) is inert, and it has no file, network or process access (--strict refuses such imports)",
+			filename, imports[0].Line)
+	}
 	what, its := "module "+names[0]+" is a stub", "its"
 	if len(names) > 1 {
 		what, its = "modules "+strings.Join(names[:len(names)-1], ", ")+" and "+names[len(names)-1]+" are stubs", "their"

@@ -24,6 +24,10 @@ func TestStubWarning(t *testing.T) {
 	if w := stubWarning("p.py", foreign[2:3]); w != "p.py:2: module numpy is a stub, with no file, network or process access: its attributes, calls and results are inert values (--strict refuses such imports)" {
 		t.Errorf("one module: %q", w)
 	}
+	// argparse alone: its parser is no inert value.
+	if w := stubWarning("p.py", foreign[4:5]); w != "p.py:4: module argparse is mirage's emulation: parse_args parses the program's arguments (those after --); what it does not emulate (FileType, formatter classes) is inert, and it has no file, network or process access (--strict refuses such imports)" {
+		t.Errorf("argparse alone: %q", w)
+	}
 }
 
 // Arguments for a program that never reads them.
