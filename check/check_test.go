@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -47,6 +48,24 @@ const (
 	wider    = "X = g.new_input(dims=(8, 128), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.add(Y, Z))\n"
 )
 
+// The gated MLP silu(X·W1) * (X·W2) at 8 × 256 by 256 × 512, as its ops
+// and as one graph-defined kernel (examples/gated_mlp_mugraph.py's form);
+// gateOnW2 gates the other product: another function.
+const (
+	gatedInputs = "X = g.new_input(dims=(8, 256), dtype=mi.float16)\nW1 = g.new_input(dims=(256, 512), dtype=mi.float16)\nW2 = g.new_input(dims=(256, 512), dtype=mi.float16)\n"
+	gatedOps    = gatedInputs + "g.mark_output(g.mul(g.silu(g.matmul(X, W1)), g.matmul(X, W2)))\n"
+	gatedKernel = gatedInputs + `tb = mi.new_threadblock_graph(grid_dim=(8, 1, 1), block_dim=(128, 1, 1), forloop_range=4, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)
+tW1 = tb.new_input(dtensor=W1, input_map=(1, -1, -1), forloop_dim=0)
+tW2 = tb.new_input(dtensor=W2, input_map=(1, -1, -1), forloop_dim=0)
+tA1 = tb.forloop_accum(tb.matmul(tX, tW1))
+tA2 = tb.forloop_accum(tb.matmul(tX, tW2))
+tb.new_output(stensor=tb.mul(tb.silu(tA1), tA2), output_map=(1, -1, -1))
+g.mark_output(g.customized([X, W1, W2], tb)[0])
+`
+	gateOnW2 = gatedInputs + "g.mark_output(g.mul(g.silu(g.matmul(X, W2)), g.matmul(X, W1)))\n"
+)
+
 func TestGraphs(t *testing.T) {
 	for _, tt := range []struct {
 		name, a, b string
@@ -59,12 +78,16 @@ func TestGraphs(t *testing.T) {
 		{"ff differ", factored, other, check.FF, false, "finite fields, seed 1", ""},
 		{"float differ", factored, other, check.Float, false, "not equivalent (float64, seed 1): output 0", ""},
 		{"inputs differ", factored, wider, check.FF, false, "", "a.py and b.py: input 0 is [8, 64] float16 in the first but [8, 128] float16 in the second"},
-		{"unknown method", factored, expanded, "exact", false, "", `unknown --method "exact" (want ff or float)`},
+		{"emu agree", factored, expanded, check.Emu, true, "equivalent (CPU emulator, seed 1): 1 output(s) agree", ""},
+		{"emu differ", factored, other, check.Emu, false, "not equivalent (CPU emulator, seed 1): output 0 [8, 64]", ""},
+		{"emu kernel agrees", gatedOps, gatedKernel, check.Emu, true, "equivalent (CPU emulator, seed 1): 1 output(s) agree", ""},
+		{"emu kernel differs", gateOnW2, gatedKernel, check.Emu, false, "not equivalent (CPU emulator, seed 1): output 0 [8, 512]", ""},
+		{"unknown method", factored, expanded, "exact", false, "", `unknown --method "exact" (want ff, float or emu)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var w bytes.Buffer
 			opts := check.Options{Method: tt.method, Trials: check.DefaultTrials, Seed: 1, MaxBytes: 1 << 30}
-			same, err := check.Graphs(&w, named(t, load(t, "a", tt.a)), named(t, load(t, "b", tt.b)), opts)
+			same, err := check.Graphs(context.Background(), &w, named(t, load(t, "a", tt.a)), named(t, load(t, "b", tt.b)), opts)
 			switch {
 			case tt.err != "":
 				if err == nil || err.Error() != tt.err {
@@ -83,12 +106,12 @@ func TestGraphs(t *testing.T) {
 // verdict reports is what ran.
 func TestGraphsOptions(t *testing.T) {
 	a, b := named(t, load(t, "a", factored)), named(t, load(t, "b", expanded))
-	if _, err := check.Graphs(&bytes.Buffer{}, a, b, check.Options{Method: check.FF, Trials: 0, Seed: 1}); err == nil || err.Error() != "--trials 0: want at least 1" {
+	if _, err := check.Graphs(context.Background(), &bytes.Buffer{}, a, b, check.Options{Method: check.FF, Trials: 0, Seed: 1}); err == nil || err.Error() != "--trials 0: want at least 1" {
 		t.Errorf("no trials: %v", err)
 	}
 	for _, m := range []check.Method{check.FF, check.Float} {
 		var w bytes.Buffer // MaxBytes 0: the default bound, for either method
-		if same, err := check.Graphs(&w, a, b, check.Options{Method: m, Trials: 3, Seed: 2}); err != nil || !same {
+		if same, err := check.Graphs(context.Background(), &w, a, b, check.Options{Method: m, Trials: 3, Seed: 2}); err != nil || !same {
 			t.Errorf("%s with no bound given: %v, %v", m, same, err)
 		}
 		if m == check.FF && !strings.Contains(w.String(), "seed 2, 3 trial(s)") {
@@ -99,9 +122,9 @@ func TestGraphsOptions(t *testing.T) {
 
 // A comparison over the memory bound is refused before it runs.
 func TestGraphsKeepToTheMemoryBound(t *testing.T) {
-	for _, m := range []check.Method{check.FF, check.Float} {
+	for _, m := range []check.Method{check.FF, check.Float, check.Emu} {
 		opts := check.Options{Method: m, Trials: 1, Seed: 1, MaxBytes: 1024}
-		_, err := check.Graphs(&bytes.Buffer{}, named(t, load(t, "a", factored)), named(t, load(t, "b", expanded)), opts)
+		_, err := check.Graphs(context.Background(), &bytes.Buffer{}, named(t, load(t, "a", factored)), named(t, load(t, "b", expanded)), opts)
 		if !memlimit.IsOver(err) {
 			t.Errorf("%s with 1 KiB: %v, want a memory limit error", m, err)
 		}
@@ -136,6 +159,11 @@ func TestDynamic(t *testing.T) {
 			strings.Contains(said, "graph 2, m = 2: equivalent") || !strings.HasSuffix(said, "1 of 3 graph(s) differ from the program at their m\n") {
 			t.Errorf("%s: same = %v:\n%s", method, same, said)
 		}
+	}
+	// The emulator runs one graph; a dynamic program's entry point is
+	// --engine's.
+	if _, err := check.Dynamic(&bytes.Buffer{}, d, a.Path, b, check.Options{Method: check.Emu, Seed: 1}); err == nil || !strings.Contains(err.Error(), "--engine") {
+		t.Errorf("--method emu with --dynamic: %v, want a refusal naming --engine", err)
 	}
 }
 

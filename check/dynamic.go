@@ -20,6 +20,9 @@ func Dynamic(w io.Writer, d *driver.Dynamic, aPath string, b *driver.Input, opts
 	if err != nil {
 		return false, err
 	}
+	if opts.Method == Emu {
+		return false, fmt.Errorf("--method emu with --dynamic: --engine runs the dynamic entry point in the CPU emulator")
+	}
 	graphs, err := atTheirRows(d, aPath, b)
 	if err != nil {
 		return false, err

@@ -1,10 +1,13 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
+	"os"
 
+	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
@@ -22,6 +25,10 @@ const (
 	// Float is the float64 reference interpreter, within
 	// interp.DefaultTolerance.
 	Float Method = "float"
+	// Emu is the second graph's emitted CUDA, built for the CPU emulator
+	// and run on one draw, against the first graph in the float64
+	// interpreter, within enginerun.Tolerance (enginerun.Static).
+	Emu Method = "emu"
 )
 
 // DefaultTrials is FF's number of independent draws unless told: a wrong
@@ -45,8 +52,8 @@ func (o Options) ff() ffverify.Options {
 // o has none (memlimit.Default, for every method).
 func (o Options) normalized() (Options, error) {
 	switch {
-	case o.Method != FF && o.Method != Float:
-		return o, fmt.Errorf("unknown --method %q (want ff or float)", o.Method)
+	case o.Method != FF && o.Method != Float && o.Method != Emu:
+		return o, fmt.Errorf("unknown --method %q (want ff, float or emu)", o.Method)
 	case o.Method == FF && o.Trials < 1:
 		return o, fmt.Errorf("--trials %d: want at least 1", o.Trials)
 	}
@@ -63,9 +70,10 @@ type Named struct {
 }
 
 // Graphs checks that a and b compute the same function: the same inputs,
-// by position, and outputs that agree in some order. It writes the
-// verdict to w and returns whether they agree; an error means no verdict.
-func Graphs(w io.Writer, a, b Named, opts Options) (bool, error) {
+// by position, and outputs that agree in some order (Emu: in order). It
+// writes the verdict to w and returns whether they agree; an error means
+// no verdict. ctx ends an emulated run.
+func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, error) {
 	if err := sameInputs(a.Graph, b.Graph); err != nil {
 		return false, fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
 	}
@@ -73,10 +81,43 @@ func Graphs(w io.Writer, a, b Named, opts Options) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if opts.Method == Float {
+	switch opts.Method {
+	case Float:
 		return floats(w, a, b, opts.Seed, opts.MaxBytes)
+	case Emu:
+		return emulated(ctx, w, a, b, opts.Seed, opts.MaxBytes)
 	}
 	return fields(w, a, b, opts.ff())
+}
+
+// emulated runs b's emitted code in the CPU emulator against a in the
+// float64 interpreter (enginerun.Static), in a directory it removes.
+func emulated(ctx context.Context, w io.Writer, a, b Named, seed, limit int64) (bool, error) {
+	dir, err := os.MkdirTemp("", "mirage-emu-*")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	outs, err := enginerun.Static(ctx, dir, a.Graph, b.Graph, uint64(seed), limit)
+	if err != nil {
+		return false, fmt.Errorf("%s against %s in the CPU emulator: %w", b.Path, a.Path, err)
+	}
+	worst, bad := 0.0, -1
+	for k, o := range outs {
+		worst = max(worst, o.Error)
+		if !o.OK && bad < 0 {
+			bad = k
+		}
+	}
+	if bad >= 0 {
+		o := outs[bad]
+		fmt.Fprintf(w, "not equivalent (CPU emulator, seed %d): output %d %v: error %.3g of its largest |value| at %d (want %.6g, got %.6g), %d element(s) not finite; tolerance %g\n",
+			seed, bad, o.Shape, o.Error, o.At, o.Want, o.Got, o.NonFinite, enginerun.Tolerance)
+		return false, nil
+	}
+	fmt.Fprintf(w, "equivalent (CPU emulator, seed %d): %d output(s) agree, worst error %.3g of the largest |value| (tolerance %g)\n",
+		seed, len(outs), worst, enginerun.Tolerance)
+	return true, nil
 }
 
 // sameInputs checks that a and b take inputs of the same shapes and

@@ -61,21 +61,12 @@ func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Resu
 	if err != nil {
 		return nil, err
 	}
-	r := rand.New(rand.NewPCG(5, 8))
+	data := ModelInputs(program, full, rand.New(rand.NewPCG(5, 8)))
 	in := &bytes.Buffer{}
-	var data [][]float64
-	for k, id := range full.Inputs() {
-		s := full.Tensors[id].Shape
-		scale := 1.0
-		if d := program.Tensors[program.Inputs()[k]].Shape; !d.IsDynamic() && d.Rank() >= 2 {
-			scale = math.Exp2(-math.Round(math.Log2(math.Sqrt(float64(d.Dim(d.Rank() - 2))))))
+	for _, x := range data {
+		for _, v := range x {
+			binary.Write(in, binary.LittleEndian, float32(v))
 		}
-		x := make([]float64, s.NumElements())
-		for i := range x {
-			x[i] = float64(r.IntN(129)-64) / 64 * scale
-			binary.Write(in, binary.LittleEndian, float32(x[i]))
-		}
-		data = append(data, x)
 	}
 	inPath, refPath := filepath.Join(dir, "inputs.bin"), filepath.Join(dir, "reference.bin")
 	if err := os.WriteFile(inPath, in.Bytes(), 0o644); err != nil {
@@ -135,6 +126,28 @@ func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Resu
 		return res, fmt.Errorf("%w: %v", ErrFailed, err)
 	}
 	return res, nil
+}
+
+// ModelInputs draws the inputs of bound, program with its dynamic rows
+// bound (or program itself): random multiples of 1/64 in [-1, 1], a static
+// weight's (rank 2 or more) scaled by the power of two nearest
+// 1/sqrt(K), K its second-to-last dim, as a model's weights are, so that
+// fp16 does not overflow at a model's shapes. Every value is exact in
+// every dtype.
+func ModelInputs(program, bound *kernel.Graph, r *rand.Rand) [][]float64 {
+	var data [][]float64
+	for k, id := range bound.Inputs() {
+		scale := 1.0
+		if d := program.Tensors[program.Inputs()[k]].Shape; !d.IsDynamic() && d.Rank() >= 2 {
+			scale = math.Exp2(-math.Round(math.Log2(math.Sqrt(float64(d.Dim(d.Rank() - 2))))))
+		}
+		x := make([]float64, bound.Tensors[id].Shape.NumElements())
+		for i := range x {
+			x[i] = float64(r.IntN(129)-64) / 64 * scale
+		}
+		data = append(data, x)
+	}
+	return data
 }
 
 // parseEngine reads the engine's report, a line per step:

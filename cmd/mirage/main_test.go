@@ -76,6 +76,34 @@ func TestVerifyMutants(t *testing.T) {
 	}
 }
 
+// verify --method emu runs B's emitted code in the CPU emulator: the
+// gated MLP's μGraph (at 8 × 256 by 256 × 512) agrees with its program, and
+// the mutant that gates the other product is caught, with exit status 1.
+func TestVerifyEmulated(t *testing.T) {
+	small := func(path string) string {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), filepath.Base(path))
+		text := strings.NewReplacer("(8, 4096)", "(8, 256)", "(4096, 4096)", "(256, 512)", "grid_dim=(64, 1, 1)", "grid_dim=(8, 1, 1)",
+			"forloop_range=64", "forloop_range=4").Replace(string(src))
+		if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	program := small(examplePath("gated_mlp.py"))
+	kernel := small(examplePath("gated_mlp_mugraph.py"))
+	mutant := small(writeVariant(t, "gated_mlp_mugraph.py", `tb.mul(tb.silu(tA1), tA2)`, `tb.mul(tA1, tb.silu(tA2))`))
+	if code, out, errs := mirage(t, "verify", "--method", "emu", program, kernel); code != exitOK || !strings.HasPrefix(out, "equivalent (CPU emulator") {
+		t.Errorf("the μGraph: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if code, out, errs := mirage(t, "verify", "--method", "emu", program, mutant); code != exitDiffer || !strings.HasPrefix(out, "not equivalent (CPU emulator") {
+		t.Errorf("the mutant: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+}
+
 func TestVerifyUnusableInput(t *testing.T) {
 	dir := t.TempDir()
 	badShape := writeVariant(t, "rmsnorm_matmul_mugraph.py", "input_map=(1, -1, -1), forloop_dim=0", "input_map=(0, -1, -1), forloop_dim=0")

@@ -35,7 +35,7 @@ func newVerifyCmd() *cobra.Command {
 	f.load.register(cmd)
 	f.maxMemory.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.method, "method", "ff", "how to compare: ff (finite fields) or float (float64 interpreter)")
+	fl.StringVar(&f.method, "method", "ff", "how to compare: ff (finite fields), float (float64 interpreter) or emu (B's emitted CUDA in the CPU emulator)")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of the random inputs")
 	fl.IntVar(&f.trials, "trials", check.DefaultTrials, "independent random draws (--method ff)")
 	fl.IntVar(&f.candidate, "candidate", 0, "which graph of B when B holds several candidates (numbered from 0)")
@@ -95,7 +95,12 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 	if err != nil {
 		return err
 	}
-	same, err := check.Graphs(w, check.Named{Path: a.Path, Graph: ga}, check.Named{Path: b.Path, Graph: gb}, opts)
+	ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the check")
+	defer stop()
+	same, err := check.Graphs(ctx, w, check.Named{Path: a.Path, Graph: ga}, check.Named{Path: b.Path, Graph: gb}, opts)
+	if ctx.Err() != nil {
+		return interrupted("verify")
+	}
 	return verdict(same, f.maxMemory.explain(err))
 }
 

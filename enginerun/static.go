@@ -1,0 +1,142 @@
+package enginerun
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/interp"
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// Tolerance is the largest error, relative to an output's largest
+// |expected| value, at which emulated code agrees with the interpreter:
+// fp16 arithmetic's, as the engine's decode loop checks each step.
+const Tolerance = 2e-2
+
+// Output is one output of an emulated run, against the interpreter.
+type Output struct {
+	Shape     ugraph.Shape
+	Error     float64 // the worst |got - want|, relative to the largest |want|
+	At        int     // where (a flat index)
+	Got, Want float64
+	NonFinite int  // elements that are NaN or infinite (NaN: never written)
+	OK        bool // Error within Tolerance, every element finite
+}
+
+// Static checks candidate's emitted code as a caller runs it: it emits
+// the candidate (cuda.Emit), builds it for the CPU emulator in dir with
+// g++, runs it once on ModelInputs of program (seeded by seed), and
+// compares its k-th output with program's k-th in the float64 interpreter
+// on the same inputs, as the emulator rounded them to their dtypes. The
+// interpreter keeps to limit bytes. The two graphs must take the same
+// inputs and give outputs of the same shapes.
+func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, seed uint64, limit int64) ([]Output, error) {
+	if len(program.Outputs) != len(candidate.Outputs) {
+		return nil, fmt.Errorf("%d outputs vs %d", len(program.Outputs), len(candidate.Outputs))
+	}
+	for k, t := range program.Outputs {
+		if s, c := program.Tensors[t].Shape, candidate.Tensors[candidate.Outputs[k]].Shape; s != c {
+			return nil, fmt.Errorf("output %d is %v in the program, %v in the candidate", k, s, c)
+		}
+	}
+	if err := interp.CheckMemory(program, limit); err != nil {
+		return nil, err
+	}
+	code, err := cuda.Emit("checked", candidate, cuda.Options{})
+	if err != nil {
+		return nil, err
+	}
+	// g++'s warnings (an input the program never reads is an unused
+	// variable) say nothing of what the code computes.
+	emu, _, err := cuda.BuildEmulation(ctx, dir, candidate, code)
+	if err != nil {
+		return nil, err
+	}
+	data := ModelInputs(program, program, rand.New(rand.NewPCG(seed, 8)))
+	in, out := filepath.Join(dir, "inputs.bin"), filepath.Join(dir, "outputs.bin")
+	if err := emu.WriteInputs(in, func(k, i int) float32 { return float32(data[k][i]) }); err != nil {
+		return nil, err
+	}
+	if err := emu.Run(ctx, in, out); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	// The emulator writes the inputs as it rounded them, then the outputs.
+	r := bytes.NewReader(raw)
+	read := func(n int) ([]float64, error) {
+		v := make([]float32, n)
+		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
+			return nil, fmt.Errorf("the emulated program's output: %v", err)
+		}
+		x := make([]float64, n)
+		for i := range v {
+			x[i] = float64(v[i])
+		}
+		return x, nil
+	}
+	var ins []*interp.Tensor
+	for _, id := range candidate.Inputs() {
+		s := candidate.Tensors[id].Shape
+		x, err := read(s.NumElements())
+		if err != nil {
+			return nil, err
+		}
+		t, err := interp.FromSlice(s, x)
+		if err != nil {
+			return nil, err
+		}
+		ins = append(ins, t)
+	}
+	want, err := interp.RunWithin(program, ins, limit)
+	if err != nil {
+		return nil, err
+	}
+	var res []Output
+	for k, id := range candidate.Outputs {
+		got, err := read(candidate.Tensors[id].Shape.NumElements())
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, compare(want[k], got))
+	}
+	return res, nil
+}
+
+// compare is got against want: the worst error relative to want's
+// largest magnitude.
+func compare(want *interp.Tensor, got []float64) Output {
+	o := Output{Shape: want.Shape, At: -1}
+	scale := 0.0
+	for _, w := range want.Data {
+		scale = max(scale, math.Abs(w))
+	}
+	worst := 0.0
+	for i, w := range want.Data {
+		g := got[i]
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			o.NonFinite++
+			continue
+		}
+		if d := math.Abs(g - w); d > worst || o.At < 0 {
+			worst, o.At, o.Got, o.Want = d, i, g, w
+		}
+	}
+	if scale > 0 {
+		o.Error = worst / scale
+	} else {
+		o.Error = worst
+	}
+	o.OK = o.NonFinite == 0 && o.Error <= Tolerance
+	return o
+}
