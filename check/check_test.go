@@ -64,6 +64,8 @@ tb.new_output(stensor=tb.mul(tb.silu(tA1), tA2), output_map=(1, -1, -1))
 g.mark_output(g.customized([X, W1, W2], tb)[0])
 `
 	gateOnW2 = gatedInputs + "g.mark_output(g.mul(g.silu(g.matmul(X, W2)), g.matmul(X, W1)))\n"
+	// An fp32 matmul, which cuBLASLt runs in fp32.
+	fp32Matmul = "X = g.new_input(dims=(8, 64), dtype=mi.float32)\nW = g.new_input(dims=(64, 48), dtype=mi.float32)\ng.mark_output(g.matmul(X, W))\n"
 )
 
 func TestGraphs(t *testing.T) {
@@ -82,6 +84,7 @@ func TestGraphs(t *testing.T) {
 		{"emu differ", factored, other, check.Emu, false, "not equivalent (CPU emulator, seed 1): output 0 [8, 64]", ""},
 		{"emu kernel agrees", gatedOps, gatedKernel, check.Emu, true, "equivalent (CPU emulator, seed 1): 1 output(s) agree", ""},
 		{"emu kernel differs", gateOnW2, gatedKernel, check.Emu, false, "not equivalent (CPU emulator, seed 1): output 0 [8, 512]", ""},
+		{"emu fp32, fp32's tolerance", fp32Matmul, fp32Matmul, check.Emu, true, "(tolerance 0.0001)", ""},
 		{"unknown method", factored, expanded, "exact", false, "", `unknown --method "exact" (want ff, float or emu)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,21 +21,35 @@ import (
 // fp16 arithmetic's, as the engine's decode loop checks each step.
 const Tolerance = 2e-2
 
+// Float32Tolerance is Tolerance for an fp32 output: fp32 arithmetic's,
+// with room for sums of thousands of terms.
+const Float32Tolerance = 1e-4
+
+// ToleranceOf is the tolerance for an output of dtype dt.
+func ToleranceOf(dt ugraph.DType) float64 {
+	if dt == ugraph.Float32 {
+		return Float32Tolerance
+	}
+	return Tolerance
+}
+
 // Output is one output of an emulated run, against the interpreter.
 type Output struct {
 	Shape     ugraph.Shape
 	Error     float64 // the worst |got - want|, relative to the largest |want|
 	At        int     // where (a flat index)
 	Got, Want float64
-	NonFinite int  // elements that are NaN or infinite (NaN: never written)
-	OK        bool // Error within Tolerance, every element finite
+	NonFinite int     // elements that are NaN or infinite (NaN: never written)
+	Tolerance float64 // ToleranceOf its dtype
+	OK        bool    // Error within Tolerance, every element finite
 }
 
 // Static checks candidate's emitted code as a caller runs it: it emits
 // the candidate (cuda.Emit), builds it for the CPU emulator in dir with
 // g++, runs it once on ModelInputs of program (seeded by seed), and
 // compares its k-th output with program's k-th in the float64 interpreter
-// on the same inputs, as the emulator rounded them to their dtypes. The
+// on the same inputs, as the emulator rounded them to their dtypes, within
+// ToleranceOf the output's dtype. The
 // interpreter keeps to limit bytes. The two graphs must take the same
 // inputs and give outputs of the same shapes.
 func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, seed uint64, limit int64) ([]Output, error) {
@@ -108,15 +122,15 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 		if err != nil {
 			return nil, err
 		}
-		res = append(res, compare(want[k], got))
+		res = append(res, compare(want[k], got, ToleranceOf(candidate.Tensors[id].DType)))
 	}
 	return res, nil
 }
 
 // compare is got against want: the worst error relative to want's
 // largest magnitude.
-func compare(want *interp.Tensor, got []float64) Output {
-	o := Output{Shape: want.Shape, At: -1}
+func compare(want *interp.Tensor, got []float64, tolerance float64) Output {
+	o := Output{Shape: want.Shape, At: -1, Tolerance: tolerance}
 	scale := 0.0
 	for _, w := range want.Data {
 		scale = max(scale, math.Abs(w))
@@ -137,6 +151,6 @@ func compare(want *interp.Tensor, got []float64) Output {
 	} else {
 		o.Error = worst
 	}
-	o.OK = o.NonFinite == 0 && o.Error <= Tolerance
+	o.OK = o.NonFinite == 0 && o.Error <= tolerance
 	return o
 }

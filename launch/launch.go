@@ -470,13 +470,15 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 		}
 		tile, ok := gemmConfig(out.DType, m, n, kd)
 		switch {
-		case out.DType != ugraph.Float32 && !opts.OwnGEMM:
+		case !opts.OwnGEMM:
 			// cuBLASLt moves skinny matmuls' weights at eager PyTorch's
 			// speed (it is what eager runs); the runtime's own GEMM
 			// reached a quarter of that on an H100 (bench/results/h100).
-			// It takes any fp16 or bf16 shape (rows not a multiple of 16
-			// bytes get its slower, less aligned kernels), as eager's
-			// cuBLAS calls do; the runtime's fallback for those is SIMT.
+			// It takes any shape (rows not a multiple of 16 bytes get its
+			// slower, less aligned kernels), as eager's cuBLAS calls do;
+			// the runtime's fallback for those is SIMT. fp32 runs in fp32
+			// (CUBLAS_COMPUTE_32F, no TF32), as eager's default does;
+			// the runtime has only a SIMT GEMM for it.
 			if max(m, n, kd) > math.MaxInt32 {
 				return Kernel{}, fmt.Errorf("%dx%dx%d matmul: cuBLASLt takes dims of at most %d (lt_matmul's int)", m, kd, n, math.MaxInt32)
 			}

@@ -73,8 +73,10 @@ func TestLibraryLaunches(t *testing.T) {
 		{"batched 256 rows, own GEMM: 128x128 tiles, batch on z", []string{`a = g.new_input(dims=(2, 256, 64), dtype=mi.float16)`, `w = g.new_input(dims=(2, 64, 4096), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
 			Kernel{Code: GEMM, Grid: [3]int{32, 2, 2}, Threads: 128, SmemBytes: 3 * (128*40 + 32*136) * 2, Stages: 3, Vector: 16, Split: 1,
 				Tile: GEMMTile{128, 128, 2, 2}, RowTile: 128}, Options{OwnGEMM: true}},
-		{"fp32: SIMT", []string{`a = g.new_input(dims=(20, 64), dtype=mi.float32)`, `w = g.new_input(dims=(64, 40), dtype=mi.float32)`, `g.mark_output(g.matmul(a, w))`},
-			Kernel{Code: GEMMSIMT, Grid: [3]int{3, 2, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{}},
+		{"fp32: cuBLASLt", []string{`a = g.new_input(dims=(20, 64), dtype=mi.float32)`, `w = g.new_input(dims=(64, 40), dtype=mi.float32)`, `g.mark_output(g.matmul(a, w))`},
+			lt, Options{}},
+		{"fp32, own GEMM: SIMT", []string{`a = g.new_input(dims=(20, 64), dtype=mi.float32)`, `w = g.new_input(dims=(64, 40), dtype=mi.float32)`, `g.mark_output(g.matmul(a, w))`},
+			Kernel{Code: GEMMSIMT, Grid: [3]int{3, 2, 1}, Threads: 256, Stages: 1, Vector: 4, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{OwnGEMM: true}},
 		{"N not a multiple of 8, own GEMM: SIMT", []string{`a = g.new_input(dims=(16, 64), dtype=mi.float16)`, `w = g.new_input(dims=(64, 20), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
 			Kernel{Code: GEMMSIMT, Grid: [3]int{2, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1, Tile: GEMMTile{BM: 16, BN: 16}, RowTile: 16}, Options{OwnGEMM: true}},
 		// A hidden size of 4100 (rows of 8200 bytes) goes to cuBLASLt, as

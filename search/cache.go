@@ -160,7 +160,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // one place in the ranking (distinct). Version 29: abstract expressions
 // write every scalar as one variable (absexpr.Scalar), so the pruning sees
 // where a factor is applied, and a root mean square written out.
-const cacheVersion = 29
+// Version 30: pre-defined fp32 matmuls run through cuBLASLt too.
+const cacheVersion = 30
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

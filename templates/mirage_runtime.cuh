@@ -733,6 +733,7 @@ inline cublasLtHandle_t lt_handle(int device) {
 template <typename T> constexpr cudaDataType_t lt_type();
 template <> constexpr cudaDataType_t lt_type<__half>() { return CUDA_R_16F; }
 template <> constexpr cudaDataType_t lt_type<__nv_bfloat16>() { return CUDA_R_16BF; }
+template <> constexpr cudaDataType_t lt_type<float>() { return CUDA_R_32F; }
 
 // lt_layout is a column-major rows x cols layout of batch matrices.
 inline cublasStatus_t lt_layout(cublasLtMatrixLayout_t* l, cudaDataType_t t, int rows, int cols, int batch) {
