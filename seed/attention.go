@@ -7,9 +7,11 @@ import (
 )
 
 // attentionPlan is what the attention rule found: softmax(f(Q·K))·V over
-// a batch, f a chain of element-wise ops (a scale, the exp).
+// a batch (or for one head: rank 2, b 1), f a chain of element-wise ops (a
+// scale, the exp).
 type attentionPlan struct {
-	q, k, v kernel.TensorID // b×m×d, b×d×n, b×n×e: the matmuls' operands
+	q, k, v kernel.TensorID // b×m×d, b×d×n, b×n×e (or m×d, d×n, n×e): the matmuls' operands
+	batched bool            // rank 3: the batch is dim 0
 	// inputs are the program inputs q, k and v are computed from, and
 	// prologues the ops that compute them (row-wise: see rowChain).
 	inputs    [3]kernel.TensorID
@@ -34,7 +36,8 @@ type attentionPlan struct {
 // after ·V instead of before is exact: the sum is constant along each
 // row. Each tiling comes in the attentionForms. Its premise: the program
 // is exactly that computation on inputs Q, K, V of rank 3 (batch first),
-// its one output the attention's.
+// or of rank 2 (one head, as a program written head by head has it), its
+// one output the attention's.
 func attentionRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planAttention(p)
 	if !ok {
@@ -87,6 +90,29 @@ type attentionForm struct {
 
 var attentionForms = []attentionForm{{}, {lateSum: true}, {prologuesApart: true}, {lateSum: true, prologuesApart: true}}
 
+// dim is dim d of a batched tensor (batch, rows, columns) as plan's
+// tensors have it: d itself, or one less without the batch.
+func (plan *attentionPlan) dim(d int) int {
+	if plan.batched || d < 0 {
+		return d
+	}
+	return d - 1
+}
+
+// dims is m, a map of batched tensors, for plan's: without the batch,
+// the axis that walks it (grid x, of 1 block) maps no dim.
+func (plan *attentionPlan) dims(m block.Map) block.Map {
+	for a, d := range m {
+		switch {
+		case d == 0 && !plan.batched:
+			m[a] = -1
+		case d > 0:
+			m[a] = plan.dim(d)
+		}
+	}
+	return m
+}
+
 func (plan *attentionPlan) hasPrologues() bool {
 	return len(plan.prologues[0])+len(plan.prologues[1])+len(plan.prologues[2]) > 0
 }
@@ -112,7 +138,8 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	plan.q, plan.k = qk.In[0], qk.In[1]
 	plan.v = g.Ops[plan.pv].In[1]
 	sq, sk, sv := p.shape(plan.q), p.shape(plan.k), p.shape(plan.v)
-	if sq.Rank() != 3 {
+	rank := sq.Rank()
+	if rank != 2 && rank != 3 || sk.Rank() != rank || sv.Rank() != rank {
 		return nil, false
 	}
 	for i, t := range []kernel.TensorID{plan.q, plan.k, plan.v} {
@@ -122,8 +149,15 @@ func planAttention(p *program) (*attentionPlan, bool) {
 			return nil, false
 		}
 	}
-	plan.b, plan.m, plan.n, plan.e = sq.Dim(0), sq.Dim(1), sk.Dim(2), sv.Dim(2)
-	if sk.Dim(0) != plan.b || sv.Dim(0) != plan.b || sv.Dim(1) != plan.n {
+	plan.batched = rank == 3
+	plan.b, plan.m, plan.n, plan.e = 1, sq.Dim(rank-2), sk.Dim(rank-1), sv.Dim(rank-1)
+	if plan.batched {
+		plan.b = sq.Dim(0)
+		if sk.Dim(0) != plan.b || sv.Dim(0) != plan.b {
+			return nil, false
+		}
+	}
+	if sv.Dim(rank-2) != plan.n {
 		return nil, false
 	}
 	// f: single-reader unary element-wise ops from Q·K to the weights.
@@ -152,7 +186,7 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	for _, c := range cs {
 		op := g.Ops[c]
 		switch {
-		case op.Kind == ugraph.OpReduction && op.Attr.Dim == 2:
+		case op.Kind == ugraph.OpReduction && op.Attr.Dim == rank-1:
 			plan.sum, sum = c, op.Out[0]
 		case op.Kind == ugraph.OpDiv && op.In[0] == t:
 			plan.div, plan.divFirst = c, true
@@ -227,8 +261,8 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 	if !ok {
 		return nil, false
 	}
-	maps := [3]block.Map{{0, -1, 1}, {0, 2, -1}, {0, 1, -1}}
-	fmaps := [3]int{-1, 2, 1}
+	maps := [3]block.Map{plan.dims(block.Map{0, -1, 1}), plan.dims(block.Map{0, 2, -1}), plan.dims(block.Map{0, 1, -1})}
+	fmaps := [3]int{-1, plan.dim(2), plan.dim(1)}
 	matmulOperands := [3]kernel.TensorID{plan.q, plan.k, plan.v}
 	for i, in := range plan.inputs {
 		if form.prologuesApart {
@@ -275,14 +309,14 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 	out := p.g.Outputs[0]
 	if split == 1 {
 		o, ok := k.add(ugraph.OpDiv, ugraph.Attr{}, outSum, rowSum)
-		if !ok || !k.store(out, o, block.Map{0, -1, 1}) {
+		if !ok || !k.store(out, o, plan.dims(block.Map{0, -1, 1})) {
 			return nil, false
 		}
 		return k.graph()
 	}
 	// The partial results, side by side along their last dims: b×m×(split·e)
 	// and b×m×split.
-	if k.b.AddOutput(outSum, block.Map{0, 2, 1}) != nil || k.b.AddOutput(rowSum, block.Map{0, 2, 1}) != nil {
+	if k.b.AddOutput(outSum, plan.dims(block.Map{0, 2, 1})) != nil || k.b.AddOutput(rowSum, plan.dims(block.Map{0, 2, 1})) != nil {
 		return nil, false
 	}
 	return k.combined(plan, split, threads)
@@ -306,8 +340,9 @@ func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.D
 	if err != nil {
 		return nil, false
 	}
-	op, err1 := c.AddInput(g.Tensors[parts[0]].Shape, g.Tensors[parts[0]].DType, block.Map{0, 1, -1}, -1)
-	sp, err2 := c.AddInput(g.Tensors[parts[1]].Shape, g.Tensors[parts[1]].DType, block.Map{0, 1, -1}, -1)
+	rowMap := plan.dims(block.Map{0, 1, -1})
+	op, err1 := c.AddInput(g.Tensors[parts[0]].Shape, g.Tensors[parts[0]].DType, rowMap, -1)
+	sp, err2 := c.AddInput(g.Tensors[parts[1]].Shape, g.Tensors[parts[1]].DType, rowMap, -1)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
@@ -317,7 +352,7 @@ func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.D
 		return nil, false
 	}
 	o, err := c.Add(ugraph.OpDiv, ugraph.Attr{}, os, ss)
-	if err != nil || c.AddOutput(o, block.Map{0, 1, -1}) != nil {
+	if err != nil || c.AddOutput(o, rowMap) != nil {
 		return nil, false
 	}
 	outs, err := g.Customized(parts, c)

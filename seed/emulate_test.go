@@ -27,7 +27,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var body string

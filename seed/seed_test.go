@@ -166,6 +166,13 @@ V = g.new_input(dims=(2, 256, 64), dtype=mi.float16)
 E = g.exp(g.matmul(g.rms_norm(Q, normalized_shape=(64,)), K))
 g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.rms_norm(V, normalized_shape=(64,))))
 `, []string{"attention"}},
+	{"one head's attention (rank 2), scaled", `
+Q = g.new_input(dims=(4, 64), dtype=mi.float16)
+K = g.new_input(dims=(64, 512), dtype=mi.float16)
+V = g.new_input(dims=(512, 64), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.matmul(Q, K), 0.125))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 1)), V))
+`, []string{"attention"}},
 	// Premises that fail.
 	{"attention with K normalized along the keys' dim", `
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
