@@ -16,7 +16,7 @@ import (
 //	exp, sqrt, ...     the same function of the operand
 //	mul_scalar(x, c)   mul(x, scalar): every scalar is the one variable
 //	                   Scalar, so its place shows, not its value
-//	sub(a, b)          add(a, b): a + (-1)·b, the -1 left out
+//	sub(a, b)          add(a, mul(b, scalar)): a + (-1)·b
 //	matmul(a, b)       sum(k, mul(a, b)), k the inner dim (a's last)
 //	reduction(x, d)    sum(n, x), n = x's extent along d
 //	reduction_to_dimx  sum(n/r, x): each result sums n/r elements (r =
@@ -60,6 +60,8 @@ func elementwise(k ugraph.OpKind, a ugraph.Attr, args []*Expr) (*Expr, error) {
 		return Mul(args[0], Scalar()), nil
 	case ugraph.ExprAdd:
 		return Add(args...), nil
+	case ugraph.ExprSub:
+		return Add(args[0], Mul(args[1], Scalar())), nil
 	case ugraph.ExprMul:
 		return Mul(args...), nil
 	case ugraph.ExprDiv:

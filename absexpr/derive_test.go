@@ -55,7 +55,7 @@ func TestForOp(t *testing.T) {
 		{ugraph.OpClamp, ugraph.Attr{Scalars: [2]float64{0, 6}}, []*Expr{x}, shapes([]int{4, 64}), "clamp(0, 6, x)"},
 		{ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.125}}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, x)"},
 		{ugraph.OpAdd, ugraph.Attr{}, []*Expr{y, x}, shapes([]int{4, 64}, []int{4, 1}), "add(x, y)"},
-		{ugraph.OpSub, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "add(x, y)"},
+		{ugraph.OpSub, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "add(mul(scalar, y), x)"},
 		{ugraph.OpMul, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "mul(x, y)"},
 		{ugraph.OpDiv, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 1}), "div(x, y)"},
 		{ugraph.OpPow, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "pow(x, y)"},
@@ -388,7 +388,7 @@ func TestEveryElementwiseOpHasAnExpression(t *testing.T) {
 		switch info.Elem.Expr {
 		case ugraph.ExprScaled:
 			want = OpMul
-		case ugraph.ExprAdd:
+		case ugraph.ExprAdd, ugraph.ExprSub:
 			want = OpAdd
 		case ugraph.ExprMul:
 			want = OpMul

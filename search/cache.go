@@ -161,7 +161,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // write every scalar as one variable (absexpr.Scalar), so the pruning sees
 // where a factor is applied, and a root mean square written out.
 // Version 30: pre-defined fp32 matmuls run through cuBLASLt too.
-const cacheVersion = 30
+// Version 31: the attention rule's seeds for one head (rank 2); sub's
+// expression keeps its scalar; twins compared with their launches.
+const cacheVersion = 31
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

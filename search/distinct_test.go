@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -93,5 +94,37 @@ func TestAnswersHaveNoTwins(t *testing.T) {
 	}
 	if seeded == 0 {
 		t.Errorf("none of %d candidates is a seed's: the case tests no twin of one", len(res.Candidates))
+	}
+}
+
+// Of twins, a seed verified before the ranking is the one kept, whatever
+// their hashes' order: it stays an answer however the ranked verification
+// ends (here, before it begins).
+func TestDistinctKeepsTheVerifiedSeed(t *testing.T) {
+	for _, seedFirst := range []bool{false, true} {
+		a := &Candidate{Graph: sumProgram(t, ugraph.OpAdd, false), Kernels: 2, Estimate: Estimate{Micros: 5, Bytes: 4096}}
+		b := &Candidate{Graph: sumProgram(t, ugraph.OpAdd, true), Kernels: 2, Estimate: Estimate{Micros: 5, Bytes: 4096}}
+		a.Hash, b.Hash = kernel.Hash(a.Graph), kernel.Hash(b.Graph)
+		seed := a
+		if (a.Hash < b.Hash) != seedFirst {
+			seed = b
+		}
+		seed.Seed, seed.checked = "rows", true
+		cands := []*Candidate{a, b}
+		slices.SortFunc(cands, compareCandidates)
+		got := distinct(cands)
+		if len(got) != 1 || got[0] != seed {
+			t.Fatalf("seed first %v: distinct kept %d, the seed's twin: %v", seedFirst, len(got), len(got) == 1 && got[0] != seed)
+		}
+		v, err := ffverify.New(sumProgram(t, ugraph.OpAdd, false), ffverify.Options{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		vr := verification{ctx: ctx, verifier: v, workers: 1, limit: 2}
+		if best, err := vr.run(got, len(got)); err != nil || len(best) != 1 {
+			t.Errorf("seed first %v: the ended verification returned %d, %v; want the verified seed", seedFirst, len(best), err)
+		}
 	}
 }

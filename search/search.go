@@ -806,8 +806,9 @@ func (c *Candidate) ranked() cost.Estimate {
 // (kernel.CanonicalHash): a seed rule and the enumeration often build the
 // same graph so, and the answers would list it twice. Such twins estimate
 // alike, so only candidates that tie in the ranking but for their hashes
-// are compared. A twin that a seed rule built gives its rule to the one
-// kept, since the rule built that graph too.
+// are compared. A seed verified before the ranking is the one kept; a
+// twin that a seed rule built gives its rule to the one kept, since the
+// rule built that graph too.
 func distinct(cands []*Candidate) []*Candidate {
 	out := make([]*Candidate, 0, len(cands))
 	for i := 0; i < len(cands); {
@@ -820,17 +821,23 @@ func distinct(cands []*Candidate) []*Candidate {
 			i = j
 			continue
 		}
-		kept := map[uint64]*Candidate{}
+		kept := map[uint64]int{} // canonical hash -> index in out
 		for _, c := range cands[i:j] {
 			key := kernel.CanonicalHash(c.Graph)
-			if twin := kept[key]; twin != nil {
-				if twin.Seed == "" {
-					twin.Seed = c.Seed
-				}
+			at, ok := kept[key]
+			if !ok {
+				kept[key] = len(out)
+				out = append(out, c)
 				continue
 			}
-			kept[key] = c
-			out = append(out, c)
+			// A seed already verified takes its twin's place: it stays
+			// an answer however the verification of the rest ends.
+			if twin := out[at]; c.checked && !twin.checked {
+				out[at], c = c, twin
+			}
+			if out[at].Seed == "" {
+				out[at].Seed = c.Seed
+			}
 		}
 		i = j
 	}

@@ -138,9 +138,11 @@ const (
 	// they see where a factor is applied (exp(x·c) is not exp(x)·c), not
 	// its value.
 	ExprScaled
-	// ExprAdd: the sum of its operands; sub too (a - b = a + (-1)·b, and
-	// sub's -1 is left out).
+	// ExprAdd: the sum of its operands.
 	ExprAdd
+	// ExprSub: its first operand plus its second times a scalar (sub:
+	// a - b = a + (-1)·b), as a program writing it with mul_scalar reads.
+	ExprSub
 	ExprMul // the product of its operands
 	ExprDiv // the quotient
 )
@@ -187,7 +189,7 @@ var opTable = [numOpKinds]OpInfo{
 	OpAdd: {Name: "add", Class: ClassBinary, Arity: 2, Levels: levelBoth, Commutative: true,
 		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x + y }), Runtime: "op_add", Flops: 1, Expr: ExprAdd}},
 	OpSub: {Name: "sub", Class: ClassBinary, Arity: 2, Levels: levelBoth,
-		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x - y }), Runtime: "op_sub", Flops: 1, Expr: ExprAdd}},
+		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x - y }), Runtime: "op_sub", Flops: 1, Expr: ExprSub}},
 	OpMul: {Name: "mul", Class: ClassBinary, Arity: 2, Levels: levelBoth, Commutative: true,
 		Elem: Elementwise{Real: binary(func(x, y float64) float64 { return x * y }), Runtime: "op_mul", Flops: 1, Expr: ExprMul}},
 	// A reciprocal and a mul.

@@ -95,8 +95,15 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the check")
-	defer stop()
+	ctx := cmd.Context()
+	if opts.Method == check.Emu {
+		// The emulated run stops on the first Ctrl-C, and its build
+		// directory goes with it; the other methods keep the default
+		// handling (the first signal ends the process).
+		var stop func()
+		ctx, stop = driver.InterruptibleSaying(ctx, cmd.ErrOrStderr(), "stopping the emulated run")
+		defer stop()
+	}
 	same, err := check.Graphs(ctx, w, check.Named{Path: a.Path, Graph: ga}, check.Named{Path: b.Path, Graph: gb}, opts)
 	if ctx.Err() != nil {
 		return interrupted("verify")

@@ -25,6 +25,11 @@ type Canon struct {
 // tensor that g's k-th input op reads (the k-th operand of the customized
 // op that holds g).
 func Canonical(g *Graph, inputs []uint64) Canon {
+	// The launch enters every tile's value through the inputs: an
+	// accumulator's value depends on the for-loop's range even where no
+	// tile shape shows it (a tile no iteration walks, summed F times).
+	launch := structhash.Seq(canonNames.Graph, hashInts(g.Grid), hashInts(g.Threads), structhash.Int(g.ForloopRange),
+		structhash.Int(g.ReductionDimx), structhash.Int(g.Stages))
 	values := make([]uint64, len(g.Tensors))
 	ops := make([]uint64, 0, len(g.Ops))
 	var c Canon
@@ -35,7 +40,7 @@ func Canonical(g *Graph, inputs []uint64) Canon {
 		switch op.Kind {
 		case ugraph.OpInput:
 			in := op.Input
-			v = structhash.Seq(canonNames.Input, inputs[k], in.DShape.StructHash(), hashInts(in.IMap), structhash.Int(in.FMap))
+			v = structhash.Seq(canonNames.Input, launch, inputs[k], in.DShape.StructHash(), hashInts(in.IMap), structhash.Int(in.FMap))
 			k++
 		case ugraph.OpOutput:
 			out := op.Output
@@ -58,8 +63,6 @@ func Canonical(g *Graph, inputs []uint64) Canon {
 		ops = append(ops, v)
 	}
 	slices.Sort(ops)
-	launch := structhash.Seq(canonNames.Graph, hashInts(g.Grid), hashInts(g.Threads), structhash.Int(g.ForloopRange),
-		structhash.Int(g.ReductionDimx), structhash.Int(g.Stages))
 	c.Graph = structhash.Seq(launch, structhash.Seq(ops...))
 	return c
 }

@@ -155,3 +155,38 @@ func TestCanonicalHash(t *testing.T) {
 		}
 	}
 }
+
+// repeated is a kernel summing F copies of exp(x), x read whole at every
+// iteration (no for-loop dim): its value depends on F though no tile's
+// shape shows it.
+func repeated(g *kernel.Graph, x kernel.TensorID, f int) kernel.TensorID {
+	b := must(block.New(block.Dim3{1, 1, 1}, block.Dim3{128, 1, 1}, f, 64))
+	in := must(b.AddInput(g.Tensors[x].Shape, ugraph.Float16, block.Map{-1, -1, -1}, -1))
+	acc := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{}, must(b.Add(ugraph.OpExp, ugraph.Attr{}, in))))
+	if err := b.AddOutput(acc, block.Map{-1, -1, -1}); err != nil {
+		panic(err)
+	}
+	return must(g.Customized([]kernel.TensorID{x}, b))[0]
+}
+
+// The same two kernels (F 2 and F 4) read in other roles compute other
+// outputs: (relu(K2), K4) is not (relu(K4), K2).
+func TestCanonicalHashSeesTheForloopRange(t *testing.T) {
+	graph := func(swap bool) *kernel.Graph {
+		g := kernel.New()
+		x := must(g.AddInput(ugraph.MustShape(8, 64), ugraph.Float16))
+		k2, k4 := repeated(g, x, 2), repeated(g, x, 4)
+		if swap {
+			k2, k4 = k4, k2
+		}
+		for _, o := range []kernel.TensorID{must(g.Add(ugraph.OpRelu, ugraph.Attr{}, k2)), k4} {
+			if err := g.MarkOutput(o); err != nil {
+				panic(err)
+			}
+		}
+		return g
+	}
+	if kernel.CanonicalHash(graph(false)) == kernel.CanonicalHash(graph(true)) {
+		t.Error("two kernels of other for-loop ranges, their roles exchanged, hash alike")
+	}
+}
