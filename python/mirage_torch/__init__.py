@@ -179,8 +179,10 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
         tag = "emu"
         compiler = cxx or shutil.which("g++") or "g++"
         emu = _emulator_headers()
-        cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-fno-gnu-unique", "-DMIRAGE_EMULATE", "-I" + emu, "-I" + directory,
+        cmd = [compiler, "-std=c++17", "-O2", "-shared", "-fPIC", "-DMIRAGE_EMULATE", "-I" + emu, "-I" + directory,
                "-x", "c++", cu]
+        if "clang" not in os.path.basename(compiler):  # a GCC flag
+            cmd.insert(1, "-fno-gnu-unique")
     if device == "cpu":
         sources += [os.path.join(emu, f) for f in os.listdir(emu) if f.endswith(".h")]
     lib = os.path.join(directory, "lib%s.%s.so" % (program.name, tag))
