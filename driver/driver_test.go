@@ -324,7 +324,8 @@ func TestNormReadByManyIsComputedOnce(t *testing.T) {
 	g := loadSource(t, "norm_per_head", src.String())
 	lim := defaultLimits(t, g)
 	ops := computeOps(g) // rms_norm, then six matmuls
-	tight := func(run []int) Limits { l := lim(run); l.Ops = 1; return l } // split: an op a group
+	// split makes a group of each op.
+	tight := func(run []int) Limits { l := lim(run); l.Ops = 1; return l }
 	ix := index(g)
 	groups := recompute(ix, split(ix, ops, tight, true, nil), lim)
 	holding := 0

@@ -5,14 +5,16 @@ import (
 	"testing"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // A range whose largest bucket's code cannot be emitted (an fp32 matmul's
-// grid past 65535 blocks of 16 rows, on the runtime's SIMT GEMM) is
-// refused before any search, with the largest m that can be; one within
-// it is not.
+// grid past 65535 blocks of 16 rows, on the runtime's SIMT GEMM: the
+// code emitted with OwnGEMM; cuBLASLt takes m up to 2^31 - 1) is refused
+// before any search, with the largest m that can be; one within it is
+// not.
 func TestCheckLowers(t *testing.T) {
 	program, err := loadSource(t, "p", `
 X = g.new_input(dims=(16, 256), dtype=mi.float32)
@@ -21,7 +23,7 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))`).WithDynamic
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := cuda.Options{Arch: target.MustLookup("sm_90")}
+	opts := cuda.Options{Arch: target.MustLookup("sm_90"), Launch: launch.Options{OwnGEMM: true}}
 	for _, tt := range []struct {
 		lo, hi  int
 		buckets []int

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
+	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -82,7 +82,15 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 	if err := emu.Run(ctx, in, out); err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(out)
+	// The inputs as rounded, then the outputs, 4 bytes an element.
+	size := int64(0)
+	for _, id := range candidate.Inputs() {
+		size += 4 * int64(candidate.Tensors[id].Shape.NumElements())
+	}
+	for _, id := range candidate.Outputs {
+		size += 4 * int64(candidate.Tensors[id].Shape.NumElements())
+	}
+	raw, err := boundedread.ReadFile(out, size)
 	if err != nil {
 		return nil, err
 	}
