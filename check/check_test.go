@@ -132,6 +132,13 @@ func TestGraphsKeepToTheMemoryBound(t *testing.T) {
 			t.Errorf("%s with 1 KiB: %v, want a memory limit error", m, err)
 		}
 	}
+	// The emulated check counts the values it holds beside the
+	// interpreter's: a bound the interpreter alone fits is not enough.
+	a, b := named(t, load(t, "a", factored)), named(t, load(t, "b", expanded))
+	opts := check.Options{Method: check.Emu, Seed: 1, MaxBytes: interp.Memory(a.Graph)}
+	if _, err := check.Graphs(context.Background(), &bytes.Buffer{}, a, b, opts); !memlimit.IsOver(err) || !strings.Contains(err.Error(), "CPU emulator") {
+		t.Errorf("emu with the interpreter's memory alone: %v, want a memory limit error", err)
+	}
 }
 
 // Dynamic checks each graph of a document at its own m, with one pool of

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/internal/boundedread"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -64,6 +65,21 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 	if err := interp.CheckMemory(program, limit); err != nil {
 		return nil, err
 	}
+	// Beside the interpreter's tensors: the inputs drawn (8 bytes an
+	// element), the emulator's file of inputs and outputs (4), and an
+	// output read back (8). The emulator's own process is not counted.
+	var ins, outs, largest int64
+	for _, id := range candidate.Inputs() {
+		ins += int64(candidate.Tensors[id].Shape.NumElements())
+	}
+	for _, id := range candidate.Outputs {
+		n := int64(candidate.Tensors[id].Shape.NumElements())
+		outs, largest = outs+n, max(largest, n)
+	}
+	need := ugraph.AddSize(interp.Memory(program), 8*ins+4*(ins+outs)+8*largest)
+	if err := memlimit.Check("checking it in the CPU emulator", need, limit); err != nil {
+		return nil, err
+	}
 	code, err := cuda.Emit("checked", candidate, cuda.Options{})
 	if err != nil {
 		return nil, err
@@ -83,14 +99,7 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 		return nil, err
 	}
 	// The inputs as rounded, then the outputs, 4 bytes an element.
-	size := int64(0)
-	for _, id := range candidate.Inputs() {
-		size += 4 * int64(candidate.Tensors[id].Shape.NumElements())
-	}
-	for _, id := range candidate.Outputs {
-		size += 4 * int64(candidate.Tensors[id].Shape.NumElements())
-	}
-	raw, err := boundedread.ReadFile(out, size)
+	raw, err := boundedread.ReadFile(out, 4*(ins+outs))
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +116,7 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 		}
 		return x, nil
 	}
-	var ins []*interp.Tensor
+	var rounded []*interp.Tensor
 	for _, id := range candidate.Inputs() {
 		s := candidate.Tensors[id].Shape
 		x, err := read(s.NumElements())
@@ -118,9 +127,9 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 		if err != nil {
 			return nil, err
 		}
-		ins = append(ins, t)
+		rounded = append(rounded, t)
 	}
-	want, err := interp.RunWithin(program, ins, limit)
+	want, err := interp.RunWithin(program, rounded, limit)
 	if err != nil {
 		return nil, err
 	}
