@@ -40,7 +40,7 @@ type Output struct {
 	Error     float64 // the worst |got - want|, relative to the largest |want|
 	At        int     // where (a flat index)
 	Got, Want float64
-	NonFinite int     // elements that are NaN or infinite (NaN: never written)
+	NonFinite int     // elements NaN or infinite where the interpreter's are finite (NaN: never written)
 	Tolerance float64 // ToleranceOf its dtype
 	OK        bool    // Error within Tolerance, every element finite
 }
@@ -145,17 +145,27 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 }
 
 // compare is got against want: the worst error relative to want's
-// largest magnitude.
+// largest finite magnitude. Where want is not finite (the program's own
+// NaN or infinity), got must not be either.
 func compare(want *interp.Tensor, got []float64, tolerance float64) Output {
 	o := Output{Shape: want.Shape, At: -1, Tolerance: tolerance}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	scale := 0.0
 	for _, w := range want.Data {
-		scale = max(scale, math.Abs(w))
+		if finite(w) {
+			scale = max(scale, math.Abs(w))
+		}
 	}
 	worst := 0.0
 	for i, w := range want.Data {
 		g := got[i]
-		if math.IsNaN(g) || math.IsInf(g, 0) {
+		switch {
+		case !finite(w) && !finite(g):
+			continue
+		case !finite(w):
+			worst, o.At, o.Got, o.Want = math.Inf(1), i, g, w
+			continue
+		case !finite(g):
 			o.NonFinite++
 			continue
 		}
