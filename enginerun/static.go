@@ -50,9 +50,9 @@ type Output struct {
 // g++, runs it once on ModelInputs of program (seeded by seed), and
 // compares its k-th output with program's k-th in the float64 interpreter
 // on the same inputs, as the emulator rounded them to their dtypes, within
-// ToleranceOf the output's dtype. The
-// interpreter keeps to limit bytes. The two graphs must take the same
-// inputs and give outputs of the same shapes.
+// ToleranceOf the output's dtype. What it holds keeps to limit bytes. The
+// two graphs must take the same inputs and give outputs of the same
+// shapes.
 func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, seed uint64, limit int64) ([]Output, error) {
 	if len(program.Outputs) != len(candidate.Outputs) {
 		return nil, fmt.Errorf("%d outputs vs %d", len(program.Outputs), len(candidate.Outputs))
@@ -98,12 +98,12 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 	if err := emu.Run(ctx, in, out); err != nil {
 		return nil, err
 	}
-	// The inputs as rounded, then the outputs, 4 bytes an element.
+	// The emulator writes the inputs as it rounded them, then the
+	// outputs, 4 bytes an element.
 	raw, err := boundedread.ReadFile(out, 4*(ins+outs))
 	if err != nil {
 		return nil, err
 	}
-	// The emulator writes the inputs as it rounded them, then the outputs.
 	r := bytes.NewReader(raw)
 	read := func(n int) ([]float64, error) {
 		v := make([]float32, n)

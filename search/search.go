@@ -845,19 +845,16 @@ func distinct(cands []*Candidate) []*Candidate {
 }
 
 // tied reports whether a and b rank alike but for their hashes.
-func tied(a, b *Candidate) bool {
-	return cost.Compare(a.ranked(), b.ranked()) == 0 && a.Kernels == b.Kernels
-}
+func tied(a, b *Candidate) bool { return compareEstimates(a, b) == 0 }
 
 // compareCandidates ranks by the estimate (time, then bytes moved, then
 // blocks), then kernel launches, then hash (a total order, so ranks never
 // depend on timing).
 func compareCandidates(a, b *Candidate) int {
-	if c := cost.Compare(a.ranked(), b.ranked()); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Kernels, b.Kernels); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Hash, b.Hash)
+	return cmp.Or(compareEstimates(a, b), cmp.Compare(a.Hash, b.Hash))
+}
+
+// compareEstimates is compareCandidates without the hash.
+func compareEstimates(a, b *Candidate) int {
+	return cmp.Or(cost.Compare(a.ranked(), b.ranked()), cmp.Compare(a.Kernels, b.Kernels))
 }

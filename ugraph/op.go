@@ -3,6 +3,7 @@ package ugraph
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/mirage-go/mirage/internal/structhash"
 )
@@ -336,6 +337,19 @@ func (a Attr) StructHash() uint64 {
 	s.Field(attrNames.Accum, structhash.Uint8(uint8(a.Accum)))
 	return s.Sum()
 }
+
+// ValueHash is the value number of what op k with attributes a computes
+// from operands of the given value numbers, the operands unordered for a
+// commutative k: kernel.CanonicalHash's and block.Canonical's rule for
+// every op but inputs, outputs and customized ops. It sorts operands.
+func (k OpKind) ValueHash(a Attr, operands []uint64) uint64 {
+	if k.Info().Commutative {
+		slices.Sort(operands)
+	}
+	return structhash.Seq(valueName, structhash.Uint8(uint8(k)), a.StructHash(), structhash.Seq(operands...))
+}
+
+var valueName = structhash.String("canon.Op")
 
 // attrNames are the hashes of Attr's type and field names.
 var attrNames = struct{ Attr, Dim, Scalars, Accum uint64 }{

@@ -227,3 +227,23 @@ func TestExtents(t *testing.T) {
 		}
 	}
 }
+
+// ValueHash leaves operands unordered exactly for the commutative ops,
+// and tells kinds and attributes apart.
+func TestValueHash(t *testing.T) {
+	for _, k := range OpKinds(LevelKernel | LevelBlock) {
+		if k.Info().Arity != 2 {
+			continue
+		}
+		swapped := k.ValueHash(Attr{}, []uint64{1, 2}) == k.ValueHash(Attr{}, []uint64{2, 1})
+		if swapped != k.Info().Commutative {
+			t.Errorf("%v: swapped operands hash alike %v, commutative %v", k, swapped, k.Info().Commutative)
+		}
+	}
+	if OpExp.ValueHash(Attr{}, []uint64{1}) == OpSilu.ValueHash(Attr{}, []uint64{1}) {
+		t.Error("exp and silu of one operand hash alike")
+	}
+	if OpMulScalar.ValueHash(Attr{Scalars: [2]float64{2}}, []uint64{1}) == OpMulScalar.ValueHash(Attr{Scalars: [2]float64{3}}, []uint64{1}) {
+		t.Error("mul_scalar by 2 and by 3 hash alike")
+	}
+}

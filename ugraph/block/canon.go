@@ -51,10 +51,7 @@ func Canonical(g *Graph, inputs []uint64) Canon {
 			for _, t := range op.Operands() {
 				operands = append(operands, values[t])
 			}
-			if op.Kind.Info().Commutative {
-				slices.Sort(operands)
-			}
-			v = structhash.Seq(canonNames.Op, structhash.Uint8(uint8(op.Kind)), op.Attr.StructHash(), structhash.Seq(operands...))
+			v = op.Kind.ValueHash(op.Attr, operands)
 		}
 		if op.Out != NoTensor {
 			v = structhash.Seq(v, hashTensor(g.Tensors[op.Out]))
@@ -67,6 +64,6 @@ func Canonical(g *Graph, inputs []uint64) Canon {
 	return c
 }
 
-var canonNames = struct{ Graph, Input, Output, Op uint64 }{
-	structhash.String("canon.Graph"), structhash.String("canon.Input"), structhash.String("canon.Output"), structhash.String("canon.Op"),
+var canonNames = struct{ Graph, Input, Output uint64 }{
+	structhash.String("canon.Graph"), structhash.String("canon.Input"), structhash.String("canon.Output"),
 }

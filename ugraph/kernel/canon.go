@@ -38,15 +38,9 @@ func CanonicalHash(g *Graph) uint64 {
 				values[t] = structhash.Seq(c.Outputs[j], hashTensor(g.Tensors[t]))
 			}
 			ops = append(ops, structhash.Seq(c.Graph, op.Attr.StructHash()))
-		default:
-			if op.Kind.Info().Commutative {
-				slices.Sort(operands)
-			}
-			v := structhash.Seq(canonNames.Op, structhash.Uint8(uint8(op.Kind)), op.Attr.StructHash(), structhash.Seq(operands...))
-			for _, t := range op.Out {
-				values[t] = structhash.Seq(v, hashTensor(g.Tensors[t]))
-				v = values[t]
-			}
+		default: // a pre-defined op: one output
+			v := structhash.Seq(op.Kind.ValueHash(op.Attr, operands), hashTensor(g.Tensors[op.Out[0]]))
+			values[op.Out[0]] = v
 			ops = append(ops, v)
 		}
 	}
@@ -58,6 +52,6 @@ func CanonicalHash(g *Graph) uint64 {
 	return structhash.Seq(canonNames.Graph, structhash.Seq(ops...), structhash.Seq(outputs...))
 }
 
-var canonNames = struct{ Graph, Input, Op uint64 }{
-	structhash.String("canon.Graph"), structhash.String("canon.Input"), structhash.String("canon.Op"),
+var canonNames = struct{ Graph, Input uint64 }{
+	structhash.String("canon.Graph"), structhash.String("canon.Input"),
 }
