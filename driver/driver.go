@@ -611,22 +611,36 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	r.searched = res
 	r.stats = res.Stats
 	r.timedOut = res.Stats.Stopped != ""
+	r.judge(res, o.unfusedUs, d.opts.NoSeeds)
+	return r
+}
+
+// judge sets what r says of a part whose search gave res, against the
+// part's own ops at unfusedUs: its best fused candidate where one is
+// faster, else why not.
+func (r *result) judge(res *search.Result, unfusedUs float64, noSeeds bool) {
+	slower := func(us float64) {
+		r.slower = true
+		r.whyNot = fmt.Sprintf("the best fused μGraph (%.1f µs) is no faster than the part's own ops (%.1f µs)", us, unfusedUs)
+	}
 	for _, c := range res.Candidates {
 		if c.Customized == 0 {
 			continue
 		}
-		if c.Estimate.Micros < o.unfusedUs {
+		if c.Estimate.Micros < unfusedUs {
 			r.best, r.fused, r.estimatedUs, r.seed = c.Graph, true, c.Estimate.Micros, c.Seed
 		} else {
-			r.slower = true
-			r.whyNot = fmt.Sprintf("the best fused μGraph (%.1f µs) is no faster than the part's own ops (%.1f µs)", c.Estimate.Micros, o.unfusedUs)
+			slower(c.Estimate.Micros)
 		}
-		break
+		return
 	}
-	if !r.fused && r.whyNot == "" {
-		r.whyNot = whyNoneFound(res, d.opts.NoSeeds, r.merged)
+	// The candidates kept are all unfused (the part's ops as written, or
+	// others like them): every fused one ranks below the last of them.
+	if f := res.Stats.RankedFused; f > 0 && f >= unfusedUs {
+		slower(f)
+		return
 	}
-	return r
+	r.whyNot = whyNoneFound(res, noSeeds, r.merged)
 }
 
 // whyNoneFound says, in words a user can act on, why a search that ran

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirage-go/mirage/search"
 )
 
 // A part the enumeration cannot reach (one state) is fused by its seed:
@@ -64,5 +66,66 @@ g.mark_output(g.exp(g.matmul(Q, K)))`)
 				t.Errorf("why not %q, want it to say %q", p.WhyNot, want)
 			}
 		}
+	}
+}
+
+// An output projection of grouped heads: its head_sum seed verifies, and
+// at this shape its loop over the heads loses to the library's batched
+// matmul by the model, which the part says.
+func TestWhyNotWhenEveryFusedFormRanksBelow(t *testing.T) {
+	program := loadSource(t, "oproj", `
+O = g.new_input(dims=(8, 8, 4, 128), dtype=mi.float16)
+W = g.new_input(dims=(8, 8, 128, 2048), dtype=mi.float16)
+g.mark_output(g.reduction(g.reduction(g.matmul(O, W), 1), 0))`)
+	res, err := Run(context.Background(), program, Options{MaxStates: 2000, PartResults: 2, TimeLimit: time.Minute, Workers: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Parts) != 1 {
+		t.Fatalf("%d parts, want the program whole", len(res.Parts))
+	}
+	p := res.Parts[0]
+	if p.Fused || len(p.Seeds) != 1 || p.Seeds[0].Rule != "head_sum" || p.Seeds[0].Outcome != "verified" {
+		t.Fatalf("part %+v, want it unfused, its head_sum seed verified", p)
+	}
+
+	if want := "is no faster than the part's own ops"; !strings.Contains(p.WhyNot, want) {
+		t.Errorf("why not %q, want it to say it %s", p.WhyNot, want)
+	}
+}
+
+// judge reads a part's search: the kept candidates, best first, then the
+// best-ranked fused one when none of them is fused.
+func TestJudge(t *testing.T) {
+	fused := func(us float64) *search.Candidate {
+		return &search.Candidate{Customized: 1, Kernels: 1, Estimate: search.Estimate{Micros: us}}
+	}
+	ops := func(us float64) *search.Candidate {
+		return &search.Candidate{Kernels: 2, Estimate: search.Estimate{Micros: us}}
+	}
+	const unfused = 20
+	cases := []struct {
+		name   string
+		kept   []*search.Candidate
+		ranked float64 // Stats.RankedFused
+		fused  bool
+		slower bool
+		whyNot string // a part of it
+	}{
+		{"a faster fused one kept", []*search.Candidate{fused(15), ops(20)}, 15, true, false, ""},
+		{"the fused one kept is slower", []*search.Candidate{ops(20), fused(23)}, 23, false, true, "the best fused μGraph (23.0 µs) is no faster than the part's own ops (20.0 µs)"},
+		{"every fused one ranks below the kept", []*search.Candidate{ops(20), ops(21)}, 23.6, false, true, "the best fused μGraph (23.6 µs) is no faster than the part's own ops (20.0 µs)"},
+		{"none fused", []*search.Candidate{ops(20), ops(21)}, 0, false, false, "no equivalent fused μGraph found"},
+		{"the faster fused one was rejected", []*search.Candidate{ops(20), ops(21)}, 15, false, false, "no equivalent fused μGraph found"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &search.Result{Candidates: tc.kept, Stats: search.Stats{Complete: 3, Verified: int64(len(tc.kept)), RankedFused: tc.ranked}}
+			var r result
+			r.judge(res, unfused, false)
+			if r.fused != tc.fused || r.slower != tc.slower || !strings.Contains(r.whyNot, tc.whyNot) || (tc.whyNot == "") != (r.whyNot == "") {
+				t.Errorf("fused %v, slower %v, why not %q; want %v, %v, %q", r.fused, r.slower, r.whyNot, tc.fused, tc.slower, tc.whyNot)
+			}
+		})
 	}
 }

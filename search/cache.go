@@ -163,7 +163,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 30: pre-defined fp32 matmuls run through cuBLASLt too.
 // Version 31: the attention rule's seeds for one head (rank 2); sub's
 // expression keeps its scalar; twins compared with their launches.
-const cacheVersion = 31
+// Version 32: the head_sum rule's seeds (a batched matmul summed over its
+// batch dims); Stats.RankedFused.
+const cacheVersion = 32
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

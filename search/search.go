@@ -33,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,10 @@ type Stats struct {
 	Unchecked     int64   `json:"unchecked"`      // candidates not verified: beyond MaxResults, past what the search keeps (kept), or left when its time ended
 	Seconds       float64 `json:"seconds"`
 	FirstFused    float64 `json:"first_fused_seconds"` // when the first fused candidate passed the fast path; -1 if none
+	// RankedFused is the estimate of the best-ranked fused candidate,
+	// verified or not (0: none complete). When no fused candidate is among
+	// those kept, every fused one ranks at or below it.
+	RankedFused float64 `json:"ranked_fused_us,omitempty"`
 	Stopped       string  `json:"stopped,omitempty"`   // why the search stopped early, if it did
 }
 
@@ -278,6 +283,9 @@ type searcher struct {
 	// rejectedSeeds are the rules whose seeds the ranked verification
 	// rejected (settleOutranked).
 	rejectedSeeds []string
+	// rankedFused is Stats.RankedFused's bits, set when the candidates
+	// are ranked (a progress report may read it meanwhile).
+	rankedFused atomic.Uint64
 
 	cfg       Config
 	opts      Options
@@ -448,7 +456,7 @@ func (s *searcher) snapshot() Stats {
 		States: s.states.Load(), PrunedOrder: s.prunedOrder.Load(), PrunedHash: s.prunedHash.Load(),
 		PrunedAbsexpr: s.prunedAbsexpr.Load(), PrunedShape: s.prunedShape.Load(), PrunedDead: s.prunedDead.Load(),
 		Complete: s.complete.Load(), Rejected: s.rejected.Load(), Verified: s.verified.Load(), Unchecked: s.unchecked.Load(),
-		Seconds: time.Since(s.start).Seconds(), FirstFused: -1,
+		Seconds: time.Since(s.start).Seconds(), FirstFused: -1, RankedFused: math.Float64frombits(s.rankedFused.Load()),
 	}
 	if ns := s.firstFused.Load(); ns > 0 {
 		st.FirstFused = time.Duration(ns).Seconds()
@@ -524,6 +532,7 @@ func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
 	cands := append(seeds, found...)
 	slices.SortFunc(cands, compareCandidates)
 	cands = distinct(cands)
+	s.rankedFused.Store(math.Float64bits(rankedFused(cands)))
 	if s.opts.Unverified {
 		n := len(cands)
 		if s.opts.MaxResults > 0 {
@@ -681,6 +690,7 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 	}
 	slices.SortFunc(cands, compareCandidates)
 	cands = distinct(cands)
+	res.Stats.RankedFused = rankedFused(cands)
 	// cands[:settled] is a prefix of the one run's ranking: every
 	// candidate in it was kept by any run that found it, since it ranks
 	// before the last one each truncated run kept.
@@ -852,6 +862,15 @@ func tied(a, b *Candidate) bool { return compareEstimates(a, b) == 0 }
 // depend on timing).
 func compareCandidates(a, b *Candidate) int {
 	return cmp.Or(compareEstimates(a, b), cmp.Compare(a.Hash, b.Hash))
+}
+
+// rankedFused is the estimate of the first fused candidate of cands, in
+// rank order; 0 when none is fused.
+func rankedFused(cands []*Candidate) float64 {
+	if i := slices.IndexFunc(cands, func(c *Candidate) bool { return c.Customized > 0 }); i >= 0 {
+		return cands[i].Estimate.Micros
+	}
+	return 0
 }
 
 // compareEstimates is compareCandidates without the hash.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -87,6 +88,33 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			}
 		}
 		t.Fatal("no seed of that form")
+	})
+	// Head sums: the for-loop over the heads alone (one kernel), the heads
+	// split among the blocks too (partials stacked by split, combined by a
+	// second kernel), and grouped heads of rank 4, the groups on grid y,
+	// 3 rows and an epilogue in the combining kernel.
+	t.Run("head_sum", func(t *testing.T) {
+		t.Parallel()
+		forms := map[string]bool{}
+		for _, name := range []string{"an output projection summed over the heads", "an output projection of grouped heads, with an epilogue"} {
+			var body string
+			for _, tc := range seedCases {
+				if tc.name == name {
+					body = tc.body
+				}
+			}
+			for _, s := range seed.Build(load(t, body), seed.Options{}) {
+				b := firstKernel(s.Graph)
+				form := fmt.Sprintf("rank %d, split %v", b.Tensors[0].Shape.Rank(), b.Grid[1] > 1)
+				if s.Rule == "head_sum" && !forms[form] {
+					forms[form] = true
+					emulate(t, s.Graph, 1)
+				}
+			}
+		}
+		if len(forms) != 3 {
+			t.Errorf("emulated the forms %v, want rank 3 split and not, rank 4 split", forms)
+		}
 	})
 }
 

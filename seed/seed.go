@@ -29,6 +29,11 @@
 //     split among blocks, each walking its share with the for-loop and
 //     accumulating f(Q·K)·V and the row sums, and a second kernel that
 //     sums the splits' partial results and divides.
+//   - head_sum: a matmul batched over heads whose results a chain of
+//     reductions sums over the heads (an output projection, written head
+//     by head), with the for-loop walking the heads; a second summed dim,
+//     or splits of the heads, on the grid, and a second kernel that sums
+//     the blocks' partial results and runs the epilogue.
 package seed
 
 import (
@@ -69,6 +74,7 @@ var rules = []rule{
 	{"matmul", matmulRule},
 	{"split_k", splitRule},
 	{"attention", attentionRule},
+	{"head_sum", headSumRule},
 }
 
 // Rules lists the rules' names, in the order Build tries them.

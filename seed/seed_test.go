@@ -220,6 +220,39 @@ W = g.new_input(dims=(256, 256), dtype=mi.float16)
 N = g.rms_norm(X, normalized_shape=(256,))
 g.mark_output(g.matmul(g.exp(N), W))
 `, nil},
+	// An attention block's output projection written head by head: each
+	// head's rows times its slice of the weight, summed over the heads.
+	{"an output projection summed over the heads", `
+O = g.new_input(dims=(32, 4, 32), dtype=mi.float16)
+W = g.new_input(dims=(32, 32, 1024), dtype=mi.float16)
+g.mark_output(g.reduction(g.matmul(O, W), 0))
+`, []string{"head_sum"}},
+	// Grouped: groups × heads in a group, summed over both, then scaled
+	// and gated (an epilogue on the sum). 3 rows.
+	{"an output projection of grouped heads, with an epilogue", `
+O = g.new_input(dims=(2, 4, 3, 32), dtype=mi.bfloat16)
+W = g.new_input(dims=(2, 4, 32, 96), dtype=mi.bfloat16)
+S = g.reduction(g.reduction(g.matmul(O, W), 1), 0)
+g.mark_output(g.mul(g.silu(S), g.mul_scalar(S, 0.5)))
+`, []string{"head_sum"}},
+	{"heads summed, then a residual", `
+O = g.new_input(dims=(8, 4, 32), dtype=mi.float16)
+W = g.new_input(dims=(8, 32, 64), dtype=mi.float16)
+X = g.new_input(dims=(1, 4, 64), dtype=mi.float16)
+g.mark_output(g.add(X, g.reduction(g.matmul(O, W), 0)))
+`, nil},
+	{"heads summed over one dim of two", `
+O = g.new_input(dims=(2, 4, 3, 32), dtype=mi.float16)
+W = g.new_input(dims=(2, 4, 32, 96), dtype=mi.float16)
+g.mark_output(g.reduction(g.matmul(O, W), 1))
+`, nil},
+	{"the product per head is an output too", `
+O = g.new_input(dims=(8, 4, 32), dtype=mi.float16)
+W = g.new_input(dims=(8, 32, 64), dtype=mi.float16)
+P = g.matmul(O, W)
+g.mark_output(P)
+g.mark_output(g.reduction(P, 0))
+`, nil},
 	{"batched matmuls", `
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
@@ -252,7 +285,7 @@ func TestSeedsCompute(t *testing.T) {
 				// may run its prologues (norms) before, as the program's
 				// ops.
 				kernels, want := len(s.Graph.Ops)-len(s.Graph.Inputs()), 1
-				if s.Rule == "split_k" || s.Rule == "attention" && firstBlock(s.Graph).Grid[1] > 1 {
+				if s.Rule == "split_k" || (s.Rule == "attention" || s.Rule == "head_sum") && firstBlock(s.Graph).Grid[1] > 1 {
 					want = 2
 				}
 				pre := 0
@@ -321,7 +354,7 @@ g.mark_output(g.rms_norm(X, normalized_shape=(4096,)))
 // TestRulesNamed keeps the rule names, which documents carry (meta.seed),
 // stable.
 func TestRulesNamed(t *testing.T) {
-	if got, want := seed.Rules(), []string{"rows", "matmul", "split_k", "attention"}; !slices.Equal(got, want) {
+	if got, want := seed.Rules(), []string{"rows", "matmul", "split_k", "attention", "head_sum"}; !slices.Equal(got, want) {
 		t.Errorf("Rules() = %v, want %v", got, want)
 	}
 }
