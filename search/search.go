@@ -130,7 +130,7 @@ type Stats struct {
 	// verified or not (0: none complete). When no fused candidate is among
 	// those kept, every fused one ranks at or below it.
 	RankedFused float64 `json:"ranked_fused_us,omitempty"`
-	Stopped       string  `json:"stopped,omitempty"`   // why the search stopped early, if it did
+	Stopped     string  `json:"stopped,omitempty"` // why the search stopped early, if it did
 }
 
 // Result is the outcome of a search.
