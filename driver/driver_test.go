@@ -289,6 +289,30 @@ func TestPartitionLimitsWithoutSeeds(t *testing.T) {
 	}
 }
 
+// A layer's q, k and v projections of one normed activation, batched
+// over heads, read five inputs and write three outputs, past what one
+// kernel of the enumeration takes: the matmul rule covers them, so with
+// seeds they are one part; without, the norm and one projection are.
+func TestPartitionPastTheKernelsInputsWhereASeedCovers(t *testing.T) {
+	g := loadSource(t, "qkv", `
+X = g.new_input(dims=(1, 4, 256), dtype=mi.float16)
+ones = g.new_input(dims=(8, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(8, 256, 32), dtype=mi.float16)
+Wk = g.new_input(dims=(8, 256, 32), dtype=mi.float16)
+Wv = g.new_input(dims=(8, 256, 32), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(256,)), ones)
+g.mark_output(g.matmul(N, Wq))
+g.mark_output(g.matmul(N, Wk))
+g.mark_output(g.matmul(N, Wv))`)
+	ix := index(g)
+	for _, seeds := range []bool{true, false} {
+		groups := split(ix, computeOps(g), defaultLimits(t, g), seeds, nil)
+		if whole := len(groups) == 1; whole != seeds {
+			t.Errorf("seeds %v: groups %v", seeds, groups)
+		}
+	}
+}
+
 // An RMSNorm shared by two projections is recomputed in each, once the
 // part holding both does not fuse: recompute copies it into the second.
 func TestRecomputeSharedNorm(t *testing.T) {

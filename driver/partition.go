@@ -371,10 +371,11 @@ func matmulsReading(g *indexed, ops []int, t kernel.TensorID) int {
 // under lim: connected, with no graph-defined kernel of the program's own
 // (a program that already wrote one keeps it as a part of its own), and
 // within the limits. With seeds, a part that a seed rule covers may pass
-// the limit on threadblock ops: the rule builds its fused kernel whole,
-// where the enumeration's limits keep it from reaching one (an RMSNorm
-// before a LLaMA MLP's gate and up projections: a launch and a round trip
-// of the norm saved).
+// the limits on threadblock ops and on a kernel's inputs and outputs: the
+// rule builds its fused kernel whole, where the enumeration's limits keep
+// it from reaching one (an RMSNorm before a LLaMA MLP's gate and up
+// projections, or before a layer's q, k and v projections: a launch and a
+// round trip of the norm saved, and the three weights read in one kernel).
 func searchable(g *indexed, ops []int, lim Limits, seeds bool) bool {
 	for _, i := range ops {
 		if g.Ops[i].Kind == ugraph.OpCustomized {
@@ -385,10 +386,10 @@ func searchable(g *indexed, ops []int, lim Limits, seeds bool) bool {
 		return false
 	}
 	inputs, outs := len(partInputs(g, ops)), len(partOutputs(g, ops))
-	if inputs > lim.Inputs || outs > lim.Outputs {
-		return false
+	if inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps {
+		return true
 	}
-	return blockCost(g, ops, inputs) <= lim.BlockOps || seeds && covered(g, ops)
+	return seeds && covered(g, ops)
 }
 
 // partOutputs returns what ops (ascending) provide as a part on its own:

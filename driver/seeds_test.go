@@ -50,8 +50,8 @@ g.mark_output(g.div(X, g.sqrt(g.mul_scalar(S, 0.000244140625))))`)
 // candidate, says both.
 func TestWhyNotNamesTheEnumerationAndTheSeeds(t *testing.T) {
 	program := loadSource(t, "bmm", `
-Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
-K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
+Q = g.new_input(dims=(2, 2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 2, 64, 128), dtype=mi.float16)
 g.mark_output(g.exp(g.matmul(Q, K)))`)
 	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: time.Minute, Seed: 1})
 	if err != nil {

@@ -20,7 +20,8 @@ import (
 
 // TestSeedsRunInTheEmulator emits one seed of each rule's forms (a row
 // kernel with a broadcast weight; a column kernel (sums over dim 1); a matmul kernel with a weighted norm in
-// its prologue and a gated epilogue; one with a residual epilogue; split-K
+// its prologue and a gated epilogue; one with a residual epilogue; batched
+// ones, heads on grid z, a norm broadcast over them or a per-head bias; split-K
 // kernels and the kernel combining their splits), runs
 // it in the CPU emulator and compares its outputs with the float64
 // interpreter's: the code generator takes seeds as it takes any μGraph.
@@ -28,7 +29,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var body string

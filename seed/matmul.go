@@ -12,8 +12,12 @@ import (
 // for-loop (the prologue, computing the shared left operand from K-wide
 // tiles), the matmuls, and the ops after it (the epilogue).
 type matmulPlan struct {
-	a        kernel.TensorID // the left operand every matmul shares: m×k
-	m, k, n  int
+	a       kernel.TensorID // the left operand every matmul shares: m×k, or b×m×k
+	m, k, n int
+	// rank is the matmuls' rank: 2, or 3 with a batch (heads) of b in
+	// dim 0, which grid z walks. The plan's other fields and methods
+	// name dims as a 2-D matmul's (dim), shifted past the batch.
+	rank, b  int
 	matmuls  []int // op indices, in program order
 	prologue []int // op indices, in program order
 	epilogue []int
@@ -31,10 +35,13 @@ type matmulPlan struct {
 // prologue (with at most one rms_norm) and the element-wise epilogues of
 // their results into one graph-defined kernel: the grid's x axis cuts the
 // output columns into tiles of 32 to 256, its y axis the rows when there
-// are more than 128, and the for-loop walks the reduced dim in tiles of 32
-// to 256 (one iteration when the epilogue reads an input). Its premise:
-// 2-D matmuls, one left operand, weights that are inputs, every other op
-// element-wise (or that rms_norm), and outputs computed after the loop.
+// are more than 128, its z axis the batch of batched matmuls (the heads
+// of q, k and v projected from one normed activation, broadcast over
+// them), and the for-loop walks the reduced dim in tiles of 32 to 256 (one
+// iteration when the epilogue reads an input). Its premise: 2-D matmuls,
+// or 3-D ones batched over dim 0, one left operand, weights that are
+// inputs, every other op element-wise (or that rms_norm, over the last
+// dim), and outputs computed after the loop.
 func matmulRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
 	if !ok {
@@ -53,8 +60,8 @@ func matmulRule(p *program, opts Options) []*kernel.Graph {
 	var graphs []*kernel.Graph
 	for _, tn := range tileSizes(plan.n, 32, 256) {
 		for _, tm := range tms {
-			grid := block.Dim3{plan.n / tn, plan.m / tm, 1}
-			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
+			grid := block.Dim3{plan.n / tn, plan.m / tm, plan.b}
+			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis || grid[2] > block.MaxGridAxis {
 				continue
 			}
 			for _, tk := range tks {
@@ -79,13 +86,18 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		}
 		a, b := op.In[0], op.In[1]
 		sa, sb := p.shape(a), p.shape(b)
-		if sa.Rank() != 2 || sb.Rank() != 2 || !p.isInput(b) {
+		r := sa.Rank()
+		if r > 3 || !p.isInput(b) {
 			return nil, false
 		}
 		if plan.a < 0 {
-			plan.a, plan.m, plan.k, plan.n = a, sa.Dim(0), sa.Dim(1), sb.Dim(1)
+			plan.a, plan.m, plan.k, plan.n = a, sa.Dim(r-2), sa.Dim(r-1), sb.Dim(r-1)
+			plan.rank, plan.b = r, 1
+			if r == 3 {
+				plan.b = sa.Dim(0)
+			}
 		}
-		if a != plan.a || sb.Dim(1) != plan.n {
+		if a != plan.a || sb.Dim(r-1) != plan.n {
 			return nil, false
 		}
 		plan.matmuls = append(plan.matmuls, i)
@@ -116,13 +128,13 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 				post[op.Out[0]] = true
 			}
 		case inPrologue[i]:
-			if op.Kind == ugraph.OpRMSNorm && plan.norm < 0 && op.Attr.Dim == 1 {
+			if op.Kind == ugraph.OpRMSNorm && plan.norm < 0 && op.Attr.Dim == plan.dim(1) {
 				plan.norm = i
 			} else if !op.Kind.IsElementwise() {
 				return nil, false
 			}
 			for _, t := range op.In {
-				if s := p.shape(t); s.Rank() != 2 || (s.Dim(0) != 1 && s.Dim(0) != plan.m) || (s.Dim(1) != 1 && s.Dim(1) != plan.k) {
+				if !plan.tiles(p.shape(t), plan.k) {
 					return nil, false
 				}
 			}
@@ -135,7 +147,7 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 				switch {
 				case post[t]:
 				case p.isInput(t):
-					if s := p.shape(t); s.Rank() != 2 || (s.Dim(0) != 1 && s.Dim(0) != plan.m) || (s.Dim(1) != 1 && s.Dim(1) != plan.n) {
+					if !plan.tiles(p.shape(t), plan.n) {
 						return nil, false
 					}
 					if !slices.Contains(plan.extra, t) {
@@ -175,6 +187,43 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		}
 	}
 	return plan, true
+}
+
+// dim is dim d of a 2-D matmul's operands or result (-1: none) in the
+// plan's tensors: past the batch dim, when there is one.
+func (plan *matmulPlan) dim(d int) int {
+	if d < 0 {
+		return d
+	}
+	return d + plan.rank - 2
+}
+
+// tiles reports whether a tensor of shape s broadcasts against the plan's
+// m × cols tensors (its batch too): of their rank, each dim theirs or 1.
+func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
+	if s.Rank() != plan.rank {
+		return false
+	}
+	want := []int{plan.m, cols}
+	if plan.rank == 3 {
+		want = []int{plan.b, plan.m, cols}
+	}
+	for d, e := range want {
+		if s.Dim(d) != 1 && s.Dim(d) != e {
+			return false
+		}
+	}
+	return true
+}
+
+// axes is the map that lays grid x along 2-D dim dx and y along dy (as
+// axisMap does) and z along the batch dim, for a tensor of the plan's.
+func (plan *matmulPlan) axes(s ugraph.Shape, grid block.Dim3, dx, dy int) block.Map {
+	m := axisMap(s, grid, plan.dim(dx), plan.dim(dy))
+	if plan.rank == 3 && grid[2] > 1 && s.Dim(0) > 1 {
+		m[2] = 0
+	}
+	return m
 }
 
 // rowLinear reports whether a is r scaled row by row: r itself, or r
@@ -230,7 +279,7 @@ func dependsOn(p *program, t, r kernel.TensorID) bool {
 func (k *kernelBuilder) placePrologue(plan *matmulPlan, dy int) (kernel.TensorID, bool) {
 	p, grid := k.p, k.b.Grid
 	walk := func(t kernel.TensorID) bool {
-		return !p.isInput(t) || k.loadWalked(t, axisMap(p.shape(t), grid, -1, dy), 1)
+		return !p.isInput(t) || k.loadWalked(t, plan.axes(p.shape(t), grid, -1, dy), plan.dim(1))
 	}
 	var normIn kernel.TensorID = -1
 	for _, i := range plan.prologue {
@@ -274,7 +323,7 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 	}
 	for _, i := range plan.matmuls {
 		w := g.Ops[i].In[1]
-		if !k.loadWalked(w, axisMap(p.shape(w), grid, 1, -1), 0) || !k.compute(i) {
+		if !k.loadWalked(w, plan.axes(p.shape(w), grid, 1, -1), plan.dim(0)) || !k.compute(i) {
 			return nil, false
 		}
 	}
@@ -292,7 +341,7 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 		k.tiles[c] = acc
 	}
 	for _, t := range plan.extra {
-		tile, ok := k.load(t, axisMap(p.shape(t), grid, 1, 0), -1)
+		tile, ok := k.load(t, plan.axes(p.shape(t), grid, 1, 0), -1)
 		if ok {
 			tile, ok = k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, tile)
 		}
@@ -307,7 +356,7 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 		}
 	}
 	for _, t := range g.Outputs {
-		if !k.store(t, k.tiles[t], axisMap(p.shape(t), grid, 1, 0)) {
+		if !k.store(t, k.tiles[t], plan.axes(p.shape(t), grid, 1, 0)) {
 			return nil, false
 		}
 	}

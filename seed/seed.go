@@ -19,8 +19,8 @@
 //   - matmul: matmuls that share their left operand, with an element-wise
 //     prologue on it (and an rms_norm, by the identity
 //     rms_norm(X)·W = (X·W) / rms(X)) and element-wise epilogues on their
-//     results, in one kernel tiled over the output columns (and rows) with
-//     a for-loop over the reduced dim.
+//     results, in one kernel tiled over the output columns (and rows, and
+//     the batch of batched matmuls) with a for-loop over the reduced dim.
 //   - split_k: the matmul rule's computation for a few rows, with the
 //     reduced dim split among the blocks too, so that they fill the
 //     target's SMs, and a second kernel that sums the splits' partial

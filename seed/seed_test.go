@@ -257,6 +257,31 @@ g.mark_output(g.reduction(P, 0))
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
 g.mark_output(g.matmul(Q, K))
+`, []string{"matmul"}},
+	// A layer's q, k and v projections head by head: the normed rows
+	// broadcast over the heads by a tensor of ones, each head's slice of
+	// the three weights, a scale on q.
+	{"q, k and v of a normed activation, batched over heads", `
+X = g.new_input(dims=(1, 3, 256), dtype=mi.float16)
+ones = g.new_input(dims=(4, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(4, 256, 32), dtype=mi.float16)
+Wk = g.new_input(dims=(4, 256, 32), dtype=mi.float16)
+Wv = g.new_input(dims=(4, 256, 32), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(256,)), ones)
+g.mark_output(g.mul_scalar(g.matmul(N, Wq), 0.125))
+g.mark_output(g.matmul(N, Wk))
+g.mark_output(g.matmul(N, Wv))
+`, []string{"matmul"}},
+	{"batched matmuls with a per-head bias", `
+X = g.new_input(dims=(4, 8, 64), dtype=mi.bfloat16)
+W = g.new_input(dims=(4, 64, 96), dtype=mi.bfloat16)
+B = g.new_input(dims=(4, 1, 96), dtype=mi.bfloat16)
+g.mark_output(g.add(g.matmul(g.silu(X), W), B))
+`, []string{"matmul"}},
+	{"batched matmuls of rank 4", `
+Q = g.new_input(dims=(2, 2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 2, 64, 128), dtype=mi.float16)
+g.mark_output(g.matmul(Q, K))
 `, nil},
 }
 

@@ -22,11 +22,11 @@ import (
 //
 // The splits are powers of two that bring the blocks to the target's SMs
 // (Options.SMs) and to twice that; the rule declines when the columns
-// alone fill them. Its premise is the matmul rule's, with m at most 128
-// and no input read by the epilogue.
+// alone fill them. Its premise is the matmul rule's, for 2-D matmuls, with m
+// at most 128 and no input read by the epilogue.
 func splitRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.m > 128 || len(plan.extra) > 0 {
+	if !ok || plan.rank != 2 || plan.m > 128 || len(plan.extra) > 0 {
 		return nil
 	}
 	var graphs []*kernel.Graph
