@@ -164,7 +164,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 31: the attention rule's seeds for one head (rank 2); sub's
 // expression keeps its scalar; twins compared with their launches.
 // Version 32: the head_sum rule's seeds (a batched matmul summed over its
-// batch dims); Stats.RankedFused.
+// batch dims); the matmul rule's for matmuls batched over heads;
+// Stats.RankedFused.
 const cacheVersion = 32
 
 // Cache stores search results by key in a directory, one .ugraph.json
