@@ -55,7 +55,7 @@ func TestRunLargeProgramWithinItsBudget(t *testing.T) {
 // left are parts of one op each, which the run then does not search.
 func TestSplitStops(t *testing.T) {
 	g := chain(t, 400)
-	ix := index(g)
+	ix := index(g, sm90)
 	lim := defaultLimits(t, g)
 	ops := computeOps(g)
 	full := split(ix, ops, lim, true, nil)
@@ -80,7 +80,7 @@ func TestSplitStops(t *testing.T) {
 func TestIndexMatchesScans(t *testing.T) {
 	for name := range programs {
 		g := load(t, name)
-		ix := index(g)
+		ix := index(g, sm90)
 		for tid := range g.Tensors {
 			tt := kernel.TensorID(tid)
 			op, _ := g.Producer(tt)

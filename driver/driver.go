@@ -282,7 +282,7 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	interrupt := ctx
 	runCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
 	stopAfter := context.AfterFunc(interrupt, func() { time.AfterFunc(interruptGrace, cancel) })
-	d = &run{opts: opts, program: program, ix: index(program), limits: lim, outcomes: map[uint64]*outcome{},
+	d = &run{opts: opts, program: program, ix: index(program, opts.Arch), limits: lim, outcomes: map[uint64]*outcome{},
 		interrupt: interrupt.Done(), interruptCtx: interrupt, start: start, verifyStop: make(chan struct{})}
 	// Searches enumerate until the budget but a tenth (at least 4 s, at
 	// most 30 s): that is left for sizing and verifying what they found,

@@ -138,6 +138,9 @@ func loadSource(t testing.TB, name, body string) *kernel.Graph {
 
 // defaultLimits are the limits Run cuts programs with, when no preset is
 // named.
+// sm90 is the target the tests cut programs for.
+var sm90 = target.MustLookup("sm_90")
+
 func defaultLimits(t testing.TB, g *kernel.Graph) func([]int) Limits {
 	lim, err := limitsFor(g, "")
 	if err != nil {
@@ -184,7 +187,7 @@ func TestPartitionStitchRoundTrip(t *testing.T) {
 			// dependency order.
 			covered := map[int]bool{}
 			for _, p := range parts {
-				if !connected(index(g), p.Ops) {
+				if !connected(index(g, sm90), p.Ops) {
 					t.Errorf("part %v is not connected", p.Ops)
 				}
 				for _, o := range p.Ops {
@@ -258,7 +261,7 @@ func TestPartition(t *testing.T) {
 // covers: knorm_attention is cut where fewer bytes cross, after exp.
 func TestPartitionWithoutSeeds(t *testing.T) {
 	g := load(t, "knorm_attention")
-	ix := index(g)
+	ix := index(g, sm90)
 	groups := split(ix, computeOps(g), defaultLimits(t, g), false, nil)
 	var first []string
 	for _, o := range groups[0] {
@@ -274,7 +277,7 @@ func TestPartitionWithoutSeeds(t *testing.T) {
 // projections' kernel, is a part of its own.
 func TestPartitionLimitsWithoutSeeds(t *testing.T) {
 	g := load(t, "llama_mlp")
-	ix := index(g)
+	ix := index(g, sm90)
 	var got [][]string
 	for _, grp := range split(ix, computeOps(g), defaultLimits(t, g), false, nil) {
 		var kinds []string
@@ -304,12 +307,67 @@ N = g.mul(g.rms_norm(X, normalized_shape=(256,)), ones)
 g.mark_output(g.matmul(N, Wq))
 g.mark_output(g.matmul(N, Wk))
 g.mark_output(g.matmul(N, Wv))`)
-	ix := index(g)
+	ix := index(g, sm90)
 	for _, seeds := range []bool{true, false} {
 		groups := split(ix, computeOps(g), defaultLimits(t, g), seeds, nil)
 		if whole := len(groups) == 1; whole != seeds {
 			t.Errorf("seeds %v: groups %v", seeds, groups)
 		}
+	}
+}
+
+// A rule whose premise holds but none of whose seeds fits the target
+// does not cover a part: q with a per-head bias reads the bias after the
+// loop, so the matmul rule walks the reduced dim in one iteration, whose
+// weight tiles (4096 rows) overflow the shared memory. The part is held
+// to the enumeration's limits, not left with no fused answer.
+func TestPartitionCoversOnlyWithASeedThatFits(t *testing.T) {
+	for _, tc := range []struct {
+		hidden int
+		whole  bool
+	}{{256, true}, {4096, false}} {
+		g := loadSource(t, "qkv_bias", fmt.Sprintf(`
+X = g.new_input(dims=(1, 4, %[1]d), dtype=mi.float16)
+ones = g.new_input(dims=(8, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(8, %[1]d, 32), dtype=mi.float16)
+Bq = g.new_input(dims=(8, 1, 32), dtype=mi.float16)
+Wk = g.new_input(dims=(8, %[1]d, 32), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(%[1]d,)), ones)
+g.mark_output(g.add(g.matmul(N, Wq), Bq))
+g.mark_output(g.matmul(N, Wk))`, tc.hidden))
+		groups := split(index(g, sm90), computeOps(g), defaultLimits(t, g), true, nil)
+		if whole := len(groups) == 1; whole != tc.whole {
+			t.Errorf("hidden %d: groups %v, want one part: %v", tc.hidden, groups, tc.whole)
+		}
+	}
+}
+
+// A stack of residual layers at a model's width is cut layer by layer.
+// Each layer's matmul-rule seeds read the residual after the loop, so they
+// walk the 4096-wide reduced dim in one iteration and none fits the
+// shared memory; the enumeration fuses such a layer. The tie between
+// cuts of three runs still goes to the rule's premise: counting only
+// seeds that fit, the cut after the first layer's silu has fewer runs
+// no rule covers, and leaves a five-op run the enumeration completes
+// nothing in.
+func TestPartitionStackOfLayers(t *testing.T) {
+	g := loadSource(t, "stack", `
+H = g.new_input(dims=(8, 4096), dtype=mi.float16)
+for i in range(3):
+    W = g.new_input(dims=(4096, 4096), dtype=mi.float16)
+    H = g.add(H, g.silu(g.matmul(g.rms_norm(H, normalized_shape=(4096,)), W)))
+g.mark_output(H)`)
+	var got [][]string
+	for _, grp := range split(index(g, sm90), computeOps(g), defaultLimits(t, g), true, nil) {
+		var kinds []string
+		for _, o := range grp {
+			kinds = append(kinds, g.Ops[o].Kind.String())
+		}
+		got = append(got, kinds)
+	}
+	layer := []string{"rms_norm", "matmul", "silu", "add"}
+	if want := [][]string{layer, layer, layer}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("runs %v, want %v", got, want)
 	}
 }
 
@@ -320,7 +378,7 @@ func TestRecomputeSharedNorm(t *testing.T) {
 	lim := defaultLimits(t, g)
 	ops := computeOps(g) // rms_norm, matmul, matmul
 	tight := func(run []int) Limits { l := lim(run); l.Ops = 2; return l }
-	ix := index(g)
+	ix := index(g, sm90)
 	groups := recompute(ix, split(ix, ops, tight, true, nil), lim)
 	if want := [][]int{{ops[0], ops[1]}, {ops[0], ops[2]}}; !slices.EqualFunc(groups, want, slices.Equal) {
 		t.Fatalf("groups %v, want %v", groups, want)
@@ -350,7 +408,7 @@ func TestNormReadByManyIsComputedOnce(t *testing.T) {
 	ops := computeOps(g) // rms_norm, then six matmuls
 	// split makes a group of each op.
 	tight := func(run []int) Limits { l := lim(run); l.Ops = 1; return l }
-	ix := index(g)
+	ix := index(g, sm90)
 	groups := recompute(ix, split(ix, ops, tight, true, nil), lim)
 	holding := 0
 	for _, grp := range groups {

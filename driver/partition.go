@@ -3,8 +3,11 @@ package driver
 import (
 	"fmt"
 	"slices"
+	"sync"
 
+	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/seed"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -35,22 +38,43 @@ type Limits struct {
 // under the limits limitsFor gives for each (those of the configuration it
 // would be searched with): split, then recompute, then cut.
 func Partition(g *kernel.Graph, limitsFor func(ops []int) Limits) []Part {
-	ix := index(g)
+	ix := index(g, target.MustLookup(target.Default))
 	return cut(ix, recompute(ix, split(ix, computeOps(g), limitsFor, true, nil), limitsFor))
 }
 
-// seedCover is the most compute ops a program may have for split to ask
-// which runs a seed rule covers: each run asked about is made a program of
-// its own, which a program of thousands of ops cannot afford for every run.
-const seedCover = 64
+// coverage is what the seed rules make of a run of ops as a part.
+type coverage struct {
+	premise bool // a rule's premise holds: it builds seeds
+	placed  bool // one of them runs on the target: its tiles fit the shared memory
+}
 
-// covered reports whether a seed rule covers ops (ascending) as a part of
-// g: its program, with the tensors it reads as inputs and those it
-// provides (program outputs, or read by other ops) as outputs.
-func covered(g *indexed, ops []int) bool {
+// coverageOf says what the seed rules make of ops (ascending) as a part
+// of g: its program, with the tensors it reads as inputs and those it
+// provides (program outputs, or read by other ops) as outputs. The answer
+// is kept by the program's hash: the runs of a stack of layers are a few
+// programs, so cutting 10,000 ops asks about 37 (0.35 s).
+func coverageOf(g *indexed, ops []int) coverage {
 	p := Part{Ops: ops, Inputs: partInputs(g, ops), Outputs: partOutputs(g, ops)}
 	pg, err := p.Program(g.Graph)
-	return err == nil && seed.Covers(pg)
+	if err != nil {
+		return coverage{}
+	}
+	h := kernel.Hash(pg)
+	g.mu.Lock()
+	c, ok := g.covers[h]
+	g.mu.Unlock()
+	if ok {
+		return c
+	}
+	c.placed = seed.Covers(pg, g.arch.SMs, func(s *kernel.Graph) bool {
+		_, err := cost.EstimateGraph(s, g.arch)
+		return err == nil
+	})
+	c.premise = c.placed || seed.Covers(pg, g.arch.SMs, nil)
+	g.mu.Lock()
+	g.covers[h] = c
+	g.mu.Unlock()
+	return c
 }
 
 // indexed is a program with what partitioning asks of it at every step
@@ -61,10 +85,17 @@ type indexed struct {
 	producer []int   // per tensor, the op that makes it
 	readers  [][]int // per tensor, the ops that read it, ascending, once each
 	output   []bool  // per tensor, whether it is a program output
+	// arch is the target the parts are cut for: covered places seeds on it.
+	arch target.Arch
+	mu   sync.Mutex
+	// covers keeps coverageOf's answers by the hash of the part's program.
+	covers map[uint64]coverage
 }
 
-func index(g *kernel.Graph) *indexed {
-	ix := &indexed{Graph: g, producer: make([]int, len(g.Tensors)), readers: make([][]int, len(g.Tensors)), output: make([]bool, len(g.Tensors))}
+// index indexes g, for parts cut for arch.
+func index(g *kernel.Graph, arch target.Arch) *indexed {
+	ix := &indexed{Graph: g, producer: make([]int, len(g.Tensors)), readers: make([][]int, len(g.Tensors)), output: make([]bool, len(g.Tensors)),
+		arch: arch, covers: map[uint64]coverage{}}
 	for i, op := range g.Ops {
 		for _, t := range op.Out {
 			ix.producer[t] = i
@@ -95,8 +126,7 @@ func (ix *indexed) groupsOf(groups [][]int) [][]int {
 // split cuts ops (ascending) into runs that one search can take under the
 // limits limitsFor gives. Of the ways to cut, it takes one with the fewest
 // runs (each is at best one kernel launch); of those, when the searches
-// take seeds (seeds) and the program has at most seedCover ops, one with
-// the fewest runs that no seed rule covers
+// take seeds (seeds), one with the fewest runs that no seed rule covers
 // (a covered run has a fused answer at once; one that is not may find
 // none in its budget: attention with K's norm written out, cut after exp,
 // left the norm and Q·K to an enumeration that found nothing, where a
@@ -114,7 +144,6 @@ func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, seeds bool, 
 		bytes      int64
 		from       int // the start of the last run
 	}
-	seeds = seeds && len(computeOps(g.Graph)) <= seedCover
 	dp := make([]best, n+1)
 	for j := 1; j <= n; j++ {
 		if j%64 == 0 && stop != nil && stop() {
@@ -130,7 +159,7 @@ func split(g *indexed, ops []int, limitsFor func(ops []int) Limits, seeds bool, 
 				continue // a longer run may be connected where this one is not
 			}
 			cand := best{runs: dp[i].runs + 1, bare: dp[i].bare, bytes: dp[i].bytes + cutBytes(g, run), from: i}
-			if seeds && !covered(g, run) {
+			if seeds && !coverageOf(g, run).premise {
 				cand.bare++
 			}
 			if dp[j].runs < 0 || cand.runs < dp[j].runs ||
@@ -370,12 +399,14 @@ func matmulsReading(g *indexed, ops []int, t kernel.TensorID) int {
 // searchable reports whether one search can take the part made of ops
 // under lim: connected, with no graph-defined kernel of the program's own
 // (a program that already wrote one keeps it as a part of its own), and
-// within the limits. With seeds, a part that a seed rule covers may pass
-// the limits on threadblock ops and on a kernel's inputs and outputs: the
-// rule builds its fused kernel whole, where the enumeration's limits keep
-// it from reaching one (an RMSNorm before a LLaMA MLP's gate and up
-// projections, or before a layer's q, k and v projections: a launch and a
-// round trip of the norm saved, and the three weights read in one kernel).
+// within the limits. With seeds, a part with a seed that runs on the
+// target may pass the limits on threadblock ops and on a kernel's inputs
+// and outputs: the rule builds its fused kernel whole, where the
+// enumeration's limits keep it from reaching one (an RMSNorm before a
+// LLaMA MLP's gate and up projections, or before a layer's q, k and v
+// projections: a launch and a round trip of the norm saved, and the three
+// weights read in one kernel). A rule whose premise holds but whose seeds
+// do not fit would leave such a part with no fused answer.
 func searchable(g *indexed, ops []int, lim Limits, seeds bool) bool {
 	for _, i := range ops {
 		if g.Ops[i].Kind == ugraph.OpCustomized {
@@ -389,7 +420,7 @@ func searchable(g *indexed, ops []int, lim Limits, seeds bool) bool {
 	if inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps {
 		return true
 	}
-	return seeds && covered(g, ops)
+	return seeds && coverageOf(g, ops).placed
 }
 
 // partOutputs returns what ops (ascending) provide as a part on its own:

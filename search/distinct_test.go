@@ -128,3 +128,29 @@ func TestDistinctKeepsTheVerifiedSeed(t *testing.T) {
 		}
 	}
 }
+
+// RankedFused passes over a fused candidate the verifier rejected: the
+// part would otherwise report a wrong graph's estimate as its best fused
+// one. (The candidates are labelled fused; the verifier sees only their
+// graphs.)
+func TestRankedFusedSkipsTheRejected(t *testing.T) {
+	cand := func(g *kernel.Graph, us float64, customized int) *Candidate {
+		return &Candidate{Graph: g, Hash: kernel.Hash(g), Kernels: 2, Customized: customized, Estimate: Estimate{Micros: us, Bytes: 4096}}
+	}
+	wrong := cand(sumProgram(t, ugraph.OpSub, false), 4, 1)
+	ops := cand(sumProgram(t, ugraph.OpAdd, false), 5, 0)
+	right := cand(sumProgram(t, ugraph.OpAdd, true), 6, 1)
+	cands := []*Candidate{wrong, ops, right}
+	v, err := ffverify.New(sumProgram(t, ugraph.OpAdd, false), ffverify.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vr := verification{ctx: t.Context(), verifier: v, workers: 1, limit: 1}
+	best, err := vr.run(cands, len(cands))
+	if err != nil || len(best) != 1 || best[0] != ops || vr.rejected != 1 {
+		t.Fatalf("kept %v (%v), %d rejected; want the ops alone, the wrong one rejected", best, err, vr.rejected)
+	}
+	if got := rankedFused(cands); got != 6 {
+		t.Errorf("RankedFused %v, want 6: the fused candidate after the rejected one", got)
+	}
+}

@@ -126,9 +126,10 @@ type Stats struct {
 	Unchecked     int64   `json:"unchecked"`      // candidates not verified: beyond MaxResults, past what the search keeps (kept), or left when its time ended
 	Seconds       float64 `json:"seconds"`
 	FirstFused    float64 `json:"first_fused_seconds"` // when the first fused candidate passed the fast path; -1 if none
-	// RankedFused is the estimate of the best-ranked fused candidate,
-	// verified or not (0: none complete). When no fused candidate is among
-	// those kept, every fused one ranks at or below it.
+	// RankedFused is the estimate of the best-ranked fused candidate the
+	// verifier did not reject: verified, or not checked (0: none). When no
+	// fused candidate is among those kept, every fused one that may
+	// compute the program ranks at or below it.
 	RankedFused float64 `json:"ranked_fused_us,omitempty"`
 	Stopped     string  `json:"stopped,omitempty"` // why the search stopped early, if it did
 }
@@ -165,6 +166,8 @@ type Candidate struct {
 	// checked: it passed the verifier already (a seed), with its
 	// outputs in the program's order.
 	checked bool
+	// rejected: the verifier rejected it (rankedFused passes over it).
+	rejected bool
 }
 
 // ErrNoProgress is returned when the program has nothing to search: no
@@ -532,17 +535,18 @@ func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
 	cands := append(seeds, found...)
 	slices.SortFunc(cands, compareCandidates)
 	cands = distinct(cands)
-	s.rankedFused.Store(math.Float64bits(rankedFused(cands)))
 	if s.opts.Unverified {
 		n := len(cands)
 		if s.opts.MaxResults > 0 {
 			n = min(n, s.opts.MaxResults)
 		}
 		s.unchecked.Add(int64(len(cands) - n))
+		s.rankedFused.Store(math.Float64bits(rankedFused(cands)))
 		return cands[:n], nil
 	}
 	v := verification{ctx: s.verifyCtx, verifier: s.verifier, workers: s.opts.Workers, limit: s.opts.MaxResults}
 	best, err := v.run(cands, len(cands))
+	s.rankedFused.Store(math.Float64bits(rankedFused(cands)))
 	s.rejectedSeeds = v.rejectedSeeds
 	s.verified.Add(v.verified)
 	s.rejected.Add(v.rejected)
@@ -626,6 +630,7 @@ func (v *verification) run(cands []*Candidate, settled int) ([]*Candidate, error
 			switch {
 			case !ok[j]:
 				v.rejected++
+				c.rejected = true
 				if c.Seed != "" && !slices.Contains(v.rejectedSeeds, c.Seed) {
 					v.rejectedSeeds = append(v.rejectedSeeds, c.Seed)
 				}
@@ -690,7 +695,6 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 	}
 	slices.SortFunc(cands, compareCandidates)
 	cands = distinct(cands)
-	res.Stats.RankedFused = rankedFused(cands)
 	// cands[:settled] is a prefix of the one run's ranking: every
 	// candidate in it was kept by any run that found it, since it ranks
 	// before the last one each truncated run kept.
@@ -727,6 +731,7 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 	if err != nil {
 		return nil, err
 	}
+	res.Stats.RankedFused = rankedFused(cands)
 	short := opts.MaxResults <= 0 || len(best) < opts.MaxResults // fewer passed than wanted
 	switch {
 	case short && v.checked < settled && res.Stats.Stopped == "":
@@ -865,9 +870,9 @@ func compareCandidates(a, b *Candidate) int {
 }
 
 // rankedFused is the estimate of the first fused candidate of cands, in
-// rank order; 0 when none is fused.
+// rank order, that the verifier did not reject; 0 when there is none.
 func rankedFused(cands []*Candidate) float64 {
-	if i := slices.IndexFunc(cands, func(c *Candidate) bool { return c.Customized > 0 }); i >= 0 {
+	if i := slices.IndexFunc(cands, func(c *Candidate) bool { return c.Customized > 0 && !c.rejected }); i >= 0 {
 		return cands[i].Estimate.Micros
 	}
 	return 0

@@ -29,16 +29,16 @@ type headSumPlan struct {
 // headSumRule computes such a program with the for-loop walking the heads:
 // the grid's x axis cuts the output columns into tiles of 32 to 256, and
 // each iteration multiplies one head's rows by its weight tile,
-// accumulating in registers. With a second summed batch dim (the groups
-// of a grouped layout) the grid's y axis takes it; with one only, and too
-// few column tiles to occupy the target's SMs, y splits the heads (powers
-// of two, as the split_k rule's splits). Either way each block then writes
-// its partial sum stacked along that dim, and a second kernel, whose
-// for-loop walks the stack, sums the partials and runs the epilogue. Its
-// premise: one matmul of rank 3 or more on two inputs, its result read
-// only by the reductions, which sum every batch dim of extent above 1 (at
-// most two), at most 128 rows, and an epilogue of element-wise ops on the
-// sum alone.
+// accumulating in registers. With a second summed batch dim, the grid's y
+// axis takes the smaller of the two (the for-loop walks the larger); with
+// one only, and too few column tiles to occupy the target's SMs, y splits
+// the heads (powers of two near those that fill the SMs). Either way each
+// block then writes its partial sum stacked along that dim, in the
+// program's dtype, and a second kernel, whose for-loop walks the stack,
+// sums the partials and runs the epilogue. Its premise: one matmul of rank
+// 3 or more on two inputs, its result read only by the reductions, which
+// sum every batch dim of extent above 1 (at most two), at most 128 rows,
+// and an epilogue of element-wise ops on the sum alone.
 func headSumRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planHeadSum(p)
 	if !ok {
@@ -56,17 +56,30 @@ func headSumRule(p *program, opts Options) []*kernel.Graph {
 		case plan.stacked >= 0:
 			splits = []int{plan.extents.Dim(plan.stacked)}
 		case cols < opts.SMs:
+			// The powers of two that bring the blocks to the SMs, half
+			// that and twice that, where they divide the heads; else the
+			// largest below them that does.
 			split := 2
 			for cols*split < opts.SMs {
 				split *= 2
 			}
-			for _, s := range []int{split, 2 * split} {
-				if heads%s == 0 && s <= block.MaxGridAxis {
+			for _, s := range []int{split / 2, split, 2 * split} {
+				if s >= 2 && heads%s == 0 {
 					splits = append(splits, s)
 				}
 			}
+			if len(splits) == 1 && heads%2 == 0 {
+				s := 2
+				for heads%(2*s) == 0 && 2*s < split {
+					s *= 2
+				}
+				splits = append(splits, s)
+			}
 		}
 		for _, s := range splits {
+			if s > block.MaxGridAxis {
+				continue
+			}
 			for _, threads := range opts.Threads {
 				if g, ok := headSumKernels(p, plan, block.Dim3{cols, s, 1}, threads, opts.ReductionDimx); ok {
 					graphs = append(graphs, g)
@@ -101,20 +114,23 @@ func planHeadSum(p *program) (*headSumPlan, bool) {
 	}
 	plan.rank, plan.n = r, p.shape(plan.b).Dim(r-1)
 	plan.extents = p.shape(mm.Out[0])
-	// The sums: a chain from the product until no batch dim is left, each
-	// link the only reader of the one before and no output.
+	// The sums: a chain from the product, each link a reduction over a
+	// batch dim and the only reader of the one before, which is no
+	// output, until no batch dim of extent above 1 is left; sums over
+	// dims of extent 1 after that (in whichever order the program wrote
+	// them) join it.
 	sum := mm.Out[0]
-	for batched(p.shape(sum)) {
+	for {
 		cs := p.consumers[sum]
-		if p.output[sum] || len(cs) != 1 {
-			return nil, false
-		}
-		op := g.Ops[cs[0]]
-		if op.Kind != ugraph.OpReduction || op.Attr.Dim >= r-2 {
-			return nil, false
+		link := !p.output[sum] && len(cs) == 1 && g.Ops[cs[0]].Kind == ugraph.OpReduction && g.Ops[cs[0]].Attr.Dim < r-2
+		if !link {
+			if batched(p.shape(sum)) {
+				return nil, false
+			}
+			break
 		}
 		plan.sums = append(plan.sums, cs[0])
-		sum = op.Out[0]
+		sum = g.Ops[cs[0]].Out[0]
 	}
 	for d := range r - 2 {
 		e := plan.extents.Dim(d)

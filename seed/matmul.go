@@ -14,13 +14,14 @@ import (
 type matmulPlan struct {
 	a       kernel.TensorID // the left operand every matmul shares: m×k, or b×m×k
 	m, k, n int
-	// rank is the matmuls' rank: 2, or 3 with a batch (heads) of b in
-	// dim 0, which grid z walks. The plan's other fields and methods
-	// name dims as a 2-D matmul's (dim), shifted past the batch.
-	rank, b  int
-	matmuls  []int // op indices, in program order
-	prologue []int // op indices, in program order
-	epilogue []int
+	// rank is the matmuls' rank: 2, or 3 with a batch (heads) in dim 0,
+	// which grid z walks (batch 1 for rank 2). The plan's other fields
+	// and methods name dims as a 2-D matmul's (dim), shifted past the
+	// batch.
+	rank, batch int
+	matmuls     []int // op indices, in program order
+	prologue    []int // op indices, in program order
+	epilogue    []int
 	// norm is the prologue's rms_norm (-1: none): it runs as its operand,
 	// and the matmuls' results are divided by the operand's rms after the
 	// loop. Only row-linear ops (mul by what does not depend on it,
@@ -60,7 +61,7 @@ func matmulRule(p *program, opts Options) []*kernel.Graph {
 	var graphs []*kernel.Graph
 	for _, tn := range tileSizes(plan.n, 32, 256) {
 		for _, tm := range tms {
-			grid := block.Dim3{plan.n / tn, plan.m / tm, plan.b}
+			grid := block.Dim3{plan.n / tn, plan.m / tm, plan.batch}
 			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis || grid[2] > block.MaxGridAxis {
 				continue
 			}
@@ -92,9 +93,9 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		}
 		if plan.a < 0 {
 			plan.a, plan.m, plan.k, plan.n = a, sa.Dim(r-2), sa.Dim(r-1), sb.Dim(r-1)
-			plan.rank, plan.b = r, 1
+			plan.rank, plan.batch = r, 1
 			if r == 3 {
-				plan.b = sa.Dim(0)
+				plan.batch = sa.Dim(0)
 			}
 		}
 		if a != plan.a || sb.Dim(r-1) != plan.n {
@@ -206,7 +207,7 @@ func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
 	}
 	want := []int{plan.m, cols}
 	if plan.rank == 3 {
-		want = []int{plan.b, plan.m, cols}
+		want = []int{plan.batch, plan.m, cols}
 	}
 	for d, e := range want {
 		if s.Dim(d) != 1 && s.Dim(d) != e {

@@ -113,20 +113,27 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 	return seeds
 }
 
-// Covers reports whether some rule's premise holds for program: whether
-// Build gives it seeds. The partition of a program into parts prefers
-// parts that a rule covers (they have a fused answer at once). It builds
-// with one block size and the default target: the rules' premises look at
-// the program's ops and shapes, not at the options.
-func Covers(program *kernel.Graph) bool {
+// Covers reports whether some rule builds a seed of program that placed
+// accepts (nil: any seed), trying the rules in order and each rule's
+// tilings in order, and stopping at the first accepted. The partition of
+// a program into parts prefers parts that a rule covers (they have a fused
+// answer at once); placed says whether a seed can run on the target (its
+// tiles fit the shared memory), since a rule's premise alone does not.
+// It builds with one block size, for sms SMs (0: the default target's).
+func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) bool {
 	p, ok := analyze(program)
 	if !ok {
 		return false
 	}
-	opts := Options{Threads: []block.Dim3{{128, 1, 1}}, ReductionDimx: 64, SMs: target.MustLookup(target.Default).SMs}
+	if sms == 0 {
+		sms = target.MustLookup(target.Default).SMs
+	}
+	opts := Options{Threads: []block.Dim3{{128, 1, 1}}, ReductionDimx: 64, SMs: sms}
 	for _, r := range rules {
-		if len(r.build(p, opts)) > 0 {
-			return true
+		for _, g := range r.build(p, opts) {
+			if placed == nil || placed(g) {
+				return true
+			}
 		}
 	}
 	return false

@@ -235,6 +235,13 @@ W = g.new_input(dims=(2, 4, 32, 96), dtype=mi.bfloat16)
 S = g.reduction(g.reduction(g.matmul(O, W), 1), 0)
 g.mark_output(g.mul(g.silu(S), g.mul_scalar(S, 0.5)))
 `, []string{"head_sum"}},
+	// A batch dim of 1 summed after the heads: the trailing sum is of one
+	// term and joins the chain.
+	{"heads summed, then a batch dim of one", `
+O = g.new_input(dims=(1, 16, 4, 32), dtype=mi.float16)
+W = g.new_input(dims=(1, 16, 32, 64), dtype=mi.float16)
+g.mark_output(g.reduction(g.reduction(g.matmul(O, W), 1), 0))
+`, []string{"head_sum"}},
 	{"heads summed, then a residual", `
 O = g.new_input(dims=(8, 4, 32), dtype=mi.float16)
 W = g.new_input(dims=(8, 32, 64), dtype=mi.float16)
@@ -339,7 +346,7 @@ func TestSeedsCompute(t *testing.T) {
 // Covers says whether Build gives seeds, for every case.
 func TestCovers(t *testing.T) {
 	for _, tc := range seedCases {
-		if got, want := seed.Covers(load(t, tc.body)), len(tc.rules) > 0; got != want {
+		if got, want := seed.Covers(load(t, tc.body), 0, nil), len(tc.rules) > 0; got != want {
 			t.Errorf("%s: Covers %v, want %v", tc.name, got, want)
 		}
 	}
@@ -373,6 +380,47 @@ g.mark_output(g.rms_norm(X, normalized_shape=(4096,)))
 	}
 	if want := []int{16, 8, 4, 2, 1}; !slices.Equal(grids, want) {
 		t.Errorf("rows seeds on grids %v, want %v", grids, want)
+	}
+}
+
+// TestHeadSumSplits checks how the head_sum rule splits the heads among
+// the blocks: at LLaMA-7B's output projection (32 heads, 4096 columns) 64
+// column tiles take splits of 2, 4 and 8 (128 to 512 blocks for 132 SMs)
+// besides none; with 8 heads and 4 column tiles, no split near the 64
+// that would fill the SMs divides the heads, so the largest that does, 8,
+// is taken; 3 heads are not split. Every tiling walks all the heads.
+func TestHeadSumSplits(t *testing.T) {
+	cases := []struct {
+		heads, n int
+		want     []string // grid and for-loop range of tilings among those built
+		none     string   // one not built
+	}{
+		{32, 4096, []string{"(64, 1, 1) 32", "(64, 2, 1) 16", "(64, 4, 1) 8", "(64, 8, 1) 4", "(128, 1, 1) 32"}, "(64, 16, 1) 2"},
+		{8, 1024, []string{"(4, 1, 1) 8", "(4, 8, 1) 1", "(32, 4, 1) 2"}, "(4, 2, 1) 4"},
+		{3, 256, []string{"(8, 1, 1) 3", "(1, 1, 1) 3"}, "(8, 3, 1) 1"},
+	}
+	for _, tc := range cases {
+		program := load(t, fmt.Sprintf(`
+O = g.new_input(dims=(%d, 4, 128), dtype=mi.float16)
+W = g.new_input(dims=(%d, 128, %d), dtype=mi.float16)
+g.mark_output(g.reduction(g.matmul(O, W), 0))
+`, tc.heads, tc.heads, tc.n))
+		var tilings []string
+		for _, s := range seed.Build(program, seed.Options{}) {
+			b := firstBlock(s.Graph)
+			tilings = append(tilings, fmt.Sprintf("%v %d", b.Grid, b.ForloopRange))
+			if s.Rule != "head_sum" || b.Grid[1]*b.ForloopRange != tc.heads {
+				t.Errorf("%d heads: %s seed on grid %v walks %d iterations", tc.heads, s.Rule, b.Grid, b.ForloopRange)
+			}
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(tilings, w) {
+				t.Errorf("%d heads, %d columns: tilings %v, want %q among them", tc.heads, tc.n, tilings, w)
+			}
+		}
+		if slices.Contains(tilings, tc.none) {
+			t.Errorf("%d heads, %d columns: tilings %v hold %q", tc.heads, tc.n, tilings, tc.none)
+		}
 	}
 }
 
