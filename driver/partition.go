@@ -85,7 +85,7 @@ type indexed struct {
 	producer []int   // per tensor, the op that makes it
 	readers  [][]int // per tensor, the ops that read it, ascending, once each
 	output   []bool  // per tensor, whether it is a program output
-	// arch is the target the parts are cut for: covered places seeds on it.
+	// arch is the target the parts are cut for: coverageOf places seeds on it.
 	arch target.Arch
 	mu   sync.Mutex
 	// covers keeps coverageOf's answers by the hash of the part's program.
@@ -126,8 +126,8 @@ func (ix *indexed) groupsOf(groups [][]int) [][]int {
 // split cuts ops (ascending) into runs that one search can take under the
 // limits limitsFor gives. Of the ways to cut, it takes one with the fewest
 // runs (each is at best one kernel launch); of those, when the searches
-// take seeds (seeds), one with the fewest runs that no seed rule covers
-// (a covered run has a fused answer at once; one that is not may find
+// take seeds (seeds), one with the fewest runs outside every seed rule's
+// premise (a covered run has a fused answer at once; one that is not may find
 // none in its budget: attention with K's norm written out, cut after exp,
 // left the norm and Q·K to an enumeration that found nothing, where a
 // cut after the norm gives two covered runs); and of those one that keeps
