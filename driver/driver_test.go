@@ -138,6 +138,17 @@ func loadSource(t testing.TB, name, body string) *kernel.Graph {
 
 // defaultLimits are the limits Run cuts programs with, when no preset is
 // named.
+// kindsOf names the ops of each group of g's ops.
+func kindsOf(g *kernel.Graph, groups [][]int) [][]string {
+	names := make([][]string, len(groups))
+	for i, grp := range groups {
+		for _, o := range grp {
+			names[i] = append(names[i], g.Ops[o].Kind.String())
+		}
+	}
+	return names
+}
+
 // sm90 is the target the tests cut programs for.
 var sm90 = target.MustLookup("sm_90")
 
@@ -243,15 +254,11 @@ func TestPartition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		g := load(t, tt.name)
-		var got [][]string
+		var groups [][]int
 		for _, p := range Partition(g, defaultLimits(t, g)) {
-			var kinds []string
-			for _, o := range p.Ops {
-				kinds = append(kinds, g.Ops[o].Kind.String())
-			}
-			got = append(got, kinds)
+			groups = append(groups, p.Ops)
 		}
-		if !slices.EqualFunc(got, tt.parts, slices.Equal) {
+		if got := kindsOf(g, groups); !slices.EqualFunc(got, tt.parts, slices.Equal) {
 			t.Errorf("%s: parts %v, want %v", tt.name, got, tt.parts)
 		}
 	}
@@ -263,10 +270,7 @@ func TestPartitionWithoutSeeds(t *testing.T) {
 	g := load(t, "knorm_attention")
 	ix := index(g, sm90)
 	groups := split(ix, computeOps(g), defaultLimits(t, g), false, nil)
-	var first []string
-	for _, o := range groups[0] {
-		first = append(first, g.Ops[o].Kind.String())
-	}
+	first := kindsOf(g, groups)[0]
 	if want := []string{"square", "reduction", "mul_scalar", "sqrt", "div", "matmul", "exp"}; len(groups) != 2 || !slices.Equal(first, want) {
 		t.Errorf("%d groups, the first %v; want 2, the first %v", len(groups), first, want)
 	}
@@ -277,15 +281,7 @@ func TestPartitionWithoutSeeds(t *testing.T) {
 // projections' kernel, is a part of its own.
 func TestPartitionLimitsWithoutSeeds(t *testing.T) {
 	g := load(t, "llama_mlp")
-	ix := index(g, sm90)
-	var got [][]string
-	for _, grp := range split(ix, computeOps(g), defaultLimits(t, g), false, nil) {
-		var kinds []string
-		for _, o := range grp {
-			kinds = append(kinds, g.Ops[o].Kind.String())
-		}
-		got = append(got, kinds)
-	}
+	got := kindsOf(g, split(index(g, sm90), computeOps(g), defaultLimits(t, g), false, nil))
 	want := [][]string{{"rms_norm"}, {"matmul", "silu", "matmul", "mul"}, {"matmul", "add"}}
 	if !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("parts %v, want %v", got, want)
@@ -357,14 +353,7 @@ for i in range(3):
     W = g.new_input(dims=(4096, 4096), dtype=mi.float16)
     H = g.add(H, g.silu(g.matmul(g.rms_norm(H, normalized_shape=(4096,)), W)))
 g.mark_output(H)`)
-	var got [][]string
-	for _, grp := range split(index(g, sm90), computeOps(g), defaultLimits(t, g), true, nil) {
-		var kinds []string
-		for _, o := range grp {
-			kinds = append(kinds, g.Ops[o].Kind.String())
-		}
-		got = append(got, kinds)
-	}
+	got := kindsOf(g, split(index(g, sm90), computeOps(g), defaultLimits(t, g), true, nil))
 	layer := []string{"rms_norm", "matmul", "silu", "add"}
 	if want := [][]string{layer, layer, layer}; !slices.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("runs %v, want %v", got, want)

@@ -66,11 +66,10 @@ func coverageOf(g *indexed, ops []int) coverage {
 	if ok {
 		return c
 	}
-	c.placed = seed.Covers(pg, g.arch.SMs, func(s *kernel.Graph) bool {
+	c.premise, c.placed = seed.Covers(pg, g.arch.SMs, func(s *kernel.Graph) bool {
 		_, err := cost.EstimateGraph(s, g.arch)
 		return err == nil
 	})
-	c.premise = c.placed || seed.Covers(pg, g.arch.SMs, nil)
 	g.mu.Lock()
 	g.covers[h] = c
 	g.mu.Unlock()

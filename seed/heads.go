@@ -226,30 +226,11 @@ func headSumKernels(p *program, plan *headSumPlan, grid, threads block.Dim3, red
 	if k.b.AddOutput(acc, omap) != nil {
 		return nil, false
 	}
-	gk, ids, parts, ok := k.place()
-	if !ok {
+	c, ok := k.combiner(threads, r-1, stack)
+	if !ok || !c.finishHeadSum(plan, c.sums[0]) {
 		return nil, false
 	}
-	part := gk.Tensors[parts[0]]
-	c, ok := newKernelBuilder(p, block.Dim3{grid[0], 1, 1}, threads, grid[1], reductionDimx)
-	if !ok {
-		return nil, false
-	}
-	x, err := c.b.AddInput(part.Shape, part.DType, axisMap(part.Shape, c.b.Grid, r-1, -1), stack)
-	if err != nil {
-		return nil, false
-	}
-	if acc, ok = c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, x); !ok {
-		return nil, false
-	}
-	if !c.finishHeadSum(plan, acc) {
-		return nil, false
-	}
-	outs, err := gk.Customized(parts, c.b)
-	if err != nil || !markResults(g, gk, ids, outs, c.results) {
-		return nil, false
-	}
-	return gk, true
+	return c.finish()
 }
 
 // finishHeadSum gives the plan's sums the tile acc, their whole sum, runs

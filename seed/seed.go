@@ -37,6 +37,8 @@
 package seed
 
 import (
+	"slices"
+
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
@@ -113,17 +115,18 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 	return seeds
 }
 
-// Covers reports whether some rule builds a seed of program that placed
-// accepts (nil: any seed), trying the rules in order and each rule's
-// tilings in order, and stopping at the first accepted. The partition of
-// a program into parts prefers parts that a rule covers (they have a fused
-// answer at once); placed says whether a seed can run on the target (its
-// tiles fit the shared memory), since a rule's premise alone does not.
-// It builds with one block size, for sms SMs (0: the default target's).
-func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) bool {
+// Covers reports whether some rule's premise holds for program (it
+// builds seeds), and whether one of those seeds is one placed accepts
+// (nil: any), trying the rules and each rule's tilings in order and
+// stopping at the first accepted. The partition of a program into parts
+// prefers parts that a rule covers (they have a fused answer at once);
+// placed says whether a seed can run on the target (its tiles fit the
+// shared memory), which a rule's premise alone does not. It builds with
+// one block size, for sms SMs (0: the default target's).
+func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) (premise, fits bool) {
 	p, ok := analyze(program)
 	if !ok {
-		return false
+		return false, false
 	}
 	if sms == 0 {
 		sms = target.MustLookup(target.Default).SMs
@@ -131,12 +134,13 @@ func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) boo
 	opts := Options{Threads: []block.Dim3{{128, 1, 1}}, ReductionDimx: 64, SMs: sms}
 	for _, r := range rules {
 		for _, g := range r.build(p, opts) {
+			premise = true
 			if placed == nil || placed(g) {
-				return true
+				return true, true
 			}
 		}
 	}
-	return false
+	return premise, false
 }
 
 // program is a program with the links the rules follow.
@@ -336,6 +340,61 @@ func (k *kernelBuilder) place() (g *kernel.Graph, ids map[kernel.TensorID]kernel
 		return nil, nil, nil, false
 	}
 	return g, ids, outs, true
+}
+
+// combiner is a kernel that combines the partial results of the one
+// before it (k, placed in the seed's graph g): one block per column tile
+// of k's grid, whose for-loop walks the stack of k's results, one
+// iteration per split. Rules add its ops after the sums, then finish it.
+type combiner struct {
+	*kernelBuilder
+	g     *kernel.Graph
+	ids   map[kernel.TensorID]kernel.TensorID // the program's tensors in g
+	parts []kernel.TensorID                   // k's results in g
+	sums  []block.TensorID                    // each part summed over the splits
+}
+
+// combiner places k (whose grid's y axis splits the work, its results
+// stacked along dim stack and their column tiles along dim cols) and
+// starts the kernel that sums its results over the splits.
+func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack int) (*combiner, bool) {
+	g, ids, parts, ok := k.place()
+	if !ok {
+		return nil, false
+	}
+	b, ok := newKernelBuilder(k.p, block.Dim3{k.b.Grid[0], 1, 1}, threads, k.b.Grid[1], k.b.ReductionDimx)
+	if !ok {
+		return nil, false
+	}
+	c := &combiner{kernelBuilder: b, g: g, ids: ids, parts: parts}
+	imap := block.Replicate
+	imap[0] = cols
+	for _, part := range parts {
+		x, err := c.b.AddInput(g.Tensors[part].Shape, g.Tensors[part].DType, imap, stack)
+		if err != nil {
+			return nil, false
+		}
+		sum, ok := c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, x)
+		if !ok {
+			return nil, false
+		}
+		c.sums = append(c.sums, sum)
+	}
+	return c, true
+}
+
+// finish places the combining kernel after k's, reading k's results and
+// what it loaded itself, and returns the seed's graph.
+func (c *combiner) finish() (*kernel.Graph, bool) {
+	operands := slices.Clone(c.parts)
+	for _, t := range c.operands {
+		operands = append(operands, c.ids[t])
+	}
+	outs, err := c.g.Customized(operands, c.b)
+	if err != nil || !markResults(c.p.g, c.g, c.ids, outs, c.results) {
+		return nil, false
+	}
+	return c.g, true
 }
 
 // tileSizes are the extents a rule tries for a tiled dim of extent n: the

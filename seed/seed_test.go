@@ -343,11 +343,18 @@ func TestSeedsCompute(t *testing.T) {
 	}
 }
 
-// Covers says whether Build gives seeds, for every case.
+// Covers says whether Build gives seeds, for every case, and whether one
+// of them is placed: none where placing refuses them all.
 func TestCovers(t *testing.T) {
+	refuse := func(*kernel.Graph) bool { return false }
 	for _, tc := range seedCases {
-		if got, want := seed.Covers(load(t, tc.body), 0, nil), len(tc.rules) > 0; got != want {
-			t.Errorf("%s: Covers %v, want %v", tc.name, got, want)
+		program := load(t, tc.body)
+		premise, fits := seed.Covers(program, 0, nil)
+		if want := len(tc.rules) > 0; premise != want || fits != want {
+			t.Errorf("%s: Covers %v, %v; want %v for both", tc.name, premise, fits, want)
+		}
+		if premise, fits := seed.Covers(program, 0, refuse); premise != (len(tc.rules) > 0) || fits {
+			t.Errorf("%s: Covers refusing every seed %v, %v; want %v, false", tc.name, premise, fits, len(tc.rules) > 0)
 		}
 	}
 }

@@ -79,7 +79,7 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 			return nil, false
 		}
 	}
-	return k.combinedSplits(plan, grid, threads, normIn)
+	return k.combinedSplits(plan, threads, normIn)
 }
 
 // combinedSplits adds the split rule's second kernel after k's: a block
@@ -91,26 +91,11 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 // partial products are X·W before the division by the rms, also stored in
 // the program's dtype: they overflow fp16 only past 65504, where the
 // one-kernel form, which divides before it stores, would not.)
-func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
+func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
 	pg := k.p.g
-	g, ids, parts, ok := k.place()
+	c, ok := k.combiner(threads, 1, 0)
 	if !ok {
 		return nil, false
-	}
-	splits := grid[1]
-	c, ok := newKernelBuilder(k.p, block.Dim3{grid[0], 1, 1}, threads, splits, k.b.ReductionDimx)
-	if !ok {
-		return nil, false
-	}
-	tiles := make([]block.TensorID, len(parts))
-	for j, part := range parts {
-		x, err := c.b.AddInput(g.Tensors[part].Shape, g.Tensors[part].DType, block.Map{1, -1, -1}, 0)
-		if err != nil {
-			return nil, false
-		}
-		if tiles[j], ok = c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, x); !ok {
-			return nil, false
-		}
 	}
 	var rms block.TensorID = block.NoTensor
 	if normIn >= 0 {
@@ -140,7 +125,7 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim
 		}
 	}
 	for j, i := range plan.matmuls {
-		x := tiles[j]
+		x := c.sums[j]
 		if normIn >= 0 {
 			var ok bool
 			if x, ok = c.add(ugraph.OpDiv, ugraph.Attr{}, x, rms); !ok {
@@ -159,13 +144,5 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, grid, threads block.Dim
 			return nil, false
 		}
 	}
-	operands := parts
-	for _, t := range c.operands {
-		operands = append(operands, ids[t])
-	}
-	outs, err := g.Customized(operands, c.b)
-	if err != nil || !markResults(pg, g, ids, outs, c.results) {
-		return nil, false
-	}
-	return g, true
+	return c.finish()
 }
