@@ -312,6 +312,34 @@ g.mark_output(g.matmul(N, Wv))`)
 	}
 }
 
+// Grouped-query attention with K and V repeated over a group's heads (two
+// products with a broadcast tensor of ones, HF's repeat_kv) is eight ops,
+// past the attention preset's seven: the attention rule covers it, so it
+// is one part, which reads the cache where it lies. Without seeds the
+// products are cut off, and the repeated K and V stored.
+func TestPartitionPastTheOpsLimitWhereASeedCovers(t *testing.T) {
+	g := loadSource(t, "gqa4", `
+Q = g.new_input(dims=(2, 4, 1, 64), dtype=mi.float16)
+ones = g.new_input(dims=(1, 4, 1, 1), dtype=mi.float16)
+K = g.new_input(dims=(2, 1, 64, 512), dtype=mi.float16)
+V = g.new_input(dims=(2, 1, 512, 64), dtype=mi.float16)
+Kr = g.mul(K, ones)
+Vr = g.mul(V, ones)
+E = g.exp(g.mul_scalar(g.matmul(Q, Kr), 0.125))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), Vr))`)
+	ix := index(g, sm90)
+	lim := defaultLimits(t, g)
+	if n := lim(computeOps(g)).Ops; n >= len(computeOps(g)) {
+		t.Fatalf("the preset's limit holds %d ops: the program's %d are not past it", n, len(computeOps(g)))
+	}
+	for _, seeds := range []bool{true, false} {
+		groups := split(ix, computeOps(g), lim, seeds, nil)
+		if whole := len(groups) == 1; whole != seeds {
+			t.Errorf("seeds %v: groups %v", seeds, groups)
+		}
+	}
+}
+
 // A rule whose premise holds but none of whose seeds fits the target
 // does not cover a part: q with a per-head bias reads the bias after the
 // loop, so the matmul rule walks the reduced dim in one iteration, whose

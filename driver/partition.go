@@ -52,8 +52,12 @@ type coverage struct {
 // of g: its program, with the tensors it reads as inputs and those it
 // provides (program outputs, or read by other ops) as outputs. The answer
 // is kept by the program's hash: the runs of a stack of layers are a few
-// programs, so cutting 10,000 ops asks about 37 (0.35 s).
+// programs, so cutting 10,000 ops asks about 37. A run no rule can take
+// (seed.MayCover) is answered before its program is built.
 func coverageOf(g *indexed, ops []int) coverage {
+	if !seed.MayCover(g.Graph, ops) {
+		return coverage{}
+	}
 	p := Part{Ops: ops, Inputs: partInputs(g, ops), Outputs: partOutputs(g, ops)}
 	pg, err := p.Program(g.Graph)
 	if err != nil {
@@ -399,8 +403,8 @@ func matmulsReading(g *indexed, ops []int, t kernel.TensorID) int {
 // under lim: connected, with no graph-defined kernel of the program's own
 // (a program that already wrote one keeps it as a part of its own), and
 // within the limits. With seeds, a part with a seed that runs on the
-// target may pass the limits on threadblock ops and on a kernel's inputs
-// and outputs: the rule builds its fused kernel whole, where the
+// target may pass the limits on ops, on threadblock ops and on a kernel's
+// inputs and outputs: the rule builds its fused kernel whole, where the
 // enumeration's limits keep it from reaching one (an RMSNorm before a
 // LLaMA MLP's gate and up projections, or before a layer's q, k and v
 // projections: a launch and a round trip of the norm saved, and the three
@@ -412,11 +416,12 @@ func searchable(g *indexed, ops []int, lim Limits, seeds bool) bool {
 			return len(ops) == 1
 		}
 	}
-	if len(ops) > lim.Ops || !connected(g, ops) {
+	// Past the limit on ops, only a rule's seeds can take the part.
+	if len(ops) > lim.Ops && !(seeds && seed.MayCover(g.Graph, ops)) || !connected(g, ops) {
 		return false
 	}
 	inputs, outs := len(partInputs(g, ops)), len(partOutputs(g, ops))
-	if inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps {
+	if len(ops) <= lim.Ops && inputs <= lim.Inputs && outs <= lim.Outputs && blockCost(g, ops, inputs) <= lim.BlockOps {
 		return true
 	}
 	return seeds && coverageOf(g, ops).placed

@@ -165,8 +165,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // expression keeps its scalar; twins compared with their launches.
 // Version 32: the head_sum rule's seeds (a batched matmul summed over its
 // batch dims); the matmul rule's for matmuls batched over heads;
-// Stats.RankedFused.
-const cacheVersion = 32
+// Stats.RankedFused. Version 33: the attention rule's seeds for rank 4
+// and for Q, K and V scaled or repeated per head; the matmul rule's for
+// rank 4; split_k's for batched matmuls.
+const cacheVersion = 33
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

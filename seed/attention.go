@@ -1,6 +1,8 @@
 package seed
 
 import (
+	"slices"
+
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -11,12 +13,17 @@ import (
 // scale, the exp).
 type attentionPlan struct {
 	q, k, v kernel.TensorID // b×m×d, b×d×n, b×n×e (or m×d, d×n, n×e): the matmuls' operands
-	batched bool            // rank 3: the batch is dim 0
+	// rank is the operands' rank: 2 (one head), 3 (a batch of heads in
+	// dim 0) or 4 (groups × heads in dims 0 and 1, as a grouped-query
+	// layer writes them). The plan's maps name dims as rank 3's (batch,
+	// rows, columns); dim and dims place them in the plan's tensors.
+	rank int
 	// inputs are the program inputs q, k and v are computed from, and
 	// prologues the ops that compute them (row-wise: see rowChain).
 	inputs    [3]kernel.TensorID
 	prologues [3][]int
 	b, m, n   int
+	heads     int   // rank 4: dim 1, the heads of a group (grid z); else 1
 	e         int   // V's last dim: the output's
 	scores    int   // the op of Q·K
 	elem      []int // the ops of f, in order, from Q·K to the weights
@@ -29,27 +36,32 @@ type attentionPlan struct {
 
 // attentionRule writes attention as flash-decoding does: the keys are
 // split among blocks (grid y), and the rows when there are more than 64
-// (grid z), each block walks its share of the keys in tiles with
+// (grid z; at rank 4 grid z walks the heads of a group and the rows stay
+// whole), each block walks its share of the keys in tiles with
 // the for-loop, accumulating f(Q·K)·V and the sum of f(Q·K) for its rows
 // in registers, and a second kernel sums the partial results of the
 // splits and divides (a split of one needs no second kernel). Dividing
 // after ·V instead of before is exact: the sum is constant along each
 // row. Each tiling comes in the attentionForms. Its premise: the program
 // is exactly that computation on inputs Q, K, V of rank 3 (batch first),
-// or of rank 2 (one head, as a program written head by head has it), its
-// one output the attention's.
+// of rank 4 (two batch dims), or of rank 2 (one head, as a program written
+// head by head has it), its one output the attention's. Q, K and V may be
+// computed from their inputs by row-wise ops (rowChain), among them a
+// product with a factor per head that broadcasts: K and V repeated over a
+// group's heads, as grouped-query attention writes them, are read once
+// per block and never stored repeated.
 func attentionRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planAttention(p)
 	if !ok {
 		return nil
 	}
 	rowTiles := []int{plan.m}
-	if plan.m > 64 {
+	if plan.m > 64 && plan.rank < 4 {
 		rowTiles = tileSizes(plan.m, 16, 64)
 	}
 	var graphs []*kernel.Graph
 	for split := 1; split <= 64 && split <= plan.n; split *= 2 {
-		if plan.n%split != 0 || plan.b > block.MaxGridAxis {
+		if plan.n%split != 0 || plan.b > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
 			continue
 		}
 		for _, rows := range rowTiles {
@@ -59,6 +71,9 @@ func attentionRule(p *program, opts Options) []*kernel.Graph {
 					continue
 				}
 				grid := block.Dim3{plan.b, split, plan.m / rows}
+				if plan.rank == 4 {
+					grid[2] = plan.heads
+				}
 				for _, threads := range opts.Threads {
 					for _, form := range attentionForms {
 						if form.lateSum && split == 1 || form.prologuesApart && !plan.hasPrologues() {
@@ -91,23 +106,44 @@ type attentionForm struct {
 var attentionForms = []attentionForm{{}, {lateSum: true}, {prologuesApart: true}, {lateSum: true, prologuesApart: true}}
 
 // dim is dim d of a batched tensor (batch, rows, columns) as plan's
-// tensors have it: d itself, or one less without the batch.
+// tensors have it: d itself at rank 3, one less without the batch, one
+// more past the heads at rank 4.
 func (plan *attentionPlan) dim(d int) int {
-	if plan.batched || d < 0 {
+	switch {
+	case d < 0 || plan.rank == 3:
 		return d
+	case plan.rank == 2:
+		return d - 1
+	case d == 0:
+		return 0
 	}
-	return d - 1
+	return d + 1
 }
 
 // dims is m, a map of batched tensors, for plan's: without the batch,
-// the axis that walks it (grid x, of 1 block) maps no dim.
+// the axis that walks it (grid x, of 1 block) maps no dim; at rank 4,
+// grid z walks the heads (dim 1).
 func (plan *attentionPlan) dims(m block.Map) block.Map {
 	for a, d := range m {
 		switch {
-		case d == 0 && !plan.batched:
+		case d == 0 && plan.rank == 2:
 			m[a] = -1
 		case d > 0:
 			m[a] = plan.dim(d)
+		}
+	}
+	if plan.rank == 4 {
+		m[2] = 1
+	}
+	return m
+}
+
+// broadcast is m for a tensor of shape s on grid: an axis of more than
+// one block replicates where s's dim is 1 (the tensor broadcasts there).
+func broadcast(s ugraph.Shape, grid block.Dim3, m block.Map) block.Map {
+	for a, d := range m {
+		if d >= 0 && grid[a] > 1 && s.Dim(d) == 1 {
+			m[a] = -1
 		}
 	}
 	return m
@@ -139,7 +175,7 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	plan.v = g.Ops[plan.pv].In[1]
 	sq, sk, sv := p.shape(plan.q), p.shape(plan.k), p.shape(plan.v)
 	rank := sq.Rank()
-	if rank != 2 && rank != 3 || sk.Rank() != rank || sv.Rank() != rank {
+	if rank < 2 || rank > 4 || sk.Rank() != rank || sv.Rank() != rank {
 		return nil, false
 	}
 	for i, t := range []kernel.TensorID{plan.q, plan.k, plan.v} {
@@ -149,11 +185,16 @@ func planAttention(p *program) (*attentionPlan, bool) {
 			return nil, false
 		}
 	}
-	plan.batched = rank == 3
-	plan.b, plan.m, plan.n, plan.e = 1, sq.Dim(rank-2), sk.Dim(rank-1), sv.Dim(rank-1)
-	if plan.batched {
+	plan.rank = rank
+	plan.b, plan.heads, plan.m, plan.n, plan.e = 1, 1, sq.Dim(rank-2), sk.Dim(rank-1), sv.Dim(rank-1)
+	if rank > 2 {
 		plan.b = sq.Dim(0)
-		if sk.Dim(0) != plan.b || sv.Dim(0) != plan.b {
+	}
+	if rank == 4 {
+		plan.heads = sq.Dim(1)
+	}
+	for d := range rank - 2 {
+		if sk.Dim(d) != sq.Dim(d) || sv.Dim(d) != sq.Dim(d) {
 			return nil, false
 		}
 	}
@@ -216,9 +257,18 @@ func planAttention(p *program) (*attentionPlan, bool) {
 			return nil, false
 		}
 	}
-	// Three distinct inputs: the blocks tile each its own way.
-	if in := plan.inputs; in[0] == in[1] || in[0] == in[2] || in[1] == in[2] {
+	// Three distinct inputs, none of them a factor of a prologue: the
+	// blocks tile each its own way.
+	in := plan.inputs
+	if in[0] == in[1] || in[0] == in[2] || in[1] == in[2] {
 		return nil, false
+	}
+	for _, pro := range plan.prologues {
+		for _, i := range pro {
+			if slices.ContainsFunc(g.Ops[i].In, func(t kernel.TensorID) bool { return p.factor(t) && slices.Contains(in[:], t) }) {
+				return nil, false
+			}
+		}
 	}
 	// Nothing else: inputs, the prologues, the two matmuls, f, the sum,
 	// the div.
@@ -234,8 +284,10 @@ func planAttention(p *program) (*attentionPlan, bool) {
 
 // rowChain follows t back to the program input it is computed from
 // through ops that a block can run on whole rows of its tile: unary
-// element-wise ops and, when norms is set, rms_norms over the last dim,
-// each read by nothing but the next. It returns the input and the ops in
+// element-wise ops; binary ones whose other operand is a factor (an input
+// of extent 1 in the last two dims: one value per head, which
+// broadcasts); and, when norms is set, rms_norms over the last dim. Each
+// is read by nothing but the next. It returns the input and the ops in
 // order.
 func rowChain(p *program, t kernel.TensorID, norms bool) (kernel.TensorID, []int, bool) {
 	var chain []int
@@ -244,13 +296,28 @@ func rowChain(p *program, t kernel.TensorID, norms bool) (kernel.TensorID, []int
 		op := p.g.Ops[i]
 		class := op.Kind.Info().Class
 		norm := norms && class == ugraph.ClassNorm && op.Attr.Dim == p.shape(t).Rank()-1
-		if (class != ugraph.ClassUnary && !norm) || len(p.consumers[t]) != 1 || p.output[t] {
+		next := op.In[0]
+		switch {
+		case len(p.consumers[t]) != 1 || p.output[t]:
+			return -1, nil, false
+		case class == ugraph.ClassUnary || norm:
+		case class == ugraph.ClassBinary && p.factor(op.In[1]) && op.In[0] != op.In[1]:
+		case class == ugraph.ClassBinary && p.factor(op.In[0]) && op.In[0] != op.In[1]:
+			next = op.In[1]
+		default:
 			return -1, nil, false
 		}
 		chain = append([]int{i}, chain...)
-		t = op.In[0]
+		t = next
 	}
 	return t, chain, true
+}
+
+// factor reports whether t is an input with one value for each row and
+// column of a tile (of extent 1 in its last two dims).
+func (p *program) factor(t kernel.TensorID) bool {
+	s := p.shape(t)
+	return p.isInput(t) && s.Rank() >= 2 && s.Dim(s.Rank()-1) == 1 && s.Dim(s.Rank()-2) == 1
 }
 
 // attentionKernels builds the attention rule's graph for one split of the
@@ -269,7 +336,7 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 			k.pre = append(k.pre, plan.prologues[i]...)
 			in = matmulOperands[i]
 		}
-		tile, ok := k.load(in, maps[i], fmaps[i])
+		tile, ok := k.load(in, broadcast(p.shape(in), grid, maps[i]), fmaps[i])
 		if !ok {
 			return nil, false
 		}
@@ -278,6 +345,13 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 			continue
 		}
 		for _, op := range plan.prologues[i] {
+			// A factor's tile: one value per block (the same for every
+			// chain that reads it).
+			for _, t := range p.g.Ops[op].In {
+				if _, done := k.tiles[t]; !done && p.factor(t) && !k.loadWalked(t, broadcast(p.shape(t), grid, maps[i]), -1) {
+					return nil, false
+				}
+			}
 			if !k.compute(op) {
 				return nil, false
 			}
@@ -333,10 +407,10 @@ func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.D
 		return nil, false
 	}
 	rows := plan.m
-	for rows%2 == 0 && (rows > 64 || plan.b*(plan.m/rows) < 128) {
+	for rows%2 == 0 && (rows > 64 || plan.b*plan.heads*(plan.m/rows) < 128) {
 		rows /= 2
 	}
-	c, err := block.New(block.Dim3{plan.b, plan.m / rows, 1}, threads, 1, plan.e)
+	c, err := block.New(block.Dim3{plan.b, plan.m / rows, plan.heads}, threads, 1, plan.e)
 	if err != nil {
 		return nil, false
 	}

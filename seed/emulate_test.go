@@ -29,7 +29,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var body string
@@ -49,8 +49,10 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// kernel's for-loop over the splits, the norm's rms there, from a
 	// prologue it recomputes (odd tiles: 3 or 6 columns of the reduced
 	// dim per block); two matmuls with a gated epilogue; a product that
-	// is an output beside the epilogue's, from 5 rows scaled by a column.
-	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product"} {
+	// is an output beside the epilogue's, from 5 rows scaled by a column;
+	// k and v of a grouped layer (rank 4), the groups on grid z in both
+	// kernels.
+	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product", "k and v of a normed row, grouped (rank 4)"} {
 		t.Run("split_k: "+name, func(t *testing.T) {
 			t.Parallel()
 			var body string

@@ -37,8 +37,9 @@ func FuzzBuild(f *testing.F) {
 	})
 }
 
-// fuzzShapes are the input shapes programFrom draws from.
-var fuzzShapes = [][]int{{4, 8}, {1, 8}, {4, 1}, {8, 16}, {2, 4, 8}, {2, 8, 4}, {2, 1, 8}}
+// fuzzShapes are the input shapes programFrom draws from: {2, 1, 1} is a
+// factor per head (attention's prologues).
+var fuzzShapes = [][]int{{4, 8}, {1, 8}, {4, 1}, {8, 16}, {2, 4, 8}, {2, 8, 4}, {2, 1, 8}, {2, 1, 1}}
 
 // fuzzOps are the ops programFrom draws from.
 var fuzzOps = []struct {
@@ -54,7 +55,7 @@ var fuzzOps = []struct {
 	{ugraph.OpSub, ugraph.Attr{}},
 }
 
-// programFrom reads data as: the number of inputs (1 to 3), each input's
+// programFrom reads data as: the number of inputs (1 to 4), each input's
 // shape, then (op, operand, operand) triples. The last tensor made is the
 // output. It returns nil when no op was kept.
 func programFrom(data []byte) *kernel.Graph {
@@ -71,7 +72,7 @@ func programFrom(data []byte) *kernel.Graph {
 	if n < 0 {
 		return nil
 	}
-	for range n%3 + 1 {
+	for range n%4 + 1 {
 		b := next()
 		if b < 0 {
 			return nil

@@ -226,7 +226,7 @@ func headSumKernels(p *program, plan *headSumPlan, grid, threads block.Dim3, red
 	if k.b.AddOutput(acc, omap) != nil {
 		return nil, false
 	}
-	c, ok := k.combiner(threads, r-1, stack)
+	c, ok := k.combiner(threads, r-1, stack, -1)
 	if !ok || !c.finishHeadSum(plan, c.sums[0]) {
 		return nil, false
 	}

@@ -14,14 +14,15 @@ import (
 type matmulPlan struct {
 	a       kernel.TensorID // the left operand every matmul shares: m×k, or b×m×k
 	m, k, n int
-	// rank is the matmuls' rank: 2, or 3 with a batch (heads) in dim 0,
-	// which grid z walks (batch 1 for rank 2). The plan's other fields
-	// and methods name dims as a 2-D matmul's (dim), shifted past the
-	// batch.
-	rank, batch int
-	matmuls     []int // op indices, in program order
-	prologue    []int // op indices, in program order
-	epilogue    []int
+	// rank is the matmuls' rank: 2; 3 with a batch (heads) in dim 0,
+	// which grid z walks (batch 1 for rank 2); or 4 with groups in dim 0
+	// (grid z) and the heads of a group in dim 1 (grid y, heads; else 1).
+	// The plan's other fields and methods name dims as a 2-D matmul's
+	// (dim), shifted past the batch.
+	rank, batch, heads int
+	matmuls            []int // op indices, in program order
+	prologue           []int // op indices, in program order
+	epilogue           []int
 	// norm is the prologue's rms_norm (-1: none): it runs as its operand,
 	// and the matmuls' results are divided by the operand's rms after the
 	// loop. Only row-linear ops (mul by what does not depend on it,
@@ -39,17 +40,20 @@ type matmulPlan struct {
 // are more than 128, its z axis the batch of batched matmuls (the heads
 // of q, k and v projected from one normed activation, broadcast over
 // them), and the for-loop walks the reduced dim in tiles of 32 to 256 (one
-// iteration when the epilogue reads an input). Its premise: 2-D matmuls,
-// or 3-D ones batched over dim 0, one left operand, weights that are
-// inputs, every other op element-wise (or that rms_norm, over the last
-// dim), and outputs computed after the loop.
+// iteration when the epilogue reads an input). At rank 4 (groups × heads,
+// as a grouped-query layer writes its projections) grid z walks the
+// groups, grid y the heads of a group, and the rows stay whole. Its
+// premise: 2-D matmuls, or 3-D and 4-D ones batched over the dims before
+// their last two, one left operand, weights that are inputs, every other
+// op element-wise (or that rms_norm, over the last dim), and outputs
+// computed after the loop.
 func matmulRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
 	if !ok {
 		return nil
 	}
 	var tms []int
-	if plan.m > 128 {
+	if plan.m > 128 && plan.rank < 4 {
 		tms = tileSizes(plan.m, 64, 128)
 	} else {
 		tms = []int{plan.m}
@@ -62,6 +66,9 @@ func matmulRule(p *program, opts Options) []*kernel.Graph {
 	for _, tn := range tileSizes(plan.n, 32, 256) {
 		for _, tm := range tms {
 			grid := block.Dim3{plan.n / tn, plan.m / tm, plan.batch}
+			if plan.rank == 4 {
+				grid[1] = plan.heads
+			}
 			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis || grid[2] > block.MaxGridAxis {
 				continue
 			}
@@ -88,14 +95,17 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		a, b := op.In[0], op.In[1]
 		sa, sb := p.shape(a), p.shape(b)
 		r := sa.Rank()
-		if r > 3 || !p.isInput(b) {
+		if r > 4 || !p.isInput(b) {
 			return nil, false
 		}
 		if plan.a < 0 {
 			plan.a, plan.m, plan.k, plan.n = a, sa.Dim(r-2), sa.Dim(r-1), sb.Dim(r-1)
-			plan.rank, plan.batch = r, 1
-			if r == 3 {
+			plan.rank, plan.batch, plan.heads = r, 1, 1
+			if r >= 3 {
 				plan.batch = sa.Dim(0)
+			}
+			if r == 4 {
+				plan.heads = sa.Dim(1)
 			}
 		}
 		if a != plan.a || sb.Dim(r-1) != plan.n {
@@ -206,8 +216,11 @@ func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
 		return false
 	}
 	want := []int{plan.m, cols}
-	if plan.rank == 3 {
+	switch plan.rank {
+	case 3:
 		want = []int{plan.batch, plan.m, cols}
+	case 4:
+		want = []int{plan.batch, plan.heads, plan.m, cols}
 	}
 	for d, e := range want {
 		if s.Dim(d) != 1 && s.Dim(d) != e {
@@ -218,11 +231,18 @@ func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
 }
 
 // axes is the map that lays grid x along 2-D dim dx and y along dy (as
-// axisMap does) and z along the batch dim, for a tensor of the plan's.
+// axisMap does) and z along the batch dim, for a tensor of the plan's; at
+// rank 4 with heads, y lays along them (dim 1) whatever dy is.
 func (plan *matmulPlan) axes(s ugraph.Shape, grid block.Dim3, dx, dy int) block.Map {
+	if plan.heads > 1 {
+		dy = -1
+	}
 	m := axisMap(s, grid, plan.dim(dx), plan.dim(dy))
-	if plan.rank == 3 && grid[2] > 1 && s.Dim(0) > 1 {
+	if plan.rank >= 3 && grid[2] > 1 && s.Dim(0) > 1 {
 		m[2] = 0
+	}
+	if plan.heads > 1 && grid[1] > 1 && s.Dim(1) > 1 {
+		m[1] = 1
 	}
 	return m
 }

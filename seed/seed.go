@@ -143,6 +143,27 @@ func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) (pr
 	return premise, false
 }
 
+// MayCover is a cheap condition that Covers needs of the program the ops
+// of g (indices) make as a part, asked before that program is built:
+// every rule takes at most two matmuls (attention; head_sum one), or
+// matmuls that share their left operand (matmul, split_k), and no
+// graph-defined kernel.
+func MayCover(g *kernel.Graph, ops []int) bool {
+	var left kernel.TensorID = -1
+	matmuls, shared := 0, true
+	for _, i := range ops {
+		switch op := g.Ops[i]; op.Kind {
+		case ugraph.OpCustomized:
+			return false
+		case ugraph.OpMatmul:
+			matmuls++
+			shared = shared && (left < 0 || op.In[0] == left)
+			left = op.In[0]
+		}
+	}
+	return matmuls <= 2 || shared
+}
+
 // program is a program with the links the rules follow.
 type program struct {
 	g         *kernel.Graph
@@ -221,13 +242,13 @@ func (k *kernelBuilder) load(t kernel.TensorID, imap block.Map, fmap int) (block
 }
 
 // loadWalked places an input op reading program tensor t, walked by the
-// for-loop along dim fmap (not where t's extent there is 1: it
+// for-loop along dim fmap (-1: none; nor where t's extent there is 1: it
 // broadcasts), unless t has its tile already.
 func (k *kernelBuilder) loadWalked(t kernel.TensorID, imap block.Map, fmap int) bool {
 	if _, done := k.tiles[t]; done {
 		return true
 	}
-	if k.p.shape(t).Dim(fmap) == 1 {
+	if fmap >= 0 && k.p.shape(t).Dim(fmap) == 1 {
 		fmap = -1
 	}
 	tile, ok := k.load(t, imap, fmap)
@@ -355,20 +376,25 @@ type combiner struct {
 }
 
 // combiner places k (whose grid's y axis splits the work, its results
-// stacked along dim stack and their column tiles along dim cols) and
-// starts the kernel that sums its results over the splits.
-func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack int) (*combiner, bool) {
+// stacked along dim stack, their column tiles along dim cols and, when
+// grid z walks a batch, its blocks' results along dim batch) and starts
+// the kernel that sums its results over the splits, on k's grid without
+// the splits.
+func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack, batch int) (*combiner, bool) {
 	g, ids, parts, ok := k.place()
 	if !ok {
 		return nil, false
 	}
-	b, ok := newKernelBuilder(k.p, block.Dim3{k.b.Grid[0], 1, 1}, threads, k.b.Grid[1], k.b.ReductionDimx)
+	b, ok := newKernelBuilder(k.p, block.Dim3{k.b.Grid[0], 1, k.b.Grid[2]}, threads, k.b.Grid[1], k.b.ReductionDimx)
 	if !ok {
 		return nil, false
 	}
 	c := &combiner{kernelBuilder: b, g: g, ids: ids, parts: parts}
 	imap := block.Replicate
 	imap[0] = cols
+	if k.b.Grid[2] > 1 {
+		imap[2] = batch
+	}
 	for _, part := range parts {
 		x, err := c.b.AddInput(g.Tensors[part].Shape, g.Tensors[part].DType, imap, stack)
 		if err != nil {

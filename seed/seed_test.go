@@ -264,7 +264,7 @@ g.mark_output(g.reduction(P, 0))
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
 g.mark_output(g.matmul(Q, K))
-`, []string{"matmul"}},
+`, []string{"matmul", "split_k"}},
 	// A layer's q, k and v projections head by head: the normed rows
 	// broadcast over the heads by a tensor of ones, each head's slice of
 	// the three weights, a scale on q.
@@ -278,18 +278,68 @@ N = g.mul(g.rms_norm(X, normalized_shape=(256,)), ones)
 g.mark_output(g.mul_scalar(g.matmul(N, Wq), 0.125))
 g.mark_output(g.matmul(N, Wk))
 g.mark_output(g.matmul(N, Wv))
-`, []string{"matmul"}},
+`, []string{"matmul", "split_k"}},
 	{"batched matmuls with a per-head bias", `
 X = g.new_input(dims=(4, 8, 64), dtype=mi.bfloat16)
 W = g.new_input(dims=(4, 64, 96), dtype=mi.bfloat16)
 B = g.new_input(dims=(4, 1, 96), dtype=mi.bfloat16)
 g.mark_output(g.add(g.matmul(g.silu(X), W), B))
 `, []string{"matmul"}},
+	// Grouped-query attention as a LLaMA-70B layer writes it: groups ×
+	// heads of a group, K and V repeated over a group's heads by a
+	// product with a tensor that broadcasts (HF's repeat_kv).
+	{"grouped-query attention of rank 4, K and V repeated", `
+Q = g.new_input(dims=(2, 4, 3, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 1, 64, 256), dtype=mi.float16)
+V = g.new_input(dims=(2, 1, 256, 64), dtype=mi.float16)
+R = g.new_input(dims=(1, 4, 1, 1), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.matmul(Q, g.mul(K, R)), 0.125))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), g.mul(V, R)))
+`, []string{"attention"}},
+	// One K and V for every head (multi-query), Q scaled per head,
+	// normalized after ·V.
+	{"multi-query attention, Q scaled per head", `
+Q = g.new_input(dims=(4, 2, 32), dtype=mi.bfloat16)
+K = g.new_input(dims=(1, 32, 128), dtype=mi.bfloat16)
+V = g.new_input(dims=(1, 128, 32), dtype=mi.bfloat16)
+R = g.new_input(dims=(4, 1, 1), dtype=mi.bfloat16)
+S = g.new_input(dims=(4, 1, 1), dtype=mi.bfloat16)
+E = g.exp(g.matmul(g.mul(S, Q), g.mul(R, K)))
+g.mark_output(g.div(g.matmul(E, g.mul(V, R)), g.reduction(E, 2)))
+`, []string{"attention"}},
+	// A factor of the wrong shape (one per key) is not a head's: declined.
+	{"attention with K scaled per key", `
+Q = g.new_input(dims=(2, 4, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
+V = g.new_input(dims=(2, 128, 64), dtype=mi.float16)
+C = g.new_input(dims=(2, 1, 128), dtype=mi.float16)
+E = g.exp(g.matmul(Q, g.mul(K, C)))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, nil},
 	{"batched matmuls of rank 4", `
 Q = g.new_input(dims=(2, 2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 2, 64, 128), dtype=mi.float16)
 g.mark_output(g.matmul(Q, K))
-`, nil},
+`, []string{"matmul"}},
+	// A grouped-query layer's projections, groups × heads of a group: k
+	// and v of the normed row broadcast over the groups, q over groups
+	// and heads with a bias per head (Qwen2's).
+	{"k and v of a normed row, grouped (rank 4)", `
+X = g.new_input(dims=(1, 1, 3, 256), dtype=mi.float16)
+ones = g.new_input(dims=(2, 1, 1, 1), dtype=mi.float16)
+Wk = g.new_input(dims=(2, 1, 256, 32), dtype=mi.float16)
+Wv = g.new_input(dims=(2, 1, 256, 32), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(256,)), ones)
+g.mark_output(g.matmul(N, Wk))
+g.mark_output(g.matmul(N, Wv))
+`, []string{"matmul", "split_k"}},
+	{"q of a normed row over groups and heads, with a bias per head", `
+X = g.new_input(dims=(1, 1, 2, 128), dtype=mi.bfloat16)
+ones = g.new_input(dims=(2, 4, 1, 1), dtype=mi.bfloat16)
+Wq = g.new_input(dims=(2, 4, 128, 64), dtype=mi.bfloat16)
+B = g.new_input(dims=(2, 4, 1, 64), dtype=mi.bfloat16)
+g.mark_output(g.add(g.matmul(g.mul(g.rms_norm(X, normalized_shape=(128,)), ones), Wq), B))
+`, []string{"matmul"}},
 }
 
 // TestSeedsCompute checks that every rule whose premise holds gives seeds,
@@ -356,6 +406,36 @@ func TestCovers(t *testing.T) {
 		if premise, fits := seed.Covers(program, 0, refuse); premise != (len(tc.rules) > 0) || fits {
 			t.Errorf("%s: Covers refusing every seed %v, %v; want %v, false", tc.name, premise, fits, len(tc.rules) > 0)
 		}
+	}
+}
+
+// MayCover holds wherever a rule gives seeds (it is a condition of all
+// their premises), and not for three matmuls on different left operands.
+func TestMayCover(t *testing.T) {
+	ops := func(g *kernel.Graph) []int {
+		var ops []int
+		for i, op := range g.Ops {
+			if op.Kind != ugraph.OpInput {
+				ops = append(ops, i)
+			}
+		}
+		return ops
+	}
+	for _, tc := range seedCases {
+		if g := load(t, tc.body); len(tc.rules) > 0 && !seed.MayCover(g, ops(g)) {
+			t.Errorf("%s: MayCover false, but rules %v give seeds", tc.name, tc.rules)
+		}
+	}
+	chain := load(t, `
+X = g.new_input(dims=(4, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+g.mark_output(g.matmul(g.matmul(g.matmul(X, W), W), W))
+`)
+	if seed.MayCover(chain, ops(chain)) {
+		t.Error("MayCover holds for three matmuls in a chain")
+	}
+	if !seed.MayCover(chain, ops(chain)[:2]) {
+		t.Error("MayCover fails for two matmuls in a chain (attention's count)")
 	}
 }
 

@@ -20,23 +20,27 @@ import (
 // tiles of a split's columns (m × k/splits: a tiling that does not fit
 // shared memory is dropped by the search, as any), and divides.
 //
+// Batched matmuls (a grouped-query layer's k and v projections, one head
+// per group) keep their batch on grid z in both kernels.
+//
 // The splits are powers of two that bring the blocks to the target's SMs
 // (Options.SMs) and to twice that; the rule declines when the columns
-// alone fill them. Its premise is the matmul rule's, for 2-D matmuls, with m
-// at most 128 and no input read by the epilogue.
+// (and the batch) alone fill them. Its premise is the matmul rule's, with
+// m at most 128, no input read by the epilogue, and grid y free: no heads
+// of a group at rank 4.
 func splitRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.rank != 2 || plan.m > 128 || len(plan.extra) > 0 {
+	if !ok || plan.heads > 1 || plan.m > 128 || len(plan.extra) > 0 || plan.batch > block.MaxGridAxis {
 		return nil
 	}
 	var graphs []*kernel.Graph
 	for _, tn := range tileSizes(plan.n, 32, 256) {
 		cols := plan.n / tn
-		if cols >= opts.SMs || cols > block.MaxGridAxis {
+		if cols*plan.batch >= opts.SMs || cols > block.MaxGridAxis {
 			continue
 		}
 		split := 2
-		for cols*split < opts.SMs {
+		for cols*plan.batch*split < opts.SMs {
 			split *= 2
 		}
 		for _, s := range []int{split, 2 * split} {
@@ -45,7 +49,7 @@ func splitRule(p *program, opts Options) []*kernel.Graph {
 			}
 			for _, tk := range tileSizes(plan.k/s, 32, 128) {
 				for _, threads := range opts.Threads {
-					if g, ok := splitKernels(p, plan, block.Dim3{cols, s, 1}, plan.k/s/tk, threads, opts.ReductionDimx); ok {
+					if g, ok := splitKernels(p, plan, block.Dim3{cols, s, plan.batch}, plan.k/s/tk, threads, opts.ReductionDimx); ok {
 						graphs = append(graphs, g)
 					}
 				}
@@ -63,7 +67,12 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 		return nil, false
 	}
 	g := p.g
-	stacked := block.Map{1, 0, -1} // column tiles side by side, splits stacked along the rows
+	// Column tiles side by side, splits stacked along the rows, the batch
+	// in its dim.
+	stacked := block.Map{plan.dim(1), plan.dim(0), -1}
+	if grid[2] > 1 {
+		stacked[2] = 0
+	}
 	// The prologue in tiles of the block's split (grid y along k).
 	normIn, ok := k.placePrologue(plan, 1)
 	if !ok {
@@ -71,7 +80,7 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 	}
 	for _, i := range plan.matmuls {
 		w := g.Ops[i].In[1]
-		if !k.loadWalked(w, axisMap(p.shape(w), grid, 1, 0), 0) || !k.compute(i) {
+		if !k.loadWalked(w, plan.axes(p.shape(w), grid, 1, 0), plan.dim(0)) || !k.compute(i) {
 			return nil, false
 		}
 		acc, ok := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, k.tiles[g.Ops[i].Out[0]])
@@ -93,7 +102,7 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 // one-kernel form, which divides before it stores, would not.)
 func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
 	pg := k.p.g
-	c, ok := k.combiner(threads, 1, 0)
+	c, ok := k.combiner(threads, plan.dim(1), plan.dim(0), 0)
 	if !ok {
 		return nil, false
 	}
@@ -109,7 +118,7 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, nor
 				continue
 			}
 			for _, t := range pg.Ops[i].In {
-				if k.p.isInput(t) && !c.loadWalked(t, block.Replicate, 1) {
+				if k.p.isInput(t) && !c.loadWalked(t, plan.axes(k.p.shape(t), c.b.Grid, -1, -1), plan.dim(1)) {
 					return nil, false
 				}
 			}
@@ -117,7 +126,7 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, nor
 				return nil, false
 			}
 		}
-		if k.p.isInput(normIn) && !c.loadWalked(normIn, block.Replicate, 1) {
+		if k.p.isInput(normIn) && !c.loadWalked(normIn, plan.axes(k.p.shape(normIn), c.b.Grid, -1, -1), plan.dim(1)) {
 			return nil, false
 		}
 		if rms, ok = c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, c.tiles[normIn]); !ok {
@@ -140,7 +149,7 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, nor
 		}
 	}
 	for _, t := range pg.Outputs {
-		if !c.store(t, c.tiles[t], axisMap(k.p.shape(t), c.b.Grid, 1, -1)) {
+		if !c.store(t, c.tiles[t], plan.axes(k.p.shape(t), c.b.Grid, 1, -1)) {
 			return nil, false
 		}
 	}
