@@ -36,8 +36,9 @@ type attentionPlan struct {
 
 // attentionRule writes attention as flash-decoding does: the keys are
 // split among blocks (grid y), and the rows when there are more than 64
-// (grid z; at rank 4 grid z walks the heads of a group and the rows stay
-// whole), each block walks its share of the keys in tiles with
+// (grid z; at rank 4 grid z walks the heads of a group, or a block takes
+// them all, and the rows stay whole), each block walks its share of the
+// keys in tiles with
 // the for-loop, accumulating f(Q·K)·V and the sum of f(Q·K) for its rows
 // in registers, and a second kernel sums the partial results of the
 // splits and divides (a split of one needs no second kernel). Dividing
@@ -55,39 +56,82 @@ func attentionRule(p *program, opts Options) []*kernel.Graph {
 	if !ok {
 		return nil
 	}
-	rowTiles := []int{plan.m}
-	if plan.m > 64 && plan.rank < 4 {
-		rowTiles = tileSizes(plan.m, 16, 64)
-	}
 	var graphs []*kernel.Graph
-	for split := 1; split <= 64 && split <= plan.n; split *= 2 {
-		if plan.n%split != 0 || plan.b > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
-			continue
-		}
-		for _, rows := range rowTiles {
-			for _, tile := range []int{32, 64, 128} {
-				share := plan.n / split
-				if share%tile != 0 || (tile != 32 && share < tile) {
+	for _, t := range plan.tilings() {
+		for _, threads := range opts.Threads {
+			for _, form := range attentionForms {
+				if form.lateSum && t.grid[1] == 1 || form.prologuesApart && !plan.hasNorms(p.g) {
 					continue
 				}
-				grid := block.Dim3{plan.b, split, plan.m / rows}
-				if plan.rank == 4 {
-					grid[2] = plan.heads
-				}
-				for _, threads := range opts.Threads {
-					for _, form := range attentionForms {
-						if form.lateSum && split == 1 || form.prologuesApart && !plan.hasPrologues() {
-							continue
-						}
-						if g, ok := attentionKernels(p, plan, grid, share/tile, threads, opts.ReductionDimx, form); ok {
-							graphs = append(graphs, g)
-						}
-					}
+				if g, ok := attentionKernels(p, plan, t.grid, t.forloopRange, threads, opts.ReductionDimx, form); ok {
+					graphs = append(graphs, g)
 				}
 			}
 		}
 	}
 	return graphs
+}
+
+// attentionTiling is a grid of the attention rule's first kernel and the
+// for-loop range its blocks walk their share of the keys in.
+type attentionTiling struct {
+	grid         block.Dim3
+	forloopRange int
+}
+
+// tilings lists the rule's tilings: the keys split among 1 to 64 blocks
+// (grid y) and walked in keyTiles; grid z the row tiles (more than 64
+// rows), or at rank 4 the heads of a group, a block each, or none: one
+// block takes a group's heads, reading each key once where a block per
+// head reads it once per head.
+func (plan *attentionPlan) tilings() []attentionTiling {
+	if plan.b > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
+		return nil
+	}
+	zs := []int{1}
+	switch {
+	case plan.rank == 4 && plan.heads > 1:
+		zs = []int{plan.heads, 1}
+	case plan.rank < 4 && plan.m > 64:
+		zs = nil
+		for _, rows := range tileSizes(plan.m, 16, 64) {
+			zs = append(zs, plan.m/rows)
+		}
+	}
+	var ts []attentionTiling
+	for split := 1; split <= 64 && split <= plan.n; split *= 2 {
+		if plan.n%split != 0 {
+			continue
+		}
+		share := plan.n / split
+		for _, z := range zs {
+			for _, tile := range keyTiles(share) {
+				ts = append(ts, attentionTiling{block.Dim3{plan.b, split, z}, share / tile})
+			}
+		}
+	}
+	return ts
+}
+
+// keyTiles are the tiles of keys a block walks its share of them in: 32,
+// 64 and 128 where they divide it, or else the largest divisor of share
+// from 8 to 128 (a cache of 1000 keys: 125), none when there is none.
+func keyTiles(share int) []int {
+	var tiles []int
+	for _, t := range []int{32, 64, 128} {
+		if share%t == 0 {
+			tiles = append(tiles, t)
+		}
+	}
+	if len(tiles) > 0 {
+		return tiles
+	}
+	for t := min(share, 128); t >= 8; t-- {
+		if share%t == 0 {
+			return []int{t}
+		}
+	}
+	return nil
 }
 
 // attentionForm says how the rule writes one tiling.
@@ -99,7 +143,8 @@ type attentionForm struct {
 	lateSum bool
 	// prologuesApart: Q's and V's prologues run before the attention, as
 	// the pre-defined kernels of the program's ops, rather than on every
-	// tile of every iteration (a norm per tile is a reduction in the loop).
+	// tile of every iteration (a norm per tile is a reduction in the loop);
+	// built only where a prologue holds a norm (hasNorms).
 	prologuesApart bool
 }
 
@@ -149,8 +194,19 @@ func broadcast(s ugraph.Shape, grid block.Dim3, m block.Map) block.Map {
 	return m
 }
 
-func (plan *attentionPlan) hasPrologues() bool {
-	return len(plan.prologues[0])+len(plan.prologues[1])+len(plan.prologues[2]) > 0
+// hasNorms reports whether a prologue holds a norm: a reduction on every
+// tile of every iteration, which the prologuesApart form runs once. Other
+// prologue ops are element-wise and cheap on the tiles; run apart, a
+// factor's product would store the repeated K or V the rule avoids.
+func (plan *attentionPlan) hasNorms(g *kernel.Graph) bool {
+	for _, pro := range plan.prologues {
+		for _, i := range pro {
+			if g.Ops[i].Kind.Info().Class == ugraph.ClassNorm {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // planAttention checks the attention rule's premise.

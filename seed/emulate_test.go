@@ -29,7 +29,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head", "attention over 1000 keys"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var body string
@@ -87,6 +87,25 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 		for _, s := range seed.Build(load(t, body), seed.Options{}) {
 			if formOf(s.Graph) == (attentionForm{late: true, apart: true}) {
 				emulate(t, s.Graph, 0.1) // Q·K of normalized rows: exp past fp16 at 1
+				return
+			}
+		}
+		t.Fatal("no seed of that form")
+	})
+	// Grouped-query attention with a group's heads in one block (grid z
+	// of 1): the block multiplies its K and V tiles by the repeating
+	// factor's whole tile; the keys split, so a combining kernel follows.
+	t.Run("grouped-query attention, a group's heads in one block", func(t *testing.T) {
+		t.Parallel()
+		var body string
+		for _, tc := range seedCases {
+			if tc.name == "grouped-query attention of rank 4, K and V repeated" {
+				body = tc.body
+			}
+		}
+		for _, s := range seed.Build(load(t, body), seed.Options{}) {
+			if g := firstBlock(s.Graph).Grid; g[2] == 1 && g[1] > 1 {
+				emulate(t, s.Graph, 1)
 				return
 			}
 		}

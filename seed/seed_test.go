@@ -307,6 +307,15 @@ S = g.new_input(dims=(4, 1, 1), dtype=mi.bfloat16)
 E = g.exp(g.matmul(g.mul(S, Q), g.mul(R, K)))
 g.mark_output(g.div(g.matmul(E, g.mul(V, R)), g.reduction(E, 2)))
 `, []string{"attention"}},
+	// A cache of 1000 keys: no power of two from 32 divides it, so the
+	// blocks walk it in tiles of 125 keys.
+	{"attention over 1000 keys", `
+Q = g.new_input(dims=(2, 3, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 1000), dtype=mi.float16)
+V = g.new_input(dims=(2, 1000, 64), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.matmul(Q, K), 0.125))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, []string{"attention"}},
 	// A factor of the wrong shape (one per key) is not a head's: declined.
 	{"attention with K scaled per key", `
 Q = g.new_input(dims=(2, 4, 64), dtype=mi.float16)
@@ -406,6 +415,37 @@ func TestCovers(t *testing.T) {
 		if premise, fits := seed.Covers(program, 0, refuse); premise != (len(tc.rules) > 0) || fits {
 			t.Errorf("%s: Covers refusing every seed %v, %v; want %v, false", tc.name, premise, fits, len(tc.rules) > 0)
 		}
+	}
+}
+
+// Grouped-query attention's seeds read K and V where they lie: every op of
+// each is an input or a graph-defined kernel (no kernel stores the
+// repeated K or V), and the groups' four heads run on grid z, a block
+// each, or in one block (grid z of 1): both forms are built.
+func TestGroupedAttentionReadsTheCacheWhereItLies(t *testing.T) {
+	var body string
+	for _, tc := range seedCases {
+		if tc.name == "grouped-query attention of rank 4, K and V repeated" {
+			body = tc.body
+		}
+	}
+	seeds := seed.Build(load(t, body), seed.Options{})
+	if len(seeds) == 0 {
+		t.Fatal("no seeds")
+	}
+	zs := map[int]bool{}
+	for _, s := range seeds {
+		if n := len(s.Graph.Ops) - len(s.Graph.Inputs()); n != customized(s.Graph) {
+			t.Errorf("%s seed on grid %v: %d ops past the inputs, %d of them graph-defined", s.Rule, firstBlock(s.Graph).Grid, n, customized(s.Graph))
+		}
+		g := firstBlock(s.Graph).Grid
+		if g[0] != 2 || g[2] != 4 && g[2] != 1 {
+			t.Errorf("%s seed on grid %v, want the 2 groups on x and their 4 heads on z or in each block", s.Rule, g)
+		}
+		zs[g[2]] = true
+	}
+	if !zs[1] || !zs[4] {
+		t.Errorf("seeds with grid z %v, want 4 and 1", zs)
 	}
 }
 

@@ -104,6 +104,15 @@ def ref_qknorm_gqa(Q, K, V):
     return (torch.matmul(E / S, rms_norm(V)),)
 
 
+def ref_gqa_repeat_kv(Q, ones, K, V):
+    # The program's semantics: K and V multiplied by the broadcast tensor
+    # (all ones, see gen_repeat_kv: HF's repeat_kv), the scaled softmax
+    # written out.
+    E = torch.exp(torch.matmul(Q, K * ones) * (1 / math.sqrt(128)))
+    S = torch.sum(E, dim=3, keepdim=True)
+    return (torch.matmul(E / S, V * ones),)
+
+
 def ref_lora(X, W, A, B):
     return (torch.matmul(X, W) + torch.matmul(torch.matmul(X, A), B),)
 
@@ -141,6 +150,15 @@ def gen_qknorm_gqa(g, shapes):
     keys) near 8000, under fp16's 65504."""
     qshape, kshape, vshape = shapes
     return [_uniform(g, qshape), _uniform(g, kshape, 0.25), _uniform(g, vshape)]
+
+
+def gen_repeat_kv(g, shapes):
+    """Inputs for grouped-query attention with K and V repeated by a
+    product: Q, K and V uniform in [-1, 1), the tensor that repeats them
+    all ones, as a model's program has it (the scores stay near 0.3, the
+    row sums over 2048 keys near 2000, within fp16)."""
+    qshape, oshape, kshape, vshape = shapes
+    return [_uniform(g, qshape), torch.ones(oshape, dtype=torch.float64), _uniform(g, kshape), _uniform(g, vshape)]
 
 
 def gen_scaled_weights(g, shapes):
@@ -183,6 +201,10 @@ WORKLOADS = {
         Workload(
             "llama_mlp_block", [(8, 4096), (4096, 11008), (4096, 11008), (11008, 4096)], [(8, 4096)],
             ref_llama_mlp_block, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K))",
+        ),
+        Workload(
+            "gqa_repeat_kv", [(8, 4, 4, 128), (1, 4, 1, 1), (8, 1, 128, 2048), (8, 1, 2048, 128)], [(8, 4, 4, 128)],
+            ref_gqa_repeat_kv, gen_repeat_kv, note="the repeating tensor all ones",
         ),
     ]
 }

@@ -492,6 +492,13 @@ class ReferenceTest(unittest.TestCase):
         B = t.rand(2, 4, generator=g, dtype=t.float64)
         (o,) = harness.ref_lora(X, W, A, B)
         self.assertTrue(t.allclose(o, X @ (W + A @ B)))
+        Q4 = t.rand(2, 3, 2, 128, generator=g, dtype=t.float64)
+        K4 = t.rand(2, 1, 128, 6, generator=g, dtype=t.float64)
+        V4 = t.rand(2, 1, 6, 4, generator=g, dtype=t.float64)
+        ones = t.ones(1, 3, 1, 1, dtype=t.float64)
+        (o,) = harness.ref_gqa_repeat_kv(Q4, ones, K4, V4)
+        Kr, Vr = K4.expand(2, 3, 128, 6), V4.expand(2, 3, 6, 4)  # HF's repeat_kv
+        self.assertTrue(t.allclose(o, t.softmax(Q4 @ Kr / math.sqrt(128), dim=-1) @ Vr))
         H, Y, al = (t.rand(3, 5, generator=g, dtype=t.float64) for _ in range(3))
         (o,) = harness.ref_ntrans(H, Y, al)
         nrm = lambda v: v / (v * v).mean(-1, keepdim=True).sqrt()  # noqa: E731
