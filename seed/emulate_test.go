@@ -51,8 +51,8 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// dim per block); two matmuls with a gated epilogue; a product that
 	// is an output beside the epilogue's, from 5 rows scaled by a column;
 	// k and v of a grouped layer (rank 4), the groups on grid z in both
-	// kernels.
-	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product", "k and v of a normed row, grouped (rank 4)"} {
+	// kernels; its q, the heads of a group on grid x.
+	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product", "k and v of a normed row, grouped (rank 4)", "q of a normed row over groups and heads"} {
 		t.Run("split_k: "+name, func(t *testing.T) {
 			t.Parallel()
 			var body string

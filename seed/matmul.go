@@ -20,9 +20,12 @@ type matmulPlan struct {
 	// The plan's other fields and methods name dims as a 2-D matmul's
 	// (dim), shifted past the batch.
 	rank, batch, heads int
-	matmuls            []int // op indices, in program order
-	prologue           []int // op indices, in program order
-	epilogue           []int
+	// headsOnX: grid x walks the heads (split_k's, whose grid y splits
+	// the reduced dim; the columns are then one tile), not grid y.
+	headsOnX bool
+	matmuls  []int // op indices, in program order
+	prologue []int // op indices, in program order
+	epilogue []int
 	// norm is the prologue's rms_norm (-1: none): it runs as its operand,
 	// and the matmuls' results are divided by the operand's rms after the
 	// loop. Only row-linear ops (mul by what does not depend on it,
@@ -232,19 +235,36 @@ func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
 
 // axes is the map that lays grid x along 2-D dim dx and y along dy (as
 // axisMap does) and z along the batch dim, for a tensor of the plan's; at
-// rank 4 with heads, y lays along them (dim 1) whatever dy is.
+// rank 4 with heads, y (x with headsOnX) lays along them (dim 1) whatever
+// dy (dx) is.
 func (plan *matmulPlan) axes(s ugraph.Shape, grid block.Dim3, dx, dy int) block.Map {
-	if plan.heads > 1 {
+	heads := plan.headsAxis()
+	switch heads {
+	case 0:
+		dx = -1
+	case 1:
 		dy = -1
 	}
 	m := axisMap(s, grid, plan.dim(dx), plan.dim(dy))
 	if plan.rank >= 3 && grid[2] > 1 && s.Dim(0) > 1 {
 		m[2] = 0
 	}
-	if plan.heads > 1 && grid[1] > 1 && s.Dim(1) > 1 {
-		m[1] = 1
+	if heads >= 0 && grid[heads] > 1 && s.Dim(1) > 1 {
+		m[heads] = 1
 	}
 	return m
+}
+
+// headsAxis is the grid axis that walks the heads: 1 (y), 0 (x) with
+// headsOnX, -1 without heads.
+func (plan *matmulPlan) headsAxis() int {
+	switch {
+	case plan.heads == 1:
+		return -1
+	case plan.headsOnX:
+		return 0
+	}
+	return 1
 }
 
 // rowLinear reports whether a is r scaled row by row: r itself, or r

@@ -329,7 +329,16 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
 Q = g.new_input(dims=(2, 2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 2, 64, 128), dtype=mi.float16)
 g.mark_output(g.matmul(Q, K))
-`, []string{"matmul"}},
+`, []string{"matmul", "split_k"}},
+	// q of a normed row over groups and heads (a grouped-query layer's,
+	// without a bias): split_k's heads on grid x, the norm's rms in the
+	// combining kernel.
+	{"q of a normed row over groups and heads", `
+X = g.new_input(dims=(1, 1, 3, 512), dtype=mi.float16)
+ones = g.new_input(dims=(2, 4, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(2, 4, 512, 64), dtype=mi.float16)
+g.mark_output(g.matmul(g.mul(g.rms_norm(X, normalized_shape=(512,)), ones), Wq))
+`, []string{"matmul", "split_k"}},
 	// A grouped-query layer's projections, groups × heads of a group: k
 	// and v of the normed row broadcast over the groups, q over groups
 	// and heads with a bias per head (Qwen2's).

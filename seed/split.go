@@ -20,22 +20,29 @@ import (
 // tiles of a split's columns (m × k/splits: a tiling that does not fit
 // shared memory is dropped by the search, as any), and divides.
 //
-// Batched matmuls (a grouped-query layer's k and v projections, one head
-// per group) keep their batch on grid z in both kernels.
+// Batched matmuls (a grouped-query layer's projections) keep their batch
+// on grid z in both kernels; at rank 4 the heads of a group take grid x,
+// each block computing all the columns (at most 256).
 //
 // The splits are powers of two that bring the blocks to the target's SMs
 // (Options.SMs) and to twice that; the rule declines when the columns
 // (and the batch) alone fill them. Its premise is the matmul rule's, with
-// m at most 128, no input read by the epilogue, and grid y free: no heads
-// of a group at rank 4.
+// m at most 128 and no input read by the epilogue.
 func splitRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.heads > 1 || plan.m > 128 || len(plan.extra) > 0 || plan.batch > block.MaxGridAxis {
+	if !ok || plan.m > 128 || len(plan.extra) > 0 || plan.batch > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
 		return nil
 	}
+	tns := tileSizes(plan.n, 32, 256)
+	if plan.heads > 1 {
+		if plan.n > 256 {
+			return nil
+		}
+		plan.headsOnX, tns = true, []int{plan.n}
+	}
 	var graphs []*kernel.Graph
-	for _, tn := range tileSizes(plan.n, 32, 256) {
-		cols := plan.n / tn
+	for _, tn := range tns {
+		cols := plan.n / tn * plan.heads // grid x: column tiles, or heads
 		if cols*plan.batch >= opts.SMs || cols > block.MaxGridAxis {
 			continue
 		}
@@ -67,9 +74,9 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 		return nil, false
 	}
 	g := p.g
-	// Column tiles side by side, splits stacked along the rows, the batch
-	// in its dim.
-	stacked := block.Map{plan.dim(1), plan.dim(0), -1}
+	// Column tiles (or heads) side by side, splits stacked along the rows,
+	// the batch in its dim.
+	stacked := block.Map{plan.xDim(), plan.dim(0), -1}
 	if grid[2] > 1 {
 		stacked[2] = 0
 	}
@@ -102,7 +109,7 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 // one-kernel form, which divides before it stores, would not.)
 func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
 	pg := k.p.g
-	c, ok := k.combiner(threads, plan.dim(1), plan.dim(0), 0)
+	c, ok := k.combiner(threads, plan.xDim(), plan.dim(0), 0)
 	if !ok {
 		return nil, false
 	}
@@ -154,4 +161,13 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, nor
 		}
 	}
 	return c.finish()
+}
+
+// xDim is the dim of a result that grid x lays its blocks' tiles along:
+// the columns, or the heads with headsOnX.
+func (plan *matmulPlan) xDim() int {
+	if plan.headsOnX {
+		return 1
+	}
+	return plan.dim(1)
 }
