@@ -341,39 +341,37 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), Vr))`)
 }
 
 // A rule whose premise holds but none of whose seeds fits the target
-// does not cover a part: q with a per-head bias reads the bias after the
-// loop, so the matmul rule walks the reduced dim in one iteration, whose
-// weight tiles (4096 rows) overflow the shared memory. The part is held
-// to the enumeration's limits, not left with no fused answer.
+// does not cover a part: q and k of a grouped layer (rank 4, heads of a
+// group on grid y) keep each block's rows whole, and 4096 rows of the
+// normed activation overflow the shared memory in any tile of the reduced
+// dim (split_k takes at most 128 rows). The part is held to the
+// enumeration's limits, not left with no fused answer.
 func TestPartitionCoversOnlyWithASeedThatFits(t *testing.T) {
 	for _, tc := range []struct {
-		hidden int
-		whole  bool
-	}{{256, true}, {4096, false}} {
-		g := loadSource(t, "qkv_bias", fmt.Sprintf(`
-X = g.new_input(dims=(1, 4, %[1]d), dtype=mi.float16)
-ones = g.new_input(dims=(8, 1, 1), dtype=mi.float16)
-Wq = g.new_input(dims=(8, %[1]d, 32), dtype=mi.float16)
-Bq = g.new_input(dims=(8, 1, 32), dtype=mi.float16)
-Wk = g.new_input(dims=(8, %[1]d, 32), dtype=mi.float16)
-N = g.mul(g.rms_norm(X, normalized_shape=(%[1]d,)), ones)
-g.mark_output(g.add(g.matmul(N, Wq), Bq))
-g.mark_output(g.matmul(N, Wk))`, tc.hidden))
+		rows  int
+		whole bool
+	}{{16, true}, {4096, false}} {
+		g := loadSource(t, "qk_grouped", fmt.Sprintf(`
+X = g.new_input(dims=(1, 1, %d, 256), dtype=mi.float16)
+ones = g.new_input(dims=(2, 4, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(2, 4, 256, 32), dtype=mi.float16)
+Wk = g.new_input(dims=(2, 4, 256, 32), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(256,)), ones)
+g.mark_output(g.matmul(N, Wq))
+g.mark_output(g.matmul(N, Wk))`, tc.rows))
 		groups := split(index(g, sm90), computeOps(g), defaultLimits(t, g), true, nil)
 		if whole := len(groups) == 1; whole != tc.whole {
-			t.Errorf("hidden %d: groups %v, want one part: %v", tc.hidden, groups, tc.whole)
+			t.Errorf("%d rows: groups %v, want one part: %v", tc.rows, groups, tc.whole)
 		}
 	}
 }
 
-// A stack of residual layers at a model's width is cut layer by layer.
-// Each layer's matmul-rule seeds read the residual after the loop, so they
-// walk the 4096-wide reduced dim in one iteration and none fits the
-// shared memory; the enumeration fuses such a layer. The tie between
-// cuts of three runs still goes to the rule's premise: counting only
-// seeds that fit, the cut after the first layer's silu has fewer runs
-// no rule covers, and leaves a five-op run the enumeration completes
-// nothing in.
+// A stack of residual layers at a model's width is cut layer by layer:
+// each layer (norm, matmul, silu, the residual add) is a run the matmul
+// rule covers, its seeds reading the residual after the loop over the
+// 4096-wide reduced dim (loadInvariant). A cut after a layer's silu
+// would leave a five-op run (add, norm, matmul, silu, add) that no rule
+// covers and the enumeration completes nothing in.
 func TestPartitionStackOfLayers(t *testing.T) {
 	g := loadSource(t, "stack", `
 H = g.new_input(dims=(8, 4096), dtype=mi.float16)

@@ -29,7 +29,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue, one iteration", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head", "attention over 1000 keys"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head", "attention over 1000 keys"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var body string
@@ -110,6 +110,41 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			}
 		}
 		t.Fatal("no seed of that form")
+	})
+	// Inputs the epilogue reads after a for-loop of several iterations
+	// (loadInvariant: loaded every iteration, summed, scaled by 1/R): a
+	// residual after the matmul rule's loop, in split_k's combining
+	// kernel, and after head_sum's loop over the heads, in one kernel or
+	// in the combining one.
+	t.Run("epilogue inputs read after a loop", func(t *testing.T) {
+		t.Parallel()
+		bodyOf := func(name string) string {
+			for _, tc := range seedCases {
+				if tc.name == name {
+					return tc.body
+				}
+			}
+			t.Fatalf("no case %q", name)
+			return ""
+		}
+		forms := map[string]bool{}
+		for _, name := range []string{"residual epilogue", "heads summed, then a residual"} {
+			for _, s := range seed.Build(load(t, bodyOf(name)), seed.Options{}) {
+				b := firstBlock(s.Graph)
+				form := fmt.Sprintf("%s, split %v", s.Rule, b.Grid[1] > 1)
+				// The loop that reads the input: the kernel's own, or
+				// the combining kernel's over the splits (grid y).
+				if (b.ForloopRange > 1 || b.Grid[1] > 1) && !forms[form] && (s.Rule != "matmul" || b.Grid[1] == 1) {
+					forms[form] = true
+					emulate(t, s.Graph, 1)
+				}
+			}
+		}
+		for _, want := range []string{"matmul, split false", "split_k, split true", "head_sum, split false", "head_sum, split true"} {
+			if !forms[want] {
+				t.Errorf("emulated the forms %v, want %q among them", forms, want)
+			}
+		}
 	})
 	// Head sums: the for-loop over the heads alone (one kernel), the heads
 	// split among the blocks too (partials stacked by split, combined by a

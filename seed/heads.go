@@ -24,6 +24,9 @@ type headSumPlan struct {
 	stacked  int   // the other summed batch dim of extent above 1, or -1
 	extents  ugraph.Shape
 	epilogue []int
+	// extra are program inputs the epilogue reads (a residual, a bias),
+	// loaded whole per block (loadInvariant).
+	extra []kernel.TensorID
 }
 
 // headSumRule computes such a program with the for-loop walking the heads:
@@ -38,7 +41,8 @@ type headSumPlan struct {
 // sums the partials and runs the epilogue. Its premise: one matmul of rank
 // 3 or more on two inputs, its result read only by the reductions, which
 // sum every batch dim of extent above 1 (at most two), at most 128 rows,
-// and an epilogue of element-wise ops on the sum alone.
+// and an epilogue of element-wise ops on the sum and on inputs shaped as
+// it or broadcast against it (a residual, a bias).
 func headSumRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planHeadSum(p)
 	if !ok {
@@ -158,7 +162,13 @@ func planHeadSum(p *program) (*headSumPlan, bool) {
 			return nil, false
 		}
 		for _, t := range op.In {
-			if !post[t] {
+			switch {
+			case post[t]:
+			case p.isInput(t) && t != plan.a && t != plan.b && fitsSum(p.shape(t), p.shape(sum)):
+				if !slices.Contains(plan.extra, t) {
+					plan.extra = append(plan.extra, t)
+				}
+			default:
 				return nil, false
 			}
 		}
@@ -171,6 +181,20 @@ func planHeadSum(p *program) (*headSumPlan, bool) {
 		}
 	}
 	return plan, true
+}
+
+// fitsSum reports whether an input of shape s broadcasts against the sum
+// (shape sum): of its rank, each dim the sum's or 1.
+func fitsSum(s, sum ugraph.Shape) bool {
+	if s.Rank() != sum.Rank() {
+		return false
+	}
+	for d := range s.Rank() {
+		if s.Dim(d) != 1 && s.Dim(d) != sum.Dim(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // batched reports whether a tensor of shape s has a batch dim (one before
@@ -239,6 +263,13 @@ func (k *kernelBuilder) finishHeadSum(plan *headSumPlan, acc block.TensorID) boo
 	g := k.p.g
 	for _, i := range plan.sums {
 		k.tiles[g.Ops[i].Out[0]] = acc
+	}
+	for _, t := range plan.extra {
+		tile, ok := k.loadInvariant(t, axisMap(k.p.shape(t), k.b.Grid, plan.rank-1, -1))
+		if !ok {
+			return false
+		}
+		k.tiles[t] = tile
 	}
 	for _, i := range plan.epilogue {
 		if !k.compute(i) {

@@ -31,8 +31,8 @@ type matmulPlan struct {
 	// loop. Only row-linear ops (mul by what does not depend on it,
 	// mul_scalar) lie between it and a.
 	norm int
-	// extra are program inputs the epilogue reads: loaded whole per block,
-	// exact only when the for-loop has one iteration.
+	// extra are program inputs the epilogue reads (a bias, a residual):
+	// loaded whole per block (loadInvariant).
 	extra []kernel.TensorID
 }
 
@@ -42,8 +42,8 @@ type matmulPlan struct {
 // output columns into tiles of 32 to 256, its y axis the rows when there
 // are more than 128, its z axis the batch of batched matmuls (the heads
 // of q, k and v projected from one normed activation, broadcast over
-// them), and the for-loop walks the reduced dim in tiles of 32 to 256 (one
-// iteration when the epilogue reads an input). At rank 4 (groups × heads,
+// them), and the for-loop walks the reduced dim in tiles of 32 to 256 (or
+// whole, when the epilogue reads an input). At rank 4 (groups × heads,
 // as a grouped-query layer writes its projections) grid z walks the
 // groups, grid y the heads of a group, and the rows stay whole. Its
 // premise: 2-D matmuls, or 3-D and 4-D ones batched over the dims before
@@ -62,8 +62,8 @@ func matmulRule(p *program, opts Options) []*kernel.Graph {
 		tms = []int{plan.m}
 	}
 	tks := tileSizes(plan.k, 32, 256)
-	if len(plan.extra) > 0 {
-		tks = []int{plan.k}
+	if len(plan.extra) > 0 && !slices.Contains(tks, plan.k) {
+		tks = append(tks, plan.k) // one iteration: the epilogue's inputs read once
 	}
 	var graphs []*kernel.Graph
 	for _, tn := range tileSizes(plan.n, 32, 256) {
@@ -382,10 +382,7 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 		k.tiles[c] = acc
 	}
 	for _, t := range plan.extra {
-		tile, ok := k.load(t, plan.axes(p.shape(t), grid, 1, 0), -1)
-		if ok {
-			tile, ok = k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, tile)
-		}
+		tile, ok := k.loadInvariant(t, plan.axes(p.shape(t), grid, 1, 0))
 		if !ok {
 			return nil, false
 		}

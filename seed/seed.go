@@ -256,6 +256,23 @@ func (k *kernelBuilder) loadWalked(t kernel.TensorID, imap block.Map, fmap int) 
 	return ok
 }
 
+// loadInvariant places program input t, which ops after the loop read, as
+// a post-loop tile equal to t. A block graph loads its inputs inside the
+// loop, once an iteration: t's tile is loaded whole each time (not
+// walked), summed over the loop's R iterations and scaled by 1/R. Exact
+// where it matters: the verifier's field takes the scalar 1/R as R's
+// inverse, and R copies of an fp16 or bf16 value sum exactly in fp32.
+func (k *kernelBuilder) loadInvariant(t kernel.TensorID, imap block.Map) (block.TensorID, bool) {
+	tile, ok := k.load(t, imap, -1)
+	if ok {
+		tile, ok = k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, tile)
+	}
+	if r := k.b.ForloopRange; ok && r > 1 {
+		tile, ok = k.add(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{1 / float64(r)}}, tile)
+	}
+	return tile, ok
+}
+
 // compute places the program's op i on the tiles of its operands, and maps
 // its result to the tile it makes.
 func (k *kernelBuilder) compute(i int) bool {

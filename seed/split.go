@@ -27,10 +27,11 @@ import (
 // The splits are powers of two that bring the blocks to the target's SMs
 // (Options.SMs) and to twice that; the rule declines when the columns
 // (and the batch) alone fill them. Its premise is the matmul rule's, with
-// m at most 128 and no input read by the epilogue.
+// m at most 128. The combining kernel reads the epilogue's inputs (a bias,
+// a residual: loadInvariant).
 func splitRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.m > 128 || len(plan.extra) > 0 || plan.batch > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
+	if !ok || plan.m > 128 || plan.batch > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
 		return nil
 	}
 	tns := tileSizes(plan.n, 32, 256)
@@ -149,6 +150,13 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, nor
 			}
 		}
 		c.tiles[pg.Ops[i].Out[0]] = x
+	}
+	for _, t := range plan.extra {
+		tile, ok := c.loadInvariant(t, plan.axes(k.p.shape(t), c.b.Grid, 1, -1))
+		if !ok {
+			return nil, false
+		}
+		c.tiles[t] = tile
 	}
 	for _, i := range plan.epilogue {
 		if !c.compute(i) {
