@@ -80,7 +80,7 @@ type attentionTiling struct {
 }
 
 // tilings lists the rule's tilings: the keys split among 1 to 64 blocks
-// (grid y) and walked in keyTiles; grid z the row tiles (more than 64
+// (grid y, a divisor of the keys) and walked in keyTiles; grid z the row tiles (more than 64
 // rows), or at rank 4 the heads of a group, a block each, or none: one
 // block takes a group's heads, reading each key once where a block per
 // head reads it once per head.
@@ -99,7 +99,10 @@ func (plan *attentionPlan) tilings() []attentionTiling {
 		}
 	}
 	var ts []attentionTiling
-	for split := 1; split <= 64 && split <= plan.n; split *= 2 {
+	// Every split up to 64 that divides the keys: the powers of two of a
+	// cache of 4096, the 3, 7 and 21 of one of 777 (whose one power of
+	// two, 1, would leave a block per head).
+	for split := 1; split <= 64 && split <= plan.n; split++ {
 		if plan.n%split != 0 {
 			continue
 		}

@@ -318,6 +318,17 @@ V = g.new_input(dims=(2, 1000, 64), dtype=mi.float16)
 E = g.exp(g.mul_scalar(g.matmul(Q, K), 0.125))
 g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
 `, []string{"attention"}},
+	// 777 keys (3 · 7 · 37), repeated over 4 heads: no power of two above 1
+	// divides them, so the keys split 3, 7 or 21 ways (and walk tiles of
+	// 37 keys, or the whole share).
+	{"grouped-query attention over 777 keys", `
+Q = g.new_input(dims=(1, 4, 2, 64), dtype=mi.float16)
+K = g.new_input(dims=(1, 1, 64, 777), dtype=mi.float16)
+V = g.new_input(dims=(1, 1, 777, 64), dtype=mi.float16)
+R = g.new_input(dims=(1, 4, 1, 1), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.matmul(Q, g.mul(K, R)), 0.125))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), g.mul(V, R)))
+`, []string{"attention"}},
 	// A factor of the wrong shape (one per key) is not a head's: declined.
 	{"attention with K scaled per key", `
 Q = g.new_input(dims=(2, 4, 64), dtype=mi.float16)
@@ -457,6 +468,26 @@ func TestGroupedAttentionReadsTheCacheWhereItLies(t *testing.T) {
 	}
 	if !zs[1] || !zs[4] {
 		t.Errorf("seeds with grid z %v, want 4 and 1", zs)
+	}
+}
+
+// A cache whose length no power of two above 1 divides is still split
+// among blocks: 777 keys 3, 7 and 21 ways.
+func TestAttentionSplitsAnOddCache(t *testing.T) {
+	var body string
+	for _, tc := range seedCases {
+		if tc.name == "grouped-query attention over 777 keys" {
+			body = tc.body
+		}
+	}
+	splits := map[int]bool{}
+	for _, s := range seed.Build(load(t, body), seed.Options{}) {
+		splits[firstBlock(s.Graph).Grid[1]] = true
+	}
+	for _, want := range []int{1, 3, 7, 21} {
+		if !splits[want] {
+			t.Errorf("splits %v, want %d among them", splits, want)
+		}
 	}
 }
 
