@@ -20,7 +20,8 @@
 //     prologue on it (and an rms_norm, by the identity
 //     rms_norm(X)·W = (X·W) / rms(X)) and element-wise epilogues on their
 //     results, in one kernel tiled over the output columns (and rows, and
-//     the batch of batched matmuls) with a for-loop over the reduced dim.
+//     the batch of batched matmuls: heads, or groups × heads) with a
+//     for-loop over the reduced dim.
 //   - split_k: the matmul rule's computation for a few rows, with the
 //     reduced dim split among the blocks too, so that they fill the
 //     target's SMs, and a second kernel that sums the splits' partial
@@ -28,12 +29,17 @@
 //   - attention: softmax(f(Q·K))·V as flash-decoding computes it: the keys
 //     split among blocks, each walking its share with the for-loop and
 //     accumulating f(Q·K)·V and the row sums, and a second kernel that
-//     sums the splits' partial results and divides.
+//     sums the splits' partial results and divides; over heads or groups ×
+//     heads, with K and V repeated over a group's heads by a broadcast
+//     product read where they lie.
 //   - head_sum: a matmul batched over heads whose results a chain of
 //     reductions sums over the heads (an output projection, written head
 //     by head), with the for-loop walking the heads; a second summed dim,
 //     or splits of the heads, on the grid, and a second kernel that sums
 //     the blocks' partial results and runs the epilogue.
+//
+// The matmul, split_k and head_sum rules read an epilogue's inputs (a
+// bias, a residual) after a for-loop of any length (loadInvariant).
 package seed
 
 import (
