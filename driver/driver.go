@@ -985,7 +985,11 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 		}
 		if err != nil || !ok {
 			if rank > 0 {
-				d.logf("warning: answer %d (a combination of verified parts) did not verify: %v", rank, err)
+				why := "the verifier found it differs from the program (a bug: its parts passed)"
+				if err != nil {
+					why = err.Error()
+				}
+				d.logf("warning: answer %d (a combination of verified parts) did not verify: %s", rank, why)
 			}
 			continue
 		}

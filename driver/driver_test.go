@@ -340,6 +340,38 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), Vr))`)
 	}
 }
 
+// A norm that a gated pair reads and a later projection recomputes keeps
+// its own part before the pair: dropping it for the copy (which comes
+// after the pair) left the pair reading a tensor not yet computed, and
+// superopt stopped with "part 0: matmul reads tensor 4, which is not
+// computed yet" (a helper's sweep found it).
+func TestPartitionKeepsWhatAnEarlierPartReads(t *testing.T) {
+	g := loadSource(t, "shared_norm", `
+X = g.new_input(dims=(2, 1024), dtype=mi.float32)
+W1 = g.new_input(dims=(1024, 2048), dtype=mi.float32)
+W3 = g.new_input(dims=(1024, 2048), dtype=mi.float32)
+W2 = g.new_input(dims=(1024, 1024), dtype=mi.float32)
+N = g.rms_norm(X, normalized_shape=(1024,))
+g.mark_output(g.mul(g.silu(g.matmul(N, W1)), g.matmul(N, W3)))
+g.mark_output(g.matmul(N, W2))`)
+	lim := defaultLimits(t, g)
+	parts := Partition(g, lim)
+	computed := map[kernel.TensorID]bool{}
+	for _, in := range g.Inputs() {
+		computed[in] = true
+	}
+	for k, p := range parts {
+		for _, in := range p.Inputs {
+			if !computed[in] {
+				t.Fatalf("part %d %v reads tensor %d before a part computes it (parts %v)", k, kindsOf(g, [][]int{p.Ops}), in, parts)
+			}
+		}
+		for _, out := range p.Outputs {
+			computed[out] = true
+		}
+	}
+}
+
 // A rule whose premise holds but none of whose seeds fits the target
 // does not cover a part: q and k of a grouped layer (rank 4, heads of a
 // group on grid y) keep each block's rows whole, and 4096 rows of the

@@ -228,8 +228,9 @@ func recompute(g *indexed, groups [][]int, limitsFor func(ops []int) Limits) [][
 	// A group left with nothing but copies that others recompute is gone.
 	var kept [][]int
 	of := g.groupsOf(out)
+	gone := make([]bool, len(out))
 	for k, grp := range out {
-		if !copiedWhole(of, grp, k) {
+		if gone[k] = copiedWhole(g, of, gone, grp, k); !gone[k] {
 			kept = append(kept, grp)
 		}
 	}
@@ -274,12 +275,34 @@ func cheap(g *indexed, o int) bool {
 	return true
 }
 
-// copiedWhole reports whether every op of group k (grp) is also in a
-// later group (of: the groups of each op, ascending).
-func copiedWhole(of [][]int, grp []int, k int) bool {
+// copiedWhole reports whether group k (grp) can go: every op of it is
+// also in a later group, and every group that reads an op's result
+// without computing it comes after another group that computes it (one
+// not gone). A group between k and the copies that reads the result
+// needs k: a norm copied into the projection after a gated pair that
+// reads it is still computed before the pair. of holds the groups of each
+// op, ascending.
+func copiedWhole(g *indexed, of [][]int, gone []bool, grp []int, k int) bool {
 	for _, o := range grp {
-		if gs := of[o]; gs[len(gs)-1] <= k {
+		gs := of[o]
+		if gs[len(gs)-1] <= k {
 			return false
+		}
+		first := -1 // the first group other than k that computes o
+		for _, m := range gs {
+			if m != k && !gone[m] {
+				first = m
+				break
+			}
+		}
+		for _, t := range g.Ops[o].Out {
+			for _, r := range g.readers[t] {
+				for _, j := range of[r] {
+					if !slices.Contains(gs, j) && j < first {
+						return false
+					}
+				}
+			}
 		}
 	}
 	return true

@@ -128,10 +128,10 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			return ""
 		}
 		forms := map[string]bool{}
-		for _, name := range []string{"residual epilogue", "heads summed, then a residual"} {
+		for _, name := range []string{"residual epilogue", "heads summed, then a residual", "a residual that is the norm's operand"} {
 			for _, s := range seed.Build(load(t, bodyOf(name)), seed.Options{}) {
 				b := firstBlock(s.Graph)
-				form := fmt.Sprintf("%s, split %v", s.Rule, b.Grid[1] > 1)
+				form := fmt.Sprintf("%s: %s, split %v", name, s.Rule, b.Grid[1] > 1)
 				// The loop that reads the input: the kernel's own, or
 				// the combining kernel's over the splits (grid y).
 				if (b.ForloopRange > 1 || b.Grid[1] > 1) && !forms[form] && (s.Rule != "matmul" || b.Grid[1] == 1) {
@@ -140,7 +140,9 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 				}
 			}
 		}
-		for _, want := range []string{"matmul, split false", "split_k, split true", "head_sum, split false", "head_sum, split true"} {
+		for _, want := range []string{"residual epilogue: matmul, split false", "residual epilogue: split_k, split true",
+			"heads summed, then a residual: head_sum, split false", "heads summed, then a residual: head_sum, split true",
+			"a residual that is the norm's operand: matmul, split false", "a residual that is the norm's operand: split_k, split true"} {
 			if !forms[want] {
 				t.Errorf("emulated the forms %v, want %q among them", forms, want)
 			}

@@ -135,6 +135,14 @@ W = g.new_input(dims=(64, 128), dtype=mi.float16)
 R = g.new_input(dims=(8, 128), dtype=mi.float16)
 g.mark_output(g.add(g.matmul(X, W), R))
 `, []string{"matmul", "split_k"}},
+	// The residual is the norm's operand too: the kernel reads X walked
+	// along the reduced dim and whole after the loop, two input ops of
+	// one tensor (each a parameter of its own in the emitted code).
+	{"a residual that is the norm's operand", `
+X = g.new_input(dims=(4, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.add(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W), X))
+`, []string{"matmul", "split_k"}},
 	{"many rows, tiled both ways", `
 X = g.new_input(dims=(256, 128), dtype=mi.float16)
 W = g.new_input(dims=(128, 256), dtype=mi.float16)

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/target"
@@ -37,6 +38,25 @@ type blockKernel struct {
 func newBlockKernel(name string, tg *thread.Graph, ins, outs []string, rowStride []int) *blockKernel {
 	if rowStride == nil {
 		rowStride = make([]int, len(ins)+len(outs))
+	}
+	// A kernel may read one tensor through two input ops (a residual that
+	// is also a norm's operand, loaded walked and whole): each input op
+	// gets a parameter of its own, the launch passing the pointer twice.
+	ins = slices.Clone(ins)
+	taken := map[string]bool{}
+	for _, n := range append(slices.Clone(ins), outs...) {
+		taken[n] = true
+	}
+	seen := map[string]bool{}
+	for i, n := range ins {
+		if seen[n] {
+			for j := 2; taken[n]; j++ {
+				n = fmt.Sprintf("%s_%d", ins[i], j)
+			}
+			ins[i] = n
+			taken[n] = true
+		}
+		seen[n] = true
 	}
 	k := &blockKernel{name: name, tg: tg, bg: tg.Block, ins: ins, outs: outs, rowStride: rowStride, w: &writer{},
 		cur: make([]string, len(tg.Tiles)), outIndex: map[int]int{}, inIndex: map[int]int{}}
