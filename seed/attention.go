@@ -186,17 +186,6 @@ func (plan *attentionPlan) dims(m block.Map) block.Map {
 	return m
 }
 
-// broadcast is m for a tensor of shape s on grid: an axis of more than
-// one block replicates where s's dim is 1 (the tensor broadcasts there).
-func broadcast(s ugraph.Shape, grid block.Dim3, m block.Map) block.Map {
-	for a, d := range m {
-		if d >= 0 && grid[a] > 1 && s.Dim(d) == 1 {
-			m[a] = -1
-		}
-	}
-	return m
-}
-
 // hasNorms reports whether a prologue holds a norm: a reduction on every
 // tile of every iteration, which the prologuesApart form runs once. Other
 // prologue ops are element-wise and cheap on the tiles; run apart, a

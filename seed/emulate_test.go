@@ -32,12 +32,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head", "attention over 1000 keys", "grouped-query attention over 777 keys"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var body string
-			for _, tc := range seedCases {
-				if tc.name == name {
-					body = tc.body
-				}
-			}
+			body := caseBody(t, name)
 			seeds := seed.Build(load(t, body), seed.Options{})
 			if len(seeds) == 0 {
 				t.Fatal("no seeds")
@@ -55,12 +50,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product", "k and v of a normed row, grouped (rank 4)", "q of a normed row over groups and heads"} {
 		t.Run("split_k: "+name, func(t *testing.T) {
 			t.Parallel()
-			var body string
-			for _, tc := range seedCases {
-				if tc.name == name {
-					body = tc.body
-				}
-			}
+			body := caseBody(t, name)
 			var splits []seed.Seed
 			for _, s := range seed.Build(load(t, body), seed.Options{}) {
 				if s.Rule == "split_k" {
@@ -78,12 +68,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// sums of f(Q·K) combined late.
 	t.Run("attention with Q and V normalized, prologues apart, sums late", func(t *testing.T) {
 		t.Parallel()
-		var body string
-		for _, tc := range seedCases {
-			if tc.name == "attention with Q and V normalized (qknorm_gqa)" {
-				body = tc.body
-			}
-		}
+		body := caseBody(t, "attention with Q and V normalized (qknorm_gqa)")
 		for _, s := range seed.Build(load(t, body), seed.Options{}) {
 			if formOf(s.Graph) == (attentionForm{late: true, apart: true}) {
 				emulate(t, s.Graph, 0.1) // Q·K of normalized rows: exp past fp16 at 1
@@ -97,12 +82,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// factor's whole tile; the keys split, so a combining kernel follows.
 	t.Run("grouped-query attention, a group's heads in one block", func(t *testing.T) {
 		t.Parallel()
-		var body string
-		for _, tc := range seedCases {
-			if tc.name == "grouped-query attention of rank 4, K and V repeated" {
-				body = tc.body
-			}
-		}
+		body := caseBody(t, "grouped-query attention of rank 4, K and V repeated")
 		for _, s := range seed.Build(load(t, body), seed.Options{}) {
 			if g := firstBlock(s.Graph).Grid; g[2] == 1 && g[1] > 1 {
 				emulate(t, s.Graph, 1)
@@ -118,18 +98,9 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// in the combining one.
 	t.Run("epilogue inputs read after a loop", func(t *testing.T) {
 		t.Parallel()
-		bodyOf := func(name string) string {
-			for _, tc := range seedCases {
-				if tc.name == name {
-					return tc.body
-				}
-			}
-			t.Fatalf("no case %q", name)
-			return ""
-		}
 		forms := map[string]bool{}
 		for _, name := range []string{"residual epilogue", "heads summed, then a residual", "a residual that is the norm's operand"} {
-			for _, s := range seed.Build(load(t, bodyOf(name)), seed.Options{}) {
+			for _, s := range seed.Build(load(t, caseBody(t, name)), seed.Options{}) {
 				b := firstBlock(s.Graph)
 				form := fmt.Sprintf("%s: %s, split %v", name, s.Rule, b.Grid[1] > 1)
 				// The loop that reads the input: the kernel's own, or
@@ -156,12 +127,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 		t.Parallel()
 		forms := map[string]bool{}
 		for _, name := range []string{"an output projection summed over the heads", "an output projection of grouped heads, with an epilogue"} {
-			var body string
-			for _, tc := range seedCases {
-				if tc.name == name {
-					body = tc.body
-				}
-			}
+			body := caseBody(t, name)
 			for _, s := range seed.Build(load(t, body), seed.Options{}) {
 				b := firstKernel(s.Graph)
 				form := fmt.Sprintf("rank %d, split %v", b.Tensors[0].Shape.Rank(), b.Grid[1] > 1)

@@ -164,7 +164,7 @@ func planHeadSum(p *program) (*headSumPlan, bool) {
 		for _, t := range op.In {
 			switch {
 			case post[t]:
-			case p.isInput(t) && t != plan.a && t != plan.b && fitsSum(p.shape(t), p.shape(sum)):
+			case p.isInput(t) && t != plan.a && t != plan.b && p.shape(t).BroadcastsTo(p.shape(sum)):
 				if !slices.Contains(plan.extra, t) {
 					plan.extra = append(plan.extra, t)
 				}
@@ -181,20 +181,6 @@ func planHeadSum(p *program) (*headSumPlan, bool) {
 		}
 	}
 	return plan, true
-}
-
-// fitsSum reports whether an input of shape s broadcasts against the sum
-// (shape sum): of its rank, each dim the sum's or 1.
-func fitsSum(s, sum ugraph.Shape) bool {
-	if s.Rank() != sum.Rank() {
-		return false
-	}
-	for d := range s.Rank() {
-		if s.Dim(d) != 1 && s.Dim(d) != sum.Dim(d) {
-			return false
-		}
-	}
-	return true
 }
 
 // batched reports whether a tensor of shape s has a batch dim (one before

@@ -215,9 +215,6 @@ func (plan *matmulPlan) dim(d int) int {
 // tiles reports whether a tensor of shape s broadcasts against the plan's
 // m × cols tensors (its batch too): of their rank, each dim theirs or 1.
 func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
-	if s.Rank() != plan.rank {
-		return false
-	}
 	want := []int{plan.m, cols}
 	switch plan.rank {
 	case 3:
@@ -225,12 +222,7 @@ func (plan *matmulPlan) tiles(s ugraph.Shape, cols int) bool {
 	case 4:
 		want = []int{plan.batch, plan.heads, plan.m, cols}
 	}
-	for d, e := range want {
-		if s.Dim(d) != 1 && s.Dim(d) != e {
-			return false
-		}
-	}
-	return true
+	return s.BroadcastsTo(ugraph.MustShape(want...))
 }
 
 // axes is the map that lays grid x along 2-D dim dx and y along dy (as

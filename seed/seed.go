@@ -467,11 +467,22 @@ func tileSizes(n, lo, hi int) []int {
 // tiles; where a tensor's dim is 1 (it broadcasts), the axis replicates.
 func axisMap(s ugraph.Shape, grid block.Dim3, dx, dy int) block.Map {
 	m := block.Replicate
-	if dx >= 0 && grid[0] > 1 && s.Dim(dx) > 1 {
+	if grid[0] > 1 {
 		m[0] = dx
 	}
-	if dy >= 0 && grid[1] > 1 && s.Dim(dy) > 1 {
+	if grid[1] > 1 {
 		m[1] = dy
+	}
+	return broadcast(s, grid, m)
+}
+
+// broadcast is m for a tensor of shape s on grid: an axis of more than
+// one block replicates where s's dim is 1 (the tensor broadcasts there).
+func broadcast(s ugraph.Shape, grid block.Dim3, m block.Map) block.Map {
+	for a, d := range m {
+		if d >= 0 && grid[a] > 1 && s.Dim(d) == 1 {
+			m[a] = -1
+		}
 	}
 	return m
 }

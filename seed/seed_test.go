@@ -25,6 +25,18 @@ func load(t *testing.T, body string) *kernel.Graph {
 	return p.Graph
 }
 
+// caseBody is the body of the seed case named name.
+func caseBody(t *testing.T, name string) string {
+	t.Helper()
+	for _, tc := range seedCases {
+		if tc.name == name {
+			return tc.body
+		}
+	}
+	t.Fatalf("no seed case %q", name)
+	return ""
+}
+
 // seedCases are programs of each class a rule is for, and programs where
 // a rule's premise fails (the part is left to the enumeration).
 var seedCases = []struct {
@@ -453,12 +465,7 @@ func TestCovers(t *testing.T) {
 // repeated K or V), and the groups' four heads run on grid z, a block
 // each, or in one block (grid z of 1): both forms are built.
 func TestGroupedAttentionReadsTheCacheWhereItLies(t *testing.T) {
-	var body string
-	for _, tc := range seedCases {
-		if tc.name == "grouped-query attention of rank 4, K and V repeated" {
-			body = tc.body
-		}
-	}
+	body := caseBody(t, "grouped-query attention of rank 4, K and V repeated")
 	seeds := seed.Build(load(t, body), seed.Options{})
 	if len(seeds) == 0 {
 		t.Fatal("no seeds")
@@ -482,12 +489,7 @@ func TestGroupedAttentionReadsTheCacheWhereItLies(t *testing.T) {
 // A cache whose length no power of two above 1 divides is still split
 // among blocks: 777 keys 3, 7 and 21 ways.
 func TestAttentionSplitsAnOddCache(t *testing.T) {
-	var body string
-	for _, tc := range seedCases {
-		if tc.name == "grouped-query attention over 777 keys" {
-			body = tc.body
-		}
-	}
+	body := caseBody(t, "grouped-query attention over 777 keys")
 	splits := map[int]bool{}
 	for _, s := range seed.Build(load(t, body), seed.Options{}) {
 		splits[firstBlock(s.Graph).Grid[1]] = true

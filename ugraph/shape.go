@@ -218,6 +218,21 @@ func (s Shape) Bind(m int) Shape {
 	return s
 }
 
+// BroadcastsTo reports whether s broadcasts against t without growing it:
+// equal ranks, and each dim of s t's or 1 (a bias or a residual against
+// the tensor it is added to).
+func (s Shape) BroadcastsTo(t Shape) bool {
+	if s.rank != t.rank {
+		return false
+	}
+	for i := range s.Rank() {
+		if d := s.Dim(i); d != 1 && d != t.Dim(i) {
+			return false
+		}
+	}
+	return true
+}
+
 // NumElements is the product of the extents, at most MaxElements for a
 // valid shape. It panics on a shape with more (which is not valid), rather
 // than return a product that has wrapped around.

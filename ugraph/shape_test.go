@@ -247,3 +247,23 @@ func TestValueHash(t *testing.T) {
 		t.Error("mul_scalar by 2 and by 3 hash alike")
 	}
 }
+
+func TestBroadcastsTo(t *testing.T) {
+	to := MustShape(2, 4, 64)
+	for _, tc := range []struct {
+		s    Shape
+		want bool
+	}{
+		{MustShape(2, 4, 64), true},
+		{MustShape(1, 4, 64), true},  // a residual of one batch
+		{MustShape(1, 1, 64), true},  // a bias
+		{MustShape(1, 1, 1), true},   // a scalar
+		{MustShape(2, 8, 64), false}, // grows dim 1
+		{MustShape(4, 64), false},    // another rank
+		{MustShape(1, 3, 64), false}, // neither 1 nor the extent
+	} {
+		if got := tc.s.BroadcastsTo(to); got != tc.want {
+			t.Errorf("%v.BroadcastsTo(%v) = %v, want %v", tc.s, to, got, tc.want)
+		}
+	}
+}
