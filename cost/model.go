@@ -505,7 +505,7 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 // its SMs hold, and returns its blocks and the slots a wave fills.
 func (k *Kernel) occupy(arch target.Arch, lk *launch.Kernel, threads block.Dim3) (blocks, slots int, err error) {
 	k.Grid, k.Threads, k.SmemBytes = block.Dim3(lk.Grid), threads, lk.SmemBytes
-	if k.BlocksPerSM, err = blocksPerSM(arch, lk.SmemBytes, lk.Threads); err != nil {
+	if k.BlocksPerSM, err = lk.BlocksPerSM(arch); err != nil {
 		return 0, 0, err
 	}
 	blocks = lk.Blocks()
@@ -514,17 +514,6 @@ func (k *Kernel) occupy(arch target.Arch, lk *launch.Kernel, threads block.Dim3)
 	k.SMsBusy = min(blocks, arch.SMs)
 	k.ResidentWarps = ceilDiv(lk.Threads, target.WarpSize) * min(k.BlocksPerSM, ceilDiv(blocks, arch.SMs))
 	return blocks, slots, nil
-}
-
-// blocksPerSM is how many blocks of smem bytes of shared memory and the
-// given threads an SM holds at once. Threads are allocated by whole warps.
-func blocksPerSM(arch target.Arch, smem, threads int) (int, error) {
-	if smem > arch.MaxSmemPerBlock {
-		return 0, fmt.Errorf("%w: a block needs %d bytes of shared memory, %s allows %d", ErrDoesNotFit, smem, arch, arch.MaxSmemPerBlock)
-	}
-	bySmem := arch.SmemPerSM / (smem + arch.SmemReserved)
-	byThreads := arch.MaxThreadsPerSM / (ceilDiv(threads, 32) * 32)
-	return min(arch.MaxBlocksPerSM, bySmem, byThreads), nil
 }
 
 // blockWork is the work of one block of b as planned. An input tile walked

@@ -215,44 +215,6 @@ func TestDistinctTilesPerWave(t *testing.T) {
 	}
 }
 
-func TestBlocksPerSM(t *testing.T) {
-	const kb = 1 << 10
-	tests := []struct {
-		arch          string
-		smem, threads int
-		want          int // 0: does not fit
-	}{
-		{"sm_80", 0, 128, 16},         // threads: 2048/128
-		{"sm_80", 1 * kb, 32, 32},     // the block limit
-		{"sm_80", 0, 100, 16},         // 100 threads take 4 warps
-		{"sm_80", 0, 1024, 2},         // threads
-		{"sm_80", 48 * kb, 128, 3},    // smem: 164 KB / 49 KB
-		{"sm_80", 81 * kb, 128, 2},    // 164 KB / 82 KB
-		{"sm_80", 82 * kb, 128, 1},    // one byte over half, with the reserved KB
-		{"sm_80", 163 * kb, 256, 1},   // the per-block maximum
-		{"sm_80", 163*kb + 1, 256, 0}, // over it
-		{"sm_90", 100 * kb, 128, 2},   // 228 KB / 101 KB
-		{"sm_90", 227 * kb, 128, 1},   // the per-block maximum
-		{"sm_90", 163*kb + 1, 128, 1}, // fits on sm_90 only
-		{"sm_90", 227*kb + 1, 128, 0}, // over it
-		{"sm_90", 6 * kb, 64, 32},     // the block limit
-		{"sm_90", 12 * kb, 64, 17},    // 228 KB / 13 KB
-	}
-	for _, tt := range tests {
-		arch := mustArch(t, tt.arch)
-		got, err := blocksPerSM(arch, tt.smem, tt.threads)
-		if tt.want == 0 {
-			if !errors.Is(err, ErrDoesNotFit) {
-				t.Errorf("%s, %d B, %d threads: %d, %v; want ErrDoesNotFit", tt.arch, tt.smem, tt.threads, got, err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want {
-			t.Errorf("%s, %d B, %d threads: %d, %v; want %d", tt.arch, tt.smem, tt.threads, got, err, tt.want)
-		}
-	}
-}
-
 // Waves follow from the grid and the resident blocks; 1024-thread blocks
 // with small tiles are held two to an SM by their threads.
 func TestWaves(t *testing.T) {

@@ -143,6 +143,47 @@ type Fold struct {
 // Blocks is the number of blocks in the grid.
 func (k *Kernel) Blocks() int { return k.Grid[0] * k.Grid[1] * k.Grid[2] }
 
+// BlocksPerSM is how many blocks of k an SM of arch holds at once, by
+// their shared memory (with the arch's reserve per block), their threads
+// (allocated by whole warps) and the arch's block limit. Registers are
+// not counted: MinBlocksPerSM makes the compiler keep to them. It is a
+// *FitError when one block needs more shared memory than arch gives one.
+func (k *Kernel) BlocksPerSM(arch target.Arch) (int, error) {
+	if k.SmemBytes > arch.MaxSmemPerBlock {
+		return 0, &FitError{Bytes: k.SmemBytes, Limit: arch.MaxSmemPerBlock, Arch: arch.Name}
+	}
+	bySmem := arch.SmemPerSM / (k.SmemBytes + arch.SmemReserved)
+	byThreads := arch.MaxThreadsPerSM / (ceilDiv(k.Threads, target.WarpSize) * target.WarpSize)
+	return min(arch.MaxBlocksPerSM, bySmem, byThreads), nil
+}
+
+// MinRegisters is the fewest registers a thread of a graph-defined kernel
+// is held to: MinBlocksPerSM asks for no more blocks than leave each
+// thread this many. The emitted kernels use 32 to 115 (ptxas 11.8, the
+// LLaMA-7B layer's five); an mma kernel held to fewer spills.
+const MinRegisters = 64
+
+// MinBlocksPerSM is how many blocks of graph-defined kernel k the busiest
+// SM of its first wave holds, as the cost model counts them: BlocksPerSM,
+// or fewer where the grid spreads thinner over the SMs, and no more than
+// leave each thread MinRegisters (at least 1). The code generator writes
+// it as __launch_bounds__'s second argument where a block has more than
+// 128 threads: the blocks per SM that ptxas must keep room in the
+// registers for. Given the threads alone, ptxas chooses: it held a
+// 512-thread kernel of which an SM holds one block to 64 registers, and
+// spilled (11.8, sm_80 and sm_90).
+func (k *Kernel) MinBlocksPerSM(arch target.Arch) int {
+	resident, err := k.BlocksPerSM(arch)
+	if err != nil {
+		return 1
+	}
+	threads := ceilDiv(k.Threads, target.WarpSize) * target.WarpSize
+	byRegisters := target.RegsPerSM / (threads * MinRegisters)
+	return max(1, min(resident, ceilDiv(k.Blocks(), arch.SMs), byRegisters))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
 // Plan is the launch of every kernel a kernel graph runs.
 type Plan struct {
 	Arch target.Arch

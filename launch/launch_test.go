@@ -236,3 +236,69 @@ func TestCodeNames(t *testing.T) {
 		t.Errorf("past the table: %q", got)
 	}
 }
+
+func TestBlocksPerSM(t *testing.T) {
+	const kb = 1 << 10
+	tests := []struct {
+		arch          string
+		smem, threads int
+		want          int // 0: does not fit
+	}{
+		{"sm_80", 0, 128, 16},         // threads: 2048/128
+		{"sm_80", 1 * kb, 32, 32},     // the block limit
+		{"sm_80", 0, 100, 16},         // 100 threads take 4 warps
+		{"sm_80", 0, 1024, 2},         // threads
+		{"sm_80", 48 * kb, 128, 3},    // smem: 164 KB / 49 KB
+		{"sm_80", 81 * kb, 128, 2},    // 164 KB / 82 KB
+		{"sm_80", 82 * kb, 128, 1},    // one byte over half, with the reserved KB
+		{"sm_80", 163 * kb, 256, 1},   // the per-block maximum
+		{"sm_80", 163*kb + 1, 256, 0}, // over it
+		{"sm_90", 100 * kb, 128, 2},   // 228 KB / 101 KB
+		{"sm_90", 227 * kb, 128, 1},   // the per-block maximum
+		{"sm_90", 163*kb + 1, 128, 1}, // fits on sm_90 only
+		{"sm_90", 227*kb + 1, 128, 0}, // over it
+		{"sm_90", 6 * kb, 64, 32},     // the block limit
+		{"sm_90", 12 * kb, 64, 17},    // 228 KB / 13 KB
+	}
+	for _, tt := range tests {
+		k := Kernel{Grid: [3]int{1, 1, 1}, Threads: tt.threads, SmemBytes: tt.smem}
+		got, err := k.BlocksPerSM(target.MustLookup(tt.arch))
+		if tt.want == 0 {
+			if !errors.Is(err, ErrDoesNotFit) {
+				t.Errorf("%s, %d B, %d threads: %d, %v; want ErrDoesNotFit", tt.arch, tt.smem, tt.threads, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s, %d B, %d threads: %d, %v; want %d", tt.arch, tt.smem, tt.threads, got, err, tt.want)
+		}
+	}
+}
+
+// The blocks a kernel's __launch_bounds__ asks ptxas to keep room for are
+// those the busiest SM of the first wave holds, at most those that leave a
+// thread 64 registers.
+func TestMinBlocksPerSM(t *testing.T) {
+	const kb = 1 << 10
+	tests := []struct {
+		name                string
+		arch                string
+		blocks, threads, kb int
+		want                int
+	}{
+		{"LLaMA-7B attention: 128 blocks of 512, two an SM by smem, one by the grid", "sm_90", 128, 512, 98, 1},
+		{"its gate/up: 86 blocks", "sm_90", 86, 512, 110, 1},
+		{"a second wave: two an SM by smem", "sm_90", 512, 512, 98, 2},
+		{"the same on sm_80: one an SM by smem", "sm_80", 512, 512, 98, 1},
+		{"small tiles, many blocks: 16 an SM by threads, 8 by registers", "sm_90", 4096, 128, 4, 8},
+		{"512 threads, little smem: 4 by threads, 2 by registers", "sm_90", 4096, 512, 4, 2},
+		{"three an SM by the grid", "sm_90", 3 * 132, 256, 40, 3},
+		{"too large a block: 1", "sm_90", 1000, 128, 300, 1},
+	}
+	for _, tt := range tests {
+		k := Kernel{Grid: [3]int{tt.blocks, 1, 1}, Threads: tt.threads, SmemBytes: tt.kb * kb}
+		if got := k.MinBlocksPerSM(target.MustLookup(tt.arch)); got != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -28,6 +28,9 @@ const (
 	// RegsPerBlock is the 32-bit registers a block's threads share (64K on
 	// compute capabilities 8.0 and 9.0): 512 threads get 128 each.
 	RegsPerBlock = 64 << 10
+	// RegsPerSM is the 32-bit registers an SM's resident blocks share (64K
+	// on 8.0 and 9.0).
+	RegsPerSM = 64 << 10
 )
 
 // MMA is a warp-level matrix multiply-accumulate instruction: one warp

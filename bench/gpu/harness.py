@@ -48,6 +48,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import statistics
 import subprocess
@@ -775,6 +776,67 @@ def log_tail(path, lines=3):
     return " / ".join(text[-lines:])
 
 
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGS = re.compile(r"Used (\d+) registers")
+
+
+def kernel_name(mangled):
+    """The kernel's own name in a mangled one (NAME_kernel3, gemm_kernel):
+    the length-prefixed last part of a nested name that ends in kernel and
+    a number; the mangled name when there is none."""
+    for m in re.finditer(r"\d+", mangled):
+        run, end = m.group(), m.end()
+        for k in range(len(run)):
+            n = int(run[k:])
+            name = mangled[end:end + n]
+            # A nested name's last part ends at E, or at I where template
+            # arguments follow.
+            if len(name) == n and re.fullmatch(r"[A-Za-z_]\w*kernel\d*", name) and mangled[end + n:end + n + 1] in ("E", "I"):
+                return name
+    return mangled
+
+
+def parse_ptxas(text):
+    """What ptxas -v said of each kernel it compiled: a list of
+    {"kernel", "arch", "registers", "spill_bytes"} (stores and loads), in
+    the log's order."""
+    out = []
+    for line in text.splitlines():
+        m = _PTXAS_ENTRY.search(line)
+        if m:
+            out.append({"kernel": kernel_name(m.group(1)), "arch": m.group(2), "registers": None, "spill_bytes": 0})
+            continue
+        if not out:
+            continue
+        m = _PTXAS_SPILL.search(line)
+        if m:
+            out[-1]["spill_bytes"] = int(m.group(1)) + int(m.group(2))
+        m = _PTXAS_REGS.search(line)
+        if m:
+            out[-1]["registers"] = int(m.group(1))
+    return out
+
+
+def format_ptxas(results):
+    """A line per entry whose kernels spill, and the most registers a
+    kernel of each workload took; empty when no entry has ptxas's report."""
+    spills, most = [], {}
+    for r in results:
+        for k in r.get("ptxas") or []:
+            if k["spill_bytes"]:
+                spills.append("- %s: %s spills %d bytes (%s registers)" % (r["entry"], k["kernel"], k["spill_bytes"], k["registers"]))
+            if k["registers"] is not None and k["registers"] > most.get(r["workload"], (0, ""))[0]:
+                most[r["workload"]] = (k["registers"], "%s %s" % (r["entry"], k["kernel"]))
+    if not most and not spills:
+        return ""
+    head = "Registers (ptxas -v): the most a kernel of each workload takes: " + "; ".join(
+        "%s %d (%s)" % (w, n, where) for w, (n, where) in sorted(most.items())) + "."
+    if not spills:
+        return head + " No kernel spills.\n"
+    return head + " Kernels that spill:\n\n" + "\n".join(spills) + "\n"
+
+
 def emulator_build(entry, emu_include, lib):
     """Compile the entry for mirage's CPU emulator (g++), once."""
     cu = os.path.join(entry.path, entry.lib_name + ".cu")
@@ -833,6 +895,12 @@ class WorkloadRunner:
         if not os.path.exists(path):
             log = os.path.join(e.path, "nvcc.%s.log" % tag)
             return fail(r, "build: " + (log_tail(log, 2) or "no %s" % os.path.basename(path)))
+        if not self.args.emulate:
+            try:
+                with open(os.path.join(e.path, "nvcc.%s.log" % tag), errors="replace") as f:
+                    r["ptxas"] = parse_ptxas(f.read())
+            except OSError:
+                pass
         try:
             lib = MirageLib(path, e.lib_name)
         except (OSError, AttributeError) as ex:
@@ -1287,6 +1355,7 @@ def main(argv=None):
                   "adds the unfused program at superopt's baseline_us:\n")
         md.append(format_kendall(taus))
     md.append(format_baseline_notes(all_baselines))
+    md.append(format_ptxas(all_results))
     notes = [(w.name, w.note) for w in WORKLOADS.values() if w.note and any(r["workload"] == w.name for r in all_results)]
     if notes:
         md.append("\nInputs: uniform in [-1, 1) except " + "; ".join("%s: %s" % n for n in notes) + ".\n")

@@ -116,7 +116,9 @@ compile_one() {
 	local links=()
 	grep -q '^#define MIRAGE_CUBLASLT' "$cu" && links+=(-lcublasLt)
 	# shellcheck disable=SC2086 # NVCC_FLAGS is a list of flags
-	if "$nvcc" -O3 -std=c++17 -arch="$nvcc_arch" -shared -Xcompiler -fPIC $NVCC_FLAGS \
+	# -Xptxas -v: each kernel's registers and spills, in the log the
+	# harness reads into gpu.json and gpu.md.
+	if "$nvcc" -O3 -std=c++17 -arch="$nvcc_arch" -shared -Xcompiler -fPIC -Xptxas -v $NVCC_FLAGS \
 		-o "$lib.tmp" "$cu" "${links[@]}" >"$log" 2>&1; then
 		mv "$lib.tmp" "$lib"
 	else

@@ -347,6 +347,43 @@ class TableTest(unittest.TestCase):
         self.assertEqual(json.loads(json.dumps(doc, allow_nan=False)), {"a": [1.0, "inf", {"b": "nan"}], "c": [2, "x"]})
 
 
+# What nvcc 11.8 -Xptxas -v printed for an emitted layer (shortened to two
+# kernels) and for the runtime's GEMM.
+PTXAS_LOG = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_ZN49_GLOBAL__N__283765f0_16_llama7b_layer_cu_4db824a321llama7b_layer_kernel1EPK6__halfS2_S2_PS0_S3_' for 'sm_90'
+ptxas info    : Function properties for _ZN49_GLOBAL__N__283765f0_16_llama7b_layer_cu_4db824a321llama7b_layer_kernel1EPK6__halfS2_S2_PS0_S3_
+    8 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 64 registers
+ptxas info    : Compiling entry function '_ZN6mirage11gemm_kernelI6__halfLi64ELi64ELi2ELi2EEEvPT_PKS2_S5_iiiii' for 'sm_90'
+ptxas info    : Function properties for _ZN6mirage11gemm_kernelI6__halfLi64ELi64ELi2ELi2EEEvPT_PKS2_S5_iiiii
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 122 registers, 384 bytes cmem[0]
+"""
+
+
+class PtxasTest(unittest.TestCase):
+    def test_parse(self):
+        got = harness.parse_ptxas(PTXAS_LOG)
+        self.assertEqual(got, [
+            {"kernel": "llama7b_layer_kernel1", "arch": "sm_90", "registers": 64, "spill_bytes": 20},
+            {"kernel": "gemm_kernel", "arch": "sm_90", "registers": 122, "spill_bytes": 0},
+        ])
+        self.assertEqual(harness.parse_ptxas("nvcc fatal : no input files\n"), [])
+
+    def test_format(self):
+        rs = [result("llama7b_layer.c0"), result("lora.c0")]
+        rs[0]["workload"] = "llama7b_layer"
+        rs[0]["ptxas"] = harness.parse_ptxas(PTXAS_LOG)
+        rs[1]["ptxas"] = [{"kernel": "lora_kernel0", "arch": "sm_90", "registers": 40, "spill_bytes": 0}]
+        text = harness.format_ptxas(rs)
+        self.assertIn("llama7b_layer 122 (llama7b_layer.c0 gemm_kernel)", text)
+        self.assertIn("lora 40 (lora.c0 lora_kernel0)", text)
+        self.assertIn("- llama7b_layer.c0: llama7b_layer_kernel1 spills 20 bytes (64 registers)", text)
+        rs[0]["ptxas"] = rs[0]["ptxas"][1:]
+        self.assertIn("No kernel spills.", harness.format_ptxas(rs))
+        self.assertEqual(harness.format_ptxas([result("lora.c0")]), "")
+
+
 class ProfileTest(unittest.TestCase):
     def test_profile(self):
         rs = [

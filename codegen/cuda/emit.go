@@ -327,7 +327,7 @@ func (p *program) graphDefined(i int) error {
 		}
 		strides = append(strides, st)
 	}
-	bk := newBlockKernel(name, tg, ins, outs, strides)
+	bk := newBlockKernel(name, tg, lk.MinBlocksPerSM(p.opts.Arch), ins, outs, strides)
 	src, err := bk.emit()
 	if err != nil {
 		return err

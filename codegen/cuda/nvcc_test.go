@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -151,6 +152,39 @@ func TestNVCCDynamic(t *testing.T) {
 			if msg := strings.TrimSpace(string(out)); msg != "" {
 				t.Errorf("nvcc warnings:\n%s", msg)
 			}
+		})
+	}
+}
+
+// TestNVCCLayerDoesNotSpill compiles the answer superopt wrote for the
+// LLaMA-7B layer at 4 tokens (testdata: /tmp/h1/progs/llama7b_layer.py
+// -- --tokens 4, sm_90, 60 s), whose 512-thread kernels ptxas spilled when
+// their __launch_bounds__ gave the threads alone. Each such kernel now
+// names the blocks an SM holds, as the launch plan counts them.
+func TestNVCCLayerDoesNotSpill(t *testing.T) {
+	nvcc := needNVCC(t)
+	f, err := kernel.ReadFile(filepath.Join("testdata", "llama7b_layer_t4.ugraph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.Graphs[0].Graph
+	for _, arch := range []target.Arch{sm80, sm90} {
+		t.Run(arch.Name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Emit("llama7b_layer", g, Options{Arch: arch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bounds := regexp.MustCompile(`__launch_bounds__\(512, (\d+)\)`).FindAllSubmatch(res.Files[0].Data, -1)
+			if len(bounds) != 4 {
+				t.Errorf("%d kernels of 512 threads name their blocks an SM, want the layer's 4", len(bounds))
+			}
+			for _, b := range bounds {
+				if string(b[1]) != "1" {
+					t.Errorf("__launch_bounds__(512, %s): every grid has at most one block an SM", b[1])
+				}
+			}
+			nvccCompile(t, nvcc, "llama7b_layer", g, Options{Arch: arch})
 		})
 	}
 }
