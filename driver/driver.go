@@ -27,8 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/mirage-go/mirage/cost"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/memlimit"
@@ -374,31 +372,95 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 				todo = append(todo, o)
 			}
 		}
-		d.searchAll(ctx, todo)
-		if round+1 == maxRounds || d.interrupted() || !time.Now().Before(d.searchEnd) {
+		var ahead func(*outcome) []*outcome
+		if round+1 < maxRounds {
+			ahead = func(o *outcome) []*outcome { return d.cutAhead(groups, outs, o) }
+		}
+		d.searchAll(ctx, todo, ahead)
+		if round+1 == maxRounds || d.interrupted() {
 			return parts, outs, nil
 		}
 		var next [][]int
 		changed := false
 		for k, grp := range groups {
-			if r := d.resultOf(outs[k]); !splitAgain(r, searchable(d.ix, grp, d.limits(grp), false)) || len(grp) < 2 {
-				next = append(next, grp)
-				continue
-			}
-			tighter := func(ops []int) Limits {
-				l := d.limits(ops)
-				l.Ops = len(grp) - 1
-				return l
-			}
-			pieces := split(d.ix, grp, tighter, !d.opts.NoSeeds, d.searchOver)
+			pieces := d.cutAgain(grp, d.resultOf(outs[k]))
 			next = append(next, pieces...)
 			changed = changed || len(pieces) > 1
 		}
 		if !changed {
 			return parts, outs, nil
 		}
-		groups = recompute(d.ix, next, d.limits)
+		next = recompute(d.ix, next, d.limits)
+		// With the search time over, the next round is taken only where
+		// cutAhead has searched every part of it already.
+		if d.searchOver() && !d.searchedAll(next) {
+			return parts, outs, nil
+		}
+		groups = next
 	}
+}
+
+// searchedAll reports whether the search of every part of groups has
+// ended.
+func (d *run) searchedAll(groups [][]int) bool {
+	for _, p := range cut(d.ix, groups) {
+		if o, err := d.outcomeOf(p); err != nil || !d.resultOf(o).done {
+			return false
+		}
+	}
+	return true
+}
+
+// cutAgain is the groups that group grp, whose part's search gave r, is
+// searched as in the next round: its pieces where splitAgain says so,
+// else grp alone.
+func (d *run) cutAgain(grp []int, r result) [][]int {
+	if len(grp) < 2 || !splitAgain(r, searchable(d.ix, grp, d.limits(grp), false)) {
+		return [][]int{grp}
+	}
+	tighter := func(ops []int) Limits {
+		l := d.limits(ops)
+		l.Ops = len(grp) - 1
+		return l
+	}
+	return split(d.ix, grp, tighter, !d.opts.NoSeeds, d.searchOver)
+}
+
+// cutAhead starts the next round early for the parts whose search, o's,
+// has just ended: where a part is to be cut again, it cuts it as the next
+// round will (the others as they are) and returns the outcomes of that
+// partition that have not been searched. So a part that cannot fuse is
+// cut, and its pieces searched, beside the round's longer searches (an
+// attention part's enumeration can take most of the budget) rather than
+// after them. The next round finds those outcomes done, shared by the
+// parts' hashes; a part that its whole partition builds otherwise (the
+// recomputed norms of several cuts) is searched then.
+func (d *run) cutAhead(groups [][]int, outs []*outcome, o *outcome) []*outcome {
+	if d.searchOver() {
+		return nil
+	}
+	r := d.resultOf(o)
+	var fresh []*outcome
+	for k, grp := range groups {
+		if outs[k] != o {
+			continue
+		}
+		pieces := d.cutAgain(grp, r)
+		if len(pieces) < 2 {
+			continue
+		}
+		next := slices.Concat(groups[:k], pieces, groups[k+1:])
+		for _, p := range cut(d.ix, recompute(d.ix, next, d.limits)) {
+			po, err := d.outcomeOf(p)
+			if err != nil { // the next round reports it
+				continue
+			}
+			if !d.resultOf(po).done && !slices.Contains(fresh, po) {
+				fresh = append(fresh, po)
+			}
+		}
+	}
+	return fresh
 }
 
 // splitAgain reports whether a part whose search gave r is cut into
@@ -487,28 +549,68 @@ func (d *run) resultOf(o *outcome) result {
 }
 
 // searchAll searches the outcomes' programs, up to Workers at a time. Each
-// gets an equal share of the search time left, counting those still
-// waiting as sharing the workers. (A part that does not fuse at all is
-// found out early, as its search runs out of states: the time it leaves
-// goes to its pieces, the next round.) When ctx ends it returns at once:
-// the searches still running are left to end on their own, their results
-// unused.
-func (d *run) searchAll(ctx context.Context, todo []*outcome) {
-	var g errgroup.Group
-	g.SetLimit(d.opts.Workers)
-	var mu sync.Mutex
-	left := len(todo)
-	workers := max(1, d.opts.Workers/max(1, min(len(todo), d.opts.Workers)))
+// gets an equal share of the time the workers have left: until the search
+// deadline for this one and those idle, from its search's deadline for
+// each one busy, shared among this search and those still waiting. (A
+// part that does not fuse at all is found out early, as its search runs
+// out of states.) As each search
+// ends, ahead (unless nil) gives outcomes to search next, in the same
+// pool: the pieces of a part that did not fuse, cut at once (cutAhead),
+// which take the time it left. When ctx ends it returns at once: the
+// searches still running are left to end on their own, their results
+// unused, and start nothing more.
+func (d *run) searchAll(ctx context.Context, todo []*outcome, ahead func(*outcome) []*outcome) {
+	var (
+		mu     sync.Mutex
+		wake   = sync.NewCond(&mu)
+		queue  = slices.Clone(todo)
+		queued = map[*outcome]bool{}
+		busy   = map[*outcome]time.Time{} // the searches running, to their deadlines
+		closed bool                       // searchAll has returned
+	)
 	for _, o := range todo {
-		g.Go(func() error {
-			mu.Lock()
-			waves := (left + d.opts.Workers - 1) / d.opts.Workers
-			budget := time.Until(d.searchEnd) / time.Duration(max(1, waves))
-			left--
+		queued[o] = true
+	}
+	pool := min(len(todo), d.opts.Workers)
+	workers := max(1, d.opts.Workers/max(1, pool))
+	next := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for {
+			for len(queue) == 0 && len(busy) > 0 && !closed {
+				wake.Wait()
+			}
+			if len(queue) == 0 || closed {
+				wake.Broadcast()
+				return
+			}
+			o := queue[0]
+			queue = queue[1:]
+			left := time.Until(d.searchEnd)
+			free := left * time.Duration(pool-len(busy))
+			for _, end := range busy {
+				free += max(0, d.searchEnd.Sub(end))
+			}
+			deadline := time.Now().Add(min(left, free/time.Duration(len(queue)+1)))
+			busy[o] = deadline
 			mu.Unlock()
-			d.search(ctx, o, time.Now().Add(budget), workers)
-			return nil
-		})
+			d.search(ctx, o, deadline, workers)
+			mu.Lock()
+			delete(busy, o)
+			if ahead != nil && !closed && ctx.Err() == nil {
+				for _, n := range ahead(o) {
+					if !queued[n] {
+						queued[n] = true
+						queue = append(queue, n)
+					}
+				}
+			}
+			wake.Broadcast()
+		}
+	}
+	var g sync.WaitGroup
+	for range pool {
+		g.Go(next)
 	}
 	done := make(chan struct{})
 	go func() { g.Wait(); close(done) }()
@@ -516,6 +618,10 @@ func (d *run) searchAll(ctx context.Context, todo []*outcome) {
 	case <-done:
 	case <-ctx.Done():
 	}
+	mu.Lock()
+	closed = true
+	wake.Broadcast()
+	mu.Unlock()
 }
 
 // search searches o's program until deadline (the cache first) and keeps

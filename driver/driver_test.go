@@ -639,6 +639,41 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(4096,)), W))`)
 	}
 }
 
+// A part that cannot fuse is cut again, and its pieces searched, as soon
+// as its search ends, beside a longer one: here the attention part's
+// enumeration runs to the end of the search time, after which the next
+// round used to find none left (Gemma's post-attention norm and residual,
+// behind its soft-capped attention, stayed unfused). The next round's
+// partition is taken when every part of it has been searched.
+func TestRunCutsAheadBesideALongSearch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	g := loadSource(t, "gemma_attention", `
+X = g.new_input(dims=(1, 1, 1024), dtype=mi.float16)
+Q = g.new_input(dims=(8, 1, 256), dtype=mi.float16)
+K = g.new_input(dims=(8, 256, 1000), dtype=mi.float16)
+V = g.new_input(dims=(8, 1000, 256), dtype=mi.float16)
+Wo = g.new_input(dims=(8, 256, 1024), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.tanh(g.mul_scalar(g.matmul(Q, K), 0.02)), 50.0))
+O = g.matmul(g.div(E, g.reduction(E, 2)), V)
+A = g.reduction(g.matmul(O, Wo), 0)
+g.mark_output(g.add(X, g.rms_norm(A, normalized_shape=(1024,))))`)
+	res, err := Run(context.Background(), g, Options{Workers: 2, Seed: 1, TimeLimit: 20 * time.Second, Arch: target.MustLookup("sm_90")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	tail := false
+	for _, p := range res.Parts {
+		parts = append(parts, fmt.Sprintf("(%s) fused %v", strings.Join(p.Kinds, ", "), p.Fused))
+		tail = tail || slices.Equal(p.Kinds, []string{"rms_norm", "add"}) && p.Fused
+	}
+	if !tail {
+		t.Errorf("no fused part (rms_norm, add); the parts:\n%s", strings.Join(parts, "\n"))
+	}
+}
+
 // splitAgain's rule, by what a part's search gave and whether the
 // enumeration's limits hold the part.
 func TestSplitAgain(t *testing.T) {

@@ -266,7 +266,7 @@ func RunShard(ctx context.Context, program *kernel.Graph, opts Options, sh Shard
 			searched = append(searched, o)
 		}
 	}
-	d.searchAll(runCtx, searched)
+	d.searchAll(runCtx, searched, nil)
 	res := &ShardResult{Shard: sh}
 	for _, o := range searched {
 		r := d.resultOf(o)
