@@ -374,7 +374,7 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 		}
 		var ahead func(*outcome) []*outcome
 		if round+1 < maxRounds {
-			ahead = func(o *outcome) []*outcome { return d.cutAhead(groups, outs, o) }
+			ahead = func(o *outcome) []*outcome { return d.cutAhead(groups, parts, outs, o) }
 		}
 		d.searchAll(ctx, todo, ahead)
 		if round+1 == maxRounds || d.interrupted() {
@@ -427,37 +427,50 @@ func (d *run) cutAgain(grp []int, r result) [][]int {
 }
 
 // cutAhead starts the next round early for the parts whose search, o's,
-// has just ended: where a part is to be cut again, it cuts it as the next
-// round will (the others as they are) and returns the outcomes of that
-// partition that have not been searched. So a part that cannot fuse is
-// cut, and its pieces searched, beside the round's longer searches (an
-// attention part's enumeration can take most of the budget) rather than
-// after them. The next round finds those outcomes done, shared by the
-// parts' hashes; a part that its whole partition builds otherwise (the
-// recomputed norms of several cuts) is searched then.
-func (d *run) cutAhead(groups [][]int, outs []*outcome, o *outcome) []*outcome {
+// has just ended: where they are to be cut again, it cuts them as the next
+// round will (the other groups as they are) and returns the outcomes of
+// that partition's new parts that have not been searched. So a part that
+// cannot fuse is cut, and its pieces searched, beside the round's longer
+// searches (an attention part's enumeration can take most of the budget)
+// rather than after them. The next round finds those outcomes done,
+// shared by the parts' hashes; a part that its whole partition builds
+// otherwise (the recomputed norms of several cuts) is searched then.
+func (d *run) cutAhead(groups [][]int, parts []Part, outs []*outcome, o *outcome) []*outcome {
 	if d.searchOver() {
 		return nil
 	}
 	r := d.resultOf(o)
-	var fresh []*outcome
+	var next [][]int
+	changed := false
 	for k, grp := range groups {
 		if outs[k] != o {
+			next = append(next, grp)
 			continue
 		}
 		pieces := d.cutAgain(grp, r)
-		if len(pieces) < 2 {
+		next = append(next, pieces...)
+		changed = changed || len(pieces) > 1
+	}
+	if !changed {
+		return nil
+	}
+	// The parts this partition shares with the round's are searched,
+	// running or queued already.
+	old := map[string]bool{}
+	for _, p := range parts {
+		old[p.key()] = true
+	}
+	var fresh []*outcome
+	for _, p := range cut(d.ix, recompute(d.ix, next, d.limits)) {
+		if old[p.key()] {
 			continue
 		}
-		next := slices.Concat(groups[:k], pieces, groups[k+1:])
-		for _, p := range cut(d.ix, recompute(d.ix, next, d.limits)) {
-			po, err := d.outcomeOf(p)
-			if err != nil { // the next round reports it
-				continue
-			}
-			if !d.resultOf(po).done && !slices.Contains(fresh, po) {
-				fresh = append(fresh, po)
-			}
+		po, err := d.outcomeOf(p)
+		if err != nil { // the next round reports it
+			continue
+		}
+		if !d.resultOf(po).done && !slices.Contains(fresh, po) {
+			fresh = append(fresh, po)
 		}
 	}
 	return fresh
@@ -494,7 +507,7 @@ func (d *run) outcomeOf(p Part) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{program: pg, unfusedUs: e.Micros, ops: fmt.Sprint(p.Ops, p.Inputs, p.Outputs)}
+	o := &outcome{program: pg, unfusedUs: e.Micros, ops: p.key()}
 	d.outcomes[h] = o
 	if len(p.Ops) == 1 && d.program.Ops[p.Ops[0]].Kind == ugraph.OpCustomized {
 		o.result = result{done: true, fused: true, estimatedUs: e.Micros}

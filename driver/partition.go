@@ -25,6 +25,9 @@ type Part struct {
 	Outputs []kernel.TensorID // the program's tensors it provides, ascending
 }
 
+// key names p by what it computes from what: its ops, inputs and outputs.
+func (p Part) key() string { return fmt.Sprint(p.Ops, p.Inputs, p.Outputs) }
+
 // Limits say which parts one search can take: what its graph-defined
 // kernels may hold under the configuration the part will be searched with.
 type Limits struct {
