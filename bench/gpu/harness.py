@@ -130,6 +130,20 @@ def ref_llama_mlp_block(X, W1, W3, W2):
     return (X + torch.matmul(gate * torch.matmul(N, W3), W2),)
 
 
+def ref_llama_layer(X, ones, Wq, Wk, Wv, Kc, Vc, Wo, W1, W3, W2):
+    # The program's semantics, op by op: the heads a batch dim made by the
+    # product with ones, the softmax written out, the output projection
+    # summed over the heads.
+    N = rms_norm(X)
+    Nh = N * ones
+    E = torch.exp(torch.matmul(torch.matmul(Nh, Wq), Kc) * (1 / math.sqrt(128)))
+    O = torch.matmul(E / torch.sum(E, dim=2, keepdim=True), Vc)
+    H1 = X + torch.sum(torch.matmul(O, Wo), dim=0, keepdim=True)
+    N2 = rms_norm(H1)
+    up = torch.nn.functional.silu(torch.matmul(N2, W1)) * torch.matmul(N2, W3)
+    return (H1 + torch.matmul(up, W2), torch.matmul(Nh, Wk), torch.matmul(Nh, Wv))
+
+
 def _uniform(gen, shape, scale=1.0):
     return (torch.rand(shape, generator=gen, dtype=torch.float64) * 2 - 1) * scale
 
@@ -174,6 +188,23 @@ def gen_scaled_weights(g, shapes):
     return out
 
 
+def gen_layer(g, shapes):
+    """Inputs for a decoder layer (ref_llama_layer's order): X, the K and V
+    caches uniform in [-1, 1), the tensor of ones all ones, and each weight
+    scaled by the power of two nearest 1/sqrt(K), K the rows it is
+    multiplied over (its next-to-last dim), as a trained model's are. The
+    scores then stay near 0.3 and the row sums of exp near the cache's
+    length, within fp16."""
+    x, ones, wq, wk, wv, kc, vc, *ws = shapes
+    out = [_uniform(g, x), torch.ones(ones, dtype=torch.float64)]
+    for s in (wq, wk, wv):
+        out.append(_uniform(g, s, 2.0 ** -round(math.log2(math.sqrt(s[-2])))))
+    out += [_uniform(g, kc), _uniform(g, vc)]
+    for s in ws:
+        out.append(_uniform(g, s, 2.0 ** -round(math.log2(math.sqrt(s[-2])))))
+    return out
+
+
 class Workload:
     def __init__(self, name, inputs, outputs, ref, gen, note=""):
         self.name = name
@@ -206,6 +237,13 @@ WORKLOADS = {
         Workload(
             "gqa_repeat_kv", [(8, 4, 4, 128), (1, 4, 1, 1), (8, 1, 128, 2048), (8, 1, 2048, 128)], [(8, 4, 4, 128)],
             ref_gqa_repeat_kv, gen_repeat_kv, note="the repeating tensor all ones",
+        ),
+        Workload(
+            "llama_layer",
+            [(1, 4, 4096), (32, 1, 1), (32, 4096, 128), (32, 4096, 128), (32, 4096, 128), (32, 128, 1024),
+             (32, 1024, 128), (32, 128, 4096), (1, 4096, 11008), (1, 4096, 11008), (1, 11008, 4096)],
+            [(1, 4, 4096), (32, 4, 128), (32, 4, 128)],
+            ref_llama_layer, gen_layer, note="weights scaled by 2^-round(log2 sqrt(K)), the ones tensor all ones",
         ),
     ]
 }

@@ -592,6 +592,56 @@ class ReferenceTest(unittest.TestCase):
         self.assertLess(float((ref - X).abs().max()), 1e3)  # in fp16 range, not flat
         self.assertGreater(float((ref - X).std()), 1e-3)
 
+    def test_llama_layer(self):
+        """The layer's reference against an HF-style formulation: heads made
+        by a view, not by a product with ones; softmax; the projection of
+        the heads concatenated. Small shapes, float64."""
+        t = self.torch
+        g = t.Generator().manual_seed(3)
+        T, D, H, HD, S, F = 2, 16, 4, 128, 6, 24
+        r = lambda *s: t.rand(*s, generator=g, dtype=t.float64) * 2 - 1  # noqa: E731
+        X, Kc, Vc = r(1, T, D), r(H, HD, S), r(H, S, HD)
+        Wq, Wk, Wv, Wo = r(H, D, HD) / 4, r(H, D, HD) / 4, r(H, D, HD) / 4, r(H, HD, D) / 8
+        W1, W3, W2 = r(1, D, F) / 4, r(1, D, F) / 4, r(1, F, D) / 4
+        ones = t.ones(H, 1, 1, dtype=t.float64)
+        out, kn, vn = harness.ref_llama_layer(X, ones, Wq, Wk, Wv, Kc, Vc, Wo, W1, W3, W2)
+        nrm = lambda v: v / (v * v).mean(-1, keepdim=True).sqrt()  # noqa: E731
+        x = X[0]  # T x D
+        n = nrm(x)
+        # Per-head weights as one D x (H*HD) matrix, heads along the columns.
+        q = (n @ Wq.permute(1, 0, 2).reshape(D, H * HD)).view(T, H, HD).transpose(0, 1)
+        k = (n @ Wk.permute(1, 0, 2).reshape(D, H * HD)).view(T, H, HD).transpose(0, 1)
+        v = (n @ Wv.permute(1, 0, 2).reshape(D, H * HD)).view(T, H, HD).transpose(0, 1)
+        p = t.softmax(q @ Kc / math.sqrt(HD), dim=-1)
+        o = (p @ Vc).transpose(0, 1).reshape(T, H * HD)
+        h = x + o @ Wo.reshape(H * HD, D)
+        m = nrm(h)
+        y = h + (t.nn.functional.silu(m @ W1[0]) * (m @ W3[0])) @ W2[0]
+        self.assertTrue(t.allclose(out[0], y))
+        self.assertTrue(t.allclose(kn, k))
+        self.assertTrue(t.allclose(vn, v))
+
+    def test_llama_layer_inputs(self):
+        # The workload's shapes but for 4 heads and 8 columns of the MLP's
+        # weights (the whole layer's inputs are 1.7 GB in float64): the
+        # scales follow the dims multiplied over.
+        t = self.torch
+        shapes = [(1, 4, 4096), (4, 1, 1), (4, 4096, 128), (4, 4096, 128), (4, 4096, 128), (4, 128, 1024),
+                  (4, 1024, 128), (4, 128, 4096), (1, 4096, 8), (1, 4096, 8), (1, 11008, 8)]
+        xs = harness.gen_layer(t.Generator().manual_seed(1), shapes)
+        self.assertEqual([tuple(x.shape) for x in xs], shapes)
+        X, ones, Wq, Wk, Wv, Kc, Vc, Wo, W1, W3, W2 = xs
+        self.assertTrue(t.equal(ones, t.ones_like(ones)))
+        for wt, k in ((Wq, 4096), (Wo, 128), (W1, 4096), (W2, 11008)):
+            bound = 2.0 ** -round(math.log2(math.sqrt(k)))
+            self.assertLessEqual(float(wt.abs().max()), bound)
+            self.assertGreater(float(wt.abs().max()), bound / 2)
+        # The scores stay in fp16 range and the softmax is not flat.
+        N = harness.rms_norm(X) * ones
+        A = t.matmul(t.matmul(N, Wq), Kc) / math.sqrt(128)
+        self.assertLess(float(t.exp(A).sum(-1).max()), 6e4)
+        self.assertGreater(float(A.std()), 0.1)
+
     def test_rel_err(self):
         t = self.torch
         ref = t.tensor([1.0, -2.0, 4.0], dtype=t.float64)
