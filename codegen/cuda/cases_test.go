@@ -253,6 +253,17 @@ var emuCases = []emuCase{
 		"g.mark_output(M)",
 		"g.mark_output(A)",
 	}},
+	// An input only a dead op reads (a layer's new K, not output): still
+	// an argument of the entry point, but no variable of the host code
+	// (nvcc warned of one declared and never used).
+	{name: "dead_input", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(4, 64), dtype=mi.float16)",
+		"Wk = g.new_input(dims=(64, 32), dtype=mi.float16)",
+		"Wq = g.new_input(dims=(64, 32), dtype=mi.float16)",
+		"K = g.matmul(X, Wk)",
+		"g.mark_output(g.exp(g.matmul(X, Wq)))",
+	}},
 	// The runtime's rms_norm keeps 256·32 elements of a row in registers
 	// (rows of up to 8192, read once); past them it reads again.
 	{name: "rms_norm_long_rows", scale: 1, src: []string{

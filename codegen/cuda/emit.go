@@ -221,9 +221,23 @@ func (p *program) storage() error {
 	for j, t := range g.Outputs {
 		outOf[t] = j
 	}
+	// An input that only ops no output depends on read is still an
+	// argument, but declaring it would be an unused variable (nvcc #177).
+	read := map[kernel.TensorID]bool{}
+	for i := range g.Ops {
+		if g.Ops[i].Kind != ugraph.OpInput && p.live[i] {
+			for _, t := range g.Ops[i].In {
+				read[t] = true
+			}
+		}
+	}
 	for k, t := range g.Inputs() {
 		p.res.Buffers = append(p.res.Buffers, Buffer{Tensor: t, Role: RoleInput, Index: k, Bytes: g.Tensors[t].Bytes()})
 		p.cname[t] = fmt.Sprintf("t%d", t)
+		if _, isOut := outOf[t]; !read[t] && !isOut {
+			p.decls = append(p.decls, fmt.Sprintf("// input %d %v (inputs[%d]) is read by no op an output depends on", k, g.Tensors[t].Shape, k))
+			continue
+		}
 		p.decls = append(p.decls, fmt.Sprintf("const %s* const t%d = static_cast<const %s*>(inputs[%d]);  // input %d %v",
 			ctype(g.Tensors[t].DType), t, ctype(g.Tensors[t].DType), k, k, g.Tensors[t].Shape))
 	}
