@@ -186,6 +186,32 @@ func checkEquivalent(t *testing.T, what string, want, got *kernel.Graph) {
 // them back, once with their own ops and once with each part replaced by
 // its own program (so that the splice maps every input and output): both
 // compute the program.
+// Ops no output depends on are in no part, and a tensor that only they
+// read is no part's output: a layer whose new K and V are computed but not
+// output searches its norm and Q projection alone (the K and V products
+// had made it a part that did not fuse). The stitched program computes the
+// outputs all the same.
+func TestPartitionLeavesDeadOpsOut(t *testing.T) {
+	g := loadSource(t, "dead_kv", `
+X = g.new_input(dims=(1, 4, 1024), dtype=mi.float16)
+ones = g.new_input(dims=(8, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(8, 1024, 128), dtype=mi.float16)
+Wk = g.new_input(dims=(8, 1024, 128), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(1024,)), ones)
+K = g.matmul(N, Wk)
+g.mark_output(g.matmul(N, Wq))`)
+	// Ops 4 and 5 make N (tensor 5), op 6 the dead K, op 7 the output.
+	parts := Partition(g, defaultLimits(t, g))
+	if len(parts) != 1 || !slices.Equal(parts[0].Ops, []int{4, 5, 7}) || !slices.Equal(parts[0].Outputs, []kernel.TensorID{7}) {
+		t.Errorf("parts %+v, want one of ops [4 5 7] (rms_norm, mul, matmul) with output 7", parts)
+	}
+	plain, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEquivalent(t, "own ops", g, plain)
+}
+
 func TestPartitionStitchRoundTrip(t *testing.T) {
 	if len(programs) < 10 {
 		t.Fatalf("%d programs; the round trip wants at least 10", len(programs))

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/seed"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
@@ -89,7 +90,7 @@ func coverageOf(g *indexed, ops []int) coverage {
 type indexed struct {
 	*kernel.Graph
 	producer []int   // per tensor, the op that makes it
-	readers  [][]int // per tensor, the ops that read it, ascending, once each
+	readers  [][]int // per tensor, the live ops that read it, ascending, once each
 	output   []bool  // per tensor, whether it is a program output
 	// arch is the target the parts are cut for: coverageOf places seeds on it.
 	arch target.Arch
@@ -102,9 +103,13 @@ type indexed struct {
 func index(g *kernel.Graph, arch target.Arch) *indexed {
 	ix := &indexed{Graph: g, producer: make([]int, len(g.Tensors)), readers: make([][]int, len(g.Tensors)), output: make([]bool, len(g.Tensors)),
 		arch: arch, covers: map[uint64]coverage{}}
+	live := launch.Live(g)
 	for i, op := range g.Ops {
 		for _, t := range op.Out {
 			ix.producer[t] = i
+		}
+		if !live[i] {
+			continue // a dead op's reads keep nothing in device memory
 		}
 		for _, t := range op.In {
 			if r := ix.readers[t]; len(r) == 0 || r[len(r)-1] != i {
@@ -528,11 +533,13 @@ func cutBytes(g *indexed, ops []int) int64 {
 	return b
 }
 
-// computeOps returns the indices of g's ops other than inputs.
+// computeOps returns the indices of g's ops other than inputs that an output
+// depends on: the others are in no part, as the emitted code launches none.
 func computeOps(g *kernel.Graph) []int {
 	var ops []int
+	live := launch.Live(g)
 	for i, op := range g.Ops {
-		if op.Kind != ugraph.OpInput {
+		if op.Kind != ugraph.OpInput && live[i] {
 			ops = append(ops, i)
 		}
 	}
