@@ -212,6 +212,34 @@ g.mark_output(g.matmul(N, Wq))`)
 	checkEquivalent(t, "own ops", g, plain)
 }
 
+// The same layer at two depths of a stack is one part program, searched
+// once: its inputs are in the order its ops read them, not by the
+// tensors' numbers (the shared scale S is numbered before the first
+// layer's activation and after the second's).
+func TestPartsOfAStackShareOneProgram(t *testing.T) {
+	g := loadSource(t, "stack", `
+X = g.new_input(dims=(4, 64), dtype=mi.float16)
+S = g.new_input(dims=(1, 64), dtype=mi.float16)
+x = X
+for l in range(2):
+    W = g.new_input(dims=(64, 64), dtype=mi.float16)
+    x = g.matmul(g.mul(g.rms_norm(x, normalized_shape=(64,)), S), W)
+g.mark_output(x)`)
+	ops := computeOps(g)
+	parts := cut(index(g, sm90), [][]int{ops[:3], ops[3:]})
+	var hashes []uint64
+	for _, p := range parts {
+		pg, err := p.Program(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, kernel.Hash(pg))
+	}
+	if hashes[0] != hashes[1] {
+		t.Errorf("the two layers' parts hash apart: inputs %v and %v", parts[0].Inputs, parts[1].Inputs)
+	}
+}
+
 func TestPartitionStitchRoundTrip(t *testing.T) {
 	if len(programs) < 10 {
 		t.Fatalf("%d programs; the round trip wants at least 10", len(programs))

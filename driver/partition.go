@@ -22,8 +22,8 @@ import (
 // outputs. Both stay in device memory: they are the cut points.
 type Part struct {
 	Ops     []int             // indices into the program's Ops, ascending
-	Inputs  []kernel.TensorID // the program's tensors it reads, ascending
-	Outputs []kernel.TensorID // the program's tensors it provides, ascending
+	Inputs  []kernel.TensorID // the program's tensors it reads, in the order its ops first read them
+	Outputs []kernel.TensorID // the program's tensors it provides, in the order its ops make them
 }
 
 // key names p by what it computes from what: its ops, inputs and outputs.
@@ -338,7 +338,10 @@ func cut(g *indexed, groups [][]int) []Part {
 }
 
 // partInputs returns the tensors that ops (ascending) read from outside,
-// ascending.
+// in the order the ops first read them: not by the tensors' numbers, so
+// that the same layer at two depths of a stack (its weights numbered
+// before the activation it reads, or after) is one part program, with
+// one hash, searched once.
 func partInputs(g *indexed, ops []int) []kernel.TensorID {
 	var in []kernel.TensorID
 	inside := map[kernel.TensorID]bool{}
@@ -352,7 +355,6 @@ func partInputs(g *indexed, ops []int) []kernel.TensorID {
 			inside[t] = true
 		}
 	}
-	slices.Sort(in)
 	return in
 }
 
