@@ -1,16 +1,17 @@
 package enginerun
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
-	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph"
@@ -50,7 +51,8 @@ type Output struct {
 // g++, runs it once on ModelInputs of program (seeded by seed), and
 // compares its k-th output with program's k-th in the float64 interpreter
 // on the same inputs, as the emulator rounded them to their dtypes, within
-// ToleranceOf the output's dtype. What it holds keeps to limit bytes. The
+// ToleranceOf the output's dtype. What it and the emulator hold keeps to
+// limit bytes (staticMemory). The
 // two graphs must take the same inputs and give outputs of the same
 // shapes.
 func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, seed uint64, limit int64) ([]Output, error) {
@@ -62,26 +64,14 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 			return nil, fmt.Errorf("output %d is %v in the program, %v in the candidate", k, s, c)
 		}
 	}
-	if err := interp.CheckMemory(program, limit); err != nil {
-		return nil, err
-	}
-	// Beside the interpreter's tensors: the inputs drawn (8 bytes an
-	// element), the emulator's file of inputs and outputs (4), and an
-	// output read back (8). The emulator's own process is not counted.
-	var ins, outs, largest int64
-	for _, id := range candidate.Inputs() {
-		ins += int64(candidate.Tensors[id].Shape.NumElements())
-	}
-	for _, id := range candidate.Outputs {
-		n := int64(candidate.Tensors[id].Shape.NumElements())
-		outs, largest = outs+n, max(largest, n)
-	}
-	need := ugraph.AddSize(interp.Memory(program), 8*ins+4*(ins+outs)+8*largest)
-	if err := memlimit.Check("checking it in the CPU emulator", need, limit); err != nil {
-		return nil, err
-	}
 	code, err := cuda.Emit("checked", candidate, cuda.Options{})
 	if err != nil {
+		return nil, err
+	}
+	if err := memlimit.Check("checking it in the CPU emulator", staticMemory(program, candidate, code), limit); err != nil {
+		return nil, err
+	}
+	if err := interp.CheckMemory(program, limit); err != nil {
 		return nil, err
 	}
 	// g++'s warnings (an input the program never reads is an unused
@@ -90,29 +80,38 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 	if err != nil {
 		return nil, err
 	}
-	data := ModelInputs(program, program, rand.New(rand.NewPCG(seed, 8)))
 	in, out := filepath.Join(dir, "inputs.bin"), filepath.Join(dir, "outputs.bin")
+	data := ModelInputs(program, program, rand.New(rand.NewPCG(seed, 8)))
 	if err := emu.WriteInputs(in, func(k, i int) float32 { return float32(data[k][i]) }); err != nil {
 		return nil, err
 	}
+	data = nil // the emulator rounds them: what it read back is the interpreter's
 	if err := emu.Run(ctx, in, out); err != nil {
 		return nil, err
 	}
 	// The emulator writes the inputs as it rounded them, then the
 	// outputs, 4 bytes an element.
-	raw, err := boundedread.ReadFile(out, 4*(ins+outs))
+	var elems int64
+	for _, id := range append(candidate.Inputs(), candidate.Outputs...) {
+		elems += int64(candidate.Tensors[id].Shape.NumElements())
+	}
+	f, err := os.Open(out)
 	if err != nil {
 		return nil, err
 	}
-	r := bytes.NewReader(raw)
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() != 4*elems {
+		return nil, fmt.Errorf("the emulated program's output: %v bytes, want %d (%v)", fileSize(fi), 4*elems, err)
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
 	read := func(n int) ([]float64, error) {
-		v := make([]float32, n)
-		if err := binary.Read(r, binary.LittleEndian, v); err != nil {
-			return nil, fmt.Errorf("the emulated program's output: %v", err)
-		}
 		x := make([]float64, n)
-		for i := range v {
-			x[i] = float64(v[i])
+		var b [4]byte
+		for i := range x {
+			if _, err := io.ReadFull(r, b[:]); err != nil {
+				return nil, fmt.Errorf("the emulated program's output: %v", err)
+			}
+			x[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[:])))
 		}
 		return x, nil
 	}
@@ -142,6 +141,38 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 		res = append(res, compare(want[k], got, ToleranceOf(candidate.Tensors[id].DType)))
 	}
 	return res, nil
+}
+
+// staticMemory is what Static holds at its peak, of both processes: the
+// inputs drawn (8 bytes an element) while the emulator runs, holding each
+// tensor of the candidate's code at its dtype, its workspace and a row of
+// floats as large as its largest input or output (4 bytes an element);
+// or, after it, the interpreter's tensors (the inputs read back among
+// them) and one output read back (8 bytes an element).
+func staticMemory(program, candidate *kernel.Graph, code *cuda.Result) int64 {
+	var ins, largest, largestOut, device int64
+	for _, id := range candidate.Inputs() {
+		n := int64(candidate.Tensors[id].Shape.NumElements())
+		ins, largest = ins+n, max(largest, n)
+	}
+	for _, id := range candidate.Outputs {
+		largestOut = max(largestOut, int64(candidate.Tensors[id].Shape.NumElements()))
+	}
+	for _, b := range code.Buffers {
+		if b.Role == cuda.RoleInput || b.Role == cuda.RoleOutput {
+			device = ugraph.AddSize(device, int64(b.Bytes))
+		}
+	}
+	emulating := ugraph.AddSize(8*ins, ugraph.AddSize(device, ugraph.AddSize(int64(code.WorkspaceBytes), 4*max(largest, largestOut))))
+	return max(emulating, ugraph.AddSize(interp.Memory(program), 8*largestOut))
+}
+
+// fileSize is fi's size, or -1 without fi.
+func fileSize(fi os.FileInfo) int64 {
+	if fi == nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 // compare is got against want: the worst error relative to want's

@@ -50,6 +50,11 @@ func TestSizeLimits(t *testing.T) {
 		{"verify float within a lower limit", []string{"verify", "--method", "float", "--max-memory", "194MiB", rm, rmFused}, []string{rm + " and " + rmFused + ": evaluating both in float64 needs 194 MiB (203489408 bytes)"}},
 		// The matmul holds D and O (512 and 768 KiB) and a panel of W (128 KiB), never W.
 		{"verify ff within a lower limit", []string{"verify", "--max-memory", "1MiB", rm, rmFused}, []string{"more than the limit of 1 MiB; the program peaks at op 3 (matmul) with 1.38 MiB"}},
+		// Both processes at the emulator's run: the inputs drawn, 8 bytes
+		// each of 16·4096 + 4096·6144 elements (201.9 MB); the emulator's
+		// fp16 inputs and output (50.7 MB); W as one row of floats while it
+		// is read in (100.7 MB): 353,173,504 bytes.
+		{"verify emu within a lower limit", []string{"verify", "--method", "emu", "--max-memory", "1MiB", rm, rmFused}, []string{rmFused + " against " + rm + " in the CPU emulator: checking it in the CPU emulator needs 337 MiB of memory, more than the limit of 1 MiB"}},
 		{"a limit that is no size", []string{"eval", "--max-memory", "lots", rm}, []string{`invalid argument "lots" for "--max-memory"`}},
 	}
 	for _, tt := range tests {

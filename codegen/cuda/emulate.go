@@ -1,10 +1,12 @@
 package cuda
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,14 +117,25 @@ func (e *Emulation) Run(ctx context.Context, in, out string, env ...string) erro
 
 // WriteInputs writes the program's inputs, as the executable reads them,
 // to file path: value(k, i) is element i of input k.
+// It streams them: a model's weights are gigabytes.
 func (e *Emulation) WriteInputs(path string, value func(k, i int) float32) error {
-	var raw bytes.Buffer
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var b [4]byte
 	for k, id := range e.g.Inputs() {
 		for i := range e.g.Tensors[id].Shape.NumElements() {
-			binary.Write(&raw, binary.LittleEndian, value(k, i))
+			binary.LittleEndian.PutUint32(b[:], math.Float32bits(value(k, i)))
+			w.Write(b[:]) // its error is Flush's
 		}
 	}
-	return os.WriteFile(path, raw.Bytes(), 0o644)
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // emulatorMain is the executable's main. It names every device buffer for
