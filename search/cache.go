@@ -167,8 +167,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // batch dims); the matmul rule's for matmuls batched over heads;
 // Stats.RankedFused. Version 33: the attention rule's seeds for rank 4
 // and for Q, K and V scaled or repeated per head; the matmul rule's for
-// rank 4; split_k's for batched matmuls.
-const cacheVersion = 33
+// rank 4; split_k's for batched matmuls. Version 34: split_k's combining
+// kernel may sum a tile of splits an iteration (reduction_to_dimx).
+const cacheVersion = 34
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -236,7 +236,7 @@ func headSumKernels(p *program, plan *headSumPlan, grid, threads block.Dim3, red
 	if k.b.AddOutput(acc, omap) != nil {
 		return nil, false
 	}
-	c, ok := k.combiner(threads, r-1, stack, -1)
+	c, ok := k.combiner(threads, r-1, stack, -1, 1, 0)
 	if !ok || !c.finishHeadSum(plan, c.sums[0]) {
 		return nil, false
 	}

@@ -388,8 +388,10 @@ func (k *kernelBuilder) place() (g *kernel.Graph, ids map[kernel.TensorID]kernel
 
 // combiner is a kernel that combines the partial results of the one
 // before it (k, placed in the seed's graph g): one block per column tile
-// of k's grid, whose for-loop walks the stack of k's results, one
-// iteration per split. Rules add its ops after the sums, then finish it.
+// of k's grid, whose for-loop walks the stack of k's results, one split
+// an iteration, or several (a tile of them, summed by reduction_to_dimx:
+// 64 splits of one row walked one by one were a loop of 64 round trips).
+// Rules add its ops after the sums, then finish it.
 type combiner struct {
 	*kernelBuilder
 	g     *kernel.Graph
@@ -399,16 +401,21 @@ type combiner struct {
 }
 
 // combiner places k (whose grid's y axis splits the work, its results
-// stacked along dim stack, their column tiles along dim cols and, when
-// grid z walks a batch, its blocks' results along dim batch) and starts
-// the kernel that sums its results over the splits, on k's grid without
-// the splits.
-func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack, batch int) (*combiner, bool) {
+// stacked along dim stack, rows of each split after those of the one
+// before, their column tiles along dim cols and, when grid z walks a
+// batch, its blocks' results along dim batch) and starts the kernel that
+// sums its results over the splits, on k's grid without the splits,
+// per splits an iteration (a divisor of them) of rows rows each.
+func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack, batch, per, rows int) (*combiner, bool) {
 	g, ids, parts, ok := k.place()
-	if !ok {
+	if !ok || per < 1 || k.b.Grid[1]%per != 0 {
 		return nil, false
 	}
-	b, ok := newKernelBuilder(k.p, block.Dim3{k.b.Grid[0], 1, k.b.Grid[2]}, threads, k.b.Grid[1], k.b.ReductionDimx)
+	dimx := k.b.ReductionDimx
+	if per > 1 {
+		dimx = rows // reduction_to_dimx sums rows t·dimx + j into row j
+	}
+	b, ok := newKernelBuilder(k.p, block.Dim3{k.b.Grid[0], 1, k.b.Grid[2]}, threads, k.b.Grid[1]/per, dimx)
 	if !ok {
 		return nil, false
 	}
@@ -422,6 +429,11 @@ func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack, batch int) (*c
 		x, err := c.b.AddInput(g.Tensors[part].Shape, g.Tensors[part].DType, imap, stack)
 		if err != nil {
 			return nil, false
+		}
+		if per > 1 {
+			if x, ok = c.add(ugraph.OpReductionToDimx, ugraph.Attr{Dim: stack}, x); !ok {
+				return nil, false
+			}
 		}
 		sum, ok := c.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, x)
 		if !ok {

@@ -4,6 +4,7 @@ import (
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"slices"
 )
 
 // splitRule is the matmul rule's computation with the reduced dim split
@@ -57,8 +58,10 @@ func splitRule(p *program, opts Options) []*kernel.Graph {
 			}
 			for _, tk := range tileSizes(plan.k/s, 32, 128) {
 				for _, threads := range opts.Threads {
-					if g, ok := splitKernels(p, plan, block.Dim3{cols, s, plan.batch}, plan.k/s/tk, threads, opts.ReductionDimx); ok {
-						graphs = append(graphs, g)
+					for _, per := range combinedPer(s) {
+						if g, ok := splitKernels(p, plan, block.Dim3{cols, s, plan.batch}, plan.k/s/tk, threads, opts.ReductionDimx, per); ok {
+							graphs = append(graphs, g)
+						}
 					}
 				}
 			}
@@ -67,9 +70,23 @@ func splitRule(p *program, opts Options) []*kernel.Graph {
 	return graphs
 }
 
+// combinedPer is how many of s splits the combining kernel may sum an
+// iteration: one (its for-loop walks the splits), all of them (no loop),
+// or a half or a quarter of them; the model ranks the forms.
+func combinedPer(s int) []int {
+	per := []int{1}
+	for _, f := range []int{1, 2, 4} {
+		if s%f == 0 && s/f > 1 && !slices.Contains(per, s/f) {
+			per = append(per, s/f)
+		}
+	}
+	return per
+}
+
 // splitKernels builds the split rule's two kernels on one grid (columns
-// tiles × splits) and for-loop range.
-func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange int, threads block.Dim3, reductionDimx int) (*kernel.Graph, bool) {
+// tiles × splits) and for-loop range, the second summing per splits an
+// iteration.
+func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange int, threads block.Dim3, reductionDimx, per int) (*kernel.Graph, bool) {
 	k, ok := newKernelBuilder(p, grid, threads, forloopRange, reductionDimx)
 	if !ok {
 		return nil, false
@@ -96,7 +113,7 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 			return nil, false
 		}
 	}
-	return k.combinedSplits(plan, threads, normIn)
+	return k.combinedSplits(plan, threads, normIn, per)
 }
 
 // combinedSplits adds the split rule's second kernel after k's: a block
@@ -108,9 +125,9 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 // partial products are X·W before the division by the rms, also stored in
 // the program's dtype: they overflow fp16 only past 65504, where the
 // one-kernel form, which divides before it stores, would not.)
-func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, normIn kernel.TensorID) (*kernel.Graph, bool) {
+func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, normIn kernel.TensorID, per int) (*kernel.Graph, bool) {
 	pg := k.p.g
-	c, ok := k.combiner(threads, plan.xDim(), plan.dim(0), 0)
+	c, ok := k.combiner(threads, plan.xDim(), plan.dim(0), 0, per, plan.m)
 	if !ok {
 		return nil, false
 	}
