@@ -1,10 +1,11 @@
 package seed
 
 import (
+	"slices"
+
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
-	"slices"
 )
 
 // splitRule is the matmul rule's computation with the reduced dim split
