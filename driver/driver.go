@@ -380,13 +380,7 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 		if round+1 == maxRounds || d.interrupted() {
 			return parts, outs, nil
 		}
-		var next [][]int
-		changed := false
-		for k, grp := range groups {
-			pieces := d.cutAgain(grp, d.resultOf(outs[k]))
-			next = append(next, pieces...)
-			changed = changed || len(pieces) > 1
-		}
+		next, changed := d.nextGroups(groups, outs, nil)
 		if !changed {
 			return parts, outs, nil
 		}
@@ -409,6 +403,22 @@ func (d *run) searchedAll(groups [][]int) bool {
 		}
 	}
 	return true
+}
+
+// nextGroups is groups as the next round searches them, each cut again
+// where its part's search says so (cutAgain): every group's, or only
+// those of outcome only (unless nil). changed reports whether one was cut.
+func (d *run) nextGroups(groups [][]int, outs []*outcome, only *outcome) (next [][]int, changed bool) {
+	for k, grp := range groups {
+		if only != nil && outs[k] != only {
+			next = append(next, grp)
+			continue
+		}
+		pieces := d.cutAgain(grp, d.resultOf(outs[k]))
+		next = append(next, pieces...)
+		changed = changed || len(pieces) > 1
+	}
+	return next, changed
 }
 
 // cutAgain is the groups that group grp, whose part's search gave r, is
@@ -439,18 +449,7 @@ func (d *run) cutAhead(groups [][]int, parts []Part, outs []*outcome, o *outcome
 	if d.searchOver() {
 		return nil
 	}
-	r := d.resultOf(o)
-	var next [][]int
-	changed := false
-	for k, grp := range groups {
-		if outs[k] != o {
-			next = append(next, grp)
-			continue
-		}
-		pieces := d.cutAgain(grp, r)
-		next = append(next, pieces...)
-		changed = changed || len(pieces) > 1
-	}
+	next, changed := d.nextGroups(groups, outs, o)
 	if !changed {
 		return nil
 	}

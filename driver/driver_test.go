@@ -162,6 +162,17 @@ func defaultLimits(t testing.TB, g *kernel.Graph) func([]int) Limits {
 
 // checkEquivalent checks got against want in the finite-field verifier and
 // in float64.
+// checkOwnOps checks that parts, each running its own ops, stitch into a
+// program equivalent to g.
+func checkOwnOps(t *testing.T, what string, g *kernel.Graph, parts []Part) {
+	t.Helper()
+	plain, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEquivalent(t, what, g, plain)
+}
+
 func checkEquivalent(t *testing.T, what string, want, got *kernel.Graph) {
 	t.Helper()
 	r, err := ffverify.Equivalent(want, got, ffverify.Options{Seed: 3})
@@ -205,11 +216,7 @@ g.mark_output(g.matmul(N, Wq))`)
 	if len(parts) != 1 || !slices.Equal(parts[0].Ops, []int{4, 5, 7}) || !slices.Equal(parts[0].Outputs, []kernel.TensorID{7}) {
 		t.Errorf("parts %+v, want one of ops [4 5 7] (rms_norm, mul, matmul) with output 7", parts)
 	}
-	plain, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkEquivalent(t, "own ops", g, plain)
+	checkOwnOps(t, "own ops", g, parts)
 }
 
 // The same layer at two depths of a stack is one part program, searched
@@ -262,11 +269,7 @@ func TestPartitionStitchRoundTrip(t *testing.T) {
 			if want := computeOps(g); len(covered) != len(want) {
 				t.Errorf("parts cover ops %v, want %v", covered, want)
 			}
-			plain, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkEquivalent(t, "own ops", g, plain)
+			checkOwnOps(t, "own ops", g, parts)
 			var repl []*kernel.Graph
 			for _, p := range parts {
 				pg, err := p.Program(g)
@@ -488,11 +491,7 @@ func TestRecomputeSharedNorm(t *testing.T) {
 	if len(parts[0].Outputs) != 1 || len(parts[1].Outputs) != 1 {
 		t.Errorf("each part provides only its projection: %+v", parts)
 	}
-	stitched, err := Stitch(g, parts, make([]*kernel.Graph, len(parts)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkEquivalent(t, "recomputed norm", g, stitched)
+	checkOwnOps(t, "recomputed norm", g, parts)
 }
 
 // A norm that a projection per head reads (written head by head, six

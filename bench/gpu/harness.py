@@ -176,6 +176,12 @@ def gen_repeat_kv(g, shapes):
     return [_uniform(g, qshape), torch.ones(oshape, dtype=torch.float64), _uniform(g, kshape), _uniform(g, vshape)]
 
 
+def _weight_scale(shape):
+    """The power of two nearest 1/sqrt(K), K the rows a weight of shape is
+    multiplied over (its next-to-last dim)."""
+    return 2.0 ** -round(math.log2(math.sqrt(shape[-2])))
+
+
 def gen_scaled_weights(g, shapes):
     """Inputs for a model's layer: the activations uniform in [-1, 1), each
     weight scaled by the power of two nearest 1/sqrt(K), K its rows, as a
@@ -184,7 +190,7 @@ def gen_scaled_weights(g, shapes):
     x, *weights = shapes
     out = [_uniform(g, x)]
     for s in weights:
-        out.append(_uniform(g, s, 2.0 ** -round(math.log2(math.sqrt(s[0])))))
+        out.append(_uniform(g, s, _weight_scale(s)))
     return out
 
 
@@ -198,10 +204,10 @@ def gen_layer(g, shapes):
     x, ones, wq, wk, wv, kc, vc, *ws = shapes
     out = [_uniform(g, x), torch.ones(ones, dtype=torch.float64)]
     for s in (wq, wk, wv):
-        out.append(_uniform(g, s, 2.0 ** -round(math.log2(math.sqrt(s[-2])))))
+        out.append(_uniform(g, s, _weight_scale(s)))
     out += [_uniform(g, kc), _uniform(g, vc)]
     for s in ws:
-        out.append(_uniform(g, s, 2.0 ** -round(math.log2(math.sqrt(s[-2])))))
+        out.append(_uniform(g, s, _weight_scale(s)))
     return out
 
 
