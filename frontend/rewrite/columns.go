@@ -59,6 +59,13 @@ func column(s string, off int) int {
 // lineStart is the offset where the line holding byte offset off starts.
 func lineStart(s string, off int) int { return strings.LastIndexAny(s[:off], "\r\n") + 1 }
 
+// lineEnds counts the line ends in s as pylex and Starlark count them:
+// "\r\n" is one, and so is a lone '\r' (a string continued by a backslash
+// before one spans two lines).
+func lineEnds(s string) int {
+	return strings.Count(s, "\n") + strings.Count(s, "\r") - strings.Count(s, "\r\n")
+}
+
 // lineEnd is the offset where the line holding byte offset off ends.
 func lineEnd(s string, off int) int {
 	if i := strings.IndexAny(s[off:], "\r\n"); i >= 0 {

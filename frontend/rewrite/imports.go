@@ -178,7 +178,7 @@ func Source(src string, toks []pylex.Token, opts Options) (Result, error) {
 			} else {
 				// The tokens between are rewritten as any others.
 				last := toks[j-1]
-				closeAt, closeLine = last.End, last.Line+strings.Count(last.Text, "\n")
+				closeAt, closeLine = last.End, last.Line+lineEnds(last.Text)
 			}
 			replaced(t.Line, t.Off, copied, o0)
 			continue
