@@ -376,6 +376,9 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 		if round+1 < maxRounds {
 			ahead = func(o *outcome) []*outcome { return d.cutAhead(groups, parts, outs, o) }
 		}
+		if ahead != nil && !d.opts.NoSeeds {
+			todo = d.withPieces(groups, parts, outs, todo)
+		}
 		d.searchAll(ctx, todo, ahead)
 		if round+1 == maxRounds || d.interrupted() {
 			return parts, outs, nil
@@ -453,8 +456,14 @@ func (d *run) cutAhead(groups [][]int, parts []Part, outs []*outcome, o *outcome
 	if !changed {
 		return nil
 	}
-	// The parts this partition shares with the round's are searched,
-	// running or queued already.
+	return d.unsearched(parts, next)
+}
+
+// unsearched is the outcomes of the parts of partition next (groups
+// before recompute) that are not among the round's parts and have not
+// been searched: the parts it shares with the round's are searched,
+// running or queued already.
+func (d *run) unsearched(parts []Part, next [][]int) []*outcome {
 	old := map[string]bool{}
 	for _, p := range parts {
 		old[p.key()] = true
@@ -475,19 +484,56 @@ func (d *run) cutAhead(groups [][]int, parts []Part, outs []*outcome, o *outcome
 	return fresh
 }
 
+// withPieces is todo, the round's searches, with the pieces of each part
+// that no seed rule covers queued before it: those the next round cuts
+// the part into if its search finds nothing (splitAgain), when a rule
+// covers every one. They have a fused answer at once, where the part's
+// own enumeration may end with none complete (a final norm, the LM head
+// and a softmax over the vocabulary: 45M states in a minute), and the
+// next round takes them then; if the part fuses, they cost the seconds
+// they took.
+func (d *run) withPieces(groups [][]int, parts []Part, outs []*outcome, todo []*outcome) []*outcome {
+	var out []*outcome
+	for k, grp := range groups {
+		o := outs[k]
+		if !slices.Contains(todo, o) || slices.Contains(out, o) {
+			continue
+		}
+		if !coverageOf(d.ix, parts[k].Ops).premise {
+			pieces := d.cutAgain(grp, result{})
+			covered := len(pieces) > 1
+			for _, p := range pieces {
+				covered = covered && coverageOf(d.ix, p).premise
+			}
+			if covered {
+				for _, p := range d.unsearched(parts, slices.Concat(groups[:k], pieces, groups[k+1:])) {
+					if !slices.Contains(out, p) && !slices.Contains(todo, p) {
+						out = append(out, p)
+					}
+				}
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
 // splitAgain reports whether a part whose search gave r is cut into
-// smaller parts for the next round: one the search cannot fuse at all is;
-// one that fused, or ran out of time, stays whole; one whose fused forms
-// are slower than its ops stays whole when the enumeration's limits hold
-// it (within: its smaller parts can only do worse), and is cut when only
-// a seed rule's cover let it past them: its seeds, the rule's one kernel,
-// lost, and a cut (the norm apart from the projections) may fuse.
+// smaller parts for the next round: one the search found no fused form of
+// is, whether its enumeration ended or ran out of time (its pieces, each
+// searched in less time, can only add fused forms); one that fused stays
+// whole; one whose fused forms are slower than its ops stays whole when
+// the enumeration's limits hold it (within: its smaller parts can only do
+// worse) or it ran out of time (a longer search may find a faster form),
+// and is cut when only a seed rule's cover let it past them: its seeds,
+// the rule's one kernel, lost, and a cut (the norm apart from the
+// projections) may fuse.
 func splitAgain(r result, within bool) bool {
 	switch {
-	case r.fused || r.timedOut:
+	case r.fused:
 		return false
 	case r.slower:
-		return !within
+		return !within && !r.timedOut
 	}
 	return true
 }

@@ -738,8 +738,10 @@ func TestSplitAgain(t *testing.T) {
 	}{
 		{"fused", result{fused: true}, true, false},
 		{"fused past the limits", result{fused: true}, false, false},
-		{"out of time", result{timedOut: true}, true, false},
-		{"out of time past the limits", result{timedOut: true, slower: true}, false, false},
+		{"out of time with nothing found", result{timedOut: true}, true, true},
+		{"out of time with nothing found, past the limits", result{timedOut: true}, false, true},
+		{"out of time, slower", result{timedOut: true, slower: true}, true, false},
+		{"out of time, slower, past the limits", result{timedOut: true, slower: true}, false, false},
 		{"slower than its ops", result{slower: true}, true, false},
 		{"slower, let past the limits by a seed rule", result{slower: true}, false, true},
 		{"nothing fused", result{}, true, true},

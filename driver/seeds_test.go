@@ -3,7 +3,9 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,25 +49,35 @@ g.mark_output(g.div(X, g.sqrt(g.mul_scalar(S, 0.000244140625))))`)
 }
 
 // A part no rule applies to, whose enumeration ends without a complete
-// candidate, says both.
+// candidate, says both; then it is cut, and its pieces searched.
 func TestWhyNotNamesTheEnumerationAndTheSeeds(t *testing.T) {
 	program := loadSource(t, "bmm", `
 Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
 K = g.new_input(dims=(2, 64, 128), dtype=mi.float16)
 g.mark_output(g.reduction(g.matmul(Q, K), 1))`)
-	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: time.Minute, Seed: 1})
+	var mu sync.Mutex
+	var lines []string
+	log := func(s string) { mu.Lock(); lines = append(lines, s); mu.Unlock() }
+	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: time.Minute, Seed: 1, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
+	const whole = "part (matmul, reduction): not fused: "
+	i := slices.IndexFunc(lines, func(s string) bool { return strings.HasPrefix(s, whole) })
+	if i < 0 {
+		t.Fatalf("no line for the whole part in the log:\n%s", strings.Join(lines, "\n"))
+	}
+	for _, want := range []string{"no candidate complete", "state budget", "no seed rule applies"} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("%q, want it to say %q", lines[i], want)
+		}
+	}
+	var kinds [][]string
 	for _, p := range res.Parts {
-		if p.Fused {
-			t.Fatalf("part %v fused in one state", p.Kinds)
-		}
-		for _, want := range []string{"no candidate complete", "state budget", "no seed rule applies"} {
-			if !strings.Contains(p.WhyNot, want) {
-				t.Errorf("why not %q, want it to say %q", p.WhyNot, want)
-			}
-		}
+		kinds = append(kinds, p.Kinds)
+	}
+	if want := [][]string{{"matmul"}, {"reduction"}}; !slices.EqualFunc(kinds, want, slices.Equal) {
+		t.Errorf("final parts %v, want %v: a part with nothing found is cut", kinds, want)
 	}
 }
 
@@ -127,5 +139,43 @@ func TestJudge(t *testing.T) {
 				t.Errorf("fused %v, slower %v, why not %q; want %v, %v, %q", r.fused, r.slower, r.whyNot, tc.fused, tc.slower, tc.whyNot)
 			}
 		})
+	}
+}
+
+// A part no seed rule covers has its pieces searched before it when a
+// rule covers each (withPieces): a final norm, the LM head and a softmax
+// over the vocabulary, whose enumeration ends here at once with nothing
+// complete, gives the norm, the head and exp as one piece and the sum
+// and division as another, each fused by its seed.
+func TestPiecesOfAnUncoveredPartAreSearchedFirst(t *testing.T) {
+	program := loadSource(t, "lm_head", `
+H = g.new_input(dims=(1, 1024), dtype=mi.float16)
+W = g.new_input(dims=(1024, 4096), dtype=mi.float16)
+E = g.exp(g.mul_scalar(g.matmul(g.rms_norm(H, normalized_shape=(1024,)), W), 1.4))
+g.mark_output(g.div(E, g.reduction(E, 1)))`)
+	var lines []string // one worker: no lock
+	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: time.Minute, Workers: 1, Seed: 1, Log: func(s string) { lines = append(lines, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds [][]string
+	for _, p := range res.Parts {
+		kinds = append(kinds, p.Kinds)
+		if !p.Fused || p.Seed == "" {
+			t.Errorf("part %v: fused %v by seed %q, want fused by a seed", p.Kinds, p.Fused, p.Seed)
+		}
+	}
+	if want := [][]string{{"rms_norm", "matmul", "mul_scalar", "exp"}, {"reduction", "div"}}; !slices.EqualFunc(kinds, want, slices.Equal) {
+		t.Fatalf("final parts %v, want %v", kinds, want)
+	}
+	var order []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "part (") {
+			order = append(order, l[:strings.Index(l, ")")+1])
+		}
+	}
+	want := []string{"part (rms_norm, matmul, mul_scalar, exp)", "part (reduction, div)", "part (rms_norm, matmul, mul_scalar, exp, reduction, div)"}
+	if !slices.Equal(order, want) {
+		t.Errorf("searched in the order\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
 	}
 }
