@@ -33,7 +33,8 @@ func dtypeCode(dt ugraph.DType) (int, string) {
 	return 0, "float"
 }
 
-// hostProgram is tune.cu: the candidates' code and a main that times them.
+// hostProgram is tune.cu: a main that times the candidates, whose code
+// build compiles beside it.
 // It prints "gpu NAME", then per candidate "time I MEDIAN P10 P90 RUNS"
 // (microseconds) and "err I MAXRELERR" against the first (I: the order of
 // progs), and exits with exitNoGPU when there is no device.
@@ -47,10 +48,15 @@ func hostProgram(g *kernel.Graph, progs []candidateCode, opts Options) string {
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 `)
+	// Each candidate is a translation unit of its own (build): the .cu
+	// files' internal names (the element-wise ops' functors, op3_fn) are
+	// the same across candidates, so one unit cannot include two.
 	for _, p := range progs {
-		fmt.Fprintf(&b, "#include %q\n", p.name+".cu")
+		fmt.Fprintf(&b, "#include %q\n", p.name+".h")
 	}
 	b.WriteString(`
 #define CHECK(x)                                                                 \

@@ -139,7 +139,7 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(opts.Dir, "tune.cu"), []byte(src), 0o644); err != nil {
 		return nil, err
 	}
-	bin, err := build(ctx, opts, links)
+	bin, err := build(ctx, opts, progs, links)
 	if err != nil {
 		return nil, err
 	}
@@ -197,11 +197,16 @@ func sameSignature(ref, g *kernel.Graph) error {
 	return nil
 }
 
-// build compiles tune.cu in opts.Dir with nvcc, linking the toolkit's
-// libraries in links, or for the emulator with g++ (whose headers stand in
-// for those libraries), and returns the program's path.
-func build(ctx context.Context, opts Options, links []string) (string, error) {
+// build compiles tune.cu and the candidates' .cu files, each a
+// translation unit, in opts.Dir with nvcc, linking the toolkit's libraries
+// in links, or for the emulator with g++ (whose headers stand in for those
+// libraries), and returns the program's path.
+func build(ctx context.Context, opts Options, progs []candidateCode, links []string) (string, error) {
 	bin := filepath.Join(opts.Dir, "tune")
+	units := []string{"tune.cu"}
+	for _, p := range progs {
+		units = append(units, p.name+".cu")
+	}
 	var cmd *exec.Cmd
 	if opts.Emulate {
 		gxx, err := templates.EmulatorCompiler()
@@ -215,8 +220,9 @@ func build(ctx context.Context, opts Options, links []string) (string, error) {
 		if err := templates.WriteEmulator(emu); err != nil {
 			return "", err
 		}
-		cmd = exec.CommandContext(ctx, gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
-			"-I"+emu, "-I"+opts.Dir, "-x", "c++", "tune.cu", "-o", bin)
+		args := []string{"-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
+			"-I" + emu, "-I" + opts.Dir, "-o", bin, "-x", "c++"}
+		cmd = exec.CommandContext(ctx, gxx, append(args, units...)...)
 	} else {
 		nvcc := opts.NVCC
 		if nvcc == "" {
@@ -225,7 +231,7 @@ func build(ctx context.Context, opts Options, links []string) (string, error) {
 				return "", fmt.Errorf("%w: nvcc is not on PATH (the CUDA toolkit builds the candidates)", ErrNoGPU)
 			}
 		}
-		args := []string{"-O3", "-std=c++17", "-arch=" + opts.Arch.CUDA, "-o", bin, "tune.cu"}
+		args := append([]string{"-O3", "-std=c++17", "-arch=" + opts.Arch.CUDA, "-o", bin}, units...)
 		for _, l := range links {
 			args = append(args, "-l"+l)
 		}

@@ -110,6 +110,26 @@ func TestTuneInTheEmulator(t *testing.T) {
 	}
 }
 
+// Candidates that keep the same element-wise op unfused emit the same
+// internal names (its functor, op0_fn): each is built as a translation
+// unit of its own, so the timing program links.
+func TestTuneCandidatesWithTheSameElementwiseOps(t *testing.T) {
+	needGXX(t)
+	const scaled = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
+g.mark_output(g.mul_scalar(g.exp(X), 0.5))
+`
+	doc := kernel.NewFile("scaled", load(t, scaled), load(t, scaled))
+	res, err := Run(context.Background(), doc, Options{Arch: target.MustLookup("sm_90"), Warmup: 1, Runs: 1, Dir: t.TempDir(), Emulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range res.Measurements {
+		if m.Err != "" || m.MaxRelErr != 0 || m.Runs != 1 {
+			t.Errorf("candidate %d: %+v", i, m)
+		}
+	}
+}
+
 // TestTuneCandidatesAndSignatures: Candidates takes the first graphs; a
 // graph that takes other inputs than the first is an error; a candidate
 // that does not lower is reported, not built.
