@@ -66,7 +66,18 @@ g.mark_output(g.customized([X, W1, W2], tb)[0])
 	gateOnW2 = gatedInputs + "g.mark_output(g.mul(g.silu(g.matmul(X, W2)), g.matmul(X, W1)))\n"
 	// An fp32 matmul, which cuBLASLt runs in fp32.
 	fp32Matmul = "X = g.new_input(dims=(8, 64), dtype=mi.float32)\nW = g.new_input(dims=(64, 48), dtype=mi.float32)\ng.mark_output(g.matmul(X, W))\n"
+	// X over the root of -E², NaN or infinite on every draw, and 2X over it:
+	// another function, which no draw can tell apart.
+	nanInputs = "X = g.new_input(dims=(4, 64), dtype=mi.float16)\nE = g.new_input(dims=(1, 1), dtype=mi.float16)\nR = g.sqrt(g.mul_scalar(g.square(E), -1.0))\n"
+	nanOfX    = nanInputs + "g.mark_output(g.div(X, R))\n"
+	nanOf2X   = nanInputs + "g.mark_output(g.div(g.mul_scalar(X, 2.0), R))\n"
 )
+
+// noVerdict is the error of a check whose draw gives a.py's output 0 of
+// shape shape no finite element.
+func noVerdict(method, shape string) string {
+	return "no verdict (" + method + ", seed 1): output 0 " + shape + " of a.py is NaN or infinite at every position on this draw, so the comparison checks nothing there; try another --seed"
+}
 
 func TestGraphs(t *testing.T) {
 	for _, tt := range []struct {
@@ -85,6 +96,9 @@ func TestGraphs(t *testing.T) {
 		{"emu kernel agrees", gatedOps, gatedKernel, check.Emu, true, "equivalent (CPU emulator, seed 1): 1 output(s) agree", ""},
 		{"emu kernel differs", gateOnW2, gatedKernel, check.Emu, false, "not equivalent (CPU emulator, seed 1): output 0 [8, 512]", ""},
 		{"emu fp32, fp32's tolerance", fp32Matmul, fp32Matmul, check.Emu, true, "(tolerance 0.0001)", ""},
+		{"float, nothing finite", nanOfX, nanOf2X, check.Float, false, "", noVerdict("float64", "[4, 64]")},
+		{"emu, nothing finite", nanOfX, nanOf2X, check.Emu, false, "", noVerdict("CPU emulator", "[4, 64]")},
+		{"ff, nothing finite in floats", nanOfX, nanOf2X, check.FF, false, "finite fields, seed 1", ""},
 		{"unknown method", factored, expanded, "exact", false, "", `unknown --method "exact" (want ff, float or emu)`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

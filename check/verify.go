@@ -116,9 +116,23 @@ func emulated(ctx context.Context, w io.Writer, a, b Named, seed, limit int64) (
 			seed, bad, o.Shape, o.Error, o.At, o.Want, o.Got, o.NonFinite, o.Tolerance)
 		return false, nil
 	}
+	for k, o := range outs {
+		if o.Compared == 0 {
+			return false, inconclusive("CPU emulator", seed, k, o.Shape, a.Path)
+		}
+	}
 	fmt.Fprintf(w, "equivalent (CPU emulator, seed %d): %d output(s) agree, worst error %.3g of the largest |value| (tolerance %g)\n",
 		seed, len(outs), worst, loosest)
 	return true, nil
+}
+
+// inconclusive is the error of a draw on which output k of the program
+// (at path) is NaN or infinite everywhere (the square root of a negative
+// input, say): that the other side matches it says nothing of what either
+// computes, so there is no verdict.
+func inconclusive(method string, seed int64, k int, shape ugraph.Shape, path string) error {
+	return fmt.Errorf("no verdict (%s, seed %d): output %d %v of %s is NaN or infinite at every position on this draw, so the comparison checks nothing there; try another --seed",
+		method, seed, k, shape, path)
 }
 
 // sameInputs checks that a and b take inputs of the same shapes and
@@ -197,7 +211,10 @@ func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
 		return false, nil
 	}
 	worst := 0.0
-	for _, d := range diffs {
+	for i, d := range diffs {
+		if d.Compared == 0 {
+			return false, inconclusive("float64", seed, i, wa[i].Shape, a.Path)
+		}
 		worst = max(worst, d.MaxRelErr)
 	}
 	fmt.Fprintf(w, "equivalent (float64, seed %d): %d output(s) agree, worst relative error %.3g (tolerance %g)\n",

@@ -42,6 +42,7 @@ type Output struct {
 	At        int     // where (a flat index)
 	Got, Want float64
 	NonFinite int     // elements NaN or infinite where the interpreter's are finite (NaN: never written)
+	Compared  int     // elements where the interpreter's are finite: the others only match
 	Tolerance float64 // ToleranceOf its dtype
 	OK        bool    // Error within Tolerance, every element finite
 }
@@ -185,7 +186,9 @@ func compare(want *interp.Tensor, got []float64, tolerance float64) Output {
 		case !finite(w):
 			worst, o.At, o.Got, o.Want = math.Inf(1), i, g, w
 			continue
-		case !finite(g):
+		}
+		o.Compared++
+		if !finite(g) {
 			o.NonFinite++
 			continue
 		}

@@ -18,19 +18,21 @@ func TestCompare(t *testing.T) {
 		want, got []float64
 		ok        bool
 		nonFinite int
+		compared  int // the positions where want is finite
 	}{
-		{"equal", []float64{1, -2, 4}, []float64{1, -2, 4}, true, 0},
-		{"within 2e-2 of the largest", []float64{1, -2, 4}, []float64{1.05, -2, 4}, true, 0},
-		{"past it", []float64{1, -2, 4}, []float64{1.1, -2, 4}, false, 0},
-		{"an element never written", []float64{1, -2, 4}, []float64{1, nan, 4}, false, 1},
-		{"the program's own NaN, kept", []float64{1, nan, 4}, []float64{1, nan, 4}, true, 0},
-		{"the program's own infinity, kept", []float64{1, inf, 4}, []float64{1, inf, 4}, true, 0},
-		{"the program's NaN, computed as a number", []float64{1, nan, 4}, []float64{1, 2, 4}, false, 0},
+		{"equal", []float64{1, -2, 4}, []float64{1, -2, 4}, true, 0, 3},
+		{"within 2e-2 of the largest", []float64{1, -2, 4}, []float64{1.05, -2, 4}, true, 0, 3},
+		{"past it", []float64{1, -2, 4}, []float64{1.1, -2, 4}, false, 0, 3},
+		{"an element never written", []float64{1, -2, 4}, []float64{1, nan, 4}, false, 1, 3},
+		{"the program's own NaN, kept", []float64{1, nan, 4}, []float64{1, nan, 4}, true, 0, 2},
+		{"the program's own infinity, kept", []float64{1, inf, 4}, []float64{1, inf, 4}, true, 0, 2},
+		{"the program's NaN, computed as a number", []float64{1, nan, 4}, []float64{1, 2, 4}, false, 0, 2},
+		{"nothing finite", []float64{nan, -inf}, []float64{nan, -inf}, true, 0, 0},
 	} {
 		want := &interp.Tensor{Shape: ugraph.MustShape(len(tt.want)), Data: tt.want}
 		o := compare(want, tt.got, Tolerance)
-		if o.OK != tt.ok || o.NonFinite != tt.nonFinite {
-			t.Errorf("%s: ok %v, %d not finite (error %g); want %v, %d", tt.name, o.OK, o.NonFinite, o.Error, tt.ok, tt.nonFinite)
+		if o.OK != tt.ok || o.NonFinite != tt.nonFinite || o.Compared != tt.compared {
+			t.Errorf("%s: ok %v, %d not finite, %d compared (error %g); want %v, %d, %d", tt.name, o.OK, o.NonFinite, o.Compared, o.Error, tt.ok, tt.nonFinite, tt.compared)
 		}
 	}
 }

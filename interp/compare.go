@@ -26,6 +26,10 @@ const relFloor = 1e-6
 type Diff struct {
 	MaxRelErr float64 // 0 when the tensors agree exactly; +Inf on a NaN or Inf mismatch
 	Output    int     // CompareAll: which output; 0 for Compare
+	// Compared counts the positions where want is finite. The others (a
+	// NaN or an infinity) say of got only that it matches: where there is
+	// none, the comparison says nothing of the function either computes.
+	Compared  int
 	Index     []int   // where; nil when MaxRelErr is 0
 	Want, Got float64 // the two values there
 }
@@ -67,6 +71,9 @@ func Compare(want, got *Tensor) (Diff, error) {
 	var d Diff
 	worst := -1
 	for i, w := range want.Data {
+		if !math.IsNaN(w) && !math.IsInf(w, 0) {
+			d.Compared++
+		}
 		if e := relErr(w, got.Data[i], floor); e > d.MaxRelErr {
 			d.MaxRelErr, worst = e, i
 		}

@@ -54,6 +54,29 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// Compared counts the positions where want is finite: where it is none,
+// a comparison checks nothing.
+func TestCompareCountsTheFinitePositions(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		want, got *interp.Tensor
+		compared  int
+	}{
+		{ten(dims(3), 1, 2, 3), ten(dims(3), 1, 2, 3), 3},
+		{ten(dims(3), nan, 2, inf), ten(dims(3), nan, 2, inf), 1},
+		{ten(dims(2), nan, -inf), ten(dims(2), nan, -inf), 0},
+		{ten(dims(2), 1, 2), ten(dims(2), nan, 2), 2},
+	} {
+		d, err := interp.Compare(c.want, c.got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Compared != c.compared {
+			t.Errorf("Compare(%v, %v).Compared = %d, want %d", c.want.Data, c.got.Data, d.Compared, c.compared)
+		}
+	}
+}
+
 func TestCompareErrors(t *testing.T) {
 	if _, err := interp.Compare(ten(dims(2, 3), seq(6)...), ten(dims(3, 2), seq(6)...)); err == nil {
 		t.Error("shapes [2, 3] and [3, 2]: no error")
