@@ -109,3 +109,27 @@ func TestWiringCheckCatchesAnotherPartsProgram(t *testing.T) {
 		t.Error("two parts' programs swapped pass the wiring check")
 	}
 }
+
+// The stitched programs' checks after the run's end share one grace: a
+// check that takes 0.3 s of the 0.5 s finishes, and the next, with 0.2 s
+// left, is abandoned, where each had its own 0.5 s and 64 answers overran
+// the time limit by seconds.
+func TestChecksAfterTheEndShareOneGrace(t *testing.T) {
+	defer func(c func(*run, *kernel.Graph, []Part, []*outcome) (bool, error)) { wholeCheck = c }(wholeCheck)
+	wholeCheck = func(*run, *kernel.Graph, []Part, []*outcome) (bool, error) {
+		time.Sleep(verifyGrace * 3 / 5)
+		return true, nil
+	}
+	d, _, done, err := begin(context.Background(), load(t, "llama_mlp"), Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i, want := range []error{nil, errAbandoned, errAbandoned} {
+		if _, err := d.verifyWithin(ended, d.program, nil, nil); err != want {
+			t.Errorf("check %d after the end: error %v, want %v", i, err, want)
+		}
+	}
+}
