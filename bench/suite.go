@@ -375,7 +375,7 @@ func (s *Suite) dynamicCost(ctx context.Context, in *driver.Input, w Workload) (
 	if err != nil {
 		return nil, err
 	}
-	program, lo, hi, err := driver.MarkDynamic(g, []driver.DynamicFlag{flag}, nil)
+	program, lo, hi, err := driver.MarkDynamic(g, []driver.DynamicFlag{flag}, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: --dynamic-batch: %v", w.Name, err)
 	}

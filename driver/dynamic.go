@@ -76,9 +76,10 @@ func ParseDynamicFlag(s string) (DynamicFlag, error) {
 
 // MarkDynamic returns program with the inputs the flags name marked (one
 // symbol m: every flag must give the same range), and the range. names
-// maps the program's names for inputs to their positions. An op that mixes
-// rows is a *kernel.DynamicError.
-func MarkDynamic(program *kernel.Graph, flags []DynamicFlag, names map[string]int) (*kernel.Graph, int, int, error) {
+// maps the program's names for inputs to their positions; computed holds
+// its names for tensors it computes (frontend.Program's Names and
+// Computed). An op that mixes rows is a *kernel.DynamicError.
+func MarkDynamic(program *kernel.Graph, flags []DynamicFlag, names map[string]int, computed map[string]bool) (*kernel.Graph, int, int, error) {
 	inputs := program.Inputs()
 	dims := map[kernel.TensorID]int{}
 	for _, f := range flags {
@@ -88,7 +89,10 @@ func MarkDynamic(program *kernel.Graph, flags []DynamicFlag, names map[string]in
 		k, err := strconv.Atoi(f.Input)
 		if err != nil {
 			var ok bool
-			if k, ok = names[f.Input]; !ok {
+			switch k, ok = names[f.Input]; {
+			case !ok && computed[f.Input]:
+				return nil, 0, 0, fmt.Errorf("--dynamic %v: %s holds a tensor the program computes, not an input: a variable names the tensor it holds when the program ends%s", f, f.Input, knownNames(names))
+			case !ok:
 				return nil, 0, 0, fmt.Errorf("--dynamic %v: the program has no input named %s%s", f, f.Input, knownNames(names))
 			}
 		} else if k < 0 || k >= len(inputs) {

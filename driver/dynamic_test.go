@@ -103,7 +103,7 @@ func TestMarkDynamic(t *testing.T) {
 		return f
 	}
 	for _, in := range []string{"X:0=1..64", "0:0=1..64"} {
-		g, lo, hi, err := MarkDynamic(p.Graph, []DynamicFlag{flag(in)}, p.Names)
+		g, lo, hi, err := MarkDynamic(p.Graph, []DynamicFlag{flag(in)}, p.Names, p.Computed)
 		if err != nil || lo != 1 || hi != 64 {
 			t.Fatalf("%s: %v", in, err)
 		}
@@ -117,6 +117,7 @@ func TestMarkDynamic(t *testing.T) {
 		op    int // a *kernel.DynamicError at this op, or -1
 	}{
 		{[]string{"Y:0=1..64"}, "no input named Y (inputs: W1, W2, W3, X, or a position)", -1},
+		{[]string{"N:0=1..64"}, "N holds a tensor the program computes, not an input: a variable names the tensor it holds when the program ends (inputs: W1, W2, W3, X, or a position)", -1},
 		{[]string{"4:0=1..64"}, "has 4 inputs", -1},
 		{[]string{"X:2=1..64"}, "with no dim 2", -1},
 		{[]string{"X:1=1..64"}, "normalizes across the dynamic dim m", 4},
@@ -129,7 +130,7 @@ func TestMarkDynamic(t *testing.T) {
 		for _, s := range tt.flags {
 			flags = append(flags, flag(s))
 		}
-		_, _, _, err := MarkDynamic(p.Graph, flags, p.Names)
+		_, _, _, err := MarkDynamic(p.Graph, flags, p.Names, p.Computed)
 		var de *kernel.DynamicError
 		switch {
 		case err == nil || !strings.Contains(err.Error(), tt.err):

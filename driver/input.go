@@ -113,7 +113,7 @@ func (in *Input) MarkDynamic(specs []string, buckets string) (*Dynamic, error) {
 		}
 		flags = append(flags, fl)
 	}
-	g, lo, hi, err := MarkDynamic(in.Program.Graph, flags, in.Program.Names)
+	g, lo, hi, err := MarkDynamic(in.Program.Graph, flags, in.Program.Names, in.Program.Computed)
 	if de, ok := errors.AsType[*kernel.DynamicError](err); ok {
 		op := &in.Program.Graph.Ops[de.Op]
 		line := 0

@@ -69,6 +69,11 @@ type Program struct {
 	// Graph to the input's position (0 for the first new_input), so that
 	// inputs can be named on the command line (--dynamic X:0=1..64).
 	Names map[string]int
+	// Computed holds the global variables that hold a tensor Graph
+	// computes when the program ends (one reassigned in a loop, H = f(H),
+	// holds its last value): a name on the command line that is one is
+	// told so, not just that no input has it.
+	Computed map[string]bool
 }
 
 // SuperoptArgs are the arguments a program passed to superoptimize, for the
@@ -165,26 +170,28 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Names = inputNames(p.Graph, globals)
+	p.Names, p.Computed = tensorNames(p.Graph, globals)
 	return p, nil
 }
 
-// inputNames maps the globals that hold an input of g to its position
-// among g's inputs.
-func inputNames(g *kernel.Graph, globals starlark.StringDict) map[string]int {
+// tensorNames maps the globals that hold an input of g to its position
+// among g's inputs, and gives those that hold a tensor g computes.
+func tensorNames(g *kernel.Graph, globals starlark.StringDict) (inputs map[string]int, computed map[string]bool) {
 	pos := map[kernel.TensorID]int{}
 	for k, t := range g.Inputs() {
 		pos[t] = k
 	}
-	names := map[string]int{}
+	inputs, computed = map[string]int{}, map[string]bool{}
 	for name, v := range globals {
 		if t, ok := v.(dtensor); ok && t.kg.g == g {
 			if k, ok := pos[t.id]; ok {
-				names[name] = k
+				inputs[name] = k
+			} else {
+				computed[name] = true
 			}
 		}
 	}
-	return names
+	return inputs, computed
 }
 
 // fileOptions let programs use the Python they commonly do: top-level
