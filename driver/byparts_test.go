@@ -133,3 +133,35 @@ func TestChecksAfterTheEndShareOneGrace(t *testing.T) {
 		}
 	}
 }
+
+// A search that ends after the parts are reported (one left running at
+// the run's end) changes no result and logs nothing: the part was
+// reported, and logged, as not searched, and the answers read what the
+// reports read.
+func TestASearchEndingAfterTheReportsChangesNothing(t *testing.T) {
+	var lines []string
+	d, _, done, err := begin(context.Background(), load(t, "llama_mlp"), Options{Seed: 1, Log: func(s string) { lines = append(lines, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	parts := cut(d.ix, d.firstGroups(nil))
+	outs := make([]*outcome, len(parts))
+	for k, p := range parts {
+		if outs[k], err = d.outcomeOf(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reports := d.reports(parts, outs)
+	logged := len(lines)
+	d.search(context.Background(), outs[0], time.Now(), 1) // ends at once: its deadline has passed
+	if r := d.resultOf(outs[0]); r.done {
+		t.Errorf("the late search set the part's result: %+v", r)
+	}
+	if len(lines) != logged {
+		t.Errorf("the late search logged %q", lines[logged:])
+	}
+	if reports[0].WhyNot != "the run ended before its search did" {
+		t.Errorf("part 0 reported %q", reports[0].WhyNot)
+	}
+}

@@ -335,8 +335,12 @@ type run struct {
 	interrupt <-chan struct{} // closed on interrupt: searches stop
 	// interruptCtx is the caller's context, whose end is the interrupt.
 	interruptCtx context.Context
-	mu           sync.Mutex          // guards every outcome's result
+	mu           sync.Mutex          // guards every outcome's result, and reported
 	outcomes     map[uint64]*outcome // by the canonical hash of a part's program
+	// reported is set once the parts are reported: a search that ends
+	// after that (left running at the run's end) changes nothing, and
+	// says nothing, so the reports and the answers agree.
+	reported bool
 
 	// whole checks stitched programs against the program; made once. It
 	// stops when verifyStop is closed (stopVerifying).
@@ -693,8 +697,14 @@ func (d *run) search(ctx context.Context, o *outcome, deadline time.Time, worker
 	r := d.searchPart(ctx, o, deadline, workers)
 	r.done = true
 	d.mu.Lock()
-	o.result = r
+	late := d.reported
+	if !late {
+		o.result = r
+	}
 	d.mu.Unlock()
+	if late {
+		return // reported as not searched already
+	}
 	if o.subtrees != nil {
 		if r.searched != nil {
 			d.logf("part (%s): %d of its %d subtrees searched, %d candidates kept for the merge [%s, %d states in %.1fs]",
@@ -963,6 +973,9 @@ func distinctDecimals(a, b float64) (string, string) {
 
 // reports describes the final parts.
 func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
+	d.mu.Lock()
+	d.reported = true
+	d.mu.Unlock()
 	var rs []*PartReport
 	first := map[*outcome]int{}
 	for k, p := range parts {
