@@ -9,13 +9,14 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/mirage-go/mirage/frontend/argparse"
+	"github.com/mirage-go/mirage/frontend/pymath"
 	"github.com/mirage-go/mirage/frontend/rewrite"
 )
 
 // What a load makes of a program's imports, which package rewrite has
 // turned into calls of rewrite.ImportFunc: mirage is the loader's module;
-// any other module is an inert stub (argparse a working one, package
-// argparse), with one warning for the load that names them all, or an
+// any other module is an inert stub (argparse and math working ones,
+// packages argparse and pymath), with one warning for the load that names them all, or an
 // error when the load is strict.
 
 // mirageModule is the only module a strict load lets a program import.
@@ -60,6 +61,8 @@ func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args star
 		return nil, foreignImportError(name)
 	case name == argparse.Name:
 		return l.argparse, nil
+	case name == pymath.Name:
+		return pymath.Module, nil
 	}
 	return inert{name}, nil
 }

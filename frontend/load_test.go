@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"maps"
+	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -534,5 +535,41 @@ func TestInputNamesAndLines(t *testing.T) {
 	first := p.Lines[2] // exp(X), the first line after the header
 	if p.Lines[3] != first+3 || p.Lines[4] != first+6 {
 		t.Errorf("lines %v: want new_input at %d and add at %d", p.Lines, first+3, first+6)
+	}
+}
+
+// math is Python's (package pymath), no stub: the scale of attention
+// written with it is the number, with no warning; Python's errors are the
+// program's; `from math import *` binds nothing, and says so; a strict
+// load refuses it as every module but mirage.
+func TestMathModule(t *testing.T) {
+	const prog = `import math
+from math import sqrt as root
+import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(4, 128), dtype=mi.float16)
+g.mark_output(g.mul_scalar(X, 1.0 / math.sqrt(128) + root(0)))
+`
+	var warned []string
+	p := mustLoad(t, prog, Options{Warn: func(m string) { warned = append(warned, m) }})
+	if len(warned) != 0 {
+		t.Errorf("warnings %q, want none", warned)
+	}
+	op := p.Graph.Ops[len(p.Graph.Ops)-1]
+	if op.Kind != ugraph.OpMulScalar || op.Attr.Scalars[0] != 1/math.Sqrt(128) {
+		t.Errorf("last op %v %v, want mul_scalar by 1/sqrt(128)", op.Kind, op.Attr.Scalars)
+	}
+	if _, err := Load("prog.py", []byte(strings.Replace(prog, "sqrt(128)", "sqrt(-128)", 1)), Options{}); err == nil ||
+		err.Error() != "prog.py:6: math.sqrt(-128): math domain error" {
+		t.Errorf("sqrt(-128): %v", err)
+	}
+	warned = nil
+	star := "from math import *\nimport mirage as mi\ng = mi.new_kernel_graph()\ng.mark_output(g.exp(g.new_input(dims=(4, 128), dtype=mi.float16)))\n"
+	mustLoad(t, star, Options{Warn: func(m string) { warned = append(warned, m) }})
+	if want := "prog.py:1: `from math import *` binds nothing: import math, or the names the program uses"; len(warned) != 1 || warned[0] != want {
+		t.Errorf("from math import *: warnings %q, want %q", warned, want)
+	}
+	if _, err := Load("prog.py", []byte(prog), Options{Strict: true}); err == nil || !strings.HasPrefix(err.Error(), `prog.py:1: import of module "math" is refused by a strict load`) {
+		t.Errorf("strict: %v", err)
 	}
 }
