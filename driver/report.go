@@ -144,7 +144,7 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "part\tops\tconfig\tfused\test. µs\tunfused µs\tfirst fused\tsearch")
 	for i, p := range res.Parts {
-		search := fmt.Sprintf("%d states, %.1fs", p.Stats.States, p.Stats.Seconds)
+		search := fmt.Sprintf("%d states, %.1fs", p.Stats.States, p.Stats.Seconds) + searchStopped(p.Stats.Stopped)
 		switch {
 		case p.SameAs >= 0:
 			search = fmt.Sprintf("as part %d", p.SameAs)
@@ -190,6 +190,22 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 	if emitted != nil {
 		fmt.Fprintf(w, "CUDA for candidate %d: %s\n", emitted.Candidate, strings.Join(emitted.Files, ", "))
 	}
+}
+
+// searchStopped says, after a part's search figures, why its enumeration
+// stopped early, if it did. A search's share of the time limit is fixed
+// when it starts, so a run can end well inside --time-limit with a part's
+// search cut short; its row says so.
+func searchStopped(why string) string {
+	switch why {
+	case "":
+		return ""
+	case "time limit":
+		return " (stopped at its share of the time limit)"
+	case "state budget":
+		return " (stopped at --max-states)"
+	}
+	return " (stopped: " + why + ")"
 }
 
 // gridsText prints the grids of a candidate's graph-defined kernels as

@@ -1,0 +1,30 @@
+package driver
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/search"
+	"github.com/mirage-go/mirage/target"
+)
+
+// A part's row says why its search stopped early: a run can end well
+// inside --time-limit with a part's search cut at its share of it, and
+// the summary's "(stopped: time limit)" alone reads as the whole budget
+// spent.
+func TestWriteTableSaysWhyAPartsSearchStopped(t *testing.T) {
+	res := &Result{Stopped: "time limit", Parts: []*PartReport{
+		{Kinds: []string{"matmul"}, SameAs: -1, FirstFusedAt: -1, Stats: search.Stats{States: 10, Seconds: 21.7, Stopped: "time limit"}},
+		{Kinds: []string{"exp"}, SameAs: -1, FirstFusedAt: -1, Stats: search.Stats{States: 5, Seconds: 0.1, Stopped: "state budget"}},
+		{Kinds: []string{"add"}, SameAs: -1, FirstFusedAt: -1, Stats: search.Stats{States: 7, Seconds: 0.2}},
+	}}
+	var w bytes.Buffer
+	WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
+	rows := strings.Split(w.String(), "\n")
+	for i, want := range []string{"10 states, 21.7s (stopped at its share of the time limit)", "5 states, 0.1s (stopped at --max-states)", "7 states, 0.2s"} {
+		if row := rows[2+i]; !strings.HasSuffix(row, want) {
+			t.Errorf("part %d's row %q, want it to end %q", i, row, want)
+		}
+	}
+}
