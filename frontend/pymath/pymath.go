@@ -47,23 +47,9 @@ func newModule() *starlarkstruct.Module {
 	}
 	members["trunc"] = starlark.NewBuiltin("trunc", trunc)
 	members["isqrt"] = starlark.NewBuiltin("isqrt", isqrt)
-	for name, pred := range map[string]func(float64) bool{
-		"isfinite": func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) },
-		"isinf":    func(x float64) bool { return math.IsInf(x, 0) },
-		"isnan":    math.IsNaN,
-	} {
-		members[name] = starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			var x starlark.Value
-			if err := starlark.UnpackPositionalArgs(name, args, kwargs, 1, &x); err != nil {
-				return nil, err
-			}
-			f, ok := starlark.AsFloat(x)
-			if !ok {
-				return nil, fmt.Errorf("%s: got %s, want int or float", name, x.Type())
-			}
-			return starlark.Bool(pred(f)), nil
-		})
-	}
+	members["isfinite"] = predicate("isfinite", func(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) })
+	members["isinf"] = predicate("isinf", func(x float64) bool { return math.IsInf(x, 0) })
+	members["isnan"] = predicate("isnan", math.IsNaN)
 	members["inf"] = starlark.Float(math.Inf(1))
 	members["nan"] = starlark.Float(math.NaN())
 	members["tau"] = starlark.Float(2 * math.Pi)
@@ -104,32 +90,45 @@ func joined(args starlark.Tuple) string {
 	return strings.Join(s, ", ")
 }
 
+// number is an int or float argument, as a float.
+type number float64
+
+func (n *number) Unpack(v starlark.Value) error {
+	f, ok := starlark.AsFloat(v)
+	if !ok {
+		return fmt.Errorf("got %s, want int or float", v.Type())
+	}
+	*n = number(f)
+	return nil
+}
+
 func unary(name string, f func(float64) float64) *starlark.Builtin {
 	return starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		var x starlark.Value
+		var x number
 		if err := starlark.UnpackPositionalArgs(name, args, kwargs, 1, &x); err != nil {
 			return nil, err
 		}
-		fx, ok := starlark.AsFloat(x)
-		if !ok {
-			return nil, fmt.Errorf("%s: got %s, want int or float", name, x.Type())
-		}
-		return starlark.Float(f(fx)), nil
+		return starlark.Float(f(float64(x))), nil
 	})
 }
 
 func binary(name string, f func(float64, float64) float64) *starlark.Builtin {
 	return starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		var x, y starlark.Value
+		var x, y number
 		if err := starlark.UnpackPositionalArgs(name, args, kwargs, 2, &x, &y); err != nil {
 			return nil, err
 		}
-		fx, ok1 := starlark.AsFloat(x)
-		fy, ok2 := starlark.AsFloat(y)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("%s: got %s and %s, want ints or floats", name, x.Type(), y.Type())
+		return starlark.Float(f(float64(x), float64(y))), nil
+	})
+}
+
+func predicate(name string, f func(float64) bool) *starlark.Builtin {
+	return starlark.NewBuiltin(name, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var x number
+		if err := starlark.UnpackPositionalArgs(name, args, kwargs, 1, &x); err != nil {
+			return nil, err
 		}
-		return starlark.Float(f(fx, fy)), nil
+		return starlark.Bool(f(float64(x))), nil
 	})
 }
 

@@ -52,6 +52,8 @@ func TestModule(t *testing.T) {
 		{"math.isqrt(-1)", "isqrt: -1: the argument must be at least 0", true},
 		{"math.round(2.5)", "has no .round field or method", true}, // a builtin in Python, not math's
 		{"math.mod(7, 3)", "has no .mod field or method", true},
+		{`math.isnan("x")`, "isnan: for parameter 1: got string, want int or float", true},
+		{`math.fmod(1, "x")`, "fmod: for parameter 2: got string, want int or float", true},
 	} {
 		v, err := eval(t, tt.expr)
 		switch {
