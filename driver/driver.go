@@ -759,9 +759,9 @@ var errAbandoned = errors.New("driver: verification abandoned")
 // verifyWithin is verify, given up verifyGrace after ctx ends or the run
 // is interrupted: an interrupted run answers at once, with what it has
 // verified. (interruptGrace is the searches', which are over by now.) The
-// grace is the run's, counted from the first check that saw the end: the
-// answers checked after the time limit share it, where each taking its
-// own, 64 of them, overran --time-limit by 40%.
+// grace is the run's, counted from the first check that saw the end, and
+// the answers checked after the time limit share it (a grace each let 64
+// answers overrun --time-limit by 40%).
 func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, outs []*outcome) (bool, error) {
 	type verdict struct {
 		ok  bool

@@ -15,9 +15,9 @@ import (
 
 // What a load makes of a program's imports, which package rewrite has
 // turned into calls of rewrite.ImportFunc: mirage is the loader's module;
-// any other module is an inert stub (argparse and math working ones,
-// packages argparse and pymath), with one warning for the load that names them all, or an
-// error when the load is strict.
+// any other module is an inert stub (argparse and math are working ones,
+// packages argparse and pymath), with one warning for the load that names
+// them all, or an error when the load is strict.
 
 // mirageModule is the only module a strict load lets a program import.
 const mirageModule = rewrite.Mirage
@@ -69,6 +69,26 @@ func (l *loader) importModule(_ *starlark.Thread, b *starlark.Builtin, args star
 
 func foreignImportError(module string) error {
 	return fmt.Errorf("import of module %q is refused by a strict load (--strict): only `mirage` can be imported (without --strict, other modules are inert stubs)", module)
+}
+
+// importWarnings are a load's warnings about the modules other than
+// mirage that the program imports: the stubs' one warning (stubWarning),
+// and math's (a working module) where `from math import *` binds nothing.
+func importWarnings(filename string, imports []rewrite.Import) []string {
+	var warnings []string
+	var stubbed []rewrite.Import
+	for _, imp := range imports {
+		switch {
+		case imp.Module != pymath.Name:
+			stubbed = append(stubbed, imp)
+		case imp.Star:
+			warnings = append(warnings, fmt.Sprintf("%s:%d: `from math import *` binds nothing: import math, or the names the program uses", filename, imp.Line))
+		}
+	}
+	if len(stubbed) > 0 {
+		warnings = append(warnings, stubWarning(filename, stubbed))
+	}
+	return warnings
 }
 
 // stubWarning is the one warning of a load that stubbed modules: where the

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mirage-go/mirage/frontend/argparse"
 	"github.com/mirage-go/mirage/frontend/pylex"
-	"github.com/mirage-go/mirage/frontend/pymath"
 	"github.com/mirage-go/mirage/frontend/rewrite"
 	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph"
@@ -147,17 +146,8 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, l.rewriteError(err)
 	}
-	var stubbed []rewrite.Import // math is a working module (pymath)
-	for _, imp := range rw.Imports {
-		switch {
-		case imp.Module != pymath.Name:
-			stubbed = append(stubbed, imp)
-		case imp.Star:
-			l.warn(fmt.Sprintf("%s:%d: `from math import *` binds nothing: import math, or the names the program uses", filename, imp.Line))
-		}
-	}
-	if len(stubbed) > 0 {
-		l.warn(stubWarning(filename, stubbed))
+	for _, w := range importWarnings(filename, rw.Imports) {
+		l.warn(w)
 	}
 	l.columns = rw.Columns
 	f, err := fileOptions.Parse(filename, rw.Code, 0)
