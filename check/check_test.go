@@ -156,34 +156,49 @@ func TestGraphsKeepToTheMemoryBound(t *testing.T) {
 }
 
 // Dynamic checks each graph of a document at its own m, with one pool of
-// the program's fingerprints: a wrong graph among right ones is found.
+// the program's fingerprints: a wrong graph among right ones is found. With
+// m inside the heads ([4, m, 64]) fewer rows are not the first of the
+// program's memory, and each m gets fingerprints of its own.
 func TestDynamic(t *testing.T) {
+	for _, tc := range []struct {
+		name, dims, flag string
+	}{
+		{"rows outermost", "(%d, 64)", "0:0=1..16"},
+		{"rows inside the heads", "(4, %d, 64)", "0:1=1..16"},
+	} {
+		a := load(t, "a", "X = g.new_input(dims="+fmt.Sprintf(tc.dims, 16)+", dtype=mi.float16)\ng.mark_output(g.exp(X))\n")
+		d, err := a.MarkDynamic([]string{tc.flag}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var graphs []*kernel.Graph
+		for _, g := range []struct {
+			rows int
+			op   string
+		}{{16, "exp"}, {4, "exp"}, {2, "sqrt"}} {
+			b := load(t, "b", fmt.Sprintf("X = g.new_input(dims="+tc.dims+", dtype=mi.float16)\ng.mark_output(g.%s(X))\n", g.rows, g.op))
+			graphs = append(graphs, b.File.Graphs[0].Graph)
+		}
+		b := &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", graphs...)}
+		for _, method := range []check.Method{check.FF, check.Float} {
+			var w bytes.Buffer
+			same, err := check.Dynamic(&w, d, a.Path, b, check.Options{Method: method, Trials: 2, Seed: 1, MaxBytes: 1 << 30})
+			if err != nil {
+				t.Fatalf("%s, %s: %v", tc.name, method, err)
+			}
+			said := w.String()
+			if same || !strings.Contains(said, "graph 0, m = 16: equivalent") || !strings.Contains(said, "graph 1, m = 4: equivalent") ||
+				strings.Contains(said, "graph 2, m = 2: equivalent") || !strings.HasSuffix(said, "1 of 3 graph(s) differ from the program at their m\n") {
+				t.Errorf("%s, %s: same = %v:\n%s", tc.name, method, same, said)
+			}
+		}
+	}
 	a := load(t, "a", "X = g.new_input(dims=(16, 64), dtype=mi.float16)\ng.mark_output(g.exp(X))\n")
 	d, err := a.MarkDynamic([]string{"0:0=1..16"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var graphs []*kernel.Graph
-	for _, g := range []struct {
-		rows int
-		op   string
-	}{{16, "exp"}, {4, "exp"}, {2, "sqrt"}} {
-		b := load(t, "b", fmt.Sprintf("X = g.new_input(dims=(%d, 64), dtype=mi.float16)\ng.mark_output(g.%s(X))\n", g.rows, g.op))
-		graphs = append(graphs, b.File.Graphs[0].Graph)
-	}
-	b := &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", graphs...)}
-	for _, method := range []check.Method{check.FF, check.Float} {
-		var w bytes.Buffer
-		same, err := check.Dynamic(&w, d, a.Path, b, check.Options{Method: method, Trials: 2, Seed: 1, MaxBytes: 1 << 30})
-		if err != nil {
-			t.Fatal(err)
-		}
-		said := w.String()
-		if same || !strings.Contains(said, "graph 0, m = 16: equivalent") || !strings.Contains(said, "graph 1, m = 4: equivalent") ||
-			strings.Contains(said, "graph 2, m = 2: equivalent") || !strings.HasSuffix(said, "1 of 3 graph(s) differ from the program at their m\n") {
-			t.Errorf("%s: same = %v:\n%s", method, same, said)
-		}
-	}
+	b := &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", a.File.Graphs[0].Graph)}
 	// The emulator runs one graph; a dynamic program's entry point is
 	// --engine's.
 	if _, err := check.Dynamic(&bytes.Buffer{}, d, a.Path, b, check.Options{Method: check.Emu, Seed: 1}); err == nil || !strings.Contains(err.Error(), "--engine") {

@@ -140,7 +140,8 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 			v = full
 		case full != nil:
 			v, err = p.pool.Rows("", a.Graph)
-		default:
+		}
+		if v == nil && err == nil { // none kept, or m inside an outer dim: not the first rows
 			v, err = ffverify.New(a.Graph, p.opts)
 		}
 		if err != nil && !memlimit.IsOver(err) {

@@ -190,6 +190,10 @@ func (e *Estimator) graphKernel(lk *launch.Kernel) (Kernel, error) {
 type Rows struct {
 	Bucket, Active int
 	Dims           map[kernel.TensorID]int
+	// Copies are the bytes of each device-to-device copy the entry point
+	// makes around the bucket's kernels: a padded program's inputs and
+	// outputs with m (cuda.Rows.Padded), whose Dims are then empty.
+	Copies []int64
 }
 
 // EstimateRows models g, a bucket's μGraph, run for rows.Active rows: the
@@ -205,7 +209,32 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 	for t := range rows.Dims {
 		scale[t] = float64(rows.Active) / float64(rows.Bucket)
 	}
-	return estimateScaled(g, arch, scale, nil)
+	e, err := estimateScaled(g, arch, scale, nil)
+	if err != nil {
+		return e, err
+	}
+	for _, b := range rows.Copies {
+		k := copyKernel(arch, b)
+		e.Kernels = append(e.Kernels, k)
+		e.Launches++
+		e.Bytes += k.Bytes
+		e.DRAMBytes += k.DRAMBytes
+		e.Micros += k.Micros
+	}
+	return e, nil
+}
+
+// copyKernel models a device-to-device copy of n bytes (cudaMemcpy2DAsync):
+// a vendor call that reads and writes them once, at the vendor share of
+// HBM bandwidth or its fixed latency, whichever is longer, plus a launch.
+func copyKernel(arch target.Arch, n int64) Kernel {
+	k := Kernel{Op: -1, Name: "copy", Bytes: 2 * n, DRAMBytes: 2 * n, Waves: 1}
+	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
+	k.LatencyMicros = vendorLatencyMicros
+	k.OverheadMicros = arch.LaunchMicros
+	k.Micros = max(k.MemoryMicros, k.LatencyMicros) + k.OverheadMicros
+	k.setBound()
+	return k
 }
 
 // estimateScaled is EstimateGraph with the traffic of some tensors scaled (nil:

@@ -376,10 +376,25 @@ func (r *DynamicResult) EstimateAt(m, rank int, arch target.Arch) (cost.Estimate
 }
 
 // estimateRows is the cost model's time of g, written for size rows, run
-// for m of them.
+// for m of them. A padded program's kernels run every row of the bucket
+// (cuda.Rows.Padded), and its entry point copies the m rows of each input
+// and output with m.
 func (r *DynamicResult) estimateRows(g *kernel.Graph, size, m int, arch target.Arch) (cost.Estimate, error) {
 	rows := cost.Rows{Bucket: size, Active: m, Dims: map[kernel.TensorID]int{}}
 	ins, outs := r.Program.DynamicDims()
+	if r.Program.Padded() {
+		for k, t := range g.Inputs() {
+			if ins[k] >= 0 {
+				rows.Copies = append(rows.Copies, int64(g.Tensors[t].Bytes()/size*m))
+			}
+		}
+		for j, t := range g.Outputs {
+			if outs[j] >= 0 {
+				rows.Copies = append(rows.Copies, int64(g.Tensors[t].Bytes()/size*m))
+			}
+		}
+		return cost.EstimateRows(g, arch, rows)
+	}
 	for k, t := range g.Inputs() {
 		if ins[k] >= 0 {
 			rows.Dims[t] = ins[k]

@@ -13,7 +13,7 @@ import (
 // Rows says which dim of each input and output of the program is m.
 func (r *DynamicResult) Rows() cuda.Rows {
 	ins, outs := r.Program.DynamicDims()
-	return cuda.Rows{Lo: r.Lo, Hi: r.Hi, Inputs: ins, Outputs: outs}
+	return cuda.Rows{Lo: r.Lo, Hi: r.Hi, Inputs: ins, Outputs: outs, Padded: r.Program.Padded()}
 }
 
 // DynamicMeta is the "dynamic" object of a dynamic program's μGraph
@@ -25,6 +25,8 @@ type DynamicMeta struct {
 	Lo      int   `json:"lo"`
 	Hi      int   `json:"hi"`
 	Buckets []int `json:"buckets"`
+	// Padded: a tensor has m inside an outer dim (cuda.Rows.Padded).
+	Padded bool `json:"padded,omitempty"`
 }
 
 // bucketMeta is the meta of one graph of a dynamic document: the figures
@@ -48,7 +50,7 @@ type bucketMeta struct {
 // beside meta's fields.
 func (r *DynamicResult) File(name string, meta any) (*kernel.File, error) {
 	rows := r.Rows()
-	dm := DynamicMeta{Inputs: rows.Inputs, Outputs: rows.Outputs, Lo: r.Lo, Hi: r.Hi}
+	dm := DynamicMeta{Inputs: rows.Inputs, Outputs: rows.Outputs, Lo: r.Lo, Hi: r.Hi, Padded: rows.Padded}
 	f := &kernel.File{Name: name}
 	for _, b := range r.Buckets {
 		dm.Buckets = append(dm.Buckets, b.Size)
@@ -157,7 +159,7 @@ func ReadDynamic(f *kernel.File) (rows cuda.Rows, buckets []DocBucket, ok bool, 
 	if err := json.Unmarshal(doc["dynamic"], &dm); err != nil {
 		return cuda.Rows{}, nil, true, fmt.Errorf("meta.dynamic: %v", err)
 	}
-	rows = cuda.Rows{Lo: dm.Lo, Hi: dm.Hi, Inputs: dm.Inputs, Outputs: dm.Outputs}
+	rows = cuda.Rows{Lo: dm.Lo, Hi: dm.Hi, Inputs: dm.Inputs, Outputs: dm.Outputs, Padded: dm.Padded}
 	if err := CheckBuckets(dm.Buckets, dm.Lo, dm.Hi); err != nil {
 		return rows, nil, true, fmt.Errorf("meta.dynamic: %v", err)
 	}
@@ -205,7 +207,7 @@ func CheckLowers(name string, program *kernel.Graph, lo, hi int, buckets []int, 
 		if err != nil {
 			return err
 		}
-		rows := cuda.Rows{Lo: m, Hi: m, Inputs: ins, Outputs: outs}
+		rows := cuda.Rows{Lo: m, Hi: m, Inputs: ins, Outputs: outs, Padded: program.Padded()}
 		_, err = cuda.EmitDynamic(name, rows, []cuda.Bucket{{Size: m, Lo: m, Hi: m, Graph: g}}, opts)
 		return err
 	}

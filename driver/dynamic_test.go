@@ -204,6 +204,88 @@ g.mark_output(g.mul(g.sub(X, B), G))`,
 	}
 }
 
+// TestDynamicPadded: a layer written head by head (the heads a batch dim
+// made by a broadcast, as a serving engine's decode step has them) has m
+// inside the heads, [4, m, 16], so the rows below m are not a prefix of
+// its memory. Its entry point copies the inputs and outputs with m through
+// buffers of the bucket's rows; the engine's decode loop checks every m
+// against the interpreter (and that nothing past m of an output is
+// written), with the buckets' best μGraphs and with the program unfused.
+func TestDynamicPadded(t *testing.T) {
+	needGXX(t)
+	program, err := loadSource(t, "heads_layer", `
+X = g.new_input(dims=(1, 8, 64), dtype=mi.float16)
+ones = g.new_input(dims=(4, 1, 1), dtype=mi.float16)
+Wq = g.new_input(dims=(4, 64, 16), dtype=mi.float16)
+Wk = g.new_input(dims=(4, 64, 16), dtype=mi.float16)
+Kc = g.new_input(dims=(4, 16, 32), dtype=mi.float16)
+Vc = g.new_input(dims=(4, 32, 16), dtype=mi.float16)
+Wo = g.new_input(dims=(4, 16, 64), dtype=mi.float16)
+Nh = g.mul(g.rms_norm(X, normalized_shape=(64,)), ones)
+Kn = g.matmul(Nh, Wk)
+E = g.exp(g.mul_scalar(g.matmul(g.matmul(Nh, Wq), Kc), 0.25))
+O = g.matmul(g.div(E, g.reduction(E, 2)), Vc)
+g.mark_output(g.add(X, g.reduction(g.matmul(O, Wo), 0)))
+g.mark_output(Kn)`).WithDynamic(map[kernel.TensorID]int{0: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !program.Padded() {
+		t.Fatal("a program with [4, m, 16] is not Padded")
+	}
+	const lo, hi = 1, 8
+	steps := []int{1, 3, 5, 8, 2, 7, 4, 6, 0, 9}
+	res, err := RunDynamic(context.Background(), program, lo, hi, []int{2, 8}, Options{TimeLimit: 20 * time.Second, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fused := 0
+	for _, b := range res.Buckets {
+		c := b.Candidates[0]
+		static, _ := program.Bind(b.rowsOf(c))
+		r, err := ffverify.Equivalent(static, c.Graph, ffverify.Options{Seed: 3})
+		if err != nil || !r.Equivalent {
+			t.Errorf("bucket %d: its best is not the program at m = %d: %v %v", b.Size, b.rowsOf(c), r, err)
+		}
+		fused += c.Customized
+		// Every row of the bucket runs: the estimate at m is the graph's,
+		// and the three copies of m rows (X in; the layer's output and Kn
+		// out, 128 and 128 bytes a row), each read and written once.
+		arch := target.MustLookup(target.Default)
+		whole, err := cost.EstimateGraph(c.Graph, arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := b.Lo
+		e, err := res.EstimateAt(m, 0, arch)
+		if want := whole.Bytes + int64(2*3*128*m); err != nil || e.Bytes != want || e.Launches != whole.Launches+3 || e.Micros <= whole.Micros {
+			t.Errorf("bucket %d at m = %d: %d bytes in %d launches, %.1f µs (%v); want %d in %d, over the graph's %.1f", b.Size, m, e.Bytes, e.Launches, e.Micros, err, want, whole.Launches+3, whole.Micros)
+		}
+	}
+	if fused == 0 {
+		t.Error("no bucket fused")
+	}
+	code, _, err := res.EmitCUDA("heads_layer", cuda.Options{}, func(msg string) { t.Log(msg) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEngine(t, program, code, lo, hi, steps)
+
+	rows := res.Rows()
+	var unfused []cuda.Bucket
+	for _, b := range []cuda.Bucket{{Size: 3, Lo: 1, Hi: 3}, {Size: 8, Lo: 4, Hi: 8}} {
+		if b.Graph, err = program.Bind(b.Size); err != nil {
+			t.Fatal(err)
+		}
+		unfused = append(unfused, b)
+	}
+	code, err = cuda.EmitDynamic("heads_layer_unfused", rows, unfused, cuda.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEngine(t, program, code, lo, hi, steps)
+}
+
 // TestDynamicLibraryKernels runs the unfused program (pre-defined ops
 // only: the runtime's GEMM, RMSNorm, element-wise kernels) as every
 // bucket: each must work on the m rows it is given.

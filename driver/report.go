@@ -307,7 +307,11 @@ func WriteDynamicTable(w io.Writer, res *DynamicResult, written *DynamicWritten,
 	tw.Flush()
 	for i, b := range res.Buckets {
 		if b.Candidates[rankOf(written, i)].Rows > 0 {
-			fmt.Fprintf(w, "(a bucket runs a larger bucket's μGraph where the cost model has it faster on its rows: rows past m move nothing)\n")
+			if res.Program.Padded() {
+				fmt.Fprintf(w, "(a bucket runs a larger bucket's μGraph where the cost model has it faster, all of that bucket's rows included)\n")
+			} else {
+				fmt.Fprintf(w, "(a bucket runs a larger bucket's μGraph where the cost model has it faster on its rows: rows past m move nothing)\n")
+			}
 			break
 		}
 	}

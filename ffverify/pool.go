@@ -1,6 +1,7 @@
 package ffverify
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -76,13 +77,17 @@ func (p *Pool) Prefix(key string, program *kernel.Graph) *Verifier {
 
 // Rows returns a verifier for program evaluated on the first rows of the
 // inputs of the one kept under key (Verifier.Rows), or nil and no error
-// when none is kept.
+// when none is kept or program's rows are not the first of its
+// (ErrNotFirstRows): the caller then makes its own.
 func (p *Pool) Rows(key string, program *kernel.Graph) (*Verifier, error) {
 	v := p.Kept(key)
 	if v == nil {
 		return nil, nil
 	}
 	nv, err := v.Rows(program)
+	if errors.Is(err, ErrNotFirstRows) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,23 @@ func TestPoolCutsTheFirstKept(t *testing.T) {
 	if v, err := p.Rows("other", small); v != nil || err != nil {
 		t.Errorf("Rows of a key never kept: %v, %v", v, err)
 	}
+	// With m inside the heads, 4 x m x 64, fewer rows are not the first
+	// of the memory: neither cut is made, and the caller makes its own.
+	heads := func(m int) *kernel.Graph {
+		k := newKG()
+		return k.outputs(k.op(ugraph.OpExp, k.in(4, m, 64)))
+	}
+	hv, err := ffverify.New(heads(16), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Keep("heads", hv)
+	if v := p.Prefix("heads", heads(4)); v != nil {
+		t.Error("Prefix cut 4 x 4 x 64 from 4 x 16 x 64")
+	}
+	if v, err := p.Rows("heads", heads(4)); v != nil || err != nil {
+		t.Errorf("Rows of 4 x 4 x 64 from 4 x 16 x 64: %v, %v; want neither", v, err)
+	}
 	p.Drop("exp")
 	if p.Kept("exp") != nil {
 		t.Error("Drop kept the verifier")

@@ -1,6 +1,7 @@
 package ffverify
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -80,6 +81,12 @@ func (v *Verifier) firstRows(program *kernel.Graph, ownPrints bool) (*Verifier, 
 	return nv, p, nil
 }
 
+// ErrNotFirstRows is the error of Prefix and Rows for a program whose
+// inputs or outputs are not the first rows of the other's: a program with
+// m inside an outer dim (kernel.Graph.Padded), whose fewer rows are not a
+// prefix of its memory. The caller makes its own verifier.
+var ErrNotFirstRows = errors.New("not the first rows")
+
 // rowsOf checks that each input and output of v's program is the first
 // rows of its counterpart in w's (rowPrefix).
 func (v *Verifier) rowsOf(w *Verifier) error {
@@ -88,12 +95,12 @@ func (v *Verifier) rowsOf(w *Verifier) error {
 	}
 	for k, s := range v.inputs {
 		if !rowPrefix(s, w.inputs[k]) {
-			return fmt.Errorf("ffverify: input %d %v is not the first rows of %v", k, s, w.inputs[k])
+			return fmt.Errorf("ffverify: input %d %v is %w of %v", k, s, ErrNotFirstRows, w.inputs[k])
 		}
 	}
 	for j, s := range v.outputs {
 		if !rowPrefix(s, w.outputs[j]) {
-			return fmt.Errorf("ffverify: output %d %v is not the first rows of %v", j, s, w.outputs[j])
+			return fmt.Errorf("ffverify: output %d %v is %w of %v", j, s, ErrNotFirstRows, w.outputs[j])
 		}
 	}
 	return nil

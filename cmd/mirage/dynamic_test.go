@@ -104,8 +104,17 @@ func TestSuperoptDynamic(t *testing.T) {
 		t.Errorf("emit --candidate -1: exit %d, %q", code, stderr)
 	}
 	// show prints the shapes with m; eval runs at --rows.
-	if code, stdout, _ := mirage(t, "show", prog, "--dynamic", "X:0=1..16"); code != exitOK || !strings.Contains(stdout, "# m in 1..16, buckets [1 2 4 8 16]") || !strings.Contains(stdout, "[m, 128]") {
+	if code, stdout, _ := mirage(t, "show", prog, "--dynamic", "X:0=1..16"); code != exitOK || !strings.Contains(stdout, "# m in 1..16, buckets [1 2 4 8 16]") || !strings.Contains(stdout, "[m, 128]") ||
+		strings.Contains(stdout, "inside an outer dim") {
 		t.Errorf("show --dynamic: exit %d\n%s", code, stdout)
+	}
+	// m inside the heads of a layer written head by head: shown with the
+	// copies its entry point makes.
+	heads := filepath.Join(dir, "heads.py")
+	os.WriteFile(heads, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(1, 4, 64))\nones = g.new_input(dims=(8, 1, 1))\ng.mark_output(g.mul(X, ones))\n"), 0o644)
+	if code, stdout, stderr := mirage(t, "show", heads, "--dynamic", "X:1=1..4"); code != exitOK || !strings.Contains(stdout, "[8, m, 64]") ||
+		!strings.Contains(stdout, "# m is inside an outer dim: the entry point copies the inputs and outputs with m") {
+		t.Errorf("show --dynamic of m inside the heads: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if code, stdout, _ := mirage(t, "eval", prog, "--dynamic", "X:0=1..16", "--rows", "5"); code != exitOK || !strings.HasPrefix(stdout, "output 0  [5, 64]") {
 		t.Errorf("eval --dynamic --rows 5: exit %d\n%s", code, stdout)

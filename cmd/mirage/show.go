@@ -68,6 +68,9 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 			return err
 		}
 		fmt.Fprintf(out, "# m in %d..%d, buckets %v\n", d.Lo, d.Hi, d.Buckets)
+		if d.Program.Padded() {
+			fmt.Fprintf(out, "# m is inside an outer dim: the entry point copies the inputs and outputs with m through buffers of the bucket's rows\n")
+		}
 		return inspect.Text(out, d.Program)
 	}
 	picked := cmd.Flags().Changed("candidate")

@@ -88,6 +88,11 @@ type Bucket struct {
 type Rows struct {
 	Lo, Hi          int
 	Inputs, Outputs []int
+	// Padded says that a tensor of the program has m inside an outer dim
+	// of extent above 1 (kernel.Graph.Padded): the entry point copies the
+	// inputs and outputs with m through buffers of the bucket's rows in the
+	// workspace, and each bucket runs as the static program at its size.
+	Padded bool
 }
 
 // EmitDynamic lowers the buckets of a dynamic program to one NAME.cu and
@@ -125,6 +130,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	cname := Sanitize(name)
 	res := &Result{Name: cname, Arch: opts.Arch.Name}
 	var progs []*program
+	var pads [][]paddedTensor // per bucket, with rows.Padded
 	for i, b := range buckets {
 		g := b.Graph
 		if g == nil || len(g.Outputs) == 0 {
@@ -137,6 +143,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		if b.Lo > b.Hi || b.Hi > b.Size || i > 0 && b.Lo != buckets[i-1].Hi+1 || i == 0 && b.Lo != rows.Lo || i == len(buckets)-1 && b.Hi != rows.Hi {
 			return nil, fmt.Errorf("bucket %d serves %d..%d: the buckets must cover %d..%d in order", b.Size, b.Lo, b.Hi, rows.Lo, rows.Hi)
 		}
+		var padded []paddedTensor
 		for k, d := range append(append([]int(nil), rows.Inputs...), rows.Outputs...) {
 			t := g.Outputs[0]
 			if k < len(ins) {
@@ -147,22 +154,35 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 			if d < -1 {
 				return nil, fmt.Errorf("bucket %d: tensor %d's dynamic dim is %d", b.Size, k, d)
 			}
-			if d >= 0 {
-				if err := rowsPrefix(g.Tensors[t].Shape, d, b.Size); err != nil {
-					return nil, fmt.Errorf("bucket %d: t%d: %v", b.Size, t, err)
+			if d < 0 {
+				continue
+			}
+			s := g.Tensors[t].Shape
+			if rows.Padded {
+				if d >= s.Rank()-1 || s.Dim(d) != b.Size {
+					return nil, fmt.Errorf("bucket %d: t%d: %v has no row dim %d of the bucket's %d rows", b.Size, t, s, d, b.Size)
 				}
+				pt := paddedTensor{tensor: t, index: k, shape: s, dim: d}
+				if k >= len(ins) {
+					pt.output, pt.index = true, k-len(ins)
+				}
+				padded = append(padded, pt)
+			} else if err := rowsPrefix(s, d, b.Size); err != nil {
+				return nil, fmt.Errorf("bucket %d: t%d: %v", b.Size, t, err)
 			}
 		}
 		p := &program{name: fmt.Sprintf("%s_m%d", cname, b.Size), g: g, opts: opts, res: &Result{Name: cname, Arch: opts.Arch.Name},
 			rows: map[kernel.TensorID]int{}, bucket: b.Size}
-		for k, d := range rows.Inputs {
-			if d >= 0 {
-				p.rows[ins[k]] = d
+		if !rows.Padded { // a padded bucket's kernels run all its rows: nothing to guard
+			for k, d := range rows.Inputs {
+				if d >= 0 {
+					p.rows[ins[k]] = d
+				}
 			}
-		}
-		for j, d := range rows.Outputs {
-			if d >= 0 {
-				p.rows[g.Outputs[j]] = d
+			for j, d := range rows.Outputs {
+				if d >= 0 {
+					p.rows[g.Outputs[j]] = d
+				}
 			}
 		}
 		for _, step := range programPasses[:len(programPasses)-1] { // all but files
@@ -170,16 +190,25 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 				return nil, fmt.Errorf("bucket %d: %w", b.Size, err)
 			}
 		}
+		ws := p.res.WorkspaceBytes
+		if len(padded) > 0 {
+			ws = roundUp(ws, workspaceAlign)
+			for i := range padded {
+				padded[i].offset = ws
+				ws += roundUp(g.Tensors[padded[i].tensor].Bytes(), workspaceAlign)
+			}
+		}
 		progs = append(progs, p)
+		pads = append(pads, padded)
 		res.Kernels = append(res.Kernels, p.res.Kernels...)
-		res.WorkspaceBytes = max(res.WorkspaceBytes, p.res.WorkspaceBytes)
+		res.WorkspaceBytes = max(res.WorkspaceBytes, ws)
 		res.Links = MergeLinks(res.Links, p.res.Links...)
 		res.Buffers = p.res.Buffers
-		res.Buckets = append(res.Buckets, BucketCode{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Kernels: p.res.Kernels, WorkspaceBytes: p.res.WorkspaceBytes})
+		res.Buckets = append(res.Buckets, BucketCode{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Kernels: p.res.Kernels, WorkspaceBytes: ws})
 	}
 
 	cu := preamble(cname, opts, res.Links)
-	for _, p := range progs {
+	for i, p := range progs {
 		ns := fmt.Sprintf("m%d", p.bucket)
 		cu.line("")
 		cu.line("namespace {")
@@ -190,6 +219,10 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		}
 		cu.line("")
 		p.hostFunction(cu, "cudaError_t run(void* const* outputs, void const* const* inputs, long long m, void* workspace, cudaStream_t stream)")
+		if rows.Padded {
+			cu.line("")
+			paddedCall(cu, p, pads[i], len(p.g.Inputs()), len(p.g.Outputs))
+		}
 		cu.line("")
 		cu.line("}  // namespace %s", ns)
 		cu.line("}  // namespace")
@@ -205,14 +238,89 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	cu.line("")
 	cu.open("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream)", cname)
 	cu.line("if (m < %d || m > %d) return cudaErrorInvalidValue;  // outside the range: no launch", rows.Lo, rows.Hi)
+	call := "run"
+	if rows.Padded {
+		call = "call"
+	}
 	for _, b := range res.Buckets {
-		cu.line("if (m <= %d) return m%d::run(outputs, inputs, m, workspace, stream);", b.Hi, b.Size)
+		cu.line("if (m <= %d) return m%d::%s(outputs, inputs, m, workspace, stream);", b.Hi, b.Size, call)
 	}
 	cu.line("return cudaErrorInvalidValue;")
 	cu.close()
 
 	res.addFiles(cname, cu.String(), dynamicHeader(cname, source(opts), rows, buckets, res), opts)
 	return res, nil
+}
+
+// paddedTensor is an input or output with m of a padded bucket
+// (Rows.Padded): the bucket's kernels read or write it, at the bucket's
+// rows, in the workspace at offset, and its call copies the caller's m rows
+// of each slice in or out.
+type paddedTensor struct {
+	tensor kernel.TensorID
+	output bool
+	index  int          // k of inputs[k], j of outputs[j]
+	shape  ugraph.Shape // at the bucket's rows
+	dim    int
+	offset int
+}
+
+// paddedCall writes a padded bucket's call: the inputs with m copied into
+// the bucket's rows (each slice of the dims before m one row of a 2-D copy,
+// m rows wide in the caller's tensor, the bucket's rows apart in the
+// workspace), run, and the outputs with m copied out. The rows past m hold
+// what the workspace held: the bucket's rows are independent, so they reach
+// only rows past m, which are not copied out.
+func paddedCall(cu *writer, p *program, padded []paddedTensor, inputs, outputs int) {
+	cu.open("cudaError_t call(void* const* outputs, void const* const* inputs, long long m, void* workspace, cudaStream_t stream)")
+	cu.line("if (outputs == nullptr || inputs == nullptr || workspace == nullptr) return cudaErrorInvalidValue;")
+	cu.line("unsigned char* const pad = static_cast<unsigned char*>(workspace);")
+	in := make([]string, inputs)
+	for k := range in {
+		in[k] = fmt.Sprintf("inputs[%d]", k)
+	}
+	out := make([]string, outputs)
+	for j := range out {
+		out[j] = fmt.Sprintf("outputs[%d]", j)
+	}
+	for _, t := range padded {
+		if t.output {
+			out[t.index] = fmt.Sprintf("pad + %d", t.offset)
+		} else {
+			in[t.index] = fmt.Sprintf("pad + %d", t.offset)
+		}
+	}
+	cu.line("void const* const in[%d] = {%s};", max(inputs, 1), strings.Join(in, ", "))
+	cu.line("void* const out[%d] = {%s};", outputs, strings.Join(out, ", "))
+	copyRows := func(t paddedTensor) {
+		slices, row := 1, p.g.Tensors[t.tensor].Bytes()/t.shape.Dim(t.dim)
+		for d := range t.dim {
+			slices *= t.shape.Dim(d)
+		}
+		row /= slices // bytes of one row of m in one slice
+		what, dst, dpitch, src, spitch := "input", fmt.Sprintf("pad + %d", t.offset), fmt.Sprintf("%d", row*p.bucket), fmt.Sprintf("inputs[%d]", t.index), fmt.Sprintf("m * %d", row)
+		if t.output {
+			what, dst, dpitch, src, spitch = "output", fmt.Sprintf("outputs[%d]", t.index), spitch, fmt.Sprintf("pad + %d", t.offset), dpitch
+		}
+		cu.line("// %s %d %v: %d slice(s) of m rows of %d bytes", what, t.index, t.shape.WithDynamic(t.dim), slices, row)
+		cu.line("err = cudaMemcpy2DAsync(%s, %s, %s, %s, m * %d, %d, cudaMemcpyDeviceToDevice, stream);", dst, dpitch, src, spitch, row, slices)
+		cu.line("if (err != cudaSuccess) return err;")
+	}
+	cu.line("cudaError_t err = cudaSuccess;")
+	for _, t := range padded {
+		if !t.output {
+			copyRows(t)
+		}
+	}
+	cu.line("err = run(out, in, m, workspace, stream);")
+	cu.line("if (err != cudaSuccess) return err;")
+	for _, t := range padded {
+		if t.output {
+			copyRows(t)
+		}
+	}
+	cu.line("return err;")
+	cu.close()
 }
 
 // dynamicHeader is NAME.h of a dynamic program: the entry points, the
@@ -249,11 +357,22 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 	for j, t := range g.Outputs {
 		w.comment(fmt.Sprintf("  outputs[%d]  %-8v %v", j, g.Tensors[t].DType, shape(t, rows.Outputs[j])))
 	}
+	if rows.Padded {
+		w.comment("",
+			"Each bucket is its own verified μGraph, searched at m = its size; the entry",
+			"point runs the smallest bucket at or above m. A tensor of the program has m",
+			"inside an outer dim, so that its rows below m are not the first of its",
+			"memory: the entry point copies the m rows of each input with m into a",
+			"buffer of the bucket's rows in the workspace, runs every row of the bucket",
+			"(each computed from its own), and copies the m rows of each output with m",
+			"back. Buckets: "+strings.Join(sizes, ", ")+".")
+	} else {
+		w.comment("",
+			"Each bucket is its own verified μGraph, searched at m = its size; the entry",
+			"point runs the smallest bucket at or above m, whose kernels neither read nor",
+			"write rows past m. Buckets: "+strings.Join(sizes, ", ")+".")
+	}
 	w.comment("",
-		"Each bucket is its own verified μGraph, searched at m = its size; the entry",
-		"point runs the smallest bucket at or above m, whose kernels neither read nor",
-		"write rows past m. Buckets: "+strings.Join(sizes, ", ")+".",
-		"",
 		fmt.Sprintf("workspace: mirage_%s_workspace_bytes(m) bytes of device memory (the", name),
 		"most any bucket needs, the same at every m in the range), 256-byte aligned,",
 		"for intermediate tensors; may be NULL when that is 0. It must not be shared",
@@ -280,8 +399,8 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 	add := func(t kernel.TensorID, d int) {
 		tt := g.Tensors[t]
 		perRow, fixed := 0, tt.Shape.NumElements()
-		if d >= 0 {
-			perRow, fixed = tt.Shape.Strides()[d], 0
+		if d >= 0 { // [.., m, ..] holds m times the elements of one row of each slice
+			perRow, fixed = tt.Shape.NumElements()/tt.Shape.Dim(d), 0
 		}
 		tensors = append(tensors, fmt.Sprintf("{%d, %d, %d, %s}", tt.DType.Size(), perRow, fixed, dtypeMacro(tt.DType)))
 	}

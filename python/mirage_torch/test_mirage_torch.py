@@ -50,6 +50,17 @@ g.mark_output(S)
 g.mark_output(g.reduction(S, 1))
 """
 
+# Per-head projections of a layer written head by head: m (the tokens)
+# inside the heads, [3, m, 16], whose fewer rows are not the first of the
+# tensor's memory (the entry point copies them through the workspace).
+HEADS = """import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(1, 4, 32), dtype=mi.float16)
+ones = g.new_input(dims=(3, 1, 1), dtype=mi.float16)
+W = g.new_input(dims=(3, 32, 16), dtype=mi.float16)
+g.mark_output(g.matmul(g.mul(g.rms_norm(X, normalized_shape=(32,)), ones), W))
+"""
+
 
 def mlp_reference(x, w1, w3, w2):
     x, w1, w3, w2 = (t.double() for t in (x, w1, w3, w2))
@@ -141,7 +152,8 @@ class OpTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp()
         cls.dirs = {}
         for name, src, extra in [("mlp", MLP, []), ("two", TWO, []), ("name", TWO, []),
-                                 ("dyn", MLP, ["--dynamic", "X:0=1..8"])]:
+                                 ("dyn", MLP, ["--dynamic", "X:0=1..8"]),
+                                 ("heads", HEADS, ["--dynamic", "X:1=1..8"])]:
             prog = os.path.join(cls.tmp, name + ".py")
             with open(prog, "w") as f:
                 f.write(src)
@@ -201,6 +213,19 @@ class OpTest(unittest.TestCase):
             with self.assertRaises(ValueError) as cm:
                 op(*self.inputs(m=m))
             self.assertIn("outside the range 1..8", str(cm.exception))
+
+    def test_dynamic_rows_inside_the_heads(self):
+        op = mirage_torch.load(self.dirs["heads"], devices=["cpu"])
+        g = torch.Generator().manual_seed(7)
+        ones = torch.ones(3, 1, 1).half()
+        w = ((torch.rand(3, 32, 16, generator=g) * 2 - 1) / 4).half()
+        for m in (1, 3, 8, 5):
+            x = (torch.rand(1, m, 32, generator=g) * 2 - 1).half()
+            y = torch.ops.mirage.heads(x, ones, w)
+            xd = x.double()
+            ref = (xd / torch.sqrt(torch.mean(xd * xd, dim=-1, keepdim=True))) @ w.double()
+            self.assertEqual(tuple(y.shape), (3, m, 16))
+            self.assertLess(float((y.double() - ref).abs().max() / ref.abs().max()), 1e-2, m)
 
     def test_bad_inputs_refused(self):
         x = self.inputs()

@@ -21,9 +21,10 @@ func (e *DynamicError) Unwrap() error { return e.Err }
 // by the shape rules, which carry m where rows stay apart and refuse the
 // ops that would mix rows (a *DynamicError naming the op).
 //
-// The emitted code guards rows past m by comparing flat offsets with m
-// times the dynamic dim's stride, so every tensor with m must have it as
-// its outermost dim of extent above 1, and not as its last dim; graph-
+// m may be any dim but a tensor's last (one dim per tensor). Where every
+// tensor with m has it as its outermost dim of extent above 1, the emitted
+// kernels guard rows past m in place; otherwise (Padded) the entry point
+// copies the tensors with m through buffers of the bucket's rows. Graph-
 // defined kernels in the program itself are refused (their maps were
 // written for one size).
 func (g *Graph) WithDynamic(dims map[TensorID]int) (*Graph, error) {
@@ -77,9 +78,8 @@ func (g *Graph) WithDynamic(dims map[TensorID]int) (*Graph, error) {
 	return out, nil
 }
 
-// rowsGuardable checks that a shape's dynamic dim, if any, is its
-// outermost dim of extent above 1 and not its last: then the rows below m
-// are a prefix of the tensor's memory.
+// rowsGuardable checks that a shape's dynamic dim, if any, is one dim, and
+// not its last: a row dim, whose rows the emitted code can cut.
 func rowsGuardable(s ugraph.Shape) error {
 	d := s.DynamicDim()
 	if d < 0 {
@@ -90,7 +90,26 @@ func rowsGuardable(s ugraph.Shape) error {
 			return fmt.Errorf("%v: m in dims %d and %d; one row dim", s, d, i)
 		}
 	}
-	return s.CheckRowDim(d)
+	if d == s.Rank()-1 {
+		return fmt.Errorf("%v: the dynamic dim m is the last dim; it must be a row dim (an outer one)", s)
+	}
+	return nil
+}
+
+// Padded reports whether a tensor of g has the dynamic dim m inside an
+// outer dim of extent above 1 (the heads of a layer written head by head:
+// [32, m, 128]), so that its rows below m are not a prefix of its memory.
+// The emitted entry point of such a program copies its inputs and outputs
+// with m into and out of buffers of the bucket's rows, and the bucket's
+// kernels run all of them (DESIGN §9); otherwise the kernels read and
+// write the caller's m rows in place.
+func (g *Graph) Padded() bool {
+	for _, t := range g.Tensors {
+		if d := t.Shape.DynamicDim(); d >= 0 && t.Shape.CheckRowDim(d) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Dynamic reports whether any tensor of g has the dynamic dim m.

@@ -71,20 +71,55 @@ func TestWithDynamicRefuses(t *testing.T) {
 			t.Errorf("%s: %v; want a DynamicError at op %d with %q", tt.name, err, tt.op, tt.err)
 		}
 	}
-	// m must be the outermost dim of extent above 1.
+	// m as the last dim of a program that keeps it apart: the emitted code
+	// cannot cut it.
 	h := New()
 	x, _ := h.AddInput(ugraph.MustShape(4, 16, 64), ugraph.Float16)
 	e, _ := h.Add(ugraph.OpExp, ugraph.Attr{}, x)
 	h.MarkOutput(e)
-	if _, err := h.WithDynamic(map[TensorID]int{0: 1}); err == nil || !strings.Contains(err.Error(), "outermost") {
-		t.Errorf("m inside a batch dim: %v", err)
-	}
-	if _, err := h.WithDynamic(map[TensorID]int{0: 0}); err != nil {
-		t.Errorf("m outermost: %v", err)
-	}
-	// m as the last dim of a program that keeps it apart: the guards
-	// cannot cut it.
 	if _, err := h.WithDynamic(map[TensorID]int{0: 2}); err == nil || !strings.Contains(err.Error(), "last dim") {
 		t.Errorf("m as the last dim: %v", err)
+	}
+}
+
+// A program is Padded when a tensor has m inside an outer dim of extent
+// above 1, wherever that tensor is: an input, an output, or one computed
+// between them (a layer's heads made by a broadcast).
+func TestPadded(t *testing.T) {
+	heads := func() *Graph {
+		g := New()
+		x, _ := g.AddInput(ugraph.MustShape(1, 16, 64), ugraph.Float16)
+		ones, _ := g.AddInput(ugraph.MustShape(4, 1, 1), ugraph.Float16)
+		w, _ := g.AddInput(ugraph.MustShape(4, 64, 8), ugraph.Float16)
+		h, _ := g.Add(ugraph.OpMul, ugraph.Attr{}, x, ones) // 4 x m x 64
+		q, _ := g.Add(ugraph.OpMatmul, ugraph.Attr{}, h, w) // 4 x m x 8
+		s, _ := g.Add(ugraph.OpReduction, ugraph.Attr{Dim: 0}, q)
+		g.MarkOutput(s) // 1 x m x 8
+		return g
+	}
+	exp := New()
+	x, _ := exp.AddInput(ugraph.MustShape(4, 16, 64), ugraph.Float16)
+	e, _ := exp.Add(ugraph.OpExp, ugraph.Attr{}, x)
+	exp.MarkOutput(e)
+	for _, tt := range []struct {
+		name   string
+		g      *Graph
+		dims   map[TensorID]int
+		padded bool
+	}{
+		{"m outermost", rmsnormMatmul(t, 16), map[TensorID]int{0: 0}, false},
+		{"m outermost of extent above 1", heads(), map[TensorID]int{0: 1}, true}, // the heads between
+		{"m inside a batch dim", exp, map[TensorID]int{0: 1}, true},
+		{"m outermost of a batch", exp, map[TensorID]int{0: 0}, false},
+		{"no m", rmsnormMatmul(t, 16), nil, false},
+	} {
+		d, err := tt.g.WithDynamic(tt.dims)
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if got := d.Padded(); got != tt.padded {
+			t.Errorf("%s: Padded() = %v, want %v", tt.name, got, tt.padded)
+		}
 	}
 }
