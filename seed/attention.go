@@ -27,6 +27,12 @@ type attentionPlan struct {
 	e         int   // V's last dim: the output's
 	scores    int   // the op of Q·K
 	elem      []int // the ops of f, in order, from Q·K to the weights
+	// bias are the ops that compute the other operands of f's binary ops
+	// (a mask, ALiBi's slopes times the positions) from biasInputs, in
+	// order: terms of the scores' shape or broadcast to it, read a tile of
+	// keys at a time beside them.
+	bias       []int
+	biasInputs []kernel.TensorID
 	weights   kernel.TensorID
 	sum       int // the op summing the weights over the keys
 	pv        int // the op of (weights or normalized weights)·V
@@ -249,7 +255,8 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	if sv.Dim(rank-2) != plan.n {
 		return nil, false
 	}
-	// f: single-reader unary element-wise ops from Q·K to the weights.
+	// f: single-reader element-wise ops from Q·K to the weights, unary, or
+	// binary with a bias term (biasChain) as the other operand.
 	t := qk.Out[0]
 	for {
 		cs := p.consumers[t]
@@ -257,7 +264,18 @@ func planAttention(p *program) (*attentionPlan, bool) {
 			break
 		}
 		op := g.Ops[cs[0]]
-		if op.Kind.Info().Class != ugraph.ClassUnary {
+		if class := op.Kind.Info().Class; class == ugraph.ClassBinary && op.In[0] != op.In[1] && p.shape(op.Out[0]) == p.shape(t) {
+			other := op.In[1]
+			if other == t {
+				other = op.In[0]
+			}
+			inputs, ops, ok := biasChain(p, other)
+			if !ok {
+				break
+			}
+			plan.bias = append(plan.bias, ops...)
+			plan.biasInputs = append(plan.biasInputs, inputs...)
+		} else if class != ugraph.ClassUnary {
 			break
 		}
 		plan.elem = append(plan.elem, cs[0])
@@ -311,6 +329,11 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	if in[0] == in[1] || in[0] == in[2] || in[1] == in[2] {
 		return nil, false
 	}
+	for _, b := range plan.biasInputs {
+		if slices.Contains(in[:], b) {
+			return nil, false
+		}
+	}
 	for _, pro := range plan.prologues {
 		for _, i := range pro {
 			if slices.ContainsFunc(g.Ops[i].In, func(t kernel.TensorID) bool { return p.factor(t) && slices.Contains(in[:], t) }) {
@@ -320,7 +343,7 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	}
 	// Nothing else: inputs, the prologues, the two matmuls, f, the sum,
 	// the div.
-	ops := len(g.Inputs()) + 4 + len(plan.elem)
+	ops := len(g.Inputs()) + 4 + len(plan.elem) + len(plan.bias)
 	for _, pro := range plan.prologues {
 		ops += len(pro)
 	}
@@ -359,6 +382,38 @@ func rowChain(p *program, t kernel.TensorID, norms bool) (kernel.TensorID, []int
 		t = next
 	}
 	return t, chain, true
+}
+
+// biasChain follows t, an operand of f beside the scores, back to the
+// program inputs it is computed from through element-wise ops, each read
+// by nothing but the next: a mask or bias input, or ALiBi's slopes times
+// the positions. It returns the inputs and the ops in order (operands
+// first).
+func biasChain(p *program, t kernel.TensorID) ([]kernel.TensorID, []int, bool) {
+	if p.output[t] {
+		return nil, nil, false
+	}
+	if p.isInput(t) {
+		return []kernel.TensorID{t}, nil, true
+	}
+	i := p.producer[t]
+	op := p.g.Ops[i]
+	if class := op.Kind.Info().Class; len(p.consumers[t]) != 1 || class != ugraph.ClassUnary && class != ugraph.ClassBinary {
+		return nil, nil, false
+	}
+	var inputs []kernel.TensorID
+	var ops []int
+	for j, x := range op.In {
+		if j > 0 && x == op.In[0] {
+			continue
+		}
+		xin, xops, ok := biasChain(p, x)
+		if !ok {
+			return nil, nil, false
+		}
+		inputs, ops = append(inputs, xin...), append(ops, xops...)
+	}
+	return inputs, append(ops, i), true
 }
 
 // factor reports whether t is an input with one value for each row and
@@ -408,6 +463,19 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 	vt := k.tiles[plan.v]
 	if !k.compute(plan.scores) {
 		return nil, false
+	}
+	// The bias terms: a tile of the scores' rows and keys each iteration
+	// (or the one value a broadcast dim has).
+	scoresMap := plan.dims(block.Map{0, 2, 1})
+	for _, t := range plan.biasInputs {
+		if !k.loadWalked(t, broadcast(p.shape(t), grid, scoresMap), plan.dim(2)) {
+			return nil, false
+		}
+	}
+	for _, i := range plan.bias {
+		if !k.compute(i) {
+			return nil, false
+		}
 	}
 	for _, i := range plan.elem {
 		if !k.compute(i) {

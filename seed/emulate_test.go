@@ -32,7 +32,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	if _, err := templates.EmulatorCompiler(); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head", "attention over 1000 keys", "grouped-query attention over 777 keys"} {
+	for _, name := range []string{"rms_norm with a weight", "a norm of each key, written out", "a LayerNorm written out with sub", "gated MLP with a weighted norm", "residual epilogue", "attention, normalized before ·V", "one head's attention (rank 2), scaled", "q, k and v of a normed activation, batched over heads", "batched matmuls with a per-head bias", "grouped-query attention of rank 4, K and V repeated", "multi-query attention, Q scaled per head", "q of a normed row over groups and heads, with a bias per head", "attention over 1000 keys", "grouped-query attention over 777 keys", "multi-query attention with one mask for every head", "attention with ALiBi", "grouped-query attention of rank 4 with a causal mask"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			body := caseBody(t, name)

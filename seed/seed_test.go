@@ -216,14 +216,6 @@ X = g.new_input(dims=(64, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 64), dtype=mi.float16)
 g.mark_output(g.matmul(g.mul(X, W), W))
 `, nil},
-	{"attention with a mask", `
-Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
-K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)
-V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
-M = g.new_input(dims=(2, 16, 512), dtype=mi.float16)
-E = g.exp(g.add(g.matmul(Q, K), M))
-g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
-`, nil},
 	{"a sum over rows", `
 X = g.new_input(dims=(16, 256), dtype=mi.float16)
 g.mark_output(g.reduction(g.exp(X), 0))
@@ -349,6 +341,56 @@ R = g.new_input(dims=(1, 4, 1, 1), dtype=mi.float16)
 E = g.exp(g.mul_scalar(g.matmul(Q, g.mul(K, R)), 0.125))
 g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), g.mul(V, R)))
 `, []string{"attention"}},
+	// Terms added to the scores before exp, read a tile of keys at a time
+	// beside them: a mask per head, one mask for every head (it
+	// broadcasts over them), ALiBi's slope per head times the positions,
+	// and a causal mask of a grouped layer (rank 4, broadcast over groups
+	// and heads).
+	{"attention with a mask", `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)
+V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
+M = g.new_input(dims=(2, 16, 512), dtype=mi.float16)
+E = g.exp(g.add(g.matmul(Q, K), M))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, []string{"attention"}},
+	{"multi-query attention with one mask for every head", `
+Q = g.new_input(dims=(8, 2, 64), dtype=mi.float16)
+K = g.new_input(dims=(1, 64, 256), dtype=mi.float16)
+V = g.new_input(dims=(1, 256, 64), dtype=mi.float16)
+R = g.new_input(dims=(8, 1, 1), dtype=mi.float16)
+M = g.new_input(dims=(1, 2, 256), dtype=mi.float16)
+E = g.exp(g.add(g.mul_scalar(g.matmul(Q, g.mul(K, R)), 0.125), M))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), g.mul(V, R)))
+`, []string{"attention"}},
+	{"attention with ALiBi", `
+Q = g.new_input(dims=(4, 3, 32), dtype=mi.bfloat16)
+K = g.new_input(dims=(4, 32, 192), dtype=mi.bfloat16)
+V = g.new_input(dims=(4, 192, 32), dtype=mi.bfloat16)
+slopes = g.new_input(dims=(4, 1, 1), dtype=mi.bfloat16)
+pos = g.new_input(dims=(1, 3, 192), dtype=mi.bfloat16)
+E = g.exp(g.add(g.mul_scalar(g.matmul(Q, K), 0.125), g.mul(slopes, pos)))
+g.mark_output(g.div(g.matmul(E, V), g.reduction(E, 2)))
+`, []string{"attention"}},
+	{"grouped-query attention of rank 4 with a causal mask", `
+Q = g.new_input(dims=(2, 4, 3, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 1, 64, 256), dtype=mi.float16)
+V = g.new_input(dims=(2, 1, 256, 64), dtype=mi.float16)
+R = g.new_input(dims=(1, 4, 1, 1), dtype=mi.float16)
+M = g.new_input(dims=(1, 1, 3, 256), dtype=mi.float16)
+E = g.exp(g.add(M, g.mul_scalar(g.matmul(Q, g.mul(K, R)), 0.125)))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 3)), g.mul(V, R)))
+`, []string{"attention"}},
+	// A bias that is Q itself, or that the scores feed: not a term of
+	// inputs alone, declined.
+	{"attention whose bias is computed from the scores", `
+Q = g.new_input(dims=(2, 16, 64), dtype=mi.float16)
+K = g.new_input(dims=(2, 64, 512), dtype=mi.float16)
+V = g.new_input(dims=(2, 512, 64), dtype=mi.float16)
+S = g.matmul(Q, K)
+E = g.exp(g.add(S, g.exp(S)))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`, nil},
 	// A factor of the wrong shape (one per key) is not a head's: declined.
 	{"attention with K scaled per key", `
 Q = g.new_input(dims=(2, 4, 64), dtype=mi.float16)
