@@ -200,11 +200,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		return nil, err
 	}
 	res.Parts = d.reports(parts, outs)
-	for _, r := range res.Parts {
-		if r.SameAs < 0 {
-			res.Stats.Add(r.Stats)
-		}
-	}
+	res.Stats = d.searchedStats()
 
 	unfused, err := d.candidate(program, true)
 	if err != nil {
@@ -357,6 +353,21 @@ type run struct {
 
 // stopVerifying gives up the stitched programs' verification for good.
 func (d *run) stopVerifying() { d.stopOnce.Do(func() { close(d.verifyStop) }) }
+
+// searchedStats sums the statistics of every search the run made, each
+// part's program once: those of parts a later round cut again too, the work
+// the run did rather than the final parts' share of it.
+func (d *run) searchedStats() search.Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var s search.Stats
+	for _, o := range d.outcomes {
+		if o.result.done {
+			s.Add(o.result.stats)
+		}
+	}
+	return s
+}
 
 // outcomeOf returns the outcome of part p's program, made if new.
 func (d *run) outcomeOf(p Part) (*outcome, error) {

@@ -62,7 +62,16 @@ func coverageOf(g *indexed, ops []int) coverage {
 	if !seed.MayCover(g.Graph, ops) {
 		return coverage{}
 	}
-	p := Part{Ops: ops, Inputs: partInputs(g, ops), Outputs: partOutputs(g, ops)}
+	return g.coverageOfPart(Part{Ops: ops, Inputs: partInputs(g, ops), Outputs: partOutputs(g, ops)})
+}
+
+// coverageOfPart is coverageOf for a part of a partition: its outputs are
+// those cut gave it, without the copies that recompute made of ops other
+// parts compute too (a norm that two parts read is an output of neither).
+func (g *indexed) coverageOfPart(p Part) coverage {
+	if !seed.MayCover(g.Graph, p.Ops) {
+		return coverage{}
+	}
 	pg, err := p.Program(g.Graph)
 	if err != nil {
 		return coverage{}

@@ -78,7 +78,7 @@ func (d *run) nextGroups(groups [][]int, outs []*outcome, only *outcome) (next [
 			next = append(next, grp)
 			continue
 		}
-		pieces := d.cutAgain(grp, d.resultOf(outs[k]))
+		pieces := d.cutAgain(grp, d.resultOf(outs[k]), groups)
 		next = append(next, pieces...)
 		changed = changed || len(pieces) > 1
 	}
@@ -87,17 +87,31 @@ func (d *run) nextGroups(groups [][]int, outs []*outcome, only *outcome) (next [
 
 // cutAgain is the groups that group grp, whose part's search gave r, is
 // searched as in the next round: its pieces where splitAgain says so,
-// else grp alone.
-func (d *run) cutAgain(grp []int, r result) [][]int {
+// else grp alone. The ops grp shares with another of groups (copies that
+// recompute made: a norm that two parts read) stay out of the cut: a piece
+// of copies alone would be gone again once recompute copies them back into
+// the pieces that read them, and the part with it.
+func (d *run) cutAgain(grp []int, r result, groups [][]int) [][]int {
 	if len(grp) < 2 || !splitAgain(r, searchable(d.ix, grp, d.limits(grp), false)) {
+		return [][]int{grp}
+	}
+	own := slices.DeleteFunc(slices.Clone(grp), func(o int) bool {
+		for _, other := range groups {
+			if !slices.Equal(other, grp) && slices.Contains(other, o) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(own) < 2 {
 		return [][]int{grp}
 	}
 	tighter := func(ops []int) Limits {
 		l := d.limits(ops)
-		l.Ops = len(grp) - 1
+		l.Ops = len(own) - 1
 		return l
 	}
-	return split(d.ix, grp, tighter, !d.opts.NoSeeds, d.searchOver)
+	return split(d.ix, own, tighter, !d.opts.NoSeeds, d.searchOver)
 }
 
 // cutAhead starts the next round early for the parts whose search, o's,
@@ -117,7 +131,36 @@ func (d *run) cutAhead(groups [][]int, parts []Part, outs []*outcome, o *outcome
 	if !changed {
 		return nil
 	}
-	return d.unsearched(parts, next)
+	fresh := d.unsearched(parts, next)
+	if d.opts.NoSeeds || len(fresh) == 0 {
+		return fresh
+	}
+	// The new parts that no rule covers get their covered pieces ahead of
+	// them, as a round's own parts do (withPieces), and go after the
+	// covered ones: a pool of one worker (a round of one part) takes them
+	// in order, and an enumeration with no seed can take the whole share.
+	regrouped := recompute(d.ix, next, d.limits)
+	nparts := cut(d.ix, regrouped)
+	nouts := make([]*outcome, len(nparts))
+	bare := map[*outcome]bool{}
+	for k, p := range nparts {
+		var err error
+		if nouts[k], err = d.outcomeOf(p); err != nil {
+			return fresh
+		}
+		bare[nouts[k]] = !d.ix.coverageOfPart(p).premise
+	}
+	queue := d.withPieces(regrouped, nparts, nouts, fresh)
+	slices.SortStableFunc(queue, func(a, b *outcome) int {
+		switch {
+		case bare[a] == bare[b]:
+			return 0
+		case bare[b]:
+			return -1
+		}
+		return 1
+	})
+	return queue
 }
 
 // unsearched is the outcomes of the parts of partition next (groups
@@ -160,8 +203,8 @@ func (d *run) withPieces(groups [][]int, parts []Part, outs []*outcome, todo []*
 		if !slices.Contains(todo, o) || slices.Contains(out, o) {
 			continue
 		}
-		if !coverageOf(d.ix, parts[k].Ops).premise {
-			pieces := d.cutAgain(grp, result{})
+		if !d.ix.coverageOfPart(parts[k]).premise {
+			pieces := d.cutAgain(grp, result{}, groups)
 			covered := len(pieces) > 1
 			for _, p := range pieces {
 				covered = covered && coverageOf(d.ix, p).premise

@@ -179,3 +179,53 @@ g.mark_output(g.div(E, g.reduction(E, 1)))`)
 		t.Errorf("searched in the order\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A norm shared by two parts (a MoE router's softmax and an expert's
+// projection of the same normed input) is a copy in each (recompute). The
+// router's part, which no rule covers, is cut without that copy: a piece of
+// the norm alone would be copied back into the rest, the same part again,
+// and the router would stay unfused. Its covered pieces are searched before
+// it (cutAhead, withPieces), and the covered projection before the
+// router's bare enumeration; the statistics count every search, the cut
+// parts' too.
+func TestASharedNormIsLeftOutOfACut(t *testing.T) {
+	program := loadSource(t, "router", `
+X = g.new_input(dims=(1, 1024), dtype=mi.float16)
+Wr = g.new_input(dims=(1024, 8), dtype=mi.float16)
+W1 = g.new_input(dims=(1024, 4096), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(1024,))
+L = g.exp(g.matmul(N, Wr))
+g.mark_output(g.div(L, g.reduction(L, 1)))
+g.mark_output(g.matmul(N, W1))`)
+	var lines []string // one worker: no lock
+	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: time.Minute, Workers: 1, Seed: 1, Log: func(s string) { lines = append(lines, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds [][]string
+	var states int64
+	for _, p := range res.Parts {
+		kinds = append(kinds, p.Kinds)
+		states += p.Stats.States
+		if router := slices.Contains(p.Kinds, "exp") || slices.Contains(p.Kinds, "div"); router && !p.Fused {
+			t.Errorf("the router's part %v did not fuse: %s", p.Kinds, p.WhyNot)
+		}
+	}
+	want := [][]string{{"rms_norm", "matmul", "exp"}, {"reduction", "div"}, {"rms_norm", "matmul"}}
+	if !slices.EqualFunc(kinds, want, slices.Equal) {
+		t.Fatalf("final parts %v, want %v", kinds, want)
+	}
+	var order []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "part (") {
+			order = append(order, l[:strings.Index(l, ")")+1])
+		}
+	}
+	wantOrder := []string{"part (rms_norm, matmul, exp, reduction, div, matmul)", "part (rms_norm, matmul, exp)", "part (reduction, div)", "part (rms_norm, matmul)", "part (rms_norm, matmul, exp, reduction, div)"}
+	if !slices.Equal(order, wantOrder) {
+		t.Errorf("searched in the order\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(wantOrder, "\n"))
+	}
+	if res.Stats.States <= states {
+		t.Errorf("the run's statistics count %d states, the final parts' %d: the searches of the parts cut again are left out", res.Stats.States, states)
+	}
+}
