@@ -702,7 +702,19 @@ func (d *run) log(o *outcome, r result) {
 	if !r.fused {
 		what = "not fused: " + r.whyNot
 	}
-	d.logf("part (%s): %s [%s, %d states in %.1fs]", d.kinds(o), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
+	d.logf("part (%s) -> %s: %s [%s, %d states in %.1fs]", d.kinds(o), outputShapes(o.program), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
+}
+
+// outputShapes names the shapes of g's outputs: the log's lines of parts
+// of the same ops (a layer's q and its LoRA's down projection, both
+// rms_norm then matmul) tell them apart, searched pieces the final table
+// does not hold among them.
+func outputShapes(g *kernel.Graph) string {
+	var shapes []string
+	for _, t := range g.Outputs {
+		shapes = append(shapes, g.Tensors[t].Shape.String())
+	}
+	return strings.Join(shapes, ", ")
 }
 
 // distinctDecimals formats two times with one decimal, or with as many

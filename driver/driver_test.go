@@ -631,7 +631,7 @@ g.mark_output(g.matmul(A, B))`)
 	}
 	// The log names the part too, as it names every part a search ended.
 	if !slices.ContainsFunc(log, func(s string) bool {
-		return strings.HasPrefix(s, "part (matmul): not fused: the run ended before its search did")
+		return strings.HasPrefix(s, "part (matmul) -> [2048, 2048]: not fused: the run ended before its search did")
 	}) {
 		t.Errorf("the log does not name the part:\n%s", strings.Join(log, "\n"))
 	}

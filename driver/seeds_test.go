@@ -62,7 +62,7 @@ g.mark_output(g.reduction(g.matmul(Q, K), 1))`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const whole = "part (matmul, reduction): not fused: "
+	const whole = "part (matmul, reduction) -> [2, 1, 128]: not fused: "
 	i := slices.IndexFunc(lines, func(s string) bool { return strings.HasPrefix(s, whole) })
 	if i < 0 {
 		t.Fatalf("no line for the whole part in the log:\n%s", strings.Join(lines, "\n"))
