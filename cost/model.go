@@ -190,9 +190,9 @@ func (e *Estimator) graphKernel(lk *launch.Kernel) (Kernel, error) {
 type Rows struct {
 	Bucket, Active int
 	Dims           map[kernel.TensorID]int
-	// Copies are the bytes of each device-to-device copy the entry point
-	// makes around the bucket's kernels: a padded program's inputs and
-	// outputs with m (cuda.Rows.Padded), whose Dims are then empty.
+	// Copies are the bytes each launch of a copy kernel moves around the
+	// bucket's kernels: a padded program's inputs with m, then its
+	// outputs (cuda.Rows.Padded), whose Dims are then empty.
 	Copies []int64
 }
 
@@ -224,9 +224,9 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 	return e, nil
 }
 
-// copyKernel models a device-to-device copy of n bytes (cudaMemcpy2DAsync):
-// a vendor call that reads and writes them once, at the vendor share of
-// HBM bandwidth or its fixed latency, whichever is longer, plus a launch.
+// copyKernel models a launch of the runtime's copy_rows moving n bytes:
+// read and written once, at the vendor share of HBM bandwidth or a
+// vendor call's fixed latency, whichever is longer, plus a launch.
 func copyKernel(arch target.Arch, n int64) Kernel {
 	k := Kernel{Op: -1, Name: "copy", Bytes: 2 * n, DRAMBytes: 2 * n, Waves: 1}
 	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-go/mirage/codegen/cuda"
 	"maps"
 	"math/bits"
 	"slices"
@@ -322,11 +323,13 @@ func (r *DynamicResult) adopt(arch target.Arch) error {
 	}
 	for i := len(r.Buckets) - 2; i >= 0; i-- {
 		b, next := r.Buckets[i], r.Buckets[i+1]
-		own, err := r.estimateRows(b.Candidates[0].Graph, b.rowsOf(b.Candidates[0]), b.Size, arch)
+		// Without a padded program's copies: the same for both at one m,
+		// and the candidates' estimates are of their kernels.
+		own, err := r.estimateRows(b.Candidates[0].Graph, b.rowsOf(b.Candidates[0]), b.Size, arch, false)
 		if err != nil {
 			return err
 		}
-		theirs, err := r.estimateRows(next.Candidates[0].Graph, next.rowsOf(next.Candidates[0]), b.Size, arch)
+		theirs, err := r.estimateRows(next.Candidates[0].Graph, next.rowsOf(next.Candidates[0]), b.Size, arch, false)
 		if err != nil {
 			return err
 		}
@@ -372,27 +375,37 @@ func (r *DynamicResult) EstimateAt(m, rank int, arch target.Arch) (cost.Estimate
 		return cost.Estimate{}, fmt.Errorf("bucket %d has no candidate %d", b.Size, rank)
 	}
 	c := b.Candidates[rank]
-	return r.estimateRows(c.Graph, b.rowsOf(c), m, arch)
+	return r.estimateRows(c.Graph, b.rowsOf(c), m, arch, true)
 }
 
 // estimateRows is the cost model's time of g, written for size rows, run
 // for m of them. A padded program's kernels run every row of the bucket
 // (cuda.Rows.Padded), and its entry point copies the m rows of each input
-// and output with m.
-func (r *DynamicResult) estimateRows(g *kernel.Graph, size, m int, arch target.Arch) (cost.Estimate, error) {
+// and output with m (with copies: what a call costs).
+func (r *DynamicResult) estimateRows(g *kernel.Graph, size, m int, arch target.Arch, copies bool) (cost.Estimate, error) {
 	rows := cost.Rows{Bucket: size, Active: m, Dims: map[kernel.TensorID]int{}}
 	ins, outs := r.Program.DynamicDims()
 	if r.Program.Padded() {
-		for k, t := range g.Inputs() {
-			if ins[k] >= 0 {
-				rows.Copies = append(rows.Copies, int64(g.Tensors[t].Bytes()/size*m))
+		if !copies {
+			return cost.EstimateRows(g, arch, rows)
+		}
+		// One launch of the copy kernel for up to cuda.MaxRowsCopies
+		// tensors in, and one for those out.
+		launches := func(ts []kernel.TensorID, dims []int) {
+			n := 0
+			for k, t := range ts {
+				if dims[k] < 0 {
+					continue
+				}
+				if n%cuda.MaxRowsCopies == 0 {
+					rows.Copies = append(rows.Copies, 0)
+				}
+				rows.Copies[len(rows.Copies)-1] += int64(g.Tensors[t].Bytes() / size * m)
+				n++
 			}
 		}
-		for j, t := range g.Outputs {
-			if outs[j] >= 0 {
-				rows.Copies = append(rows.Copies, int64(g.Tensors[t].Bytes()/size*m))
-			}
-		}
+		launches(g.Inputs(), ins)
+		launches(g.Outputs, outs)
 		return cost.EstimateRows(g, arch, rows)
 	}
 	for k, t := range g.Inputs() {

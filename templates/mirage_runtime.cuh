@@ -677,6 +677,53 @@ __global__ void __launch_bounds__(256) gemm_simt_kernel(T* __restrict__ C, const
   if (row < M && col < N) MIRAGE_STG(C[static_cast<long long>(row) * N + col]) = from_f32<T>(s);
 }
 
+// RowsCopy is one strided copy of a padded dynamic entry point (DESIGN §9):
+// height rows of width bytes, src_pitch bytes apart in src and dst_pitch
+// apart in dst; RowsCopies, up to MaxRowsCopies of them for one launch.
+struct RowsCopy {
+  const unsigned char* src;
+  unsigned char* dst;
+  long long src_pitch, dst_pitch, width, height;
+};
+constexpr int MaxRowsCopies = 8;
+struct RowsCopies {
+  RowsCopy c[MaxRowsCopies];
+  int n;
+};
+
+// copy_rows_kernel makes every copy of cs, one launch for the tensors a
+// padded entry point copies in (or out) where a cudaMemcpy2DAsync each
+// would launch one per tensor: a 4-byte word per thread per step where
+// the copy's addresses, pitches and width allow, else a byte.
+template <int WORD>
+__global__ void __launch_bounds__(256) copy_rows_kernel(RowsCopies cs) {
+  const long long first = blockIdx.x * 256ll + threadIdx.x, step = 256ll * gridDim.x;
+  for (int i = 0; i < cs.n; ++i) {
+    const RowsCopy c = cs.c[i];
+    const bool words = (reinterpret_cast<uintptr_t>(c.src) | reinterpret_cast<uintptr_t>(c.dst) | c.src_pitch | c.dst_pitch | c.width) % WORD == 0;
+    const long long per = words ? c.width / WORD : c.width, n = per * c.height;
+    for (long long k = first; k < n; k += step) {
+      const long long r = k / per, j = k % per;
+      if (words) {
+        MIRAGE_STG(reinterpret_cast<unsigned int*>(c.dst + r * c.dst_pitch)[j]) =
+            MIRAGE_LDG(reinterpret_cast<const unsigned int*>(c.src + r * c.src_pitch)[j]);
+      } else {
+        MIRAGE_STG(c.dst[r * c.dst_pitch + j]) = MIRAGE_LDG(c.src[r * c.src_pitch + j]);
+      }
+    }
+  }
+}
+
+// copy_rows launches copy_rows_kernel on stream with enough blocks for
+// the largest copy's words, up to four waves of an H100's SMs.
+inline cudaError_t copy_rows(const RowsCopies& cs, cudaStream_t stream) {
+  long long most = 0;
+  for (int i = 0; i < cs.n; ++i) most = most > cs.c[i].width * cs.c[i].height ? most : cs.c[i].width * cs.c[i].height;
+  if (most == 0) return cudaSuccess;
+  const long long blocks = (most / 4 + 255) / 256;
+  return launch(copy_rows_kernel<4>, dim3(static_cast<unsigned>(blocks < 1 ? 1 : blocks > 528 ? 528 : blocks)), dim3(256), 0, stream, cs);
+}
+
 }  // namespace mirage
 
 #endif  // MIRAGE_RUNTIME_CUH

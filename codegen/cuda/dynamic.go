@@ -266,11 +266,13 @@ type paddedTensor struct {
 }
 
 // paddedCall writes a padded bucket's call: the inputs with m copied into
-// the bucket's rows (each slice of the dims before m one row of a 2-D copy,
-// m rows wide in the caller's tensor, the bucket's rows apart in the
-// workspace), run, and the outputs with m copied out. The rows past m hold
-// what the workspace held: the bucket's rows are independent, so they reach
-// only rows past m, which are not copied out.
+// the bucket's rows (each slice of the dims before m one row of a strided
+// copy, m rows wide in the caller's tensor, the bucket's rows apart in the
+// workspace), run, and the outputs with m copied out, the copies of each
+// side in one launch of the runtime's copy_rows (up to MaxRowsCopies a
+// launch). The rows past m hold what the workspace held: the bucket's rows
+// are independent, so they reach only rows past m, which are not copied
+// out.
 func paddedCall(cu *writer, p *program, padded []paddedTensor, inputs, outputs int) {
 	cu.open("cudaError_t call(void* const* outputs, void const* const* inputs, long long m, void* workspace, cudaStream_t stream)")
 	cu.line("if (outputs == nullptr || inputs == nullptr || workspace == nullptr) return cudaErrorInvalidValue;")
@@ -283,45 +285,55 @@ func paddedCall(cu *writer, p *program, padded []paddedTensor, inputs, outputs i
 	for j := range out {
 		out[j] = fmt.Sprintf("outputs[%d]", j)
 	}
+	var ins, outs []paddedTensor
 	for _, t := range padded {
 		if t.output {
 			out[t.index] = fmt.Sprintf("pad + %d", t.offset)
+			outs = append(outs, t)
 		} else {
 			in[t.index] = fmt.Sprintf("pad + %d", t.offset)
+			ins = append(ins, t)
 		}
 	}
 	cu.line("void const* const in[%d] = {%s};", max(inputs, 1), strings.Join(in, ", "))
 	cu.line("void* const out[%d] = {%s};", outputs, strings.Join(out, ", "))
-	copyRows := func(t paddedTensor) {
-		slices, row := 1, p.g.Tensors[t.tensor].Bytes()/t.shape.Dim(t.dim)
-		for d := range t.dim {
-			slices *= t.shape.Dim(d)
-		}
-		row /= slices // bytes of one row of m in one slice
-		what, dst, dpitch, src, spitch := "input", fmt.Sprintf("pad + %d", t.offset), fmt.Sprintf("%d", row*p.bucket), fmt.Sprintf("inputs[%d]", t.index), fmt.Sprintf("m * %d", row)
-		if t.output {
-			what, dst, dpitch, src, spitch = "output", fmt.Sprintf("outputs[%d]", t.index), spitch, fmt.Sprintf("pad + %d", t.offset), dpitch
-		}
-		cu.line("// %s %d %v: %d slice(s) of m rows of %d bytes", what, t.index, t.shape.WithDynamic(t.dim), slices, row)
-		cu.line("err = cudaMemcpy2DAsync(%s, %s, %s, %s, m * %d, %d, cudaMemcpyDeviceToDevice, stream);", dst, dpitch, src, spitch, row, slices)
-		cu.line("if (err != cudaSuccess) return err;")
-	}
 	cu.line("cudaError_t err = cudaSuccess;")
-	for _, t := range padded {
-		if !t.output {
-			copyRows(t)
+	copies := func(ts []paddedTensor) {
+		for len(ts) > 0 {
+			n := min(len(ts), MaxRowsCopies)
+			cu.open("")
+			cu.line("mirage::RowsCopies cs = {};")
+			for i, t := range ts[:n] {
+				slices, row := 1, p.g.Tensors[t.tensor].Bytes()/t.shape.Dim(t.dim)
+				for d := range t.dim {
+					slices *= t.shape.Dim(d)
+				}
+				row /= slices // bytes of one row of m in one slice
+				what, src, spitch, dst, dpitch := "input", fmt.Sprintf("static_cast<const unsigned char*>(inputs[%d])", t.index), fmt.Sprintf("m * %d", row), fmt.Sprintf("pad + %d", t.offset), fmt.Sprint(row*p.bucket)
+				if t.output {
+					what, src, spitch, dst, dpitch = "output", fmt.Sprintf("pad + %d", t.offset), dpitch, fmt.Sprintf("static_cast<unsigned char*>(outputs[%d])", t.index), spitch
+				}
+				cu.line("cs.c[%d] = {%s, %s, %s, %s, m * %d, %d};  // %s %d %v: %d slice(s) of m rows of %d bytes", i, src, dst, spitch, dpitch, row, slices, what, t.index, t.shape.WithDynamic(t.dim), slices, row)
+			}
+			cu.line("cs.n = %d;", n)
+			cu.line("err = mirage::copy_rows(cs, stream);")
+			cu.line("if (err != cudaSuccess) return err;")
+			cu.close()
+			ts = ts[n:]
 		}
 	}
+	copies(ins)
 	cu.line("err = run(out, in, m, workspace, stream);")
 	cu.line("if (err != cudaSuccess) return err;")
-	for _, t := range padded {
-		if t.output {
-			copyRows(t)
-		}
-	}
+	copies(outs)
 	cu.line("return err;")
 	cu.close()
 }
+
+// MaxRowsCopies is the runtime's: the copies one launch of copy_rows
+// makes, a padded entry point's inputs with m (or its outputs) in as few
+// launches.
+const MaxRowsCopies = 8
 
 // dynamicHeader is NAME.h of a dynamic program: the entry points, the
 // range and the buckets, and per tensor its shape with m and its bytes per

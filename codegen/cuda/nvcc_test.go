@@ -103,7 +103,9 @@ func TestNVCCCases(t *testing.T) {
 // TestNVCCDynamic builds a dynamic program's one entry point (a bucket of
 // the hand-written RMSNorm+MatMul μGraph, whose kernel guards rows past m,
 // and one of the program's own ops) with examples/engine, the decode loop
-// an engine runs, into an executable for sm_80 and sm_90.
+// an engine runs, into an executable for sm_80 and sm_90; and the same
+// buckets padded (Rows.Padded: the runtime's copy_rows in and out, as a
+// layer written head by head has them).
 func TestNVCCDynamic(t *testing.T) {
 	nvcc := needNVCC(t)
 	fused, plain := loadExample(t, "rmsnorm_matmul_mugraph"), loadExample(t, "rmsnorm_matmul")
@@ -117,8 +119,17 @@ func TestNVCCDynamic(t *testing.T) {
 		t.Fatal(err)
 	}
 	buckets := []Bucket{{Size: 16, Lo: 1, Hi: 16, Graph: fused}, {Size: 32, Lo: 17, Hi: 32, Graph: big}}
-	for _, arch := range []target.Arch{sm80, sm90} {
-		t.Run(arch.Name, func(t *testing.T) {
+	for _, tc := range []struct {
+		arch   target.Arch
+		padded bool
+	}{{sm80, false}, {sm90, false}, {sm80, true}, {sm90, true}} {
+		arch, rows := tc.arch, rows
+		rows.Padded = tc.padded
+		name := arch.Name
+		if tc.padded {
+			name += "/padded"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			res, err := EmitDynamic("rmsnorm_matmul", rows, buckets, Options{Arch: arch})
 			if err != nil {

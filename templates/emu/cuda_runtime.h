@@ -891,15 +891,6 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMem
   std::memmove(dst, src, n);
   return cudaSuccess;
 }
-// Rows of width bytes, height of them, pitch bytes apart at each end; a
-// width past a pitch is CUDA's cudaErrorInvalidPitchValue (as invalid here).
-inline cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
-                                     size_t height, cudaMemcpyKind, cudaStream_t = nullptr) {
-  if (width > dpitch || width > spitch) return cudaErrorInvalidValue;
-  for (size_t r = 0; r < height; ++r)
-    std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
-  return cudaSuccess;
-}
 inline cudaError_t cudaMemsetAsync(void* dst, int v, size_t n, cudaStream_t = nullptr) {
   std::memset(dst, v, n);
   return cudaSuccess;
