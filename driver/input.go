@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mirage-go/mirage/ugraph"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/frontend"
@@ -93,6 +95,8 @@ type Dynamic struct {
 	Program *kernel.Graph
 	Lo, Hi  int
 	Buckets []int
+	// Warnings are what the caller says before it goes on (sharedAtOneRow).
+	Warnings []string
 }
 
 // MarkDynamic marks m in in's program as the flags --dynamic (specs,
@@ -126,10 +130,77 @@ func (in *Input) MarkDynamic(specs []string, buckets string) (*Dynamic, error) {
 		return nil, err
 	}
 	d := &Dynamic{Program: g, Lo: lo, Hi: hi, Buckets: DefaultBuckets(lo, hi)}
+	if w := sharedAtOneRow(in.Program.Graph, g, in.Program.Names); w != "" {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%s: --dynamic %s: %s", in.Path, strings.Join(specs, " --dynamic "), w))
+	}
 	if buckets != "" {
 		if d.Buckets, err = ParseBuckets(buckets, lo, hi); err != nil {
 			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// sharedAtOneRow warns of a program written at one row (every input with
+// m has extent 1 there as written) whose inputs without m broadcast along
+// it: a per-token mask written for one token, [1, 1, 16], is then read as
+// one row for every token, which the shape rules cannot tell from a bias.
+// Written at two rows or more, such a mask has a static extent that m
+// would meet, and is refused unless it has --dynamic too. "" when there is
+// nothing to say.
+func sharedAtOneRow(written, dynamic *kernel.Graph, names map[string]int) string {
+	ins := dynamic.Inputs()
+	for _, t := range ins {
+		if d := dynamic.Tensors[t].Shape.DynamicDim(); d >= 0 && written.Tensors[t].Shape.Dim(d) != 1 {
+			return ""
+		}
+	}
+	nameOf := map[int]string{}
+	for name, k := range names {
+		nameOf[k] = name
+	}
+	var shared []string
+	seen := map[kernel.TensorID]bool{}
+	for _, op := range dynamic.Ops {
+		if op.Kind.Info().Class != ugraph.ClassBinary {
+			continue
+		}
+		out := dynamic.Tensors[op.Out[0]].Shape
+		d := out.DynamicDim()
+		if d < 0 {
+			continue
+		}
+		for _, t := range op.In {
+			s := dynamic.Tensors[t].Shape
+			k := slices.Index(ins, t)
+			// A row of values along m's columns (a mask's, a bias's); not a
+			// factor per head, of extent 1 from m on.
+			dd := d - (out.Rank() - s.Rank())
+			if k < 0 || seen[t] || s.IsDynamic() || dd < 0 || s.Dim(dd) != 1 {
+				continue
+			}
+			cols := 1
+			for i := dd + 1; i < s.Rank(); i++ {
+				cols *= s.Dim(i)
+			}
+			if cols == 1 {
+				continue
+			}
+			seen[t] = true
+			name := nameOf[k]
+			if name == "" {
+				name = fmt.Sprintf("input %d", k)
+			}
+			shared = append(shared, fmt.Sprintf("%s %v", name, s))
+		}
+	}
+	if len(shared) == 0 {
+		return ""
+	}
+	verb, each := "broadcast", "each is"
+	if len(shared) == 1 {
+		verb, each = "broadcasts", "it is"
+	}
+	return fmt.Sprintf("the program is written at one row of m, and %s %s along m: %s read as one row for every token. "+
+		"If one holds a row per token (a mask), write the program at two rows or more and give it --dynamic too", strings.Join(shared, ", "), verb, each)
 }

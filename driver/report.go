@@ -305,6 +305,9 @@ func WriteDynamicTable(w io.Writer, res *DynamicResult, written *DynamicWritten,
 			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, cost.Speedup(b.Baseline.Micros, c.Estimate.Micros), b.Stats.States, b.Stats.Seconds)
 	}
 	tw.Flush()
+	if res.Program.Padded() {
+		fmt.Fprintf(w, "(m is inside an outer dim: every call also copies its tensors with m through the workspace, a launch each way, in \"at m=lo\" but not in \"est. µs\", \"unfused µs\" or the speedup)\n")
+	}
 	for i, b := range res.Buckets {
 		if b.Candidates[rankOf(written, i)].Rows > 0 {
 			if res.Program.Padded() {

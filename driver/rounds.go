@@ -40,6 +40,9 @@ func (d *run) searchRounds(ctx context.Context, groups [][]int) ([]Part, []*outc
 		if ahead != nil && !d.opts.NoSeeds {
 			todo = d.withPieces(groups, parts, outs, todo)
 		}
+		if !d.opts.NoSeeds {
+			todo = d.coveredFirst(parts, outs, todo)
+		}
 		d.searchAll(ctx, todo, ahead)
 		if round+1 == maxRounds || d.interrupted() {
 			return parts, outs, nil
@@ -136,21 +139,30 @@ func (d *run) cutAhead(groups [][]int, parts []Part, outs []*outcome, o *outcome
 		return fresh
 	}
 	// The new parts that no rule covers get their covered pieces ahead of
-	// them, as a round's own parts do (withPieces), and go after the
-	// covered ones: a pool of one worker (a round of one part) takes them
-	// in order, and an enumeration with no seed can take the whole share.
+	// them, as a round's own parts do.
 	regrouped := recompute(d.ix, next, d.limits)
 	nparts := cut(d.ix, regrouped)
 	nouts := make([]*outcome, len(nparts))
-	bare := map[*outcome]bool{}
 	for k, p := range nparts {
 		var err error
 		if nouts[k], err = d.outcomeOf(p); err != nil {
 			return fresh
 		}
-		bare[nouts[k]] = !d.ix.coverageOfPart(p).premise
 	}
-	queue := d.withPieces(regrouped, nparts, nouts, fresh)
+	return d.coveredFirst(nparts, nouts, d.withPieces(regrouped, nparts, nouts, fresh))
+}
+
+// coveredFirst is queue, searches of parts among parts (outs their
+// outcomes) and pieces of them, with the parts that no seed rule covers
+// last, in their order: the others have a fused answer within seconds,
+// and a bare enumeration can take a whole share of the time (in a pool of
+// one worker, a round of one part, the expert's projection of a MoE layer
+// waited 12 s behind its router's).
+func (d *run) coveredFirst(parts []Part, outs []*outcome, queue []*outcome) []*outcome {
+	bare := map[*outcome]bool{}
+	for k, p := range parts {
+		bare[outs[k]] = !d.ix.coverageOfPart(p).premise
+	}
 	slices.SortStableFunc(queue, func(a, b *outcome) int {
 		switch {
 		case bare[a] == bare[b]:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,13 +27,19 @@ func (f *dynamicFlags) on() bool { return len(f.specs) > 0 }
 
 // mark returns the program of in with m marked (its range and buckets
 // with it), or an error naming the program's line of an op that mixes rows.
-func (f *dynamicFlags) mark(in *driver.Input) (*driver.Dynamic, error) {
-	return in.MarkDynamic(f.specs, f.buckets)
+func (f *dynamicFlags) mark(in *driver.Input, errw io.Writer) (*driver.Dynamic, error) {
+	d, err := in.MarkDynamic(f.specs, f.buckets)
+	if err == nil {
+		for _, w := range d.Warnings {
+			fmt.Fprintf(errw, "warning: %s\n", w)
+		}
+	}
+	return d, err
 }
 
 // runDynamic is superopt --dynamic: a search per bucket, one entry point.
 func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *driver.Input, opts driver.Options) error {
-	d, err := f.dynamic.mark(in)
+	d, err := f.dynamic.mark(in, cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

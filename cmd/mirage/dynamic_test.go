@@ -113,8 +113,17 @@ func TestSuperoptDynamic(t *testing.T) {
 	heads := filepath.Join(dir, "heads.py")
 	os.WriteFile(heads, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(1, 4, 64))\nones = g.new_input(dims=(8, 1, 1))\ng.mark_output(g.mul(X, ones))\n"), 0o644)
 	if code, stdout, stderr := mirage(t, "show", heads, "--dynamic", "X:1=1..4"); code != exitOK || !strings.Contains(stdout, "[8, m, 64]") ||
-		!strings.Contains(stdout, "# m is inside an outer dim: the entry point copies the inputs and outputs with m") {
+		!strings.Contains(stdout, "# m is inside an outer dim: the entry point copies the inputs and outputs with m") || stderr != "" {
 		t.Errorf("show --dynamic of m inside the heads: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Written at one token, a mask of one row per token broadcasts along m
+	// as a bias would: said, not refused (written at more, it would be).
+	masked := filepath.Join(dir, "masked.py")
+	os.WriteFile(masked, []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(1, 1, 16))\nmask = g.new_input(dims=(1, 1, 16))\nones = g.new_input(dims=(4, 1, 1))\ng.mark_output(g.exp(g.add(g.mul(X, ones), mask)))\n"), 0o644)
+	if code, _, stderr := mirage(t, "show", masked, "--dynamic", "X:1=1..4"); code != exitOK ||
+		!strings.Contains(stderr, "warning: "+masked+": --dynamic X:1=1..4: the program is written at one row of m, and mask [1, 1, 16] broadcasts along m") ||
+		strings.Contains(stderr, "ones") {
+		t.Errorf("show --dynamic of a program written at one row with a mask: exit %d\n%s", code, stderr)
 	}
 	if code, stdout, _ := mirage(t, "eval", prog, "--dynamic", "X:0=1..16", "--rows", "5"); code != exitOK || !strings.HasPrefix(stdout, "output 0  [5, 64]") {
 		t.Errorf("eval --dynamic --rows 5: exit %d\n%s", code, stdout)

@@ -54,7 +54,7 @@ func (f *evalFlags) run(cmd *cobra.Command, path string) error {
 		return err
 	}
 	if f.dynamic.on() {
-		d, err := f.dynamic.mark(in)
+		d, err := f.dynamic.mark(in, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 		if forms > 0 || f.asJSON {
 			return errors.New("--dynamic prints the program's shapes with m; it takes no --json, --dot, --absexpr or --estimate")
 		}
-		d, err := f.dynamic.mark(in)
+		d, err := f.dynamic.mark(in, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}

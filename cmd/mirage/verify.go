@@ -64,7 +64,7 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 		if cmd.Flags().Changed("candidate") {
 			return errors.New("--candidate with --dynamic: every graph of B is verified at its own m")
 		}
-		d, err := f.dynamic.mark(a)
+		d, err := f.dynamic.mark(a, cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}

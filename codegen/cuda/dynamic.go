@@ -370,6 +370,17 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		w.comment(fmt.Sprintf("  outputs[%d]  %-8v %v", j, g.Tensors[t].DType, shape(t, rows.Outputs[j])))
 	}
 	if rows.Padded {
+		var copied []string
+		for k, d := range rows.Inputs {
+			if d >= 0 {
+				copied = append(copied, fmt.Sprintf("inputs[%d]", k))
+			}
+		}
+		for j, d := range rows.Outputs {
+			if d >= 0 {
+				copied = append(copied, fmt.Sprintf("outputs[%d]", j))
+			}
+		}
 		w.comment("",
 			"Each bucket is its own verified μGraph, searched at m = its size; the entry",
 			"point runs the smallest bucket at or above m. A tensor of the program has m",
@@ -377,17 +388,21 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 			"memory: the entry point copies the m rows of each input with m into a",
 			"buffer of the bucket's rows in the workspace, runs every row of the bucket",
 			"(each computed from its own), and copies the m rows of each output with m",
-			"back. Buckets: "+strings.Join(sizes, ", ")+".")
+			"back, a launch each way ("+strings.Join(copied, ", ")+"). Buckets: "+strings.Join(sizes, ", ")+".")
 	} else {
 		w.comment("",
 			"Each bucket is its own verified μGraph, searched at m = its size; the entry",
 			"point runs the smallest bucket at or above m, whose kernels neither read nor",
 			"write rows past m. Buckets: "+strings.Join(sizes, ", ")+".")
 	}
+	holds := "for intermediate tensors; may be NULL when that is 0. It must not be shared"
+	if rows.Padded {
+		holds = "for intermediate tensors and the copies' buffers (never NULL). It must not be shared"
+	}
 	w.comment("",
 		fmt.Sprintf("workspace: mirage_%s_workspace_bytes(m) bytes of device memory (the", name),
 		"most any bucket needs, the same at every m in the range), 256-byte aligned,",
-		"for intermediate tensors; may be NULL when that is 0. It must not be shared",
+		holds,
 		"by calls that run at the same time. An engine allocates once for",
 		fmt.Sprintf("%s_M_MAX rows and passes the same buffers at every m.", upper))
 	linksComment(&w, res.Links)
@@ -405,8 +420,8 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 	}
 	w.line("#endif")
 	w.comment("Per input, then per output: element size in bytes, elements per row of m",
-		"(0 when the tensor has no dim m), elements at any m (0 when it has) and",
-		"element type (MIRAGE_DTYPE_*).")
+		"(of the whole tensor, 0 when it has no dim m: [32, m, 128] has 4096), elements",
+		"at any m (0 when it has m) and element type (MIRAGE_DTYPE_*).")
 	var tensors []string
 	add := func(t kernel.TensorID, d int) {
 		tt := g.Tensors[t]

@@ -256,7 +256,7 @@ class Op:
                 if m is None:
                     m = got
                 elif got != m:
-                    raise ValueError("%s: input %d has %d rows (m), input 0's tensors %d: one m for all" % (what, k, got, m))
+                    raise ValueError("%s: input %d has %d rows (m), the inputs before it %d: one m for all" % (what, k, got, m))
         if p.m_range and m is not None and not p.m_range[0] <= m <= p.m_range[1]:
             raise ValueError("%s: m = %d rows, outside the range %d..%d it was built for" % (what, m, p.m_range[0], p.m_range[1]))
         device = inputs[0].device if inputs else None
