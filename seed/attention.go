@@ -33,11 +33,11 @@ type attentionPlan struct {
 	// keys at a time beside them.
 	bias       []int
 	biasInputs []kernel.TensorID
-	weights   kernel.TensorID
-	sum       int // the op summing the weights over the keys
-	pv        int // the op of (weights or normalized weights)·V
-	div       int // the op dividing by the sum (before or after ·V)
-	divFirst  bool
+	weights    kernel.TensorID
+	sum        int // the op summing the weights over the keys
+	pv         int // the op of (weights or normalized weights)·V
+	div        int // the op dividing by the sum (before or after ·V)
+	divFirst   bool
 }
 
 // attentionRule writes attention as flash-decoding does: the keys are
