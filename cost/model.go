@@ -224,16 +224,11 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 	return e, nil
 }
 
-// copyKernel models a launch of the runtime's copy_rows moving n bytes:
-// read and written once, at the vendor share of HBM bandwidth or a
-// vendor call's fixed latency, whichever is longer, plus a launch.
+// copyKernel models a launch of the runtime's copy_rows moving n bytes,
+// each read and written once, as a vendor call (vendorTimes).
 func copyKernel(arch target.Arch, n int64) Kernel {
-	k := Kernel{Op: -1, Name: "copy", Bytes: 2 * n, DRAMBytes: 2 * n, Waves: 1}
-	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
-	k.LatencyMicros = vendorLatencyMicros
-	k.OverheadMicros = arch.LaunchMicros
-	k.Micros = max(k.MemoryMicros, k.LatencyMicros) + k.OverheadMicros
-	k.setBound()
+	k := Kernel{Op: -1, Name: "copy", Bytes: 2 * n, DRAMBytes: 2 * n}
+	k.vendorTimes(arch)
 	return k
 }
 
@@ -333,6 +328,15 @@ func vendorKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch target
 		k.Bytes += b
 		k.DRAMBytes += b
 	}
+	k.vendorTimes(arch)
+	return k
+}
+
+// vendorTimes times k, a call whose launches a library (or the runtime's
+// copy_rows) chooses, as filling the GPU in one wave: its DRAM bytes at the
+// vendor share of HBM bandwidth, its flops at the achievable rates, or the
+// fixed latency of such a call, whichever is longest, plus a launch.
+func (k *Kernel) vendorTimes(arch target.Arch) {
 	k.Waves = 1
 	k.MemoryMicros = float64(k.DRAMBytes) / (arch.MemBandwidth * vendorMemEfficiency) * 1e6
 	k.ComputeMicros = (float64(k.TensorFlops)/(arch.TensorFLOPS*tensorEfficiency) + float64(k.CUDAFlops)/(arch.FP32FLOPS*cudaEfficiency)) * 1e6
@@ -340,7 +344,6 @@ func vendorKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch target
 	k.OverheadMicros = arch.LaunchMicros
 	k.Micros = max(k.MemoryMicros, k.ComputeMicros, k.LatencyMicros) + k.OverheadMicros
 	k.setBound()
-	return k
 }
 
 // opWork is what a pre-defined op moves and computes: each distinct input

@@ -177,21 +177,7 @@ g.mark_output(g.mul(g.sub(X, B), G))`,
 			if len(res.Buckets) != 4 {
 				t.Fatalf("%d buckets, want 4", len(res.Buckets))
 			}
-			fused := 0
-			for _, b := range res.Buckets {
-				// Each bucket's answer is the program at the size it is
-				// written for: the bucket's, or a larger one's it adopted.
-				c := b.Candidates[0]
-				static, _ := program.Bind(b.rowsOf(c))
-				r, err := ffverify.Equivalent(static, c.Graph, ffverify.Options{Seed: 3})
-				if err != nil || !r.Equivalent {
-					t.Errorf("bucket %d: its best is not the program at m = %d: %v %v", b.Size, b.rowsOf(c), r, err)
-				}
-				if b.Candidates[0].Customized > 0 {
-					fused++
-				}
-			}
-			if fused == 0 {
+			if fusedBests(t, program, res) == 0 {
 				t.Errorf("no bucket fused: the guards of graph-defined kernels go untested")
 			}
 			code, ranks, err := res.EmitCUDA(name, cuda.Options{}, func(msg string) { t.Log(msg) })
@@ -202,6 +188,26 @@ g.mark_output(g.mul(g.sub(X, B), G))`,
 			runEngine(t, program, code, lo, hi, []int{1, 3, 5, 8, 2, 7, 4, 6, 0, 9})
 		})
 	}
+}
+
+// fusedBests checks that each bucket's best is the program at the size it
+// is written for (the bucket's, or a larger one's it adopted) and returns
+// how many of them are fused.
+func fusedBests(t *testing.T, program *kernel.Graph, res *DynamicResult) int {
+	t.Helper()
+	fused := 0
+	for _, b := range res.Buckets {
+		c := b.Candidates[0]
+		static, _ := program.Bind(b.rowsOf(c))
+		r, err := ffverify.Equivalent(static, c.Graph, ffverify.Options{Seed: 3})
+		if err != nil || !r.Equivalent {
+			t.Errorf("bucket %d: its best is not the program at m = %d: %v %v", b.Size, b.rowsOf(c), r, err)
+		}
+		if c.Customized > 0 {
+			fused++
+		}
+	}
+	return fused
 }
 
 // TestDynamicPadded: a layer written head by head (the heads a batch dim
@@ -239,15 +245,11 @@ g.mark_output(Kn)`).WithDynamic(map[kernel.TensorID]int{0: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fused := 0
+	if fusedBests(t, program, res) == 0 {
+		t.Error("no bucket fused")
+	}
 	for _, b := range res.Buckets {
 		c := b.Candidates[0]
-		static, _ := program.Bind(b.rowsOf(c))
-		r, err := ffverify.Equivalent(static, c.Graph, ffverify.Options{Seed: 3})
-		if err != nil || !r.Equivalent {
-			t.Errorf("bucket %d: its best is not the program at m = %d: %v %v", b.Size, b.rowsOf(c), r, err)
-		}
-		fused += c.Customized
 		// Every row of the bucket runs: the estimate at m is the graph's,
 		// and two launches of the copy kernel for m rows of three tensors
 		// (X in; the layer's output and Kn out; 128 bytes a row each), each
@@ -262,9 +264,6 @@ g.mark_output(Kn)`).WithDynamic(map[kernel.TensorID]int{0: 1})
 		if want := whole.Bytes + int64(2*3*128*m); err != nil || e.Bytes != want || e.Launches != whole.Launches+2 || e.Micros <= whole.Micros {
 			t.Errorf("bucket %d at m = %d: %d bytes in %d launches, %.1f µs (%v); want %d in %d, over the graph's %.1f", b.Size, m, e.Bytes, e.Launches, e.Micros, err, want, whole.Launches+2, whole.Micros)
 		}
-	}
-	if fused == 0 {
-		t.Error("no bucket fused")
 	}
 	code, _, err := res.EmitCUDA("heads_layer", cuda.Options{}, func(msg string) { t.Log(msg) })
 	if err != nil {

@@ -162,7 +162,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 				if d >= s.Rank()-1 || s.Dim(d) != b.Size {
 					return nil, fmt.Errorf("bucket %d: t%d: %v has no row dim %d of the bucket's %d rows", b.Size, t, s, d, b.Size)
 				}
-				pt := paddedTensor{tensor: t, index: k, shape: s, dim: d}
+				pt := paddedTensor{tensor: t, index: k, dim: d}
 				if k >= len(ins) {
 					pt.output, pt.index = true, k-len(ins)
 				}
@@ -259,8 +259,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 type paddedTensor struct {
 	tensor kernel.TensorID
 	output bool
-	index  int          // k of inputs[k], j of outputs[j]
-	shape  ugraph.Shape // at the bucket's rows
+	index  int // k of inputs[k], j of outputs[j]
 	dim    int
 	offset int
 }
@@ -304,16 +303,17 @@ func paddedCall(cu *writer, p *program, padded []paddedTensor, inputs, outputs i
 			cu.open("")
 			cu.line("mirage::RowsCopies cs = {};")
 			for i, t := range ts[:n] {
-				slices, row := 1, p.g.Tensors[t.tensor].Bytes()/t.shape.Dim(t.dim)
+				shape := p.g.Tensors[t.tensor].Shape // at the bucket's rows
+				slices, row := 1, p.g.Tensors[t.tensor].Bytes()/shape.Dim(t.dim)
 				for d := range t.dim {
-					slices *= t.shape.Dim(d)
+					slices *= shape.Dim(d)
 				}
 				row /= slices // bytes of one row of m in one slice
 				what, src, spitch, dst, dpitch := "input", fmt.Sprintf("static_cast<const unsigned char*>(inputs[%d])", t.index), fmt.Sprintf("m * %d", row), fmt.Sprintf("pad + %d", t.offset), fmt.Sprint(row*p.bucket)
 				if t.output {
 					what, src, spitch, dst, dpitch = "output", fmt.Sprintf("pad + %d", t.offset), dpitch, fmt.Sprintf("static_cast<unsigned char*>(outputs[%d])", t.index), spitch
 				}
-				cu.line("cs.c[%d] = {%s, %s, %s, %s, m * %d, %d};  // %s %d %v: %d slice(s) of m rows of %d bytes", i, src, dst, spitch, dpitch, row, slices, what, t.index, t.shape.WithDynamic(t.dim), slices, row)
+				cu.line("cs.c[%d] = {%s, %s, %s, %s, m * %d, %d};  // %s %d %v: %d slice(s) of m rows of %d bytes", i, src, dst, spitch, dpitch, row, slices, what, t.index, shape.WithDynamic(t.dim), slices, row)
 			}
 			cu.line("cs.n = %d;", n)
 			cu.line("err = mirage::copy_rows(cs, stream);")
