@@ -110,7 +110,7 @@ func (e *Emission) dynamic(in *Input, name string, opts cuda.Options) (bool, err
 		if err != nil {
 			return true, err
 		}
-		rows = cuda.Rows{Lo: d.Lo, Hi: d.Hi}
+		rows = cuda.Rows{Lo: d.Lo, Hi: d.Hi, Padded: d.Program.Padded()}
 		rows.Inputs, rows.Outputs = d.Program.DynamicDims()
 		from := d.Lo
 		for _, size := range d.Buckets {

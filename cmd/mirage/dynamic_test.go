@@ -116,6 +116,12 @@ func TestSuperoptDynamic(t *testing.T) {
 		!strings.Contains(stdout, "# m is inside an outer dim: the entry point copies the inputs and outputs with m") || stderr != "" {
 		t.Errorf("show --dynamic of m inside the heads: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// emit writes its entry point from the program too, copies and all.
+	if code, _, stderr := mirage(t, "emit", heads, "--dynamic", "X:1=1..4", "-o", filepath.Join(dir, "heads")); code != exitOK {
+		t.Errorf("emit --dynamic of m inside the heads: exit %d, %s", code, stderr)
+	} else if cu, _ := os.ReadFile(filepath.Join(dir, "heads", "heads.cu")); !strings.Contains(string(cu), "mirage::copy_rows(") {
+		t.Error("emit --dynamic of m inside the heads wrote an entry point that copies no rows")
+	}
 	// Written at one token, a mask of one row per token broadcasts along m
 	// as a bias would: said, not refused (written at more, it would be).
 	masked := filepath.Join(dir, "masked.py")
