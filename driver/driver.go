@@ -140,6 +140,9 @@ type PartReport struct {
 	// its first fused candidate, faster than its ops or not (its search's
 	// Stats.FirstFused, counted from the run's start); -1 if it had none.
 	FirstFusedAt float64
+	// Note is advice on writing the part so that it runs faster (a cache
+	// padded to aligned keys, cacheNote); "" when there is none.
+	Note string
 }
 
 // outcome is a part program to search, and what searching it gave; parts
@@ -165,6 +168,7 @@ type result struct {
 	done, timedOut, slower bool
 	fused, cached          bool
 	whyNot                 string
+	note                   string // PartReport.Note
 	estimatedUs            float64
 	stats                  search.Stats
 	searched               *search.Result // the search's own result; nil if none
@@ -537,7 +541,32 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	r.stats = res.Stats
 	r.timedOut = res.Stats.Stopped != ""
 	r.judge(res, o.unfusedUs, d.opts.NoSeeds)
+	if o.subtrees == nil && !d.opts.NoSeeds {
+		r.note = cacheNote(o, r.estimatedUs, opts)
+	}
 	return r
+}
+
+// cacheNote is the advice for a part that attends over a cache whose keys
+// split poorly among the blocks (seed.PadCache): where the same attention
+// over the cache allocated at aligned keys, with a mask, has a seed that
+// the model puts 10% or more below the part's answer (us), it says so
+// with both figures. "" otherwise.
+func cacheNote(o *outcome, us float64, opts search.Options) string {
+	pc, ok := seed.PadCache(o.program)
+	if !ok {
+		return ""
+	}
+	e, ok := search.BestSeed(pc.Graph, o.cfg, opts)
+	if !ok || e.Micros > 0.9*us {
+		return ""
+	}
+	how := "with a mask input added to the scores (−inf past the last key in use)"
+	if !pc.Mask {
+		how = "its mask −inf past the last key in use"
+	}
+	return fmt.Sprintf("attention over %d keys, which split poorly among the blocks: the cache allocated at %d keys, %s, runs it in %.1f µs (est.), against %.1f",
+		pc.Keys, pc.Padded, how, e.Micros, us)
 }
 
 // judge sets what r says of a part whose search gave res, against the
@@ -703,6 +732,9 @@ func (d *run) log(o *outcome, r result) {
 		what = "not fused: " + r.whyNot
 	}
 	d.logf("part (%s) -> %s: %s [%s, %d states in %.1fs]", d.kinds(o), outputShapes(o.program), what, o.cfg.Name, r.stats.States, r.stats.Seconds)
+	if r.note != "" {
+		d.logf("part (%s) -> %s: note: %s", d.kinds(o), outputShapes(o.program), r.note)
+	}
 }
 
 // outputShapes names the shapes of g's outputs: the log's lines of parts
@@ -751,7 +783,7 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 		}
 		r := &PartReport{Ops: p.Ops, Inputs: len(p.Inputs), Outputs: len(p.Outputs), Config: o.cfg.Name,
 			Fused: res.fused, WhyNot: res.whyNot, EstimatedUs: res.estimatedUs, UnfusedUs: o.unfusedUs,
-			Cached: res.cached, SameAs: -1, Stats: res.stats, Seed: res.seed, FirstFusedAt: res.firstFusedAt()}
+			Cached: res.cached, SameAs: -1, Stats: res.stats, Seed: res.seed, FirstFusedAt: res.firstFusedAt(), Note: res.note}
 		if res.searched != nil {
 			r.Seeds = res.searched.Seeds
 		}

@@ -61,6 +61,8 @@ type PartSummary struct {
 	Seed         string             `json:"seed,omitempty"`
 	Seeds        []search.SeedTrial `json:"seeds"`
 	FirstFusedAt float64            `json:"first_fused_at_seconds"`
+	// Note is advice on writing the part so that it runs faster.
+	Note string `json:"note,omitempty"`
 }
 
 // MergeSummary is what merge --json adds to superopt's object.
@@ -112,7 +114,7 @@ func partSummaries(res *Result) []PartSummary {
 	for i, p := range res.Parts {
 		parts[i] = PartSummary{Ops: p.Kinds, OpIndices: p.Ops, Inputs: p.Inputs, Outputs: p.Outputs, Config: p.Config,
 			Fused: p.Fused, WhyNot: p.WhyNot, EstimatedUs: p.EstimatedUs, UnfusedUs: p.UnfusedUs, Cached: p.Cached, Stats: p.Stats,
-			Seed: p.Seed, Seeds: p.Seeds, FirstFusedAt: p.FirstFusedAt}
+			Seed: p.Seed, Seeds: p.Seeds, FirstFusedAt: p.FirstFusedAt, Note: p.Note}
 		if parts[i].Seeds == nil {
 			parts[i].Seeds = []search.SeedTrial{}
 		}
@@ -165,6 +167,11 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\n", i, strings.Join(p.Kinds, ", "), orDash(p.Config), status, p.EstimatedUs, p.UnfusedUs, first, search)
 	}
 	tw.Flush()
+	for i, p := range res.Parts {
+		if p.Note != "" && p.SameAs < 0 {
+			fmt.Fprintf(w, "note: part %d: %s\n", i, p.Note)
+		}
+	}
 	fmt.Fprintf(w, "unfused program: %.1f µs estimated on %v\n", res.Baseline.Micros, opts.Arch)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "rank\tkernels\tcustomized\tgrids\tforloop\tdevice MB\tGFLOP\test. µs\tspeedup")

@@ -28,3 +28,23 @@ func TestWriteTableSaysWhyAPartsSearchStopped(t *testing.T) {
 		}
 	}
 }
+
+// A part's note is printed once under the parts' table, by the part's
+// number (not again for a part searched as an earlier one), and goes into
+// --json.
+func TestWriteTableAndReportCarryNotes(t *testing.T) {
+	res := &Result{Parts: []*PartReport{
+		{Kinds: []string{"matmul"}, SameAs: -1, FirstFusedAt: -1},
+		{Kinds: []string{"exp"}, SameAs: -1, FirstFusedAt: -1, Note: "pad the cache"},
+		{Kinds: []string{"exp"}, SameAs: 1, FirstFusedAt: -1, Note: "pad the cache"},
+	}}
+	var w bytes.Buffer
+	WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
+	if got := strings.Count(w.String(), "note: "); got != 1 || !strings.Contains(w.String(), "\nnote: part 1: pad the cache\n") {
+		t.Errorf("the table holds %d notes, want one, for part 1:\n%s", got, w.String())
+	}
+	parts := res.Report("out", nil, nil).Parts
+	if parts[0].Note != "" || parts[1].Note != "pad the cache" {
+		t.Errorf("--json's parts' notes: %q, %q", parts[0].Note, parts[1].Note)
+	}
+}

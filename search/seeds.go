@@ -168,3 +168,34 @@ func (sd *seeding) harvest(s *searcher) ([]*Candidate, []SeedTrial, error) {
 	s.complete.Add(int64(len(cands)))
 	return cands, trials, nil
 }
+
+// BestSeed is the estimate of program's best seed, its kernels sized as
+// a search sizes them (blockSizes) under cfg, unverified: what the seed
+// rules would give a program the caller does not search (a variant of a
+// part, seed.PadCache). False when no rule gives a seed that cfg admits
+// and opts.Estimate places.
+func BestSeed(program *kernel.Graph, cfg Config, opts Options) (Estimate, bool) {
+	if opts.Estimate == nil {
+		return Estimate{}, false
+	}
+	cfg.Complete(program)
+	if len(cfg.Threads) == 0 {
+		return Estimate{}, false
+	}
+	s := &searcher{cfg: cfg, opts: opts}
+	var best *Candidate
+	for _, sd := range buildSeeds(program, seed.Options{Threads: cfg.Threads[:1], ReductionDimx: cfg.ReductionDimx, SMs: cfg.Arch.SMs}) {
+		c := &Candidate{Graph: sd.Graph, Seed: sd.Rule}
+		if !cfg.admits(sd.Graph) || !s.describe(c) {
+			continue
+		}
+		s.size(c)
+		if best == nil || compareCandidates(c, best) < 0 {
+			best = c
+		}
+	}
+	if best == nil {
+		return Estimate{}, false
+	}
+	return best.Estimate, true
+}
