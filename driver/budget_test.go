@@ -179,3 +179,26 @@ func TestRunSaysTheStateBudgetStoppedIt(t *testing.T) {
 		t.Errorf("stopped %q, want state budget", res.Stopped)
 	}
 }
+
+// On an interrupt the searches stop verifying halfway through the grace
+// and the run stops waiting for them at its end, so that a search returns
+// what it verified while the run still takes it (once, under load, an
+// interrupted search's verified seed came back after the run had
+// reported its part as not searched).
+func TestInterruptEndsTheSearchesVerificationBeforeTheRun(t *testing.T) {
+	ctx, interrupt := context.WithCancel(context.Background())
+	d, runCtx, done, err := begin(ctx, chain(t, 8), Options{TimeLimit: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	ended := make(chan time.Time, 2)
+	context.AfterFunc(d.searchCtx, func() { ended <- time.Now() })
+	context.AfterFunc(runCtx, func() { ended <- time.Now() })
+	start := time.Now()
+	interrupt()
+	searches, run := <-ended, <-ended
+	if s, r := searches.Sub(start), run.Sub(start); s > interruptGrace*3/4 || r < interruptGrace*9/10 || r-s < interruptGrace/4 {
+		t.Errorf("after the interrupt the searches' verification ended at %v, the run at %v; want about %v and %v", s, r, interruptGrace/2, interruptGrace)
+	}
+}

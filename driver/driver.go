@@ -277,11 +277,17 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	// interrupt ends the searches' enumeration at once; runCtx, the run's
 	// own, ends interruptGrace later (for verifying what they found) or at
 	// the time limit.
+	// The searches' verification ends halfway through the grace, so that
+	// each returns what it verified before the run stops waiting for it.
 	interrupt := ctx
 	runCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
-	stopAfter := context.AfterFunc(interrupt, func() { time.AfterFunc(interruptGrace, cancel) })
+	searchCtx, cancelSearches := context.WithCancel(runCtx)
+	stopAfter := context.AfterFunc(interrupt, func() {
+		time.AfterFunc(interruptGrace/2, cancelSearches)
+		time.AfterFunc(interruptGrace, cancel)
+	})
 	d = &run{opts: opts, program: program, ix: index(program, opts.Arch), limits: lim, outcomes: map[uint64]*outcome{},
-		interrupt: interrupt.Done(), interruptCtx: interrupt, start: start, verifyStop: make(chan struct{})}
+		interrupt: interrupt.Done(), interruptCtx: interrupt, searchCtx: searchCtx, start: start, verifyStop: make(chan struct{})}
 	// Searches enumerate until the budget but a tenth (at least 4 s, at
 	// most 30 s): that is left for sizing and verifying what they found,
 	// and the stitched program. (A search ranks its candidates as it
@@ -294,7 +300,7 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	// the stitched program's check: a search still verifying when the run
 	// ends is a part lost.
 	d.verifyEnd = start.Add(opts.TimeLimit - reserve/2)
-	return d, runCtx, func() { stopAfter(); cancel() }, nil
+	return d, runCtx, func() { stopAfter(); cancelSearches(); cancel() }, nil
 }
 
 // ioBytes is the device memory that g's inputs and outputs take, each
@@ -335,6 +341,9 @@ type run struct {
 	interrupt <-chan struct{} // closed on interrupt: searches stop
 	// interruptCtx is the caller's context, whose end is the interrupt.
 	interruptCtx context.Context
+	// searchCtx ends the searches' verification: with the run's context,
+	// or halfway through the grace after an interrupt (begin).
+	searchCtx context.Context
 	mu           sync.Mutex          // guards every outcome's result, and reported
 	outcomes     map[uint64]*outcome // by the canonical hash of a part's program
 	// reported is set once the parts are reported: a search that ends
@@ -479,7 +488,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	key := search.Key(o.program, o.cfg, opts)
 	var res *search.Result
 	if shares := d.shares(o); shares != nil {
-		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
+		vctx, cancel := context.WithDeadline(d.searchCtx, d.verifyEnd)
 		defer cancel()
 		var err error
 		r.startedAt, r.merged = time.Since(d.start), true
@@ -502,7 +511,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		}
 	}
 	if res == nil {
-		vctx, cancel := context.WithDeadline(ctx, d.verifyEnd)
+		vctx, cancel := context.WithDeadline(d.searchCtx, d.verifyEnd)
 		defer cancel()
 		var base *ffverify.Verifier
 		if !opts.Unverified {
@@ -800,8 +809,8 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 	return rs
 }
 
-// interruptGrace is how long the searches may go on verifying what they
-// found after an interrupt.
+// interruptGrace is how long the searches may go on after an interrupt:
+// verifying what they found for half of it, returning it in the rest.
 const interruptGrace = time.Second
 
 // verifyGrace is how long the stitched program's verification may go on
