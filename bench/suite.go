@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -94,9 +95,11 @@ func (s *Suite) Check() error {
 	switch {
 	case s.Workers < 1:
 		return fmt.Errorf("--workers %d: want at least 1", s.Workers)
-	case s.Tolerances.Estimate < 0:
+	case !(s.Tolerances.Estimate >= 0) || math.IsInf(s.Tolerances.Estimate, 1):
+		// NaN compares false with everything: it would let every
+		// regression through.
 		return fmt.Errorf("--tolerance %v: want 0 or more", s.Tolerances.Estimate)
-	case s.Tolerances.SearchTime != 0 && s.Tolerances.SearchTime < 1:
+	case math.IsNaN(s.Tolerances.SearchTime) || s.Tolerances.SearchTime != 0 && s.Tolerances.SearchTime < 1 || math.IsInf(s.Tolerances.SearchTime, 1):
 		return fmt.Errorf("--time-ratio %v: want 1 or more, or 0 to turn the check off", s.Tolerances.SearchTime)
 	case s.OnlyPaths && len(s.Paths) == 0:
 		return errors.New("--only-paths: no PATH given")

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,10 @@ func TestSuiteCheck(t *testing.T) {
 		{"negative tolerance", func(s *Suite) { s.Tolerances.Estimate = -0.1 }, "--tolerance -0.1: want 0 or more"},
 		{"time ratio below 1", func(s *Suite) { s.Tolerances.SearchTime = 0.5 }, "--time-ratio 0.5: want 1 or more"},
 		{"time ratio off", func(s *Suite) { s.Tolerances.SearchTime = 0 }, ""},
+		{"a tolerance that is NaN", func(s *Suite) { s.Tolerances.Estimate = math.NaN() }, "--tolerance NaN: want 0 or more"},
+		{"an infinite tolerance", func(s *Suite) { s.Tolerances.Estimate = math.Inf(1) }, "--tolerance +Inf: want 0 or more"},
+		{"a time ratio that is NaN", func(s *Suite) { s.Tolerances.SearchTime = math.NaN() }, "--time-ratio NaN: want 1 or more"},
+		{"an infinite time ratio", func(s *Suite) { s.Tolerances.SearchTime = math.Inf(1) }, "--time-ratio +Inf: want 1 or more"},
 		{"only paths, none", func(s *Suite) { s.OnlyPaths = true }, "--only-paths: no PATH given"},
 		{"negative shard balance", func(s *Suite) { s.ShardBalance = -1 }, "--shard-balance -1: want 0 or more"},
 		{"a dynamic batch backwards", func(s *Suite) { s.DynamicBatch = "5..2" }, "--dynamic-batch: "},
