@@ -178,8 +178,10 @@ func fileNames(res *cuda.Result, dir string) []string {
 }
 
 // writeFiles writes res's files into dir as one set, the set of program
-// name, with NAME.manifest.json last (atomicfile.Set): a set of another
-// program whose name a C identifier reads alike is not overwritten.
+// name, with NAME.manifest.json last (atomicfile.Set), as superopt names
+// its set: a set of another program whose name a C identifier reads alike
+// is not overwritten, and the program's own set keeps what emit does not
+// replace (superopt's document, beside the CUDA of another candidate).
 func writeFiles(res *cuda.Result, dir, name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -188,7 +190,7 @@ func writeFiles(res *cuda.Result, dir, name string) error {
 	for _, f := range res.Files {
 		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})
 	}
-	err := atomicfile.Set{Dir: dir, Files: files, Manifest: res.Name + atomicfile.ManifestSuffix, Owner: name}.Write()
+	err := atomicfile.Set{Dir: dir, Files: files, Manifest: name + atomicfile.ManifestSuffix, Owner: name, Keep: true}.Write()
 	var c *atomicfile.ConflictError
 	if errors.As(err, &c) {
 		return fmt.Errorf("-o %s: %v: %s would overwrite another program's files (its C name is %s too); use another -o, or --name", dir, err, name, res.Name)

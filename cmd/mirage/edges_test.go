@@ -181,20 +181,30 @@ func TestNamesThatCollide(t *testing.T) {
 		if code, _, stderr := mirage(t, "superopt", second, "-o", out, "--no-cache", "--time-limit", "20s", "--no-emit"); code != exitOK {
 			t.Errorf("superopt --no-emit %s: exit %d: %s", tt.second, code, stderr)
 		}
-		// emit names its set by the C name: the second program's would
-		// replace the first's.
+		// emit names its set by the program, as superopt does: the second
+		// program's CUDA would take the first's files.
 		emitted := filepath.Join(dir, "emit-"+tt.cname)
 		if code, _, stderr := mirage(t, "emit", first, "-o", emitted); code != exitOK {
 			t.Fatalf("emit %s: exit %d: %s", tt.first, code, stderr)
 		}
-		if code, _, stderr := mirage(t, "emit", second, "-o", emitted); code != exitUnusable || !strings.Contains(stderr, "is the manifest of "+tt.first+"'s set") {
+		if code, _, stderr := mirage(t, "emit", second, "-o", emitted); code != exitUnusable || !strings.Contains(stderr, "belong to "+tt.first+"'s set") {
 			t.Errorf("emit %s after %s: exit %d, %q", tt.second, tt.first, code, stderr)
 		}
 		if code, _, stderr := mirage(t, "emit", second, "-o", emitted, "--name", tt.cname+"_2"); code != exitOK {
 			t.Errorf("emit %s --name: exit %d: %s", tt.second, code, stderr)
 		}
-		if _, err := atomicfile.CheckSet(emitted, tt.cname+".manifest.json"); err != nil {
+		if _, err := atomicfile.CheckSet(emitted, tt.first+".manifest.json"); err != nil {
 			t.Errorf("emit: %s's set: %v", tt.first, err)
+		}
+		// emit of the first program's own document into its superopt
+		// directory replaces the CUDA in its set, whose manifest still
+		// lists the document.
+		doc := filepath.Join(out, tt.first+".ugraph.json")
+		if code, _, stderr := mirage(t, "emit", doc, "-o", out); code != exitOK {
+			t.Errorf("emit of %s's document into its own directory: exit %d: %s", tt.first, code, stderr)
+		}
+		if names, err := atomicfile.CheckSet(out, tt.first+".manifest.json"); err != nil || !slices.Contains(names, tt.first+".ugraph.json") || !slices.Contains(names, tt.cname+".cu") {
+			t.Errorf("after emit, %s's set holds %v (%v); want its document and CUDA", tt.first, names, err)
 		}
 	}
 }

@@ -115,6 +115,12 @@ type Set struct {
 	// the manifest: a set of another owner under the same manifest is not
 	// replaced. "": none recorded, and none checked.
 	Owner string
+	// Keep: the files the set's previous manifest lists that Files does
+	// not hold, where they are still as listed, stay in the set (written
+	// again as they are): a write that replaces part of a set, as emit
+	// replaces the CUDA beside superopt's document, leaves the rest
+	// listed.
+	Keep bool
 }
 
 // WriteSet writes files into dir as one set, with manifest listing them
@@ -151,6 +157,9 @@ func (s Set) Write() error {
 	if manifest != "" {
 		if err := s.conflicts(); err != nil {
 			return err
+		}
+		if s.Keep {
+			files = append(slices.Clone(files), s.kept()...)
 		}
 	}
 	names := make([]string, 0, len(files)+1)
@@ -246,6 +255,26 @@ func (s Set) Write() error {
 		step()
 	}
 	return syncDir(dir)
+}
+
+// kept are the files of the set's previous manifest that s.Files does not
+// hold and that are still as it lists them (Set.Keep).
+func (s Set) kept() []File {
+	own, err := readManifest(filepath.Join(s.Dir, s.Manifest))
+	if err != nil {
+		return nil
+	}
+	var files []File
+	for _, e := range own.Files {
+		if slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
+			continue
+		}
+		data, err := boundedread.ReadFile(filepath.Join(s.Dir, e.Name), MaxSetFileSize)
+		if err == nil && sum(data) == e.SHA256 {
+			files = append(files, File{Name: e.Name, Data: data})
+		}
+	}
+	return files
 }
 
 // rollback undoes a Write that failed with err after renaming its first

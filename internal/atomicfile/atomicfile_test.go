@@ -170,6 +170,45 @@ func TestWriteSet(t *testing.T) {
 	}
 }
 
+// A set written with Keep replaces its own files and keeps listing the
+// rest of its previous set where they are still as listed; without Keep,
+// or for a file changed since, the manifest lists only what was written.
+func TestWriteSetKeep(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		keep    bool
+		changed bool // a.json was changed on disk since the first write
+		want    []string
+	}{
+		{"keep", true, false, []string{"a.cu", "a.json"}},
+		{"keep, a file changed since", true, true, []string{"a.cu"}},
+		{"no keep", false, false, []string{"a.cu"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first := Set{Dir: dir, Manifest: "a.manifest.json", Owner: "a", Files: []File{{"a.json", []byte("doc")}, {"a.cu", []byte("one")}}}
+			if err := first.Write(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.changed {
+				os.WriteFile(filepath.Join(dir, "a.json"), []byte("edited"), 0o644)
+			}
+			second := Set{Dir: dir, Manifest: "a.manifest.json", Owner: "a", Files: []File{{"a.cu", []byte("two")}}, Keep: tt.keep}
+			if err := second.Write(); err != nil {
+				t.Fatal(err)
+			}
+			names, err := CheckSet(dir, "a.manifest.json")
+			slices.Sort(names)
+			if err != nil || !slices.Equal(names, tt.want) {
+				t.Errorf("the manifest lists %v (%v), want %v", names, err, tt.want)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dir, "a.cu")); string(got) != "two" {
+				t.Errorf("a.cu holds %q", got)
+			}
+		})
+	}
+}
+
 // A file that cannot be written leaves the previous set as it was, its
 // manifest included, and no temporary file.
 func TestWriteSetErrorKeepsThePreviousSet(t *testing.T) {
