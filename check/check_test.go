@@ -135,6 +135,11 @@ func TestGraphsOptions(t *testing.T) {
 			t.Errorf("reported %q, want the 3 trials that ran", w.String())
 		}
 	}
+	// A negative seed is reported as given, so that it can be given again.
+	var w bytes.Buffer
+	if same, err := check.Graphs(context.Background(), &w, a, b, check.Options{Method: check.FF, Trials: 1, Seed: -1}); err != nil || !same || !strings.Contains(w.String(), "seed -1, 1 trial(s)") {
+		t.Errorf("--seed -1: %v, %v, reported %q", same, err, w.String())
+	}
 }
 
 // A comparison over the memory bound is refused before it runs.

@@ -160,13 +160,14 @@ func fields(w io.Writer, a, b Named, opts ffverify.Options) (bool, error) {
 	return report(w, r, opts), nil
 }
 
-// report writes the finite-field verdict r and returns it.
+// report writes the finite-field verdict r and returns it. The seed is
+// printed as --seed takes it (an int64; the field draws read its bits).
 func report(w io.Writer, r ffverify.Result, opts ffverify.Options) bool {
 	if !r.Equivalent {
-		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, opts.Seed)
+		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, int64(opts.Seed))
 		return false
 	}
-	fmt.Fprintf(w, "equivalent (finite fields, seed %d, %d trial(s)): %d output(s) agree\n", opts.Seed, opts.Trials, len(r.Mapping))
+	fmt.Fprintf(w, "equivalent (finite fields, seed %d, %d trial(s)): %d output(s) agree\n", int64(opts.Seed), opts.Trials, len(r.Mapping))
 	return true
 }
 
