@@ -2,14 +2,16 @@ package driver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mirage-go/mirage/ugraph"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -20,6 +22,24 @@ type Input struct {
 	Name    string
 	File    *kernel.File      // the graphs; a program's one
 	Program *frontend.Program // set for a .py program
+}
+
+// Arch is the target a μGraph document was written for, as superopt
+// records it (meta.arch), when it names one of target's: its graphs' tiles
+// were placed in that GPU's shared memory and ranked by its cost model.
+// False for a program, or a document that names none.
+func (in *Input) Arch() (target.Arch, bool) {
+	if in.Program != nil || in.File == nil || len(in.File.Meta) == 0 {
+		return target.Arch{}, false
+	}
+	var meta struct {
+		Arch string `json:"arch"`
+	}
+	if json.Unmarshal(in.File.Meta, &meta) != nil || meta.Arch == "" {
+		return target.Arch{}, false
+	}
+	arch, err := target.Lookup(meta.Arch)
+	return arch, err == nil
 }
 
 // IsProgram says whether path names a program (.py) rather than a μGraph

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/target"
 )
 
@@ -47,6 +48,26 @@ func registerArch(cmd *cobra.Command, a *archFlag, what string) {
 	}
 	list := strings.Join(known[:len(known)-1], ", ") + " or " + known[len(known)-1]
 	cmd.Flags().Var(a, "arch", "target architecture: "+list+": "+what)
+}
+
+// registerDocumentArch is registerArch for a command that reads μGraph
+// documents, whose --arch defaults to the one a document was written for
+// (fromDocument).
+func registerDocumentArch(cmd *cobra.Command, a *archFlag, what string) {
+	registerArch(cmd, a, what+" (default: the arch a superopt document was written for, else "+target.Default+")")
+	cmd.Flags().Lookup("arch").DefValue = "" // said above: pflag would add "(default sm_90)"
+}
+
+// fromDocument sets a to the arch a μGraph document was written for
+// (driver.Input.Arch) when --arch was not given: a document superopt wrote
+// for sm_80 is shown and emitted for sm_80.
+func (a *archFlag) fromDocument(cmd *cobra.Command, in *driver.Input) {
+	if cmd.Flags().Changed("arch") {
+		return
+	}
+	if arch, ok := in.Arch(); ok {
+		a.Arch = arch
+	}
 }
 
 func boolRank(b bool) int {

@@ -29,7 +29,7 @@ func newEmitCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
 	f.load.register(cmd)
-	registerArch(cmd, &f.arch, "shared memory per block")
+	registerDocumentArch(cmd, &f.arch, "shared memory per block")
 	fl := cmd.Flags()
 	fl.StringVarP(&f.outDir, "out", "o", "out", "directory to write the files into")
 	fl.IntVar(&f.candidate, "candidate", 0, "which graph of a .ugraph.json file (0: the first, the best)")
@@ -47,6 +47,7 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
+	f.arch.fromDocument(cmd, in)
 	ctx := cmd.Context()
 	if f.counters {
 		// Interruptible: the emulator's build directory goes on Ctrl-C or

@@ -37,7 +37,7 @@ func newShowCmd() *cobra.Command {
 	fl.BoolVar(&f.asDot, "dot", false, "print the graph as Graphviz DOT")
 	fl.BoolVar(&f.asAbsexpr, "absexpr", false, "print each tensor's abstract expression")
 	fl.BoolVar(&f.estimate, "estimate", false, "print the cost model's estimate, per kernel and in total")
-	registerArch(cmd, &f.arch, "the cost model of --estimate")
+	registerDocumentArch(cmd, &f.arch, "the cost model of --estimate")
 	fl.IntVar(&f.candidate, "candidate", 0, "which graph of a multi-candidate file (numbered from 0)")
 	f.dynamic.register(cmd, true)
 	return cmd
@@ -57,6 +57,7 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
+	f.arch.fromDocument(cmd, in)
 	out := cmd.OutOrStdout()
 	if f.dynamic.on() || f.dynamic.buckets != "" { // (--buckets alone: mark says it needs --dynamic)
 		// The program with m: its shapes, or the op that mixes rows.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -80,3 +82,45 @@ func TestShowEstimate(t *testing.T) {
 }
 
 func within(a, b, tol float64) bool { return a == b || (a-b)/b < tol && (b-a)/b < tol }
+
+// A document superopt wrote for sm_80 is estimated and emitted for sm_80
+// unless --arch says otherwise; a document without meta.arch, or naming
+// an arch mirage does not know, takes the default.
+func TestDocumentArchIsTheDefault(t *testing.T) {
+	dir := t.TempDir()
+	code, doc, stderr := mirage(t, "show", "--json", examplePath("rmsnorm_matmul_mugraph.py"))
+	if code != exitOK {
+		t.Fatalf("show --json: exit %d: %s", code, stderr)
+	}
+	write := func(name, meta string) string {
+		t.Helper()
+		path := filepath.Join(dir, name+".ugraph.json")
+		edited := strings.Replace(doc, `"graphs": [`, `"meta": `+meta+`, "graphs": [`, 1)
+		if edited == doc || os.WriteFile(path, []byte(edited), 0o644) != nil {
+			t.Fatalf("cannot write %s", path)
+		}
+		return path
+	}
+	for _, tt := range []struct {
+		name, meta string
+		args       []string
+		want       string
+	}{
+		{"a100", `{"arch": "sm_80", "seed": 1}`, nil, "sm_80"},
+		{"a100_asked_h100", `{"arch": "sm_80"}`, []string{"--arch", "sm_90"}, "sm_90"},
+		{"none", `{"seed": 1}`, nil, "sm_90"},
+		{"unknown", `{"arch": "sm_99"}`, nil, "sm_90"},
+	} {
+		path := write(tt.name, tt.meta)
+		code, stdout, stderr := mirage(t, append([]string{"show", "--estimate", path}, tt.args...)...)
+		if code != exitOK || !strings.Contains(stdout, "estimated on "+tt.want+" ") {
+			t.Errorf("show --estimate %s %v: exit %d, want it estimated on %s:\n%s%s", tt.name, tt.args, code, tt.want, stdout, stderr)
+		}
+		out := filepath.Join(dir, "out-"+tt.name)
+		if code, _, stderr := mirage(t, append([]string{"emit", path, "-o", out}, tt.args...)...); code != exitOK {
+			t.Errorf("emit %s: exit %d: %s", tt.name, code, stderr)
+		} else if cu, _ := os.ReadFile(filepath.Join(out, "rmsnorm_matmul_mugraph.cu")); !strings.Contains(string(cu), " for "+tt.want+". Do not edit.") {
+			t.Errorf("emit %s %v wrote code that is not for %s:\n%.300s", tt.name, tt.args, tt.want, cu)
+		}
+	}
+}
