@@ -69,9 +69,11 @@ func (out Output) plannedFiles() []atomicfile.File {
 	return files
 }
 
-// set is the output set of files, owned by the program's name.
+// set is the output set of files, owned by the program's name; it
+// replaces the program's previous set whole (a run with --no-emit leaves
+// no CUDA of an earlier run beside its document).
 func (out Output) set(files []atomicfile.File) atomicfile.Set {
-	return atomicfile.Set{Dir: out.Dir, Files: files, Manifest: out.Name + atomicfile.ManifestSuffix, Owner: out.Name}
+	return atomicfile.Set{Dir: out.Dir, Files: files, Manifest: out.Name + atomicfile.ManifestSuffix, Owner: out.Name, Drop: true}
 }
 
 // explainConflict says what to do when a set would take another's files.

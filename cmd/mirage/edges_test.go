@@ -181,6 +181,23 @@ func TestNamesThatCollide(t *testing.T) {
 		if code, _, stderr := mirage(t, "superopt", second, "-o", out, "--no-cache", "--time-limit", "20s", "--no-emit"); code != exitOK {
 			t.Errorf("superopt --no-emit %s: exit %d: %s", tt.second, code, stderr)
 		}
+		// The first program again with --no-emit: its earlier CUDA goes
+		// with the rest of its previous set (left there, it would pass
+		// for the new document's); then back as it was.
+		if code, _, stderr := mirage(t, "superopt", first, "-o", out, "--no-cache", "--time-limit", "20s", "--no-emit"); code != exitOK {
+			t.Errorf("superopt --no-emit %s: exit %d: %s", tt.first, code, stderr)
+		}
+		for _, name := range []string{tt.cname + ".cu", tt.cname + ".h"} {
+			if _, err := os.Stat(filepath.Join(out, name)); err == nil {
+				t.Errorf("superopt --no-emit %s left its earlier %s", tt.first, name)
+			}
+		}
+		if names, err := atomicfile.CheckSet(out, tt.first+".manifest.json"); err != nil || !slices.Equal(names, []string{tt.first + ".ugraph.json"}) {
+			t.Errorf("after --no-emit, %s's set holds %v (%v)", tt.first, names, err)
+		}
+		if code, _, stderr := mirage(t, "superopt", first, "-o", out, "--no-cache", "--time-limit", "20s"); code != exitOK {
+			t.Fatalf("superopt %s again: exit %d: %s", tt.first, code, stderr)
+		}
 		// emit names its set by the program, as superopt does: the second
 		// program's CUDA would take the first's files.
 		emitted := filepath.Join(dir, "emit-"+tt.cname)

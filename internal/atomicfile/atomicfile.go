@@ -121,6 +121,13 @@ type Set struct {
 	// replaces the CUDA beside superopt's document, leaves the rest
 	// listed.
 	Keep bool
+	// Drop: the files the set's previous manifest lists that Files does
+	// not hold are removed once the new manifest is in place, but for
+	// those another manifest in the directory lists (a runtime header
+	// sets share): a set written again without some of its files (superopt
+	// --no-emit after a run that wrote CUDA) leaves none of them stale
+	// beside it.
+	Drop bool
 }
 
 // WriteSet writes files into dir as one set, with manifest listing them
@@ -161,6 +168,10 @@ func (s Set) Write() error {
 		if s.Keep {
 			files = append(slices.Clone(files), s.kept()...)
 		}
+	}
+	var dropped []string
+	if manifest != "" && s.Drop {
+		dropped = s.dropped()
 	}
 	names := make([]string, 0, len(files)+1)
 	for _, f := range files {
@@ -254,7 +265,42 @@ func (s Set) Write() error {
 		tmps[i] = ""
 		step()
 	}
+	// The new set is whole; what it dropped is listed nowhere now.
+	for _, name := range dropped {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("atomicfile: the set is written, but %s, of its previous one, could not be removed: %w", name, err)
+		}
+	}
 	return syncDir(dir)
+}
+
+// dropped are the files of the set's previous manifest that s.Files does
+// not hold and that no other manifest in the directory lists (Set.Drop).
+func (s Set) dropped() []string {
+	own, err := readManifest(filepath.Join(s.Dir, s.Manifest))
+	if err != nil {
+		return nil
+	}
+	others, _ := filepath.Glob(filepath.Join(s.Dir, "*"+ManifestSuffix))
+	listed := map[string]bool{}
+	for _, path := range others {
+		if filepath.Base(path) == s.Manifest {
+			continue
+		}
+		if m, err := readManifest(path); err == nil {
+			for _, e := range m.Files {
+				listed[e.Name] = true
+			}
+		}
+	}
+	var names []string
+	for _, e := range own.Files {
+		if !listed[e.Name] && e.Name != s.Manifest && !slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) &&
+			filepath.Base(e.Name) == e.Name {
+			names = append(names, e.Name)
+		}
+	}
+	return names
 }
 
 // kept are the files of the set's previous manifest that s.Files does not

@@ -309,3 +309,28 @@ func TestWriteSetRefusesAnotherSetsFiles(t *testing.T) {
 		t.Errorf("a set sharing the same runtime header: %v", err)
 	}
 }
+
+// A set written with Drop removes the files of its previous set that it
+// no longer holds, but for those another set lists (a header they share).
+func TestWriteSetDrop(t *testing.T) {
+	dir := t.TempDir()
+	other := Set{Dir: dir, Manifest: "b.manifest.json", Owner: "b", Files: []File{{"b.json", []byte("b")}, {"rt.cuh", []byte("rt")}}}
+	first := Set{Dir: dir, Manifest: "a.manifest.json", Owner: "a", Files: []File{{"a.json", []byte("doc")}, {"a.cu", []byte("code")}, {"rt.cuh", []byte("rt")}}}
+	for _, s := range []Set{other, first} {
+		if err := s.Write(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := Set{Dir: dir, Manifest: "a.manifest.json", Owner: "a", Files: []File{{"a.json", []byte("doc 2")}}, Drop: true}
+	if err := second.Write(); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(t, dir); !slices.Equal(got, []string{"a.json", "a.manifest.json", "b.json", "b.manifest.json", "rt.cuh"}) {
+		t.Errorf("the directory holds %v: want a.cu dropped, rt.cuh (b's too) kept", got)
+	}
+	for _, m := range []string{"a.manifest.json", "b.manifest.json"} {
+		if _, err := CheckSet(dir, m); err != nil {
+			t.Error(err)
+		}
+	}
+}
