@@ -125,6 +125,12 @@ func TestEmptyPaths(t *testing.T) {
 		{[]string{"verify", program, ""}, "argument 2 is ''"},
 		{[]string{"verify", "--engine-dir", "", program, program}, "--engine-dir '': an empty path"},
 		{[]string{"show", "--cpuprofile", "", program}, "--cpuprofile '': an empty path"},
+		// Other string flags: '' is no value of theirs either.
+		{[]string{"superopt", program, "--buckets", "", "-o", "out"}, "--buckets '': an empty value"},
+		{[]string{"superopt", program, "--config", "", "-o", "out"}, "--config '': an empty value"},
+		{[]string{"emit", program, "--name", "", "-o", "out"}, "--name '': an empty value"},
+		{[]string{"verify", "--method", "", program, program}, "--method '': an empty value"},
+		{[]string{"tune", "--program", "", "x.ugraph.json"}, "--program '': an empty value"},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := mirage(t, tt.args...)

@@ -21,11 +21,18 @@ func pathFlags(cmd *cobra.Command, names ...string) {
 // argument (every argument before -- is a path): "" would otherwise read
 // as the flag left out (an empty --compare comparing with nothing, an
 // empty --history running the whole suite) or as the working directory.
+// It refuses any other string flag given as "" too (--name '', --buckets
+// '': an unset variable in a script), which no flag takes for a value.
 func checkPaths(cmd *cobra.Command, args []string) error {
 	var err error
 	visit := func(f *pflag.Flag) {
-		if _, isPath := f.Annotations[cobra.BashCompFilenameExt]; isPath && err == nil && f.Value.String() == "" {
+		if err != nil || f.Value.String() != "" {
+			return
+		}
+		if _, isPath := f.Annotations[cobra.BashCompFilenameExt]; isPath {
 			err = fmt.Errorf("--%s '': an empty path names no file", f.Name)
+		} else if f.Value.Type() == "string" {
+			err = fmt.Errorf("--%s '': an empty value (leave the flag out for its default)", f.Name)
 		}
 	}
 	cmd.Flags().Visit(visit) // the flags given, the inherited ones among them
