@@ -274,11 +274,10 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	// interrupt ends the searches' enumeration at once; runCtx, the run's
-	// own, ends interruptGrace later (for verifying what they found) or at
-	// the time limit.
-	// The searches' verification ends halfway through the grace, so that
-	// each returns what it verified before the run stops waiting for it.
+	// interrupt ends the searches' enumeration at once; searchCtx, their
+	// verification, half of interruptGrace later, so that each returns
+	// what it verified while the run still waits; runCtx, the run's own,
+	// interruptGrace later, or at the time limit.
 	interrupt := ctx
 	runCtx, cancel := context.WithDeadline(context.WithoutCancel(ctx), start.Add(opts.TimeLimit))
 	searchCtx, cancelSearches := context.WithCancel(runCtx)
@@ -344,8 +343,8 @@ type run struct {
 	// searchCtx ends the searches' verification: with the run's context,
 	// or halfway through the grace after an interrupt (begin).
 	searchCtx context.Context
-	mu           sync.Mutex          // guards every outcome's result, and reported
-	outcomes     map[uint64]*outcome // by the canonical hash of a part's program
+	mu        sync.Mutex          // guards every outcome's result, and reported
+	outcomes  map[uint64]*outcome // by the canonical hash of a part's program
 	// reported is set once the parts are reported: a search that ends
 	// after that (left running at the run's end) changes nothing, and
 	// says nothing, so the reports and the answers agree.

@@ -295,8 +295,8 @@ func (s Set) dropped() []string {
 	}
 	var names []string
 	for _, e := range own.Files {
-		if !listed[e.Name] && e.Name != s.Manifest && !slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) &&
-			filepath.Base(e.Name) == e.Name {
+		if !listed[e.Name] && e.Name != s.Manifest && filepath.Base(e.Name) == e.Name &&
+			!slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
 			names = append(names, e.Name)
 		}
 	}
@@ -312,8 +312,8 @@ func (s Set) kept() []File {
 	}
 	var files []File
 	for _, e := range own.Files {
-		if slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
-			continue
+		if filepath.Base(e.Name) != e.Name || slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
+			continue // a name outside the directory is no file of the set's
 		}
 		data, err := boundedread.ReadFile(filepath.Join(s.Dir, e.Name), MaxSetFileSize)
 		if err == nil && sum(data) == e.SHA256 {
