@@ -21,8 +21,8 @@ func pathFlags(cmd *cobra.Command, names ...string) {
 // argument (every argument before -- is a path): "" would otherwise read
 // as the flag left out (an empty --compare comparing with nothing, an
 // empty --history running the whole suite) or as the working directory.
-// It refuses any other string flag given as "" too (--name ”, --buckets
-// ”: an unset variable in a script), which no flag takes for a value.
+// It refuses any other string flag given as "" too (--name or --buckets
+// from an unset variable in a script), which no flag takes for a value.
 func checkPaths(cmd *cobra.Command, args []string) error {
 	var err error
 	visit := func(f *pflag.Flag) {
