@@ -41,10 +41,10 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))`, keys))
 		o := attention(keys)
 		note := cacheNote(o, o.unfusedUs, opts)
 		var padded, was float64
-		if _, err := fmt.Sscanf(note[strings.Index(note, "runs it in"):], "runs it in %f µs (est.), against %f", &padded, &was); err != nil {
+		if _, err := fmt.Sscanf(note[strings.Index(note, "est. "):], "est. %f µs against %f", &padded, &was); err != nil {
 			t.Fatalf("%d keys: note %q: %v", keys, note, err)
 		}
-		if !strings.Contains(note, fmt.Sprintf("attention over %d keys", keys)) || !strings.Contains(note, "allocated at 2048 keys, with a mask input") ||
+		if !strings.Contains(note, fmt.Sprintf("attention over %d keys", keys)) || !strings.Contains(note, "K and V allocated at 2048 keys and a mask input") ||
 			padded > 0.9*o.unfusedUs || was != float64(int(o.unfusedUs*10+0.5))/10 {
 			t.Errorf("%d keys (%.1f µs as written): note %q", keys, o.unfusedUs, note)
 		}

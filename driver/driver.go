@@ -557,7 +557,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 
 // cacheNote is the advice for a part that attends over a cache whose keys
 // split poorly among the blocks (seed.PadCache): where the same attention
-// over the cache allocated at aligned keys, with a mask, has a seed that
+// with K and V allocated at aligned keys, and a mask, has a seed that
 // the model puts 10% or more below the part's answer (us), it says so
 // with both figures. "" otherwise.
 func cacheNote(o *outcome, us float64, opts search.Options) string {
@@ -569,11 +569,11 @@ func cacheNote(o *outcome, us float64, opts search.Options) string {
 	if !ok || e.Micros > 0.9*us {
 		return ""
 	}
-	how := "with a mask input added to the scores (−inf past the last key in use)"
+	how := "and a mask input added to the scores (−inf past the last key in use)"
 	if !pc.Mask {
-		how = "its mask −inf past the last key in use"
+		how = "and the mask −inf past the last key in use"
 	}
-	return fmt.Sprintf("attention over %d keys, which split poorly among the blocks: the cache allocated at %d keys, %s, runs it in %.1f µs (est.), against %.1f",
+	return fmt.Sprintf("attention over %d keys, which split poorly among the blocks: with K and V allocated at %d keys %s, est. %.1f µs against %.1f",
 		pc.Keys, pc.Padded, how, e.Micros, us)
 }
 
