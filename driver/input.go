@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -56,6 +57,10 @@ func Load(path string, opts frontend.Options) (*Input, error) {
 			return nil, err
 		}
 		return programInput(path, p), nil
+	case strings.HasSuffix(path, atomicfile.ManifestSuffix):
+		// A set's manifest lists files; the graphs are in the set's
+		// μGraph document.
+		return nil, fmt.Errorf("%s is the manifest of a set of files (their names and sums), not a μGraph document: give the set's NAME.ugraph.json", path)
 	case strings.HasSuffix(path, ".json"):
 		file, err := kernel.ReadFile(path)
 		if err != nil {

@@ -392,3 +392,43 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W))
 		t.Errorf("p.h: %v, want m up to 8388608 and cuBLASLt linked:\n%s", err, h)
 	}
 }
+
+// A flag a command does not have is explained: a typo of one of its own
+// (the nearest), a flag of other commands (which), and for a command that
+// reads programs, where a program's own arguments go; so is a count of
+// files it does not take.
+func TestUnknownFlags(t *testing.T) {
+	prog := examplePath("rmsnorm_matmul.py")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"superopt", prog, "--time-limt", "30s"}, "unknown flag: --time-limt (did you mean --time-limit?)"},
+		{[]string{"show", prog, "--estimat"}, "unknown flag: --estimat (did you mean --estimate?)"},
+		{[]string{"show", prog, "-o", "d"}, "unknown shorthand flag: 'o' in -o (a flag of mirage bench, emit, merge, superopt and tune, not of show; a program's own arguments go after --: mirage show FILE -- --bs 8)"},
+		{[]string{"emit", prog, "--time-limit", "30s"}, "unknown flag: --time-limit (a flag of mirage bench and superopt, not of emit; a program's own arguments go after --"},
+		{[]string{"superopt", prog, "--bs", "8"}, "unknown flag: --bs (a program's own arguments go after --: mirage superopt FILE -- --bs 8)"},
+		{[]string{"bench", "--candidate", "3"}, "unknown flag: --candidate (a flag of mirage emit, eval, show and verify, not of bench)"},
+		{[]string{"version", "--zzz"}, "unknown flag: --zzz"},
+		// And a count of files a command does not take.
+		{[]string{"eval"}, "eval takes one file (usage: mirage eval FILE"},
+		{[]string{"show", prog, "16"}, "show takes one file, not 2 (usage: mirage show FILE [-- PROGRAM-ARGS] [flags]; a program's own arguments go after --"},
+		{[]string{"verify", prog}, "verify takes two files (usage: mirage verify A B"},
+	} {
+		code, stdout, stderr := mirage(t, tt.args...)
+		if code != exitUnusable || !strings.Contains(stderr, tt.want) || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d and %q", tt.args, code, stdout, stderr, exitUnusable, tt.want)
+		}
+	}
+}
+
+// A set's manifest given where a μGraph document is wanted says so.
+func TestManifestIsNoDocument(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.manifest.json")
+	os.WriteFile(path, []byte(`{"owner": "p", "files": []}`), 0o644)
+	for _, cmd := range []string{"emit", "show", "eval"} {
+		if code, _, stderr := mirage(t, cmd, path); code != exitUnusable || !strings.Contains(stderr, "is the manifest of a set of files") || !strings.Contains(stderr, "NAME.ugraph.json") {
+			t.Errorf("%s of a manifest: exit %d, %q", cmd, code, stderr)
+		}
+	}
+}

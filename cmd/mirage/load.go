@@ -28,8 +28,12 @@ func (f *loadFlags) files(n int) cobra.PositionalArgs {
 		if d := cmd.ArgsLenAtDash(); d >= 0 {
 			files, f.args = args[:d], args[d:]
 		}
-		if err := cobra.ExactArgs(n)(cmd, files); err != nil {
-			return err
+		if len(files) != n {
+			what := map[int]string{1: "one file", 2: "two files"}[n]
+			if len(files) > n {
+				return fmt.Errorf("%s takes %s, not %d (usage: %s; a program's own arguments go after --: mirage %s FILE -- --bs 8)", cmd.Name(), what, len(files), cmd.UseLine(), cmd.Name())
+			}
+			return fmt.Errorf("%s takes %s (usage: %s)", cmd.Name(), what, cmd.UseLine())
 		}
 		if len(f.args) > 0 && !slices.ContainsFunc(files, driver.IsProgram) {
 			return fmt.Errorf("the arguments after -- (%s) are a program's, and %s holds no .py program", strings.Join(f.args, " "), strings.Join(files, " and "))
@@ -38,14 +42,6 @@ func (f *loadFlags) files(n int) cobra.PositionalArgs {
 	}
 }
 
-// argsHint adds to an unknown flag's error where a program's own
-// arguments go.
-func argsHint(cmd *cobra.Command, err error) error {
-	if cmd.Flags().Lookup("strict") != nil && strings.HasPrefix(err.Error(), "unknown ") {
-		return fmt.Errorf("%w (a program's own arguments go after --: mirage %s FILE -- --bs 8)", err, cmd.Name())
-	}
-	return err
-}
 
 func (f *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse imports of modules other than mirage (by default torch, numpy, os, ... are inert stubs, with one warning)")

@@ -122,7 +122,7 @@ func TestVerifyUnusableInput(t *testing.T) {
 		{"bad flag", []string{"verify", "--nope", "a.py", "b.py"}, "unknown flag"},
 		{"bad method", []string{"verify", "--method", "exact", examplePath("gqa.py"), examplePath("gqa.py")}, "unknown --method"},
 		{"no trials", []string{"verify", "--trials", "0", examplePath("gqa.py"), examplePath("gqa.py")}, "--trials 0"},
-		{"too few args", []string{"verify", "a.py"}, "accepts 2 arg(s)"},
+		{"too few args", []string{"verify", "a.py"}, "verify takes two files"},
 	}
 	for _, tt := range tests {
 		code, _, errs := mirage(t, tt.args...)

@@ -58,7 +58,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 			memprofile = ""
 		}
 	})
-	root.SetFlagErrorFunc(argsHint)
+	root.SetFlagErrorFunc(flagError)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
