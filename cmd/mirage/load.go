@@ -42,7 +42,6 @@ func (f *loadFlags) files(n int) cobra.PositionalArgs {
 	}
 }
 
-
 func (f *loadFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "refuse imports of modules other than mirage (by default torch, numpy, os, ... are inert stubs, with one warning)")
 	// Loading became lenient by default; --lenient stays so that scripts
