@@ -1072,5 +1072,10 @@ func (d *run) candidate(g *kernel.Graph, unfused bool) (*Candidate, error) {
 			c.Kernels++
 		}
 	}
+	// Launches as the code runs them: a matmul and the add folded into
+	// its cuBLASLt call are one.
+	if e.Launches > 0 {
+		c.Kernels = e.Launches
+	}
 	return c, nil
 }

@@ -48,3 +48,22 @@ func TestWriteTableAndReportCarryNotes(t *testing.T) {
 		t.Errorf("--json's parts' notes: %q, %q", parts[0].Note, parts[1].Note)
 	}
 }
+
+// An answer's kernels are its launches as the code makes them: a matmul
+// and the residual add folded into its cuBLASLt call are one (the table
+// said 3 for the LLaMA MLP block's best, show --estimate and emit 2).
+func TestCandidateKernelsAreLaunches(t *testing.T) {
+	g := loadSource(t, "residual", `
+X = g.new_input(dims=(8, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+R = g.new_input(dims=(8, 256), dtype=mi.float16)
+g.mark_output(g.add(R, g.matmul(X, W)))`)
+	d := &run{opts: Options{Arch: sm90}}
+	c, err := d.candidate(g, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kernels != 1 || c.Estimate.Launches != 1 {
+		t.Errorf("%d kernels, %d launches estimated; want the one cuBLASLt call", c.Kernels, c.Estimate.Launches)
+	}
+}
