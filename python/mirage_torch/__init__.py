@@ -156,8 +156,10 @@ def _toolkit_libs(nvcc):
 
 def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
     """Builds NAME.cu in directory into a shared library for device ("cuda"
-    or "cpu") and returns its path. An up-to-date library is kept; a failed
-    build leaves nothing behind."""
+    or "cpu") and returns its path. A library built from the same sources
+    with the same command is kept (its stamp, beside it, holds their sum:
+    files copied in with their old times, cp -p or tar, are not taken for
+    the ones it was built from); a failed build leaves nothing behind."""
     cu = os.path.join(directory, program.name + ".cu")
     if not os.path.isfile(cu):
         raise FileNotFoundError("%s: no %s.cu beside the header" % (directory, program.name))
@@ -186,9 +188,17 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
     if device == "cpu":
         sources += [os.path.join(emu, f) for f in os.listdir(emu) if f.endswith(".h")]
     lib = os.path.join(directory, "lib%s.%s.so" % (program.name, tag))
-    stamp = max(os.path.getmtime(s) for s in sources)
-    if os.path.isfile(lib) and os.path.getmtime(lib) >= stamp:
+    digest = hashlib.sha256("\0".join(cmd).encode())
+    for path in sorted(sources):
+        with open(path, "rb") as f:
+            digest.update(b"\0" + os.path.basename(path).encode() + b"\0" + f.read())
+    digest = digest.hexdigest()
+    stamp = lib + ".sha256"
+    if os.path.isfile(lib) and _read(stamp) == digest:
         return lib
+    if shutil.which(compiler) is None:
+        raise BuildError("building %s for %s needs %s, which is not on PATH (pass %s= to load)"
+                         % (cu, device, compiler, "nvcc" if device == "cuda" else "cxx"))
     fd, tmp = tempfile.mkstemp(prefix=".lib%s." % program.name, suffix=".so.tmp", dir=directory)
     os.close(fd)
     try:
@@ -196,11 +206,35 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
         if p.returncode != 0:
             raise BuildError("building %s for %s failed (%s):\n%s" % (cu, device, " ".join(cmd), p.stdout))
         os.chmod(tmp, 0o755)  # mkstemp made it private
+        # The library first, then its stamp: killed between, the old
+        # stamp makes the next load build again.
         os.replace(tmp, lib)
+        _write(stamp, digest)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
     return lib
+
+
+def _read(path):
+    """The text of path, or None."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _write(path, text):
+    """Writes text to path atomically."""
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 class Op:
@@ -249,6 +283,8 @@ class Op:
         for k, (x, want) in enumerate(zip(inputs, p.inputs)):
             if not isinstance(x, torch.Tensor):
                 raise ValueError("%s: input %d is a %s, not a tensor" % (what, k, type(x).__name__))
+            if x.layout != torch.strided:
+                raise ValueError("%s: input %d is a %s tensor; the kernels read dense row-major tensors: pass .to_dense()" % (what, k, x.layout))
             if x.dim() != len(want.dims):
                 raise ValueError("%s: input %d has %d dims (shape %s), want %d: %r" % (what, k, x.dim(), list(x.shape), len(want.dims), want))
             if want.has_m():

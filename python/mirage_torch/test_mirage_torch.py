@@ -329,6 +329,41 @@ class OpTest(unittest.TestCase):
         self.assertIn("two.cu", str(cm.exception))
         self.assertEqual(sorted(os.listdir(broken)), before)
 
+    def test_library_follows_its_sources(self):
+        # A set copied over another with its old times kept (cp -p, tar):
+        # the library built from the first is not taken for the second's.
+        d = os.path.join(self.tmp, "stale")
+        shutil.copytree(self.dirs["two"], d)
+        prog = mirage_torch.parse_header(os.path.join(d, "two.h"))
+        lib = mirage_torch._build(d, prog, "cpu")
+        built = os.stat(lib).st_ino
+        self.assertEqual(mirage_torch._build(d, prog, "cpu"), lib)
+        self.assertEqual(os.stat(lib).st_ino, built, "the same sources were built again")
+        cu = os.path.join(d, "two.cu")
+        with open(cu, "a") as f:
+            f.write("\n// another program's code\n")
+        old = os.path.getmtime(lib) - 100
+        os.utime(cu, (old, old))
+        self.assertEqual(mirage_torch._build(d, prog, "cpu"), lib)
+        self.assertNotEqual(os.stat(lib).st_ino, built, "the library of the earlier sources was kept")
+
+    def test_missing_compiler(self):
+        d = os.path.join(self.tmp, "nocompiler")
+        shutil.copytree(self.dirs["two"], d)
+        before = sorted(os.listdir(d))
+        prog = mirage_torch.parse_header(os.path.join(d, "two.h"))
+        with self.assertRaises(mirage_torch.BuildError) as cm:
+            mirage_torch._build(d, prog, "cpu", cxx="/nonexistent/g++")
+        self.assertIn("not on PATH (pass cxx= to load)", str(cm.exception))
+        self.assertEqual(sorted(os.listdir(d)), before)
+
+    def test_sparse_input_refused(self):
+        x = self.inputs()
+        x[1] = x[1].float().to_sparse().half() if hasattr(x[1], "to_sparse") else x[1]
+        with self.assertRaises(ValueError) as cm:
+            torch.ops.mirage.mlp(*x)
+        self.assertIn("input 1 is a torch.sparse_coo tensor", str(cm.exception))
+
     def test_example_module(self):
         # examples/torch/llama_mlp.py on the small program, on the CPU.
         p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "torch", "llama_mlp.py"), self.dirs["dyn"],
