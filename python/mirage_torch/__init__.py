@@ -33,6 +33,7 @@ later torch itself resolves the view first, and refuses the backward.
 
 import ctypes
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -214,6 +215,29 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
         if os.path.exists(tmp):
             os.remove(tmp)
     return lib
+
+
+def _check_manifests(directory, name):
+    """Refuses NAME.h or NAME.cu where a manifest of directory (the sums
+    mirage wrote with its set) lists it with other contents: edited or
+    replaced since, its header would describe other code."""
+    for entry in sorted(os.listdir(directory)):
+        if not entry.endswith(".manifest.json"):
+            continue
+        try:
+            with open(os.path.join(directory, entry)) as f:
+                files = json.load(f).get("files", [])
+        except (OSError, ValueError, AttributeError):
+            continue  # not a manifest of mirage's
+        for listed in files if isinstance(files, list) else []:
+            fname = listed.get("name") if isinstance(listed, dict) else None
+            if fname not in (name + ".h", name + ".cu"):
+                continue
+            with open(os.path.join(directory, fname), "rb") as f:
+                got = hashlib.sha256(f.read()).hexdigest()
+            if got != listed.get("sha256"):
+                raise ValueError("%s: %s is not the file %s lists (edited or replaced since mirage wrote it); emit the program again"
+                                 % (directory, fname, entry))
 
 
 def _read(path):
@@ -418,6 +442,7 @@ def load(directory, devices=None, arch=None, nvcc=None, cxx=None):
         header = os.path.join(directory, found[0])
     directory = os.path.dirname(os.path.abspath(header))
     program = parse_header(header)
+    _check_manifests(directory, program.name)
     digest = hashlib.sha256(program.header.encode())
     cu = os.path.join(directory, program.name + ".cu")
     if os.path.isfile(cu):

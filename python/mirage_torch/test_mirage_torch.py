@@ -347,6 +347,20 @@ class OpTest(unittest.TestCase):
         self.assertEqual(mirage_torch._build(d, prog, "cpu"), lib)
         self.assertNotEqual(os.stat(lib).st_ino, built, "the library of the earlier sources was kept")
 
+    def test_edited_header_refused(self):
+        # The set's manifest holds the sums mirage wrote: a header edited
+        # since (its shapes) would describe other code.
+        d = os.path.join(self.tmp, "edited")
+        subprocess.run([self.mirage, "emit", os.path.join(self.tmp, "two.py"), "-o", d], check=True, stdout=subprocess.DEVNULL)
+        h = os.path.join(d, "two.h")
+        with open(h) as f:
+            text = f.read()
+        with open(h, "w") as f:
+            f.write(text.replace("[3, 40]", "[3, 41]", 1))
+        with self.assertRaises(ValueError) as cm:
+            mirage_torch.load(d, devices=["cpu"])
+        self.assertIn("two.h is not the file two.manifest.json lists", str(cm.exception))
+
     def test_missing_compiler(self):
         d = os.path.join(self.tmp, "nocompiler")
         shutil.copytree(self.dirs["two"], d)
