@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -200,5 +202,31 @@ func TestInterruptEndsTheSearchesVerificationBeforeTheRun(t *testing.T) {
 	searches, run := <-ended, <-ended
 	if s, r := searches.Sub(start), run.Sub(start); s > interruptGrace*3/4 || r < interruptGrace*9/10 || r-s < interruptGrace/4 {
 		t.Errorf("after the interrupt the searches' verification ended at %v, the run at %v; want about %v and %v", s, r, interruptGrace/2, interruptGrace)
+	}
+}
+
+// A process that exits at once on a second interrupt takes away the
+// output directories it made and left empty, the parents it made with
+// them, and nothing that holds a file.
+func TestRemoveMadeDirs(t *testing.T) {
+	root := t.TempDir()
+	empty, used := filepath.Join(root, "a", "b", "c"), filepath.Join(root, "d", "e")
+	for _, dir := range []string{empty, used} {
+		if err := CheckOutputDir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(used, "x.ugraph.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	removeMadeDirs()
+	if _, err := os.Stat(filepath.Join(root, "a")); err == nil {
+		t.Error("the empty directories made for the output are left")
+	}
+	if _, err := os.Stat(filepath.Join(used, "x.ugraph.json")); err != nil {
+		t.Errorf("a directory holding a file was removed: %v", err)
+	}
+	if _, err := os.Stat(root); err != nil {
+		t.Errorf("a directory that was there before was removed: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/internal/atomicfile"
@@ -34,8 +35,14 @@ type Written struct {
 // CheckOutputDir makes dir if need be and checks that files can be made in
 // it: a run checks this before its search, not after.
 func CheckOutputDir(dir string) error {
+	top := topMissing(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if top != "" {
+		made.Lock()
+		made.dirs = append(made.dirs, madeDir{dir, top})
+		made.Unlock()
 	}
 	probe, err := os.CreateTemp(dir, ".mirage-probe-*")
 	if err != nil {
@@ -43,6 +50,43 @@ func CheckOutputDir(dir string) error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
+}
+
+// made are the output directories CheckOutputDir made, so that a process
+// that exits at once (a second interrupt) takes away those it left empty.
+var made struct {
+	sync.Mutex
+	dirs []madeDir
+}
+
+// madeDir is a directory made with its missing parents, top the highest.
+type madeDir struct{ dir, top string }
+
+// topMissing is the highest of dir and its parents that does not exist;
+// "" when dir does.
+func topMissing(dir string) string {
+	top := ""
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			return top
+		}
+		top = d
+		if filepath.Dir(d) == d {
+			return top
+		}
+	}
+}
+
+// removeMadeDirs removes the directories CheckOutputDir made that are
+// still empty, each with the parents it made that are left empty.
+func removeMadeDirs() {
+	made.Lock()
+	defer made.Unlock()
+	for _, m := range made.dirs {
+		for d := m.dir; os.Remove(d) == nil && d != m.top; d = filepath.Dir(d) {
+		}
+	}
+	made.dirs = nil
 }
 
 // Check checks, before a run, that out can be written: its directory (as

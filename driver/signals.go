@@ -38,6 +38,7 @@ func InterruptibleSaying(parent context.Context, notice io.Writer, what string) 
 		cancel()
 		select {
 		case <-sigs:
+			removeMadeDirs() // an output directory left empty
 			os.Exit(ExitInterrupted)
 		case <-done:
 		}
