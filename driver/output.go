@@ -98,7 +98,13 @@ func (out Output) Check() error {
 	if err := CheckOutputDir(out.Dir); err != nil {
 		return err
 	}
-	return explainConflict(out.set(out.plannedFiles()).Conflicts(), out.Name)
+	planned := out.plannedFiles()
+	for _, f := range append(planned, atomicfile.File{Name: out.Name + atomicfile.ManifestSuffix}) {
+		if fi, err := os.Lstat(filepath.Join(out.Dir, f.Name)); err == nil && fi.IsDir() {
+			return fmt.Errorf("%s is a directory: the run writes a file there", filepath.Join(out.Dir, f.Name))
+		}
+	}
+	return explainConflict(out.set(planned).Conflicts(), out.Name)
 }
 
 // plannedFiles are the files out will hold, their contents unknown but

@@ -234,7 +234,8 @@ func TestNamesThatCollide(t *testing.T) {
 
 // An output set is never left mixed. bench's -o with history.jsonl,
 // results.json or latest.md there as a directory fails before the run,
-// writing nothing; superopt whose rename of NAME.h fails midway (an
+// writing nothing, and superopt's with one of its files as a directory
+// before its search; superopt whose rename of NAME.h fails midway (an
 // immutable file) leaves the previous set whole, its manifest included.
 func TestOutputSetsNeverMixed(t *testing.T) {
 	team := writeTeam(t)
@@ -249,6 +250,17 @@ func TestOutputSetsNeverMixed(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(out); len(entries) != 1 {
 			t.Errorf("%s a directory: -o holds %v", name, entries)
+		}
+	}
+	// superopt's files likewise: refused before the search.
+	for _, name := range []string{"silu_mul.ugraph.json", "silu_mul.cu", "silu_mul.manifest.json"} {
+		out := filepath.Join(t.TempDir(), "out")
+		if err := os.MkdirAll(filepath.Join(out, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := mirage(t, "superopt", filepath.Join(team, "silu_mul.py"), "-o", out, "--no-cache", "--time-limit", "20s")
+		if code != exitUnusable || !strings.Contains(stderr, name+" is a directory: the run writes a file there") || strings.Contains(stderr, "part (") {
+			t.Errorf("superopt with %s a directory: exit %d, stdout %q, stderr %q; want 2 before the search", name, code, stdout, stderr)
 		}
 	}
 
