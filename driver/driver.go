@@ -612,6 +612,9 @@ func whyNoneFound(res *search.Result, noSeeds, merged bool) string {
 	st := res.Stats
 	var why string
 	switch {
+	case st.States == 0 && st.Stopped != "":
+		// Its share went to the part's fingerprint and the seeds' checks.
+		why = fmt.Sprintf("the %s came before the enumeration's first state", st.Stopped)
 	case st.Complete == 0 && st.Stopped != "":
 		why = fmt.Sprintf("the enumeration stopped at the %s after %d states with no candidate complete", st.Stopped, st.States)
 	case st.Complete == 0:

@@ -67,3 +67,20 @@ g.mark_output(g.add(R, g.matmul(X, W)))`)
 		t.Errorf("%d kernels, %d launches estimated; want the one cuBLASLt call", c.Kernels, c.Estimate.Launches)
 	}
 }
+
+// Why a searched part has no fused candidate, in the words a user reads.
+func TestWhyNoneFound(t *testing.T) {
+	for _, tt := range []struct {
+		stats search.Stats
+		want  string
+	}{
+		{search.Stats{Stopped: "time limit"}, "the time limit came before the enumeration's first state; "},
+		{search.Stats{States: 10, Stopped: "time limit"}, "the enumeration stopped at the time limit after 10 states with no candidate complete; "},
+		{search.Stats{States: 10}, "the enumeration ended after 10 states with no candidate complete; "},
+		{search.Stats{States: 10, Complete: 3, Rejected: 3}, "all 3 candidates failed verification; "},
+	} {
+		if got := whyNoneFound(&search.Result{Stats: tt.stats}, false, false); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%+v: %q, want it to begin %q", tt.stats, got, tt.want)
+		}
+	}
+}
