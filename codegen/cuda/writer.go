@@ -71,10 +71,12 @@ func ctype(dt ugraph.DType) string {
 	return "float"
 }
 
-// floatLit prints v as a float literal that reads back as float32(v).
+// floatLit prints v as a float literal that reads back as float32(v). A
+// v that float32 makes infinite, or zero where v is not (1e-46), is
+// refused: the code would compute another function than the graph.
 func floatLit(v float64) (string, error) {
 	f := float32(v)
-	if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) {
+	if math.IsInf(float64(f), 0) || math.IsNaN(float64(f)) || f == 0 && v != 0 {
 		return "", fmt.Errorf("scalar %v does not fit a 32-bit float", v)
 	}
 	s := strconv.FormatFloat(float64(f), 'g', -1, 32)
