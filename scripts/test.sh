@@ -6,7 +6,10 @@ cd "$(dirname "$0")/.."
 fuzztime=${FUZZTIME:-5s}
 
 go vet ./...
-go test -count=1 ./...
+# A package's tests may take 20 minutes, not go test's default 10:
+# codegen/cuda's emulator builds took 400 s alone on a slower 2-core VM,
+# and past 600 s beside another package (go test runs two at a time).
+go test -count=1 -timeout 20m ./...
 
 # The Python tests run on MIRAGE_PYTHON, else on the first python3 that
 # imports torch: Debian's python3-torch installs for /usr/bin/python3, which
