@@ -274,13 +274,27 @@ func (s Set) Write() error {
 	return syncDir(dir)
 }
 
-// dropped are the files of the set's previous manifest that s.Files does
-// not hold and that no other manifest in the directory lists (Set.Drop).
-func (s Set) dropped() []string {
+// left are the entries of the set's previous manifest that s.Files does
+// not hold (but its manifest itself, and names outside the directory,
+// which are no files of the set's): what Keep keeps and Drop removes.
+func (s Set) left() []setEntry {
 	own, err := readManifest(filepath.Join(s.Dir, s.Manifest))
 	if err != nil {
 		return nil
 	}
+	var left []setEntry
+	for _, e := range own.Files {
+		if e.Name != s.Manifest && filepath.Base(e.Name) == e.Name &&
+			!slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
+			left = append(left, e)
+		}
+	}
+	return left
+}
+
+// dropped are the files left from the set's previous manifest (left) that
+// no other manifest in the directory lists (Set.Drop).
+func (s Set) dropped() []string {
 	others, _ := filepath.Glob(filepath.Join(s.Dir, "*"+ManifestSuffix))
 	listed := map[string]bool{}
 	for _, path := range others {
@@ -294,27 +308,19 @@ func (s Set) dropped() []string {
 		}
 	}
 	var names []string
-	for _, e := range own.Files {
-		if !listed[e.Name] && e.Name != s.Manifest && filepath.Base(e.Name) == e.Name &&
-			!slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
+	for _, e := range s.left() {
+		if !listed[e.Name] {
 			names = append(names, e.Name)
 		}
 	}
 	return names
 }
 
-// kept are the files of the set's previous manifest that s.Files does not
-// hold and that are still as it lists them (Set.Keep).
+// kept are the files left from the set's previous manifest (left) that
+// are still as it lists them (Set.Keep).
 func (s Set) kept() []File {
-	own, err := readManifest(filepath.Join(s.Dir, s.Manifest))
-	if err != nil {
-		return nil
-	}
 	var files []File
-	for _, e := range own.Files {
-		if filepath.Base(e.Name) != e.Name || slices.ContainsFunc(s.Files, func(f File) bool { return f.Name == e.Name }) {
-			continue // a name outside the directory is no file of the set's
-		}
+	for _, e := range s.left() {
 		data, err := boundedread.ReadFile(filepath.Join(s.Dir, e.Name), MaxSetFileSize)
 		if err == nil && sum(data) == e.SHA256 {
 			files = append(files, File{Name: e.Name, Data: data})
