@@ -220,8 +220,7 @@ func build(ctx context.Context, opts Options, progs []candidateCode, links []str
 		if err := templates.WriteEmulator(emu); err != nil {
 			return "", err
 		}
-		args := []string{"-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
-			"-I" + emu, "-I" + opts.Dir, "-o", bin, "-x", "c++"}
+		args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+opts.Dir, "-o", bin, "-x", "c++")
 		cmd = exec.CommandContext(ctx, gxx, append(args, units...)...)
 	} else {
 		nvcc := opts.NVCC

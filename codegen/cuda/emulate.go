@@ -51,8 +51,8 @@ func BuildEmulation(ctx context.Context, dir string, g *kernel.Graph, res *Resul
 		return nil, nil, err
 	}
 	bin := filepath.Join(dir, "prog")
-	cmd := exec.CommandContext(ctx, gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
-		"-I"+emu, "-I"+dir, "-x", "c++", res.Name+".cu", "main.cpp", "-o", bin)
+	args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+dir, "-x", "c++", res.Name+".cu", "main.cpp", "-o", bin)
+	cmd := exec.CommandContext(ctx, gxx, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -94,8 +94,9 @@ func BuildEngine(ctx context.Context, dir string, res *Result, engine []byte) (s
 		return "", nil, err
 	}
 	bin := filepath.Join(dir, "engine")
-	cmd := exec.CommandContext(ctx, gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas", "-Wno-unused-function",
-		"-I"+emu, "-I"+dir, "-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h", "-x", "c++", "engine.cpp", res.Name+".cu", "-o", bin)
+	args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+dir, "-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h",
+		"-x", "c++", "engine.cpp", res.Name+".cu", "-o", bin)
+	cmd := exec.CommandContext(ctx, gxx, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
