@@ -277,14 +277,16 @@ func TestBenchAgainstTheBaseline(t *testing.T) {
 	}
 	var fast []string
 	for _, r := range baseline.Rows {
-		// Under 40 s: the suite's searches (qknorm_gqa's, 47 s) would
-		// take this package past its 10-minute limit on 2 loaded cores.
-		if r.Err == "" && r.Stopped == "" && r.Seconds < 40 {
+		// Under 10 s: the longer searches (qknorm_gqa's 32 s and
+		// gqa_repeat_kv's 18 s on the baseline's machine, two to three
+		// times that on a slower 2-core one) were half of this package's
+		// time; `mirage bench --compare` checks them.
+		if r.Err == "" && r.Stopped == "" && r.Seconds < 10 {
 			fast = append(fast, r.Workload)
 		}
 	}
 	if len(fast) < 5 {
-		t.Fatalf("the baseline has %d workloads that searched in under 40 s: %v", len(fast), fast)
+		t.Fatalf("the baseline has %d workloads that searched in under 10 s: %v", len(fast), fast)
 	}
 	out := t.TempDir()
 	args := []string{"bench", "--compare", path, "--time-ratio", "0", "--workload", strings.Join(fast, ","), "-o", out, "--dynamic-batch", "1..8"}
