@@ -386,9 +386,14 @@ class Op:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-_lock = threading.Lock()
-_registered = {}  # name -> (header digest, Op)
-_library = None  # torch.library.Library("mirage", "DEF") where custom_op is missing
+# The registry outlives importlib.reload (which runs this file again in the
+# same namespace): torch keeps the ops registered, and a reload that forgot
+# them would drop torch 1.x's Library (unregistering every op) or register a
+# name torch 2.x already holds.
+if "_registered" not in globals():
+    _lock = threading.Lock()
+    _registered = {}  # name -> (header digest, Op)
+    _library = None  # torch.library.Library("mirage", "DEF") where custom_op is missing
 
 
 def _schema(program):

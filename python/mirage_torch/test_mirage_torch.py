@@ -314,6 +314,18 @@ class OpTest(unittest.TestCase):
             mirage_torch.load(other, devices=["cpu"])
         self.assertIn("already registered", str(cm.exception))
 
+    def test_reload_keeps_the_ops(self):
+        # A notebook's autoreload runs the module again: the ops registered
+        # before stay, and loading again returns them.
+        import importlib
+        x = self.inputs(seed=3)
+        before = torch.ops.mirage.mlp(*x)
+        module = importlib.reload(mirage_torch)
+        self.assertIs(module.load(self.dirs["mlp"], devices=["cpu"]), self.mlp)
+        self.assertTrue(torch.equal(torch.ops.mirage.mlp(*x), before))
+        two = module.load(self.dirs["two"], devices=["cpu"])
+        self.assertIs(mirage_torch.load(self.dirs["two"], devices=["cpu"]), two)
+
     def test_failed_build_leaves_nothing(self):
         broken = os.path.join(self.tmp, "broken")
         shutil.copytree(self.dirs["two"], broken)
