@@ -227,7 +227,13 @@ func Measure(ctx context.Context, g *kernel.Graph, res *Result, seed uint64) ([]
 	if err := emu.Run(ctx, in, out, "MIRAGE_EMU_COUNTERS="+counts); err != nil {
 		return nil, err
 	}
-	f, err := boundedread.Open(counts, maxCountersFile)
+	return readCountersFile(counts, g, res)
+}
+
+// readCountersFile reads what a run of res under MIRAGE_EMU_COUNTERS=path
+// counted, per kernel launch in res.Kernels' order.
+func readCountersFile(path string, g *kernel.Graph, res *Result) ([]Counters, error) {
+	f, err := boundedread.Open(path, maxCountersFile)
 	if os.IsNotExist(err) && !slices.ContainsFunc(res.Kernels, func(k Kernel) bool { return k.Library == "" }) {
 		// Nothing launched that the emulator records: no kernel at all, or
 		// only a vendor library's calls.

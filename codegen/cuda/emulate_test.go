@@ -46,8 +46,10 @@ func needGXX(t *testing.T) string {
 
 // emuRun emits g, runs it in the emulator on inputs drawn uniformly from
 // [-scale, scale) (after rounding to their dtypes), and checks it against
-// the interpreter.
-func emuRun(t *testing.T, name string, g *kernel.Graph, scale float64, opts Options) *Result {
+// the interpreter. With count, the first run also counts what each kernel
+// launch moved (what the kernels access does not depend on the values):
+// the returned counters, else nil.
+func emuRun(t *testing.T, name string, g *kernel.Graph, scale float64, opts Options, count bool) (*Result, []Counters) {
 	t.Helper()
 	needGXX(t)
 	res, err := Emit(name, g, opts)
@@ -70,10 +72,21 @@ func emuRun(t *testing.T, name string, g *kernel.Graph, scale float64, opts Opti
 	}
 
 	var first []byte
-	for _, o := range emuOrders {
+	var counters []Counters
+	countsPath := filepath.Join(dir, "counters.jsonl")
+	for i, o := range emuOrders {
 		outPath := filepath.Join(dir, "out-"+o.order+".bin")
-		if err := emu.Run(context.Background(), inPath, outPath, "MIRAGE_EMU_ORDER="+o.order, "MIRAGE_EMU_CPASYNC="+o.cpasync); err != nil {
+		env := []string{"MIRAGE_EMU_ORDER=" + o.order, "MIRAGE_EMU_CPASYNC=" + o.cpasync}
+		if count && i == 0 {
+			env = append(env, "MIRAGE_EMU_COUNTERS="+countsPath)
+		}
+		if err := emu.Run(context.Background(), inPath, outPath, env...); err != nil {
 			t.Fatalf("%s (%s, %s): %v", name, o.order, o.cpasync, err)
+		}
+		if count && i == 0 {
+			if counters, err = readCountersFile(countsPath, g, res); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
 		}
 		data, err := os.ReadFile(outPath)
 		if err != nil {
@@ -87,7 +100,7 @@ func emuRun(t *testing.T, name string, g *kernel.Graph, scale float64, opts Opti
 				name, o.order, o.cpasync, emuOrders[0].order)
 		}
 	}
-	return res
+	return res, counters
 }
 
 // checkAgainstInterp reads what the program wrote (the inputs as rounded,

@@ -41,14 +41,17 @@ func exampleScale(name string) float64 {
 }
 
 // TestEmulateExamples runs the examples' emitted code, at their full
-// sizes, in the CPU emulator.
+// sizes, in the CPU emulator, and checks the cost model's traffic against
+// what the first run counted (as TestCostModelBytes does the workloads').
 func TestEmulateExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the emulator runs take a while")
 	}
 	for _, ex := range examples {
 		t.Run(ex, func(t *testing.T) {
-			emuRun(t, ex, loadExample(t, ex), exampleScale(ex), Options{Arch: sm80})
+			g := loadExample(t, ex)
+			res, counters := emuRun(t, ex, g, exampleScale(ex), Options{Arch: sm80}, true)
+			checkCostModelBytes(t, ex, g, res, counters)
 		})
 	}
 }
@@ -60,7 +63,7 @@ func TestEmulateCases(t *testing.T) {
 	for _, c := range emuCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			emuRun(t, c.name, loadSource(t, c.name, c.src...), c.scale, c.opts)
+			emuRun(t, c.name, loadSource(t, c.name, c.src...), c.scale, c.opts, false)
 		})
 	}
 }

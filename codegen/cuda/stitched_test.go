@@ -53,7 +53,7 @@ func TestEmulateStitched(t *testing.T) {
 			if best.Customized == 0 || best.Kernels < 2 {
 				t.Fatalf("the best answer runs %d kernels, %d graph-defined: not a stitched program", best.Kernels, best.Customized)
 			}
-			cuda.EmuRun(t, name, best.Graph, 0.5, cuda.Options{Arch: target.MustLookup("sm_80")})
+			cuda.EmuRun(t, name, best.Graph, 0.5, cuda.Options{Arch: target.MustLookup("sm_80")}, false)
 			nvcc := cuda.NeedNVCC(t)
 			for _, arch := range []string{"sm_80", "sm_90"} {
 				cuda.NVCCCompile(t, nvcc, name, best.Graph, cuda.Options{Arch: target.MustLookup(arch)})
