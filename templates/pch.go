@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -147,6 +148,18 @@ func precompile(ctx context.Context, gxx, root string) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		return "", errors.Join(err, errors.New(string(out)))
 	}
+	// Only an entry g++ reads goes into place: one it rejected would cost
+	// every build a useless read, one it choked on would fail them all.
+	if err := os.WriteFile(filepath.Join(tmp, "check.cpp"), []byte("int main() { return 0; }\n"), 0o644); err != nil {
+		return "", err
+	}
+	check := append(append([]string(nil), EmulatorFlags...), "-include", filepath.Join(tmp, RuntimeName), "-Winvalid-pch", "-H", "-fsyntax-only", "-Iemu", "check.cpp")
+	cmd = exec.CommandContext(ctx, gxx, check...)
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("! "+filepath.Join(tmp, RuntimeName)+".gch")) {
+		return "", errors.Join(err, fmt.Errorf("g++ does not read the precompiled runtime:\n%s", out))
+	}
+	os.Remove(filepath.Join(tmp, "check.cpp"))
 	if err := os.Rename(tmp, entry); err != nil {
 		// Another process renamed its entry first: use that one.
 		if _, serr := os.Stat(header + ".gch"); serr != nil {

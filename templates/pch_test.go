@@ -96,3 +96,29 @@ func TestPrecompiledRuntimeWithoutCompiler(t *testing.T) {
 		t.Errorf("entry %q from a compiler that does not exist", h)
 	}
 }
+
+// TestPrecompiledRuntimeNotRead: an entry the compiler does not read (a
+// compiler that writes something else than a precompiled header) is not
+// put in place.
+func TestPrecompiledRuntimeNotRead(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "g++")
+	script := "#!/bin/sh\n" +
+		"# --version: a version; -o FILE: junk in FILE; else nothing\n" +
+		"prev=\n" +
+		"for a in \"$@\"; do\n" +
+		"  [ \"$a\" = --version ] && { echo 'fake 1.0'; exit 0; }\n" +
+		"  [ \"$prev\" = -o ] && echo junk > \"$a\"\n" +
+		"  prev=$a\n" +
+		"done\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	c := pchCache{entries: map[string]string{}}
+	if h := c.get(context.Background(), fake, root); h != "" {
+		t.Errorf("entry %q from a compiler that does not read it", h)
+	}
+	if dirs, err := os.ReadDir(root); err != nil || len(dirs) != 0 {
+		t.Errorf("left in the cache: %v (%v)", dirs, err)
+	}
+}
