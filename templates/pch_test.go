@@ -86,6 +86,17 @@ func TestPrecompiledRuntime(t *testing.T) {
 	if fi, err := os.Stat(h + ".gch"); err != nil || !fi.ModTime().Equal(gch.ModTime()) {
 		t.Errorf("the entry was built again (%v)", err)
 	}
+
+	// An entry removed under a process that had found it is made again.
+	if err := os.RemoveAll(filepath.Dir(h)); err != nil {
+		t.Fatal(err)
+	}
+	if h2 := again.get(ctx, gxx, root); h2 != h {
+		t.Errorf("after the entry was removed: %q, want %q", h2, h)
+	}
+	if _, err := os.Stat(h + ".gch"); err != nil {
+		t.Errorf("the entry was not made again: %v", err)
+	}
 }
 
 // TestPrecompiledRuntimeWithoutCompiler: a compiler that cannot run gives
