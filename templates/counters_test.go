@@ -107,8 +107,10 @@ func TestEmulatorCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "counters")
-	if out, err := exec.Command(gxx, "-std=c++17", "-O1", "-DMIRAGE_EMULATE", "-Wall", "-Wno-unknown-pragmas",
-		"-I"+dir, filepath.Join(dir, "counters.cpp"), "-o", bin).CombinedOutput(); err != nil {
+	// An emulated build's flags, without the precompiled runtime: here g++
+	// parses the headers themselves.
+	args := append(append([]string(nil), EmulatorFlags...), "-I"+dir, filepath.Join(dir, "counters.cpp"), "-o", bin)
+	if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
 		t.Fatalf("g++: %v\n%s", err, out)
 	}
 	path := filepath.Join(dir, "counters.jsonl")
