@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,19 +107,13 @@ func precompile(ctx context.Context, gxx, root string) (string, error) {
 		hash.Write([]byte(part))
 		hash.Write([]byte{0})
 	}
-	files, err := fs.ReadDir(Emulator, "emu")
-	if err != nil {
-		return "", err
-	}
-	for _, f := range files {
-		data, err := Emulator.ReadFile("emu/" + f.Name())
-		if err != nil {
-			return "", err
-		}
-		hash.Write([]byte(f.Name()))
-		hash.Write([]byte{0})
+	if err := eachEmulatorHeader(func(name string, data []byte) error {
+		hash.Write([]byte(name + "\x00"))
 		hash.Write(data)
 		hash.Write([]byte{0})
+		return nil
+	}); err != nil {
+		return "", err
 	}
 	key := hex.EncodeToString(hash.Sum(nil))[:20]
 	entry := filepath.Join(root, key)

@@ -37,16 +37,24 @@ var Emulator embed.FS
 // WriteEmulator writes the emulator's headers into dir, which must exist:
 // put dir first on the include path (g++ -I dir), before any CUDA toolkit's.
 func WriteEmulator(dir string) error {
+	return eachEmulatorHeader(func(name string, data []byte) error {
+		return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+	})
+}
+
+// eachEmulatorHeader calls f with the name and text of each of the
+// emulator's headers, in name order, until f fails.
+func eachEmulatorHeader(f func(name string, data []byte) error) error {
 	files, err := fs.ReadDir(Emulator, "emu")
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		data, err := Emulator.ReadFile("emu/" + f.Name())
+	for _, e := range files {
+		data, err := Emulator.ReadFile("emu/" + e.Name())
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644); err != nil {
+		if err := f(e.Name(), data); err != nil {
 			return err
 		}
 	}
