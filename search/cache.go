@@ -169,7 +169,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // and for Q, K and V scaled or repeated per head; the matmul rule's for
 // rank 4; split_k's for batched matmuls. Version 34: split_k's combining
 // kernel may sum a tile of splits an iteration (reduction_to_dimx).
-const cacheVersion = 34
+// Version 35: the library rule's seeds (the matmuls left to the library,
+// the norm and the epilogues in one kernel after them).
+const cacheVersion = 35
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -134,6 +134,33 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			}
 		}
 	})
+	// The library rule's kernel after the library's products: whole rows
+	// (each block computes its rows' rms once) and column tiles (each
+	// recomputes it), with a norm (6 rows; a normed product an output
+	// too; the norm's operand also the residual; the norm's operand a
+	// sum, and a weight after it, both run before the products) and
+	// without (256 rows, an exp).
+	t.Run("library", func(t *testing.T) {
+		t.Parallel()
+		forms := map[string]bool{}
+		for name, scale := range map[string]float64{
+			"a gated MLP of 6 rows, a normed product an output": 1,
+			"a residual that is the norm's operand":             1,
+			"a norm of a sum, weighted, before a matmul":        1,
+			"many rows, tiled both ways":                        0.2, // exp of 128 products: past fp16 at 1
+		} {
+			for _, s := range seed.Build(load(t, caseBody(t, name)), seed.Options{}) {
+				form := fmt.Sprintf("%s: column tiles %v", name, firstKernel(s.Graph).Grid[0] > 1)
+				if s.Rule == "library" && !forms[form] {
+					forms[form] = true
+					emulate(t, s.Graph, scale)
+				}
+			}
+		}
+		if len(forms) != 5 {
+			t.Errorf("emulated the forms %v, want 5: 768 columns tiled and not, 96 and 256 whole", forms)
+		}
+	})
 	// Head sums: the for-loop over the heads alone (one kernel), the heads
 	// split among the blocks too (partials stacked by split, combined by a
 	// second kernel), and grouped heads of rank 4, the groups on grid y,

@@ -37,6 +37,9 @@
 //     by head), with the for-loop walking the heads; a second summed dim,
 //     or splits of the heads, on the grid, and a second kernel that sums
 //     the blocks' partial results and runs the epilogue.
+//   - library: the matmuls left to the library (pre-defined ops, after
+//     the prologue's other ops), and the norm before them and the
+//     epilogues after them in one kernel that reads their products.
 //
 // The matmul, split_k and head_sum rules read an epilogue's inputs (a
 // bias, a residual) after a for-loop of any length (loadInvariant).
@@ -74,15 +77,20 @@ type Options struct {
 type rule struct {
 	name  string
 	build func(p *program, opts Options) []*kernel.Graph
+	// covers: the rule's seeds fuse a part's matmuls with what is around
+	// them, which makes the part worth preferring (Covers). The library
+	// rule's leave them to the library, as the program as written does.
+	covers bool
 }
 
 // rules, in the order Build tries them.
 var rules = []rule{
-	{"rows", rowsRule},
-	{"matmul", matmulRule},
-	{"split_k", splitRule},
-	{"attention", attentionRule},
-	{"head_sum", headSumRule},
+	{"rows", rowsRule, true},
+	{"matmul", matmulRule, true},
+	{"split_k", splitRule, true},
+	{"attention", attentionRule, true},
+	{"head_sum", headSumRule, true},
+	{"library", libraryRule, false},
 }
 
 // Rules lists the rules' names, in the order Build tries them.
@@ -121,8 +129,8 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 	return seeds
 }
 
-// Covers reports whether some rule's premise holds for program (it
-// builds seeds), and whether one of those seeds is one placed accepts
+// Covers reports whether the premise of some rule that fuses the matmuls
+// (not the library rule) holds for program (it builds seeds), and whether one of those seeds is one placed accepts
 // (nil: any), trying the rules and each rule's tilings in order and
 // stopping at the first accepted. The partition of a program into parts
 // prefers parts that a rule covers (they have a fused answer at once);
@@ -139,6 +147,9 @@ func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) (pr
 	}
 	opts := Options{Threads: []block.Dim3{{128, 1, 1}}, ReductionDimx: 64, SMs: sms}
 	for _, r := range rules {
+		if !r.covers {
+			continue
+		}
 		for _, g := range r.build(p, opts) {
 			premise = true
 			if placed == nil || placed(g) {
@@ -221,6 +232,9 @@ type kernelBuilder struct {
 	// pre are program ops that run before b as pre-defined kernels, each
 	// after the ops of pre whose results it reads (else on inputs).
 	pre []int
+	// alias maps a program tensor to the one ops of pre read in its place
+	// (the library rule's: a norm's result read as its operand).
+	alias map[kernel.TensorID]kernel.TensorID
 	// operands are the program tensors b's input ops read, in order:
 	// inputs, or results of pre.
 	operands []kernel.TensorID
@@ -367,6 +381,9 @@ func (k *kernelBuilder) place() (g *kernel.Graph, ids map[kernel.TensorID]kernel
 		op := pg.Ops[i]
 		in := make([]kernel.TensorID, len(op.In))
 		for j, t := range op.In {
+			if a, ok := k.alias[t]; ok {
+				t = a
+			}
 			in[j] = ids[t]
 		}
 		id, err := g.Add(op.Kind, op.Attr, in...)

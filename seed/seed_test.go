@@ -96,7 +96,7 @@ g.mark_output(g.reduction(g.reduction(X, 1), 2))
 X = g.new_input(dims=(16, 512), dtype=mi.float16)
 W = g.new_input(dims=(512, 1024), dtype=mi.float16)
 g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(512,)), W))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
 	{"gated MLP with a weighted norm", `
 X = g.new_input(dims=(8, 256), dtype=mi.float16)
 G = g.new_input(dims=(1, 256), dtype=mi.float16)
@@ -104,7 +104,7 @@ W1 = g.new_input(dims=(256, 512), dtype=mi.float16)
 W2 = g.new_input(dims=(256, 512), dtype=mi.float16)
 A = g.mul(g.rms_norm(X, normalized_shape=(256,)), G)
 g.mark_output(g.mul(g.silu(g.matmul(A, W1)), g.matmul(A, W2)))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
 	{"element-wise prologue", `
 X = g.new_input(dims=(16, 256), dtype=mi.float16)
 W = g.new_input(dims=(256, 256), dtype=mi.float16)
@@ -117,7 +117,7 @@ G = g.new_input(dims=(1, 384), dtype=mi.float16)
 W = g.new_input(dims=(384, 96), dtype=mi.float16)
 A = g.mul(g.rms_norm(g.add(X, R), normalized_shape=(384,)), G)
 g.mark_output(g.relu(g.matmul(A, W)))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
 	{"a norm of a row-scaled input, weighted, an output that is a product", `
 X = g.new_input(dims=(5, 192), dtype=mi.float16)
 S = g.new_input(dims=(5, 1), dtype=mi.float16)
@@ -128,12 +128,12 @@ A = g.mul(g.rms_norm(g.mul(X, S), normalized_shape=(192,)), G)
 M1 = g.matmul(A, W1)
 g.mark_output(M1)
 g.mark_output(g.mul(g.silu(M1), g.matmul(A, W2)))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
 	{"one row: exp, a norm, a scale", `
 X = g.new_input(dims=(1, 512), dtype=mi.float16)
 W = g.new_input(dims=(512, 48), dtype=mi.float16)
 g.mark_output(g.matmul(g.mul_scalar(g.rms_norm(g.exp(X), normalized_shape=(512,)), 0.5), W))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
 	{"broadcast prologue inputs, no norm", `
 X = g.new_input(dims=(3, 384), dtype=mi.float16)
 S = g.new_input(dims=(3, 1), dtype=mi.float16)
@@ -146,7 +146,7 @@ X = g.new_input(dims=(8, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 128), dtype=mi.float16)
 R = g.new_input(dims=(8, 128), dtype=mi.float16)
 g.mark_output(g.add(g.matmul(X, W), R))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
 	// The residual is the norm's operand too: the kernel reads X walked
 	// along the reduced dim and whole after the loop, two input ops of
 	// one tensor (each a parameter of its own in the emitted code).
@@ -154,12 +154,23 @@ g.mark_output(g.add(g.matmul(X, W), R))
 X = g.new_input(dims=(4, 256), dtype=mi.float16)
 W = g.new_input(dims=(256, 256), dtype=mi.float16)
 g.mark_output(g.add(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W), X))
-`, []string{"matmul", "split_k"}},
+`, []string{"matmul", "split_k", "library"}},
+	// A prefill's gated MLP at odd sizes, for the library rule: the
+	// products by the library, from X; the normed product an output too.
+	{"a gated MLP of 6 rows, a normed product an output", `
+X = g.new_input(dims=(6, 96), dtype=mi.float16)
+W1 = g.new_input(dims=(96, 768), dtype=mi.float16)
+W3 = g.new_input(dims=(96, 768), dtype=mi.float16)
+N = g.rms_norm(X, normalized_shape=(96,))
+M1 = g.matmul(N, W1)
+g.mark_output(M1)
+g.mark_output(g.mul(g.silu(M1), g.matmul(N, W3)))
+`, []string{"matmul", "split_k", "library"}},
 	{"many rows, tiled both ways", `
 X = g.new_input(dims=(256, 128), dtype=mi.float16)
 W = g.new_input(dims=(128, 256), dtype=mi.float16)
 g.mark_output(g.exp(g.matmul(X, W)))
-`, []string{"matmul"}},
+`, []string{"matmul", "library"}},
 	{"output columns enough to fill the GPU without a split", `
 X = g.new_input(dims=(2, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 65536), dtype=mi.float16)
@@ -464,8 +475,11 @@ func TestSeedsCompute(t *testing.T) {
 					want = 2
 				}
 				pre := 0
-				if s.Rule == "attention" {
+				switch s.Rule {
+				case "attention":
 					pre = predefinedPrologues(t, program, s.Graph)
+				case "library":
+					pre = libraryMatmuls(t, program, s.Graph)
 				}
 				if n := customized(s.Graph); n != want || kernels != want+pre {
 					t.Errorf("%s seed: %d kernels, %d of them graph-defined; want %d graph-defined and %d prologues", s.Rule, kernels, n, want, pre)
@@ -648,9 +662,47 @@ g.mark_output(g.reduction(g.matmul(O, W), 0))
 // TestRulesNamed keeps the rule names, which documents carry (meta.seed),
 // stable.
 func TestRulesNamed(t *testing.T) {
-	if got, want := seed.Rules(), []string{"rows", "matmul", "split_k", "attention", "head_sum"}; !slices.Equal(got, want) {
+	if got, want := seed.Rules(), []string{"rows", "matmul", "split_k", "attention", "head_sum", "library"}; !slices.Equal(got, want) {
 		t.Errorf("Rules() = %v, want %v", got, want)
 	}
+}
+
+// libraryMatmuls counts a library seed's pre-defined ops, failing t
+// unless they are the program's prologue but its rms_norm, then its
+// matmuls, and the graph-defined kernel comes last.
+func libraryMatmuls(t *testing.T, program, seed *kernel.Graph) int {
+	t.Helper()
+	var want, got []ugraph.OpKind
+	matmuls := 0
+	for _, op := range program.Ops {
+		switch op.Kind {
+		case ugraph.OpMatmul:
+			matmuls++
+		case ugraph.OpInput, ugraph.OpRMSNorm:
+		default:
+			if matmuls == 0 {
+				want = append(want, op.Kind) // before the products: the prologue
+			}
+		}
+	}
+	for range matmuls {
+		want = append(want, ugraph.OpMatmul)
+	}
+	for i, op := range seed.Ops {
+		switch op.Kind {
+		case ugraph.OpInput:
+		case ugraph.OpCustomized:
+			if i != len(seed.Ops)-1 {
+				t.Errorf("library seed: its kernel is op %d of %d, not the last", i, len(seed.Ops))
+			}
+		default:
+			got = append(got, op.Kind)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("library seed runs %v before its kernel, want %v", got, want)
+	}
+	return len(got)
 }
 
 // checked is the first and the last seed of each rule.

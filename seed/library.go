@@ -1,0 +1,118 @@
+package seed
+
+import (
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// libraryRule leaves the matmuls to the library (pre-defined ops, which
+// codegen runs through cuBLASLt) and fuses what follows them into one
+// graph-defined kernel after them: what torch.compile writes for a layer
+// whose products are large enough to be compute-bound (a prefill, a
+// batch of sequences), where the other rules' kernels lose to the
+// library's and the program as written launches a kernel per op.
+//
+// A norm in the prologue moves behind the products by the identity the
+// matmul rule uses (rms_norm(X)·W = (X·W) / rms(X), with X in the norm's
+// place in the row-linear ops between it and the products, a weight γ):
+// the kernel computes each row's rms from X's whole row, divides the
+// products by it and runs the epilogue. The prologue's other ops run
+// before the products as pre-defined ops. The grid's x axis cuts the
+// columns (blocks of one row tile recompute its rms), its y axis the
+// rows; the for-loop has one iteration. Its premise is the matmul rule's,
+// at rank 2, with something for the kernel to do: a norm or an epilogue.
+func libraryRule(p *program, opts Options) []*kernel.Graph {
+	plan, ok := planMatmul(p)
+	if !ok || plan.rank != 2 || len(plan.epilogue) == 0 && plan.norm < 0 {
+		return nil
+	}
+	var x kernel.TensorID = -1 // the norm's operand
+	var pre []int
+	for _, i := range plan.prologue {
+		if i == plan.norm {
+			x = p.g.Ops[i].In[0]
+		} else {
+			pre = append(pre, i)
+		}
+	}
+	pre = append(pre, plan.matmuls...)
+	var graphs []*kernel.Graph
+	for _, tm := range tileSizes(plan.m, 1, 16) {
+		for _, tn := range libraryColumns(plan.n) {
+			grid := block.Dim3{plan.n / tn, plan.m / tm, 1}
+			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
+				continue
+			}
+			for _, threads := range opts.Threads {
+				if g, ok := libraryKernel(p, plan, pre, x, grid, threads, opts.ReductionDimx); ok {
+					graphs = append(graphs, g)
+				}
+			}
+		}
+	}
+	return graphs
+}
+
+// libraryColumns are the library rule's column tiles for n columns: all
+// of them (a row's rms computed once), or tiles of 256 to 2048 (more
+// blocks for a few rows; each recomputes the rms of its rows).
+func libraryColumns(n int) []int {
+	ts := tileSizes(n, 256, 2048)
+	if len(ts) == 0 || ts[len(ts)-1] != n {
+		ts = append(ts, n)
+	}
+	return ts
+}
+
+// libraryKernel builds the library rule's seed on one grid: the ops of pre
+// (the prologue but its norm, then the matmuls) as pre-defined ops, with
+// the norm's operand x, when there is one, in its result's place; then
+// the kernel that divides the products by x's rms and runs the epilogue.
+func libraryKernel(p *program, plan *matmulPlan, pre []int, x kernel.TensorID, grid, threads block.Dim3, reductionDimx int) (*kernel.Graph, bool) {
+	k, ok := newKernelBuilder(p, grid, threads, 1, reductionDimx)
+	if !ok {
+		return nil, false
+	}
+	k.pre = pre
+	var rms block.TensorID
+	if x >= 0 {
+		k.alias = map[kernel.TensorID]kernel.TensorID{p.g.Ops[plan.norm].Out[0]: x}
+		row, ok := k.load(x, axisMap(p.shape(x), grid, -1, 0), -1)
+		if ok {
+			rms, ok = k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, row)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	for _, i := range plan.matmuls {
+		c := p.g.Ops[i].Out[0]
+		tile, ok := k.loadInvariant(c, axisMap(p.shape(c), grid, 1, 0))
+		if ok && x >= 0 {
+			tile, ok = k.add(ugraph.OpDiv, ugraph.Attr{}, tile, rms)
+		}
+		if !ok {
+			return nil, false
+		}
+		k.tiles[c] = tile
+	}
+	for _, t := range plan.extra {
+		tile, ok := k.loadInvariant(t, axisMap(p.shape(t), grid, 1, 0))
+		if !ok {
+			return nil, false
+		}
+		k.tiles[t] = tile
+	}
+	for _, i := range plan.epilogue {
+		if !k.compute(i) {
+			return nil, false
+		}
+	}
+	for _, t := range p.g.Outputs {
+		if !k.store(t, k.tiles[t], axisMap(p.shape(t), grid, 1, 0)) {
+			return nil, false
+		}
+	}
+	return k.graph()
+}
