@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mirage-go/mirage/launch"
@@ -656,7 +657,7 @@ func dims4(d layout.Dims) string {
 // files assembles NAME.cu, NAME.h and the runtime.
 func (p *program) files() error {
 	name := p.name
-	cu := preamble(name, p.opts, p.res.Links)
+	cu := preamble(name, p.opts, p.res.Links, p.res.Kernels)
 	if len(p.globals) > 0 {
 		cu.line("")
 		cu.line("namespace {")
@@ -720,8 +721,9 @@ func source(opts Options) string {
 	return opts.Source
 }
 
-// preamble starts NAME.cu: the comment, the runtime and the header.
-func preamble(name string, opts Options, links []string) *writer {
+// preamble starts NAME.cu: the comment, the runtime, the header, and the
+// checks that stop it compiling for a GPU it cannot run on.
+func preamble(name string, opts Options, links []string, kernels []Kernel) *writer {
 	cu := &writer{}
 	build := "Build: nvcc -arch=" + opts.Arch.CUDA + " -c " + name + ".cu (CUDA toolkit only). The API is in " + name + ".h."
 	if len(links) > 0 {
@@ -751,7 +753,45 @@ func preamble(name string, opts Options, links []string) *writer {
 	cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800")
 	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
 	cu.line("#endif")
+	cu.raw(smemGuard(opts.Arch, kernels))
 	return cu
+}
+
+// smemGuard is the check that stops code whose blocks take more shared
+// memory than every older GPU allows from compiling for one ("" when
+// none is needed): built for sm_80, code emitted for sm_90 would fail
+// only at its first call, when the entry point asks for a kernel's
+// shared memory (cudaErrorInvalidValue). Compiled for the arch it was
+// emitted for, it is no code.
+func smemGuard(arch target.Arch, kernels []Kernel) string {
+	smem := 0
+	for _, k := range kernels {
+		smem = max(smem, k.SmemBytes)
+	}
+	cc := computeCapability(arch.CUDA)
+	var older target.Arch // the older GPU that allows the most
+	for _, a := range target.Archs() {
+		if computeCapability(a.CUDA) < cc && a.MaxSmemPerBlock > older.MaxSmemPerBlock {
+			older = a
+		}
+	}
+	if older.Name == "" || smem <= older.MaxSmemPerBlock {
+		return ""
+	}
+	return fmt.Sprintf("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < %d\n", cc*10) +
+		fmt.Sprintf("#error \"mirage: this code was emitted for %s: a kernel takes %d bytes of shared memory a block, more than GPUs before %s allow (%s: %d); for such a GPU, emit it with --arch %s\"\n",
+			arch.Name, smem, arch.CUDA, older.Name, older.MaxSmemPerBlock, older.Name) +
+		"#endif\n"
+}
+
+// computeCapability is a CUDA arch name's compute capability times ten:
+// 90 for "sm_90"; 0 for a name of another form.
+func computeCapability(cuda string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(cuda, "sm_"))
+	if err != nil || !strings.HasPrefix(cuda, "sm_") {
+		return 0
+	}
+	return n
 }
 
 // MergeLinks adds to links (Result.Links) those of more it lacks, in order:

@@ -199,3 +199,30 @@ func TestNVCCLayerDoesNotSpill(t *testing.T) {
 		})
 	}
 }
+
+// TestNVCCRefusesAnOlderGPU compiles, for sm_80, code emitted for sm_90
+// whose kernel takes more shared memory a block than sm_80 allows (the
+// first H100 run's gated-MLP candidate, 231168 bytes): nvcc stops with
+// the preamble's message, where the build used to succeed and the entry
+// point to fail at its first call. For sm_90 it compiles.
+func TestNVCCRefusesAnOlderGPU(t *testing.T) {
+	nvcc := needNVCC(t)
+	g := measuredCandidate(t, "h100-2026-11-27/gated_mlp", 7)
+	res, err := Emit("big", g, Options{Arch: sm90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range res.Files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(nvcc, "-arch=sm_80", "-std=c++17", "-c", "big.cu", "-o", "big.o")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if want := "emitted for sm_90: a kernel takes 231168 bytes of shared memory a block, more than GPUs before sm_90 allow (sm_80: 166912); for such a GPU, emit it with --arch sm_80"; err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("nvcc -arch=sm_80 of code for sm_90: %v\n%s\nwant a failure saying %q", err, out, want)
+	}
+	nvccCompile(t, nvcc, "big", g, Options{Arch: sm90})
+}

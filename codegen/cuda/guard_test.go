@@ -1,0 +1,62 @@
+package cuda
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// measuredCandidate is candidate i of a measured document in
+// cost/testdata (DIR/NAME, without the suffix).
+func measuredCandidate(t *testing.T, name string, i int) *kernel.Graph {
+	t.Helper()
+	f, err := kernel.ReadFile(filepath.Join("..", "..", "cost", "testdata", name+".measured.ugraph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i >= len(f.Graphs) {
+		t.Fatalf("%s has %d candidates, not %d", name, len(f.Graphs), i+1)
+	}
+	return f.Graphs[i].Graph
+}
+
+// TestSharedMemoryGuard checks that code for sm_90 (and the H200, whose
+// code is sm_90's) refuses to compile for an older GPU exactly when a
+// kernel takes more shared memory a block than sm_80 allows, and that
+// code for sm_80 has no such check.
+func TestSharedMemoryGuard(t *testing.T) {
+	const guard = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900"
+	cases := []struct {
+		name      string
+		candidate int
+		arch      target.Arch
+		smem      int // the largest kernel's
+		guarded   bool
+	}{
+		{"h100-2026-11-27/gated_mlp", 7, sm90, 231168, true},
+		{"h100-2026-11-27/gated_mlp", 7, target.MustLookup("h200"), 231168, true},
+		{"h100-2026-11-27/qknorm_gqa", 2, sm90, 227840, true},
+		{"h100-2026-11-28-4406c39/qknorm_gqa", 3, sm90, 219136, true},
+		{"h100-2026-11-28-4406c39/rmsnorm_matmul", 0, sm90, 0, false},
+		{"h100-2026-11-27/gated_mlp", 7, sm80, 116224, false}, // fewer stages
+	}
+	for _, tc := range cases {
+		res, err := Emit("guard", measuredCandidate(t, tc.name, tc.candidate), Options{Arch: tc.arch})
+		if err != nil {
+			t.Fatalf("%s c%d for %s: %v", tc.name, tc.candidate, tc.arch.Name, err)
+		}
+		smem := 0
+		for _, k := range res.Kernels {
+			smem = max(smem, k.SmemBytes)
+		}
+		if smem != tc.smem {
+			t.Errorf("%s c%d for %s: the largest kernel takes %d bytes, want %d", tc.name, tc.candidate, tc.arch.Name, smem, tc.smem)
+		}
+		if got := strings.Contains(string(res.Files[0].Data), guard); got != tc.guarded {
+			t.Errorf("%s c%d for %s (%d bytes a block): guarded %v, want %v", tc.name, tc.candidate, tc.arch.Name, smem, got, tc.guarded)
+		}
+	}
+}
