@@ -229,3 +229,37 @@ g.mark_output(g.matmul(N, W1))`)
 		t.Errorf("the run's statistics count %d states, the final parts' %d: the searches of the parts cut again are left out", res.Stats.States, states)
 	}
 }
+
+// An encoder's MLP over 197 rows, which no power of two divides, so that
+// the matmul rule tiles no rows and places no seed: the library rule
+// covers both halves, so the down projection, its bias and the residual
+// are one part as the norm, the up projection, its bias and silu are, and
+// each is fused by the library's seed (the products by the library, the
+// rest in one kernel after them).
+func TestLibrarySeedsCoverAnEncodersParts(t *testing.T) {
+	program := loadSource(t, "encoder_mlp", `
+X = g.new_input(dims=(197, 64), dtype=mi.float16)
+W1 = g.new_input(dims=(64, 256), dtype=mi.float16)
+B1 = g.new_input(dims=(1, 256), dtype=mi.float16)
+W2 = g.new_input(dims=(256, 64), dtype=mi.float16)
+B2 = g.new_input(dims=(1, 64), dtype=mi.float16)
+H = g.silu(g.add(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W1), B1))
+g.mark_output(g.add(g.add(g.matmul(H, W2), B2), X))`)
+	res, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: time.Minute, Workers: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds [][]string
+	for _, p := range res.Parts {
+		kinds = append(kinds, p.Kinds)
+		if !p.Fused || p.Seed != "library" {
+			t.Errorf("part %v: fused %v by seed %q (%s), want fused by the library's", p.Kinds, p.Fused, p.Seed, p.WhyNot)
+		}
+	}
+	if want := [][]string{{"rms_norm", "matmul", "add", "silu"}, {"matmul", "add", "add"}}; !slices.EqualFunc(kinds, want, slices.Equal) {
+		t.Errorf("parts %v, want %v", kinds, want)
+	}
+	if best := res.Candidates[0]; best.Unfused || best.Estimate.Micros >= res.Baseline.Micros {
+		t.Errorf("best answer %.1f µs (unfused %v), the program %.1f", best.Estimate.Micros, best.Unfused, res.Baseline.Micros)
+	}
+}

@@ -77,20 +77,16 @@ type Options struct {
 type rule struct {
 	name  string
 	build func(p *program, opts Options) []*kernel.Graph
-	// covers: the rule's seeds fuse a part's matmuls with what is around
-	// them, which makes the part worth preferring (Covers). The library
-	// rule's leave them to the library, as the program as written does.
-	covers bool
 }
 
 // rules, in the order Build tries them.
 var rules = []rule{
-	{"rows", rowsRule, true},
-	{"matmul", matmulRule, true},
-	{"split_k", splitRule, true},
-	{"attention", attentionRule, true},
-	{"head_sum", headSumRule, true},
-	{"library", libraryRule, false},
+	{"rows", rowsRule},
+	{"matmul", matmulRule},
+	{"split_k", splitRule},
+	{"attention", attentionRule},
+	{"head_sum", headSumRule},
+	{"library", libraryRule},
 }
 
 // Rules lists the rules' names, in the order Build tries them.
@@ -129,8 +125,8 @@ func Build(program *kernel.Graph, opts Options) []Seed {
 	return seeds
 }
 
-// Covers reports whether the premise of some rule that fuses the matmuls
-// (not the library rule) holds for program (it builds seeds), and whether one of those seeds is one placed accepts
+// Covers reports whether some rule's premise holds for program (it
+// builds seeds), and whether one of those seeds is one placed accepts
 // (nil: any), trying the rules and each rule's tilings in order and
 // stopping at the first accepted. The partition of a program into parts
 // prefers parts that a rule covers (they have a fused answer at once);
@@ -147,9 +143,6 @@ func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) (pr
 	}
 	opts := Options{Threads: []block.Dim3{{128, 1, 1}}, ReductionDimx: 64, SMs: sms}
 	for _, r := range rules {
-		if !r.covers {
-			continue
-		}
 		for _, g := range r.build(p, opts) {
 			premise = true
 			if placed == nil || placed(g) {

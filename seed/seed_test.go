@@ -171,6 +171,15 @@ X = g.new_input(dims=(256, 128), dtype=mi.float16)
 W = g.new_input(dims=(128, 256), dtype=mi.float16)
 g.mark_output(g.exp(g.matmul(X, W)))
 `, []string{"matmul", "library"}},
+	// 197 rows, which no power of two divides: the matmul rule tiles no
+	// rows (it takes at most 128 whole), split_k splits at most 128; the
+	// library rule's kernel takes one row a block.
+	{"an encoder's projection with a bias, 197 rows", `
+X = g.new_input(dims=(197, 32), dtype=mi.float16)
+W = g.new_input(dims=(32, 64), dtype=mi.float16)
+B = g.new_input(dims=(1, 64), dtype=mi.float16)
+g.mark_output(g.silu(g.add(g.matmul(X, W), B)))
+`, []string{"library"}},
 	{"output columns enough to fill the GPU without a split", `
 X = g.new_input(dims=(2, 64), dtype=mi.float16)
 W = g.new_input(dims=(64, 65536), dtype=mi.float16)
