@@ -170,8 +170,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // rank 4; split_k's for batched matmuls. Version 34: split_k's combining
 // kernel may sum a tile of splits an iteration (reduction_to_dimx).
 // Version 35: the library rule's seeds (the matmuls left to the library,
-// the norm and the epilogues in one kernel after them).
-const cacheVersion = 35
+// the norm and the epilogues in one kernel after them). Version 36: only
+// where its kernel replaces two launches or more.
+const cacheVersion = 36
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -126,8 +126,8 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(512,)), W))
 		}
 		outcomes = append(outcomes, tr.Rule+" "+tr.Outcome)
 	}
-	if len(res.Seeds) != 3 {
-		t.Errorf("seeds %v, want matmul's, split_k's and library's", outcomes)
+	if len(res.Seeds) != 2 {
+		t.Errorf("seeds %v, want matmul's and split_k's", outcomes)
 	}
 	// A verification that runs checks the others by rank, and reports
 	// the rule verified when one of its seeds is among the answers.

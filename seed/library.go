@@ -8,23 +8,39 @@ import (
 
 // libraryRule leaves the matmuls to the library (pre-defined ops, which
 // codegen runs through cuBLASLt) and fuses what follows them into one
-// graph-defined kernel after them: what torch.compile writes for a layer
-// whose products are large enough to be compute-bound (a prefill, a
-// batch of sequences), where the other rules' kernels lose to the
-// library's and the program as written launches a kernel per op.
+// graph-defined kernel after them: torch.compile's form for the
+// epilogue of products large enough to be compute-bound (a prefill, a
+// batch of sequences, an encoder's rows that the matmul rule cannot
+// tile), where the other rules' kernels lose to the library's or place
+// none, and the program as written launches a kernel per op.
 //
-// A norm in the prologue moves behind the products by the identity the
-// matmul rule uses (rms_norm(X)·W = (X·W) / rms(X), with X in the norm's
-// place in the row-linear ops between it and the products, a weight γ):
-// the kernel computes each row's rms from X's whole row, divides the
-// products by it and runs the epilogue. The prologue's other ops run
-// before the products as pre-defined ops. The grid's x axis cuts the
-// columns (blocks of one row tile recompute its rms), its y axis the
-// rows; the for-loop has one iteration. Its premise is the matmul rule's,
-// at rank 2, with something for the kernel to do: a norm or an epilogue.
+// A norm in the prologue moves behind the products by the matmul rule's
+// identity (rms_norm(X)·W = (X·W) / rms(X), with X in the norm's place in
+// the row-linear ops between it and the products, a weight γ), where
+// torch.compile would run it as a kernel of its own: the kernel computes
+// each row's rms from X's whole row, divides the products by it and runs
+// the epilogue. The products X·W are stored in the program's dtype before
+// that division, as split_k's partial products are: in fp16 they
+// overflow only past 65504, which |x·w| ≤ rms(x)·√k·‖w‖ keeps them from
+// unless rms(x) is hundreds (LLaMA-7B's columns: ‖w‖ ≈ 1.3, k = 4096).
+// The prologue's other ops run before the products as pre-defined ops.
+//
+// The grid's x axis cuts the columns (blocks of one row tile recompute
+// its rms), its y axis the rows; the for-loop has one iteration. Its
+// premise is the matmul rule's, at rank 2, with a kernel that replaces at
+// least two of the program's launches: the norm and an epilogue op, or
+// two epilogue ops (one alone is the launch it would replace, and a
+// residual add alone folds into cuBLASLt's).
 func libraryRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.rank != 2 || len(plan.epilogue) == 0 && plan.norm < 0 {
+	if !ok || plan.rank != 2 {
+		return nil
+	}
+	replaced := len(plan.epilogue)
+	if plan.norm >= 0 {
+		replaced++
+	}
+	if replaced < 2 {
 		return nil
 	}
 	var x kernel.TensorID = -1 // the norm's operand

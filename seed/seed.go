@@ -37,9 +37,10 @@
 //     by head), with the for-loop walking the heads; a second summed dim,
 //     or splits of the heads, on the grid, and a second kernel that sums
 //     the blocks' partial results and runs the epilogue.
-//   - library: the matmuls left to the library (pre-defined ops, after
-//     the prologue's other ops), and the norm before them and the
-//     epilogues after them in one kernel that reads their products.
+//   - library: 2-D matmuls left to the library (pre-defined ops, after
+//     the prologue's other ops), and one kernel after them that reads
+//     their products, divides them by the rms of the norm's operand (the
+//     norm moved behind them) and runs the epilogue.
 //
 // The matmul, split_k and head_sum rules read an epilogue's inputs (a
 // bias, a residual) after a for-loop of any length (loadInvariant).
@@ -156,8 +157,8 @@ func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) (pr
 // MayCover is a cheap condition that Covers needs of the program the ops
 // of g (indices) make as a part, asked before that program is built:
 // every rule takes at most two matmuls (attention; head_sum one), or
-// matmuls that share their left operand (matmul, split_k), and no
-// graph-defined kernel.
+// matmuls that share their left operand (matmul, split_k, library), and
+// no graph-defined kernel.
 func MayCover(g *kernel.Graph, ops []int) bool {
 	var left kernel.TensorID = -1
 	matmuls, shared := 0, true

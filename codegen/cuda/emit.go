@@ -768,14 +768,14 @@ func smemGuard(arch target.Arch, kernels []Kernel) string {
 	for _, k := range kernels {
 		smem = max(smem, k.SmemBytes)
 	}
-	cc := computeCapability(arch.CUDA)
+	cc, ok := computeCapability(arch.CUDA)
 	var older target.Arch // the older GPU that allows the most
 	for _, a := range target.Archs() {
-		if computeCapability(a.CUDA) < cc && a.MaxSmemPerBlock > older.MaxSmemPerBlock {
+		if c, known := computeCapability(a.CUDA); known && c < cc && a.MaxSmemPerBlock > older.MaxSmemPerBlock {
 			older = a
 		}
 	}
-	if older.Name == "" || smem <= older.MaxSmemPerBlock {
+	if !ok || older.Name == "" || smem <= older.MaxSmemPerBlock {
 		return ""
 	}
 	return fmt.Sprintf("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < %d\n", cc*10) +
@@ -784,14 +784,13 @@ func smemGuard(arch target.Arch, kernels []Kernel) string {
 		"#endif\n"
 }
 
-// computeCapability is a CUDA arch name's compute capability times ten:
-// 90 for "sm_90"; 0 for a name of another form.
-func computeCapability(cuda string) int {
-	n, err := strconv.Atoi(strings.TrimPrefix(cuda, "sm_"))
-	if err != nil || !strings.HasPrefix(cuda, "sm_") {
-		return 0
-	}
-	return n
+// computeCapability is a CUDA arch name's compute capability times ten,
+// 90 for "sm_90"; false for a name of another form ("sm_90a": its code
+// runs on that GPU alone), which the guard leaves alone.
+func computeCapability(cuda string) (int, bool) {
+	digits, ok := strings.CutPrefix(cuda, "sm_")
+	n, err := strconv.Atoi(digits)
+	return n, ok && err == nil
 }
 
 // MergeLinks adds to links (Result.Links) those of more it lacks, in order:

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,10 +24,12 @@ func measuredCandidate(t *testing.T, name string, i int) *kernel.Graph {
 	return f.Graphs[i].Graph
 }
 
-// TestSharedMemoryGuard checks that code for sm_90 (and the H200, whose
-// code is sm_90's) refuses to compile for an older GPU exactly when a
-// kernel takes more shared memory a block than sm_80 allows, and that
-// code for sm_80 has no such check.
+// TestSharedMemoryGuard checks, on measured graphs, that code emitted for
+// sm_90 (and the H200, whose code is sm_90's) carries the check that
+// stops a build for an older GPU where a kernel takes more shared memory
+// a block than sm_80 allows, and not where none does, and that code for
+// sm_80 (whose plan takes fewer stages) has none. The limit itself:
+// TestSharedMemoryGuardAtTheLimit.
 func TestSharedMemoryGuard(t *testing.T) {
 	const guard = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900"
 	cases := []struct {
@@ -57,6 +60,35 @@ func TestSharedMemoryGuard(t *testing.T) {
 		}
 		if got := strings.Contains(string(res.Files[0].Data), guard); got != tc.guarded {
 			t.Errorf("%s c%d for %s (%d bytes a block): guarded %v, want %v", tc.name, tc.candidate, tc.arch.Name, smem, got, tc.guarded)
+		}
+	}
+}
+
+// TestSharedMemoryGuardAtTheLimit checks smemGuard on either side of
+// sm_80's limit (163 KB a block, 166912 bytes), for each target, with its
+// whole text, and that a target whose CUDA name has no compute capability
+// of the sm_NN form gets none.
+func TestSharedMemoryGuardAtTheLimit(t *testing.T) {
+	const want = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n" +
+		"#error \"mirage: this code was emitted for %s: a kernel takes 166913 bytes of shared memory a block, more than GPUs before sm_90 allow (sm_80: 166912); for such a GPU, emit it with --arch sm_80\"\n" +
+		"#endif\n"
+	odd := sm90
+	odd.Name, odd.CUDA = "sm_90a", "sm_90a"
+	for _, tc := range []struct {
+		arch  target.Arch
+		smem  int
+		guard string
+	}{
+		{sm90, 166912, ""},
+		{sm90, 166913, fmt.Sprintf(want, "sm_90")},
+		{target.MustLookup("h200"), 166913, fmt.Sprintf(want, "h200")},
+		{sm80, 166912, ""},
+		{sm80, 200000, ""}, // no older GPU: the launch plan refuses it first
+		{odd, 200000, ""},
+	} {
+		kernels := []Kernel{{SmemBytes: 1024}, {SmemBytes: tc.smem}, {}}
+		if got := smemGuard(tc.arch, kernels); got != tc.guard {
+			t.Errorf("%s, %d bytes: guard %q, want %q", tc.arch.Name, tc.smem, got, tc.guard)
 		}
 	}
 }
