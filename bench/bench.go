@@ -120,8 +120,8 @@ func FromPaths(in []Workload, paths []string) ([]Workload, error) {
 // suite lists the workloads in report order: the Mirage paper's (OSDI'25,
 // §7) GQA decode, QKNorm+GQA, RMSNorm+MatMul, LoRA, gated MLP and nTrans,
 // then whole programs at real model shapes, which superopt cuts into
-// parts, and a modern model's grouped-query attention as written without
-// a reshape.
+// parts, a modern model's grouped-query attention as written without a
+// reshape, and an encoder's MLP, whose rows no power of two divides.
 var suite = []struct {
 	name, title string
 	fsys        fs.FS
@@ -136,6 +136,7 @@ var suite = []struct {
 	{"llama_mlp_block", "LLaMA-7B MLP block, decode (8x4096, MLP 11008)", examples.FS, "examples"},
 	{"stacked_layers", "Three stacked norm-matmul-silu-residual layers (8x4096)", examples.FS, "examples"},
 	{"gqa_repeat_kv", "GQA decode, groups x heads, K/V repeated (LLaMA-3-8B: 8x4 heads, 4 tokens, KV 2048)", workloadFS, "bench/workloads"},
+	{"encoder_mlp", "Encoder MLP, RMSNorm, biases and residual (ViT-B: 197x768, MLP 3072)", workloadFS, "bench/workloads"},
 }
 
 // Workloads returns the suite, in report order.

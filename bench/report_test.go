@@ -85,7 +85,7 @@ func TestWorkloads(t *testing.T) {
 			t.Errorf("%s: not a Mirage program", w.Name)
 		}
 	}
-	if got := strings.Join(names, " "); got != "gqa qknorm_gqa rmsnorm_matmul lora gated_mlp ntrans llama_mlp_block stacked_layers gqa_repeat_kv" {
+	if got := strings.Join(names, " "); got != "gqa qknorm_gqa rmsnorm_matmul lora gated_mlp ntrans llama_mlp_block stacked_layers gqa_repeat_kv encoder_mlp" {
 		t.Errorf("workloads %s", got)
 	}
 }
