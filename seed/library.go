@@ -102,9 +102,10 @@ func libraryKernel(p *program, plan *matmulPlan, pre []int, x kernel.TensorID, g
 			return nil, false
 		}
 	}
+	axes := func(s ugraph.Shape) block.Map { return plan.axes(s, grid, 1, 0) }
 	for _, i := range plan.matmuls {
 		c := p.g.Ops[i].Out[0]
-		tile, ok := k.loadInvariant(c, axisMap(p.shape(c), grid, 1, 0))
+		tile, ok := k.loadInvariant(c, axes(p.shape(c)))
 		if ok && x >= 0 {
 			tile, ok = k.add(ugraph.OpDiv, ugraph.Attr{}, tile, rms)
 		}
@@ -113,22 +114,8 @@ func libraryKernel(p *program, plan *matmulPlan, pre []int, x kernel.TensorID, g
 		}
 		k.tiles[c] = tile
 	}
-	for _, t := range plan.extra {
-		tile, ok := k.loadInvariant(t, axisMap(p.shape(t), grid, 1, 0))
-		if !ok {
-			return nil, false
-		}
-		k.tiles[t] = tile
-	}
-	for _, i := range plan.epilogue {
-		if !k.compute(i) {
-			return nil, false
-		}
-	}
-	for _, t := range p.g.Outputs {
-		if !k.store(t, k.tiles[t], axisMap(p.shape(t), grid, 1, 0)) {
-			return nil, false
-		}
+	if !k.finishEpilogue(plan, axes) {
+		return nil, false
 	}
 	return k.graph()
 }

@@ -373,22 +373,32 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 		}
 		k.tiles[c] = acc
 	}
+	if !k.finishEpilogue(plan, func(s ugraph.Shape) block.Map { return plan.axes(s, grid, 1, 0) }) {
+		return nil, false
+	}
+	return k.graph()
+}
+
+// finishEpilogue places, after the loop, the plan's epilogue: its inputs
+// (a bias, a residual: loadInvariant), its ops on the tiles k holds, and
+// the stores of the program's outputs, each tile laid out by axes.
+func (k *kernelBuilder) finishEpilogue(plan *matmulPlan, axes func(ugraph.Shape) block.Map) bool {
 	for _, t := range plan.extra {
-		tile, ok := k.loadInvariant(t, plan.axes(p.shape(t), grid, 1, 0))
+		tile, ok := k.loadInvariant(t, axes(k.p.shape(t)))
 		if !ok {
-			return nil, false
+			return false
 		}
 		k.tiles[t] = tile
 	}
 	for _, i := range plan.epilogue {
 		if !k.compute(i) {
-			return nil, false
+			return false
 		}
 	}
-	for _, t := range g.Outputs {
-		if !k.store(t, k.tiles[t], plan.axes(p.shape(t), grid, 1, 0)) {
-			return nil, false
+	for _, t := range k.p.g.Outputs {
+		if !k.store(t, k.tiles[t], axes(k.p.shape(t))) {
+			return false
 		}
 	}
-	return k.graph()
+	return true
 }

@@ -169,22 +169,8 @@ func (k *kernelBuilder) combinedSplits(plan *matmulPlan, threads block.Dim3, nor
 		}
 		c.tiles[pg.Ops[i].Out[0]] = x
 	}
-	for _, t := range plan.extra {
-		tile, ok := c.loadInvariant(t, plan.axes(k.p.shape(t), c.b.Grid, 1, -1))
-		if !ok {
-			return nil, false
-		}
-		c.tiles[t] = tile
-	}
-	for _, i := range plan.epilogue {
-		if !c.compute(i) {
-			return nil, false
-		}
-	}
-	for _, t := range pg.Outputs {
-		if !c.store(t, c.tiles[t], plan.axes(k.p.shape(t), c.b.Grid, 1, -1)) {
-			return nil, false
-		}
+	if !c.finishEpilogue(plan, func(s ugraph.Shape) block.Map { return plan.axes(s, c.b.Grid, 1, -1) }) {
+		return nil, false
 	}
 	return c.finish()
 }

@@ -38,12 +38,7 @@ func TestDynamicWorkspaceCoversEveryBucket(t *testing.T) {
 	if a, b := res.Buckets[0].WorkspaceBytes, res.Buckets[1].WorkspaceBytes; a == b || res.WorkspaceBytes != max(a, b) {
 		t.Fatalf("buckets' workspaces %d and %d, the program's %d: want two sizes and their max", a, b, res.WorkspaceBytes)
 	}
-	dir := t.TempDir()
-	for _, f := range res.Files {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeFiles(t, res.Files)
 	emu := filepath.Join(dir, "emu")
 	if err := os.MkdirAll(emu, 0o755); err != nil {
 		t.Fatal(err)

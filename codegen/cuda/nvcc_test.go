@@ -34,6 +34,18 @@ func needNVCC(t *testing.T) string {
 	return nvcc
 }
 
+// writeFiles writes emitted files into a new temporary directory.
+func writeFiles(t *testing.T, files []File) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // nvccCompile emits g for arch into a temporary directory and compiles it
 // to an object file. Compiler warnings fail the test: the emitted code is
 // meant to compile cleanly.
@@ -43,12 +55,7 @@ func nvccCompile(t *testing.T, nvcc, name string, g *kernel.Graph, opts Options)
 	if err != nil {
 		t.Fatalf("%s for %s: %v", name, opts.Arch, err)
 	}
-	dir := t.TempDir()
-	for _, f := range res.Files {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeFiles(t, res.Files)
 	cmd := exec.Command(nvcc, "-arch="+opts.Arch.Name, "-std=c++17", "-O3",
 		"-Xcompiler", "-Wall", "-Xptxas", "-warn-spills",
 		"-c", res.Name+".cu", "-o", res.Name+".o")
@@ -135,12 +142,7 @@ func TestNVCCDynamic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := t.TempDir()
-			for _, f := range res.Files {
-				if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := writeFiles(t, res.Files)
 			if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), mirageexamples.Engine, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -212,12 +214,7 @@ func TestNVCCRefusesAnOlderGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for _, f := range res.Files {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeFiles(t, res.Files)
 	cmd := exec.Command(nvcc, "-arch=sm_80", "-std=c++17", "-c", "big.cu", "-o", "big.o")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
