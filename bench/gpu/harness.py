@@ -144,6 +144,20 @@ def ref_llama_layer(X, ones, Wq, Wk, Wv, Kc, Vc, Wo, W1, W3, W2):
     return (H1 + torch.matmul(up, W2), torch.matmul(Nh, Wk), torch.matmul(Nh, Wv))
 
 
+def ref_stacked_layers(H, *Ws):
+    # examples/stacked_layers.py: H = H + silu(rms_norm(H) W), once per weight.
+    for W in Ws:
+        H = H + torch.nn.functional.silu(torch.matmul(rms_norm(H), W))
+    return (H,)
+
+
+def ref_encoder_mlp(X, W1, B1, W2, B2):
+    # bench/workloads/encoder_mlp.py: H = X + W2·silu(W1·n(X) + b1) + b2,
+    # summed in the program's order.
+    H = torch.nn.functional.silu(torch.matmul(rms_norm(X), W1) + B1)
+    return ((torch.matmul(H, W2) + B2) + X,)
+
+
 def _uniform(gen, shape, scale=1.0):
     """Uniform in [-scale, scale): for a power of two, bit for bit
     (rand * 2 - 1) * scale, as earlier runs drew their inputs, in a quarter
@@ -190,7 +204,8 @@ def gen_scaled_weights(g, shapes):
     """Inputs for a model's layer: the activations uniform in [-1, 1), each
     weight scaled by the power of two nearest 1/sqrt(K), K its rows, as a
     trained model's are (and as driver.RunEngine scales them), so that
-    fp16 does not overflow at a model's shapes."""
+    fp16 does not overflow at a model's shapes. A bias (1 x n) has one row:
+    uniform in [-1, 1) too."""
     x, *weights = shapes
     out = [_uniform(g, x)]
     for s in weights:
@@ -254,6 +269,14 @@ WORKLOADS = {
              (32, 1024, 128), (32, 128, 4096), (1, 4096, 11008), (1, 4096, 11008), (1, 11008, 4096)],
             [(1, 4, 4096), (32, 4, 128), (32, 4, 128)],
             ref_llama_layer, gen_layer, note="weights scaled by 2^-round(log2 sqrt(K)), the ones tensor all ones",
+        ),
+        Workload(
+            "stacked_layers", [(8, 4096)] + [(4096, 4096)] * 3, [(8, 4096)],
+            ref_stacked_layers, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K))",
+        ),
+        Workload(
+            "encoder_mlp", [(197, 768), (768, 3072), (1, 3072), (3072, 768), (1, 768)], [(197, 768)],
+            ref_encoder_mlp, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K)), biases in [-1, 1)",
         ),
     ]
 }

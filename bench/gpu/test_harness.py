@@ -435,8 +435,21 @@ class WorkloadTableTest(unittest.TestCase):
                     if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and isinstance(v.value, int):
                         names[t.id] = v.value
         dim = lambda x: names[x] if x in names else int(x)  # noqa: E731
-        return [tuple(dim(x.strip()) for x in m.split(",") if x.strip())
-                for m in re.findall(r"new_input\(dims=\(([^)]*)\)", src)]
+
+        # The inputs in the order the program makes them, a loop's
+        # (for _ in range(N), as stacked_layers has) N times over.
+        def inputs(stmts):
+            out = []
+            for node in stmts:
+                if isinstance(node, ast.For):
+                    (n,) = node.iter.args  # range(N)
+                    out += inputs(node.body) * dim(ast.get_source_segment(src, n))
+                    continue
+                for m in re.findall(r"new_input\(dims=\(([^)]*)\)", ast.get_source_segment(src, node)):
+                    out.append(tuple(dim(x.strip()) for x in m.split(",") if x.strip()))
+            return out
+
+        return inputs(ast.parse(src).body)
 
     def test_inputs_match_programs(self):
         for name, w in harness.WORKLOADS.items():
@@ -631,6 +644,46 @@ class ReferenceTest(unittest.TestCase):
         self.assertTrue(t.allclose(out[0], y))
         self.assertTrue(t.allclose(kn, k))
         self.assertTrue(t.allclose(vn, v))
+
+    def test_stacked_layers_and_encoder_mlp(self):
+        """The references of the library rule's two workloads against the
+        layers written another way (silu as x·sigmoid(x), the norm by
+        rsqrt), small shapes, float64."""
+        t = self.torch
+        g = t.Generator().manual_seed(5)
+        r = lambda *s: t.rand(*s, generator=g, dtype=t.float64) * 2 - 1  # noqa: E731
+        nrm = lambda v: v * v.pow(2).mean(-1, keepdim=True).rsqrt()  # noqa: E731
+        silu = lambda v: v * t.sigmoid(v)  # noqa: E731
+        H, Ws = r(3, 8), [r(8, 8) for _ in range(3)]
+        (out,) = harness.ref_stacked_layers(H, *Ws)
+        want = H
+        for W in Ws:
+            want = want + silu(nrm(want) @ W)
+        self.assertTrue(t.allclose(out, want))
+        (one,) = harness.ref_stacked_layers(H, Ws[0])  # a layer is not the identity
+        self.assertFalse(t.allclose(one, H))
+        X, W1, B1, W2, B2 = r(3, 8), r(8, 12), r(1, 12), r(12, 8), r(1, 8)
+        (out,) = harness.ref_encoder_mlp(X, W1, B1, W2, B2)
+        want = X + B2.expand(3, 8) + silu(nrm(X) @ W1 + B1.expand(3, 12)) @ W2
+        self.assertTrue(t.allclose(out, want))
+
+    def test_encoder_mlp_inputs(self):
+        # The workload's own inputs: the weights scaled by 1/sqrt(K), the
+        # biases in [-1, 1), and the program computed in fp16 (each op's
+        # result rounded) within the harness's tolerance of the reference.
+        t = self.torch
+        w = harness.WORKLOADS["encoder_mlp"]
+        X, W1, B1, W2, B2 = harness.make_inputs(w, ["float16"] * 5, 1)
+        for wt, bound in ((W1, 2.0 ** -5), (W2, 2.0 ** -6), (B1, 1.0), (B2, 1.0), (X, 1.0)):
+            self.assertLessEqual(float(wt.abs().max()), bound)
+            self.assertGreater(float(wt.abs().max()), bound / 2)
+        (ref,) = w.ref(X, W1, B1, W2, B2)
+        h = lambda v: v.half().double()  # noqa: E731
+        N = h(harness.rms_norm(X))
+        H = h(t.nn.functional.silu(h(h(N @ W1) + B1)))
+        got = h(h(h(H @ W2) + B2) + X)
+        self.assertLess(harness.rel_err(got, ref), 1e-2)
+        self.assertGreater(float((ref - X).std()), 0.1)  # the MLP adds something
 
     def test_llama_layer_inputs(self):
         # The workload's shapes but for 4 heads and 8 columns of the MLP's
