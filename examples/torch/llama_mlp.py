@@ -60,11 +60,27 @@ def rel_err(got, want):
     return float((got.double() - want.double()).abs().max() / want.double().abs().max())
 
 
+def decode_steps(flag, lo, hi):
+    """The decode loop's token counts: --steps, each checked against the
+    op's range lo..hi before anything runs, or by default a spread of it."""
+    if flag is None:
+        return list(dict.fromkeys(min(max(m, lo), hi) for m in (1, 3, 8, 16, 5)))
+    try:
+        steps = [int(s) for s in flag.split(",")]
+    except ValueError:
+        sys.exit("--steps %r: want token counts separated by commas, e.g. 1,3,8" % flag)
+    bad = [m for m in steps if not lo <= m <= hi]
+    if bad:
+        sys.exit("--steps: %s outside the range %d..%d the op was built for" % (", ".join(map(str, bad)), lo, hi))
+    return steps
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("emitted", help="the directory mirage superopt/emit wrote (with NAME.h)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--steps", default="1,3,8,16,5", help="token counts of the decode loop, within the op's range")
+    ap.add_argument("--steps", help="token counts of the decode loop, comma-separated, within the op's range "
+                    "(default: 1, 3, 8, 16 and 5, each brought into the range)")
     ap.add_argument("--tol", type=float, default=2e-2, help="largest relative error against eager")
     args = ap.parse_args()
 
@@ -76,7 +92,7 @@ def main():
     dtype = getattr(torch, p.inputs[0].dtype)
     model = LlamaMLP(op, hidden, mlp, dtype, args.device)
     lo, hi = p.m_range or (p.inputs[0].dims[0],) * 2
-    steps = [int(s) for s in args.steps.split(",")] if p.m_range else [lo]
+    steps = decode_steps(args.steps, lo, hi)
     g = torch.Generator().manual_seed(1)
 
     worst = 0.0

@@ -397,6 +397,21 @@ class OpTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout)
         self.assertIn("decode loop: 4 steps", p.stdout)
 
+    def test_example_module_steps(self):
+        # The op takes 1..8 rows: by default the steps are brought into
+        # that range; steps outside it are refused before anything runs.
+        ex = os.path.join(REPO, "examples", "torch", "llama_mlp.py")
+        p = subprocess.run([sys.executable, ex, self.dirs["dyn"], "--device", "cpu"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("decode loop: 4 steps, m in [1, 3, 8, 5]", p.stdout)
+        for steps, want in (("1,9,0", "--steps: 9, 0 outside the range 1..8"), ("1;2", "--steps '1;2': want token counts")):
+            p = subprocess.run([sys.executable, ex, self.dirs["dyn"], "--device", "cpu", "--steps", steps],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertEqual(p.returncode, 1, p.stdout)
+            self.assertIn(want, p.stdout)
+            self.assertNotIn("decode loop", p.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
