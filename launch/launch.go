@@ -278,52 +278,14 @@ func (p *Plan) fold(g *kernel.Graph) {
 		if lk.Code != CuBLASLt {
 			continue
 		}
-		if f, ok := foldableAdd(g, p.Live, lk.Op); ok {
-			lk.Fold = &f
-			folded[f.Op] = true
+		if add, addend, ok := g.ProductAdd(p.Live, lk.Op); ok {
+			lk.Fold = &Fold{Op: add, Addend: addend}
+			folded[add] = true
 		}
 	}
 	if len(folded) > 0 {
 		p.Kernels = slices.DeleteFunc(p.Kernels, func(k Kernel) bool { return folded[k.Op] })
 	}
-}
-
-// foldableAdd returns the add that matmul op i's call can perform: the
-// only live reader of the product, adding to it once a distinct tensor of
-// the same shape and dtype (no broadcast, which C of cuBLASLt cannot do)
-// that is there when the call runs (an input, wherever the program adds
-// it, or computed before op i).
-func foldableAdd(g *kernel.Graph, live []bool, i int) (Fold, bool) {
-	t := g.Ops[i].Out[0]
-	if slices.Contains(g.Outputs, t) {
-		return Fold{}, false
-	}
-	reader := -1
-	for j := i + 1; j < len(g.Ops); j++ {
-		if !live[j] || !slices.Contains(g.Ops[j].In, t) {
-			continue
-		}
-		if reader >= 0 {
-			return Fold{}, false // read twice
-		}
-		reader = j
-	}
-	if reader < 0 || g.Ops[reader].Kind != ugraph.OpAdd {
-		return Fold{}, false
-	}
-	add := &g.Ops[reader]
-	addend := add.In[0]
-	if addend == t {
-		addend = add.In[1]
-	}
-	prod, other, out := g.Tensors[t], g.Tensors[addend], g.Tensors[add.Out[0]]
-	if addend == t || other.Shape != prod.Shape || other.DType != prod.DType || out.DType != prod.DType {
-		return Fold{}, false
-	}
-	if p, _ := g.Producer(addend); p > i && g.Ops[p].Kind != ugraph.OpInput {
-		return Fold{}, false // computed after the matmul, whose place the call keeps
-	}
-	return Fold{Op: reader, Addend: addend}, true
 }
 
 // Live returns, per op of g, whether one of g's outputs depends on it.

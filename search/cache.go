@@ -171,8 +171,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // kernel may sum a tile of splits an iteration (reduction_to_dimx).
 // Version 35: the library rule's seeds (the matmuls left to the library,
 // the norm and the epilogues in one kernel after them). Version 36: only
-// where its kernel replaces two launches or more.
-const cacheVersion = 36
+// where its kernel replaces two launches or more. Version 37: an add that
+// cuBLASLt performs in a product's call is no launch it replaces; column
+// tiles of a divisor where no power of two divides the columns.
+const cacheVersion = 37
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -138,16 +138,19 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// (each block computes its rows' rms once) and column tiles (each
 	// recomputes it), with a norm (6 rows; a normed product an output
 	// too; the norm's operand also the residual; the norm's operand a
-	// sum, and a weight after it, both run before the products) and
-	// without (197 rows, a bias and silu).
+	// sum, and a weight after it, both run before the products; bf16,
+	// with a column and a scalar after silu; 3000 columns, in tiles of
+	// 1500) and without (197 rows, a bias and silu).
 	t.Run("library", func(t *testing.T) {
 		t.Parallel()
 		forms := map[string]bool{}
 		for name, scale := range map[string]float64{
 			"a gated MLP of 6 rows, a normed product an output": 1,
-			"a residual that is the norm's operand":             1,
+			"a residual that is the norm's operand, after silu": 1,
 			"a norm of a sum, weighted, before a matmul":        1,
 			"an encoder's projection with a bias, 197 rows":     1,
+			"a bf16 projection, then a column and a scalar":     1,
+			"a norm and silu over 3000 columns":                 1,
 		} {
 			for _, s := range seed.Build(load(t, caseBody(t, name)), seed.Options{}) {
 				form := fmt.Sprintf("%s: column tiles %v", name, firstKernel(s.Graph).Grid[0] > 1)
@@ -157,8 +160,8 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 				}
 			}
 		}
-		if len(forms) != 5 {
-			t.Errorf("emulated the forms %v, want 5: 768 columns tiled and not, 64, 96 and 256 whole", forms)
+		if len(forms) != 8 {
+			t.Errorf("emulated the forms %v, want 8: 768 and 3000 columns tiled and not, 64, 96, 128 (bf16) and 256 whole", forms)
 		}
 	})
 	// Head sums: the for-loop over the heads alone (one kernel), the heads

@@ -1,6 +1,8 @@
 package seed
 
 import (
+	"slices"
+
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -28,19 +30,10 @@ import (
 // The grid's x axis cuts the columns (blocks of one row tile recompute
 // its rms), its y axis the rows; the for-loop has one iteration. Its
 // premise is the matmul rule's, at rank 2, with a kernel that replaces at
-// least two of the program's launches: the norm and an epilogue op, or
-// two epilogue ops (one alone is the launch it would replace, and a
-// residual add alone folds into cuBLASLt's).
+// least two of the program's launches (replacedLaunches).
 func libraryRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.rank != 2 {
-		return nil
-	}
-	replaced := len(plan.epilogue)
-	if plan.norm >= 0 {
-		replaced++
-	}
-	if replaced < 2 {
+	if !ok || plan.rank != 2 || replacedLaunches(p, plan) < 2 {
 		return nil
 	}
 	var x kernel.TensorID = -1 // the norm's operand
@@ -70,12 +63,43 @@ func libraryRule(p *program, opts Options) []*kernel.Graph {
 	return graphs
 }
 
+// replacedLaunches counts the program's launches that the library rule's
+// kernel replaces: the norm's and each epilogue op's, but for a residual
+// add that cuBLASLt performs in the product's call as the program is
+// written (kernel.Graph.ProductAdd). The kernel is one launch itself: it
+// gains only where it replaces two or more (the norm and an add of X
+// after the product, or an add folded and an activation after it, are
+// one).
+func replacedLaunches(p *program, plan *matmulPlan) int {
+	n := len(plan.epilogue)
+	if plan.norm >= 0 {
+		n++
+	}
+	for _, i := range plan.matmuls {
+		if add, _, ok := p.g.ProductAdd(nil, i); ok && slices.Contains(plan.epilogue, add) {
+			n--
+		}
+	}
+	return n
+}
+
 // libraryColumns are the library rule's column tiles for n columns: all
 // of them (a row's rms computed once), or tiles of 256 to 2048 (more
-// blocks for a few rows; each recomputes the rms of its rows).
+// blocks for a few rows; each recomputes the rms of its rows): powers of
+// two where they divide n, or else n's largest divisor in that range (a
+// vocabulary of 151936 = 2⁷·1187: 1187), since whole rows of a
+// vocabulary's columns fit in no block's shared memory.
 func libraryColumns(n int) []int {
 	ts := tileSizes(n, 256, 2048)
 	if len(ts) == 0 || ts[len(ts)-1] != n {
+		if len(ts) == 0 {
+			for t := min(n-1, 2048); t >= 256; t-- {
+				if n%t == 0 {
+					ts = append(ts, t)
+					break
+				}
+			}
+		}
 		ts = append(ts, n)
 	}
 	return ts

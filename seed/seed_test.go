@@ -149,12 +149,45 @@ g.mark_output(g.add(g.matmul(X, W), R))
 `, []string{"matmul", "split_k"}},
 	// The residual is the norm's operand too: the kernel reads X walked
 	// along the reduced dim and whole after the loop, two input ops of
-	// one tensor (each a parameter of its own in the emitted code).
+	// one tensor (each a parameter of its own in the emitted code). No
+	// library seed: cuBLASLt adds X in the product's call, so its kernel
+	// would replace the norm's launch alone.
 	{"a residual that is the norm's operand", `
 X = g.new_input(dims=(4, 256), dtype=mi.float16)
 W = g.new_input(dims=(256, 256), dtype=mi.float16)
 g.mark_output(g.add(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W), X))
+`, []string{"matmul", "split_k"}},
+	// With an activation between, the library's kernel replaces three
+	// launches (the norm, silu and the add, which no call can take).
+	{"a residual that is the norm's operand, after silu", `
+X = g.new_input(dims=(4, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+g.mark_output(g.add(g.silu(g.matmul(g.rms_norm(X, normalized_shape=(256,)), W)), X))
 `, []string{"matmul", "split_k", "library"}},
+	// bf16, and epilogue inputs that broadcast both ways: a column (one
+	// value a row) and a scalar.
+	{"a bf16 projection, then a column and a scalar", `
+X = g.new_input(dims=(3, 64), dtype=mi.bfloat16)
+W = g.new_input(dims=(64, 128), dtype=mi.bfloat16)
+C = g.new_input(dims=(3, 1), dtype=mi.bfloat16)
+S = g.new_input(dims=(1, 1), dtype=mi.bfloat16)
+g.mark_output(g.mul(g.add(g.silu(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W)), C), S))
+`, []string{"matmul", "split_k", "library"}},
+	// 3000 columns, which no power of two from 256 to 2048 divides: the
+	// library's column tiles are 1500 wide.
+	{"a norm and silu over 3000 columns", `
+X = g.new_input(dims=(5, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 3000), dtype=mi.float16)
+g.mark_output(g.silu(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W)))
+`, []string{"library"}},
+	// A residual cuBLASLt adds, then relu: one launch for the library's
+	// kernel to replace, so none.
+	{"a residual folded into the call, then relu, 197 rows", `
+X = g.new_input(dims=(197, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 256), dtype=mi.float16)
+R = g.new_input(dims=(197, 256), dtype=mi.float16)
+g.mark_output(g.relu(g.add(g.matmul(X, W), R)))
+`, nil},
 	// A prefill's gated MLP at odd sizes, for the library rule: the
 	// products by the library, from X; the normed product an output too.
 	{"a gated MLP of 6 rows, a normed product an output", `
@@ -624,6 +657,39 @@ g.mark_output(g.rms_norm(X, normalized_shape=(4096,)))
 	}
 	if want := []int{16, 8, 4, 2, 1}; !slices.Equal(grids, want) {
 		t.Errorf("rows seeds on grids %v, want %v", grids, want)
+	}
+}
+
+// TestLibraryTilings checks the library rule's grids: its column tiles
+// (x) are the whole row or 256 to 2048 columns, powers of two where one
+// divides the columns, else their largest divisor in that range (3000:
+// 1500; a vocabulary of 151936 = 2^7 * 1187: 1187, whose whole rows fit
+// in no shared memory); its row tiles (y) 1 to 16 rows that divide them.
+func TestLibraryTilings(t *testing.T) {
+	cases := []struct {
+		m, n int
+		want []string // grids of the library seeds, in order
+	}{
+		{197, 3072, []string{"(12, 197, 1)", "(6, 197, 1)", "(3, 197, 1)", "(1, 197, 1)"}},
+		{13, 3000, []string{"(2, 13, 1)", "(1, 13, 1)", "(2, 1, 1)", "(1, 1, 1)"}},
+		{2, 151936, []string{"(128, 2, 1)", "(1, 2, 1)", "(128, 1, 1)", "(1, 1, 1)"}},
+		{4, 1000, []string{"(1, 4, 1)", "(1, 2, 1)", "(1, 1, 1)"}},
+	}
+	for _, tc := range cases {
+		program := load(t, fmt.Sprintf(`
+X = g.new_input(dims=(%d, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, %d), dtype=mi.float16)
+g.mark_output(g.silu(g.matmul(g.rms_norm(X, normalized_shape=(64,)), W)))
+`, tc.m, tc.n))
+		var grids []string
+		for _, s := range seed.Build(program, seed.Options{Threads: []block.Dim3{{128, 1, 1}}}) {
+			if s.Rule == "library" {
+				grids = append(grids, fmt.Sprint(firstKernel(s.Graph).Grid))
+			}
+		}
+		if !slices.Equal(grids, tc.want) {
+			t.Errorf("%d x 64 x %d: library seeds on grids %v, want %v", tc.m, tc.n, grids, tc.want)
+		}
 	}
 }
 

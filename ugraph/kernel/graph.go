@@ -191,6 +191,47 @@ func (g *Graph) MarkOutput(t TensorID) error {
 	return nil
 }
 
+// ProductAdd returns the add that a library call computing matmul op i
+// can perform in its epilogue (D = A·B + C): the only reader of the
+// product among the ops live marks (nil: all of them), adding to it once
+// a distinct tensor of the same shape and dtype (no broadcast, which C
+// cannot do) that is there when the call runs (an input, wherever the
+// program adds it, or computed before op i). A product the program
+// outputs has none. launch folds such adds into cuBLASLt's calls, and the
+// seed rules count them as no launch of their own.
+func (g *Graph) ProductAdd(live []bool, i int) (add int, addend TensorID, ok bool) {
+	t := g.Ops[i].Out[0]
+	if slices.Contains(g.Outputs, t) {
+		return 0, 0, false
+	}
+	reader := -1
+	for j := i + 1; j < len(g.Ops); j++ {
+		if live != nil && !live[j] || !slices.Contains(g.Ops[j].In, t) {
+			continue
+		}
+		if reader >= 0 {
+			return 0, 0, false // read twice
+		}
+		reader = j
+	}
+	if reader < 0 || g.Ops[reader].Kind != ugraph.OpAdd {
+		return 0, 0, false
+	}
+	op := &g.Ops[reader]
+	addend = op.In[0]
+	if addend == t {
+		addend = op.In[1]
+	}
+	prod, other, out := g.Tensors[t], g.Tensors[addend], g.Tensors[op.Out[0]]
+	if addend == t || other.Shape != prod.Shape || other.DType != prod.DType || out.DType != prod.DType {
+		return 0, 0, false
+	}
+	if p, _ := g.Producer(addend); p > i && g.Ops[p].Kind != ugraph.OpInput {
+		return 0, 0, false // computed after the matmul, whose place the call keeps
+	}
+	return reader, addend, true
+}
+
 // Producer returns the index of the op that produced t and t's position
 // among that op's results.
 func (g *Graph) Producer(t TensorID) (op, result int) {
