@@ -18,6 +18,9 @@ func FuzzBuild(f *testing.F) {
 	f.Add([]byte{0, 0, 3, 1, 2, 0, 4, 1})
 	f.Add([]byte{1, 1, 2, 9, 0, 1, 5, 2, 6, 3})
 	f.Add([]byte{2, 2, 3, 9, 0, 1, 3, 2, 7, 3, 9, 4, 2})
+	// bf16: rms_norm of X, its product with W, silu, plus a bias (1 x 16)
+	// and a residual (4 x 16).
+	f.Add([]byte{7, 0, 3, 8, 9, 10, 0, 0, 7, 4, 1, 1, 5, 5, 4, 6, 2, 4, 7, 3})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := programFrom(data)
 		if g == nil {
@@ -38,8 +41,13 @@ func FuzzBuild(f *testing.F) {
 }
 
 // fuzzShapes are the input shapes programFrom draws from: {2, 1, 1} is a
-// factor per head (attention's prologues).
-var fuzzShapes = [][]int{{4, 8}, {1, 8}, {4, 1}, {8, 16}, {2, 4, 8}, {2, 8, 4}, {2, 1, 8}, {2, 1, 1}}
+// factor per head (attention's prologues); {1, 16} and {4, 16} a bias and
+// a residual of a product of {4, 8} and {8, 16} (the epilogue inputs of
+// the matmul, split_k and library rules).
+var fuzzShapes = [][]int{{4, 8}, {1, 8}, {4, 1}, {8, 16}, {2, 4, 8}, {2, 8, 4}, {2, 1, 8}, {2, 1, 1}, {1, 16}, {4, 16}}
+
+// fuzzDTypes are the programs' dtypes, one for all their inputs.
+var fuzzDTypes = []ugraph.DType{ugraph.Float16, ugraph.BFloat16, ugraph.Float32}
 
 // fuzzOps are the ops programFrom draws from.
 var fuzzOps = []struct {
@@ -55,8 +63,9 @@ var fuzzOps = []struct {
 	{ugraph.OpSub, ugraph.Attr{}},
 }
 
-// programFrom reads data as: the number of inputs (1 to 4), each input's
-// shape, then (op, operand, operand) triples. The last tensor made is the
+// programFrom reads data as: the number of inputs (1 to 4; the byte's
+// next bits the dtype), each input's shape, then (op, operand, operand)
+// triples. The last tensor made is the
 // output. It returns nil when no op was kept.
 func programFrom(data []byte) *kernel.Graph {
 	next := func() int {
@@ -78,7 +87,7 @@ func programFrom(data []byte) *kernel.Graph {
 			return nil
 		}
 		s, _ := ugraph.NewShape(fuzzShapes[b%len(fuzzShapes)]...)
-		if _, err := g.AddInput(s, ugraph.Float16); err != nil {
+		if _, err := g.AddInput(s, fuzzDTypes[n/4%len(fuzzDTypes)]); err != nil {
 			return nil
 		}
 	}
