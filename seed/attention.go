@@ -135,10 +135,8 @@ func keyTiles(share int) []int {
 	if len(tiles) > 0 {
 		return tiles
 	}
-	for t := min(share, 128); t >= 8; t-- {
-		if share%t == 0 {
-			return []int{t}
-		}
+	if t := largestDivisor(share, 8, 128); t > 0 {
+		return []int{t}
 	}
 	return nil
 }

@@ -90,16 +90,13 @@ func replacedLaunches(p *program, plan *matmulPlan) int {
 // vocabulary of 151936 = 2⁷·1187: 1187), since whole rows of a
 // vocabulary's columns fit in no block's shared memory.
 func libraryColumns(n int) []int {
-	ts := tileSizes(n, 256, 2048)
-	if len(ts) == 0 || ts[len(ts)-1] != n {
-		if len(ts) == 0 {
-			for t := min(n-1, 2048); t >= 256; t-- {
-				if n%t == 0 {
-					ts = append(ts, t)
-					break
-				}
-			}
+	ts := tileSizes(n, 256, 2048) // ends with n where n <= 2048
+	if len(ts) == 0 {
+		if t := largestDivisor(n, 256, 2048); t > 0 {
+			ts = []int{t}
 		}
+	}
+	if len(ts) == 0 || ts[len(ts)-1] != n {
 		ts = append(ts, n)
 	}
 	return ts

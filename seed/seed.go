@@ -485,6 +485,17 @@ func tileSizes(n, lo, hi int) []int {
 	return ts
 }
 
+// largestDivisor is n's largest divisor from lo to hi (and at most n), 0
+// when none: the tile taken where no power of two divides n.
+func largestDivisor(n, lo, hi int) int {
+	for t := min(n, hi); t >= lo; t-- {
+		if n%t == 0 {
+			return t
+		}
+	}
+	return 0
+}
+
 // axisMap is the map that lays grid axis x along dim dx and y along dy
 // (-1: none), for a tensor whose dims there have the extents the grid
 // tiles; where a tensor's dim is 1 (it broadcasts), the axis replicates.
