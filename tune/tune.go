@@ -4,12 +4,14 @@
 // timing, the GPU picks among them.
 //
 // It emits each candidate's CUDA, writes one host program that runs them
-// all on the same inputs (rotated among copies when they fit in L2, so
-// that a run reads them from device memory), times each with a pair of
-// CUDA events around every run after a warm-up, the GPU kept ahead of the
-// host by a spin kernel before each, and checks each candidate's outputs
-// against the best-ranked one's. It needs nvcc and a GPU, no Python; on a
-// machine without a GPU it says so (ErrNoGPU). Options.Emulate builds the
+// all on the same inputs (rotated among copies when they are smaller than
+// twice L2, so that a run reads them from device memory), times each with
+// a pair of CUDA events around every run after a warm-up, the GPU kept
+// ahead of the host by a spin kernel before each, and checks each
+// candidate's outputs against the best-ranked one's that ran. A candidate
+// whose CUDA calls fail is reported and the next one runs. It needs nvcc
+// and a GPU of the arch's compute capability, no Python; on a machine
+// without a GPU it says so (ErrNoGPU), and without nvcc ErrNoNVCC. Options.Emulate builds the
 // same program for the CPU emulator instead (templates/emu), so that its
 // plumbing is tested where no GPU is: the times it reports are the CPU's.
 package tune
@@ -21,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
@@ -39,20 +43,26 @@ type Options struct {
 	// Candidates is how many of the document's graphs to measure, best
 	// first; 0 means all.
 	Candidates int
-	Warmup     int // untimed runs of each candidate first; 0 means 20
+	Warmup     int // untimed runs of each candidate first, at least 1; 0 means 20
 	Runs       int // timed runs of each; 0 means 200
 	// Tolerance is the largest relative error (max |a-b| over max |b|,
 	// per output) of a candidate's outputs against the first one's; 0
 	// means 1e-2, as bench/gpu checks fp16 results.
 	Tolerance float64
 	Dir       string // where the sources and the program are built; must exist
-	NVCC      string // the CUDA compiler; "" finds nvcc on PATH
+	NVCC      string // the CUDA compiler; "" finds nvcc (FindNVCC)
+	// Timeout bounds the timing program's run (not its build): a kernel
+	// that hangs must not hold the GPU for good. 0 means 10 minutes.
+	Timeout time.Duration
 	// Emulate builds for the CPU emulator (g++, no GPU): for tests.
 	Emulate bool
 }
 
 // ErrNoGPU reports a machine where the program finds no CUDA device.
 var ErrNoGPU = errors.New("no CUDA GPU")
+
+// ErrNoNVCC reports a machine without the CUDA toolkit's compiler.
+var ErrNoNVCC = errors.New("no nvcc")
 
 // Measurement is one candidate's outcome.
 type Measurement struct {
@@ -84,6 +94,16 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	if opts.Warmup <= 0 {
 		opts.Warmup = 20
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	// nvcc and the program run in Dir: the paths given them must not be
+	// relative to here.
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
 	if opts.Runs <= 0 {
 		opts.Runs = 200
 	}
@@ -134,7 +154,6 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	if len(progs) == 0 {
 		return nil, errors.New("no candidate lowers to CUDA for " + opts.Arch.Name)
 	}
-	ms[progs[0].index].Reference = true
 	src := hostProgram(first, progs, opts)
 	if err := os.WriteFile(filepath.Join(opts.Dir, "tune.cu"), []byte(src), 0o644); err != nil {
 		return nil, err
@@ -143,21 +162,41 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin)
+	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, bin)
 	cmd.Dir = opts.Dir
+	cmd.WaitDelay = 5 * time.Second
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
+	said := strings.TrimSpace(stderr.String())
 	var exit *exec.ExitError
-	if errors.As(err, &exit) && exit.ExitCode() == exitNoGPU {
-		return nil, fmt.Errorf("%w: %s", ErrNoGPU, strings.TrimSpace(stderr.String()))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the timing program: %v\n%s", err, strings.TrimSpace(stderr.String()))
+	stopped := ""
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case runCtx.Err() != nil:
+		stopped = fmt.Sprintf("it ran past %v (a kernel that hangs?)", opts.Timeout)
+	case errors.As(err, &exit) && exit.ExitCode() == exitNoGPU:
+		return nil, fmt.Errorf("%w: %s", ErrNoGPU, said)
+	case errors.As(err, &exit) && exit.ExitCode() == exitWrongGPU:
+		return nil, fmt.Errorf("%s (%s): give the GPU's arch (--arch)", said, opts.Arch.Name)
+	case errors.As(err, &exit):
+		stopped = lastLine(said)
+		if stopped == "" {
+			stopped = err.Error()
+		}
+	default:
+		return nil, fmt.Errorf("the timing program: %v", err)
 	}
 	r := &Result{Measurements: ms}
-	if err := parseReport(string(out), progs, r, opts); err != nil {
+	if err := parseReport(string(out), progs, r, opts, stopped); err != nil {
 		return nil, err
+	}
+	if stopped != "" && !slices.ContainsFunc(r.Measurements, func(m Measurement) bool { return m.MedianUs > 0 }) {
+		return nil, fmt.Errorf("the timing program stopped before it timed a candidate: %s", stopped)
 	}
 	r.Profile = &cost.Profile{Version: cost.ProfileVersion, Arch: opts.Arch.Name, GPU: r.GPU}
 	for _, m := range r.Measurements {
@@ -226,19 +265,57 @@ func build(ctx context.Context, opts Options, progs []candidateCode, links []str
 		nvcc := opts.NVCC
 		if nvcc == "" {
 			var err error
-			if nvcc, err = exec.LookPath("nvcc"); err != nil {
-				return "", fmt.Errorf("%w: nvcc is not on PATH (the CUDA toolkit builds the candidates)", ErrNoGPU)
+			if nvcc, err = FindNVCC(); err != nil {
+				return "", err
 			}
 		}
 		args := append([]string{"-O3", "-std=c++17", "-arch=" + opts.Arch.CUDA, "-o", bin}, units...)
 		for _, l := range links {
 			args = append(args, "-l"+l)
 		}
+		// The toolkit's libraries (cuBLASLt) from where nvcc is, at run
+		// time too: a toolkit outside the loader's paths is common.
+		if lib := filepath.Join(filepath.Dir(filepath.Dir(nvcc)), "lib64"); len(links) > 0 && isDir(lib) {
+			args = append(args, "-Xlinker", "-rpath,"+lib)
+		}
 		cmd = exec.CommandContext(ctx, nvcc, args...)
 	}
 	cmd.Dir = opts.Dir
+	cmd.WaitDelay = 5 * time.Second
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the timing program: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// FindNVCC returns the CUDA compiler: nvcc on PATH, else in
+// $CUDA_HOME/bin, else /usr/local/cuda/bin (where the toolkit installs
+// without adding itself to PATH).
+func FindNVCC() (string, error) {
+	if p, err := exec.LookPath("nvcc"); err == nil {
+		return p, nil
+	}
+	var tried []string
+	for _, home := range []string{os.Getenv("CUDA_HOME"), "/usr/local/cuda"} {
+		if home == "" {
+			continue
+		}
+		p := filepath.Join(home, "bin", "nvcc")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	return "", fmt.Errorf("%w: not on PATH, nor at %s (the CUDA toolkit builds the candidates)", ErrNoNVCC, strings.Join(tried, " or "))
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.TrimSpace(s[strings.LastIndexByte(s, '\n')+1:])
 }

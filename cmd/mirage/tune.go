@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ type tuneFlags struct {
 	candidates int
 	runs       int
 	warmup     int
+	timeout    time.Duration
 	out        string
 	program    string
 	asJSON     bool
@@ -34,11 +36,12 @@ func newTuneCmd() *cobra.Command {
 		Args:  f.load.files(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return f.run(cmd, args[0]) },
 	}
-	registerArch(cmd, &f.arch, "the code built and the cost model's estimates")
+	registerDocumentArch(cmd, &f.arch, "the code built, the GPU it must run on, and the cost model's estimates")
 	fl := cmd.Flags()
 	fl.IntVar(&f.candidates, "candidates", 4, "how many of the file's graphs to time, best first (0: all)")
 	fl.IntVar(&f.runs, "runs", 200, "timed runs of each candidate (the median is kept)")
-	fl.IntVar(&f.warmup, "warmup", 20, "untimed runs of each candidate first")
+	fl.IntVar(&f.warmup, "warmup", 20, "untimed runs of each candidate first (at least 1: the first loads the code and creates cuBLASLt's handle)")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "stop the timing program after this long (a kernel that hangs)")
 	fl.StringVarP(&f.out, "out", "o", "", "the profile to write (default: profile_ARCH.json beside FILE)")
 	fl.StringVar(&f.program, "program", "", "the program's name the profile keys the times by (default: the file's)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the measurements as JSON")
@@ -54,8 +57,11 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if err := checkNotNegative(cmd, "candidates"); err != nil {
 		return err
 	}
-	if f.runs < 1 || f.warmup < 0 {
-		return fmt.Errorf("--runs %d, --warmup %d: want at least one timed run, and no negative warm-up", f.runs, f.warmup)
+	if f.runs < 1 || f.warmup < 1 {
+		return fmt.Errorf("--runs %d, --warmup %d: want at least one of each (the first run loads the code and creates cuBLASLt's handle)", f.runs, f.warmup)
+	}
+	if f.timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration", f.timeout)
 	}
 	if driver.IsProgram(path) {
 		return fmt.Errorf("%s: tune times the candidates of a μGraph file (superopt FILE.py --max-candidates K writes one)", path)
@@ -64,6 +70,7 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if err != nil {
 		return err
 	}
+	f.arch.fromDocument(cmd, in)
 	switch _, _, dynamic, err := driver.ReadDynamic(in.File); {
 	case err != nil:
 		return fmt.Errorf("%s: %v", path, err)
@@ -73,6 +80,10 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	out := f.out
 	if out == "" {
 		out = filepath.Join(filepath.Dir(path), "profile_"+f.arch.Arch.Name+".json")
+	}
+	// Before the GPU's minutes are spent: where the profile goes exists.
+	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("-o %s: %s is not a directory", out, filepath.Dir(out))
 	}
 	work, err := os.MkdirTemp("", "mirage-tune-")
 	if err != nil {
@@ -87,11 +98,11 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the timing")
 	defer stop()
 	res, err := tune.Run(ctx, in.File, tune.Options{Arch: f.arch.Arch, Program: program, Candidates: f.candidates,
-		Runs: f.runs, Warmup: f.warmup, Dir: work, Emulate: f.emulate})
+		Runs: f.runs, Warmup: f.warmup, Timeout: f.timeout, Dir: work, Emulate: f.emulate})
 	if ctx.Err() != nil {
 		return interrupted("tune")
 	}
-	if errors.Is(err, tune.ErrNoGPU) {
+	if errors.Is(err, tune.ErrNoGPU) || errors.Is(err, tune.ErrNoNVCC) {
 		return fmt.Errorf("tune needs a GPU and nvcc: %v", err)
 	}
 	if err != nil {

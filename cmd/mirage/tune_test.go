@@ -95,6 +95,31 @@ func TestTune(t *testing.T) {
 	if !slices.ContainsFunc(so.Candidates, func(c superoptCandidate) bool { return c.Unfused && c.Measured }) {
 		t.Errorf("%d measured answers: the unfused program, at least, was measured", measured)
 	}
+
+	// A document superopt wrote for the H200 is timed, and its profile
+	// keyed, for the H200, as superopt --arch h200 --profile reads it.
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h200 := filepath.Join(dir, "h200", "norm_proj.ugraph.json")
+	if n := strings.Count(string(data), `"arch": "sm_90"`); n != 1 {
+		t.Fatalf("the document names its arch %d times", n)
+	}
+	if err := os.MkdirAll(filepath.Dir(h200), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h200, []byte(strings.Replace(string(data), `"arch": "sm_90"`, `"arch": "h200"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = mirage(t, "tune", h200, "--emulate", "--runs", "1", "--warmup", "1", "--candidates", "1", "--json")
+	if code != 0 {
+		t.Fatalf("tune of an h200 document: exit %d\n%s", code, stderr)
+	}
+	var arch struct{ Arch, Profile string }
+	if err := json.Unmarshal([]byte(stdout), &arch); err != nil || arch.Arch != "h200" || arch.Profile != filepath.Join(dir, "h200", "profile_h200.json") {
+		t.Errorf("tune of an h200 document: %+v, %v", arch, err)
+	}
 }
 
 // TestTuneRefuses: a program (not a μGraph file) and bad flags are exit 2;
@@ -119,6 +144,9 @@ func TestTuneRefuses(t *testing.T) {
 	}{
 		{[]string{"tune", prog}, "tune times the candidates of a μGraph file"},
 		{[]string{"tune", doc, "--runs", "0"}, "--runs 0"},
+		{[]string{"tune", doc, "--warmup", "0"}, "--warmup 0: want at least one"},
+		{[]string{"tune", doc, "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"tune", doc, "-o", filepath.Join(dir, "missing", "p.json")}, "is not a directory"},
 		{[]string{"tune", doc, "--candidates", "-1"}, "--candidates"},
 		{[]string{"tune", filepath.Join(dir, "missing.ugraph.json")}, "missing.ugraph.json"},
 		{[]string{"tune", doc, "-o", ""}, "empty"},

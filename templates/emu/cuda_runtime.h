@@ -941,10 +941,11 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
   return cudaSuccess;
 }
 
-// One device: the emulator, with an H100's L2 and clock for the host code
-// that asks.
+// One device: the emulator, with an H100's compute capability, L2 and
+// clock for the host code that asks.
 struct cudaDeviceProp {
   char name[256];
+  int major, minor;
 };
 enum cudaDeviceAttr { cudaDevAttrClockRate = 13, cudaDevAttrL2CacheSize = 38 };
 inline cudaError_t cudaGetDeviceCount(int* n) {
@@ -959,6 +960,8 @@ inline cudaError_t cudaGetDevice(int* d) {
 inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   if (d != 0) return cudaErrorInvalidValue;
   std::snprintf(p->name, sizeof p->name, "mirage CPU emulator");
+  p->major = 9;
+  p->minor = 0;
   return cudaSuccess;
 }
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
