@@ -157,6 +157,10 @@ type outcome struct {
 	nsubtrees int    // of its search
 	result    result // under run.mu: a search abandoned on interruption may still write it
 	ops       string // the ops, inputs and outputs of the part that made it, printed (the fingerprint pool's key)
+	// fingerprinting is set, under run.mu, while the part's program is
+	// evaluated for its verifier: at a prefill's shapes that alone can
+	// outlast the run.
+	fingerprinting bool
 }
 
 // result is what a search of a part gave.
@@ -517,10 +521,16 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			// The search's checks end with the run's context: by then its
 			// answer is not waited for, and the processors are the next
 			// run's (a bucket's, a workload's) or the writer's.
+			d.mu.Lock()
+			o.fingerprinting = true
+			d.mu.Unlock()
 			v, err := d.verifier(o, ctx.Done())
+			d.mu.Lock()
+			o.fingerprinting = false
+			d.mu.Unlock()
 			switch {
 			case errors.Is(err, ffverify.ErrStopped):
-				r.whyNot, r.timedOut = "the run ended before the part was fingerprinted", true
+				r.whyNot, r.timedOut = unfingerprinted(o), true
 				return r
 			case err != nil:
 				r.whyNot = "search failed: fingerprinting the part: " + err.Error()
@@ -650,6 +660,13 @@ func seedsTried(trials []search.SeedTrial) string {
 		parts = append(parts, fmt.Sprintf("%s %s", t.Rule, t.Outcome))
 	}
 	return "seeds: " + strings.Join(parts, ", ")
+}
+
+// unfingerprinted says why o's part was not searched when the run ended
+// while its program was being evaluated for the verifier, and what that
+// takes: a longer --time-limit is the remedy.
+func unfingerprinted(o *outcome) string {
+	return "the run ended before the part was fingerprinted (" + ffverify.FingerprintTime(o.program, ffverify.Options{}) + ")"
 }
 
 // verifier returns the verifier of o's part's search, stopped once stop is
@@ -785,6 +802,11 @@ func (d *run) reports(parts []Part, outs []*outcome) []*PartReport {
 		res := d.resultOf(o)
 		if !res.done {
 			res = result{whyNot: "the run ended before its search did"}
+			d.mu.Lock()
+			if o.fingerprinting {
+				res.whyNot = unfingerprinted(o)
+			}
+			d.mu.Unlock()
 			if _, seen := first[o]; !seen {
 				d.log(o, res) // the searched parts said so as they ended
 			}

@@ -30,7 +30,7 @@ func apply(f *fn, dst, x, y *tensor) {
 		}
 		binary(dst, x, y, f.bin)
 	case ugraph.ClassMatmul:
-		matmul(dst, x, y)
+		matmul(dst, x, y, nil) // a block's tile: small
 	case ugraph.ClassReduction:
 		// reduction and reduction_to_dimx differ only in the result's extent
 		// along the dim (1 or reduction_dimx), which dst already has.
@@ -53,18 +53,34 @@ func binary(dst, x, y *tensor, f func(a, b elem) elem) {
 // leading dims. The i-l-j order streams rows of b and dst; four rows of b
 // are folded per pass, and one reduction per residue follows four
 // multiply-adds (a reduced residue plus four products of residues fits in a
-// uint64, see modP).
-func matmul(dst, a, b *tensor) {
+// uint64, see modP). check, if not nil, is called before each column
+// panel: a stopped check (errStopped) stops a product of minutes (a
+// prefill's LM head) within a panel's time.
+func matmul(dst, a, b *tensor, check func()) {
 	r := a.shape.Rank()
 	m, k, n := a.shape.Dim(r-2), a.shape.Dim(r-1), b.shape.Dim(r-1)
-	clear(dst.v)
 	for batch := range len(a.v) / (m * k) {
 		A := a.v[batch*m*k:][:m*k]
 		B := b.v[batch*k*n:][:k*n]
 		C := dst.v[batch*m*n:][:m*n]
 		for j0 := 0; j0 < n; j0 += matmulCols {
-			panelAdd(C, n, j0, min(matmulCols, n-j0), A, k, 0, k, B[j0:], n)
+			if check != nil {
+				check()
+			}
+			w := min(matmulCols, n-j0)
+			clearPanel(C, n, j0, w)
+			panelAdd(C, n, j0, w, A, k, 0, k, B[j0:], n)
 		}
+	}
+}
+
+// clearPanel zeroes columns [j0, j0+w) of C, of n columns: a product
+// zeroes its output a panel at a time, as it computes it, not all at once
+// first (a prefill's logits are gigabytes of fresh pages: touching them
+// took 20 s on a VM, with no check in between).
+func clearPanel(C []elem, n, j0, w int) {
+	for i := j0; i < len(C); i += n {
+		clear(C[i:][:w])
 	}
 }
 
@@ -74,18 +90,21 @@ func matmul(dst, a, b *tensor) {
 // in cache), so a weight matrix is never stored whole. Its elements are
 // hashed once either way; what this saves is the memory, and the time of
 // touching it fresh (page faults: a 70B layer's two weights are 3.8 GB a
-// draw).
-func matmulInput(dst, a *tensor, bs ugraph.Shape, key uint64) {
+// draw). check is called before each panel, as in matmul.
+func matmulInput(dst, a *tensor, bs ugraph.Shape, key uint64, check func()) {
 	r := a.shape.Rank()
 	m, k, n := a.shape.Dim(r-2), a.shape.Dim(r-1), bs.Dim(r-1)
-	clear(dst.v)
 	panel := make([]elem, panelElems(k, n))
 	for batch := range len(a.v) / (m * k) {
 		A := a.v[batch*m*k:][:m*k]
 		C := dst.v[batch*m*n:][:m*n]
 		for j0 := 0; j0 < n; j0 += matmulCols {
 			w := min(matmulCols, n-j0)
+			clearPanel(C, n, j0, w)
 			for l0 := 0; l0 < k; l0 += genRows {
+				if check != nil {
+					check()
+				}
 				l1 := min(l0+genRows, k)
 				for l := l0; l < l1; l++ {
 					at := uint64((batch*k+l)*n + j0)

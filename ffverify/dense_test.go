@@ -38,7 +38,7 @@ func TestMatmulMatchesTheDefinition(t *testing.T) {
 		for i := range got.v {
 			got.v[i] = elem{1, 1} // matmul overwrites dst
 		}
-		matmul(got, x, y)
+		matmul(got, x, y, nil)
 		naiveMatmul(want, x, y)
 		for i := range want.v {
 			if got.v[i] != want.v[i] {
@@ -67,7 +67,7 @@ func TestMatmulInputMatchesTheMaterialisedInput(t *testing.T) {
 		for i := range got.v {
 			got.v[i] = elem{1, 1} // matmulInput overwrites dst
 		}
-		matmulInput(got, x, ys, key)
+		matmulInput(got, x, ys, key, nil)
 		naiveMatmul(want, x, y)
 		for i := range want.v {
 			if got.v[i] != want.v[i] {
@@ -85,7 +85,7 @@ func BenchmarkMatmul(bb *testing.B) {
 			x, y := randomTensor(ugraph.MustShape(s[0], s[1]), 1), randomTensor(ugraph.MustShape(s[1], s[2]), 2)
 			dst := newTensor(ugraph.MustShape(s[0], s[2]))
 			for bb.Loop() {
-				matmul(dst, x, y)
+				matmul(dst, x, y, nil)
 			}
 		})
 	}

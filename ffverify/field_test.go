@@ -145,7 +145,7 @@ func TestMatmulMatchesDefinition(t *testing.T) {
 			b.v[i] = uniform(uint64(i + 1000))
 		}
 		c := newTensor(ugraph.MustShape(2, m, n))
-		matmul(c, a, b)
+		matmul(c, a, b, nil)
 		for bt := range 2 {
 			for i := range m {
 				for j := range n {

@@ -89,15 +89,16 @@ func (o operand) tensor() *tensor {
 	return o.src.dense()
 }
 
-// mulOperands computes dst = x·y. A right operand that is an input not at
-// hand (a weight) is computed a panel at a time as the product reads it
-// (matmulInput), never stored whole.
-func mulOperands(dst *tensor, x, y operand) {
+// mulOperands computes dst = x·y, calling check between panels (matmul).
+// A right operand that is an input not at hand (a weight) is computed a
+// panel at a time as the product reads it (matmulInput), never stored
+// whole.
+func mulOperands(dst *tensor, x, y operand, check func()) {
 	if y.t == nil && y.src.tr != nil && y.src.tr.dense == nil {
-		matmulInput(dst, x.tensor(), y.src.shape, y.src.tr.inputs[y.src.input])
+		matmulInput(dst, x.tensor(), y.src.shape, y.src.tr.inputs[y.src.input], check)
 		return
 	}
-	matmul(dst, x.tensor(), y.tensor())
+	matmul(dst, x.tensor(), y.tensor(), check)
 }
 
 // sourceOperand names the operand src: a program input by its position,
@@ -156,15 +157,7 @@ func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *produc
 		}
 		p, first := ps.entry(k, bytes)
 		if first {
-			defer func() {
-				if p.outs == nil {
-					// Stopped midway (check panicked; the memo is shared
-					// with checks that were not): the entry goes, and
-					// those waiting for it compute it themselves.
-					ps.forget(k, p)
-					close(p.ready)
-				}
-			}()
+			defer ps.unlessDone(k, p)
 			p.outs = bp.runOn(fns, ins, ps, operands, check)
 			close(p.ready)
 		}
@@ -197,17 +190,17 @@ type slabKey struct {
 }
 
 // whole computes into dst the product of a pre-defined matmul's operands.
-func (ps *products) whole(dst *tensor, a, b operand) {
-	ps.matmul(dst, wholeKey{a.key, b.key}, a, b)
+func (ps *products) whole(dst *tensor, a, b operand, check func()) {
+	ps.matmul(dst, wholeKey{a.key, b.key}, a, b, check)
 }
 
 // matmul computes into dst the product x·y, kept in the memo under key
 // (unless it would take more than a quarter of the budget), and reports
 // whether the memo had it already.
-func (ps *products) matmul(dst *tensor, key any, x, y operand) (hit bool) {
-	p, hit := ps.kept(key, dst.shape, x, y)
+func (ps *products) matmul(dst *tensor, key any, x, y operand, check func()) (hit bool) {
+	p, hit := ps.kept(key, dst.shape, x, y, check)
 	if p == nil {
-		mulOperands(dst, x, y)
+		mulOperands(dst, x, y, check)
 		return false
 	}
 	copy(dst.v, p.v)
@@ -217,28 +210,42 @@ func (ps *products) matmul(dst *tensor, key any, x, y operand) (hit bool) {
 // kept returns the product x·y, of shape s, from the memo under key,
 // computing it if new (materialising x and y only then), and whether the
 // memo had it already; nil when it would take more than a quarter of the
-// budget. The tensor is the memo's: read only.
-func (ps *products) kept(key any, s ugraph.Shape, x, y operand) (t *tensor, hit bool) {
+// budget, or when the check that was computing it stopped. The tensor is
+// the memo's: read only.
+func (ps *products) kept(key any, s ugraph.Shape, x, y operand, check func()) (t *tensor, hit bool) {
 	bytes := tensorBytes(s)
 	if bytes > ps.budget/4 {
 		return nil, false
 	}
 	p, first := ps.entry(key, bytes)
 	if first {
-		p.t = newTensor(s)
-		mulOperands(p.t, x, y)
+		defer ps.unlessDone(key, p)
+		t := newTensor(s)
+		mulOperands(t, x, y, check)
+		p.t = t
 		close(p.ready)
 	}
 	<-p.ready
 	return p.t, !first
 }
 
+// unlessDone, deferred by the computer of p (kept under k), lets those
+// waiting for p go if the computation stopped midway (check panicked; the
+// memo is shared with checks that were not): the entry goes, and they
+// compute the product themselves.
+func (ps *products) unlessDone(k any, p *product) {
+	if p.t == nil && p.outs == nil {
+		ps.forget(k, p)
+		close(p.ready)
+	}
+}
+
 // wholeProduct returns the product of a pre-defined matmul's operands a
 // and b from the memo (the program's own matmul of them put it there), or
 // nil when it is too large to keep.
-func (ps *products) wholeProduct(a, b operand) *tensor {
+func (ps *products) wholeProduct(a, b operand, check func()) *tensor {
 	s := a.key.shape.WithDim(a.key.shape.Rank()-1, b.key.shape.Last())
-	t, _ := ps.kept(wholeKey{a.key, b.key}, s, a, b)
+	t, _ := ps.kept(wholeKey{a.key, b.key}, s, a, b, check)
 	return t
 }
 
@@ -282,7 +289,7 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 			ps.tileCost.Add(fingerprintCost * int64(len(n.t.v)))
 		}
 	}
-	if ps.matmul(dst, tilePair{a, b}, operand{t: x.t}, operand{t: y.t}) {
+	if ps.matmul(dst, tilePair{a, b}, operand{t: x.t}, operand{t: y.t}, nil) {
 		ps.tileSaved.Add(int64(len(dst.v) * x.shape.Last()))
 	}
 }
@@ -303,20 +310,29 @@ const fingerprintCost = 3
 
 // tile writes into dst the product of the tile of shape ta at padded
 // offset offA in operand a and the tile at offB in operand b, which
-// serves allows. dst has the product's shape.
-func (ps *products) tile(dst *tensor, a operand, ta ugraph.Shape, offA layout.Dims, b operand, offB layout.Dims) {
+// serves allows. dst has the product's shape. check is called between the
+// slab product's panels.
+func (ps *products) tile(dst *tensor, a operand, ta ugraph.Shape, offA layout.Dims, b operand, offB layout.Dims, check func()) {
 	k := slabKeyOf(a, ta, offA, b, offB)
 	slabA, slabB, out := slabShapes(k, ta.Rank())
-	p, first := ps.entry(k, tensorBytes(out))
-	if first {
-		sa := newTensor(slabA)
-		copyBox(sa, layout.Dims{}, a.t, k.offA, layout.Pad(slabA))
-		p.t = newTensor(out)
-		matmul(p.t, sa, view(b.t, k.offB, slabB))
-		close(p.ready)
+	for {
+		p, first := ps.entry(k, tensorBytes(out))
+		if first {
+			defer ps.unlessDone(k, p)
+			sa := newTensor(slabA)
+			copyBox(sa, layout.Dims{}, a.t, k.offA, layout.Pad(slabA))
+			t := newTensor(out)
+			matmul(t, sa, view(b.t, k.offB, slabB), check)
+			p.t = t
+			close(p.ready)
+		}
+		<-p.ready
+		if p.t != nil {
+			copyBox(dst, layout.Dims{}, p.t, layout.Dims{0, 0, offA[2], offB[3]}, layout.Pad(dst.shape))
+			return
+		}
+		// Its computer stopped: compute it here (a new entry).
 	}
-	<-p.ready
-	copyBox(dst, layout.Dims{}, p.t, layout.Dims{0, 0, offA[2], offB[3]}, layout.Pad(dst.shape))
 }
 
 // slabKeyOf names the slab product that holds the product of the tile of

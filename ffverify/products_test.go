@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"testing"
+	"time"
 
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/layout"
@@ -24,7 +25,7 @@ func tileProduct(a *tensor, ta ugraph.Shape, offA layout.Dims, b *tensor, tb ugr
 	copyBox(x, layout.Dims{}, a, offA, layout.Pad(ta))
 	copyBox(y, layout.Dims{}, b, offB, layout.Pad(tb))
 	out := newTensor(ta.WithDim(ta.Rank()-1, tb.Last()))
-	matmul(out, x, y)
+	matmul(out, x, y, nil)
 	return out
 }
 
@@ -75,7 +76,7 @@ func TestProductsTile(t *testing.T) {
 					}
 					want := tileProduct(a, tc.ta, tc.offA, b, tc.tb, tc.offB)
 					got := newTensor(want.shape)
-					ps.tile(got, oa, tc.ta, tc.offA, ob, tc.offB)
+					ps.tile(got, oa, tc.ta, tc.offA, ob, tc.offB, nil)
 					if fmt.Sprint(got.v) != fmt.Sprint(want.v) {
 						t.Errorf("tile %d (%v at %v times %v at %v): memo %v, direct %v", i, tc.ta, tc.offA, tc.tb, tc.offB, got.v, want.v)
 					}
@@ -95,7 +96,7 @@ func TestProductsKeys(t *testing.T) {
 	ps := newProducts(4*tensorBytes(s), 9) // room for four products
 	product := func(x *tensor) *tensor {
 		out := newTensor(s)
-		ps.whole(out, ps.operand(x, -1), ps.operand(b, 1))
+		ps.whole(out, ps.operand(x, -1), ps.operand(b, 1), nil)
 		return out
 	}
 	p1, p2 := product(a), product(a2)
@@ -103,7 +104,7 @@ func TestProductsKeys(t *testing.T) {
 		t.Fatal("operands that differ in one value share a product")
 	}
 	want := newTensor(s)
-	matmul(want, a2, b)
+	matmul(want, a2, b, nil)
 	if fmt.Sprint(p2.v) != fmt.Sprint(want.v) {
 		t.Errorf("memo %v, direct %v", p2.v, want.v)
 	}
@@ -131,5 +132,62 @@ func TestFingerprintArithmetic(t *testing.T) {
 		if got%m61 != want {
 			t.Errorf("mulM61(%d, %d) = %d, want %d", c[0], c[1], got, want)
 		}
+	}
+}
+
+// TestProductsStopped: a product whose check stops it midway (a search's
+// deadline) stops within a panel, and leaves the memo as if it had never
+// started: a check that waited for it, and one that comes after, compute
+// it themselves, right.
+func TestProductsStopped(t *testing.T) {
+	a, b := randomTensor(ugraph.MustShape(8, 64), 1), randomTensor(ugraph.MustShape(64, 4*matmulCols), 2)
+	want := newTensor(ugraph.MustShape(8, 4*matmulCols))
+	panels := 0
+	matmul(want, a, b, func() { panels++ })
+	if panels != 4 {
+		t.Errorf("matmul checked %d times, want once a panel (4)", panels)
+	}
+	ps := newProducts(1<<30, 9)
+	oa, ob := ps.operand(a, 0), ps.operand(b, 1)
+
+	started, release := make(chan struct{}), make(chan struct{})
+	stopped := make(chan any)
+	go func() {
+		defer func() { stopped <- recover() }()
+		calls := 0
+		ps.whole(newTensor(want.shape), oa, ob, func() {
+			switch calls++; calls {
+			case 1:
+				close(started)
+			case 2:
+				<-release // a waiter comes meanwhile
+				panic(errStopped)
+			}
+		})
+	}()
+	<-started
+	waited := make(chan *tensor)
+	go func() {
+		got := newTensor(want.shape)
+		ps.whole(got, oa, ob, nil)
+		waited <- got
+	}()
+	time.Sleep(10 * time.Millisecond) // the waiter finds the entry, most likely
+	close(release)
+	if e := <-stopped; e != errStopped {
+		t.Fatalf("the stopped product: recovered %v", e)
+	}
+	select {
+	case got := <-waited:
+		if fmt.Sprint(got.v) != fmt.Sprint(want.v) {
+			t.Error("the waiter's product differs")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter still waits for the stopped product")
+	}
+	after := newTensor(want.shape)
+	ps.whole(after, oa, ob, nil)
+	if fmt.Sprint(after.v) != fmt.Sprint(want.v) {
+		t.Error("the product after differs")
 	}
 }

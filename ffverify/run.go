@@ -41,9 +41,9 @@ func (p *plan) run(tr *trial) []*tensor {
 			b := val[op.In[1]]
 			dst := newTensor(g.Tensors[op.Out[0]].Shape)
 			if ps := tr.products; ps != nil {
-				ps.whole(dst, ps.sourceOperand(val[op.In[0]]), ps.sourceOperand(b))
+				ps.whole(dst, ps.sourceOperand(val[op.In[0]]), ps.sourceOperand(b), tr.check)
 			} else {
-				mulOperands(dst, operand{t: a}, operand{t: b.t, src: b})
+				mulOperands(dst, operand{t: a}, operand{t: b.t, src: b}, tr.check)
 			}
 			val[op.Out[0]] = source{t: dst, shape: dst.shape}
 		default:
@@ -128,7 +128,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 	for r, i := range bp.outputs {
 		outs[r] = newTensor(g.Ops[i].Output.DShape)
 	}
-	sums := bp.wholeSums(operands, ps)
+	sums := bp.wholeSums(operands, ps, check)
 	served, skip := bp.memoised(operands, ps, sums)
 	eval := func(i int) {
 		op := &g.Ops[i]
@@ -165,7 +165,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 						default:
 							switch {
 							case served[i]:
-								bp.product(tile[op.Out], operands, ps, op, b, it)
+								bp.product(tile[op.Out], operands, ps, op, b, it, check)
 							case ps != nil && op.Kind == ugraph.OpMatmul && ps.tilesPay():
 								ps.tiles(tile[op.Out], bp.tileName(tile, operands, ps, op.In[0], b, it), bp.tileName(tile, operands, ps, op.In[1], b, it))
 							default:
@@ -253,10 +253,10 @@ func (bp *blockPlan) tileName(tile []*tensor, operands []operand, ps *products, 
 
 // product computes served matmul op of block b at iteration it into dst,
 // from the memo ps.
-func (bp *blockPlan) product(dst *tensor, operands []operand, ps *products, op *block.Op, b block.Dim3, it int) {
+func (bp *blockPlan) product(dst *tensor, operands []operand, ps *products, op *block.Op, b block.Dim3, it int, check func()) {
 	a, c := &bp.g.Ops[bp.producer[op.In[0]]], &bp.g.Ops[bp.producer[op.In[1]]]
 	ps.tile(dst, operands[bp.operand[bp.producer[op.In[0]]]], bp.g.Tensors[a.Out].Shape, bp.inputOffset(a, b, it),
-		operands[bp.operand[bp.producer[op.In[1]]]], bp.inputOffset(c, b, it))
+		operands[bp.operand[bp.producer[op.In[1]]]], bp.inputOffset(c, b, it), check)
 }
 
 // accumTerms is the number of terms each element of accumulator op's result

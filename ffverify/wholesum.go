@@ -56,7 +56,7 @@ func (s wholeSum) copyTo(acc *tensor, bp *blockPlan, b block.Dim3) {
 // read by nothing else, a matmul of two loaded tiles whose loads walk
 // the whole k dim of the kernel's operands, block by block at the same
 // batch offsets.
-func (bp *blockPlan) wholeSums(operands []operand, ps *products) wholeSums {
+func (bp *blockPlan) wholeSums(operands []operand, ps *products, check func()) wholeSums {
 	var sums wholeSums
 	if ps == nil {
 		return sums
@@ -89,7 +89,7 @@ func (bp *blockPlan) wholeSums(operands []operand, ps *products) wholeSums {
 		if x.key.shape.Rank() != y.key.shape.Rank() {
 			continue
 		}
-		product := ps.wholeProduct(x, y)
+		product := ps.wholeProduct(x, y, check)
 		if product == nil {
 			continue
 		}

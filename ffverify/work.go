@@ -1,0 +1,51 @@
+package ffverify
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
+
+// MultiplyAddsPerSecond is what one core multiplies and adds in a draw's
+// matmuls, in the model's field (AVX2; BenchmarkMatmul's 16×4096×11008
+// product took 225 ms on the 2-core development VM): the rate that says
+// how long fingerprinting a program takes.
+const MultiplyAddsPerSecond = 3.2e9
+
+// MultiplyAdds is the multiply-adds of one draw's evaluation of g's
+// pre-defined matmuls: what fingerprinting a program (a part as written)
+// costs, nearly all of it at a model's shapes.
+func MultiplyAdds(g *kernel.Graph) float64 {
+	var n float64
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if op.Kind != ugraph.OpMatmul {
+			continue
+		}
+		a, b := g.Tensors[op.In[0]].Shape, g.Tensors[op.In[1]].Shape
+		n += float64(a.NumElements()) * float64(b.Last())
+	}
+	return n
+}
+
+// FingerprintTime says how long New takes for g with opts here, from its
+// matmuls alone (MultiplyAdds, one draw a core), for a message: "2 draws
+// of 1.1e+12 multiply-adds, about 5m45s on 2 cores".
+func FingerprintTime(g *kernel.Graph, opts Options) string {
+	trials := opts.Trials
+	if trials == 0 {
+		trials = DefaultTrials
+	}
+	work := MultiplyAdds(g)
+	cores := min(runtime.GOMAXPROCS(0), trials)
+	rounds := (trials + cores - 1) / cores
+	d := time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)).Round(time.Second)
+	unit := "cores"
+	if cores == 1 {
+		unit = "core"
+	}
+	return fmt.Sprintf("%d draws of %.2g multiply-adds, about %v on %d %s", trials, work, d, cores, unit)
+}
