@@ -56,6 +56,9 @@ type Options struct {
 	Seed      uint64 // the verifier's draws
 	MaxStates int64  // per part search; 0 means no limit
 	NoSeeds   bool   // searches leave out the rules' seeds (search.Options.NoSeeds)
+	// MaxMemory bounds the memory of each verifier's evaluations
+	// (ffverify.Options.MaxBytes); 0 means memlimit.Default.
+	MaxMemory int64
 	// PartResults is how many candidates each part's search verifies
 	// (best first); 0 means 2, a negative number all of them.
 	PartResults int
@@ -500,12 +503,12 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			d.logf("part (%s): the shards' candidates failed the verifier past what they kept; searching it here", d.kinds(o))
 			res, r.merged = nil, false
 		case err != nil:
-			r.whyNot = "verification failed: " + err.Error()
+			r.whyNot = "verification failed: " + withMemoryHint(err)
 			return r
 		}
 	}
 	if res == nil && d.opts.Cache != nil {
-		switch cached, hit, err := d.opts.Cache.Load(key, o.program, d.opts.Seed); {
+		switch cached, hit, err := d.opts.Cache.Load(key, o.program, opts); {
 		case err != nil:
 			d.logf("warning: ignoring the cache: %v", err)
 		case hit:
@@ -533,7 +536,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 				r.whyNot, r.timedOut = unfingerprinted(o), true
 				return r
 			case err != nil:
-				r.whyNot = "search failed: fingerprinting the part: " + err.Error()
+				r.whyNot = "search failed: fingerprinting the part: " + withMemoryHint(err)
 				return r
 			}
 			opts.Verifier, base = v, v.StopWhen(nil)
@@ -545,7 +548,7 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 				r.whyNot, r.timedOut = "the run ended before its candidates were verified", true
 				return r
 			}
-			r.whyNot = "search failed: " + err.Error()
+			r.whyNot = "search failed: " + withMemoryHint(err)
 			return r
 		}
 		d.opts.fingerprints.Keep(o.ops, base)
@@ -676,7 +679,22 @@ func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, er
 	if v := d.opts.fingerprints.Prefix(o.ops, o.program); v != nil {
 		return v.StopWhen(stop), nil
 	}
-	return ffverify.NewStopping(o.program, ffverify.Options{Seed: d.opts.Seed}, stop)
+	return ffverify.NewStopping(o.program, d.verifierOptions(), stop)
+}
+
+// withMemoryHint is err's message, with how to raise the bound when it is
+// an evaluation over it.
+func withMemoryHint(err error) string {
+	if memlimit.IsOver(err) {
+		return err.Error() + " (--max-memory raises the limit)"
+	}
+	return err.Error()
+}
+
+// verifierOptions are the options of the verifiers the run makes itself,
+// as its searches make theirs (search.Options).
+func (d *run) verifierOptions() ffverify.Options {
+	return ffverify.Options{Seed: d.opts.Seed, MaxBytes: d.opts.MaxMemory}
 }
 
 // liveHeapBudget is the live heap at which a search stops enumerating: a
@@ -699,7 +717,7 @@ func liveHeapBudget() int64 {
 func (d *run) searchOptions(deadline time.Time, workers int) search.Options {
 	est := cost.NewEstimator(d.opts.Arch)
 	return search.Options{Workers: workers, Seed: d.opts.Seed, MaxStates: d.opts.MaxStates, MaxResults: max(d.opts.PartResults, 0), NoSeeds: d.opts.NoSeeds,
-		Deadline: deadline, Stop: d.interrupt, MaxLiveHeap: liveHeapBudget(),
+		Deadline: deadline, Stop: d.interrupt, MaxLiveHeap: liveHeapBudget(), MaxMemory: d.opts.MaxMemory,
 		Estimate: func(g *kernel.Graph) (search.Estimate, error) {
 			e, err := est.Graph(g)
 			if err != nil {
@@ -913,7 +931,7 @@ func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, erro
 // the run stops verifying (stopVerifying).
 func (d *run) wholeVerifier() (*ffverify.Verifier, error) {
 	d.wholeOnce.Do(func() {
-		d.whole, d.wholeErr = ffverify.NewStopping(d.program, ffverify.Options{Seed: d.opts.Seed}, d.verifyStop)
+		d.whole, d.wholeErr = ffverify.NewStopping(d.program, d.verifierOptions(), d.verifyStop)
 	})
 	return d.whole, d.wholeErr
 }

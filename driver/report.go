@@ -125,6 +125,21 @@ func partSummaries(res *Result) []PartSummary {
 	return parts
 }
 
+// maxReasonCell bounds the table's reason a part is not fused, in
+// characters: a memory error's is 230, and the table's columns are as
+// wide as their widest cell. The part's line in the log above the table,
+// and --json, say it whole.
+const maxReasonCell = 100
+
+// shortened is s, cut to at most n characters with an ellipsis.
+func shortened(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return strings.TrimRight(string(r[:n-1]), " ,;:") + "…"
+}
+
 // WriteTable prints res as superopt does without --json: its parts, then
 // its candidates.
 func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emitted) {
@@ -156,7 +171,7 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 		status := "yes"
 		switch {
 		case !p.Fused:
-			status = "no: " + p.WhyNot
+			status = "no: " + shortened(p.WhyNot, maxReasonCell)
 		case p.Seed != "":
 			status = "yes (seed: " + p.Seed + ")"
 		}

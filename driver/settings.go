@@ -24,6 +24,7 @@ type Settings struct {
 	Profile       string // measured times (a file or directory of profiles); "": the model alone
 	CacheDir      string // "": the user cache directory
 	NoCache       bool
+	MaxMemory     int64        // bound of each verifier's evaluations; 0: memlimit.Default
 	Log           func(string) // a line per part as it is searched; may be nil
 }
 
@@ -68,7 +69,7 @@ func (s Settings) Options(in *Input) (Options, error) {
 	opts := Options{
 		Name: in.Name, Arch: s.Arch, Preset: preset, Restrict: r,
 		TimeLimit: s.TimeLimit, Workers: s.Workers, Seed: s.Seed, MaxStates: s.MaxStates, NoSeeds: s.NoSeeds,
-		PartResults: PartResults(s.MaxCandidates), Log: s.Log,
+		PartResults: PartResults(s.MaxCandidates), MaxMemory: s.MaxMemory, Log: s.Log,
 	}
 	if opts.TimeLimit == 0 {
 		opts.TimeLimit = DefaultTimeLimit

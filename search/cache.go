@@ -200,10 +200,11 @@ func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugrap
 
 // Load returns the cached result for key, if there is a readable one whose
 // every candidate passes the verifier's fast path against program (with the
-// draws of seed): an entry edited by hand, or written for another program,
-// is an error, never an answer. An unreadable or refused entry is reported
-// as an error (and can be overwritten).
-func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bool, error) {
+// draws and memory bound of opts, as the search's: Options.Seed and
+// MaxMemory): an entry edited by hand, or written for another program, is
+// an error, never an answer. An unreadable or refused entry is reported as
+// an error (and can be overwritten).
+func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, bool, error) {
 	data, err := boundedread.ReadFile(c.path(key), kernel.MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
@@ -227,7 +228,7 @@ func (c Cache) Load(key string, program *kernel.Graph, seed uint64) (*Result, bo
 	if len(r.Candidates) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidates", c.path(key))
 	}
-	v, err := ffverify.New(program, ffverify.Options{Seed: seed})
+	v, err := ffverify.New(program, opts.verifierOptions())
 	if err != nil {
 		return nil, false, err
 	}

@@ -341,13 +341,13 @@ func TestCacheRoundTrip(t *testing.T) {
 			t.Errorf("the program at %v has the key of the program at (16, 4096)", dims)
 		}
 	}
-	if _, hit, err := cache.Load(key, p.Graph, 1); hit || err != nil {
+	if _, hit, err := cache.Load(key, p.Graph, search.Options{Seed: 1}); hit || err != nil {
 		t.Fatalf("empty cache: hit %v, %v", hit, err)
 	}
 	if err := cache.Store(key, "rmsnorm_matmul", res); err != nil {
 		t.Fatal(err)
 	}
-	got, hit, err := cache.Load(key, p.Graph, 1)
+	got, hit, err := cache.Load(key, p.Graph, search.Options{Seed: 1})
 	if !hit || err != nil {
 		t.Fatalf("after Store: hit %v, %v", hit, err)
 	}
@@ -369,7 +369,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, edited, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, err := cache.Load(key, p.Graph, 1); hit || err == nil || !strings.Contains(err.Error(), "does not compute the program") {
+	if _, hit, err := cache.Load(key, p.Graph, search.Options{Seed: 1}); hit || err == nil || !strings.Contains(err.Error(), "does not compute the program") {
 		t.Errorf("edited entry (div -> mul): hit %v, error %v", hit, err)
 	}
 
@@ -377,13 +377,13 @@ func TestCacheRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"version": 1, "graphs": [`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, err := cache.Load(key, p.Graph, 1); hit || err == nil {
+	if _, hit, err := cache.Load(key, p.Graph, search.Options{Seed: 1}); hit || err == nil {
 		t.Errorf("damaged entry: hit %v, error %v", hit, err)
 	}
 	if err := cache.Store(key, "rmsnorm_matmul", res); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, err := cache.Load(key, p.Graph, 1); !hit || err != nil {
+	if _, hit, err := cache.Load(key, p.Graph, search.Options{Seed: 1}); !hit || err != nil {
 		t.Errorf("after replacing the damaged entry: hit %v, %v", hit, err)
 	}
 
@@ -394,7 +394,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	if err := cache.Store(other, "rmsnorm_matmul", &short); err != nil {
 		t.Fatal(err)
 	}
-	if _, hit, _ := cache.Load(other, p.Graph, 1); hit {
+	if _, hit, _ := cache.Load(other, p.Graph, search.Options{Seed: 1}); hit {
 		t.Error("a search stopped by its time limit was cached")
 	}
 }

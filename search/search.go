@@ -68,6 +68,10 @@ type Options struct {
 	// in a minute), and a run that outgrows the machine's memory ends in
 	// swap or the OOM killer.
 	MaxLiveHeap int64
+	// MaxMemory bounds the memory of the verifier's evaluations
+	// (ffverify.Options.MaxBytes); 0 means memlimit.Default. It is not in
+	// the cache's key: it changes whether a check runs, never its verdict.
+	MaxMemory int64
 	// Subtrees, when not nil, are the root subtrees (indices into the list
 	// Subtrees returns, ascending) that this run explores; the others are
 	// skipped. The graphs of pre-defined ops only, which lie in no subtree,
@@ -103,6 +107,11 @@ type Options struct {
 	// NoSeeds leaves out the rules' seeds (package seed): the candidates
 	// are the enumeration's only.
 	NoSeeds bool
+}
+
+// verifierOptions are the options of the verifier a search makes.
+func (o Options) verifierOptions() ffverify.Options {
+	return ffverify.Options{Seed: o.Seed, MaxBytes: o.MaxMemory}
 }
 
 // Estimate is what a cost model says of a candidate.
@@ -416,7 +425,7 @@ func newSearcherFor(ctx context.Context, program *kernel.Graph, cfg Config, opts
 		s.verifier = v
 		return s, nil
 	}
-	if s.verifier, err = ffverify.New(program, ffverify.Options{Seed: opts.Seed}); err != nil {
+	if s.verifier, err = ffverify.New(program, opts.verifierOptions()); err != nil {
 		s.exprs.close()
 		return nil, fmt.Errorf("search: fingerprinting the program: %v", err)
 	}
@@ -722,7 +731,7 @@ func VerifyMerged(ctx context.Context, program *kernel.Graph, runs []*Result, op
 		res.Stats.FirstFused = -1
 		return res, nil
 	}
-	verifier, err := ffverify.New(program, ffverify.Options{Seed: opts.Seed})
+	verifier, err := ffverify.New(program, opts.verifierOptions())
 	if err != nil {
 		return nil, fmt.Errorf("search: fingerprinting the program: %v", err)
 	}

@@ -413,3 +413,43 @@ func TestEmitCountersInterrupted(t *testing.T) {
 		t.Errorf("build directories left: %v", left)
 	}
 }
+
+// superopt's verifiers keep to --max-memory: a part whose fingerprints
+// need more is left unfused, saying so and how to raise the bound (the
+// table cuts the long reason; the log line has it whole); the default
+// bound fuses it.
+func TestSuperoptMaxMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "norm_proj.py")
+	if err := os.WriteFile(prog, []byte(normProj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mirage(t, "superopt", prog, "--no-cache", "--no-emit", "--time-limit", "20s", "--max-memory", "16KiB", "-o", filepath.Join(dir, "small"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	const why = "not fused: search failed: fingerprinting the part: ffverify: program: evaluating the program (keeping its outputs on 2 draws) needs "
+	if !strings.Contains(errOut, why) || !strings.Contains(errOut, "more than the limit of 16 KiB") || !strings.Contains(errOut, "(--max-memory raises the limit)") {
+		t.Errorf("the log:\n%s", errOut)
+	}
+	if !strings.Contains(out, "no: search failed: fingerprinting the part: ffverify: program: evaluating the program (keeping its outp…") ||
+		strings.Contains(out, "16 KiB") {
+		t.Errorf("the table's reason, cut at 100 characters:\n%s", out)
+	}
+	code, out, errOut = mirage(t, "superopt", prog, "--no-cache", "--no-emit", "--time-limit", "20s", "--json", "-o", filepath.Join(dir, "default"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct{ Parts []struct{ Fused bool } }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Parts) == 0 || !res.Parts[0].Fused {
+		t.Errorf("with the default bound: %+v, %v", res, err)
+	}
+	for _, bad := range []string{"0", "-1MiB", "lots"} {
+		if code, _, errOut := mirage(t, "superopt", prog, "--max-memory", bad, "-o", filepath.Join(dir, "bad")); code != exitUnusable || !strings.Contains(errOut, "--max-memory") {
+			t.Errorf("--max-memory %s: exit %d, %s", bad, code, errOut)
+		}
+	}
+}

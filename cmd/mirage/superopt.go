@@ -31,6 +31,7 @@ type superoptFlags struct {
 	shardDir   string
 	shards     int // N, for --shard auto in a Kubernetes Indexed Job
 	dynamic    dynamicFlags
+	maxMemory  memoryFlag
 }
 
 func newSuperoptCmd() *cobra.Command {
@@ -55,6 +56,7 @@ func newSuperoptCmd() *cobra.Command {
 	fl.StringVar(&f.cacheDir, "cache", "", "result cache directory (default: the user cache directory)")
 	fl.BoolVar(&f.noCache, "no-cache", false, "neither read nor write the result cache")
 	fl.BoolVar(&f.noSeeds, "no-seeds", false, "search without the rules' seeds: the enumeration's candidates only")
+	f.maxMemory.register(cmd)
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.StringVar(&f.profile, "profile", "", "measured times (a profile file from bench/gpu, or a directory of profile*.json) that override the model")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
@@ -126,7 +128,7 @@ func (f *superoptFlags) settings(cmd *cobra.Command) driver.Settings {
 	return driver.Settings{
 		Arch: f.arch.Arch, Preset: f.config, TimeLimit: f.timeLimit, Workers: f.workers, Seed: f.seed,
 		MaxStates: f.maxStates, NoSeeds: f.noSeeds, MaxCandidates: f.maxResults, Profile: f.profile,
-		CacheDir: f.cacheDir, NoCache: f.noCache,
+		CacheDir: f.cacheDir, NoCache: f.noCache, MaxMemory: int64(f.maxMemory),
 		Log: func(line string) { fmt.Fprintln(cmd.ErrOrStderr(), line) },
 	}
 }
