@@ -207,7 +207,11 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		res.Buckets = append(res.Buckets, BucketCode{Size: b.Size, Lo: b.Lo, Hi: b.Hi, Kernels: p.res.Kernels, WorkspaceBytes: ws})
 	}
 
-	cu := preamble(cname, opts, res.Links, res.Kernels)
+	var gs []*kernel.Graph
+	for _, p := range progs {
+		gs = append(gs, p.g)
+	}
+	cu := preamble(cname, opts, res.Links, res.Kernels, lowersFor(opts, gs...))
 	for i, p := range progs {
 		ns := fmt.Sprintf("m%d", p.bucket)
 		cu.line("")

@@ -657,7 +657,7 @@ func dims4(d layout.Dims) string {
 // files assembles NAME.cu, NAME.h and the runtime.
 func (p *program) files() error {
 	name := p.name
-	cu := preamble(name, p.opts, p.res.Links, p.res.Kernels)
+	cu := preamble(name, p.opts, p.res.Links, p.res.Kernels, lowersFor(p.opts, p.g))
 	if len(p.globals) > 0 {
 		cu.line("")
 		cu.line("namespace {")
@@ -723,7 +723,7 @@ func source(opts Options) string {
 
 // preamble starts NAME.cu: the comment, the runtime, the header, and the
 // checks that stop it compiling for a GPU it cannot run on.
-func preamble(name string, opts Options, links []string, kernels []Kernel) *writer {
+func preamble(name string, opts Options, links []string, kernels []Kernel, lowers func(target.Arch) bool) *writer {
 	cu := &writer{}
 	build := "Build: nvcc -arch=" + opts.Arch.CUDA + " -c " + name + ".cu (CUDA toolkit only). The API is in " + name + ".h."
 	if len(links) > 0 {
@@ -753,7 +753,7 @@ func preamble(name string, opts Options, links []string, kernels []Kernel) *writ
 	cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800")
 	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
 	cu.line("#endif")
-	cu.raw(smemGuard(opts.Arch, kernels))
+	cu.raw(smemGuard(opts.Arch, kernels, lowers))
 	return cu
 }
 
@@ -762,8 +762,10 @@ func preamble(name string, opts Options, links []string, kernels []Kernel) *writ
 // none is needed): built for sm_80, code emitted for sm_90 would fail
 // only at its first call, when the entry point asks for a kernel's
 // shared memory (cudaErrorInvalidValue). Compiled for the arch it was
-// emitted for, it is no code.
-func smemGuard(arch target.Arch, kernels []Kernel) string {
+// emitted for, it is no code. Its message says what to do for the older
+// GPU: emit the same μGraph for it where it lowers there (lowers: with
+// fewer pipeline stages, say), else search for it.
+func smemGuard(arch target.Arch, kernels []Kernel, lowers func(target.Arch) bool) string {
 	smem := 0
 	for _, k := range kernels {
 		smem = max(smem, k.SmemBytes)
@@ -778,10 +780,28 @@ func smemGuard(arch target.Arch, kernels []Kernel) string {
 	if !ok || older.Name == "" || smem <= older.MaxSmemPerBlock {
 		return ""
 	}
+	remedy := "emit it with --arch " + older.Name
+	if lowers != nil && !lowers(older) {
+		remedy = fmt.Sprintf("search for it (superopt --arch %s): this μGraph's tiles do not fit its shared memory", older.Name)
+	}
 	return fmt.Sprintf("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < %d\n", cc*10) +
-		fmt.Sprintf("#error \"mirage: this code was emitted for %s: a kernel takes %d bytes of shared memory a block, more than GPUs before %s allow (%s: %d); for such a GPU, emit it with --arch %s\"\n",
-			arch.Name, smem, arch.CUDA, older.Name, older.MaxSmemPerBlock, older.Name) +
+		fmt.Sprintf("#error \"mirage: this code was emitted for %s: a kernel takes %d bytes of shared memory a block, more than GPUs before %s allow (%s: %d); for such a GPU, %s\"\n",
+			arch.Name, smem, arch.CUDA, older.Name, older.MaxSmemPerBlock, remedy) +
 		"#endif\n"
+}
+
+// lowersFor reports whether every graph of gs has a launch plan for an
+// arch (its kernels fit the arch's shared memory), with opts otherwise:
+// what smemGuard advises.
+func lowersFor(opts Options, gs ...*kernel.Graph) func(target.Arch) bool {
+	return func(arch target.Arch) bool {
+		for _, g := range gs {
+			if _, err := launch.Graph(g, arch, opts.Launch); err != nil {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // computeCapability is a CUDA arch name's compute capability times ten,

@@ -67,27 +67,40 @@ func TestSharedMemoryGuard(t *testing.T) {
 // TestSharedMemoryGuardAtTheLimit checks smemGuard on either side of
 // sm_80's limit (163 KB a block, 166912 bytes), for each target, with its
 // whole text, and that a target whose CUDA name has no compute capability
-// of the sm_NN form gets none.
+// of the sm_NN form gets none. Its advice is to emit the μGraph for the
+// older GPU where it lowers there, else to search for that GPU.
 func TestSharedMemoryGuardAtTheLimit(t *testing.T) {
-	const want = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n" +
-		"#error \"mirage: this code was emitted for %s: a kernel takes 166913 bytes of shared memory a block, more than GPUs before sm_90 allow (sm_80: 166912); for such a GPU, emit it with --arch sm_80\"\n" +
-		"#endif\n"
+	const (
+		want = "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n" +
+			"#error \"mirage: this code was emitted for %s: a kernel takes 166913 bytes of shared memory a block, more than GPUs before sm_90 allow (sm_80: 166912); for such a GPU, %s\"\n" +
+			"#endif\n"
+		emit   = "emit it with --arch sm_80"
+		search = "search for it (superopt --arch sm_80): this μGraph's tiles do not fit its shared memory"
+	)
 	odd := sm90
 	odd.Name, odd.CUDA = "sm_90a", "sm_90a"
 	for _, tc := range []struct {
-		arch  target.Arch
-		smem  int
-		guard string
+		arch   target.Arch
+		smem   int
+		lowers bool // on sm_80
+		guard  string
 	}{
-		{sm90, 166912, ""},
-		{sm90, 166913, fmt.Sprintf(want, "sm_90")},
-		{target.MustLookup("h200"), 166913, fmt.Sprintf(want, "h200")},
-		{sm80, 166912, ""},
-		{sm80, 200000, ""}, // no older GPU: the launch plan refuses it first
-		{odd, 200000, ""},
+		{sm90, 166912, true, ""},
+		{sm90, 166913, true, fmt.Sprintf(want, "sm_90", emit)},
+		{sm90, 166913, false, fmt.Sprintf(want, "sm_90", search)},
+		{target.MustLookup("h200"), 166913, true, fmt.Sprintf(want, "h200", emit)},
+		{sm80, 166912, true, ""},
+		{sm80, 200000, false, ""}, // no older GPU: the launch plan refuses it first
+		{odd, 200000, false, ""},
 	} {
 		kernels := []Kernel{{SmemBytes: 1024}, {SmemBytes: tc.smem}, {}}
-		if got := smemGuard(tc.arch, kernels); got != tc.guard {
+		lowers := func(a target.Arch) bool {
+			if a.Name != "sm_80" {
+				t.Errorf("asked whether it lowers for %s", a.Name)
+			}
+			return tc.lowers
+		}
+		if got := smemGuard(tc.arch, kernels, lowers); got != tc.guard {
 			t.Errorf("%s, %d bytes: guard %q, want %q", tc.arch.Name, tc.smem, got, tc.guard)
 		}
 	}

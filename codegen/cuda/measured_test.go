@@ -65,7 +65,7 @@ func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 			// The check that stops a build for an older GPU is no code on
 			// the one measured (smemGuard); the runs before it had none.
 			cu := res.Files[0].Data
-			if guard := smemGuard(d.Arch, res.Kernels); guard != "" {
+			if guard := smemGuard(d.Arch, res.Kernels, lowersFor(Options{Arch: d.Arch}, e.Graph)); guard != "" {
 				cu = bytes.Replace(cu, []byte(guard), nil, 1)
 			}
 			cuSums = append(cuSums, fmt.Sprintf("%s %x", d.Key(i), sha256.Sum256(cu)))
