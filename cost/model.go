@@ -224,8 +224,9 @@ func EstimateRows(g *kernel.Graph, arch target.Arch, rows Rows) (Estimate, error
 	return e, nil
 }
 
-// copyKernel models a launch of the runtime's copy_rows moving n bytes,
-// each read and written once, as a vendor call (vendorTimes).
+// copyKernel models a launch of the runtime's copy_rows, or a device copy,
+// moving n bytes, each read and written once, as a vendor call
+// (vendorTimes).
 func copyKernel(arch target.Arch, n int64) Kernel {
 	k := Kernel{Op: -1, Name: "copy", Bytes: 2 * n, DRAMBytes: 2 * n}
 	k.vendorTimes(arch)
@@ -270,6 +271,18 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, scale map[kernel.TensorID
 		e.DRAMBytes += k.DRAMBytes
 		e.Flops += k.TensorFlops + k.CUDAFlops
 		e.Micros += k.Micros
+	}
+	// An output that is an input is a copy the entry point makes
+	// (cudaMemcpyAsync), timed as copy_rows is.
+	for _, t := range g.Outputs {
+		if op, _ := g.Producer(t); op >= 0 && g.Ops[op].Kind == ugraph.OpInput {
+			k := copyKernel(arch, scaled(int64(g.Tensors[t].Bytes()), scaleOf(scale, t)))
+			e.Kernels = append(e.Kernels, k)
+			e.Launches++
+			e.Bytes += k.Bytes
+			e.DRAMBytes += k.DRAMBytes
+			e.Micros += k.Micros
+		}
 	}
 	return e, nil
 }

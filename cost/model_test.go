@@ -540,3 +540,25 @@ func TestEstimatorEstimatesAsEstimateGraph(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputThatIsAnInput: the entry point copies an output that is an
+// input (cudaMemcpyAsync), and the estimate counts that copy: its bytes
+// read and written, and a launch.
+func TestOutputThatIsAnInput(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	g := kernel.New()
+	x, err := g.AddInput(sh(4, 4096), fp16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.MarkOutput(x); err != nil {
+		t.Fatal(err)
+	}
+	e := estimate(t, g, arch)
+	if e.Launches != 1 || len(e.Kernels) != 1 || e.Bytes != 2*4*4096*2 || !(e.Micros > 0) || e.Kernels[0].Name != "copy" {
+		t.Errorf("estimate %+v", e)
+	}
+	if want := copyKernel(arch, 4*4096*2); e.Micros != want.Micros {
+		t.Errorf("%.3f µs, want copy_rows' %.3f", e.Micros, want.Micros)
+	}
+}

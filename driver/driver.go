@@ -93,6 +93,10 @@ type Result struct {
 	Parts      []*PartReport
 	Stats      search.Stats // totals over the parts' searches
 	Stopped    string       // why the run stopped early ("time limit", "interrupted"), if it did
+	// byPart is set when the run itself ended inside the time limit and
+	// Stopped says why a part's search stopped (its share of the limit,
+	// or --max-states).
+	byPart bool
 }
 
 // Candidate is a whole-program answer.
@@ -234,6 +238,7 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		res.Stopped = "time limit"
 	default:
 		res.Stopped = d.stopped(outs)
+		res.byPart = res.Stopped != ""
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()
 	return res, nil

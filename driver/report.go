@@ -151,7 +151,12 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 		}
 	}
 	fmt.Fprintf(w, "%d part(s), %d fused; searched %d states in %.1fs", len(res.Parts), fused, s.States, s.Seconds)
-	if res.Stopped != "" {
+	switch {
+	case res.byPart && res.Stopped == "time limit":
+		fmt.Fprint(w, " (a part's search stopped at its share of the time limit)")
+	case res.byPart:
+		fmt.Fprintf(w, " (a part's search stopped: %s)", res.Stopped)
+	case res.Stopped != "":
 		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
 	}
 	if s.FirstFused >= 0 {
@@ -200,6 +205,8 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 		switch {
 		case c.Unfused:
 			note = "  (the program as written)"
+		case c.ByParts && res.Stopped == "interrupted":
+			note = "  (verified part by part: the run was interrupted before the whole program's check ended)"
 		case c.ByParts:
 			note = "  (verified part by part: the whole program's check did not fit the time limit)"
 		}

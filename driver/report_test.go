@@ -7,6 +7,7 @@ import (
 
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // A part's row says why its search stopped early: a run can end well
@@ -25,6 +26,22 @@ func TestWriteTableSaysWhyAPartsSearchStopped(t *testing.T) {
 	for i, want := range []string{"10 states, 21.7s (stopped at its share of the time limit)", "5 states, 0.1s (stopped at --max-states)", "7 states, 0.2s"} {
 		if row := rows[2+i]; !strings.HasSuffix(row, want) {
 			t.Errorf("part %d's row %q, want it to end %q", i, row, want)
+		}
+	}
+	if !strings.Contains(rows[0], " (stopped: time limit)") {
+		t.Errorf("a run that reached its time limit: %q", rows[0])
+	}
+	// The same parts in a run that ended inside its time limit: the
+	// summary says that a part's search stopped, not the run.
+	for _, tc := range []struct{ stopped, want string }{
+		{"time limit", "(a part's search stopped at its share of the time limit)"},
+		{"state budget", "(a part's search stopped: state budget)"},
+	} {
+		res.Stopped, res.byPart = tc.stopped, true
+		w.Reset()
+		WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
+		if first, _, _ := strings.Cut(w.String(), "\n"); !strings.Contains(first, " "+tc.want) {
+			t.Errorf("a part stopped (%s): %q", tc.stopped, first)
 		}
 	}
 }
@@ -81,6 +98,23 @@ func TestWhyNoneFound(t *testing.T) {
 	} {
 		if got := whyNoneFound(&search.Result{Stats: tt.stats}, false, false); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%+v: %q, want it to begin %q", tt.stats, got, tt.want)
+		}
+	}
+}
+
+// An answer verified part by part says why its whole check did not end:
+// the time limit, or an interrupt.
+func TestWriteTableSaysWhyAnAnswerIsVerifiedByParts(t *testing.T) {
+	g := kernel.New()
+	for _, tc := range []struct{ stopped, want string }{
+		{"time limit", "(verified part by part: the whole program's check did not fit the time limit)"},
+		{"interrupted", "(verified part by part: the run was interrupted before the whole program's check ended)"},
+	} {
+		res := &Result{Stopped: tc.stopped, Candidates: []*Candidate{{Graph: g, Unfused: true}, {Graph: g, ByParts: true}}}
+		var w bytes.Buffer
+		WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
+		if !strings.Contains(w.String(), tc.want) {
+			t.Errorf("stopped %q:\n%s", tc.stopped, w.String())
 		}
 	}
 }

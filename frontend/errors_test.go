@@ -154,7 +154,7 @@ var errorCases = []struct {
 	{"strides", withHeader("Y = g.new_input(dims=(16, 4096), strides=(1, 16))"), false, 5,
 		"new_input: strides (1, 16) are not the row-major strides (4096, 1) of a [16, 4096] tensor; only row-major layouts are supported"},
 	{"mark_output strides", withHeader("g.mark_output(X, strides=(4096, 2))"), false, 5, "only row-major layouts are supported"},
-	{"mark_output twice", withHeader("Y = g.exp(X)", "g.mark_output(Y)", "g.mark_output(Y)"), false, 7, "already an output"},
+	{"mark_output twice", withHeader("Y = g.exp(X)", "g.mark_output(Y)", "g.mark_output(Y)"), false, 7, "mark_output: the exp result [16, 4096] (op 2) is already an output (output 0)"},
 	{"missing operand", withHeader("Y = g.matmul(X)"), false, 5, "matmul: missing argument for B"},
 	{"too many arguments", withHeader("Y = g.exp(X, W)"), false, 5, "exp: got 2 arguments, want at most 1"},
 	{"unknown keyword", withHeader("Y = g.reduction(X, axis=1)"), false, 5, `reduction: unexpected keyword argument "axis"`},

@@ -127,14 +127,26 @@ func Estimate(g *kernel.Graph, arch target.Arch) (*GraphEstimate, error) {
 	}
 	ks := make([]KernelEstimate, len(e.Kernels))
 	for i, k := range e.Kernels {
-		ks[i] = KernelEstimate{Op: k.Op, Kind: k.Name, Code: k.Launch.Code.String(), Grid: k.Grid[:], Threads: k.Threads[:],
-			BlocksPerSM: k.BlocksPerSM, Stages: k.Launch.Stages, Waves: k.Waves, SmemBytes: k.SmemBytes,
+		code, stages, _ := launchOf(k)
+		ks[i] = KernelEstimate{Op: k.Op, Kind: k.Name, Code: code, Grid: k.Grid[:], Threads: k.Threads[:],
+			BlocksPerSM: k.BlocksPerSM, Stages: stages, Waves: k.Waves, SmemBytes: k.SmemBytes,
 			SMsBusy: k.SMsBusy, ResidentWarps: k.ResidentWarps, FillsGPU: k.FillsTheGPU(arch),
 			Bytes: k.Bytes, DRAMBytes: k.DRAMBytes, TensorFlops: k.TensorFlops, CUDAFlops: k.CUDAFlops,
 			MemoryUs: k.MemoryMicros, ComputeUs: k.ComputeMicros, LatencyUs: k.LatencyMicros, OverheadUs: k.OverheadMicros,
 			EstimatedUs: k.Micros, Bound: string(k.Bound)}
 	}
 	return &GraphEstimate{e.Arch, arch.SMs, e.Micros, e.Launches, e.Bytes, e.DRAMBytes, e.Flops, ks}, nil
+}
+
+// launchOf is the code that runs k, its pipeline's stages, and whether
+// its launches are a library's (or the driver's) choice: a kernel with no
+// launch plan is a device copy the entry point makes (an output that is an
+// input, a padded bucket's rows).
+func launchOf(k cost.Kernel) (code string, stages int, vendor bool) {
+	if k.Launch == nil {
+		return "copy", 0, true
+	}
+	return k.Launch.Code.String(), k.Launch.Stages, k.Launch.Code.Vendor()
 }
 
 // WriteEstimate prints the cost model's estimate of g on arch as a table,
@@ -148,12 +160,13 @@ func WriteEstimate(w io.Writer, g *kernel.Graph, arch target.Arch) error {
 	fmt.Fprintln(tw, "op	kind	code	grid	threads	stages	blocks/SM	waves	SMs busy	warps/SM	MB requested	MB from DRAM	GFLOP	memory µs	compute µs	latency µs	overhead µs	est. µs	bound")
 	for _, k := range e.Kernels {
 		grid, threads, perSM := fmt.Sprintf("%dx%dx%d", k.Grid[0], k.Grid[1], k.Grid[2]), fmt.Sprint(k.Threads.Count()), fmt.Sprint(k.BlocksPerSM)
-		stages := fmt.Sprint(k.Launch.Stages)
+		code, n, vendor := launchOf(k)
+		stages := fmt.Sprint(n)
 		busy, warps := fmt.Sprintf("%d/%d", k.SMsBusy, arch.SMs), fmt.Sprint(k.ResidentWarps)
-		if k.Launch.Code.Vendor() { // the library's own launches
+		if vendor { // the library's (or the driver's) own launches
 			grid, threads, stages, perSM, busy, warps = "-", "-", "-", "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, k.Launch.Code,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.2f\t%.3f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\n", k.Op, k.Name, code,
 			grid, threads, stages, perSM, k.Waves, busy, warps,
 			float64(k.Bytes)/1e6, float64(k.DRAMBytes)/1e6, float64(k.TensorFlops+k.CUDAFlops)/1e9,
 			k.MemoryMicros, k.ComputeMicros, k.LatencyMicros, k.OverheadMicros, k.Micros, k.Bound)

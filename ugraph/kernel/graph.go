@@ -184,8 +184,12 @@ func (g *Graph) MarkOutput(t TensorID) error {
 	if t < 0 || int(t) >= len(g.Tensors) {
 		return fmt.Errorf("mark_output: %d is not a tensor of this graph", t)
 	}
-	if slices.Contains(g.Outputs, t) {
-		return fmt.Errorf("mark_output: tensor %d is already an output", t)
+	if k := slices.Index(g.Outputs, t); k >= 0 {
+		what := fmt.Sprintf("tensor %d", t)
+		if op, _ := g.Producer(t); op >= 0 {
+			what = fmt.Sprintf("the %v result %v (op %d)", g.Ops[op].Kind, g.Tensors[t].Shape, op)
+		}
+		return fmt.Errorf("mark_output: %s is already an output (output %d); a tensor is marked once", what, k)
 	}
 	g.Outputs = append(g.Outputs, t)
 	return nil
