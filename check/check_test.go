@@ -296,3 +296,24 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("a string that is no value: %v", err)
 	}
 }
+
+// A check that takes long says so first (Options.Note), from the
+// programs' matmuls; a short one says nothing.
+func TestLongCheckSaysHowLong(t *testing.T) {
+	big := load(t, "big", "X = g.new_input(dims=(8192, 8192), dtype=mi.float16)\nW = g.new_input(dims=(8192, 8192), dtype=mi.float16)\ng.mark_output(g.matmul(X, W))\n")
+	var notes []string
+	opts := check.Options{Method: check.FF, Trials: 2, MaxBytes: 1 << 20, Note: func(s string) { notes = append(notes, s) }}
+	// The memory bound refuses it right after the note: nothing is evaluated.
+	_, err := check.Graphs(context.Background(), &bytes.Buffer{}, named(t, big), named(t, big), opts)
+	if !memlimit.IsOver(err) {
+		t.Errorf("err = %v, want the memory bound's", err)
+	}
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "the check evaluates both on 2 draws, 5.5e+11 and 5.5e+11 multiply-adds a draw: about ") {
+		t.Errorf("notes %q", notes)
+	}
+	notes = nil
+	small := load(t, "small", factored)
+	if _, err := check.Graphs(context.Background(), &bytes.Buffer{}, named(t, small), named(t, small), opts); err != nil || len(notes) != 0 {
+		t.Errorf("a short check: %v, notes %q", err, notes)
+	}
+}

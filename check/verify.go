@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"time"
 
 	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/ffverify"
@@ -43,7 +44,15 @@ type Options struct {
 	Trials   int   // FF: independent draws
 	Seed     int64 // of the random inputs
 	MaxBytes int64 // the memory an evaluation may take
+	// Note, if not nil, is told before a check that takes long (FF at a
+	// prefill's shapes: minutes), how long: the check prints nothing
+	// until its verdict.
+	Note func(string)
 }
+
+// longCheck is the predicted time from which a check says how long it
+// takes (Options.Note).
+const longCheck = 10 * time.Second
 
 func (o Options) ff() ffverify.Options {
 	return ffverify.Options{Trials: o.Trials, Seed: uint64(o.Seed), MaxBytes: o.MaxBytes}
@@ -87,6 +96,10 @@ func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, e
 		return floats(w, a, b, opts.Seed, opts.MaxBytes)
 	case Emu:
 		return emulated(ctx, w, a, b, opts.Seed, opts.MaxBytes)
+	}
+	if d, cores := ffverify.EvaluationTime(opts.ff(), a.Graph, b.Graph); opts.Note != nil && d >= longCheck {
+		opts.Note(fmt.Sprintf("the check evaluates both on %d draws, %.2g and %.2g multiply-adds a draw: about %v on %s",
+			opts.ff().Trials, ffverify.MultiplyAdds(a.Graph), ffverify.MultiplyAdds(b.Graph), d, ffverify.Cores(cores)))
 	}
 	return fields(w, a, b, opts.ff())
 }

@@ -31,21 +31,39 @@ func MultiplyAdds(g *kernel.Graph) float64 {
 	return n
 }
 
-// FingerprintTime says how long New takes for g with opts here, from its
-// matmuls alone (MultiplyAdds, one draw a core), for a message: "2 draws
-// of 1.1e+12 multiply-adds, about 5m45s on 2 cores".
-func FingerprintTime(g *kernel.Graph, opts Options) string {
+// EvaluationTime is how long evaluating each of gs on opts' draws takes
+// here, from their matmuls alone (MultiplyAdds), a draw a core at a time,
+// and the cores it counts on.
+func EvaluationTime(opts Options, gs ...*kernel.Graph) (time.Duration, int) {
 	trials := opts.Trials
 	if trials == 0 {
 		trials = DefaultTrials
 	}
-	work := MultiplyAdds(g)
-	cores := min(runtime.GOMAXPROCS(0), trials)
-	rounds := (trials + cores - 1) / cores
-	d := time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)).Round(time.Second)
-	unit := "cores"
-	if cores == 1 {
-		unit = "core"
+	var work float64
+	for _, g := range gs {
+		work += MultiplyAdds(g)
 	}
-	return fmt.Sprintf("%d draws of %.2g multiply-adds, about %v on %d %s", trials, work, d, cores, unit)
+	cores := max(1, min(runtime.GOMAXPROCS(0), trials))
+	rounds := (trials + cores - 1) / cores
+	return time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)).Round(time.Second), cores
+}
+
+// FingerprintTime says how long New takes for g with opts here
+// (EvaluationTime), for a message: "2 draws of 1.1e+12 multiply-adds,
+// about 5m36s on 2 cores".
+func FingerprintTime(g *kernel.Graph, opts Options) string {
+	d, cores := EvaluationTime(opts, g)
+	trials := opts.Trials
+	if trials == 0 {
+		trials = DefaultTrials
+	}
+	return fmt.Sprintf("%d draws of %.2g multiply-adds, about %v on %s", trials, MultiplyAdds(g), d, Cores(cores))
+}
+
+// Cores is "1 core" or "N cores".
+func Cores(n int) string {
+	if n == 1 {
+		return "1 core"
+	}
+	return fmt.Sprintf("%d cores", n)
 }

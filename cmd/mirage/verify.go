@@ -58,7 +58,8 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 	if err != nil {
 		return err
 	}
-	opts := check.Options{Method: check.Method(f.method), Trials: f.trials, Seed: f.seed, MaxBytes: int64(f.maxMemory)}
+	opts := check.Options{Method: check.Method(f.method), Trials: f.trials, Seed: f.seed, MaxBytes: int64(f.maxMemory),
+		Note: func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", s) }}
 	w := cmd.OutOrStdout()
 	if f.dynamic.on() {
 		if cmd.Flags().Changed("candidate") {
