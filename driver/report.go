@@ -238,14 +238,23 @@ func searchStopped(why string) string {
 }
 
 // gridsText prints the grids of a candidate's graph-defined kernels as
-// "96x1x1 8x8x1", or "-" when it has none.
+// "96x1x1 8x8x1", or "-" when it has none. A stack of layers has a kernel
+// or more per layer: past maxGridsText grids, the rest are counted
+// (--json lists them all).
 func gridsText(grids []block.Dim3) string {
 	var gs []string
-	for _, g := range grids {
+	for i, g := range grids {
+		if i == maxGridsText && len(grids) > maxGridsText+1 {
+			gs = append(gs, fmt.Sprintf("(+%d more)", len(grids)-i))
+			break
+		}
 		gs = append(gs, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
 	}
 	return orDash(strings.Join(gs, " "))
 }
+
+// maxGridsText is how many grids a candidate's row prints.
+const maxGridsText = 6
 
 func orDash(s string) string {
 	if s == "" {

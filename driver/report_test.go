@@ -7,6 +7,7 @@ import (
 
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -115,6 +116,30 @@ func TestWriteTableSaysWhyAnAnswerIsVerifiedByParts(t *testing.T) {
 		WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
 		if !strings.Contains(w.String(), tc.want) {
 			t.Errorf("stopped %q:\n%s", tc.stopped, w.String())
+		}
+	}
+}
+
+// A candidate's row prints its first grids and counts the rest.
+func TestGridsText(t *testing.T) {
+	g := func(n int) []block.Dim3 {
+		var gs []block.Dim3
+		for i := range n {
+			gs = append(gs, block.Dim3{i + 1, 1, 1})
+		}
+		return gs
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{0, "-"},
+		{2, "1x1x1 2x1x1"},
+		{7, "1x1x1 2x1x1 3x1x1 4x1x1 5x1x1 6x1x1 7x1x1"},
+		{32, "1x1x1 2x1x1 3x1x1 4x1x1 5x1x1 6x1x1 (+26 more)"},
+	} {
+		if got := gridsText(g(tc.n)); got != tc.want {
+			t.Errorf("%d grids: %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }
