@@ -418,6 +418,14 @@ func (l *loader) program() (*Program, error) {
 			l.warnAt(tb.pos, "this threadblock graph is never used by customized")
 		}
 	}
+	for _, t := range unread(kg.g) {
+		line := int32(0)
+		if int(t) < len(kg.lines) {
+			line = kg.lines[t]
+		}
+		l.warnAt(syntax.Position{Line: line}, "input %v %v is read by no op: it stays a parameter of the entry point, unused",
+			kg.g.Tensors[t].DType, kg.g.Tensors[t].Shape)
+	}
 	if note := l.ignoredNote(); note != "" {
 		l.warn(note)
 	}
@@ -434,6 +442,26 @@ func (l *loader) program() (*Program, error) {
 		Warnings: l.warnings,
 		Lines:    lines,
 	}, nil
+}
+
+// unread returns g's inputs that no op reads and that are no output.
+func unread(g *kernel.Graph) []kernel.TensorID {
+	read := map[kernel.TensorID]bool{}
+	for _, op := range g.Ops {
+		for _, t := range op.In {
+			read[t] = true
+		}
+	}
+	for _, t := range g.Outputs {
+		read[t] = true
+	}
+	var ts []kernel.TensorID
+	for _, t := range g.Inputs() {
+		if !read[t] {
+			ts = append(ts, t)
+		}
+	}
+	return ts
 }
 
 // sinks returns the op results no op consumes, in creation order.

@@ -441,6 +441,7 @@ func TestBlockGraphWarnings(t *testing.T) {
 	want := []string{
 		"prog.py:6: new_input: store_in_dmem=True is ignored",
 		"prog.py:5: this threadblock graph is never used by customized",
+		"prog.py:4: input float16 [4096, 6144] is read by no op", // W
 	}
 	if len(p.Warnings) != len(want) {
 		t.Fatalf("warnings %q, want %q", p.Warnings, want)
@@ -571,5 +572,23 @@ g.mark_output(g.mul_scalar(X, 1.0 / math.sqrt(128) + root(0)))
 	}
 	if _, err := Load("prog.py", []byte(prog), Options{Strict: true}); err == nil || !strings.HasPrefix(err.Error(), `prog.py:1: import of module "math" is refused by a strict load`) {
 		t.Errorf("strict: %v", err)
+	}
+}
+
+// An input that no op reads (and that is no output) is warned about at
+// its line: it stays a parameter of the entry point.
+func TestUnreadInputWarnings(t *testing.T) {
+	p := mustLoad(t, src(
+		"import mirage as mi",
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(8, 64), dtype=mi.float16)",
+		"Unused = g.new_input(dims=(2, 3), dtype=mi.bfloat16)",
+		"Y = g.new_input(dims=(8, 64), dtype=mi.float16)",
+		"g.mark_output(g.exp(X))",
+		"g.mark_output(Y)",
+	), Options{})
+	want := []string{"prog.py:4: input bfloat16 [2, 3] is read by no op: it stays a parameter of the entry point, unused"}
+	if !slices.Equal(p.Warnings, want) {
+		t.Errorf("warnings %q, want %q", p.Warnings, want)
 	}
 }
