@@ -97,11 +97,14 @@ func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, e
 	case Emu:
 		return emulated(ctx, w, a, b, opts.Seed, opts.MaxBytes)
 	}
-	if d, cores := ffverify.EvaluationTime(opts.ff(), a.Graph, b.Graph); opts.Note != nil && d >= longCheck {
-		opts.Note(fmt.Sprintf("the check evaluates both on %d draws, %.2g and %.2g multiply-adds a draw: about %v on %s",
-			opts.ff().Trials, ffverify.MultiplyAdds(a.Graph), ffverify.MultiplyAdds(b.Graph), d, ffverify.Cores(cores)))
+	ff := opts.ff()
+	if opts.Note != nil {
+		if d, draws, cores := ffverify.EvaluationTime(ff, a.Graph, b.Graph); d >= longCheck {
+			opts.Note(fmt.Sprintf("the check evaluates both on %d draws, %.2g and %.2g multiply-adds a draw: about %v on %s",
+				draws, ffverify.MultiplyAdds(a.Graph), ffverify.MultiplyAdds(b.Graph), d, ffverify.Cores(cores)))
+		}
 	}
-	return fields(w, a, b, opts.ff())
+	return fields(w, a, b, ff)
 }
 
 // emulated runs b's emitted code in the CPU emulator against a in the

@@ -1,6 +1,7 @@
 package ffverify
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"time"
@@ -32,32 +33,25 @@ func MultiplyAdds(g *kernel.Graph) float64 {
 }
 
 // EvaluationTime is how long evaluating each of gs on opts' draws takes
-// here, from their matmuls alone (MultiplyAdds), a draw a core at a time,
-// and the cores it counts on.
-func EvaluationTime(opts Options, gs ...*kernel.Graph) (time.Duration, int) {
-	trials := opts.Trials
-	if trials == 0 {
-		trials = DefaultTrials
-	}
+// here, from their matmuls alone (MultiplyAdds), a draw a core at a time;
+// with the draws and the cores it counts.
+func EvaluationTime(opts Options, gs ...*kernel.Graph) (d time.Duration, draws, cores int) {
+	draws = cmp.Or(opts.Trials, DefaultTrials)
 	var work float64
 	for _, g := range gs {
 		work += MultiplyAdds(g)
 	}
-	cores := max(1, min(runtime.GOMAXPROCS(0), trials))
-	rounds := (trials + cores - 1) / cores
-	return time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)).Round(time.Second), cores
+	cores = max(1, min(runtime.GOMAXPROCS(0), draws))
+	rounds := (draws + cores - 1) / cores
+	return time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)).Round(time.Second), draws, cores
 }
 
 // FingerprintTime says how long New takes for g with opts here
 // (EvaluationTime), for a message: "2 draws of 1.1e+12 multiply-adds,
 // about 5m36s on 2 cores".
 func FingerprintTime(g *kernel.Graph, opts Options) string {
-	d, cores := EvaluationTime(opts, g)
-	trials := opts.Trials
-	if trials == 0 {
-		trials = DefaultTrials
-	}
-	return fmt.Sprintf("%d draws of %.2g multiply-adds, about %v on %s", trials, MultiplyAdds(g), d, Cores(cores))
+	d, draws, cores := EvaluationTime(opts, g)
+	return fmt.Sprintf("%d draws of %.2g multiply-adds, about %v on %s", draws, MultiplyAdds(g), d, Cores(cores))
 }
 
 // Cores is "1 core" or "N cores".

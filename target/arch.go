@@ -9,6 +9,7 @@ package target
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -207,3 +208,11 @@ func Names() []string {
 }
 
 func (a Arch) String() string { return a.Name + " (" + a.GPU + ")" }
+
+// ComputeCapability is the compute capability of a's CUDA architecture
+// times ten, 90 for "sm_90"; false for a name of another form ("sm_90a").
+func (a Arch) ComputeCapability() (int, bool) {
+	digits, ok := strings.CutPrefix(a.CUDA, "sm_")
+	n, err := strconv.Atoi(digits)
+	return n, ok && err == nil
+}

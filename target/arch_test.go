@@ -156,3 +156,16 @@ func isIdent(e ast.Expr, name string) bool {
 	id, ok := e.(*ast.Ident)
 	return ok && id.Name == name
 }
+
+// TestComputeCapability reads sm_NN names, and no other form.
+func TestComputeCapability(t *testing.T) {
+	for _, tc := range []struct {
+		cuda string
+		cc   int
+		ok   bool
+	}{{"sm_80", 80, true}, {"sm_90", 90, true}, {"sm_90a", 0, false}, {"compute_90", 0, false}} {
+		if cc, ok := (Arch{CUDA: tc.cuda}).ComputeCapability(); cc != tc.cc || ok != tc.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", tc.cuda, cc, ok, tc.cc, tc.ok)
+		}
+	}
+}

@@ -167,9 +167,9 @@ int main() {
 	for _, p := range progs {
 		cands = append(cands, fmt.Sprintf("{mirage_%[1]s, mirage_%[1]s_workspace_bytes}", p.name))
 	}
-	wantCC := 0 // the emulator is any device
-	if !opts.Emulate {
-		wantCC, _ = strconv.Atoi(strings.TrimPrefix(opts.Arch.CUDA, "sm_"))
+	wantCC := 0 // the emulator is any device; so is an arch of no sm_NN form
+	if cc, ok := opts.Arch.ComputeCapability(); ok && !opts.Emulate {
+		wantCC = cc
 	}
 	fmt.Fprintf(&b, `  // Code built for one compute capability and run on another runs as the
   // driver compiles its PTX: not the code the arch's users run.

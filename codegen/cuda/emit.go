@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/mirage-go/mirage/launch"
@@ -770,10 +769,12 @@ func smemGuard(arch target.Arch, kernels []Kernel, lowers func(target.Arch) bool
 	for _, k := range kernels {
 		smem = max(smem, k.SmemBytes)
 	}
-	cc, ok := computeCapability(arch.CUDA)
+	// No guard for "sm_90a" (no compute capability read): its code runs
+	// on that GPU alone.
+	cc, ok := arch.ComputeCapability()
 	var older target.Arch // the older GPU that allows the most
 	for _, a := range target.Archs() {
-		if c, known := computeCapability(a.CUDA); known && c < cc && a.MaxSmemPerBlock > older.MaxSmemPerBlock {
+		if c, known := a.ComputeCapability(); known && c < cc && a.MaxSmemPerBlock > older.MaxSmemPerBlock {
 			older = a
 		}
 	}
@@ -802,15 +803,6 @@ func lowersFor(opts Options, gs ...*kernel.Graph) func(target.Arch) bool {
 		}
 		return true
 	}
-}
-
-// computeCapability is a CUDA arch name's compute capability times ten,
-// 90 for "sm_90"; false for a name of another form ("sm_90a": its code
-// runs on that GPU alone), which the guard leaves alone.
-func computeCapability(cuda string) (int, bool) {
-	digits, ok := strings.CutPrefix(cuda, "sm_")
-	n, err := strconv.Atoi(digits)
-	return n, ok && err == nil
 }
 
 // MergeLinks adds to links (Result.Links) those of more it lacks, in order:
