@@ -93,7 +93,7 @@ type Result struct {
 	Parts      []*PartReport
 	Stats      search.Stats // totals over the parts' searches
 	Stopped    string       // why the run stopped early ("time limit", "interrupted"), if it did
-	// byPart is set when the run itself ended inside the time limit and
+	// byPart is set when the run ended inside its searches' time and
 	// Stopped says why a part's search stopped (its share of the limit,
 	// or --max-states).
 	byPart bool
@@ -238,7 +238,9 @@ func Run(ctx context.Context, program *kernel.Graph, opts Options) (*Result, err
 		res.Stopped = "time limit"
 	default:
 		res.Stopped = d.stopped(outs)
-		res.byPart = res.Stopped != ""
+		// Inside the searches' time, what stopped was a part's search (its
+		// share, --max-states); past it, the run's time limit.
+		res.byPart = res.Stopped != "" && time.Now().Before(d.searchEnd)
 	}
 	res.Stats.Seconds = time.Since(start).Seconds()
 	return res, nil
