@@ -367,12 +367,14 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		}
 		return s.String()
 	}
+	var table [][]string
 	for k, t := range g.Inputs() {
-		w.comment(fmt.Sprintf("  inputs[%d]   %-8v %v", k, g.Tensors[t].DType, shape(t, rows.Inputs[k])))
+		table = append(table, []string{fmt.Sprintf("inputs[%d]", k), g.Tensors[t].DType.String(), shape(t, rows.Inputs[k])})
 	}
 	for j, t := range g.Outputs {
-		w.comment(fmt.Sprintf("  outputs[%d]  %-8v %v", j, g.Tensors[t].DType, shape(t, rows.Outputs[j])))
+		table = append(table, []string{fmt.Sprintf("outputs[%d]", j), g.Tensors[t].DType.String(), shape(t, rows.Outputs[j])})
 	}
+	w.comment(tensorTable(table, 12, 9)...)
 	if rows.Padded {
 		var copied []string
 		for k, d := range rows.Inputs {

@@ -874,12 +874,18 @@ func header(name, src string, g *kernel.Graph, res *Result) string {
 		"prints nothing). inputs[k] and outputs[j] are device pointers to dense",
 		"row-major tensors, 16-byte aligned; strides below are in elements:",
 		"")
+	var rows [][]string
+	row := func(name string, t kernel.TensorID) {
+		s := g.Tensors[t].Shape
+		rows = append(rows, []string{name, g.Tensors[t].DType.String(), s.String(), fmt.Sprint("strides ", s.Strides())})
+	}
 	for k, t := range g.Inputs() {
-		w.comment(fmt.Sprintf("  inputs[%d]   %-8v %-16v strides %v", k, g.Tensors[t].DType, g.Tensors[t].Shape, g.Tensors[t].Shape.Strides()))
+		row(fmt.Sprintf("inputs[%d]", k), t)
 	}
 	for j, t := range g.Outputs {
-		w.comment(fmt.Sprintf("  outputs[%d]  %-8v %-16v strides %v", j, g.Tensors[t].DType, g.Tensors[t].Shape, g.Tensors[t].Shape.Strides()))
+		row(fmt.Sprintf("outputs[%d]", j), t)
 	}
+	w.comment(tensorTable(rows, 12, 9, 17)...)
 	w.comment("",
 		fmt.Sprintf("workspace: mirage_%s_workspace_bytes() bytes of device memory (%d),", name, res.WorkspaceBytes),
 		"256-byte aligned, for intermediate tensors; may be NULL when that is 0. It",

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -114,4 +115,32 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return strconv.Itoa(n) + " " + thing + "s"
+}
+
+// tensorTable is a header's table of an entry point's tensors, a row per
+// tensor: its name (inputs[k], outputs[j]) and then its other cells
+// (dtype, shape, strides), each column as wide as its widest cell plus a
+// space. The columns are never narrower than minWidths (a small program's
+// table reads as it always has); the last column is not padded.
+func tensorTable(rows [][]string, minWidths ...int) []string {
+	widths := slices.Clone(minWidths)
+	for _, r := range rows {
+		for c, cell := range r[:len(r)-1] {
+			if c >= len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[c] = max(widths[c], len(cell)+1)
+		}
+	}
+	lines := make([]string, len(rows))
+	for i, r := range rows {
+		var b strings.Builder
+		b.WriteString("  ")
+		for c, cell := range r[:len(r)-1] {
+			fmt.Fprintf(&b, "%-*s", widths[c], cell)
+		}
+		b.WriteString(r[len(r)-1])
+		lines[i] = b.String()
+	}
+	return lines
 }

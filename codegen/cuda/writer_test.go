@@ -1,8 +1,13 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // A scalar is printed as the float32 literal the kernels compute with,
@@ -28,4 +33,60 @@ func TestFloatLit(t *testing.T) {
 			t.Errorf("floatLit(%v) = %q, %v; want %q", tt.v, got, err, tt.want)
 		}
 	}
+}
+
+// TestHeaderTableAligns checks that the header's table of tensors keeps
+// its columns in line past ten inputs and for shapes wider than a
+// matrix's, and reads as before for a small program.
+func TestHeaderTableAligns(t *testing.T) {
+	small := loadSource(t, "small",
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(8, 4096), dtype=mi.float16)",
+		"W = g.new_input(dims=(4096, 11008), dtype=mi.float16)",
+		"g.mark_output(g.matmul(X, W))")
+	want := []string{
+		"//   inputs[0]   float16  [8, 4096]        strides [4096 1]",
+		"//   inputs[1]   float16  [4096, 11008]    strides [11008 1]",
+		"//   outputs[0]  float16  [8, 11008]       strides [11008 1]",
+	}
+	if got := tableLines(t, small); !slices.Equal(got, want) {
+		t.Errorf("small program's table:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	src := []string{"g = mi.new_kernel_graph()", "x = g.new_input(dims=(8, 8, 128, 1024), dtype=mi.bfloat16)"}
+	for k := range 11 {
+		src = append(src, fmt.Sprintf("x = g.add(x, g.new_input(dims=(8, 8, 128, 1024), dtype=mi.bfloat16))  # %d", k))
+	}
+	src = append(src, "g.mark_output(x)")
+	wide := tableLines(t, loadSource(t, "wide", src...))
+	if len(wide) != 13 {
+		t.Fatalf("the table has %d rows, want 13 (12 inputs, an output):\n%s", len(wide), strings.Join(wide, "\n"))
+	}
+	for _, l := range wide {
+		if !strings.Contains(l, "[8, 8, 128, 1024] strides [1048576 131072 1024 1]") || strings.Index(l, "bfloat16") != strings.Index(wide[0], "bfloat16") ||
+			strings.Index(l, "strides") != strings.Index(wide[0], "strides") {
+			t.Errorf("row out of line:\n%s\nwith the first:\n%s", l, wide[0])
+		}
+	}
+}
+
+// tableLines is the lines of g's emitted header that describe a tensor.
+func tableLines(t *testing.T, g *kernel.Graph) []string {
+	t.Helper()
+	res, err := Emit("table", g, Options{Arch: sm90})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, f := range res.Files {
+		if f.Name != "table.h" {
+			continue
+		}
+		for _, l := range strings.Split(string(f.Data), "\n") {
+			if strings.HasPrefix(l, "//   inputs[") || strings.HasPrefix(l, "//   outputs[") {
+				lines = append(lines, l)
+			}
+		}
+	}
+	return lines
 }
