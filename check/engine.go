@@ -12,6 +12,7 @@ import (
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/enginerun"
+	"github.com/mirage-go/mirage/internal/tempdir"
 )
 
 // ErrEngineFailed is wrapped by Engine's error when the decode loop ran and
@@ -48,10 +49,11 @@ func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b 
 	}
 	dir := keep
 	if keep == "" {
-		if dir, err = os.MkdirTemp("", "mirage-engine-*"); err != nil {
+		var remove func()
+		if dir, remove, err = tempdir.Make("mirage-engine-*"); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer remove()
 	} else if err := emptyDir(keep); err != nil {
 		return fmt.Errorf("--engine-dir %s: %v", keep, err)
 	}

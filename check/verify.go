@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"time"
 
 	"github.com/mirage-go/mirage/enginerun"
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/memlimit"
+	"github.com/mirage-go/mirage/internal/tempdir"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -110,11 +110,11 @@ func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, e
 // emulated runs b's emitted code in the CPU emulator against a in the
 // float64 interpreter (enginerun.Static), in a directory it removes.
 func emulated(ctx context.Context, w io.Writer, a, b Named, seed, limit int64) (bool, error) {
-	dir, err := os.MkdirTemp("", "mirage-emu-*")
+	dir, remove, err := tempdir.Make("mirage-emu-*")
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(dir)
+	defer remove()
 	outs, err := enginerun.Static(ctx, dir, a.Graph, b.Graph, uint64(seed), limit)
 	if err != nil {
 		return false, fmt.Errorf("%s against %s in the CPU emulator: %w", b.Path, a.Path, err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mirage-go/mirage/internal/tempdir"
 )
 
 // ExitInterrupted is the exit status after a second interrupt.
@@ -38,7 +40,8 @@ func InterruptibleSaying(parent context.Context, notice io.Writer, what string) 
 		cancel()
 		select {
 		case <-sigs:
-			removeMadeDirs() // an output directory left empty
+			removeMadeDirs()    // an output directory left empty
+			tempdir.RemoveAll() // and the temporary directories a build was using
 			os.Exit(ExitInterrupted)
 		case <-done:
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/internal/tempdir"
 	"github.com/mirage-go/mirage/tune"
 )
 
@@ -85,11 +86,11 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("-o %s: %s is not a directory", out, filepath.Dir(out))
 	}
-	work, err := os.MkdirTemp("", "mirage-tune-")
+	work, remove, err := tempdir.Make("mirage-tune-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer remove()
 	program := in.File.Name
 	if f.program != "" {
 		program = f.program

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mirage-go/mirage/internal/boundedread"
+	"github.com/mirage-go/mirage/internal/tempdir"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -210,11 +211,11 @@ func ratio(a, b int64) float64 {
 // emulator takes to run the program (seconds for a few hundred MB of
 // weights).
 func Measure(ctx context.Context, g *kernel.Graph, res *Result, seed uint64) ([]Counters, error) {
-	dir, err := os.MkdirTemp("", "mirage-counters-")
+	dir, remove, err := tempdir.Make("mirage-counters-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer remove()
 	emu, _, err := BuildEmulation(ctx, dir, g, res)
 	if err != nil {
 		return nil, err
