@@ -131,7 +131,7 @@ func graphSteps(tg *thread.Graph) blockSteps {
 			gr := &tg.Groups[gi]
 			s := partSteps(tg, gr, post)
 			for _, i := range partOps(tg, gr, post) {
-				for _, in := range bg.Ops[i].Operands() {
+				for _, in := range tg.Reads(i) {
 					if written[in] {
 						s.Barriers++
 						clear(written)
@@ -187,7 +187,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			if f := op.Kind.Info().Elem.Flops; f > 0 {
 				s.Flops += n * float64(f)
 			}
-			for _, in := range op.Operands() {
+			for _, in := range tg.Reads(i) {
 				if tg.Tiles[in].Storage == thread.Device {
 					s.Global += n
 				}
@@ -200,8 +200,8 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			s.Stores += n * float64(len(gr.Stores))
 		}
 	}
-	reads := func(op *block.Op, n float64) { // reads of device tiles by the head
-		for _, in := range op.Operands() {
+	reads := func(n float64) { // reads of device tiles by the head
+		for _, in := range tg.Reads(gr.Head) {
 			if tg.Tiles[in].Storage == thread.Device {
 				s.Global += n
 			}
@@ -214,6 +214,9 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		if p := tg.Ops[gr.Head].MMA; p != nil && p.Persistent {
 			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize) // fragment values per lane
 			s.Elements += n / 2
+			if p.Scaled != nil && gr.Chain[0] == gr.Accum { // the folded scale, left to here
+				s.Flops += n
+			}
 			chain(rest, n)
 			sinks(n)
 			return s
@@ -235,12 +238,12 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		case ugraph.AccumNone:
 			n := ceilf(xs.NumElements(), threads)
 			s.Elements += n
-			reads(head, n)
+			reads(n)
 		case ugraph.AccumSumToDimx:
 			out := bg.Tensors[head.Out].Shape
 			n := ceilf(out.NumElements(), threads)
 			s.Elements += n * float64(xs.Last()/out.Last())
-			reads(head, n*float64(xs.Last()/out.Last()))
+			reads(n * float64(xs.Last()/out.Last()))
 		default: // sum, mean, rms: a warp (or RowWarps) per row, reduced now or after the loop (lane partials)
 			rw := max(1, gr.RowWarps)
 			rows := ceilf(xs.NumElements()/xs.Last()*rw, warps)
@@ -248,7 +251,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 				s.Rows += rows
 			}
 			s.RowElems += rows * ceilf(xs.Last(), target.WarpSize*rw)
-			reads(head, rows*ceilf(xs.Last(), target.WarpSize*rw))
+			reads(rows * ceilf(xs.Last(), target.WarpSize*rw))
 		}
 		return s
 	}
@@ -261,6 +264,9 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		if !(p.Persistent && gr.Accum >= 0 && len(ops) == 1 && ops[0] == gr.Accum) {
 			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize)
 			s.Elements += n / 2 // the epilogue handles element pairs
+			if p.Scaled != nil {
+				s.Flops += n // the folded scale
+			}
 			chain(ops, n)
 			sinks(n)
 		}
@@ -286,24 +292,24 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		}
 		s.Rows += rows
 		s.RowElems += rows * per * passes
-		reads(head, rows*per*passes)
+		reads(rows * per * passes)
 	default: // an element per thread
 		n := ceilf(out.NumElements(), threads)
 		s.Elements += n
 		switch head.Kind.Info().Class {
 		case ugraph.ClassMatmul:
 			s.FMAs += n * float64(bg.Tensors[head.In[0]].Shape.Last())
-			reads(head, n*float64(bg.Tensors[head.In[0]].Shape.Last()))
+			reads(n * float64(bg.Tensors[head.In[0]].Shape.Last()))
 		case ugraph.ClassReduction:
 			d := head.Attr.Dim
 			terms := float64(bg.Tensors[head.In[0]].Shape.Dim(d) / out.Dim(d))
 			s.Elements += n * (terms - 1)
-			reads(head, n*terms)
+			reads(n * terms)
 		default:
 			if f := head.Kind.Info().Elem.Flops; f > 0 {
 				s.Flops += n * float64(f)
 			}
-			reads(head, n)
+			reads(n)
 		}
 		chain(ops, n)
 		sinks(n)

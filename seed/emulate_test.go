@@ -40,7 +40,15 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			if len(seeds) == 0 {
 				t.Fatal("no seeds")
 			}
-			emulate(t, seeds[len(seeds)/2].Graph, 1)
+			g := seeds[len(seeds)/2].Graph
+			// K and V repeated over the heads by a product: both
+			// products folded into their matmuls (thread.Scaled).
+			if repeated[name] {
+				if n := folded(t, g); n != 2 {
+					t.Errorf("%d products folded into their matmuls, want K's and V's", n)
+				}
+			}
+			emulate(t, g, 1)
 		})
 	}
 	// Split-K seeds: partial products stacked by split, the combining
@@ -100,6 +108,11 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 		body := caseBody(t, "grouped-query attention of rank 4, K and V repeated")
 		for _, s := range seed.Build(load(t, body), seed.Options{}) {
 			if g := firstBlock(s.Graph).Grid; g[2] == 1 && g[1] > 1 {
+				// The block's 4 heads of 3 rows stacked as 12 rows
+				// of one mma, the scale applied per head.
+				if n := folded(t, s.Graph); n != 2 {
+					t.Errorf("%d products folded into their matmuls, want K's and V's", n)
+				}
 				emulate(t, s.Graph, 1)
 				return
 			}
@@ -204,6 +217,37 @@ func sumsTiles(g *kernel.Graph) bool {
 		}
 	}
 	return false
+}
+
+// repeated are the cases whose K and V a product with a tensor of ones
+// repeats over the heads.
+var repeated = map[string]bool{
+	"grouped-query attention of rank 4, K and V repeated":  true,
+	"multi-query attention, Q scaled per head":             true,
+	"grouped-query attention of rank 4 with a causal mask": true,
+}
+
+// folded counts the matmuls of g's graph-defined kernels that take a
+// product of their B operand folded in (thread.Scaled), as sm_90's plan
+// makes them.
+func folded(t *testing.T, g *kernel.Graph) int {
+	t.Helper()
+	plan, err := launch.Graph(g, target.MustLookup("sm_90"), launch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, k := range plan.Kernels {
+		if k.Thread == nil {
+			continue
+		}
+		for _, op := range k.Thread.Ops {
+			if op.MMA != nil && op.MMA.Scaled != nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func emulate(t *testing.T, g *kernel.Graph, scale float64) {

@@ -595,7 +595,7 @@ func (k *blockKernel) access(gi int, post bool) (reads, writes [][2]int) {
 	}
 	for _, i := range ops {
 		op := &bg.Ops[i]
-		for _, x := range op.Operands() {
+		for _, x := range tg.Reads(i) {
 			read(x)
 		}
 		if post && tg.Tiles[op.Out].Storage == thread.Shared || !post && tg.LoopWritesShared(gr, i) {

@@ -322,7 +322,7 @@ func (k *blockKernel) readByOps(t block.TensorID) bool {
 		if k.tg.Ops[i].Role == thread.RoleDead || op.Kind == ugraph.OpOutput {
 			continue
 		}
-		for _, x := range op.Operands() {
+		for _, x := range k.tg.Reads(i) {
 			if x == t {
 				return true
 			}
@@ -568,6 +568,9 @@ func (k *blockKernel) splitRow(gr *thread.Group, squares, first bool, then func(
 // mmaCall is the mma_tiles call computing a cm x cn chunk into frag.
 func (k *blockKernel) mmaCall(op *block.Op, p *thread.MMA, frag string, cm, cn int, mt, nt string) string {
 	a, b := op.In[0], op.In[1]
+	if p.Scaled != nil {
+		b = p.Scaled.X
+	}
 	return fmt.Sprintf("mirage::mma_tiles<%s, %d, %d, %d, %d, %d, %d, %d, %d>(%s, %s, %s, %s, %s, lane);",
 		ctype(k.bg.Tensors[a].DType), cm, cn, p.M, p.K, k.tg.Tiles[a].Pitch, k.tg.Tiles[b].Pitch,
 		p.MTilesPerBatch(), p.MTiles, frag, k.cur[a], k.cur[b], mt, nt)
@@ -611,7 +614,7 @@ func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) 
 		if acc >= 0 && p.Persistent {
 			regs = accName(gr) + "[cm + i][cn + j]"
 		}
-		if err := k.fragLoop(p, bg.Tensors[op.Out].Shape, "frag", "cm", "cn", p.ChunkM, p.ChunkN, func(e elem) error {
+		if err := k.fragLoop(p, bg.Tensors[op.Out].Shape, "frag", "cm", "cn", p.ChunkM, p.ChunkN, true, func(e elem) error {
 			if regs != "" {
 				e.regs = []string{regs + "[2 * h]", regs + "[2 * h + 1]"}
 			}
@@ -632,8 +635,12 @@ func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) 
 func (k *blockKernel) mmaPost(gr *thread.Group, chain []int) error {
 	p := k.tg.Ops[gr.Head].MMA
 	k.partComment(gr, "the register accumulator"+map[bool]string{true: " through the fused ops", false: ""}[len(chain) > 0]+sinkNote(k.tg, gr, false))
+	// An mma that summed into the registers itself (the accumulator its
+	// chain's first op) left its folded scale to here; one with ops
+	// before the accumulator scaled each iteration's products.
+	scale := gr.Chain[0] == gr.Accum
 	err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
-		return k.fragLoop(p, k.bg.Tensors[k.bg.Ops[gr.Head].Out].Shape, accName(gr), "", "", p.MPer, p.NPer, func(e elem) error {
+		return k.fragLoop(p, k.bg.Tensors[k.bg.Ops[gr.Head].Out].Shape, accName(gr), "", "", p.MPer, p.NPer, scale, func(e elem) error {
 			return k.flow(gr, chain, -1, true, e, k.bg.Ops[gr.Accum].Out, -1)
 		})
 	})
@@ -644,8 +651,9 @@ func (k *blockKernel) mmaPost(gr *thread.Group, chain []int) error {
 // fragLoop writes loops over the fragments frag[cm][cn] of the warp's
 // m-tiles mt0+cm+i and n-tiles nt0+cn+j (chunk offsets cm and cn may be ""),
 // handing each pair of consecutive elements (row, col) and (row, col+1),
-// with their index in the matmul's output tile, to body.
-func (k *blockKernel) fragLoop(p *thread.MMA, out ugraph.Shape, frag, cm, cn string, CM, CN int, body func(elem) error) error {
+// with their index in the matmul's output tile, to body; first, when
+// scale, multiplied by the folded operand's scale (thread.Scaled).
+func (k *blockKernel) fragLoop(p *thread.MMA, out ugraph.Shape, frag, cm, cn string, CM, CN int, scale bool, body func(elem) error) error {
 	w := k.w
 	w.line("#pragma unroll")
 	w.open("for (int i = 0; i < %d; ++i)", CM)
@@ -665,14 +673,14 @@ func (k *blockKernel) fragLoop(p *thread.MMA, out ugraph.Shape, frag, cm, cn str
 		if p.MPer*p.WarpsM > p.MTiles {
 			k.w.line("if (mt >= %d) break;  // past the last m-tile", p.MTiles)
 		}
-		return k.fragInner(p, out, frag, cn, CN, batch, body)
+		return k.fragInner(p, out, frag, cn, CN, batch, scale, body)
 	})
 	w.close()
 	return err
 }
 
 // fragInner writes the loops over a fragment row's n-tiles and halves.
-func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string, CN int, batch *expr, body func(elem) error) error {
+func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string, CN int, batch *expr, scale bool, body func(elem) error) error {
 	w := k.w
 	nt := vr("nt0", 0)
 	if cn != "" {
@@ -680,7 +688,12 @@ func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string
 	}
 	col := decl{"col", add(mul(add(nt, vr("j", CN)), p.Instr.N), vr("lane % 4 * 2", 0))}
 	row := decl{"row", add(vr("row0", 0), mul(vr("h", 2), 8))}
-	// The output tile's index: the batch dims, then row and col.
+	// The output tile's index: the batch dims, then row and col. A
+	// folded operand's mma stacks the batches' rows (Scaled.Rows each).
+	at := vr("row", p.M)
+	if p.Scaled != nil {
+		batch, at = div(at, p.Scaled.Rows), mod(at, p.Scaled.Rows)
+	}
 	var idx []*expr
 	if r := out.Rank(); r > 2 {
 		if batch == nil {
@@ -688,7 +701,7 @@ func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string
 		}
 		idx = indexOf(batch, ugraph.MustShape(out.Dims()[:r-2]...))
 	}
-	idx = append(idx, vr("row", p.M), vr("col", p.N))
+	idx = append(idx, at, vr("col", p.N))
 	w.line("#pragma unroll")
 	w.open("for (int j = 0; j < %d; ++j)", CN)
 	err := k.scoped([]decl{col}, func() error {
@@ -700,6 +713,9 @@ func (k *blockKernel) fragInner(p *thread.MMA, out ugraph.Shape, frag, cn string
 				k.w.open("if (row < %d)", p.M)
 			}
 			k.w.line("float v0 = %s[i][j][2 * h], v1 = %s[i][j][2 * h + 1];", frag, frag)
+			if scale && p.Scaled != nil {
+				k.w.line("{ const float s = %s; v0 *= s; v1 *= s; }  // the folded scale, s%d", k.tile(p.Scaled.By).load(idx), p.Scaled.By)
+			}
 			if err := body(elem{vals: []string{"v0", "v1"}, idx: idx}); err != nil {
 				return err
 			}

@@ -33,7 +33,12 @@
 // multiple of 8 runs on tensor cores (ldmatrix + mma.sync m16n8k16, fp32
 // accumulation); MMA says how its output is split among warps. Every other
 // op, and every other matmul, runs as SIMT loops over elements (fp32
-// arithmetic). A None accumulator fused into an mma group keeps its sums in
+// arithmetic). A tensor-core matmul whose B operand is the product of an
+// input tile the same for every batch and an input tile of one value per
+// batch, which no other op reads (K or V repeated over a group's heads by
+// a tensor of ones), takes the first tile itself: the product is dead,
+// the mma stacks A's batches as one matrix, and the epilogue scales each
+// row by its batch's value (Scaled). A None accumulator fused into an mma group keeps its sums in
 // the mma registers across the for-loop (Persistent) while the register
 // budget lasts; past it, and for SIMT groups, accumulators live in shared
 // memory as fp32. A sum, mean or rms accumulator that several iterations

@@ -64,6 +64,9 @@ func (g *Graph) GroupString(gi int) string {
 				} else {
 					fmt.Fprintf(&b, ", chunks %dx%d", p.ChunkM, p.ChunkN)
 				}
+				if f := p.Scaled; f != nil {
+					fmt.Fprintf(&b, ", B s%d scaled by s%d per %d rows", f.X, f.By, f.Rows)
+				}
 				b.WriteString("]")
 			} else if gr.LaneRows > 0 {
 				fmt.Fprintf(&b, " [simt, lane partials x%d]", gr.LaneRows)

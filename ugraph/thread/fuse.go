@@ -56,10 +56,56 @@ func (d *deriver) lower() error {
 	for i := range d.g.Ops {
 		op := &d.g.Ops[i]
 		if d.live[i] && op.Kind == ugraph.OpMatmul {
-			d.out.Ops[i].MMA = d.mmaPlan(op)
+			p := d.mmaPlan(op)
+			if p != nil {
+				d.fold(i, p)
+			}
+			d.out.Ops[i].MMA = p
 		}
 	}
 	return nil
+}
+
+// fold folds into tensor-core matmul i, planned as p, the product that
+// makes its B operand, where that product is X ⊙ By as Scaled describes
+// (both input tiles, X of A's dtype) and matmul i its only reader: the
+// product's op becomes dead and its operands matmul i's.
+func (d *deriver) fold(i int, p *MMA) {
+	g := d.g
+	b := g.Ops[i].In[1]
+	m := d.prod[b]
+	if g.Ops[m].Kind != ugraph.OpMul || len(d.uses[b]) != 1 {
+		return
+	}
+	bs := g.Tensors[b].Shape
+	r := bs.Rank()
+	isInput := func(t block.TensorID) bool { return g.Ops[d.prod[t]].Kind == ugraph.OpInput }
+	for _, xy := range [][2]block.TensorID{{g.Ops[m].In[0], g.Ops[m].In[1]}, {g.Ops[m].In[1], g.Ops[m].In[0]}} {
+		x, by := xy[0], xy[1]
+		xs, ys := g.Tensors[x].Shape, g.Tensors[by].Shape
+		switch {
+		case x == by || !isInput(x) || !isInput(by) || g.Tensors[x].DType != g.Tensors[g.Ops[i].In[0]].DType:
+			continue
+		case xs.Rank() != r || ys.Rank() != r || xs.Dim(r-2) != bs.Dim(r-2) || xs.Dim(r-1) != bs.Dim(r-1):
+			continue
+		case ys.Dim(r-2) != 1 || ys.Dim(r-1) != 1 || xs.NumElements() != bs.Dim(r-2)*bs.Dim(r-1):
+			continue
+		}
+		p.Scaled = &Scaled{Mul: m, X: x, By: by, Rows: p.M}
+		p.M, p.Batch = p.Batch*p.M, 1
+		p.MTiles = ceilDiv(p.M, p.Instr.M)
+		d.split(p)
+		d.live[m] = false
+		d.uses[b] = nil
+		for _, t := range []block.TensorID{x, by} {
+			for k, u := range d.uses[t] {
+				if u == m {
+					d.uses[t][k] = i
+				}
+			}
+		}
+		return
+	}
 }
 
 // mmaPlan returns the tensor-core plan of a matmul, or nil when it must run
@@ -84,11 +130,16 @@ func (d *deriver) mmaPlan(op *block.Op) *MMA {
 	}
 	batch := a.Shape.NumElements() / (m * k)
 	p := &MMA{Instr: in, Batch: batch, M: m, N: n, K: k, MTiles: batch * ceilDiv(m, in.M), NTiles: n / in.N}
+	d.split(p)
+	return p
+}
+
+// split divides p's output tiles among the block's warps.
+func (d *deriver) split(p *MMA) {
 	p.WarpsM, p.WarpsN = warpGrid(p.MTiles, p.NTiles, d.out.Warps())
 	p.MPer = ceilDiv(p.MTiles, p.WarpsM)
 	p.NPer = p.NTiles / p.WarpsN
 	p.ChunkM, p.ChunkN = streamChunk(p.MPer, p.NPer)
-	return p
 }
 
 // warpGrid splits the output tiles among the warps: WarpsN must divide both

@@ -90,6 +90,27 @@ type MMA struct {
 	// Persistent: the warp's whole MPer × NPer tile stays in registers
 	// across the for-loop, as the None accumulator fused into the group.
 	Persistent bool
+	// Scaled, when set, is the product that makes the matmul's B operand,
+	// folded into the matmul (see Scaled).
+	Scaled *Scaled
+}
+
+// Scaled is a matmul's B operand X ⊙ By, with X the same for every batch
+// (its batch dims 1) and By one value per batch (its last two dims 1),
+// folded into the matmul: By is a scalar of each batch, so A·(X ⊙ By) =
+// (A·X) ⊙ By. The product is never made (op Mul is dead): the mma
+// multiplies A, its batches stacked as one matrix (MMA.Batch 1, MMA.M
+// their rows together), by X, and the epilogue multiplies each row's
+// results by By at the row's batch (row / Rows) before the group's chain.
+// A grouped-query attention written without a reshape repeats K and V
+// over a group's heads this way, a product with a tensor of ones: the
+// block then keeps one copy of a K or V tile, not one per head, and its
+// mma tiles hold the heads' rows together rather than each head's
+// padded to 16.
+type Scaled struct {
+	Mul   int            // the block op X ⊙ By (or By ⊙ X)
+	X, By block.TensorID // input tiles
+	Rows  int            // the rows of one batch: the matmul's M as written
 }
 
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
@@ -215,6 +236,16 @@ type Graph struct {
 
 // Warps is the number of warps per block.
 func (g *Graph) Warps() int { return g.Threads / target.WarpSize }
+
+// Reads is the tiles op i reads as planned: its operands, but for a
+// matmul whose B operand is folded into it (MMA.Scaled), A, X and By.
+func (g *Graph) Reads(i int) []block.TensorID {
+	op := &g.Block.Ops[i]
+	if p := g.Ops[i].MMA; p != nil && p.Scaled != nil {
+		return []block.TensorID{op.In[0], p.Scaled.X, p.Scaled.By}
+	}
+	return op.Operands()
+}
 
 // LoopStep and PostStep are the schedule steps of a group's parts.
 func (g *Graph) LoopStep(i int) int { return 1 + i }

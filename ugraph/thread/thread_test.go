@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -670,7 +671,7 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 			fail("op %d (%v) of group %d has no step to run in", i, op.Kind, g.Ops[i].Group)
 			continue
 		}
-		for _, x := range op.Operands() {
+		for _, x := range g.Reads(i) {
 			tx := &g.Tiles[x]
 			switch tx.Storage {
 			case Shared:
@@ -845,5 +846,81 @@ func TestByRow(t *testing.T) {
 		if got := ByRow(g, &g.Ops[1]); got != tt.want {
 			t.Errorf("%v over dim %d of %v: %v, want %v", tt.kind, tt.dim, tt.shape, got, tt.want)
 		}
+	}
+}
+
+// TestFoldedScale: a matmul whose B operand is the product of an input
+// tile the same for every batch and one value per batch (K repeated over
+// a group's heads by a tensor of ones) takes the tile itself, with the
+// batches' rows stacked, and the product is not made; any other product
+// stays an op of its own.
+func TestFoldedScale(t *testing.T) {
+	build := func(k, s ugraph.Shape, sFirst, twice bool) *block.Graph {
+		bd := newBuilder(t, block.Dim3{1, 1, 1}, 128, 1, 1)
+		a := bd.in(sh(1, 4, 3, 64), ugraph.Float16, block.Replicate, -1)
+		x := bd.in(k, ugraph.Float16, block.Replicate, -1)
+		by := bd.in(s, ugraph.Float16, block.Replicate, -1)
+		b := bd.op(ugraph.OpMul, none, x, by)
+		if sFirst {
+			b = bd.op(ugraph.OpMul, none, by, x)
+		}
+		bd.out(bd.acc(bd.op(ugraph.OpMatmul, none, a, b), ugraph.AccumNone), block.Replicate)
+		if twice {
+			bd.out(bd.acc(b, ugraph.AccumNone), block.Replicate)
+		}
+		return bd.g
+	}
+	tests := []struct {
+		name   string
+		g      *block.Graph
+		folded bool
+	}{
+		{"K times ones per head", build(sh(1, 1, 64, 32), sh(1, 4, 1, 1), false, false), true},
+		{"ones per head times K", build(sh(1, 1, 64, 32), sh(1, 4, 1, 1), true, false), true},
+		{"the product read again", build(sh(1, 1, 64, 32), sh(1, 4, 1, 1), false, true), false},
+		{"a scale per column", build(sh(1, 1, 64, 32), sh(1, 4, 1, 32), false, false), false},
+		{"K of each head", build(sh(1, 4, 64, 32), sh(1, 4, 1, 1), false, false), false},
+	}
+	for _, tt := range tests {
+		g, err := Derive(tt.g, sm90, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		checkPlan(t, tt.name, g)
+		mm := slices.IndexFunc(tt.g.Ops, func(op block.Op) bool { return op.Kind == ugraph.OpMatmul })
+		mul := slices.IndexFunc(tt.g.Ops, func(op block.Op) bool { return op.Kind == ugraph.OpMul })
+		p := g.Ops[mm].MMA
+		if p == nil {
+			t.Fatalf("%s: the matmul runs SIMT", tt.name)
+		}
+		if (p.Scaled != nil) != tt.folded {
+			t.Fatalf("%s: folded %v, want %v", tt.name, p.Scaled != nil, tt.folded)
+		}
+		if !tt.folded {
+			if g.Ops[mul].Role == RoleDead || p.Batch != 4 || p.M != 3 {
+				t.Errorf("%s: the product is %v, the mma %d batches of %d rows; want it made and 4 of 3", tt.name, g.Ops[mul].Role, p.Batch, p.M)
+			}
+			continue
+		}
+		x, by := tt.g.Ops[0].Out+1, tt.g.Ops[0].Out+2
+		switch {
+		case g.Ops[mul].Role != RoleDead:
+			t.Errorf("%s: the folded product is %v, want dead", tt.name, g.Ops[mul].Role)
+		case p.Batch != 1 || p.M != 12 || p.MTiles != 1 || p.Scaled.Rows != 3:
+			t.Errorf("%s: the mma takes %d batches of %d rows (%d m-tiles), a batch %d rows; want the 4 heads' 3 rows stacked, 12 in one m-tile", tt.name, p.Batch, p.M, p.MTiles, p.Scaled.Rows)
+		case p.Scaled.X != x || p.Scaled.By != by:
+			t.Errorf("%s: X s%d, By s%d; want s%d and s%d", tt.name, p.Scaled.X, p.Scaled.By, x, by)
+		case !slices.Equal(g.Reads(mm), []block.TensorID{tt.g.Ops[0].Out, x, by}):
+			t.Errorf("%s: the matmul reads %v", tt.name, g.Reads(mm))
+		case g.Tiles[tt.g.Ops[mul].Out].Storage != StorageNone || g.Tiles[x].Storage != Shared:
+			t.Errorf("%s: the product's tile %v, K's %v; want none and shared", tt.name, g.Tiles[tt.g.Ops[mul].Out].Storage, g.Tiles[x].Storage)
+		}
+	}
+	// Folded, the block holds one K tile rather than one per head.
+	kept, made := tests[0].g, tests[4].g
+	a, _ := Derive(kept, sm90, Options{})
+	b, _ := Derive(made, sm90, Options{})
+	if a.SmemBytes >= b.SmemBytes {
+		t.Errorf("shared memory folded %d, made %d: want less", a.SmemBytes, b.SmemBytes)
 	}
 }
