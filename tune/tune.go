@@ -29,6 +29,7 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/internal/tempdir"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -49,8 +50,11 @@ type Options struct {
 	// per output) of a candidate's outputs against the first one's; 0
 	// means 1e-2, as bench/gpu checks fp16 results.
 	Tolerance float64
-	Dir       string // where the sources and the program are built; must exist
-	NVCC      string // the CUDA compiler; "" finds nvcc (FindNVCC)
+	// Dir is where the sources and the program are built; it must exist.
+	// "": a temporary directory, removed when Run returns (and by a
+	// second interrupt's exit: internal/tempdir).
+	Dir  string
+	NVCC string // the CUDA compiler; "" finds nvcc (FindNVCC)
 	// Timeout bounds the timing program's run (not its build): a kernel
 	// that hangs must not hold the GPU for good. 0 means 10 minutes.
 	Timeout time.Duration
@@ -89,8 +93,16 @@ type Result struct {
 }
 
 // Run measures doc's candidates as Options say. The program it builds
-// stays in opts.Dir.
+// stays in opts.Dir, when given.
 func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
+	if opts.Dir == "" {
+		dir, remove, err := tempdir.Make("mirage-tune-")
+		if err != nil {
+			return nil, err
+		}
+		defer remove()
+		opts.Dir = dir
+	}
 	if opts.Warmup <= 0 {
 		opts.Warmup = 20
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/driver"
-	"github.com/mirage-go/mirage/internal/tempdir"
 	"github.com/mirage-go/mirage/tune"
 )
 
@@ -86,11 +85,6 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("-o %s: %s is not a directory", out, filepath.Dir(out))
 	}
-	work, remove, err := tempdir.Make("mirage-tune-")
-	if err != nil {
-		return err
-	}
-	defer remove()
 	program := in.File.Name
 	if f.program != "" {
 		program = f.program
@@ -99,7 +93,7 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the timing")
 	defer stop()
 	res, err := tune.Run(ctx, in.File, tune.Options{Arch: f.arch.Arch, Program: program, Candidates: f.candidates,
-		Runs: f.runs, Warmup: f.warmup, Timeout: f.timeout, Dir: work, Emulate: f.emulate})
+		Runs: f.runs, Warmup: f.warmup, Timeout: f.timeout, Emulate: f.emulate})
 	if ctx.Err() != nil {
 		return interrupted("tune")
 	}
