@@ -576,6 +576,17 @@ func (k *blockKernel) mmaCall(op *block.Op, p *thread.MMA, frag string, cm, cn i
 		p.MTilesPerBatch(), p.MTiles, frag, k.cur[a], k.cur[b], mt, nt)
 }
 
+// foldNote says, for a part comment, how an mma with a folded operand
+// (thread.Scaled) reads it; "" for any other.
+func foldNote(bg *block.Graph, p *thread.MMA) string {
+	f := p.Scaled
+	if f == nil {
+		return ""
+	}
+	return fmt.Sprintf("; %s is not made: the mma reads s%d, the %d batches' rows stacked, and scales each row by s%d",
+		describeOp(bg, f.Mul), f.X, p.M/f.Rows, f.By)
+}
+
 // warpTiles declares mt0 and nt0, the warp's first m-tile and n-tile.
 func warpTiles(p *thread.MMA, warps int) []decl {
 	warp := vr("warp", warps)
@@ -589,7 +600,7 @@ func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) 
 	p := tg.Ops[gr.Head].MMA
 	w := k.w
 	if acc >= 0 && p.Persistent && len(chain) == 0 {
-		k.partComment(gr, fmt.Sprintf("%s on tensor cores, summed in registers (%s)", describeOp(bg, gr.Head), describeOp(bg, acc)))
+		k.partComment(gr, fmt.Sprintf("%s on tensor cores, summed in registers (%s)%s", describeOp(bg, gr.Head), describeOp(bg, acc), foldNote(bg, p)))
 		err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
 			k.w.line("%s", k.mmaCall(op, p, accName(gr), p.MPer, p.NPer, "mt0", "nt0"))
 			return nil
@@ -597,7 +608,7 @@ func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) 
 		w.close()
 		return err
 	}
-	k.partComment(gr, fmt.Sprintf("%s on tensor cores, %dx%d tiles at a time", describeChain(bg, gr.Head, chain, acc), p.ChunkM, p.ChunkN))
+	k.partComment(gr, fmt.Sprintf("%s on tensor cores, %dx%d tiles at a time%s", describeChain(bg, gr.Head, chain, acc), p.ChunkM, p.ChunkN, foldNote(bg, p)))
 	err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
 		w := k.w
 		unroll := "#pragma unroll 1"
