@@ -589,8 +589,13 @@ func blockWork(b *block.Graph, p blockPlan, ioScale []float64) work {
 		}
 		out := b.Tensors[op.Out]
 		tf, cf := opFlops(op.Kind, op.Attr, shapes, out.Shape, out.DType, p.instr)
-		if op.Kind == ugraph.OpMatmul && !p.mma[i] {
-			tf, cf = 0, tf+cf // SIMT: the same products on CUDA cores
+		if op.Kind == ugraph.OpMatmul {
+			switch m := p.mma[i]; {
+			case m == nil:
+				tf, cf = 0, tf+cf // SIMT: the same products on CUDA cores
+			default:
+				tf = m.TensorFlops() // the mma tiles as planned (a folded operand's rows stacked)
+			}
 		}
 		n := 1.0
 		if op.Kind == ugraph.OpForloopAccum || !out.PostLoop {

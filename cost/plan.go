@@ -9,11 +9,11 @@ import (
 // blockPlan is what the model needs of how a block graph runs on a block's
 // threads, as ugraph/thread plans it.
 type blockPlan struct {
-	instr     target.MMA // the arch's tensor-core instruction
-	smem      int        // shared memory per block, bytes
-	dead      []bool     // per op: not run, since no output depends on it
-	mma       []bool     // per op: a matmul on tensor cores (else SIMT, fp32)
-	freeAccum []bool     // per op: a None accumulator that the mma does in its registers
+	instr     target.MMA    // the arch's tensor-core instruction
+	smem      int           // shared memory per block, bytes
+	dead      []bool        // per op: not run, since no output depends on it
+	mma       []*thread.MMA // per op: a matmul's tensor-core plan; nil: SIMT, fp32
+	freeAccum []bool        // per op: a None accumulator that the mma does in its registers
 }
 
 // planOf reads what the model needs of a graph-defined kernel's thread
@@ -21,10 +21,10 @@ type blockPlan struct {
 func planOf(tg *thread.Graph, arch target.Arch) blockPlan {
 	b := tg.Block
 	n := len(b.Ops)
-	p := blockPlan{instr: arch.MMA, smem: tg.SmemBytes, dead: make([]bool, n), mma: make([]bool, n), freeAccum: make([]bool, n)}
+	p := blockPlan{instr: arch.MMA, smem: tg.SmemBytes, dead: make([]bool, n), mma: make([]*thread.MMA, n), freeAccum: make([]bool, n)}
 	for i, op := range tg.Ops {
 		p.dead[i] = op.Role == thread.RoleDead
-		p.mma[i] = op.MMA != nil
+		p.mma[i] = op.MMA
 		if b.Ops[i].Kind != ugraph.OpForloopAccum || b.Ops[i].Attr.Accum != ugraph.AccumNone || op.Role != thread.RoleFused {
 			continue
 		}

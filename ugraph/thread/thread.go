@@ -113,6 +113,12 @@ type Scaled struct {
 	Rows  int            // the rows of one batch: the matmul's M as written
 }
 
+// TensorFlops is the work of the mma instructions the plan issues: its
+// m-tiles and n-tiles, rows past M included, over K.
+func (m *MMA) TensorFlops() int64 {
+	return 2 * int64(m.MTiles*m.Instr.M) * int64(m.NTiles*m.Instr.N) * int64(ceilDiv(m.K, m.Instr.K)*m.Instr.K)
+}
+
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
 func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, m.Instr.M) }
 

@@ -914,6 +914,8 @@ func TestFoldedScale(t *testing.T) {
 			t.Errorf("%s: the matmul reads %v", tt.name, g.Reads(mm))
 		case g.Tiles[tt.g.Ops[mul].Out].Storage != StorageNone || g.Tiles[x].Storage != Shared:
 			t.Errorf("%s: the product's tile %v, K's %v; want none and shared", tt.name, g.Tiles[tt.g.Ops[mul].Out].Storage, g.Tiles[x].Storage)
+		case p.TensorFlops() != 2*16*32*64:
+			t.Errorf("%s: the mmas do %d flops, want one m-tile's, %d (made: four padded m-tiles)", tt.name, p.TensorFlops(), 2*16*32*64)
 		}
 	}
 	// Folded, the block holds one K tile rather than one per head.
