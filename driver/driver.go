@@ -164,6 +164,10 @@ type outcome struct {
 	nsubtrees int    // of its search
 	result    result // under run.mu: a search abandoned on interruption may still write it
 	ops       string // the ops, inputs and outputs of the part that made it, printed (the fingerprint pool's key)
+	// inputs are the program's tensors that the part that made it reads,
+	// in order: its verifier names its inputs by them, as the whole
+	// program's does (ffverify.Options.InputNames), to share products.
+	inputs []int
 	// fingerprinting is set, under run.mu, while the part's program is
 	// evaluated for its verifier: at a prefill's shapes that alone can
 	// outlast the run.
@@ -301,6 +305,7 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	})
 	d = &run{opts: opts, program: program, ix: index(program, opts.Arch), limits: lim, outcomes: map[uint64]*outcome{},
 		interrupt: interrupt.Done(), interruptCtx: interrupt, searchCtx: searchCtx, start: start, verifyStop: make(chan struct{})}
+	d.memo, _ = ffverify.NewMemo(ffverify.Options{Seed: opts.Seed, MaxBytes: opts.MaxMemory})
 	// Searches enumerate until the budget but a tenth (at least 4 s, at
 	// most 30 s): that is left for sizing and verifying what they found,
 	// and the stitched program. (A search ranks its candidates as it
@@ -366,9 +371,13 @@ type run struct {
 
 	// whole checks stitched programs against the program; made once. It
 	// stops when verifyStop is closed (stopVerifying).
-	wholeOnce  sync.Once
-	whole      *ffverify.Verifier
-	wholeErr   error
+	wholeOnce sync.Once
+	whole     *ffverify.Verifier
+	wholeErr  error
+	// memo is the products' memo that the parts' verifiers and the whole
+	// program's share (ffverify.Memo); nil when the options are bad,
+	// which each verifier then reports.
+	memo       *ffverify.Memo
 	verifyStop chan struct{}
 	stopOnce   sync.Once
 	// graceEnd is when the stitched programs' checks are given up, set by
@@ -409,7 +418,7 @@ func (d *run) outcomeOf(p Part) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &outcome{program: pg, unfusedUs: e.Micros, ops: p.key()}
+	o := &outcome{program: pg, unfusedUs: e.Micros, ops: p.key(), inputs: names(p.Inputs)}
 	d.outcomes[h] = o
 	if len(p.Ops) == 1 && d.program.Ops[p.Ops[0]].Kind == ugraph.OpCustomized {
 		o.result = result{done: true, fused: true, estimatedUs: e.Micros}
@@ -686,7 +695,16 @@ func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, er
 	if v := d.opts.fingerprints.Prefix(o.ops, o.program); v != nil {
 		return v.StopWhen(stop), nil
 	}
-	return ffverify.NewStopping(o.program, d.verifierOptions(), stop)
+	return ffverify.NewStopping(o.program, d.verifierOptions(o.inputs), stop)
+}
+
+// names are the tensor ids, as ffverify.Options.InputNames.
+func names(ids []kernel.TensorID) []int {
+	n := make([]int, len(ids))
+	for i, id := range ids {
+		n[i] = int(id)
+	}
+	return n
 }
 
 // withMemoryHint is err's message, with how to raise the bound when it is
@@ -699,9 +717,11 @@ func withMemoryHint(err error) string {
 }
 
 // verifierOptions are the options of the verifiers the run makes itself,
-// as its searches make theirs (search.Options).
-func (d *run) verifierOptions() ffverify.Options {
-	return ffverify.Options{Seed: d.opts.Seed, MaxBytes: d.opts.MaxMemory}
+// as its searches make theirs (search.Options), for a program whose inputs
+// are the whole program's tensors inputs: they draw the same values for
+// the same tensor, and share the run's memo of products.
+func (d *run) verifierOptions(inputs []int) ffverify.Options {
+	return ffverify.Options{Seed: d.opts.Seed, MaxBytes: d.opts.MaxMemory, InputNames: inputs, Memo: d.memo}
 }
 
 // liveHeapBudget is the live heap at which a search stops enumerating: a
@@ -938,7 +958,13 @@ func (d *run) verify(g *kernel.Graph, parts []Part, outs []*outcome) (bool, erro
 // the run stops verifying (stopVerifying).
 func (d *run) wholeVerifier() (*ffverify.Verifier, error) {
 	d.wholeOnce.Do(func() {
-		d.whole, d.wholeErr = ffverify.NewStopping(d.program, d.verifierOptions(), d.verifyStop)
+		opts := d.verifierOptions(names(d.program.Inputs()))
+		// No fast path: a stitched program is made of verified parts, so
+		// its check is expected to pass, and the fast path's sampled
+		// positions, each the cone of a whole layer, would cost up to half
+		// a full check for nothing (a LLaMA-70B MLP's answer: 14 of 27 s).
+		opts.Samples = -1
+		d.whole, d.wholeErr = ffverify.NewStopping(d.program, opts, d.verifyStop)
 	})
 	return d.whole, d.wholeErr
 }

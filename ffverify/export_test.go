@@ -16,7 +16,7 @@ func LazyMismatch(g *kernel.Graph, seed uint64, t, limit int) error {
 	if err != nil {
 		return err
 	}
-	tr := p.trial(seed, t)
+	tr := p.trial(Options{Seed: seed}, t)
 	l := newLazy(p, tr, math.MaxInt, int(p.denseSize()))
 	for k, want := range p.run(tr) {
 		step := max(1, len(want.v)/limit)
@@ -68,7 +68,7 @@ func KernelStoppedAt(v *Verifier, c *kernel.Graph, n int) (stopped bool, err err
 				panic(e)
 			}
 		}()
-		tr.products.kernel(p.blocks[i])(tr.block[i], args, tr.products, check)
+		tr.products.kernel(p.blocks[i], tr.used)(tr.block[i], args, tr.products, check)
 		return false, nil
 	}
 	return false, fmt.Errorf("the candidate has no graph-defined kernel")

@@ -47,7 +47,7 @@ func (v *Verifier) Rows(program *kernel.Graph) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := nv.evaluate(p); err != nil {
+	if _, err := nv.evaluate(p); err != nil {
 		return nil, err
 	}
 	return nv, nil
@@ -71,7 +71,9 @@ func (v *Verifier) firstRows(program *kernel.Graph, ownPrints bool) (*Verifier, 
 	switch {
 	case v.dense == nil:
 		nv.held = prints
-		nv.shareInputs(p)
+		if err := nv.shareInputs(p); err != nil {
+			return nil, nil, err
+		}
 	case ownPrints:
 		nv.shareInputsOf(v)
 		nv.held = ugraph.AddSize(nv.held, prints)

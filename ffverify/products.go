@@ -39,8 +39,11 @@ type products struct {
 	memo   map[any]*product // by slabKey, wholeKey or kernelKey
 	order  []any            // keys in insertion order, oldest first
 	used   int64            // bytes of the products in memo, ready or being computed
-	budget int64
-	points [2]uint64 // where fingerprints evaluate their polynomials
+	pinned int64            // bytes of the products pin keeps
+	// made counts the entries made, taken the lookups that found one.
+	made, taken int64
+	budget      int64
+	points      [2]uint64 // where fingerprints evaluate their polynomials
 	// tileLookups counts the memo's lookups of computed tiles' products
 	// (tiles); tileCost is what their fingerprints cost and tileSaved what
 	// the hits saved, in multiply-adds (tilesPay).
@@ -64,19 +67,24 @@ type product struct {
 	bytes int64
 }
 
-// operand is a matmul operand with the key that names its values: input
-// (>= 0) a program input, else a computed tensor's shape and fingerprint.
-// t holds its values when they are at hand (computed, or an input the
-// Verifier shares); else src makes them (dense), at the cost of the
-// input's hashes.
+// operand is a matmul operand with the key that names its values: a
+// program input by the key of its elements (trial.inputs: the draw's and
+// the input's name, so that verifiers that name their inputs alike share
+// their products, see Memo), else a computed tensor's shape and
+// fingerprint. t holds its values when they are at hand (computed, or an
+// input the Verifier shares); else src makes them (dense), at the cost of
+// the input's hashes.
 type operand struct {
 	t   *tensor
 	src source
 	key operandKey
 }
 
+// operandKey names an operand's values: input, the key of a program
+// input's elements, or 0 for a computed tensor (whose fingerprint is
+// print); and its shape.
 type operandKey struct {
-	input int
+	input uint64
 	shape ugraph.Shape
 	print [2]uint64
 }
@@ -107,21 +115,22 @@ func mulOperands(dst *tensor, x, y operand, check func()) {
 // its shape and fingerprint.
 func (ps *products) sourceOperand(src source) operand {
 	if src.tr == nil {
-		return ps.operand(src.t, -1)
+		return ps.operand(src.t, 0)
 	}
 	t := src.t
 	if t == nil && src.tr.dense != nil {
 		t = src.dense()
 	}
-	return operand{t: t, src: src, key: operandKey{input: src.input, shape: src.shape}}
+	return operand{t: t, src: src, key: operandKey{input: src.tr.inputs[src.input], shape: src.shape}}
 }
 
-// operand names t, which is program input k when k >= 0.
-func (ps *products) operand(t *tensor, k int) operand {
-	if k >= 0 {
-		return operand{t: t, key: operandKey{input: k, shape: t.shape}}
+// operand names t: the program input whose elements' key is input, or a
+// computed tensor when input is 0.
+func (ps *products) operand(t *tensor, input uint64) operand {
+	if input != 0 {
+		return operand{t: t, key: operandKey{input: input, shape: t.shape}}
 	}
-	return operand{t: t, key: operandKey{input: -1, shape: t.shape, print: fingerprint(t.v, ps.points)}}
+	return operand{t: t, key: operandKey{shape: t.shape, print: fingerprint(t.v, ps.points)}}
 }
 
 // operands names the operands of a graph-defined kernel; nil when ps is.
@@ -140,7 +149,8 @@ func (ps *products) operands(ins []source) []operand {
 // candidate runs too (two-kernel candidates share their first kernel by
 // the dozen) on the same operand values gives the results kept then. The
 // key is the block graph itself (its JSON) and the operands' names.
-func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *products, check func()) []*tensor {
+// used, when not nil, is told the key of the results.
+func (ps *products) kernel(bp *blockPlan, used func(key any)) func(fns []fn, ins []source, _ *products, check func()) []*tensor {
 	return func(fns []fn, ins []source, _ *products, check func()) []*tensor {
 		operands := ps.operands(ins)
 		var bytes int64
@@ -154,6 +164,9 @@ func (ps *products) kernel(bp *blockPlan) func(fns []fn, ins []source, _ *produc
 		k := kernelKey{graph: string(key)}
 		for _, o := range operands {
 			k.operands += fmt.Sprintf("%d %v %x;", o.key.input, o.key.shape, o.key.print)
+		}
+		if used != nil {
+			used(k)
 		}
 		p, first := ps.entry(k, bytes)
 		if first {
@@ -362,8 +375,10 @@ func (ps *products) entry(k any, bytes int64) (p *product, first bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p, ok := ps.memo[k]; ok {
+		ps.taken++
 		return p, false
 	}
+	ps.made++
 	for ps.used+bytes > ps.budget && len(ps.order) > 0 {
 		old := ps.order[0]
 		ps.order = ps.order[1:]
@@ -377,19 +392,23 @@ func (ps *products) entry(k any, bytes int64) (p *product, first bool) {
 	return p, true
 }
 
-// pin keeps the entries the memo holds now, oldest first, while they take
-// at most half of its budget: forgetting makes room from the others.
-func (ps *products) pin() {
+// pin keeps the entries under keys, in order, while the memo's pinned
+// entries take at most half of its budget: forgetting makes room from the
+// others. Keys pinned already, or forgotten, are passed over.
+func (ps *products) pin(keys []any) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	var pinned int64
-	for len(ps.order) > 0 {
-		p := ps.memo[ps.order[0]]
-		if pinned+p.bytes > ps.budget/2 {
+	for _, k := range keys {
+		i := slices.Index(ps.order, k)
+		if i < 0 {
+			continue
+		}
+		p := ps.memo[k]
+		if ps.pinned+p.bytes > ps.budget/2 {
 			break
 		}
-		pinned += p.bytes
-		ps.order = ps.order[1:]
+		ps.pinned += p.bytes
+		ps.order = slices.Delete(ps.order, i, i+1)
 	}
 }
 

@@ -65,9 +65,9 @@ func TestProductsTile(t *testing.T) {
 			t.Run(c.name+"/"+named, func(t *testing.T) {
 				a, b := randomTensor(c.sa, 1), randomTensor(c.sb, 2)
 				ps := newProducts(1<<20, 7)
-				ka, kb := 0, 1
+				ka, kb := uint64(1), uint64(2)
 				if named == "fingerprints" {
-					ka, kb = -1, -1
+					ka, kb = 0, 0
 				}
 				oa, ob := ps.operand(a, ka), ps.operand(b, kb)
 				for i, tc := range c.tiles {
@@ -96,7 +96,7 @@ func TestProductsKeys(t *testing.T) {
 	ps := newProducts(4*tensorBytes(s), 9) // room for four products
 	product := func(x *tensor) *tensor {
 		out := newTensor(s)
-		ps.whole(out, ps.operand(x, -1), ps.operand(b, 1), nil)
+		ps.whole(out, ps.operand(x, 0), ps.operand(b, 2), nil)
 		return out
 	}
 	p1, p2 := product(a), product(a2)
@@ -108,7 +108,7 @@ func TestProductsKeys(t *testing.T) {
 	if fmt.Sprint(p2.v) != fmt.Sprint(want.v) {
 		t.Errorf("memo %v, direct %v", p2.v, want.v)
 	}
-	if ps.operand(a, -1).key == ps.operand(a2, -1).key {
+	if ps.operand(a, 0).key == ps.operand(a2, 0).key {
 		t.Error("fingerprints of operands that differ in one value are equal")
 	}
 	for i := range 5 {
@@ -120,7 +120,7 @@ func TestProductsKeys(t *testing.T) {
 	if len(ps.memo) != 4 {
 		t.Errorf("%d entries kept, want 4 (the budget's worth)", len(ps.memo))
 	}
-	if _, ok := ps.memo[wholeKey{ps.operand(a, -1).key, ps.operand(b, 1).key}]; ok {
+	if _, ok := ps.memo[wholeKey{ps.operand(a, 0).key, ps.operand(b, 2).key}]; ok {
 		t.Error("the oldest product is still kept")
 	}
 }
@@ -148,7 +148,7 @@ func TestProductsStopped(t *testing.T) {
 		t.Errorf("matmul checked %d times, want once a panel (4)", panels)
 	}
 	ps := newProducts(1<<30, 9)
-	oa, ob := ps.operand(a, 0), ps.operand(b, 1)
+	oa, ob := ps.operand(a, 1), ps.operand(b, 2)
 
 	started, release := make(chan struct{}), make(chan struct{})
 	stopped := make(chan any)

@@ -28,7 +28,7 @@ func (p *plan) run(tr *trial) []*tensor {
 			}
 			run := p.blocks[i].run
 			if tr.products != nil {
-				run = tr.products.kernel(p.blocks[i])
+				run = tr.products.kernel(p.blocks[i], tr.used)
 			}
 			for r, t := range run(tr.block[i], args, tr.products, tr.check) {
 				val[op.Out[r]] = source{t: t, shape: t.shape}
@@ -41,7 +41,9 @@ func (p *plan) run(tr *trial) []*tensor {
 			b := val[op.In[1]]
 			dst := newTensor(g.Tensors[op.Out[0]].Shape)
 			if ps := tr.products; ps != nil {
-				ps.whole(dst, ps.sourceOperand(val[op.In[0]]), ps.sourceOperand(b), tr.check)
+				x, y := ps.sourceOperand(val[op.In[0]]), ps.sourceOperand(b)
+				ps.whole(dst, x, y, tr.check)
+				tr.used(wholeKey{x.key, y.key})
 			} else {
 				mulOperands(dst, operand{t: a}, operand{t: b.t, src: b}, tr.check)
 			}

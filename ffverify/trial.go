@@ -18,6 +18,16 @@ type trial struct {
 	// stop, when closed, stops the evaluation at its next check (the
 	// Verifier's, StopWhen).
 	stop <-chan struct{}
+	// pins, when not nil, collects the memo keys of the products the
+	// evaluation takes (used): a program's, which the memo keeps (pin).
+	pins *[]any
+}
+
+// used records that the evaluation took the memo's product under key.
+func (tr *trial) used(key any) {
+	if tr.pins != nil {
+		*tr.pins = append(*tr.pins, key)
+	}
 }
 
 // check panics with errStopped once tr.stop is closed; the Verifier's
@@ -36,11 +46,12 @@ func (tr *trial) check() {
 // trialKey derives the key of draw t from the seed.
 func trialKey(seed uint64, t int) uint64 { return hash(hash(seed, 0x66667665726966), uint64(t)) }
 
-// trial compiles p's ops for draw t.
-func (p *plan) trial(seed uint64, t int) *trial {
-	tr := &trial{key: trialKey(seed, t), ops: make([]fn, len(p.g.Ops)), block: make([][]fn, len(p.g.Ops))}
+// trial compiles p's ops for draw t of opts.Seed, its inputs drawn by
+// their names (Options.InputNames; by position where there are none).
+func (p *plan) trial(opts Options, t int) *trial {
+	tr := &trial{key: trialKey(opts.Seed, t), ops: make([]fn, len(p.g.Ops)), block: make([][]fn, len(p.g.Ops))}
 	for k := range p.g.Inputs() {
-		tr.inputs = append(tr.inputs, hash(tr.key, uint64(k)+1<<40))
+		tr.inputs = append(tr.inputs, inputKey(tr.key, opts.inputName(k)))
 	}
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
@@ -54,6 +65,10 @@ func (p *plan) trial(seed uint64, t int) *trial {
 	}
 	return tr
 }
+
+// inputKey is the key of the elements of the input named name on the draw
+// whose key is key.
+func inputKey(key uint64, name int) uint64 { return hash(key, uint64(name)+1<<40) }
 
 // input returns element idx of input k of draw tr: a keyed hash of
 // (trial, input, position), so both evaluators see the same value without

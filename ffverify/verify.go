@@ -58,6 +58,18 @@ type Options struct {
 	// needs; fewer draws run in parallel when more would exceed it. 0 means
 	// memlimit.Default (4 GiB).
 	MaxBytes int64
+	// InputNames, when not nil, names the program's inputs, one distinct
+	// name each, none negative: Verifiers with the same Seed draw the same
+	// values for inputs of the same name and shape, so that they can share
+	// their products (Memo). A run names the inputs of its parts' programs
+	// and of the whole program by the whole program's tensors. Nil names
+	// input k by k.
+	InputNames []int
+	// Memo, when not nil, is a products' memo the Verifier shares with
+	// others of the same Seed and Trials (NewMemo). A Verifier whose
+	// program's draw does not fit in MaxBytes beside the memo's budget
+	// keeps a smaller memo of its own.
+	Memo *Memo
 }
 
 func (o Options) normalized() (Options, error) {
@@ -168,34 +180,42 @@ func NewStopping(program *kernel.Graph, opts Options, stop <-chan struct{}) (*Ve
 	if err != nil {
 		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
+	if err := opts.checkNames(len(program.Inputs())); err != nil {
+		return nil, err
+	}
 	v := newVerifier(p, opts)
 	v.stop = stop
 	v.held = ugraph.MulSize(int64(opts.Trials), p.outputBytes())
-	v.shareInputs(p)
+	if err := v.shareInputs(p); err != nil {
+		return nil, err
+	}
 	// The program's products go to the memo too, and stay (pin): a
 	// candidate's fused matmul that sums them whole (wholeSums) copies
 	// them from there.
 	p.memo = v.products != nil
-	if err := v.evaluate(p); err != nil {
+	pins, err := v.evaluate(p)
+	if err != nil {
 		return nil, err
 	}
-	for _, ps := range v.products {
-		ps.pin()
+	for t, ps := range v.products {
+		ps.pin(pins[t])
 	}
 	return v, nil
 }
 
 // evaluate runs the program p on every draw and keeps its outputs, whose
-// memory is in v.held already.
-func (v *Verifier) evaluate(p *plan) error {
+// memory is in v.held already. It returns, per draw, the memo keys of the
+// products the program took (trial.pins).
+func (v *Verifier) evaluate(p *plan) (pins [][]any, err error) {
 	out := p.outputBytes()
 	u := p.memory(v.dense != nil)
 	w, err := v.opts.workers(v.opts.Trials, v.held, max(u.peak-out, 0),
 		fmt.Sprintf("evaluating the program (keeping its outputs on %d draws)", v.opts.Trials), "a draw "+p.peak(u))
 	if err != nil {
-		return fmt.Errorf("ffverify: program: %w", err)
+		return nil, fmt.Errorf("ffverify: program: %w", err)
 	}
 	v.prints = make([][]*tensor, v.opts.Trials)
+	pins = make([][]any, v.opts.Trials)
 	halted := false
 	eachDraw(v.opts.Trials, w, func(t int) (outs []*tensor) {
 		defer func() {
@@ -206,15 +226,17 @@ func (v *Verifier) evaluate(p *plan) error {
 				outs = nil // stopped (StopWhen)
 			}
 		}()
-		return p.run(v.trial(p, t))
+		tr := v.trial(p, t)
+		tr.pins = &pins[t]
+		return p.run(tr)
 	}, func(t int, outs []*tensor) bool {
 		v.prints[t], halted = outs, outs == nil
 		return !halted
 	})
 	if halted {
-		return ErrStopped
+		return nil, ErrStopped
 	}
-	return nil
+	return pins, nil
 }
 
 // newVerifier returns a Verifier for p's graph with no draws yet.
@@ -231,8 +253,9 @@ func newVerifier(p *plan, opts Options) *Verifier {
 
 // shareInputs sets up v.dense for p's inputs, if they are few enough and
 // sharing them leaves room for a draw in Options.MaxBytes, and the
-// products' memo, whether they are shared or not.
-func (v *Verifier) shareInputs(p *plan) {
+// products' memo, whether they are shared or not: Options.Memo where it
+// leaves that room, else a memo of v's own.
+func (v *Verifier) shareInputs(p *plan) error {
 	var n int64
 	for _, s := range v.inputs {
 		n = ugraph.AddSize(n, int64(s.NumElements()))
@@ -243,7 +266,7 @@ func (v *Verifier) shareInputs(p *plan) {
 		v.held = shared
 		v.dense = make([][]func() *tensor, v.opts.Trials)
 		for t := range v.dense {
-			tr := p.trial(v.opts.Seed, t)
+			tr := p.trial(v.opts, t)
 			for k, s := range v.inputs {
 				v.dense[t] = append(v.dense[t], sync.OnceValue(func() *tensor { return tr.newInputTensor(k, s) }))
 			}
@@ -253,21 +276,35 @@ func (v *Verifier) shareInputs(p *plan) {
 	// to DefaultProductBytes, and leaves most of it to the candidates.
 	// A candidate's check uses it only where that leaves room for both
 	// (Verifier.plan), so it is not part of held.
-	memo := min(DefaultProductBytes, (v.opts.MaxBytes-ugraph.AddSize(v.held, p.memory(share).peak))/4)
+	// A shared memo (Options.Memo) is used whole where the program's draw
+	// fits beside it: like a memo of v's own, a candidate's check uses it
+	// only where it fits beside the candidate's draw too.
+	draw := ugraph.AddSize(v.held, p.memory(share).peak)
+	if m := v.opts.Memo; m != nil {
+		if err := m.fits(v.opts); err != nil {
+			return err
+		}
+		if ugraph.AddSize(draw, m.budget) <= v.opts.MaxBytes {
+			v.memoBytes, v.products = m.budget, m.draws
+			return nil
+		}
+	}
+	memo := min(DefaultProductBytes, (v.opts.MaxBytes-draw)/4)
 	if memo <= 0 {
-		return
+		return nil
 	}
 	v.memoBytes = memo
 	v.products = make([]*products, v.opts.Trials)
 	for t := range v.products {
 		v.products[t] = newProducts(memo/int64(v.opts.Trials), trialKey(v.opts.Seed, t))
 	}
+	return nil
 }
 
 // trial compiles p for draw t, with the shared inputs and, where p may
 // use it, the products' memo.
 func (v *Verifier) trial(p *plan, t int) *trial {
-	tr := p.trial(v.opts.Seed, t)
+	tr := p.trial(v.opts, t)
 	tr.stop = v.stop
 	if v.dense != nil {
 		tr.dense = v.dense[t]
@@ -325,6 +362,9 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("ffverify: program: %w", err)
 	}
+	if err := opts.checkNames(len(a.Inputs())); err != nil {
+		return Result{}, err
+	}
 	v := newVerifier(pa, opts)
 	pb, err := v.candidatePlan(b)
 	if err != nil {
@@ -345,7 +385,7 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("ffverify: %w", err)
 	}
-	v.prints = [][]*tensor{pa.run(pa.trial(opts.Seed, 0))}
+	v.prints = [][]*tensor{pa.run(pa.trial(opts, 0))}
 	if r, rejected := v.fast(pb, 16); rejected {
 		return r, nil
 	}
@@ -355,9 +395,9 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 	eachDraw(opts.Trials, w, func(t int) []diff {
 		want := v.prints[0]
 		if t > 0 {
-			want = pa.run(pa.trial(opts.Seed, t))
+			want = pa.run(pa.trial(opts, t))
 		}
-		return m.differ(pb.run(pb.trial(opts.Seed, t)), want)
+		return m.differ(pb.run(pb.trial(opts, t)), want)
 	}, func(t int, d []diff) bool {
 		r, rejected = m.apply(t, d)
 		return !rejected
@@ -478,7 +518,7 @@ func (v *Verifier) fast(p *plan, share int64) (r Result, rejected bool) {
 	// Its pages take at most a dense evaluation's worth of values, and
 	// what MaxBytes leaves.
 	room := min(p.denseSize(), (v.opts.MaxBytes-v.held)/elemBytes)
-	tr := p.trial(v.opts.Seed, 0)
+	tr := p.trial(v.opts, 0)
 	tr.stop = v.stop
 	l := newLazy(p, tr, int(max(p.denseSize()/share, 1<<12)), int(room))
 	m := newMatcher(p, v.outputs)
