@@ -30,7 +30,7 @@ type lazy struct {
 	lastPage *page
 	groups   map[pageKey]map[int]elem // per-group statistics (rms_norm's inverse rms)
 	tensors  []*page                  // the pages of kernel tensors, by tensor
-	// budget bounds the values computed (see errBudget), and room the
+	// budget bounds the work done (spend; see errBudget), and room the
 	// elements of the pages allocated (a dense evaluation's worth).
 	budget, computed, room int
 	// last holds, per input, the last strip read from it: consecutive
@@ -87,10 +87,8 @@ type chunk struct {
 	has []uint64 // bit i: v[i] is computed
 }
 
-// newLazy returns a demand-driven evaluator of p on draw tr that computes
-// at most budget values (memoised ones; the products inside a matmul and
-// the reads of inputs do not count), in pages of at most room elements in
-// all.
+// newLazy returns a demand-driven evaluator of p on draw tr that does at
+// most budget work (spend), in pages of at most room elements in all.
 func newLazy(p *plan, tr *trial, budget, room int) *lazy {
 	return &lazy{p: p, tr: tr, pages: map[pageKey]*page{}, groups: map[pageKey]map[int]elem{},
 		budget: budget, room: room, last: make([]strip, len(tr.inputs)),
@@ -150,11 +148,21 @@ func (pg *page) get(i int) (elem, bool) {
 	return c.v[i], true
 }
 
-// remember stores value i of page pg.
-func (l *lazy) remember(pg *page, i int, v elem) {
-	if l.computed++; l.computed > l.budget {
+// spend counts n units of work against the budget: a value computed, a
+// term of a sum (a multiply-add of a product), an input element drawn, as
+// plan.denseWork counts a dense evaluation's. Counting values alone let
+// a sample whose cone is a whole layer's products (an output of a
+// LLaMA-70B MLP: every column of W1 and W3, drawn again for each row)
+// cost ten dense evaluations within budget.
+func (l *lazy) spend(n int) {
+	if l.computed += n; l.computed > l.budget {
 		panic(errBudget)
 	}
+}
+
+// remember stores value i of page pg.
+func (l *lazy) remember(pg *page, i int, v elem) {
+	l.spend(1)
 
 	c := pg.chunks[i>>chunkBits]
 	if c == nil {
@@ -236,6 +244,7 @@ func (l *lazy) ascend(mark int) bool {
 func (l *lazy) at(t, idx int) elem {
 	p := l.p
 	if k := p.inputPos[t]; k >= 0 {
+		l.spend(1)
 		return l.tr.input(k, idx)
 	}
 	pg := l.tensorPage(t)
@@ -325,6 +334,7 @@ func (l *lazy) accum(s site, op *block.Op, idx int) elem {
 	var sum elem
 	for it := range g.ForloopRange {
 		s.it = it
+		l.spend(len(terms))
 		l.tileStrip(s, x, o*n+j, d, terms)
 		for _, v := range terms {
 			if op.Attr.Accum == ugraph.AccumRMS {
@@ -358,6 +368,7 @@ func (l *lazy) tensorStrip(t, start, stride int, dst []elem) {
 			copy(dst, last.v)
 			return
 		}
+		l.spend(len(dst))
 		for j := range dst {
 			dst[j] = l.tr.input(k, start+j*stride)
 		}
@@ -451,9 +462,7 @@ func (l *lazy) group(s site, grp int, compute func() elem) elem {
 	if len(l.deferred) != mark {
 		return v // a placeholder: see value
 	}
-	if l.computed++; l.computed > l.budget {
-		panic(errBudget)
-	}
+	l.spend(1)
 	if l.groups[key] == nil {
 		l.groups[key] = map[int]elem{}
 	}
@@ -483,6 +492,7 @@ func (l *lazy) element(s site, idx int) elem {
 		r := a.Rank()
 		m, k, n := a.Dim(r-2), a.Dim(r-1), b.Dim(r-1)
 		batch, i, j := idx/(m*n), idx/n%m, idx%n
+		l.spend(k)
 		row, col := make([]elem, k), make([]elem, k)
 		l.strip(s, 0, batch*m*k+i*k, 1, row)
 		l.strip(s, 1, batch*k*n+j, n, col)
@@ -496,6 +506,7 @@ func (l *lazy) element(s site, idx int) elem {
 		d := l.outShape(s).Dim(f.attr.Dim)
 		o, j, in := idx/(d*inner), idx/inner%d, idx%inner
 		terms := make([]elem, n/d)
+		l.spend(len(terms))
 		l.strip(s, 0, (o*n+j)*inner+in, d*inner, terms)
 		var sum elem
 		for _, v := range terms {
@@ -507,6 +518,7 @@ func (l *lazy) element(s site, idx int) elem {
 		m := n * inner
 		grp := idx / m
 		inv := l.group(s, grp, func() elem {
+			l.spend(m)
 			row := make([]elem, m)
 			l.strip(s, 0, grp*m, 1, row)
 			return rms(sumSquares(row), m).inv()

@@ -148,6 +148,68 @@ func (p *plan) denseSize() int64 {
 	return n
 }
 
+// denseWork is what a dense evaluation does, in the units the fast path's
+// budget counts (lazy.spend): every value denseSize counts, every
+// multiply-add of a product and every term of a sum over a reduced dim,
+// and every input element drawn. It saturates.
+func (p *plan) denseWork() int64 {
+	var n int64
+	for i, op := range p.g.Ops {
+		if !p.live[i] {
+			continue
+		}
+		out := p.g.Tensors[op.Out[0]].Shape
+		switch {
+		case op.Kind == ugraph.OpInput:
+			n = ugraph.AddSize(n, int64(out.NumElements()))
+		case p.blocks[i] != nil:
+			bp := p.blocks[i]
+			n = ugraph.AddSize(n, ugraph.MulSize(int64(bp.g.Grid.Count()), ugraph.AddSize(bp.tileValues(), bp.tileTerms())))
+		default:
+			n = ugraph.AddSize(n, ugraph.AddSize(int64(out.NumElements()), terms(op.Kind, p.g.Tensors[op.In[0]].Shape, out)))
+		}
+	}
+	return n
+}
+
+// terms is the number of terms the sums of an op of kind k from an
+// operand of shape in to a result of shape out add: a product's
+// multiply-adds, a reduction's or a norm's reads of its operand; 0 for
+// an op that sums nothing.
+func terms(k ugraph.OpKind, in, out ugraph.Shape) int64 {
+	switch k.Info().Class {
+	case ugraph.ClassMatmul:
+		return ugraph.MulSize(int64(out.NumElements()), int64(in.Last()))
+	case ugraph.ClassReduction, ugraph.ClassNorm:
+		return int64(in.NumElements())
+	}
+	return 0
+}
+
+// tileTerms is terms over the tiles one block computes.
+func (bp *blockPlan) tileTerms() int64 {
+	var n int64
+	for _, i := range bp.loop {
+		op := &bp.g.Ops[i]
+		var t int64
+		switch op.Kind {
+		case ugraph.OpInput, ugraph.OpOutput:
+			continue
+		case ugraph.OpForloopAccum:
+			t = int64(bp.g.Tensors[op.In[0]].Shape.NumElements()) // an iteration's tile added
+		default:
+			t = terms(op.Kind, bp.g.Tensors[op.In[0]].Shape, bp.g.Tensors[op.Out].Shape)
+		}
+		n = ugraph.AddSize(n, ugraph.MulSize(int64(bp.g.ForloopRange), t))
+	}
+	for _, i := range bp.post {
+		if op := &bp.g.Ops[i]; op.Kind != ugraph.OpOutput && op.Kind != ugraph.OpInput {
+			n = ugraph.AddSize(n, terms(op.Kind, bp.g.Tensors[op.In[0]].Shape, bp.g.Tensors[op.Out].Shape))
+		}
+	}
+	return n
+}
+
 // tileValues is the number of tile elements one block computes.
 func (bp *blockPlan) tileValues() int64 {
 	var n int64

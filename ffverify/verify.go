@@ -386,7 +386,12 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 		return Result{}, fmt.Errorf("ffverify: %w", err)
 	}
 	v.prints = [][]*tensor{pa.run(pa.trial(opts, 0))}
-	if r, rejected := v.fast(pb, 16); rejected {
+	// The fast path may do a 256th of a dense evaluation's work, as
+	// Verify's where a memo makes the full check cheap: a comparison is
+	// mostly asked of graphs expected to agree (an emitted answer), for
+	// which the fast path is wasted, and it saves a wrong one at most a
+	// draw's evaluations.
+	if r, rejected := v.fast(pb, 256); rejected {
 		return r, nil
 	}
 	m := newMatcher(pb, v.outputs)
@@ -495,8 +500,8 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 // computes one position of every output at a time, so a candidate that is
 // wrong almost everywhere costs about one position's cone.
 //
-// The demand-driven evaluation may compute at most 1/share of the values a
-// dense evaluation computes (it costs some ten times as much per value):
+// The demand-driven evaluation may do at most 1/share of the work a dense
+// evaluation does (plan.denseWork; it costs some ten times as much a unit):
 // 1/16 for Reject, and for Verify unless its full check has the products'
 // memo (fastShare); beyond that the fast path gives up and the full check
 // decides.
@@ -520,7 +525,7 @@ func (v *Verifier) fast(p *plan, share int64) (r Result, rejected bool) {
 	room := min(p.denseSize(), (v.opts.MaxBytes-v.held)/elemBytes)
 	tr := p.trial(v.opts, 0)
 	tr.stop = v.stop
-	l := newLazy(p, tr, int(max(p.denseSize()/share, 1<<12)), int(room))
+	l := newLazy(p, tr, int(max(p.denseWork()/share, 1<<12)), int(room))
 	m := newMatcher(p, v.outputs)
 	pos := make([][]int, len(p.g.Outputs))
 	for i, id := range p.g.Outputs {

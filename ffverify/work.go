@@ -26,8 +26,7 @@ func MultiplyAdds(g *kernel.Graph) float64 {
 		if op.Kind != ugraph.OpMatmul {
 			continue
 		}
-		a, b := g.Tensors[op.In[0]].Shape, g.Tensors[op.In[1]].Shape
-		n += float64(a.NumElements()) * float64(b.Last())
+		n += float64(terms(op.Kind, g.Tensors[op.In[0]].Shape, g.Tensors[op.Out[0]].Shape))
 	}
 	return n
 }
