@@ -40,10 +40,10 @@ type products struct {
 	order  []any            // keys in insertion order, oldest first
 	used   int64            // bytes of the products in memo, ready or being computed
 	pinned int64            // bytes of the products pin keeps
+	budget int64
+	points [2]uint64 // where fingerprints evaluate their polynomials
 	// made counts the entries made, taken the lookups that found one.
 	made, taken int64
-	budget      int64
-	points      [2]uint64 // where fingerprints evaluate their polynomials
 	// tileLookups counts the memo's lookups of computed tiles' products
 	// (tiles); tileCost is what their fingerprints cost and tileSaved what
 	// the hits saved, in multiply-adds (tilesPay).
