@@ -523,6 +523,31 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 			return r
 		}
 	}
+	var base *ffverify.Verifier
+	if res == nil && !opts.Unverified {
+		// The part's verifier checks a cached result as it would the
+		// search's candidates, so that its products are the run's (the
+		// whole program's check takes them). The search's checks end with
+		// the run's context: by then its answer is not waited for, and the
+		// processors are the next run's (a bucket's, a workload's) or the
+		// writer's.
+		d.mu.Lock()
+		o.fingerprinting = true
+		d.mu.Unlock()
+		v, err := d.verifier(o, ctx.Done())
+		d.mu.Lock()
+		o.fingerprinting = false
+		d.mu.Unlock()
+		switch {
+		case errors.Is(err, ffverify.ErrStopped):
+			r.whyNot, r.timedOut = unfingerprinted(o), true
+			return r
+		case err != nil:
+			r.whyNot = "search failed: fingerprinting the part: " + withMemoryHint(err)
+			return r
+		}
+		opts.Verifier, base = v, v.StopWhen(nil)
+	}
 	if res == nil && d.opts.Cache != nil {
 		switch cached, hit, err := d.opts.Cache.Load(key, o.program, opts); {
 		case err != nil:
@@ -530,33 +555,12 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 		case hit:
 			res, r.cached, r.startedAt = cached, true, time.Since(d.start)
 			d.logf("using cached result %s", key)
+			d.opts.fingerprints.Keep(o.ops, base)
 		}
 	}
 	if res == nil {
 		vctx, cancel := context.WithDeadline(d.searchCtx, d.verifyEnd)
 		defer cancel()
-		var base *ffverify.Verifier
-		if !opts.Unverified {
-			// The search's checks end with the run's context: by then its
-			// answer is not waited for, and the processors are the next
-			// run's (a bucket's, a workload's) or the writer's.
-			d.mu.Lock()
-			o.fingerprinting = true
-			d.mu.Unlock()
-			v, err := d.verifier(o, ctx.Done())
-			d.mu.Lock()
-			o.fingerprinting = false
-			d.mu.Unlock()
-			switch {
-			case errors.Is(err, ffverify.ErrStopped):
-				r.whyNot, r.timedOut = unfingerprinted(o), true
-				return r
-			case err != nil:
-				r.whyNot = "search failed: fingerprinting the part: " + withMemoryHint(err)
-				return r
-			}
-			opts.Verifier, base = v, v.StopWhen(nil)
-		}
 		var err error
 		r.startedAt = time.Since(d.start)
 		if res, err = search.Run(vctx, o.program, o.cfg, opts); err != nil {
