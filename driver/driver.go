@@ -695,12 +695,22 @@ func unfingerprinted(o *outcome) string {
 // verifier returns the verifier of o's part's search, stopped once stop is
 // closed: one made from a larger bucket's (ffverify.Pool.Prefix), else a
 // new one, as the search would make it.
+// A fingerprinting that takes a while is announced: at a prefill's
+// shapes it is the run's first seconds, and nothing else is printed then.
 func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, error) {
 	if v := d.opts.fingerprints.Prefix(o.ops, o.program); v != nil {
 		return v.StopWhen(stop), nil
 	}
-	return ffverify.NewStopping(o.program, d.verifierOptions(o.inputs), stop)
+	opts := d.verifierOptions(o.inputs)
+	if t, _, _ := ffverify.EvaluationTime(opts, o.program); t >= announcedFingerprint {
+		d.logf("part (%s) -> %s: fingerprinting it first: %s", d.kinds(o), outputShapes(o.program), ffverify.FingerprintTime(o.program, opts))
+	}
+	return ffverify.NewStopping(o.program, opts, stop)
 }
+
+// announcedFingerprint is the least fingerprinting time the run announces
+// (a variable for the tests).
+var announcedFingerprint = 5 * time.Second
 
 // names are the tensor ids, as ffverify.Options.InputNames.
 func names(ids []kernel.TensorID) []int {

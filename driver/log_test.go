@@ -1,6 +1,13 @@
 package driver
 
-import "testing"
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
 
 // A part's log line tells its fused time from its unfused one.
 func TestDistinctDecimals(t *testing.T) {
@@ -15,6 +22,47 @@ func TestDistinctDecimals(t *testing.T) {
 	} {
 		if a, b := distinctDecimals(tt.a, tt.b); a != tt.wantA || b != tt.wantB {
 			t.Errorf("distinctDecimals(%v, %v) = %s, %s; want %s, %s", tt.a, tt.b, a, b, tt.wantA, tt.wantB)
+		}
+	}
+}
+
+// A part whose fingerprinting takes a while says so before it starts, with
+// what it computes and about how long that takes; a quick one says nothing.
+func TestFingerprintingAnnounced(t *testing.T) {
+	defer func(d time.Duration) { announcedFingerprint = d }(announcedFingerprint)
+	program := load(t, "llama_mlp")
+	for _, c := range []struct {
+		least time.Duration
+		want  []string
+	}{
+		{5 * time.Second, nil},
+		{0, []string{ // sorted
+			"part (matmul, add) -> [8, 64]: fingerprinting it first: 2 draws of 6.6e+04 multiply-adds, about 0s on ",
+			"part (rms_norm, matmul, silu, matmul, mul) -> [8, 128]: fingerprinting it first: 2 draws of 1.3e+05 multiply-adds, about 0s on ",
+		}},
+	} {
+		announcedFingerprint = c.least
+		var mu sync.Mutex
+		var lines []string
+		log := func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if strings.Contains(line, "fingerprinting") {
+				lines = append(lines, line)
+			}
+		}
+		if _, err := Run(context.Background(), program, Options{MaxStates: 1, TimeLimit: 20 * time.Second, Workers: 2, Seed: 1, Log: log}); err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != len(c.want) {
+			t.Errorf("from %v: %q, want %d lines", c.least, lines, len(c.want))
+			continue
+		}
+		slices.Sort(lines)
+		for i, w := range c.want {
+			if !strings.HasPrefix(lines[i], w) {
+				t.Errorf("from %v: %q, want a line starting %q", c.least, lines, w)
+			}
 		}
 	}
 }
