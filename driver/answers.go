@@ -3,7 +3,6 @@ package driver
 import (
 	"cmp"
 	"container/heap"
-	"fmt"
 	"slices"
 
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -50,56 +49,96 @@ func (d *run) partOptions(outs []*outcome) [][]option {
 // so a program's estimate is its parts'), leaving out the one that runs
 // every part's own ops (the unfused program). The first is each part's
 // fastest option; then, step by step, the next-fastest option of the part
-// where it costs least.
+// where it costs least. Equal sums come in the order of their choices.
+//
+// The choices form a tree: a choice's parent has the option before it at
+// its last part that is not at its fastest, so a choice's children step
+// that part or a later one, and each is reached once. A choice holds only
+// its steps, so the work grows with the parts times n, not the parts
+// squared (a 20,000-op program cut into 6,666 parts took 8 s here).
 func combinations(opts [][]option, n int) [][]int {
 	if len(opts) == 0 || n <= 0 {
 		return nil
 	}
-	sum := func(c []int) float64 {
-		var s float64
-		for k, i := range c {
-			s += opts[k][i].us
+	var base float64
+	fastestFused := 0 // parts whose fastest option is fused
+	for _, o := range opts {
+		base += o[0].us
+		if o[0].graph != nil {
+			fastestFused++
 		}
-		return s
 	}
-	unfused := func(c []int) bool {
-		for k, i := range c {
-			if opts[k][i].graph != nil {
-				return false
+	unfused := func(c combo) bool {
+		fused := fastestFused
+		for _, s := range c.steps {
+			if opts[s.part][0].graph != nil {
+				fused--
+			}
+			if opts[s.part][s.option].graph != nil {
+				fused++
 			}
 		}
-		return true
+		return fused == 0
 	}
-	seen := map[string]bool{}
-	q := &comboQueue{}
-	push := func(c []int) {
-		if k := fmt.Sprint(c); !seen[k] {
-			seen[k] = true
-			heap.Push(q, combo{choice: c, us: sum(c)})
-		}
-	}
-	push(make([]int, len(opts)))
+	q := &comboQueue{{us: base}}
 	var out [][]int
 	for q.Len() > 0 && len(out) < n {
 		c := heap.Pop(q).(combo)
-		if !unfused(c.choice) {
-			out = append(out, c.choice)
+		if !unfused(c) {
+			out = append(out, c.choice(len(opts)))
 		}
-		for k := range c.choice {
-			if c.choice[k]+1 < len(opts[k]) {
-				next := slices.Clone(c.choice)
-				next[k]++
-				push(next)
+		from, at := 0, 0 // the last part stepped, and the option it is at
+		if len(c.steps) > 0 {
+			last := c.steps[len(c.steps)-1]
+			from, at = last.part, last.option
+		}
+		for k := from; k < len(opts); k++ {
+			i, keep := 1, c.steps
+			if k == from && len(c.steps) > 0 {
+				i, keep = at+1, c.steps[:len(c.steps)-1]
 			}
+			if i >= len(opts[k]) {
+				continue
+			}
+			steps := append(slices.Clip(keep), step{k, i})
+			heap.Push(q, combo{steps: steps, us: c.us + (opts[k][i].us - opts[k][i-1].us)})
 		}
 	}
 	return out
 }
 
-// combo is a choice of one option per part, with its summed estimate.
+// combo is a choice of one option per part: each part's fastest but at
+// steps, with its summed estimate.
 type combo struct {
-	choice []int
-	us     float64
+	steps []step // by part, ascending
+	us    float64
+}
+
+// step is a part's option, other than its fastest, in a combo.
+type step struct{ part, option int }
+
+// choice is c's option of each of n parts.
+func (c combo) choice(n int) []int {
+	ch := make([]int, n)
+	for _, s := range c.steps {
+		ch[s.part] = s.option
+	}
+	return ch
+}
+
+// compareChoices compares the choices of a and b as vectors of options
+// by part, lexicographically.
+func compareChoices(a, b []step) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		switch {
+		case a[i].part != b[i].part:
+			// The one stepped at the earlier part is the larger there.
+			return -cmp.Compare(a[i].part, b[i].part)
+		case a[i].option != b[i].option:
+			return cmp.Compare(a[i].option, b[i].option)
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // comboQueue is a min-heap of combos by estimate, then by choice (so that
@@ -111,7 +150,7 @@ func (q comboQueue) Less(i, j int) bool {
 	if q[i].us != q[j].us {
 		return q[i].us < q[j].us
 	}
-	return slices.Compare(q[i].choice, q[j].choice) < 0
+	return compareChoices(q[i].steps, q[j].steps) < 0
 }
 func (q comboQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
 func (q *comboQueue) Push(x any)   { *q = append(*q, x.(combo)) }

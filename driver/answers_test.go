@@ -1,8 +1,10 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -116,4 +118,84 @@ func TestRunAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCombinationsAsEveryNeighbour holds combinations to the search it
+// replaced, which pushed every choice one step from each one taken (a
+// choice's every part, and a set of those seen): the same choices in the
+// same order, on random tables with many equal estimates.
+func TestCombinationsAsEveryNeighbour(t *testing.T) {
+	fused := &kernel.Graph{}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 300 {
+		opts := make([][]option, 1+rng.IntN(6))
+		for k := range opts {
+			for range 1 + rng.IntN(4) {
+				o := option{us: float64(1 + rng.IntN(4))} // small integers: ties, summed exactly
+				if rng.IntN(3) > 0 {
+					o.graph = fused
+				}
+				opts[k] = append(opts[k], o)
+			}
+			slices.SortStableFunc(opts[k], func(a, b option) int { return cmp.Compare(a.us, b.us) })
+		}
+		n := 1 + rng.IntN(12)
+		if got, want := combinations(opts, n), everyNeighbour(opts, n); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("trial %d, n %d, %v: %v, want %v", trial, n, opts, got, want)
+		}
+	}
+}
+
+// everyNeighbour is combinations as it was first written.
+func everyNeighbour(opts [][]option, n int) [][]int {
+	sum := func(c []int) float64 {
+		var s float64
+		for k, i := range c {
+			s += opts[k][i].us
+		}
+		return s
+	}
+	unfused := func(c []int) bool {
+		for k, i := range c {
+			if opts[k][i].graph != nil {
+				return false
+			}
+		}
+		return true
+	}
+	type entry struct {
+		choice []int
+		us     float64
+	}
+	var frontier []entry
+	seen := map[string]bool{}
+	push := func(c []int) {
+		if k := fmt.Sprint(c); !seen[k] {
+			seen[k] = true
+			frontier = append(frontier, entry{c, sum(c)})
+		}
+	}
+	push(make([]int, len(opts)))
+	var out [][]int
+	for len(frontier) > 0 && len(out) < n {
+		best := 0
+		for i, e := range frontier {
+			if e.us < frontier[best].us || e.us == frontier[best].us && slices.Compare(e.choice, frontier[best].choice) < 0 {
+				best = i
+			}
+		}
+		c := frontier[best]
+		frontier = slices.Delete(frontier, best, best+1)
+		if !unfused(c.choice) {
+			out = append(out, c.choice)
+		}
+		for k := range c.choice {
+			if c.choice[k]+1 < len(opts[k]) {
+				next := slices.Clone(c.choice)
+				next[k]++
+				push(next)
+			}
+		}
+	}
+	return out
 }
