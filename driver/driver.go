@@ -694,9 +694,9 @@ func unfingerprinted(o *outcome) string {
 
 // verifier returns the verifier of o's part's search, stopped once stop is
 // closed: one made from a larger bucket's (ffverify.Pool.Prefix), else a
-// new one, as the search would make it.
-// A fingerprinting that takes a while is announced: at a prefill's
-// shapes it is the run's first seconds, and nothing else is printed then.
+// new one, as the search would make it. A new one that takes a while is
+// announced: at a prefill's shapes it is the run's first seconds, and
+// nothing else is printed then.
 func (d *run) verifier(o *outcome, stop <-chan struct{}) (*ffverify.Verifier, error) {
 	if v := d.opts.fingerprints.Prefix(o.ops, o.program); v != nil {
 		return v.StopWhen(stop), nil
@@ -732,8 +732,8 @@ func withMemoryHint(err error) string {
 
 // verifierOptions are the options of the verifiers the run makes itself,
 // as its searches make theirs (search.Options), for a program whose inputs
-// are the whole program's tensors inputs: they draw the same values for
-// the same tensor, and share the run's memo of products.
+// are the whole program's tensors with ids inputs: they draw the same values
+// for the same tensor, and share the run's memo of products.
 func (d *run) verifierOptions(inputs []int) ffverify.Options {
 	return ffverify.Options{Seed: d.opts.Seed, MaxBytes: d.opts.MaxMemory, InputNames: inputs, Memo: d.memo}
 }

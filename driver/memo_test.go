@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,16 +19,21 @@ import (
 // shares as the first did.
 func TestWholeCheckTakesThePartsProducts(t *testing.T) {
 	defer func(c func(*run, *kernel.Graph, []Part, []*outcome) (bool, error)) { wholeCheck = c }(wholeCheck)
-	// W2 comes first, so that the first part's inputs (X, W1, W3) are not
-	// the program's first three.
-	program := loadSource(t, "llama_mlp_w2_first", `
-W2 = g.new_input(dims=(128, 64), dtype=mi.float16)
-X = g.new_input(dims=(8, 64), dtype=mi.float16)
-W1 = g.new_input(dims=(64, 128), dtype=mi.float16)
-W3 = g.new_input(dims=(64, 128), dtype=mi.float16)
-N = g.rms_norm(X, normalized_shape=(64,))
-M = g.mul(g.silu(g.matmul(N, W1)), g.matmul(N, W3))
-g.mark_output(g.add(g.matmul(M, W2), X))`)
+	// llama_mlp with W2 declared first, so that the first part's inputs
+	// (X, W1, W3) are not the program's first three.
+	var w2 string
+	var rest []string
+	for _, line := range strings.Split(strings.TrimPrefix(programs["llama_mlp"], "\n"), "\n") {
+		if strings.HasPrefix(line, "W2 = ") {
+			w2 = line
+		} else {
+			rest = append(rest, line)
+		}
+	}
+	if w2 == "" {
+		t.Fatal("llama_mlp declares no W2")
+	}
+	program := loadSource(t, "llama_mlp_w2_first", w2+"\n"+strings.Join(rest, "\n"))
 	cache := &search.Cache{Dir: t.TempDir()}
 	for _, pass := range []string{"searched", "cached"} {
 		var checks int

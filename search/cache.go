@@ -12,7 +12,6 @@ import (
 
 	"github.com/mitchellh/hashstructure/v2"
 
-	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -202,8 +201,9 @@ func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugrap
 // every candidate passes the verifier's fast path against program (with the
 // draws and memory bound of opts, as the search's: Options.Seed and
 // MaxMemory; Options.Verifier when set): an entry edited by hand, or
-// written for another program, is an error, never an answer. An unreadable or refused entry is reported as
-// an error (and can be overwritten).
+// written for another program, is an error, never an answer. An
+// unreadable or refused entry is reported as an error (and can be
+// overwritten).
 func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, bool, error) {
 	data, err := boundedread.ReadFile(c.path(key), kernel.MaxFileSize)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -228,13 +228,9 @@ func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, b
 	if len(r.Candidates) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidates", c.path(key))
 	}
-	v := opts.Verifier
-	if v == nil {
-		if v, err = ffverify.New(program, opts.verifierOptions()); err != nil {
-			return nil, false, err
-		}
-	} else if v.Options().Seed != opts.Seed {
-		return nil, false, fmt.Errorf("search: Options.Verifier draws with seed %d, the cache with %d", v.Options().Seed, opts.Seed)
+	v, err := opts.verifier(program)
+	if err != nil {
+		return nil, false, err
 	}
 	kept := r.Candidates[:0]
 	for i, cand := range r.Candidates {

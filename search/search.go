@@ -109,6 +109,22 @@ type Options struct {
 	NoSeeds bool
 }
 
+// verifier returns Options.Verifier, which must draw with Seed, else a
+// new verifier of program's fingerprints.
+func (o Options) verifier(program *kernel.Graph) (*ffverify.Verifier, error) {
+	if v := o.Verifier; v != nil {
+		if v.Options().Seed != o.Seed {
+			return nil, fmt.Errorf("search: Options.Verifier draws with seed %d, the search with %d", v.Options().Seed, o.Seed)
+		}
+		return v, nil
+	}
+	v, err := ffverify.New(program, o.verifierOptions())
+	if err != nil {
+		return nil, fmt.Errorf("search: fingerprinting the program: %v", err)
+	}
+	return v, nil
+}
+
 // verifierOptions are the options of the verifier a search makes.
 func (o Options) verifierOptions() ffverify.Options {
 	return ffverify.Options{Seed: o.Seed, MaxBytes: o.MaxMemory}
@@ -417,17 +433,9 @@ func newSearcherFor(ctx context.Context, program *kernel.Graph, cfg Config, opts
 	if !verifying {
 		return s, nil
 	}
-	if v := opts.Verifier; v != nil {
-		if v.Options().Seed != opts.Seed {
-			s.exprs.close()
-			return nil, fmt.Errorf("search: Options.Verifier draws with seed %d, the search with %d", v.Options().Seed, opts.Seed)
-		}
-		s.verifier = v
-		return s, nil
-	}
-	if s.verifier, err = ffverify.New(program, opts.verifierOptions()); err != nil {
+	if s.verifier, err = opts.verifier(program); err != nil {
 		s.exprs.close()
-		return nil, fmt.Errorf("search: fingerprinting the program: %v", err)
+		return nil, err
 	}
 	return s, nil
 }
