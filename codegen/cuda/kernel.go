@@ -2,7 +2,6 @@ package cuda
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -154,14 +153,30 @@ func (k *blockKernel) emit() (string, error) {
 	return w.String(), nil
 }
 
-var commentRE = regexp.MustCompile(`//[^\n]*`)
-
 // usesIdent reports whether the C text mentions the identifier name
-// outside comments.
+// outside comments: as a whole word (not inside a longer identifier)
+// and not after a // on its line. Codegen asks it once per declaration
+// of every scope, so it scans rather than compiling a pattern.
 func usesIdent(text, name string) bool {
-	text = commentRE.ReplaceAllString(text, "")
-	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`)
-	return re.MatchString(text)
+	for from := 0; ; {
+		i := strings.Index(text[from:], name)
+		if i < 0 || name == "" {
+			return false
+		}
+		i += from
+		end := i + len(name)
+		whole := (i == 0 || !isWordByte(text[i-1])) && (end == len(text) || !isWordByte(text[end]))
+		line := text[strings.LastIndexByte(text[:i], '\n')+1 : i]
+		if whole && !strings.Contains(line, "//") {
+			return true
+		}
+		from = i + 1
+	}
+}
+
+// isWordByte reports whether b may be part of a C identifier.
+func isWordByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
 
 // header writes the comment above the kernel: the launch and the plan.

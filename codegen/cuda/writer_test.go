@@ -90,3 +90,27 @@ func tableLines(t *testing.T, g *kernel.Graph) []string {
 	}
 	return lines
 }
+
+func TestUsesIdent(t *testing.T) {
+	for _, c := range []struct {
+		text, name string
+		want       bool
+	}{
+		{"x = i0 + 1;", "i0", true},
+		{"i0", "i0", true},
+		{"x = i01;", "i0", false},       // inside a longer identifier
+		{"x = ai0;", "i0", false},       // and at its end
+		{"x = _i0;", "i0", false},       // underscores are identifier bytes
+		{"x = a[i0];", "i0", true},      // brackets are not
+		{"x = 1; // i0\n", "i0", false}, // in a comment
+		{"// i0\ny = i0;", "i0", true},  // a later line is code again
+		{"y = i0; // i0", "i0", true},
+		{"y = i01; // i0\nz = i0", "i0", true},
+		{"y = 2;", "", false},
+		{"it// x", "it", true}, // a comment right after it
+	} {
+		if got := usesIdent(c.text, c.name); got != c.want {
+			t.Errorf("usesIdent(%q, %q) = %v, want %v", c.text, c.name, got, c.want)
+		}
+	}
+}
