@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,30 +47,106 @@ func writeFiles(t *testing.T, files []File) string {
 	return dir
 }
 
-// nvccCompile emits g for arch into a temporary directory and compiles it
-// to an object file. Compiler warnings fail the test: the emitted code is
-// meant to compile cleanly.
-func nvccCompile(t *testing.T, nvcc, name string, g *kernel.Graph, opts Options) {
+// nvccCompile emits g for each of archs (opts.Arch is ignored) and
+// compiles the code to an object file. Compiler warnings fail the test:
+// the emitted code is meant to compile cleanly.
+func nvccCompile(t *testing.T, nvcc, name string, g *kernel.Graph, opts Options, archs ...target.Arch) {
 	t.Helper()
-	res, err := Emit(name, g, opts)
-	if err != nil {
-		t.Fatalf("%s for %s: %v", name, opts.Arch, err)
+	builds := emitForArchs(t, archs, func(arch target.Arch) (*Result, error) {
+		opts.Arch = arch
+		return Emit(name, g, opts)
+	})
+	for _, b := range builds {
+		dir := writeFiles(t, b.res.Files)
+		args := append(b.gencode(), "-std=c++17", "-O3", "-Xcompiler", "-Wall", "-Xptxas", "-warn-spills",
+			"-c", b.res.Name+".cu", "-o", b.res.Name+".o")
+		runNVCC(t, nvcc, dir, name+" for "+b.String(), args)
+		if fi, err := os.Stat(filepath.Join(dir, b.res.Name+".o")); err != nil || fi.Size() == 0 {
+			t.Errorf("%s for %s: nvcc wrote no object file (%v)", name, b, err)
+		}
 	}
-	dir := writeFiles(t, res.Files)
-	cmd := exec.Command(nvcc, "-arch="+opts.Arch.Name, "-std=c++17", "-O3",
-		"-Xcompiler", "-Wall", "-Xptxas", "-warn-spills",
-		"-c", res.Name+".cu", "-o", res.Name+".o")
+}
+
+// archBuild is code emitted for one arch or more: where the code for
+// several differs only in its comments (the header names its arch, and
+// most graphs lower alike for sm_80 and sm_90), one nvcc call compiles it
+// for all of them, a -gencode each, as a fat binary is built. The device
+// code is then compiled and assembled for every arch as -arch would, and
+// the host code, which no arch changes, once: that host half is most of
+// a build's time.
+type archBuild struct {
+	res   *Result
+	archs []target.Arch
+	code  [][]byte // res's files without their comment lines
+}
+
+// emitForArchs emits the code for each of archs and groups the archs
+// whose code is the same.
+func emitForArchs(t *testing.T, archs []target.Arch, emit func(target.Arch) (*Result, error)) []*archBuild {
+	t.Helper()
+	var builds []*archBuild
+	for _, arch := range archs {
+		res, err := emit(arch)
+		if err != nil {
+			t.Fatalf("for %s: %v", arch.Name, err)
+		}
+		code := make([][]byte, len(res.Files))
+		for i, f := range res.Files {
+			code[i] = withoutCommentLines(f.Data)
+		}
+		i := slices.IndexFunc(builds, func(b *archBuild) bool { return slices.EqualFunc(b.code, code, bytes.Equal) })
+		if i < 0 {
+			builds = append(builds, &archBuild{res: res, code: code})
+			i = len(builds) - 1
+		}
+		builds[i].archs = append(builds[i].archs, arch)
+	}
+	return builds
+}
+
+// gencode returns nvcc's options that compile for b's archs.
+func (b *archBuild) gencode() []string {
+	var args []string
+	for _, arch := range b.archs {
+		n := strings.TrimPrefix(arch.Name, "sm_")
+		args = append(args, "-gencode", "arch=compute_"+n+",code=sm_"+n)
+	}
+	return args
+}
+
+func (b *archBuild) String() string {
+	names := make([]string, len(b.archs))
+	for i, arch := range b.archs {
+		names[i] = arch.Name
+	}
+	return strings.Join(names, " and ")
+}
+
+// runNVCC runs nvcc with args in dir; a failure or any output (a
+// warning) fails the test.
+func runNVCC(t *testing.T, nvcc, dir, what string, args []string) {
+	t.Helper()
+	cmd := exec.Command(nvcc, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s for %s: nvcc: %v\n%s", name, opts.Arch, err, out)
+		t.Fatalf("%s: nvcc: %v\n%s", what, err, out)
 	}
 	if msg := strings.TrimSpace(string(out)); msg != "" {
-		t.Errorf("%s for %s: nvcc warnings:\n%s", name, opts.Arch, msg)
+		t.Errorf("%s: nvcc warnings:\n%s", what, msg)
 	}
-	if fi, err := os.Stat(filepath.Join(dir, res.Name+".o")); err != nil || fi.Size() == 0 {
-		t.Errorf("%s for %s: nvcc wrote no object file (%v)", name, opts.Arch, err)
+}
+
+// withoutCommentLines returns src without the lines that are only a //
+// comment.
+func withoutCommentLines(src []byte) []byte {
+	var code []byte
+	for line := range bytes.Lines(src) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("//")) {
+			code = append(code, line...)
+		}
 	}
+	return code
 }
 
 // TestNVCCExamples compiles the examples' emitted code (programs and
@@ -78,12 +155,10 @@ func TestNVCCExamples(t *testing.T) {
 	nvcc := needNVCC(t)
 	for _, ex := range examples {
 		g := loadExample(t, ex)
-		for _, arch := range []target.Arch{sm80, sm90} {
-			t.Run(ex+"/"+arch.Name, func(t *testing.T) {
-				t.Parallel()
-				nvccCompile(t, nvcc, ex, g, Options{Arch: arch, SingleFile: strings.HasPrefix(ex, "gqa")})
-			})
-		}
+		t.Run(ex, func(t *testing.T) {
+			t.Parallel()
+			nvccCompile(t, nvcc, ex, g, Options{SingleFile: strings.HasPrefix(ex, "gqa")}, sm80, sm90)
+		})
 	}
 }
 
@@ -96,14 +171,10 @@ func TestNVCCCases(t *testing.T) {
 	}
 	for _, c := range emuCases {
 		g := loadSource(t, c.name, c.src...)
-		for _, arch := range []target.Arch{sm80, sm90} {
-			t.Run(c.name+"/"+arch.Name, func(t *testing.T) {
-				t.Parallel()
-				opts := c.opts
-				opts.Arch = arch
-				nvccCompile(t, nvcc, c.name, g, opts)
-			})
-		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			nvccCompile(t, nvcc, c.name, g, c.opts, sm80, sm90)
+		})
 	}
 }
 
@@ -126,44 +197,35 @@ func TestNVCCDynamic(t *testing.T) {
 		t.Fatal(err)
 	}
 	buckets := []Bucket{{Size: 16, Lo: 1, Hi: 16, Graph: fused}, {Size: 32, Lo: 17, Hi: 32, Graph: big}}
-	for _, tc := range []struct {
-		arch   target.Arch
-		padded bool
-	}{{sm80, false}, {sm90, false}, {sm80, true}, {sm90, true}} {
-		arch, rows := tc.arch, rows
-		rows.Padded = tc.padded
-		name := arch.Name
-		if tc.padded {
-			name += "/padded"
+	for _, padded := range []bool{false, true} {
+		rows := rows
+		rows.Padded = padded
+		name := "plain"
+		if padded {
+			name = "padded"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			res, err := EmitDynamic("rmsnorm_matmul", rows, buckets, Options{Arch: arch})
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := writeFiles(t, res.Files)
-			if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), mirageexamples.Engine, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			args := []string{"-arch=" + arch.Name, "-std=c++17", "-O3", "-Xcompiler", "-Wall",
-				"-DMIRAGE_PROGRAM=" + res.Name, "-include", res.Name + ".h", "-x", "cu", "engine.cpp", res.Name + ".cu", "-o", "engine"}
-			// The 32-row bucket is the plain program: its matmul calls
-			// cuBLASLt, which the engine then links.
-			if !slices.Equal(res.Links, []string{"cublasLt"}) {
-				t.Errorf("links %v, want [cublasLt]", res.Links)
-			}
-			for _, l := range res.Links {
-				args = append(args, "-l"+l)
-			}
-			cmd := exec.Command(nvcc, args...)
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("nvcc: %v\n%s", err, out)
-			}
-			if msg := strings.TrimSpace(string(out)); msg != "" {
-				t.Errorf("nvcc warnings:\n%s", msg)
+			builds := emitForArchs(t, []target.Arch{sm80, sm90}, func(arch target.Arch) (*Result, error) {
+				return EmitDynamic("rmsnorm_matmul", rows, buckets, Options{Arch: arch})
+			})
+			for _, b := range builds {
+				res := b.res
+				// The 32-row bucket is the plain program: its matmul
+				// calls cuBLASLt, which the engine then links.
+				if !slices.Equal(res.Links, []string{"cublasLt"}) {
+					t.Errorf("links %v, want [cublasLt]", res.Links)
+				}
+				dir := writeFiles(t, res.Files)
+				if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), mirageexamples.Engine, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args := append(b.gencode(), "-std=c++17", "-O3", "-Xcompiler", "-Wall",
+					"-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h", "-x", "cu", "engine.cpp", res.Name+".cu", "-o", "engine")
+				for _, l := range res.Links {
+					args = append(args, "-l"+l)
+				}
+				runNVCC(t, nvcc, dir, "the engine for "+b.String(), args)
 			}
 		})
 	}
@@ -197,7 +259,7 @@ func TestNVCCLayerDoesNotSpill(t *testing.T) {
 					t.Errorf("__launch_bounds__(512, %s): every grid has at most one block an SM", b[1])
 				}
 			}
-			nvccCompile(t, nvcc, "llama7b_layer", g, Options{Arch: arch})
+			nvccCompile(t, nvcc, "llama7b_layer", g, Options{}, arch)
 		})
 	}
 }
@@ -221,5 +283,5 @@ func TestNVCCRefusesAnOlderGPU(t *testing.T) {
 	if want := "emitted for sm_90: a kernel takes 231168 bytes of shared memory a block, more than GPUs before sm_90 allow (sm_80: 166912); for such a GPU, emit it with --arch sm_80"; err == nil || !strings.Contains(string(out), want) {
 		t.Errorf("nvcc -arch=sm_80 of code for sm_90: %v\n%s\nwant a failure saying %q", err, out, want)
 	}
-	nvccCompile(t, nvcc, "big", g, Options{Arch: sm90})
+	nvccCompile(t, nvcc, "big", g, Options{}, sm90)
 }
