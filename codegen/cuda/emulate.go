@@ -96,9 +96,15 @@ func BuildEngine(ctx context.Context, dir string, res *Result, engine []byte) (s
 	if err := os.WriteFile(filepath.Join(dir, "engine.cpp"), engine, 0o644); err != nil {
 		return "", nil, err
 	}
+	// One translation unit, as BuildEmulation's: the layer first, then
+	// the engine, which finds NAME.h included.
+	one := fmt.Sprintf("#include \"%s.cu\"\n#include \"engine.cpp\"\n", res.Name)
+	if err := os.WriteFile(filepath.Join(dir, "engine_one.cpp"), []byte(one), 0o644); err != nil {
+		return "", nil, err
+	}
 	bin := filepath.Join(dir, "engine")
-	args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+dir, "-DMIRAGE_PROGRAM="+res.Name, "-include", res.Name+".h",
-		"-x", "c++", "engine.cpp", res.Name+".cu", "-o", bin)
+	args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+dir, "-DMIRAGE_PROGRAM="+res.Name,
+		"-x", "c++", "engine_one.cpp", "-o", bin)
 	cmd := exec.CommandContext(ctx, gxx, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
