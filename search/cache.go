@@ -198,7 +198,8 @@ type cacheMeta struct {
 func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugraph.json") }
 
 // Load returns the cached result for key, if there is a readable one whose
-// every candidate passes the verifier's fast path against program (with the
+// every candidate passes the verifier's screen against program (its fast
+// path, or the full check where sampling would cost more; with the
 // draws and memory bound of opts, as the search's: Options.Seed and
 // MaxMemory; Options.Verifier when set): an entry edited by hand, or
 // written for another program, is an error, never an answer. An
@@ -234,7 +235,7 @@ func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, b
 	}
 	kept := r.Candidates[:0]
 	for i, cand := range r.Candidates {
-		rejected, err := v.Reject(cand.Graph)
+		rejected, err := v.Screen(cand.Graph)
 		switch {
 		case err != nil:
 			return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
@@ -245,7 +246,7 @@ func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, b
 		}
 	}
 	// An unverified result may hold candidates that the verifier rejects
-	// (the fast path's no is a proof): they are dropped, as verifying them
+	// (the screen's no is a proof): they are dropped, as verifying them
 	// would. None passing is an entry for another program.
 	if len(kept) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidate computes the program", c.path(key))

@@ -399,6 +399,53 @@ func TestCacheRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCacheScreensWhatTheFastPathCannotSample: an entry whose one sampled
+// position costs the fast path more than it may spend (a row of X·W, 512
+// by 256, for each position of (X·W)·V) is checked in full, not taken
+// because the samples were never compared.
+func TestCacheScreensWhatTheFastPathCannotSample(t *testing.T) {
+	build := func(wrong bool) *kernel.Graph {
+		src := []string{
+			"g = mi.new_kernel_graph()",
+			"X = g.new_input(dims=(16, 512), dtype=mi.float16)",
+			"W = g.new_input(dims=(512, 256), dtype=mi.float16)",
+			"V = g.new_input(dims=(256, 64), dtype=mi.float16)",
+			"H = g.matmul(X, W)",
+		}
+		if wrong {
+			src = append(src, "H = g.silu(H)")
+		}
+		src = append(src, "g.mark_output(g.matmul(H, V))")
+		p, err := frontend.Load("xwv.py", []byte("import mirage as mi\n"+strings.Join(src, "\n")+"\n"), frontend.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Graph
+	}
+	program, wrong := build(false), build(true)
+	v, err := ffverify.New(program, ffverify.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rejected, err := v.Reject(wrong); err != nil || rejected {
+		t.Fatalf("the fast path rejects silu(X·W)·V (%v, %v): the test needs one it cannot sample", rejected, err)
+	}
+	if rejected, err := v.Screen(wrong); err != nil || !rejected {
+		t.Errorf("Screen(silu(X·W)·V) = %v, %v; want rejected", rejected, err)
+	}
+	if rejected, err := v.Screen(program); err != nil || rejected {
+		t.Errorf("Screen(the program itself) = %v, %v; want it passed", rejected, err)
+	}
+	cache := search.Cache{Dir: t.TempDir()}
+	res := &search.Result{Candidates: []*search.Candidate{{Graph: wrong, Hash: kernel.Hash(wrong), Kernels: 3}}}
+	if err := cache.Store("k", "xwv", res); err != nil {
+		t.Fatal(err)
+	}
+	if _, hit, err := cache.Load("k", program, search.Options{Seed: 1}); hit || err == nil || !strings.Contains(err.Error(), "does not compute the program") {
+		t.Errorf("a cached silu(X·W)·V for (X·W)·V: hit %v, error %v", hit, err)
+	}
+}
+
 func TestStopsOnBudgetAndDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
