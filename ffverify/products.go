@@ -423,6 +423,8 @@ func (ps *products) forget(k any, p *product) {
 	ps.used -= p.bytes
 	if i := slices.Index(ps.order, k); i >= 0 {
 		ps.order = slices.Delete(ps.order, i, i+1)
+	} else {
+		ps.pinned -= p.bytes // pinned while its computer ran, and that computer stopped
 	}
 }
 

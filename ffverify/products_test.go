@@ -191,3 +191,23 @@ func TestProductsStopped(t *testing.T) {
 		t.Error("the product after differs")
 	}
 }
+
+// An entry pinned while another check computes it, which then stops,
+// leaves the memo whole: its bytes no longer count against the pins'
+// half of the budget.
+func TestPinOfAForgottenEntry(t *testing.T) {
+	ps := newProducts(1<<20, 1)
+	k := wholeKey{operandKey{input: 1, shape: ugraph.MustShape(16, 16)}, operandKey{input: 2, shape: ugraph.MustShape(16, 16)}}
+	p, first := ps.entry(k, 1<<18)
+	if !first {
+		t.Fatal("a new key's entry is not new")
+	}
+	ps.pin([]any{k})
+	if ps.pinned != 1<<18 {
+		t.Fatalf("pinned %d bytes, want the entry's %d", ps.pinned, 1<<18)
+	}
+	ps.unlessDone(k, p) // its computer stopped
+	if ps.pinned != 0 || ps.used != 0 || len(ps.memo) != 0 {
+		t.Errorf("after the entry is forgotten: pinned %d, used %d bytes, %d entries; want none", ps.pinned, ps.used, len(ps.memo))
+	}
+}
