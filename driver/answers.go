@@ -3,6 +3,7 @@ package driver
 import (
 	"cmp"
 	"container/heap"
+	"math"
 	"slices"
 
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -49,7 +50,9 @@ func (d *run) partOptions(outs []*outcome) [][]option {
 // so a program's estimate is its parts'), leaving out the one that runs
 // every part's own ops (the unfused program). The first is each part's
 // fastest option; then, step by step, the next-fastest option of the part
-// where it costs least. Equal sums come in the order of their choices.
+// where it costs least. Equal sums come in the order of their choices:
+// the sums are of whole nanoseconds (nanos), exact in any order, where
+// float sums built step by step would round apart sums that are equal.
 //
 // The choices form a tree: a choice's parent has the option before it at
 // its last part that is not at its fastest, so a choice's children step
@@ -60,10 +63,10 @@ func combinations(opts [][]option, n int) [][]int {
 	if len(opts) == 0 || n <= 0 {
 		return nil
 	}
-	var base float64
+	var base int64
 	fastestFused := 0 // parts whose fastest option is fused
 	for _, o := range opts {
-		base += o[0].us
+		base += nanos(o[0].us)
 		if o[0].graph != nil {
 			fastestFused++
 		}
@@ -80,7 +83,7 @@ func combinations(opts [][]option, n int) [][]int {
 		}
 		return fused == 0
 	}
-	q := &comboQueue{{us: base}}
+	q := &comboQueue{{ns: base}}
 	var out [][]int
 	for q.Len() > 0 && len(out) < n {
 		c := heap.Pop(q).(combo)
@@ -101,7 +104,7 @@ func combinations(opts [][]option, n int) [][]int {
 				continue
 			}
 			steps := append(slices.Clip(keep), step{k, i})
-			heap.Push(q, combo{steps: steps, us: c.us + (opts[k][i].us - opts[k][i-1].us)})
+			heap.Push(q, combo{steps: steps, ns: c.ns + nanos(opts[k][i].us) - nanos(opts[k][i-1].us)})
 		}
 	}
 	return out
@@ -111,7 +114,17 @@ func combinations(opts [][]option, n int) [][]int {
 // steps, with its summed estimate.
 type combo struct {
 	steps []step // by part, ascending
-	us    float64
+	ns    int64
+}
+
+// nanos is an estimate in µs as whole nanoseconds, at most 2⁴⁰ (18
+// minutes: a sum over a million parts stays exact).
+func nanos(us float64) int64 {
+	const most = 1 << 40
+	if !(us*1e3 < most) { // NaN too
+		return most
+	}
+	return max(int64(math.Round(us*1e3)), 0)
 }
 
 // step is a part's option, other than its fastest, in a combo.
@@ -147,8 +160,8 @@ type comboQueue []combo
 
 func (q comboQueue) Len() int { return len(q) }
 func (q comboQueue) Less(i, j int) bool {
-	if q[i].us != q[j].us {
-		return q[i].us < q[j].us
+	if q[i].ns != q[j].ns {
+		return q[i].ns < q[j].ns
 	}
 	return compareChoices(q[i].steps, q[j].steps) < 0
 }

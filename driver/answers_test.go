@@ -131,7 +131,7 @@ func TestCombinationsAsEveryNeighbour(t *testing.T) {
 		opts := make([][]option, 1+rng.IntN(6))
 		for k := range opts {
 			for range 1 + rng.IntN(4) {
-				o := option{us: float64(1 + rng.IntN(4))} // small integers: ties, summed exactly
+				o := option{us: float64(1+rng.IntN(8)) / 10} // tenths of a µs, as estimates are: ties that float sums round apart
 				if rng.IntN(3) > 0 {
 					o.graph = fused
 				}
@@ -146,12 +146,24 @@ func TestCombinationsAsEveryNeighbour(t *testing.T) {
 	}
 }
 
-// everyNeighbour is combinations as it was first written.
+// Sums that are equal come in the order of their choices, where float
+// sums built in other orders differ in their last bit (0.1 + 0.5 and
+// 0.3 + 0.3, as 0.4 + 0.2 and 0.4 + 0.19999999999999998).
+func TestCombinationsEqualSumsOfTenths(t *testing.T) {
+	f := &kernel.Graph{}
+	opts := [][]option{{{graph: f, us: 0.1}, {graph: f, us: 0.3}}, {{graph: f, us: 0.3}, {graph: f, us: 0.5}}}
+	if got, want := fmt.Sprint(combinations(opts, 4)), "[[0 0] [0 1] [1 0] [1 1]]"; got != want {
+		t.Errorf("combinations %v, want %v", got, want)
+	}
+}
+
+// everyNeighbour is combinations as it was first written, but for its
+// sums: of whole nanoseconds (nanos), as combinations' are.
 func everyNeighbour(opts [][]option, n int) [][]int {
-	sum := func(c []int) float64 {
-		var s float64
+	sum := func(c []int) int64 {
+		var s int64
 		for k, i := range c {
-			s += opts[k][i].us
+			s += nanos(opts[k][i].us)
 		}
 		return s
 	}
@@ -165,7 +177,7 @@ func everyNeighbour(opts [][]option, n int) [][]int {
 	}
 	type entry struct {
 		choice []int
-		us     float64
+		us     int64
 	}
 	var frontier []entry
 	seen := map[string]bool{}
