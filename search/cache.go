@@ -198,11 +198,12 @@ type cacheMeta struct {
 func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugraph.json") }
 
 // Load returns the cached result for key, if there is a readable one whose
-// every candidate passes the verifier's screen against program (its fast
-// path, or the full check where sampling would cost more; with the
-// draws and memory bound of opts, as the search's: Options.Seed and
-// MaxMemory; Options.Verifier when set): an entry edited by hand, or
-// written for another program, is an error, never an answer. An
+// every candidate the verifier proves equivalent to program, as the search
+// does (with the draws and memory bound of opts, as the search's:
+// Options.Seed and MaxMemory; Options.Verifier when set), its outputs then
+// in the program's order; an unverified result's (a shard's) are screened
+// (Verifier.Screen) and those rejected dropped. An entry edited by hand,
+// or written for another program, is an error, never an answer. An
 // unreadable or refused entry is reported as an error (and can be
 // overwritten).
 func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, bool, error) {
@@ -235,19 +236,36 @@ func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, b
 	}
 	kept := r.Candidates[:0]
 	for i, cand := range r.Candidates {
-		rejected, err := v.Screen(cand.Graph)
+		if r.Unverified {
+			// A shard's share: the merge verifies what it keeps.
+			// Candidates the screen rejects (its no is a proof) are
+			// dropped, as verifying them would.
+			rejected, err := v.Screen(cand.Graph)
+			if err != nil {
+				return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
+			}
+			if !rejected {
+				kept = append(kept, cand)
+			}
+			continue
+		}
+		// A verified result's candidates are verified again, as the
+		// search verified them: the driver takes them as checked (a
+		// one-part program's answer, or a part's when the whole
+		// program's check is abandoned), so an entry edited by hand, or
+		// written by another version's rules, must pass the same check,
+		// outputs in the program's order included.
+		res, err := v.Verify(cand.Graph)
 		switch {
 		case err != nil:
 			return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
-		case !rejected:
-			kept = append(kept, cand)
-		case !r.Unverified:
+		case !res.Equivalent:
 			return nil, false, fmt.Errorf("cache entry %s: candidate %d does not compute the program", c.path(key), i)
 		}
+		inProgramOrder(cand, res.Mapping)
+		kept = append(kept, cand)
 	}
-	// An unverified result may hold candidates that the verifier rejects
-	// (the screen's no is a proof): they are dropped, as verifying them
-	// would. None passing is an entry for another program.
+	// None passing is an entry for another program.
 	if len(kept) == 0 {
 		return nil, false, fmt.Errorf("cache entry %s: no candidate computes the program", c.path(key))
 	}

@@ -356,7 +356,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	}
 
 	// An entry edited to compute something else is refused: a cache hit
-	// passes the verifier's fast path before it is used.
+	// is verified before it is used.
 	path := filepath.Join(cache.Dir, key+".ugraph.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
