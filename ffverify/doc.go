@@ -29,12 +29,13 @@
 //	mul_scalar(x, c)       x·c, c the simplest rational that rounds to the float
 //	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3), see scalarElem
 //	exp(x)                 (G^(x mod Q) mod P, 1)
-//	sqrt(x)                x^((m+1)/4) per residue: the deterministic root
+//	sqrt(x)                root(x): a random function per draw, as an opaque op,
+//	                       the one every root of the draw takes (rootFn)
 //	square(x)              x·x
-//	rms over n values      sqrt(Σx² · inv(n)); rms_norm(x) = x·inv(rms), over the
+//	rms over n values      root(Σx² · inv(n)); rms_norm(x) = x·inv(rms), over the
 //	                       dims from Attr.Dim (kernel) or the last (block)
 //	accumulators           none, sum, sum_todimx: sums over iterations (and strided
-//	                       groups); mean = sum·inv(F·n); rms = sqrt(Σx²·inv(F·n))
+//	                       groups); mean = sum·inv(F·n); rms = root(Σx²·inv(F·n))
 //	silu, gelu, relu,      opaque: a fresh random function per kind (clamp: per
 //	clamp, log, pow        bounds) and per draw, a keyed hash of the argument pair(s)
 //
@@ -60,25 +61,27 @@
 //     and why every value carries its Q-residue. The Q-residue of exp(x) is
 //     1 because the only homomorphism from (Z_Q, +) to (Z_Q*, ·) is the
 //     trivial one (Q does not divide Q-1);
-//   - sqrt(a·b) = sqrt(a)·sqrt(b) and sqrt(a/b) = sqrt(a)/sqrt(b) (a power
-//     map is multiplicative), hence rms(c·x) = sqrt(c²)·rms(x) and
-//     rms_norm(X)·W = (X·W)/rms(X) with the rms accumulated over the loop;
+//   - a root of a value is the same however the value was computed: rms_norm,
+//     sqrt and the rms accumulator take the one root, so rms_norm(X)·W =
+//     (X·W)/rms(X) with the rms accumulated over the loop, or written out as
+//     sqrt(Σx²·(1/n)), holds exactly;
 //   - rms and mean over F·n terms split into F iterations of n (the sum is
 //     exact and the count the same), and mean = Σ·mul_scalar(1/n) for every n;
 //   - f(x) = f(x) for opaque f: the same op on the same value gives the same
 //     value, wherever and however often it is computed.
 //
-// These do not hold, so rewritings that need them are rejected: sqrt(x)² = x
-// and sqrt(x²) = |x| (the root is ±, per the Legendre symbol); anything about
+// These do not hold, so rewritings that need them are rejected: sqrt(x)² = x,
+// sqrt(x²) = |x|, sqrt(a·b) = sqrt(a)·sqrt(b), rms(c·x) = |c|·rms(x) (a
+// root is a random function of its argument); anything about
 // an opaque op beyond f(x) = f(x) (relu∘relu = relu, clamp(x, 0, ∞) = relu,
 // silu(x) = x·sigmoid(x), log(ab) = log a + log b, log∘exp = id, pow(x, 2) =
 // x², exponent laws of pow); exp of a value computed from an exp (its
 // argument's Q-residue is a constant). None is among the axioms the search
 // uses (DESIGN §5: commutativity, associativity, distributivity, division
-// rules, nested and factored sums). Conversely sqrt(a·b) = sqrt(a)·sqrt(b)
-// holds in the model for negative a, b too, so a rewriting that relies on it
-// there would wrongly pass; rms and rms_norm only take roots of sums of
-// squares.
+// rules, nested and factored sums). A multiplicative root (the power map
+// x^((m+1)/4), as the model had it) would make sqrt(c²) = c·χ(c), χ the
+// Legendre symbol, where the reals have |c|: χ(10) = -1 modulo both primes,
+// and rms_norm(10·x) = -rms_norm(x) passed (TestRootsOfScaledValues).
 //
 // # The error bound
 //
@@ -98,13 +101,10 @@
 //
 // Degrees: an input has degree 1, add and sub take the larger, mul and
 // matmul add, sums keep it, square doubles it, a division adds its
-// divisor's degree to numerator and denominator. A sqrt introduces s with
-// s² = ±z; a difference A + B·s vanishes only where A² ∓ B²z does, a
-// polynomial of twice the degree, so each sqrt doubles d and the two signs
-// double the bound. For rmsnorm_matmul against its mean-for-rms mutant,
-// (X·W)/s - (X·W)/m with s² = ±Σx²/n and m = Σx/n: N = A·m - B·s with
-// deg(A·m) = 3, so A²m² ∓ B²·Σx²/n has degree 6, and the divisor m adds 1:
-// D = 7. The graphs we search stay far below 64.
+// divisor's degree to numerator and denominator. A root is a random
+// function (below): where its arguments agree it is the same value, a
+// fresh variable of degree 1 for the bound; where they differ, its values
+// are independent. The graphs we search stay far below degree 64.
 //
 // exp. exp(a) and exp(b) agree exactly when a ≡ b (mod Q): probability at
 // most deg(a-b)/Q if a ≠ b. Beyond that, outputs are polynomials in x_P and
@@ -114,12 +114,12 @@
 // Schwartz–Zippel). The Q-residue of anything computed from an exp is
 // uninformative, so such outputs rely on the P-residue alone.
 //
-// Opaque ops. Modelled as random functions (a keyed hash, a random oracle
-// heuristically): differing arguments, which happens except with the
+// Opaque ops and roots. Modelled as random functions (a keyed hash, a random
+// oracle heuristically): differing arguments, which happens except with the
 // probability above, give independent uniform values, equal with probability
 // 1/(P·Q).
 //
-// Hence, with D = d + d' (sqrt doublings included) and the smaller prime, one
+// Hence, with D = d + d' and the smaller prime, one
 // draw is fooled with probability at most about D/Q: below 6·10⁻⁸ for D ≤ 64,
 // well under 10⁻⁶, and (D/P)·(D/Q) < 4·10⁻¹⁵ where the Q-residue also
 // decides (no exp upstream). DefaultTrials = 2 independent draws square it,

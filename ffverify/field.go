@@ -36,13 +36,6 @@ func (a elem) mul(b elem) elem { return elem{mulMod(a.p, b.p, modP), mulMod(a.q,
 // comparison, and (a+b)/c = a/c + b/c holds even where c is 0.
 func (a elem) inv() elem { return elem{powMod(a.p, modP-2, modP), powMod(a.q, modQ-2, modQ)} }
 
-// sqrt is the deterministic root b^((m+1)/4) per residue: a square root of b
-// when b is a square mod m, of -b otherwise (m = 3 mod 4). It is a power
-// map, hence multiplicative: sqrt(ab) = sqrt(a)·sqrt(b) for all a, b.
-func (a elem) sqrt() elem {
-	return elem{powMod(a.p, (modP+1)/4, modP), powMod(a.q, (modQ+1)/4, modQ)}
-}
-
 // exp maps the Q-residue x of its argument to G^x mod P. Since G has order
 // Q, G^x depends on x mod Q only, and exp(a+b) = exp(a)·exp(b) exactly. The
 // Q-residue of the result is 1: the only homomorphism from (Z_Q, +) to

@@ -343,7 +343,7 @@ func (l *lazy) accum(s site, op *block.Op, idx int) elem {
 			sum = sum.add(v)
 		}
 	}
-	return finishAccum(op.Attr.Accum, sum, s.bp.accumTerms(op))
+	return finishAccum(op.Attr.Accum, sum, s.bp.accumTerms(op), l.fn(s).root)
 }
 
 // Strips: most ops need runs of equally spaced elements of an operand (a
@@ -521,7 +521,7 @@ func (l *lazy) element(s site, idx int) elem {
 			l.spend(m)
 			row := make([]elem, m)
 			l.strip(s, 0, grp*m, 1, row)
-			return rms(sumSquares(row), m).inv()
+			return rms(sumSquares(row), m, f.root).inv()
 		})
 		return l.operand(s, 0, idx).mul(inv)
 	case ugraph.ClassConcat:

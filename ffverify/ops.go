@@ -20,6 +20,7 @@ type fn struct {
 	attr  ugraph.Attr
 	unary func(elem) elem
 	bin   func(a, b elem) elem
+	root  func(elem) elem // the trial's square root (rootFn), for every kind
 }
 
 // compileFn returns the model of op kind k with attributes a on the trial
@@ -31,7 +32,7 @@ type fn struct {
 // structure over a field: it is an independent random function of its
 // operands and its scalars. The others are modelled exactly, below.
 func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
-	f := fn{kind: k, attr: a}
+	f := fn{kind: k, attr: a, root: rootFn(key)}
 	info := k.Info()
 	if info.Elem.Opaque {
 		key = hash(hash(key, uint64(k)), math.Float64bits(a.Scalars[0]))
@@ -49,7 +50,7 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	case ugraph.OpSquare:
 		f.unary = func(x elem) elem { return x.mul(x) }
 	case ugraph.OpSqrt:
-		f.unary = elem.sqrt
+		f.unary = f.root
 	case ugraph.OpMulScalar:
 		s, err := scalarElem(a.Scalars[0])
 		if err != nil {
@@ -72,20 +73,37 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	return f
 }
 
-// rms is sqrt(sumsq / n): the root mean square of n values whose squares sum
-// to sumsq. rms_norm and the "rms" accumulator share it, so that
+// rootFn is the square root of the trial whose random-function key is key:
+// an independent random function of its argument, as an opaque op is, and
+// the same one for every op that takes a root (sqrt, rms_norm, the "rms"
+// accumulator), so that the root of a value is the same wherever it is
+// taken.
+//
+// It is not a power map. The power map x^((m+1)/4) is multiplicative, so
+// it gives sqrt(c²·s) = c·χ(c)·sqrt(s), χ(c) the Legendre symbol of c,
+// where the reals give |c|·sqrt(s): for c = 10, 1/10, 13, 22, ... χ is -1
+// modulo both primes, and the model then had rms_norm(10·x) = -rms_norm(x),
+// a candidate computing the one passing for the other. No rewriting the
+// search makes needs a root to be multiplicative (doc.go).
+func rootFn(key uint64) func(elem) elem {
+	key = hash(key, 0x726f6f74) // "root": apart from the opaque kinds' keys
+	return func(x elem) elem { return uniform(hash(key, x.pack())) }
+}
+
+// rms is root(sumsq / n): the root mean square of n values whose squares
+// sum to sumsq. rms_norm and the "rms" accumulator share it, so that
 // rms_norm(X)·W = (X·W)/rms holds exactly when the rms is accumulated.
-func rms(sumsq elem, n int) elem { return sumsq.mul(fromInt(n).inv()).sqrt() }
+func rms(sumsq elem, n int, root func(elem) elem) elem { return root(sumsq.mul(fromInt(n).inv())) }
 
 // finishAccum turns an accumulator's running sum into its value: the "mean"
 // divides by the number of terms n, the "rms" (whose sum is of squares)
 // takes rms; the other kinds are plain sums.
-func finishAccum(k ugraph.Accum, sum elem, n int) elem {
+func finishAccum(k ugraph.Accum, sum elem, n int, root func(elem) elem) elem {
 	switch k {
 	case ugraph.AccumMean:
 		return sum.mul(fromInt(n).inv())
 	case ugraph.AccumRMS:
-		return rms(sum, n)
+		return rms(sum, n, root)
 	}
 	return sum
 }

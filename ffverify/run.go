@@ -187,7 +187,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 						}
 						n := bp.accumTerms(op)
 						for j, s := range acc.v {
-							acc.v[j] = finishAccum(op.Attr.Accum, s, n)
+							acc.v[j] = finishAccum(op.Attr.Accum, s, n, fns[i].root)
 						}
 					case ugraph.OpOutput:
 						t := tile[op.In[0]]
