@@ -391,7 +391,7 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 	// mostly asked of graphs expected to agree (an emitted answer), for
 	// which the fast path is wasted, and it saves a wrong one at most a
 	// draw's evaluations.
-	if r, rejected, _ := v.fast(pb, 256); rejected {
+	if r, rejected := v.fast(pb, 256); rejected {
 		return r, nil
 	}
 	m := newMatcher(pb, v.outputs)
@@ -427,26 +427,7 @@ func (v *Verifier) Reject(candidate *kernel.Graph) (rejected bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	_, rejected, _ = v.fast(p, 16)
-	return rejected, nil
-}
-
-// Screen is Reject that does not give up: where the sampled positions
-// would cost more than the fast path may spend, it runs the full check
-// (Verify's). true means not equivalent; false, that the samples agree or
-// that the candidate is equivalent. A result cache screens what it read
-// with it: an entry edited by hand, or made by another version's rules,
-// must not pass for a check that never ran.
-func (v *Verifier) Screen(candidate *kernel.Graph) (rejected bool, err error) {
-	defer stopped(&err)
-	p, err := v.plan(candidate)
-	if err != nil {
-		return false, err
-	}
-	_, rejected, gaveUp := v.fast(p, 16)
-	if gaveUp {
-		rejected = !v.full(p).Equivalent
-	}
+	_, rejected = v.fast(p, 16)
 	return rejected, nil
 }
 
@@ -459,7 +440,7 @@ func (v *Verifier) Verify(candidate *kernel.Graph) (r Result, err error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if r, rejected, _ := v.fast(p, fastShare(p)); rejected {
+	if r, rejected := v.fast(p, fastShare(p)); rejected {
 		return r, nil
 	}
 	return v.full(p), nil
@@ -515,8 +496,7 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 }
 
 // fast compares sampled positions on draw 0; it returns a not-equivalent
-// Result and true as soon as they rule out every matching of outputs, and
-// gaveUp when it stopped at its budget with samples left to compare. It
+// Result and true as soon as they rule out every matching of outputs. It
 // computes one position of every output at a time, so a candidate that is
 // wrong almost everywhere costs about one position's cone.
 //
@@ -525,19 +505,19 @@ func (v *Verifier) shapesDiffer(p *plan) bool {
 // 1/16 for Reject, and for Verify unless its full check has the products'
 // memo (fastShare); beyond that the fast path gives up and the full check
 // decides.
-func (v *Verifier) fast(p *plan, share int64) (r Result, rejected, gaveUp bool) {
+func (v *Verifier) fast(p *plan, share int64) (r Result, rejected bool) {
 	if v.shapesDiffer(p) {
-		return Result{Output: -1, Trial: -1}, true, false
+		return Result{Output: -1, Trial: -1}, true
 	}
 	if v.opts.Samples < 0 {
-		return Result{}, false, true
+		return Result{}, false
 	}
 	defer func() {
 		if e := recover(); e != nil {
 			if e != errBudget {
 				panic(e)
 			}
-			r, rejected, gaveUp = Result{}, false, true
+			r, rejected = Result{}, false
 		}
 	}()
 	// Its pages take at most a dense evaluation's worth of values, and
@@ -568,12 +548,12 @@ func (v *Verifier) fast(p *plan, share int64) (r Result, rejected, gaveUp bool) 
 			}
 			if failed {
 				if caught, ok := m.verdict(0); ok {
-					return caught, true, false
+					return caught, true
 				}
 			}
 		}
 	}
-	return Result{}, false, false
+	return Result{}, false
 }
 
 // fastShare is the inverse of the share of a dense evaluation's values that

@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mitchellh/hashstructure/v2"
 
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -201,8 +203,8 @@ func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugrap
 // every candidate the verifier proves equivalent to program, as the search
 // does (with the draws and memory bound of opts, as the search's:
 // Options.Seed and MaxMemory; Options.Verifier when set), its outputs then
-// in the program's order; an unverified result's (a shard's) are screened
-// (Verifier.Screen) and those rejected dropped. An entry edited by hand,
+// in the program's order; of an unverified result's (a shard's), those the
+// fast path rejects are dropped. An entry edited by hand,
 // or written for another program, is an error, never an answer. An
 // unreadable or refused entry is reported as an error (and can be
 // overwritten).
@@ -234,36 +236,37 @@ func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, b
 	if err != nil {
 		return nil, false, err
 	}
-	kept := r.Candidates[:0]
-	for i, cand := range r.Candidates {
-		if r.Unverified {
-			// A shard's share: the merge verifies what it keeps.
-			// Candidates the screen rejects (its no is a proof) are
-			// dropped, as verifying them would.
-			rejected, err := v.Screen(cand.Graph)
+	var kept []*Candidate
+	if r.Unverified {
+		// A shard's share: the merge verifies what it keeps. Candidates
+		// the fast path rejects (its no is a proof) are dropped, as
+		// verifying them would.
+		for i, cand := range r.Candidates {
+			rejected, err := v.Reject(cand.Graph)
 			if err != nil {
 				return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
 			}
 			if !rejected {
 				kept = append(kept, cand)
 			}
-			continue
 		}
+	} else {
 		// A verified result's candidates are verified again, as the
-		// search verified them: the driver takes them as checked (a
-		// one-part program's answer, or a part's when the whole
-		// program's check is abandoned), so an entry edited by hand, or
-		// written by another version's rules, must pass the same check,
-		// outputs in the program's order included.
-		res, err := v.Verify(cand.Graph)
-		switch {
-		case err != nil:
-			return nil, false, fmt.Errorf("cache entry %s: candidate %d: %v", c.path(key), i, err)
-		case !res.Equivalent:
-			return nil, false, fmt.Errorf("cache entry %s: candidate %d does not compute the program", c.path(key), i)
+		// search verified them (outputs put in the program's order): the
+		// driver takes them as checked (a one-part program's answer, or a
+		// part's when the whole program's check is abandoned), so an
+		// entry edited by hand, or written by another version's rules,
+		// must pass the same check.
+		vf := verification{ctx: context.Background(), verifier: v, workers: max(opts.Workers, 1)}
+		if kept, err = vf.run(r.Candidates, len(r.Candidates)); err != nil {
+			return nil, false, fmt.Errorf("cache entry %s: %v", c.path(key), err)
 		}
-		inProgramOrder(cand, res.Mapping)
-		kept = append(kept, cand)
+		switch {
+		case vf.rejected > 0:
+			return nil, false, fmt.Errorf("cache entry %s: a candidate does not compute the program (%d of %d)", c.path(key), vf.rejected, len(r.Candidates))
+		case len(kept) < len(r.Candidates):
+			return nil, false, fmt.Errorf("cache entry %s: %w", c.path(key), ffverify.ErrStopped)
+		}
 	}
 	// None passing is an entry for another program.
 	if len(kept) == 0 {

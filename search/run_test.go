@@ -399,11 +399,11 @@ func TestCacheRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCacheScreensWhatTheFastPathCannotSample: an entry whose one sampled
+// TestCacheVerifiesWhatTheFastPathCannotSample: an entry whose one sampled
 // position costs the fast path more than it may spend (a row of X·W, 512
 // by 256, for each position of (X·W)·V) is checked in full, not taken
 // because the samples were never compared.
-func TestCacheScreensWhatTheFastPathCannotSample(t *testing.T) {
+func TestCacheVerifiesWhatTheFastPathCannotSample(t *testing.T) {
 	build := func(wrong bool) *kernel.Graph {
 		src := []string{
 			"g = mi.new_kernel_graph()",
@@ -429,12 +429,6 @@ func TestCacheScreensWhatTheFastPathCannotSample(t *testing.T) {
 	}
 	if rejected, err := v.Reject(wrong); err != nil || rejected {
 		t.Fatalf("the fast path rejects silu(X·W)·V (%v, %v): the test needs one it cannot sample", rejected, err)
-	}
-	if rejected, err := v.Screen(wrong); err != nil || !rejected {
-		t.Errorf("Screen(silu(X·W)·V) = %v, %v; want rejected", rejected, err)
-	}
-	if rejected, err := v.Screen(program); err != nil || rejected {
-		t.Errorf("Screen(the program itself) = %v, %v; want it passed", rejected, err)
 	}
 	cache := search.Cache{Dir: t.TempDir()}
 	res := &search.Result{Candidates: []*search.Candidate{{Graph: wrong, Hash: kernel.Hash(wrong), Kernels: 3}}}
