@@ -334,6 +334,51 @@ func TestDynamicLibraryKernels(t *testing.T) {
 	runEngine(t, program, code, 1, 16, []int{1, 3, 4, 5, 13, 16})
 }
 
+// TestDynamicSumBeforeRows: a sum over a dim of extent 1 before the
+// dynamic one (X is 1 × m × 16) copies m·16 elements; its runtime kernel
+// gets the inner count at m, and the range is not refused (it once was,
+// as "supports m up to 1"). A sum over the dynamic dim is still refused.
+func TestDynamicSumBeforeRows(t *testing.T) {
+	needGXX(t)
+	program, err := loadSource(t, "sum_before_rows", `
+X = g.new_input(dims=(1, 8, 16), dtype=mi.float16)
+g.mark_output(g.exp(g.reduction(X, 0)))`).WithDynamic(map[kernel.TensorID]int{0: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cuda.Options{Arch: target.MustLookup("sm_90")}
+	if err := CheckLowers("sum_before_rows", program, 1, 8, DefaultBuckets(1, 8), opts); err != nil {
+		t.Fatal(err)
+	}
+	rows := cuda.Rows{Lo: 1, Hi: 8}
+	rows.Inputs, rows.Outputs = program.DynamicDims()
+	var buckets []cuda.Bucket
+	from := 1
+	for _, size := range []int{2, 8} {
+		g, err := program.Bind(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buckets = append(buckets, cuda.Bucket{Size: size, Lo: from, Hi: size, Graph: g})
+		from = size + 1
+	}
+	code, err := cuda.EmitDynamic("sum_before_rows", rows, buckets, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runEngine(t, program, code, 1, 8, []int{1, 2, 3, 7, 8, 9})
+
+	over, err := loadSource(t, "sum_over_rows", `
+X = g.new_input(dims=(8, 16), dtype=mi.float16)
+g.mark_output(g.exp(g.reduction(X, 0)))`).WithDynamic(map[kernel.TensorID]int{0: 0})
+	if err == nil {
+		err = CheckLowers("sum_over_rows", over, 1, 8, DefaultBuckets(1, 8), opts)
+	}
+	if err == nil {
+		t.Error("a sum over the dynamic rows was accepted")
+	}
+}
+
 // checkCostAtM: by the cost model, the μGraph that runs m is never slower
 // than the bucket's own best static μGraph at the bucket's size, its time
 // grows with m, and below the size of the graph's rows it moves fewer bytes

@@ -501,7 +501,21 @@ func (p *program) predefined(i int) error {
 			fn + "{}"}
 	case launch.ReduceRows, launch.ReduceMid:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
-		co, err := count(outer)
+		// The rows below m are a prefix of x: of the outer count when
+		// the dynamic dim comes before the summed one, else of the inner
+		// count (every dim before the dynamic one, the summed one among
+		// them, has extent 1). A sum over the dynamic dim itself does
+		// not keep it, and count refuses it.
+		co, ci := fmt.Sprintf("%dLL", outer), fmt.Sprintf("%dLL", inner)
+		d, err := p.rowDim(op.In[0])
+		if err != nil {
+			return err
+		}
+		if d > op.Attr.Dim {
+			ci, err = count(inner)
+		} else {
+			co, err = count(outer)
+		}
 		if err != nil {
 			return err
 		}
@@ -510,7 +524,7 @@ func (p *program) predefined(i int) error {
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
 		} else {
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
-			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), fmt.Sprintf("%dLL", inner)}
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), ci}
 		}
 	case launch.RMSNorm, launch.RMSNormWarp:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
