@@ -317,3 +317,39 @@ func TestLongCheckSaysHowLong(t *testing.T) {
 		t.Errorf("a short check: %v, notes %q", err, notes)
 	}
 }
+
+// Engine runs what superopt --dynamic writes: each bucket's first graph
+// that lowers to CUDA. Here the first (an RMSNorm over all of 1 × m × 16,
+// which the runtime cannot cut at row m) does not, and the second, the
+// program, runs.
+func TestEngineRunsTheGraphSuperoptWrites(t *testing.T) {
+	a := load(t, "a", "X = g.new_input(dims=(1, 8, 16), dtype=mi.float16)\ng.mark_output(g.exp(X))\n")
+	d, err := a.MarkDynamic([]string{"0:1=1..8"}, "8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var graphs []*driver.Candidate
+	for _, src := range []string{
+		"g.mark_output(g.rms_norm(X, normalized_shape=(8, 16)))\n",
+		"g.mark_output(g.exp(X))\n",
+	} {
+		b := load(t, "b", "X = g.new_input(dims=(1, 8, 16), dtype=mi.float16)\n"+src)
+		graphs = append(graphs, &driver.Candidate{Graph: b.File.Graphs[0].Graph})
+	}
+	res := &driver.DynamicResult{Program: d.Program, Lo: 1, Hi: 8,
+		Buckets: []*driver.Bucket{{Size: 8, Lo: 1, Hi: 8, Result: &driver.Result{Candidates: graphs}}}}
+	f, err := res.File("b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &driver.Input{Path: "b.ugraph.json", Name: "b", File: f}
+	var w bytes.Buffer
+	if err := check.Engine(context.Background(), &w, d, "a", b, []int{1, 5, 8, 9}, ""); err != nil {
+		t.Fatalf("%v\n%s", err, w.String())
+	}
+	for _, want := range []string{"engine m = 5 (bucket 8, its graph 1): error ", "engine m = 9: outside 1..8: refused"} {
+		if !strings.Contains(w.String(), want) {
+			t.Errorf("no %q in\n%s", want, w.String())
+		}
+	}
+}

@@ -20,7 +20,8 @@ import (
 var ErrEngineFailed = enginerun.ErrFailed
 
 // Engine emits the one entry point of b, a dynamic program's document
-// (superopt --dynamic's), each bucket's first graph, and runs
+// (superopt --dynamic's), each bucket's first graph that lowers (as
+// superopt --dynamic writes it), and runs
 // examples/engine's decode loop over it in the CPU emulator at steps,
 // checked against d, the program named name, on the same rows. It writes a
 // line per step. With keep set, the decode loop's sources and data stay in
@@ -39,11 +40,7 @@ func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b 
 	if rows.Lo != d.Lo || rows.Hi != d.Hi {
 		return fmt.Errorf("%s covers m in %d..%d, --dynamic says %d..%d", b.Path, rows.Lo, rows.Hi, d.Lo, d.Hi)
 	}
-	var buckets []cuda.Bucket
-	for _, doc := range docs {
-		buckets = append(buckets, cuda.Bucket{Size: doc.Rows[0], Lo: doc.Lo, Hi: doc.Hi, Graph: doc.Graphs[0]})
-	}
-	code, err := cuda.EmitDynamic(name, rows, buckets, cuda.Options{Source: b.Path})
+	code, ranks, err := driver.EmitBuckets(name, rows, docs, cuda.Options{Source: b.Path}, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %v", b.Path, err)
 	}
@@ -67,7 +64,7 @@ func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b 
 			if s.Past {
 				note = ", rows past m written"
 			}
-			fmt.Fprintf(w, "engine m = %d (%s): error %.3g of max |want|%s: %s\n", s.M, servedBy(docs, s.M), s.Error, note, map[bool]string{true: "ok", false: "FAILED"}[s.OK])
+			fmt.Fprintf(w, "engine m = %d (%s): error %.3g of max |want|%s: %s\n", s.M, servedBy(docs, ranks, s.M), s.Error, note, map[bool]string{true: "ok", false: "FAILED"}[s.OK])
 		}
 	}
 	if err != nil || keep == "" {
@@ -116,14 +113,20 @@ func emptyDir(dir string) error {
 }
 
 // servedBy says which bucket serves m and whose graph it runs.
-func servedBy(docs []driver.DocBucket, m int) string {
-	for _, b := range docs {
-		if m >= b.Lo && m <= b.Hi {
-			if b.Rows[0] != b.Size {
-				return fmt.Sprintf("bucket %d, bucket %d's graph", b.Size, b.Rows[0])
-			}
-			return fmt.Sprintf("bucket %d", b.Size)
+func servedBy(docs []driver.DocBucket, ranks []int, m int) string {
+	for k, b := range docs {
+		if m < b.Lo || m > b.Hi {
+			continue
 		}
+		r := ranks[k]
+		s := fmt.Sprintf("bucket %d", b.Size)
+		if r > 0 {
+			s += fmt.Sprintf(", its graph %d", r)
+		}
+		if b.Rows[r] != b.Size {
+			s += fmt.Sprintf(", bucket %d's graph", b.Rows[r])
+		}
+		return s
 	}
 	return "no bucket"
 }

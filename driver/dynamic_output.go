@@ -86,13 +86,27 @@ func (r *DynamicResult) File(name string, meta any) (*kernel.File, error) {
 // program always does) into one entry point. It returns, per bucket, the
 // rank of the candidate it took.
 func (r *DynamicResult) EmitCUDA(name string, opts cuda.Options, warn func(string)) (*cuda.Result, []int, error) {
-	rows := r.Rows()
+	docs := make([]DocBucket, len(r.Buckets))
+	for k, b := range r.Buckets {
+		docs[k] = DocBucket{Size: b.Size, Lo: b.Lo, Hi: b.Hi}
+		for _, c := range b.Candidates {
+			docs[k].Graphs = append(docs[k].Graphs, c.Graph)
+			docs[k].Rows = append(docs[k].Rows, b.rowsOf(c))
+		}
+	}
+	return EmitBuckets(name, r.Rows(), docs, opts, warn)
+}
+
+// EmitBuckets lowers each bucket's first graph that lowers into one entry
+// point, and returns, per bucket, the rank of the graph it took: the code
+// superopt --dynamic writes, and what verify --engine runs.
+func EmitBuckets(name string, rows cuda.Rows, buckets []DocBucket, opts cuda.Options, warn func(string)) (*cuda.Result, []int, error) {
 	var chosen []cuda.Bucket
 	var ranks []int
-	for _, b := range r.Buckets {
+	for _, b := range buckets {
 		rank := -1
-		for i, c := range b.Candidates {
-			one := cuda.Bucket{Size: b.rowsOf(c), Lo: b.Lo, Hi: b.Hi, Graph: c.Graph}
+		for i, g := range b.Graphs {
+			one := cuda.Bucket{Size: b.Rows[i], Lo: b.Lo, Hi: b.Hi, Graph: g}
 			rr := rows
 			rr.Lo, rr.Hi = b.Lo, b.Hi
 			if _, err := cuda.EmitDynamic(name, rr, []cuda.Bucket{one}, opts); err != nil {
