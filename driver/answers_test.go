@@ -211,3 +211,34 @@ func everyNeighbour(opts [][]option, n int) [][]int {
 	}
 	return out
 }
+
+// A program whose two outputs are one expression written twice, marked in
+// the reverse of the order its ops make them (so the part's program is not
+// the program, and the stitched answer gets the whole check): the fused
+// answer stands. The whole check's matching once paired the equal outputs
+// crosswise, which the check takes for outputs out of place, and the run
+// wrote the unfused program alone ("the stitched program did not verify").
+func TestEqualOutputsKeepTheFusedAnswer(t *testing.T) {
+	g := loadSource(t, "equal_outputs", `
+X = g.new_input(dims=(16, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 64), dtype=mi.float16)
+A = g.silu(g.matmul(X, W))
+B = g.silu(g.matmul(X, W))
+g.mark_output(B)
+g.mark_output(A)`)
+	var log []string
+	res, err := Run(context.Background(), g, Options{Name: "equal_outputs", Arch: target.MustLookup("sm_90"),
+		TimeLimit: 30 * time.Second, Workers: 2, Seed: 1, Log: func(s string) { log = append(log, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Parts) != 1 || res.Parts[0].Stats.Verified == 0 {
+		t.Fatalf("want one part whose search verified fused candidates; parts %+v", res.Parts)
+	}
+	if p := res.Parts[0]; p.WhyNot != "" {
+		t.Errorf("part %v: %q (log %q)", p.Kinds, p.WhyNot, log)
+	}
+	if !slices.ContainsFunc(res.Candidates, func(c *Candidate) bool { return c.Customized > 0 }) {
+		t.Error("no fused answer: only the unfused program")
+	}
+}

@@ -84,6 +84,11 @@ func TestResultDetails(t *testing.T) {
 			t.Errorf("%s: Verify = %+v, want %+v", c.name, got, c.want)
 		}
 	}
+	// Two equal outputs each keep their own position: the whole program's
+	// check in driver takes only the identity.
+	if r := must(ffverify.Equivalent(twoOutputs(false, true)(), twoOutputs(false, true)(), ffverify.Options{})); !r.Equivalent || !reflect.DeepEqual(r.Mapping, []int{0, 1}) {
+		t.Errorf("equal outputs: %+v, want the identity", r)
+	}
 	// A wrong candidate names where it differs.
 	r := must(ffverify.Equivalent(mm(), mutant(mm, kernelOp(2, swapOperands))(), ffverify.Options{}))
 	if r.Equivalent || r.Output != 0 || len(r.Index) != 2 || r.Trial != 0 {

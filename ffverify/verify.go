@@ -322,7 +322,10 @@ func (v *Verifier) Options() Options { return v.opts }
 type Result struct {
 	Equivalent bool
 	// Mapping, when Equivalent, gives for each candidate output the program
-	// output it computes (outputs may come in any order).
+	// output it computes (outputs may come in any order). Where outputs
+	// agree with more than one program output (two equal outputs), each
+	// keeps its own position when the order allows: a candidate whose
+	// outputs are the program's in order maps to the identity.
 	Mapping []int
 	// Where the candidate was caught, when not Equivalent: a candidate
 	// output that no program output matches; a position in it (one entry
@@ -676,14 +679,26 @@ func (m *matcher) verdict(trial int) (Result, bool) {
 	n := len(m.ok)
 	owner := slices.Repeat([]int{-1}, n) // program output -> candidate output
 	var augment func(i int, seen []bool) bool
+	// Each candidate output tries its own position first, and the
+	// outputs before it have taken theirs where they could: when the
+	// identity is a matching, it is the one found.
 	augment = func(i int, seen []bool) bool {
-		for j, ok := range m.ok[i] {
-			if !ok || seen[j] {
-				continue
+		try := func(j int) bool {
+			if !m.ok[i][j] || seen[j] {
+				return false
 			}
 			seen[j] = true
 			if owner[j] < 0 || augment(owner[j], seen) {
 				owner[j] = i
+				return true
+			}
+			return false
+		}
+		if i < len(m.ok[i]) && try(i) {
+			return true
+		}
+		for j := range m.ok[i] {
+			if j != i && try(j) {
 				return true
 			}
 		}
