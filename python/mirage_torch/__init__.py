@@ -89,8 +89,11 @@ _ENTRY_RE = re.compile(r"^cudaError_t mirage_(\w+)\((.*)\);$")
 def parse_header(path):
     """Reads the header ``mirage emit`` wrote (``NAME.h``) into a Program.
     Raises ValueError, naming the file and line, on anything else."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise ValueError("%s: not a header mirage emit wrote (not UTF-8: %s)" % (path, e)) from None
     tensors = {"inputs": {}, "outputs": {}}
     name, dynamic, links, defines = None, False, [], {}
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -200,7 +203,10 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
     if shutil.which(compiler) is None:
         raise BuildError("building %s for %s needs %s, which is not on PATH (pass %s= to load)"
                          % (cu, device, compiler, "nvcc" if device == "cuda" else "cxx"))
-    fd, tmp = tempfile.mkstemp(prefix=".lib%s." % program.name, suffix=".so.tmp", dir=directory)
+    _remove_orphans(directory, program.name)
+    # The builder's pid in the name: a build killed before its cleanup
+    # (SIGTERM, SIGKILL) leaves a file the next build knows is an orphan.
+    fd, tmp = tempfile.mkstemp(prefix=".lib%s.%d." % (program.name, os.getpid()), suffix=".so.tmp", dir=directory)
     os.close(fd)
     try:
         p = subprocess.run(cmd + ["-o", tmp], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -215,6 +221,27 @@ def _build(directory, program, device, arch=None, nvcc=None, cxx=None):
         if os.path.exists(tmp):
             os.remove(tmp)
     return lib
+
+
+def _remove_orphans(directory, name):
+    """Removes the temporary libraries (.libNAME.PID.XXXX.so.tmp) of builds
+    whose process is gone: killed before they could clean up."""
+    pattern = re.compile(r"^\.lib%s\.(\d+)\.\w+\.so\.tmp$" % re.escape(name))
+    for entry in os.listdir(directory):
+        m = pattern.match(entry)
+        if not m:
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its builder is still running
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue  # another user's process, or no pid at all
+        try:
+            os.remove(os.path.join(directory, entry))
+        except FileNotFoundError:
+            pass
 
 
 def _check_manifests(directory, name):
@@ -342,6 +369,8 @@ class Op:
         for k, x in enumerate(inputs):
             if not x.is_contiguous():
                 raise ValueError("%s: input %d is not contiguous (strides %s): the kernels read dense row-major tensors; pass .contiguous()" % (what, k, list(x.stride())))
+            if x.numel() and x.data_ptr() == 0:
+                raise ValueError("%s: input %d has no memory of its own (a zero tensor, or a tensor subclass wrapping another?); pass a materialized tensor (.clone())" % (what, k))
             if x.numel() and x.data_ptr() % _ALIGN:
                 raise ValueError("%s: input %d is not %d-byte aligned (a view into another tensor?); pass a copy" % (what, k, _ALIGN))
 
@@ -469,6 +498,11 @@ def load(directory, devices=None, arch=None, nvcc=None, cxx=None):
                 raise ValueError("torch.ops.mirage.%s is already registered for %s; load it for %s before its first load"
                                  % (program.name, ", ".join(sorted(old._entry)), ", ".join(missing)))
             return old
+        try:
+            torch._C.parse_schema("mirage::" + program.name + _schema(program))
+        except RuntimeError:
+            raise ValueError("%s: torch cannot name an op %r (a keyword of TorchScript's schemas); emit the program under another name (mirage emit --name)"
+                             % (header, program.name)) from None
         ns = torch.ops.mirage
         if program.name in vars(ns) or hasattr(type(ns), program.name):
             raise ValueError("torch.ops.mirage.%s: the name is taken by torch.ops.mirage's own attribute %r; emit the program under another name"

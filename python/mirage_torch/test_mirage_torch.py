@@ -125,6 +125,17 @@ class HeaderTest(unittest.TestCase):
             self.assertIn(want, str(cm.exception))
 
 
+    def test_not_utf8(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        p = os.path.join(d, "p.h")
+        with open(p, "wb") as f:
+            f.write(b"// caf\xe9\ncudaError_t mirage_p(void* const* outputs);\n")
+        with self.assertRaises(ValueError) as cm:
+            mirage_torch.parse_header(p)
+        self.assertIn(p + ": not a header mirage emit wrote (not UTF-8", str(cm.exception))
+
+
 class BuildTest(unittest.TestCase):
     """What the build links against (no torch, no toolkit)."""
 
@@ -151,7 +162,7 @@ class OpTest(unittest.TestCase):
         cls.mirage = mirage_binary()
         cls.tmp = tempfile.mkdtemp()
         cls.dirs = {}
-        for name, src, extra in [("mlp", MLP, []), ("two", TWO, []), ("name", TWO, []),
+        for name, src, extra in [("mlp", MLP, []), ("two", TWO, []), ("name", TWO, []), ("None", TWO, []),
                                  ("dyn", MLP, ["--dynamic", "X:0=1..8"]),
                                  ("heads", HEADS, ["--dynamic", "X:1=1..8"])]:
             prog = os.path.join(cls.tmp, name + ".py")
@@ -268,6 +279,63 @@ class OpTest(unittest.TestCase):
             mirage_torch.load(self.dirs["name"], devices=["cpu"])
         self.assertIn("the name is taken", str(cm.exception))
         self.assertFalse([f for f in os.listdir(self.dirs["name"]) if f.endswith(".so")], "a library was built for a name refused")
+
+    def test_keyword_name_refused(self):
+        # None.py emits mirage_None, which torch's schemas cannot name.
+        with self.assertRaises(ValueError) as cm:
+            mirage_torch.load(self.dirs["None"], devices=["cpu"])
+        self.assertIn("None.h: torch cannot name an op 'None'", str(cm.exception))
+        self.assertIn("--name", str(cm.exception))
+        self.assertFalse([f for f in os.listdir(self.dirs["None"]) if ".so" in f], "a library was built for a name refused")
+
+    def test_inputs_without_memory(self):
+        # A zero tensor and a wrapper subclass have elements but a NULL
+        # data pointer: refused (torch 1.13 runs the op on them as they
+        # are), or made real tensors before the op runs (torch 2.4's
+        # custom_op); never read at address 0.
+        from torch.utils._pytree import tree_map
+
+        class Wrapper(torch.Tensor):
+            @staticmethod
+            def __new__(cls, elem):
+                r = torch.Tensor._make_wrapper_subclass(cls, elem.size(), strides=elem.stride(), dtype=elem.dtype,
+                                                         device=elem.device, requires_grad=False)
+                r.elem = elem
+                return r
+
+            @classmethod
+            def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+                un = lambda t: t.elem if isinstance(t, Wrapper) else t  # noqa: E731
+                return func(*tree_map(un, args), **tree_map(un, kwargs or {}))
+
+        x = self.inputs()
+        for k, bare, real in [(0, torch._efficientzerotensor((4, 64), dtype=torch.float16), torch.zeros(4, 64, dtype=torch.float16)),
+                              (2, Wrapper(x[2]), x[2])]:
+            args = x[:k] + [bare] + x[k + 1:]
+            try:
+                y = torch.ops.mirage.mlp(*args)
+            except ValueError as e:
+                self.assertIn("input %d has no memory of its own" % k, str(e))
+                continue
+            self.assertTrue(torch.equal(y, torch.ops.mirage.mlp(*(x[:k] + [real] + x[k + 1:]))), k)
+
+    def test_killed_build_cleaned_up(self):
+        # A build killed before its cleanup leaves .libNAME.PID.XXXX.so.tmp;
+        # the next build removes it, and leaves a running builder's alone.
+        d = os.path.join(self.tmp, "killed")
+        shutil.copytree(self.dirs["two"], d)
+        for f in os.listdir(d):
+            if ".so" in f:
+                os.remove(os.path.join(d, f))
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        orphan = os.path.join(d, ".libtwo.%d.k1ll3d.so.tmp" % gone.pid)
+        running = os.path.join(d, ".libtwo.%d.bu1ld.so.tmp" % os.getppid())
+        for f in (orphan, running):
+            open(f, "w").close()
+        mirage_torch._build(d, mirage_torch.parse_header(os.path.join(d, "two.h")), "cpu")
+        self.assertFalse(os.path.exists(orphan))
+        self.assertTrue(os.path.exists(running))
 
     def test_threads(self):
         # The CPU emulator keeps one global state: calls from several
