@@ -114,18 +114,22 @@ type argParser struct {
 
 // argAction is an argument added by add_argument.
 type argAction struct {
-	dest     string
-	options  []string // "-b", "--batch_size"; none for a positional argument
-	action   string   // store, store_true, ..., "boolean_optional"
-	nargs    string   // "" (one value), "?", "*", "+", or a count
-	typ      starlark.Value
-	def      starlark.Value // nil: None
-	konst    starlark.Value
-	choices  starlark.Value
-	required bool
-	help     string
-	metavar  string
-	version  string
+	dest    string
+	options []string // "-b", "--batch_size"; none for a positional argument
+	action  string   // store, store_true, ..., "boolean_optional"
+	nargs   string   // "" (one value), "?", "*", "+", or a count
+	typ     starlark.Value
+	def     starlark.Value // nil: None
+	// noneDefault: default=None was given, which for store_true and
+	// store_false replaces their own False and True (Python's
+	// add_argument passes it on), so an absent flag reads None.
+	noneDefault bool
+	konst       starlark.Value
+	choices     starlark.Value
+	required    bool
+	help        string
+	metavar     string
+	version     string
 }
 
 func (m *Module) newArgParser(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -280,6 +284,7 @@ func (p *argParser) addArgument(_ *starlark.Thread, fn string, args starlark.Tup
 			if v != starlark.None {
 				a.def = v
 			}
+			a.noneDefault = v == starlark.None
 		case "type":
 			if v != starlark.None {
 				if _, ok := v.(starlark.Callable); !ok {
@@ -489,6 +494,8 @@ func (p *argParser) parse(th *starlark.Thread, tokens []string, known bool) (*na
 		case def == starlark.String(argSuppress):
 		case def != nil:
 			ns.set(a.dest, def)
+		case a.noneDefault:
+			ns.set(a.dest, starlark.None)
 		case a.action == "store_true":
 			ns.set(a.dest, starlark.False)
 		case a.action == "store_false":
@@ -616,13 +623,14 @@ func (p *argParser) parse(th *starlark.Thread, tokens []string, known bool) (*na
 	if len(missing) > 0 {
 		return nil, nil, fmt.Errorf("the following arguments are required: %s", strings.Join(missing, ", "))
 	}
-	// A string default is parsed as the argument would be.
+	// A string default is parsed as the argument would be, but not checked
+	// against the choices (Python checks only what the command line gives).
 	for _, a := range p.actions {
 		if seen[a] || a.typ == nil || !valueActions[a.action] {
 			continue
 		}
 		if s, ok := a.def.(starlark.String); ok && s != argSuppress && ns.vals[a.dest] == a.def {
-			v, err := p.convert(th, a, strings.Join(a.options, "/"), string(s))
+			v, err := p.convert(th, a, strings.Join(a.options, "/"), string(s), false)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -739,7 +747,7 @@ func (p *argParser) apply(a *argAction, tok string, ns *namespace) error {
 func (p *argParser) store(th *starlark.Thread, a *argAction, name string, vals []string, ns *namespace) error {
 	var conv []starlark.Value
 	for _, s := range vals {
-		v, err := p.convert(th, a, name, s)
+		v, err := p.convert(th, a, name, s, true)
 		if err != nil {
 			return err
 		}
@@ -767,8 +775,9 @@ func (p *argParser) store(th *starlark.Thread, a *argAction, name string, vals [
 	return nil
 }
 
-// convert applies an argument's type to a value and checks its choices.
-func (p *argParser) convert(th *starlark.Thread, a *argAction, name, s string) (starlark.Value, error) {
+// convert applies an argument's type to a value and, with checkChoices,
+// checks its choices.
+func (p *argParser) convert(th *starlark.Thread, a *argAction, name, s string, checkChoices bool) (starlark.Value, error) {
 	var v starlark.Value = starlark.String(s)
 	if a.typ != nil {
 		var err error
@@ -780,7 +789,7 @@ func (p *argParser) convert(th *starlark.Thread, a *argAction, name, s string) (
 			return nil, fmt.Errorf("argument %s: invalid %s value: %q", name, tname, s)
 		}
 	}
-	if a.choices != nil {
+	if a.choices != nil && checkChoices {
 		var choices []string
 		found := false
 		iter := a.choices.(starlark.Iterable).Iterate()

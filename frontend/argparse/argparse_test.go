@@ -165,6 +165,45 @@ func TestArgparseFeatures(t *testing.T) {
 	}
 }
 
+// Defaults as Python's add_argument takes them: default=None replaces
+// store_true's False and store_false's True (the tri-state idiom), and a
+// string default goes through type= but not choices (Python checks only
+// values the command line gives).
+func TestArgparsePythonDefaults(t *testing.T) {
+	prog := src(
+		"import argparse",
+		"import mirage as mi",
+		"p = argparse.ArgumentParser()",
+		"p.add_argument('--wide', action='store_true', default=None)",
+		"p.add_argument('--narrow', action='store_false', default=None)",
+		"p.add_argument('--act', type=str, default='none', choices=['silu', 'gelu'])",
+		"a = p.parse_args()",
+		"print(a)",
+		"g = mi.new_kernel_graph()",
+		"g.mark_output(g.exp(g.new_input(dims=(4, 8))))",
+	)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, `Namespace(wide=None, narrow=None, act="none")`},
+		{[]string{"--wide", "--narrow", "--act", "gelu"}, `Namespace(wide=True, narrow=False, act="gelu")`},
+	} {
+		var out bytes.Buffer
+		if _, err := frontend.Load("prog.py", []byte(prog), frontend.Options{Args: tt.args, Stdout: &out}); err != nil {
+			t.Errorf("%q: %v", tt.args, err)
+			continue
+		}
+		if got := strings.TrimSpace(out.String()); got != tt.want {
+			t.Errorf("%q: printed %s, want %s", tt.args, got, tt.want)
+		}
+	}
+	_, err := frontend.Load("prog.py", []byte(prog), frontend.Options{Args: []string{"--act", "none"}, Stdout: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), `prog.py:7: parse_args: argument --act: invalid choice: "none"`) {
+		t.Errorf("--act none: %v, want the choice refused", err)
+	}
+}
+
 // Mistakes in defining the arguments are errors at their line.
 func TestArgparseDefinitionErrors(t *testing.T) {
 	for _, tt := range []struct{ line, want string }{
