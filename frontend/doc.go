@@ -73,10 +73,11 @@
 // may have fewer than 3 entries: missing dims are 1, missing map entries -1.
 //
 // Which graph is the program: the one superoptimize was called on (one
-// graph, or identical ones), else the only kernel graph created. Its outputs
-// are the tensors passed to mark_output or, if there are none, the op
-// results that no op consumes, in creation order (Mirage's gated-MLP demo
-// never calls mark_output).
+// graph, or identical ones), as it was at the call (Mirage searches it
+// then: what the program adds afterwards is left out, with a warning),
+// else the only kernel graph created. Its outputs are the tensors passed to
+// mark_output or, if there are none, the op results that no op consumes,
+// in creation order (Mirage's gated-MLP demo never calls mark_output).
 //
 // Besides the shape rules of package ugraph, the loader enforces what only
 // the program's text shows (DESIGN §3): customized(inputs, tb) needs

@@ -176,6 +176,8 @@ var errorCases = []struct {
 	{"superoptimize unknown keyword", withHeader("Y = g.exp(X)", "g.superoptimize(confg='mlp')"), false, 6, `superoptimize: unexpected keyword argument "confg"`},
 	{"superoptimize twice, other arguments", withHeader("Y = g.exp(X)", "g.superoptimize(config='mlp')", "g.superoptimize(config='attention')"), false, 7,
 		"superoptimize: already called on this graph at prog.py:6 with other arguments"},
+	{"superoptimize twice, the graph changed between", withHeader("Y = g.exp(X)", "g.superoptimize(config='mlp')", "Z = g.silu(Y)", "g.superoptimize(config='mlp')"), false, 8,
+		"superoptimize: already called on this graph at prog.py:6, and the graph has changed since"},
 	{"unsupported dtype", withHeader("Y = g.new_input(dims=(4,), dtype=mi.int8)"), false, 5,
 		`new_input: for parameter "dtype": mirage.int8 is not supported: device tensors are float16, bfloat16 or float32`},
 	{"from_json", withHeader("g.from_json('g.json')"), false, 5, "from_json reads a μGraph from a file"},

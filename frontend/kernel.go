@@ -23,6 +23,10 @@ type kgraph struct {
 
 	superopt    *SuperoptArgs // nil until superoptimize is called
 	superoptPos syntax.Position
+	// called is g as it was when superoptimize was called: what Mirage
+	// searches (it passes the graph at the call), whatever the program
+	// adds to g afterwards (a reference check, say).
+	called *kernel.Graph
 }
 
 func (l *loader) newKernelGraph(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -361,17 +365,20 @@ func (kg *kgraph) search(th *starlark.Thread, fn string, sp searchParams, ignore
 	// a loop: the same graph, or another one built the same way, with the
 	// same arguments, is the same program, searched once.
 	if prev := kg.l.super; prev != nil {
-		same := kernel.Hash(prev.g) == kernel.Hash(kg.g) && reflect.DeepEqual(*prev.superopt, sa)
+		sameArgs := reflect.DeepEqual(*prev.superopt, sa)
 		switch {
-		case same:
+		case sameArgs && kernel.Hash(prev.called) == kernel.Hash(kg.g):
 			kg.l.ignore("repeated "+fn+" calls on identical graphs (searched once)", pos)
 			return result, nil
+		case prev == kg && sameArgs:
+			return nil, fmt.Errorf("%s: already called on this graph at %s, and the graph has changed since; a program optimizes one graph, once", fn, kg.l.where(kg.superoptPos))
 		case prev == kg:
 			return nil, fmt.Errorf("%s: already called on this graph at %s with other arguments; a program optimizes one graph, once", fn, kg.l.where(kg.superoptPos))
 		}
 		return nil, fmt.Errorf("%s: already called on another kernel graph at %s; a program optimizes one graph", fn, kg.l.where(prev.superoptPos))
 	}
 	kg.superopt, kg.superoptPos, kg.l.super = &sa, pos, kg
+	kg.called = kg.g.Clone()
 	return result, nil
 }
 

@@ -398,13 +398,22 @@ func (l *loader) program() (*Program, error) {
 				len(l.graphs), strings.Join(at, ", "))}
 		}
 	}
-	if len(kg.g.Outputs) == 0 {
-		outs := sinks(kg.g)
+	g := kg.g
+	if kg.called != nil {
+		// The graph only grows: more ops or outputs than at the call are
+		// what the program added after it.
+		if len(g.Ops) != len(kg.called.Ops) || len(g.Outputs) != len(kg.called.Outputs) {
+			l.warnAt(kg.superoptPos, "the program adds ops or outputs to the graph after superoptimize; they are not part of the program optimized (the graph as it was at this call, as in Mirage)")
+		}
+		g = kg.called
+	}
+	if len(g.Outputs) == 0 {
+		outs := sinks(g)
 		if len(outs) == 0 {
 			return nil, &Error{Filename: l.filename, Line: int(kg.pos.Line), Msg: "the kernel graph has no outputs: it computes nothing from its inputs"}
 		}
 		for _, t := range outs {
-			if err := kg.g.MarkOutput(t); err != nil {
+			if err := g.MarkOutput(t); err != nil {
 				panic(err) // sinks are distinct tensors of the graph
 			}
 		}
@@ -418,18 +427,18 @@ func (l *loader) program() (*Program, error) {
 			l.warnAt(tb.pos, "this threadblock graph is never used by customized")
 		}
 	}
-	for _, t := range unread(kg.g) {
+	for _, t := range unread(g) {
 		line := int32(0)
 		if int(t) < len(kg.lines) {
 			line = kg.lines[t]
 		}
 		l.warnAt(syntax.Position{Line: line}, "input %v %v is read by no op: it stays a parameter of the entry point, unused",
-			kg.g.Tensors[t].DType, kg.g.Tensors[t].Shape)
+			g.Tensors[t].DType, g.Tensors[t].Shape)
 	}
 	if note := l.ignoredNote(); note != "" {
 		l.warn(note)
 	}
-	lines := make([]int, len(kg.g.Tensors))
+	lines := make([]int, len(g.Tensors))
 	for i := range lines {
 		if i < len(kg.lines) {
 			lines[i] = int(kg.lines[i])
@@ -437,7 +446,7 @@ func (l *loader) program() (*Program, error) {
 	}
 	return &Program{
 		Name:     strings.TrimSuffix(filepath.Base(l.filename), ".py"),
-		Graph:    kg.g,
+		Graph:    g,
 		Superopt: kg.superopt,
 		Warnings: l.warnings,
 		Lines:    lines,

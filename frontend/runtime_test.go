@@ -135,6 +135,41 @@ func TestRepeatedSuperoptimize(t *testing.T) {
 	}
 }
 
+// Mirage searches the graph as it is when superoptimize is called: ops and
+// outputs the program adds afterwards (a reference check, say) are not
+// part of the program, and a warning says so.
+func TestOpsAfterSuperoptimize(t *testing.T) {
+	p := mustLoad(t, src(
+		"import mirage as mi",
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input((16, 64))",
+		"W = g.new_input((64, 64))",
+		"O = g.matmul(X, W)",
+		"g.mark_output(O)",
+		"best = g.superoptimize(config='mlp')",
+		"E = g.exp(O)",
+		"g.mark_output(E)",
+	), Options{})
+	if got := kinds(p.Graph); !slices.Equal(got, []ugraph.OpKind{ugraph.OpInput, ugraph.OpInput, ugraph.OpMatmul}) || len(p.Graph.Outputs) != 1 {
+		t.Errorf("program %v with %d outputs, want the graph at the call: input, input, matmul, one output", got, len(p.Graph.Outputs))
+	}
+	if len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0], "prog.py:7: the program adds ops or outputs to the graph after superoptimize") {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	// With no output marked by the call, the graph's sinks then are.
+	q := mustLoad(t, src(
+		"import mirage as mi",
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input((16, 64))",
+		"S = g.silu(X)",
+		"g.superoptimize()",
+		"g.mark_output(g.exp(S))",
+	), Options{})
+	if got := kinds(q.Graph); !slices.Equal(got, []ugraph.OpKind{ugraph.OpInput, ugraph.OpSilu}) || len(q.Graph.Outputs) != 1 || q.Graph.Outputs[0] != q.Graph.Ops[1].Out[0] {
+		t.Errorf("program %v, outputs %v, want silu's", got, q.Graph.Outputs)
+	}
+}
+
 // Decorators apply as in Python, except stubs, which leave the function
 // as it is; asserts check what can be checked.
 func TestDecoratorsAndAssert(t *testing.T) {
