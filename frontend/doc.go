@@ -28,10 +28,13 @@
 // Options.Args, the arguments mirage's command line gives after --, so
 // shapes such as (2 * args.bs, 4096) are real. With Options.Strict, any
 // import other than mirage is an error instead. `x is None` and
-// `x is not None`, and the same with True or False, are == and !=, which
-// mean the same for those values (package rewrite); other Python constructs
-// that Starlark lacks (class, try, with, f-strings, `is` between other
-// values, `**`, ...) are errors that name the construct.
+// `x is not None`, and the same with True or False, are identity tests
+// (package rewrite); other Python constructs that Starlark lacks (class,
+// try, with, f-strings, `is` between other values, `**`, ...) are errors
+// that name the construct. Where Starlark's values compare otherwise than
+// Python's, comparisons take Python's meaning (pyvalues.go): a bool is the
+// int 0 or 1 (1 == True), NaN equals and orders with nothing, and type(x)
+// is the built-in it is compared with (type(x) == tuple).
 //
 // The mirage module provides new_kernel_graph, new_threadblock_graph and
 // the dtypes float16, bfloat16 and float32, with Mirage's parameter names:
@@ -96,7 +99,8 @@
 //     program, it names the Python construct to blame;
 //   - this package then rewrites the syntax tree so that what can build a
 //     large value is checked against the bounds (guard.go, bounds.go,
-//     sizes.go), and runs the program (load.go) against the mirage module
+//     sizes.go) and comparisons have Python's meaning (pyvalues.go), and
+//     runs the program (load.go) against the mirage module
 //     (kernel.go, block.go, ops.go, args.go, runtime.go), the inert stubs
 //     of other modules (inert.go, imports.go), the built-ins that the
 //     rewritten statements call (statements.go), frontend/argparse (the

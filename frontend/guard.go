@@ -2,6 +2,8 @@ package frontend
 
 import (
 	"go.starlark.net/syntax"
+
+	"github.com/mirage-go/mirage/frontend/rewrite"
 )
 
 // whileName is the predeclared True that the rewritten while loops test
@@ -15,6 +17,8 @@ const whileName = "while"
 //
 //	x + y, x * y, x % y, x << y    ->  "+"(x, y), ...
 //	x < y (and >, <=, >=)          ->  "<"(x, y): an inert operand (inert.go)
+//	x == y, x != y, x in y         ->  "=="(x, y), ...: Python's equality (pyvalues.go)
+//	x is None, x is not True       ->  "is"(x, None), "is not"(x, True)
 //	x += y (and *=, <<=)           ->  x += "+="(x, y)
 //	x %= y                         ->  x = "%"(x, y)
 //	x.join (replace, format, ...)  ->  ".join"(x)
@@ -24,37 +28,47 @@ const whileName = "while"
 //
 // An operand that is a number literal cannot make + or % build a large
 // value, so n + 1 and n += 1 stay as they are.
-func guardFile(f *syntax.File) {
-	f.Stmts = guardStmts(f.Stmts)
+//
+// identity holds the positions of the == and != that stand for the
+// program's `is` and `is not` (package rewrite): tests against None, True
+// or False, which become calls of "is" and "is not" rather than of "=="
+// and "!=" (for which 1 == True, as in Python).
+func guardFile(f *syntax.File, identity map[rewrite.Pos]bool) {
+	gd := &guard{identity: identity}
+	f.Stmts = gd.guardStmts(f.Stmts)
 }
 
-func guardStmts(stmts []syntax.Stmt) []syntax.Stmt {
+type guard struct {
+	identity map[rewrite.Pos]bool
+}
+
+func (gd *guard) guardStmts(stmts []syntax.Stmt) []syntax.Stmt {
 	var out []syntax.Stmt
 	for _, s := range stmts {
-		out = append(out, guardStmt(s)...)
+		out = append(out, gd.guardStmt(s)...)
 	}
 	return out
 }
 
 // guardStmt returns the statements that replace s: more than one when an
 // augmented assignment's target needs temporaries.
-func guardStmt(s syntax.Stmt) []syntax.Stmt {
+func (gd *guard) guardStmt(s syntax.Stmt) []syntax.Stmt {
 	switch s := s.(type) {
 	case *syntax.AssignStmt:
 		if op, ok := guardAssign[s.Op]; ok {
-			return guardAugmented(s, op)
+			return gd.guardAugmented(s, op)
 		}
-		s.LHS = guardTarget(s.LHS)
-		s.RHS = guardExpr(s.RHS)
+		s.LHS = gd.guardTarget(s.LHS)
+		s.RHS = gd.guardExpr(s.RHS)
 	case *syntax.DefStmt:
-		guardParams(s.Params)
-		s.Body = guardStmts(s.Body)
+		gd.guardParams(s.Params)
+		s.Body = gd.guardStmts(s.Body)
 	case *syntax.ExprStmt:
-		s.X = guardExpr(s.X)
+		s.X = gd.guardExpr(s.X)
 	case *syntax.ForStmt:
-		s.Vars = guardTarget(s.Vars)
-		s.X = guardExpr(s.X)
-		s.Body = guardStmts(s.Body)
+		s.Vars = gd.guardTarget(s.Vars)
+		s.X = gd.guardExpr(s.X)
+		s.Body = gd.guardStmts(s.Body)
 	case *syntax.WhileStmt:
 		// Starlark positions only the instructions that can fail, so a
 		// loop like `while True: pass` has none, and a stop inside it
@@ -64,16 +78,16 @@ func guardStmt(s syntax.Stmt) []syntax.Stmt {
 			X:     &syntax.Ident{NamePos: s.While, Name: whileName},
 			OpPos: s.While,
 			Op:    syntax.AND,
-			Y:     guardExpr(s.Cond),
+			Y:     gd.guardExpr(s.Cond),
 		}
-		s.Body = guardStmts(s.Body)
+		s.Body = gd.guardStmts(s.Body)
 	case *syntax.IfStmt:
-		s.Cond = guardExpr(s.Cond)
-		s.True = guardStmts(s.True)
-		s.False = guardStmts(s.False)
+		s.Cond = gd.guardExpr(s.Cond)
+		s.True = gd.guardStmts(s.True)
+		s.False = gd.guardStmts(s.False)
 	case *syntax.ReturnStmt:
 		if s.Result != nil {
-			s.Result = guardExpr(s.Result)
+			s.Result = gd.guardExpr(s.Result)
 		}
 	}
 	return []syntax.Stmt{s}
@@ -83,10 +97,10 @@ func guardStmt(s syntax.Stmt) []syntax.Stmt {
 // result's size and returns y. The target is read twice, so the parts of
 // an index or attribute target that are not names or literals are first
 // assigned to temporaries: a[f()] += y becomes $0 = f(); a[$0] += "+="(a[$0], y).
-func guardAugmented(s *syntax.AssignStmt, op syntax.Token) []syntax.Stmt {
+func (gd *guard) guardAugmented(s *syntax.AssignStmt, op syntax.Token) []syntax.Stmt {
 	var pre []syntax.Stmt
 	hoist := func(e syntax.Expr) syntax.Expr {
-		e = guardExpr(e)
+		e = gd.guardExpr(e)
 		switch e.(type) {
 		case *syntax.Ident, *syntax.Literal:
 			return e
@@ -107,18 +121,18 @@ func guardAugmented(s *syntax.AssignStmt, op syntax.Token) []syntax.Stmt {
 		x.X = hoist(x.X)
 		again = &syntax.DotExpr{X: copyName(x.X), Dot: x.Dot, NamePos: x.NamePos, Name: &syntax.Ident{NamePos: x.NamePos, Name: x.Name.Name}}
 	default:
-		s.RHS = guardExpr(s.RHS) // Starlark rejects the target
+		s.RHS = gd.guardExpr(s.RHS) // Starlark rejects the target
 		return []syntax.Stmt{s}
 	}
 	if op == syntax.PERCENT {
 		// x = "%"(x, y): a format is Python's (package pyformat), not Starlark's.
-		s.Op, s.RHS = syntax.EQ, call("%", s.OpPos, again, guardExpr(s.RHS))
+		s.Op, s.RHS = syntax.EQ, call("%", s.OpPos, again, gd.guardExpr(s.RHS))
 		return append(pre, s)
 	}
 	if lit, ok := s.RHS.(*syntax.Literal); ok && op != syntax.STAR && op != syntax.LTLT && isNumber(lit) {
 		return append(pre, s)
 	}
-	s.RHS = call(s.Op.String(), s.OpPos, again, guardExpr(s.RHS))
+	s.RHS = call(s.Op.String(), s.OpPos, again, gd.guardExpr(s.RHS))
 	return append(pre, s)
 }
 
@@ -138,46 +152,52 @@ func copyName(e syntax.Expr) syntax.Expr {
 
 // guardTarget rewrites the expressions an assignment target reads: the
 // operands of an index or attribute target.
-func guardTarget(e syntax.Expr) syntax.Expr {
+func (gd *guard) guardTarget(e syntax.Expr) syntax.Expr {
 	switch e := e.(type) {
 	case *syntax.IndexExpr:
-		e.X, e.Y = guardExpr(e.X), guardExpr(e.Y)
+		e.X, e.Y = gd.guardExpr(e.X), gd.guardExpr(e.Y)
 	case *syntax.DotExpr:
-		e.X = guardExpr(e.X)
+		e.X = gd.guardExpr(e.X)
 	case *syntax.ParenExpr:
-		e.X = guardTarget(e.X)
+		e.X = gd.guardTarget(e.X)
 	case *syntax.ListExpr:
 		for i := range e.List {
-			e.List[i] = guardTarget(e.List[i])
+			e.List[i] = gd.guardTarget(e.List[i])
 		}
 	case *syntax.TupleExpr:
 		for i := range e.List {
-			e.List[i] = guardTarget(e.List[i])
+			e.List[i] = gd.guardTarget(e.List[i])
 		}
 	}
 	return e
 }
 
 // guardParams rewrites the default values of parameters (name=expr).
-func guardParams(params []syntax.Expr) {
+func (gd *guard) guardParams(params []syntax.Expr) {
 	for _, p := range params {
 		if b, ok := p.(*syntax.BinaryExpr); ok && b.Op == syntax.EQ {
-			b.Y = guardExpr(b.Y)
+			b.Y = gd.guardExpr(b.Y)
 		}
 	}
 }
 
-func guardExprs(es []syntax.Expr) {
+func (gd *guard) guardExprs(es []syntax.Expr) {
 	for i := range es {
-		es[i] = guardExpr(es[i])
+		es[i] = gd.guardExpr(es[i])
 	}
 }
 
-func guardExpr(e syntax.Expr) syntax.Expr {
+func (gd *guard) guardExpr(e syntax.Expr) syntax.Expr {
 	switch e := e.(type) {
 	case *syntax.BinaryExpr:
-		e.X, e.Y = guardExpr(e.X), guardExpr(e.Y)
+		e.X, e.Y = gd.guardExpr(e.X), gd.guardExpr(e.Y)
 		if name, ok := orderOps[e.Op]; ok {
+			return call(name, e.OpPos, e.X, e.Y)
+		}
+		if name, ok := equalityOps[e.Op]; ok {
+			if gd.identity[rewrite.Pos{Line: e.OpPos.Line, Col: e.OpPos.Col}] {
+				name = identityOps[e.Op]
+			}
 			return call(name, e.OpPos, e.X, e.Y)
 		}
 		name, ok := guardOps[e.Op]
@@ -187,12 +207,12 @@ func guardExpr(e syntax.Expr) syntax.Expr {
 		}
 		return call(name, e.OpPos, e.X, e.Y)
 	case *syntax.CallExpr:
-		e.Fn = guardExpr(e.Fn)
+		e.Fn = gd.guardExpr(e.Fn)
 		for i, a := range e.Args {
 			switch a := a.(type) {
 			case *syntax.BinaryExpr:
 				if a.Op == syntax.EQ { // name=value
-					a.Y = guardExpr(a.Y)
+					a.Y = gd.guardExpr(a.Y)
 					continue
 				}
 			case *syntax.UnaryExpr:
@@ -201,47 +221,47 @@ func guardExpr(e syntax.Expr) syntax.Expr {
 					if a.Op == syntax.STARSTAR {
 						name = "**kwargs"
 					}
-					a.X = call(name, a.OpPos, guardExpr(a.X))
+					a.X = call(name, a.OpPos, gd.guardExpr(a.X))
 					continue
 				}
 			}
-			e.Args[i] = guardExpr(a)
+			e.Args[i] = gd.guardExpr(a)
 		}
 	case *syntax.Comprehension:
-		e.Body = guardExpr(e.Body)
+		e.Body = gd.guardExpr(e.Body)
 		for _, c := range e.Clauses {
 			switch c := c.(type) {
 			case *syntax.ForClause:
-				c.Vars = guardTarget(c.Vars)
-				c.X = guardExpr(c.X)
+				c.Vars = gd.guardTarget(c.Vars)
+				c.X = gd.guardExpr(c.X)
 			case *syntax.IfClause:
-				c.Cond = guardExpr(c.Cond)
+				c.Cond = gd.guardExpr(c.Cond)
 			}
 		}
 	case *syntax.CondExpr:
-		e.Cond, e.True, e.False = guardExpr(e.Cond), guardExpr(e.True), guardExpr(e.False)
+		e.Cond, e.True, e.False = gd.guardExpr(e.Cond), gd.guardExpr(e.True), gd.guardExpr(e.False)
 	case *syntax.DictEntry:
-		e.Key, e.Value = guardExpr(e.Key), guardExpr(e.Value)
+		e.Key, e.Value = gd.guardExpr(e.Key), gd.guardExpr(e.Value)
 	case *syntax.DictExpr:
-		guardExprs(e.List)
+		gd.guardExprs(e.List)
 	case *syntax.DotExpr:
-		e.X = guardExpr(e.X)
+		e.X = gd.guardExpr(e.X)
 		if _, ok := guardMethods[e.Name.Name]; ok {
 			return call("."+e.Name.Name, e.Dot, e.X)
 		}
 	case *syntax.IndexExpr:
-		e.X, e.Y = guardExpr(e.X), guardExpr(e.Y)
+		e.X, e.Y = gd.guardExpr(e.X), gd.guardExpr(e.Y)
 	case *syntax.LambdaExpr:
-		guardParams(e.Params)
-		e.Body = guardExpr(e.Body)
+		gd.guardParams(e.Params)
+		e.Body = gd.guardExpr(e.Body)
 	case *syntax.ListExpr:
-		guardExprs(e.List)
+		gd.guardExprs(e.List)
 	case *syntax.ParenExpr:
-		e.X = guardExpr(e.X)
+		e.X = gd.guardExpr(e.X)
 	case *syntax.SliceExpr:
 		for _, p := range []*syntax.Expr{&e.X, &e.Lo, &e.Hi, &e.Step} {
 			if *p != nil {
-				*p = guardExpr(*p)
+				*p = gd.guardExpr(*p)
 			}
 		}
 		args := []syntax.Expr{e.X}
@@ -254,10 +274,10 @@ func guardExpr(e syntax.Expr) syntax.Expr {
 		}
 		e.X = call("[:]", e.Lbrack, args...)
 	case *syntax.TupleExpr:
-		guardExprs(e.List)
+		gd.guardExprs(e.List)
 	case *syntax.UnaryExpr:
 		if e.X != nil {
-			e.X = guardExpr(e.X)
+			e.X = gd.guardExpr(e.X)
 		}
 	}
 	return e

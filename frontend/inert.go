@@ -102,11 +102,14 @@ var orderOps = map[syntax.Token]string{
 	syntax.GE: ">=",
 }
 
-// less is x op y for an ordered comparison op. An inert operand compares
-// as NaN does: false, so that the branch of `if dt < best:` or the loop of
-// `while time.time() - t0 < 10:` does not run, as a stub's loop does not.
+// less is x op y for an ordered comparison op, as Python has it: a bool
+// compared with a number is an int, and a NaN operand makes it false. An
+// inert operand compares as NaN does: false, so that the branch of `if dt
+// < best:` or the loop of `while time.time() - t0 < 10:` does not run, as
+// a stub's loop does not.
 func less(op syntax.Token, x, y starlark.Value) (bool, error) {
-	if isInert(x) || isInert(y) {
+	x, y = asNumbers(x, y)
+	if isInert(x) || isInert(y) || isNaN(x) || isNaN(y) {
 		return false, nil
 	}
 	return starlark.Compare(op, x, y)

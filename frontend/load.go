@@ -157,7 +157,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if f.Stmts, err = rewrite.Desugar(f.Stmts); err != nil {
 		return nil, l.rewriteError(err)
 	}
-	guardFile(f)
+	guardFile(f, rw.Identity)
 	prog, err := starlark.FileProgram(f, l.predeclared.Has)
 	if err != nil {
 		return nil, l.staticError(err, toks, complete)
@@ -254,6 +254,8 @@ func newLoader(filename string, opts Options) *loader {
 	l.guardPredeclared(l.predeclared)
 	statementBuiltins(l.predeclared)
 	orderBuiltins(l.predeclared)
+	equalityBuiltins(l.predeclared)
+	typeBuiltin(l.predeclared)
 	return l
 }
 

@@ -5,11 +5,13 @@ import "github.com/mirage-go/mirage/frontend/pylex"
 // Starlark has no `is` operator. Python programs use it almost only to test
 // for a singleton, `x is None`, `x is not None` (an argparse option left
 // unset, an optional parameter), and for None, True and False identity is
-// equality: in Starlark nothing else equals None, True or False (bools are
-// not ints there: 1 == True is false, as `1 is True` is in Python). So
+// Starlark's equality: there nothing else equals None, True or False (bools
+// are not ints there: 1 == True is false, as `1 is True` is in Python). So
 // Source turns such a test into a comparison on the same columns, without
 // changing how the expression groups (`is` and `==` have the same
-// precedence in both languages):
+// precedence in both languages), and records its position
+// (Result.Identity): the loader gives the program's own == Python's
+// meaning (1 == True), and these comparisons Starlark's:
 //
 //	x is None       ->  x == None
 //	x is not False  ->  x !=     False

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,31 @@ func TestRewriteIdentity(t *testing.T) {
 		}
 		if len(got) != len(tt.in) && !strings.Contains(tt.in, "assert") {
 			t.Errorf("rewrite %q moved columns", tt.in)
+		}
+	}
+}
+
+// Result.Identity holds the position of every comparison an identity test
+// became, and of nothing else: each is an == or != in Code, at its line and
+// (character) column, and they are as many as the comparisons added.
+func TestIdentityPositions(t *testing.T) {
+	cases := append(slices.Clone(identityRewrites), struct{ in, want string }{
+		"s = 'é' == x; ok = ('é', y is True, z == 1)\n", ""})
+	for _, tt := range cases {
+		res, err := Source(tt.in, lex(tt.in), Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", tt.in, err)
+		}
+		lines := strings.Split(res.Code, "\n")
+		for p := range res.Identity {
+			line := []rune(lines[p.Line-1])
+			if op := string(line[p.Col-1 : p.Col+1]); op != "==" && op != "!=" {
+				t.Errorf("%q: %v is at %q, not a comparison", tt.in, p, string(line[p.Col-1:]))
+			}
+		}
+		count := func(s string) int { return strings.Count(s, "==") + strings.Count(s, "!=") }
+		if added := count(res.Code) - count(tt.in); len(res.Identity) != added {
+			t.Errorf("%q: %d positions, %d comparisons added", tt.in, len(res.Identity), added)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mirage-go/mirage/frontend/pylex"
 )
@@ -93,7 +94,15 @@ type Result struct {
 	Code    string   // the program as Starlark
 	Imports []Import // of modules other than mirage
 	Columns Columns  // from Code's positions back to the program's
+	// Identity holds the positions in Code of the == and != that stand
+	// for an identity test (`is`, `is not`; identity.go), which the loader
+	// tells apart from the program's own == and !=.
+	Identity map[Pos]bool
 }
+
+// Pos is a position in Code: its line, and its column as Starlark counts
+// it (from 1, in characters).
+type Pos struct{ Line, Col int32 }
 
 // Source returns src, whose tokens are toks (pylex.Lex's), with every
 // import statement replaced by assignments, every decorator and assert
@@ -127,6 +136,10 @@ func Source(src string, toks []pylex.Token, opts Options) (Result, error) {
 			// (identity.go), keeping every column.
 			out.WriteString(src[copied:t.Off])
 			copied = t.End
+			if res.Identity == nil {
+				res.Identity = map[Pos]bool{}
+			}
+			res.Identity[outPos(&out, t.Line)] = true
 			if !negated {
 				out.WriteString("==")
 				continue
@@ -428,4 +441,11 @@ var pythonKeywords = map[string]bool{
 	"import": true, "in": true, "is": true, "lambda": true, "nonlocal": true,
 	"not": true, "or": true, "pass": true, "raise": true, "return": true,
 	"try": true, "while": true, "with": true, "yield": true,
+}
+
+// outPos is the position of the next character written to out, on line.
+func outPos(out *strings.Builder, line int) Pos {
+	text := out.String()
+	start := strings.LastIndexByte(text, '\n') + 1
+	return Pos{Line: int32(line), Col: int32(utf8.RuneCountInString(text[start:])) + 1}
 }
