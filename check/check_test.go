@@ -48,6 +48,14 @@ const (
 	wider    = "X = g.new_input(dims=(8, 128), dtype=mi.float16)\nY = g.new_input(dims=(8, 64), dtype=mi.float16)\nZ = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.add(Y, Z))\n"
 )
 
+// Two outputs, and the same two marked the other way round; and two equal
+// outputs, which agree in either order.
+const (
+	twoOuts        = "X = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.exp(X))\ng.mark_output(g.silu(X))\n"
+	twoOutsSwapped = "X = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.silu(X))\ng.mark_output(g.exp(X))\n"
+	twoEqual       = "X = g.new_input(dims=(8, 64), dtype=mi.float16)\nE = g.exp(X)\ng.mark_output(g.exp(X))\ng.mark_output(E)\n"
+)
+
 // The gated MLP silu(X·W1) * (X·W2) at 8 × 256 by 256 × 512, as its ops
 // and as one graph-defined kernel (examples/gated_mlp_mugraph.py's form);
 // gateOnW2 gates the other product: another function.
@@ -90,6 +98,12 @@ func TestGraphs(t *testing.T) {
 		{"float agree", factored, expanded, check.Float, true, "equivalent (float64, seed 1): 1 output(s) agree", ""},
 		{"ff differ", factored, other, check.FF, false, "finite fields, seed 1", ""},
 		{"float differ", factored, other, check.Float, false, "not equivalent (float64, seed 1): output 0", ""},
+		{"ff, outputs in another order", twoOuts, twoOutsSwapped, check.FF, false,
+			"not equivalent in order (finite fields, seed 1): b.py computes a.py's outputs in another order (its output 0 is a.py's output 1, its output 1 is a.py's output 0)", ""},
+		{"float, outputs in another order", twoOuts, twoOutsSwapped, check.Float, false,
+			"not equivalent in order (float64, seed 1): b.py computes a.py's outputs in another order (its output 0 is a.py's output 1, its output 1 is a.py's output 0)", ""},
+		{"ff, equal outputs", twoEqual, twoEqual, check.FF, true, "equivalent (finite fields, seed 1, 2 trial(s)): 2 output(s) agree", ""},
+		{"float, equal outputs", twoEqual, twoEqual, check.Float, true, "equivalent (float64, seed 1): 2 output(s) agree", ""},
 		{"inputs differ", factored, wider, check.FF, false, "", "a.py and b.py: input 0 is [8, 64] float16 in the first but [8, 128] float16 in the second"},
 		{"emu agree", factored, expanded, check.Emu, true, "equivalent (CPU emulator, seed 1): 1 output(s) agree", ""},
 		{"emu differ", factored, other, check.Emu, false, "not equivalent (CPU emulator, seed 1): output 0 [8, 64]", ""},

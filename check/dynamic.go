@@ -159,7 +159,7 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
-	return report(w, r, p.v.Options()), nil
+	return report(w, r, p.v.Options(), a.Path, b.Path), nil
 }
 
 // alone checks b against a one draw at a time, within the memory limit:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/mirage-go/mirage/enginerun"
@@ -80,7 +81,9 @@ type Named struct {
 }
 
 // Graphs checks that a and b compute the same function: the same inputs,
-// by position, and outputs that agree in some order (Emu: in order). It
+// by position, and the same outputs in the same order, as B must to take
+// A's place. Outputs that agree only in another order are a difference,
+// which the verdict names (otherOrder). It
 // writes the verdict to w and returns whether they agree; an error means
 // no verdict. ctx ends an emulated run.
 func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, error) {
@@ -173,14 +176,19 @@ func fields(w io.Writer, a, b Named, opts ffverify.Options) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
-	return report(w, r, opts), nil
+	return report(w, r, opts, a.Path, b.Path), nil
 }
 
-// report writes the finite-field verdict r and returns it. The seed is
-// printed as --seed takes it (an int64; the field draws read its bits).
-func report(w io.Writer, r ffverify.Result, opts ffverify.Options) bool {
+// report writes the finite-field verdict r on b against a and returns it.
+// The seed is printed as --seed takes it (an int64; the field draws read
+// its bits).
+func report(w io.Writer, r ffverify.Result, opts ffverify.Options, a, b string) bool {
 	if !r.Equivalent {
 		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, int64(opts.Seed))
+		return false
+	}
+	if !isIdentity(r.Mapping) {
+		fmt.Fprintf(w, "not equivalent in order (finite fields, seed %d): %s\n", int64(opts.Seed), otherOrder(r.Mapping, a, b))
 		return false
 	}
 	fmt.Fprintf(w, "equivalent (finite fields, seed %d, %d trial(s)): %d output(s) agree\n", int64(opts.Seed), opts.Trials, len(r.Mapping))
@@ -215,8 +223,17 @@ func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
 		fmt.Fprintf(w, "not equivalent: %s has %d outputs, %s has %d\n", a.Path, len(wa), b.Path, len(wb))
 		return false, nil
 	}
-	match, diffs := matchOutputs(wa, wb)
-	if match == nil {
+	diffs, inOrder := compareInOrder(wa, wb)
+	if !inOrder {
+		var match []int
+		if match, diffs = matchOutputs(wa, wb); match != nil {
+			of := make([]int, len(match)) // b's output -> a's
+			for i, j := range match {
+				of[j] = i
+			}
+			fmt.Fprintf(w, "not equivalent in order (float64, seed %d): %s\n", seed, otherOrder(of, a.Path, b.Path))
+			return false, nil
+		}
 		worst := diffs[0]
 		for _, d := range diffs {
 			if d.MaxRelErr > worst.MaxRelErr {
@@ -237,6 +254,43 @@ func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
 	fmt.Fprintf(w, "equivalent (float64, seed %d): %d output(s) agree, worst relative error %.3g (tolerance %g)\n",
 		seed, len(wa), worst, interp.DefaultTolerance)
 	return true, nil
+}
+
+// compareInOrder compares each output of got with want's in its place: the
+// comparisons, and whether every one agrees within tolerance.
+func compareInOrder(want, got []*interp.Tensor) ([]interp.Diff, bool) {
+	diffs := make([]interp.Diff, len(want))
+	for i := range want {
+		d, err := interp.Compare(want[i], got[i])
+		if err != nil || d.MaxRelErr > interp.DefaultTolerance {
+			return nil, false
+		}
+		d.Output = i
+		diffs[i] = d
+	}
+	return diffs, true
+}
+
+func isIdentity(mapping []int) bool {
+	for j, i := range mapping {
+		if i != j {
+			return false
+		}
+	}
+	return true
+}
+
+// otherOrder says that b computes a's outputs in another order: of gives,
+// for each output of b, the output of a it computes.
+func otherOrder(of []int, a, b string) string {
+	var pairs []string
+	for j, i := range of {
+		if i != j {
+			pairs = append(pairs, fmt.Sprintf("its output %d is %s's output %d", j, a, i))
+		}
+	}
+	return fmt.Sprintf("%s computes %s's outputs in another order (%s); mark its outputs in %s's order to use it in its place",
+		b, a, strings.Join(pairs, ", "), a)
 }
 
 // matchOutputs pairs each output of want with a distinct output of got of
