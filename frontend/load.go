@@ -170,20 +170,22 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Names, p.Computed = tensorNames(p.Graph, globals)
+	p.Names, p.Computed = tensorNames(l.chosen, p.Graph, globals)
 	return p, nil
 }
 
-// tensorNames maps the globals that hold an input of g to its position
-// among g's inputs, and gives those that hold a tensor g computes.
-func tensorNames(g *kernel.Graph, globals starlark.StringDict) (inputs map[string]int, computed map[string]bool) {
+// tensorNames maps the globals that hold an input of g, the program that
+// kernel graph kg gave (kg's graph, or a copy of it as it was when
+// superoptimize was called), to its position among g's inputs, and gives
+// those that hold a tensor g computes.
+func tensorNames(kg *kgraph, g *kernel.Graph, globals starlark.StringDict) (inputs map[string]int, computed map[string]bool) {
 	pos := map[kernel.TensorID]int{}
 	for k, t := range g.Inputs() {
 		pos[t] = k
 	}
 	inputs, computed = map[string]int{}, map[string]bool{}
 	for name, v := range globals {
-		if t, ok := v.(dtensor); ok && t.kg.g == g {
+		if t, ok := v.(dtensor); ok && t.kg == kg && int(t.id) < len(g.Tensors) {
 			if k, ok := pos[t.id]; ok {
 				inputs[name] = k
 			} else {
@@ -213,6 +215,7 @@ type loader struct {
 	graphs      []*kgraph  // kernel graphs in creation order
 	blocks      []*tbgraph // threadblock graphs in creation order
 	super       *kgraph    // the graph superoptimize was called on
+	chosen      *kgraph    // the graph that is the program (program)
 	warnings    []string
 	columns     rewrite.Columns  // from the rewritten code's columns to the program's
 	ignored     []string         // Mirage runtime names the program used
@@ -400,6 +403,7 @@ func (l *loader) program() (*Program, error) {
 				len(l.graphs), strings.Join(at, ", "))}
 		}
 	}
+	l.chosen = kg
 	g := kg.g
 	if kg.called != nil {
 		// The graph only grows: more ops or outputs than at the call are

@@ -3,6 +3,7 @@ package frontend
 import (
 	"bytes"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -155,6 +156,11 @@ func TestOpsAfterSuperoptimize(t *testing.T) {
 	}
 	if len(p.Warnings) != 1 || !strings.HasPrefix(p.Warnings[0], "prog.py:7: the program adds ops or outputs to the graph after superoptimize") {
 		t.Errorf("warnings %q", p.Warnings)
+	}
+	// The globals name the program's tensors (--dynamic X:0=...), not
+	// those made after the call.
+	if want := map[string]int{"X": 0, "W": 1}; !maps.Equal(p.Names, want) || !maps.Equal(p.Computed, map[string]bool{"O": true}) {
+		t.Errorf("names %v, computed %v; want %v and O", p.Names, p.Computed, want)
 	}
 	// With no output marked by the call, the graph's sinks then are.
 	q := mustLoad(t, src(
