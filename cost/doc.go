@@ -28,7 +28,8 @@
 // Waves. The shared memory, the threads and the arch's limits give the
 // resident blocks per SM:
 //
-//	blocksPerSM = min(MaxBlocksPerSM, SmemPerSM / (smem + SmemReserved), MaxThreadsPerSM / threads rounded up to warps)
+//	blocksPerSM = min(MaxBlocksPerSM, SmemPerSM / (smem + SmemReserved), MaxThreadsPerSM / threads rounded up to warps,
+//	                  for a graph-defined kernel RegsPerSM / (threads · registers a thread: launch.Kernel.Registers))
 //	waves       = ceil(blocks / (SMs * blocksPerSM))
 //
 // and a wave of n blocks, whose busiest SM holds b = ceil(n/SMs) of them,

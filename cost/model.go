@@ -88,7 +88,7 @@ type Kernel struct {
 	CUDAFlops   int64 // element-wise, reductions, accumulators, fp32 matmul
 
 	SmemBytes   int // shared memory per block
-	BlocksPerSM int // resident blocks per SM, by shared memory, threads and the block limit
+	BlocksPerSM int // resident blocks per SM, by shared memory, threads, registers (launch.Kernel.BlocksPerSM) and the block limit
 	Waves       int // ceil(blocks / (SMs * BlocksPerSM))
 	// SMsBusy and ResidentWarps say how the first wave fills the GPU: the
 	// SMs it holds blocks on, and the warps resident on the busiest of
@@ -312,7 +312,7 @@ func graphKernelOf(op *kernel.Op, lk *launch.Kernel, arch target.Arch, scale map
 func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch target.Arch, scale map[kernel.TensorID]float64) (Kernel, error) {
 	k, shapes, rows := opWork(g, op, arch, scale)
 	out := g.Tensors[op.Out[0]]
-	blocks, slots, err := k.occupy(arch, lk, block.Dim3{lk.Threads, 1, 1})
+	blocks, slots, err := k.occupy(arch, lk)
 	if err != nil {
 		return Kernel{}, err
 	}
@@ -408,7 +408,7 @@ func scaled(n int64, f float64) int64 {
 func graphKernel(lk *launch.Kernel, arch target.Arch, ioScale []float64) (Kernel, error) {
 	b := lk.Thread.Block
 	var k Kernel
-	blocks, slots, err := k.occupy(arch, lk, b.Threads)
+	blocks, slots, err := k.occupy(arch, lk)
 	if err != nil {
 		return Kernel{}, err
 	}
@@ -546,10 +546,11 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 	return once + float64(bs.Iters)*iter
 }
 
-// occupy sets k's launch (threads as the graph gives them) and the blocks
-// its SMs hold, and returns its blocks and the slots a wave fills.
-func (k *Kernel) occupy(arch target.Arch, lk *launch.Kernel, threads block.Dim3) (blocks, slots int, err error) {
-	k.Grid, k.Threads, k.SmemBytes = block.Dim3(lk.Grid), threads, lk.SmemBytes
+// occupy sets k's launch (the plan's, as the code launches it: a graph's
+// block_dim flattened and rounded up to whole warps) and the blocks its
+// SMs hold, and returns its blocks and the slots a wave fills.
+func (k *Kernel) occupy(arch target.Arch, lk *launch.Kernel) (blocks, slots int, err error) {
+	k.Grid, k.Threads, k.SmemBytes = block.Dim3(lk.Grid), block.Dim3{lk.Threads, 1, 1}, lk.SmemBytes
 	if k.BlocksPerSM, err = lk.BlocksPerSM(arch); err != nil {
 		return 0, 0, err
 	}

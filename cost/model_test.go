@@ -215,8 +215,9 @@ func TestDistinctTilesPerWave(t *testing.T) {
 	}
 }
 
-// Waves follow from the grid and the resident blocks; 1024-thread blocks
-// with small tiles are held two to an SM by their threads.
+// Waves follow from the grid and the resident blocks; 512-thread blocks
+// with small tiles are held two to an SM by the registers they leave a
+// thread (launch.MinRegisters; their threads allow four).
 func TestWaves(t *testing.T) {
 	tests := []struct {
 		arch  string
@@ -234,7 +235,7 @@ func TestWaves(t *testing.T) {
 	for _, tt := range tests {
 		g := kernel.New()
 		x := check[kernel.TensorID](t)(g.AddInput(sh(tt.grid*64, 64), fp16))
-		tb := check[*block.Graph](t)(block.New(block.Dim3{tt.grid, 1, 1}, block.Dim3{1024, 1, 1}, 1, 64))
+		tb := check[*block.Graph](t)(block.New(block.Dim3{tt.grid, 1, 1}, block.Dim3{512, 1, 1}, 1, 64))
 		tx := check[block.TensorID](t)(tb.AddInput(sh(tt.grid*64, 64), fp16, block.Map{0, -1, -1}, -1))
 		acc := check[block.TensorID](t)(tb.Add(ugraph.OpForloopAccum, ugraph.Attr{}, tx))
 		if err := tb.AddOutput(acc, block.Map{0, -1, -1}); err != nil {
@@ -273,7 +274,7 @@ func TestFillsTheGPU(t *testing.T) {
 	for _, tt := range tests {
 		var k Kernel
 		lk := &launch.Kernel{Grid: [3]int{tt.blocks, 1, 1}, Threads: tt.threads, SmemBytes: tt.smem}
-		if _, _, err := k.occupy(h100, lk, block.Dim3{tt.threads, 1, 1}); err != nil {
+		if _, _, err := k.occupy(h100, lk); err != nil {
 			t.Fatal(err)
 		}
 		if k.SMsBusy != tt.busy || k.ResidentWarps != tt.warps || k.FillsTheGPU(h100) != tt.fills {

@@ -145,16 +145,22 @@ func (k *Kernel) Blocks() int { return k.Grid[0] * k.Grid[1] * k.Grid[2] }
 
 // BlocksPerSM is how many blocks of k an SM of arch holds at once, by
 // their shared memory (with the arch's reserve per block), their threads
-// (allocated by whole warps) and the arch's block limit. Registers are
-// not counted: MinBlocksPerSM makes the compiler keep to them. It is a
+// (allocated by whole warps), the arch's block limit and, for a
+// graph-defined kernel, the registers the plan leaves its threads
+// (Registers), which MinBlocksPerSM makes the compiler keep to. It is a
 // *FitError when one block needs more shared memory than arch gives one.
 func (k *Kernel) BlocksPerSM(arch target.Arch) (int, error) {
 	if k.SmemBytes > arch.MaxSmemPerBlock {
 		return 0, &FitError{Bytes: k.SmemBytes, Limit: arch.MaxSmemPerBlock, Arch: arch.Name}
 	}
 	bySmem := arch.SmemPerSM / (k.SmemBytes + arch.SmemReserved)
-	byThreads := arch.MaxThreadsPerSM / (ceilDiv(k.Threads, target.WarpSize) * target.WarpSize)
-	return min(arch.MaxBlocksPerSM, bySmem, byThreads), nil
+	threads := ceilDiv(k.Threads, target.WarpSize) * target.WarpSize
+	byThreads := arch.MaxThreadsPerSM / threads
+	blocks := min(arch.MaxBlocksPerSM, bySmem, byThreads)
+	if k.Code == GraphDefined {
+		blocks = min(blocks, max(1, target.RegsPerSM/(threads*k.Registers())))
+	}
+	return blocks, nil
 }
 
 // MinRegisters is the fewest registers a thread of a graph-defined kernel
@@ -163,23 +169,34 @@ func (k *Kernel) BlocksPerSM(arch target.Arch) (int, error) {
 // LLaMA-7B layer's five); an mma kernel held to fewer spills.
 const MinRegisters = 64
 
+// Registers is how many registers the plan leaves each thread of
+// graph-defined kernel k: MinRegisters, or twice the fp32 accumulators its
+// thread plan keeps in registers where that is more (thread.Derive budgets
+// them at half a thread's registers). A 128x256 mma tile on 512 threads
+// keeps 64 a thread; held to 64 registers in all, ptxas spilled 640 bytes
+// a thread (11.8, sm_90).
+func (k *Kernel) Registers() int {
+	r := MinRegisters
+	if k.Thread != nil {
+		r = max(r, 2*k.Thread.RegFloats)
+	}
+	return r
+}
+
 // MinBlocksPerSM is how many blocks of graph-defined kernel k the busiest
-// SM of its first wave holds, as the cost model counts them: BlocksPerSM,
-// or fewer where the grid spreads thinner over the SMs, and no more than
-// leave each thread MinRegisters (at least 1). The code generator writes
-// it as __launch_bounds__'s second argument where a block has more than
-// 128 threads: the blocks per SM that ptxas must keep room in the
-// registers for. Given the threads alone, ptxas chooses: it held a
-// 512-thread kernel of which an SM holds one block to 64 registers, and
-// spilled (11.8, sm_80 and sm_90).
+// SM of its first wave holds, as the cost model counts them: BlocksPerSM
+// (registers counted), or fewer where the grid spreads thinner over the
+// SMs (at least 1). The code generator writes it as __launch_bounds__'s
+// second argument where a block has more than 128 threads: the blocks per
+// SM that ptxas must keep room in the registers for. Given the threads
+// alone, ptxas chooses: it held a 512-thread kernel of which an SM holds
+// one block to 64 registers, and spilled (11.8, sm_80 and sm_90).
 func (k *Kernel) MinBlocksPerSM(arch target.Arch) int {
 	resident, err := k.BlocksPerSM(arch)
 	if err != nil {
 		return 1
 	}
-	threads := ceilDiv(k.Threads, target.WarpSize) * target.WarpSize
-	byRegisters := target.RegsPerSM / (threads * MinRegisters)
-	return max(1, min(resident, ceilDiv(k.Blocks(), arch.SMs), byRegisters))
+	return max(1, min(resident, ceilDiv(k.Blocks(), arch.SMs)))
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

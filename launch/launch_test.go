@@ -11,6 +11,7 @@ import (
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
 func load(t *testing.T, src ...string) *kernel.Graph {
@@ -237,6 +238,34 @@ func TestCodeNames(t *testing.T) {
 	}
 }
 
+// A graph-defined kernel's blocks also leave each thread the registers its
+// plan needs (Registers): MinRegisters, or twice the accumulators it keeps
+// in registers; MinBlocksPerSM, its __launch_bounds__, asks for no more.
+func TestBlocksPerSMByRegisters(t *testing.T) {
+	for _, tt := range []struct {
+		threads, accumulators, blocks, want int
+	}{
+		{128, 0, 1000, 8},  // 65536 / (128 · 64); the threads alone allow 16
+		{256, 0, 1000, 4},  // 65536 / (256 · 64)
+		{1024, 0, 1000, 1}, // the threads allow 2
+		{256, 64, 1000, 2}, // 64 accumulators a thread: 128 registers
+		{512, 64, 1000, 1}, // a 128x256 mma tile on 512 threads
+		{256, 0, 200, 4},   // the SM's blocks, not the first wave's
+	} {
+		k := Kernel{Code: GraphDefined, Grid: [3]int{tt.blocks, 1, 1}, Threads: tt.threads, Thread: &thread.Graph{RegFloats: tt.accumulators}}
+		got, err := k.BlocksPerSM(sm90)
+		if err != nil || got != tt.want {
+			t.Errorf("%d threads, %d accumulators: %d blocks an SM, %v; want %d", tt.threads, tt.accumulators, got, err, tt.want)
+		}
+		if min := k.MinBlocksPerSM(sm90); min != got && tt.blocks >= got*sm90.SMs {
+			t.Errorf("%d threads, %d accumulators: __launch_bounds__ asks for %d blocks, the model counts %d", tt.threads, tt.accumulators, min, got)
+		}
+		if regs := target.RegsPerSM / (got * k.Threads); regs < k.Registers() {
+			t.Errorf("%d threads, %d accumulators: %d blocks leave %d registers a thread, want %d", tt.threads, tt.accumulators, got, regs, k.Registers())
+		}
+	}
+}
+
 func TestBlocksPerSM(t *testing.T) {
 	const kb = 1 << 10
 	tests := []struct {
@@ -261,7 +290,8 @@ func TestBlocksPerSM(t *testing.T) {
 		{"sm_90", 12 * kb, 64, 17},    // 228 KB / 13 KB
 	}
 	for _, tt := range tests {
-		k := Kernel{Grid: [3]int{1, 1, 1}, Threads: tt.threads, SmemBytes: tt.smem}
+		// A library kernel: its registers are its template's.
+		k := Kernel{Code: Unary, Grid: [3]int{1, 1, 1}, Threads: tt.threads, SmemBytes: tt.smem}
 		got, err := k.BlocksPerSM(target.MustLookup(tt.arch))
 		if tt.want == 0 {
 			if !errors.Is(err, ErrDoesNotFit) {
