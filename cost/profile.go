@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -140,8 +141,16 @@ func LoadProfiles(path string) (*Profiles, error) {
 	}
 	files := []string{path}
 	if info.IsDir() {
-		if files, err = filepath.Glob(filepath.Join(path, "profile*.json")); err != nil {
+		// Names are matched, not globbed: a directory named pr[1] is a name.
+		des, err := os.ReadDir(path)
+		if err != nil {
 			return nil, err
+		}
+		files = nil
+		for _, de := range des {
+			if n := de.Name(); strings.HasPrefix(n, "profile") && strings.HasSuffix(n, ".json") && !de.IsDir() {
+				files = append(files, filepath.Join(path, n))
+			}
 		}
 		if len(files) == 0 {
 			return nil, fmt.Errorf("%s: no profile*.json files", path)

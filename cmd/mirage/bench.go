@@ -92,6 +92,12 @@ func (f *benchFlags) run(cmd *cobra.Command, paths []string) error {
 		if err != nil {
 			return err
 		}
+		if f.asJSON {
+			return writeJSON(cmd.OutOrStdout(), struct {
+				Wrote string `json:"wrote"`
+				Runs  int    `json:"runs"`
+			}{out, n})
+		}
 		fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%d runs)\n", out, n)
 		return nil
 	}

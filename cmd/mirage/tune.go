@@ -81,9 +81,13 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if out == "" {
 		out = filepath.Join(filepath.Dir(path), "profile_"+f.arch.Arch.Name+".json")
 	}
-	// Before the GPU's minutes are spent: where the profile goes exists.
+	// Before the GPU's minutes are spent: where the profile goes exists,
+	// and is not taken by a directory.
 	if fi, err := os.Stat(filepath.Dir(out)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("-o %s: %s is not a directory", out, filepath.Dir(out))
+	}
+	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+		return fmt.Errorf("-o %s: a directory; -o names the profile file to write", out)
 	}
 	program := in.File.Name
 	if f.program != "" {

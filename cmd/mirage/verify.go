@@ -50,6 +50,9 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 	if f.method == "ff" && f.trials < 1 { // a flag, refused before anything is read
 		return fmt.Errorf("--trials %d: want at least 1", f.trials)
 	}
+	if f.engineDir != "" && len(f.engine) == 0 {
+		return errors.New("--engine-dir keeps what --engine runs: it needs --engine (and --dynamic)")
+	}
 	a, err := f.load.load(cmd, pathA)
 	if err != nil {
 		return err

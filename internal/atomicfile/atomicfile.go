@@ -182,11 +182,11 @@ func (s Set) Write() error {
 	}
 	for _, name := range names {
 		// A killed Write's temporary files and backups.
-		for _, pattern := range []string{".tmp-*", ".old-*"} {
-			stale, _ := filepath.Glob(filepath.Join(dir, "."+name+pattern))
-			for _, s := range stale {
-				os.Remove(s)
-			}
+		stale, _ := matching(dir, func(n string) bool {
+			return strings.HasPrefix(n, "."+name+".tmp-") || strings.HasPrefix(n, "."+name+".old-")
+		})
+		for _, s := range stale {
+			os.Remove(s)
 		}
 	}
 	// Every byte is written (the manifest too) before anything in place
@@ -295,7 +295,7 @@ func (s Set) left() []setEntry {
 // dropped are the files left from the set's previous manifest (left) that
 // no other manifest in the directory lists (Set.Drop).
 func (s Set) dropped() []string {
-	others, _ := filepath.Glob(filepath.Join(s.Dir, "*"+ManifestSuffix))
+	others, _ := matching(s.Dir, isManifest)
 	listed := map[string]bool{}
 	for _, path := range others {
 		if filepath.Base(path) == s.Manifest {
@@ -438,11 +438,10 @@ func (s Set) conflicts() error {
 	if own, err := readManifest(filepath.Join(s.Dir, s.Manifest)); err == nil && own.Owner != "" && s.Owner != "" && own.Owner != s.Owner {
 		return &ConflictError{Dir: s.Dir, Manifest: s.Manifest, Owner: own.Owner}
 	}
-	others, err := filepath.Glob(filepath.Join(s.Dir, "*"+ManifestSuffix))
+	others, err := matching(s.Dir, isManifest)
 	if err != nil {
 		return fmt.Errorf("atomicfile: %w", err)
 	}
-	slices.Sort(others)
 	for _, path := range others {
 		name := filepath.Base(path)
 		if name == s.Manifest {
@@ -568,3 +567,22 @@ func syncedTemp(dir, pattern string, data []byte, perm fs.FileMode) (string, err
 	}
 	return f.Name(), nil
 }
+
+// matching returns the paths of dir's entries whose names match, sorted; none
+// where dir does not exist. Names are matched, not globbed: a directory
+// named out[x] is a name, not a pattern.
+func matching(dir string, match func(name string) bool) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	var paths []string
+	for _, de := range des {
+		if match(de.Name()) {
+			paths = append(paths, filepath.Join(dir, de.Name()))
+		}
+	}
+	return paths, err
+}
+
+func isManifest(name string) bool { return strings.HasSuffix(name, ManifestSuffix) }
