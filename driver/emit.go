@@ -51,6 +51,10 @@ type Emission struct {
 func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
 	name := in.Name
 	if r.Name != "" {
+		// The files go in r.Dir, named after it: a name, not a path.
+		if strings.ContainsRune(r.Name, filepath.Separator) || r.Name == "." || r.Name == ".." {
+			return nil, fmt.Errorf("--name %s: a name, not a path (the files go in -o's directory)", r.Name)
+		}
 		name = r.Name
 	}
 	opts := cuda.Options{Arch: r.Arch, SingleFile: r.SingleFile, Source: in.Path}
