@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,5 +165,36 @@ func TestASearchEndingAfterTheReportsChangesNothing(t *testing.T) {
 	}
 	if reports[0].WhyNot != "the run ended before its search did" {
 		t.Errorf("part 0 reported %q", reports[0].WhyNot)
+	}
+}
+
+// The log says why the whole check ended: the budget, or an interrupt.
+func TestByPartsSaysWhyTheWholeCheckEnded(t *testing.T) {
+	defer func(c func(*run, *kernel.Graph, []Part, []*outcome) (bool, error)) { wholeCheck = c }(wholeCheck)
+	for _, tt := range []struct {
+		interrupt bool
+		want      string
+	}{
+		{false, "the stitched program's own check did not finish in time;"},
+		{true, "the stitched program's own check was interrupted;"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		wholeCheck = func(d *run, _ *kernel.Graph, _ []Part, _ []*outcome) (bool, error) {
+			if tt.interrupt {
+				cancel()
+			}
+			<-d.verifyStop
+			return false, ffverify.ErrStopped
+		}
+		var said []string
+		_, err := Run(ctx, load(t, "llama_mlp"), Options{MaxStates: 1, TimeLimit: 4 * time.Second, Workers: 2, Seed: 1,
+			Log: func(s string) { said = append(said, s) }})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(said, func(s string) bool { return strings.HasPrefix(s, tt.want) }) {
+			t.Errorf("interrupted %v: no %q in the log %q", tt.interrupt, tt.want, said)
+		}
 	}
 }

@@ -1034,7 +1034,11 @@ func (d *run) answers(ctx context.Context, parts []Part, outs []*outcome, report
 				// checks and the wiring prove the answer.
 				// (rank counts the combinations, not the table's rows,
 				// which hold the unfused program too: the rows say it.)
-				d.logf("the stitched program's own check did not finish in time; its parts are verified and it is wired as they were: the answers marked \"verified part by part\" stand on their parts' checks")
+				why := "did not finish in time"
+				if d.interrupted() {
+					why = "was interrupted"
+				}
+				d.logf("the stitched program's own check %s; its parts are verified and it is wired as they were: the answers marked \"verified part by part\" stand on their parts' checks", why)
 			}
 		}
 		if err == nil && !ok {
