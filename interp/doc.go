@@ -12,6 +12,7 @@
 // a μGraph denotes, not its fp16 rounding.
 //
 // NaN is a value like any other: sqrt, log, pow and rms_norm (which has no
-// epsilon, see rmsNorm) make NaN from some inputs, every op propagates it,
+// epsilon, see rmsNorm) make NaN from some inputs, every op propagates it
+// (but pow, as C's powf and torch: pow(NaN, 0) and pow(1, NaN) are 1),
 // and Compare counts NaN against NaN in the same position as agreement.
 package interp

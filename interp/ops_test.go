@@ -271,3 +271,17 @@ func TestEveryOpHasACase(t *testing.T) {
 		}
 	}
 }
+
+// NaN propagates through every op but pow, which is C's powf (and torch's
+// pow): pow(NaN, 0) and pow(1, NaN) are 1 (DESIGN §3).
+func TestPowOfNaN(t *testing.T) {
+	g := kernel.New()
+	x := must(g.AddInput(ugraph.MustShape(3), dt))
+	y := must(g.AddInput(ugraph.MustShape(3), dt))
+	check(g.MarkOutput(must(g.Add(ugraph.OpPow, ugraph.Attr{}, x, y))))
+	nan := math.NaN()
+	out := run(t, g, []*interp.Tensor{ten(dims(3), nan, 1, nan), ten(dims(3), 0, nan, 2)})[0]
+	if out.Data[0] != 1 || out.Data[1] != 1 || !math.IsNaN(out.Data[2]) {
+		t.Errorf("pow(NaN, 0), pow(1, NaN), pow(NaN, 2) = %v, want 1, 1, NaN", out.Data)
+	}
+}

@@ -104,7 +104,9 @@ type OpInfo struct {
 // of this table and a device function in mirage_runtime.cuh.
 type Elementwise struct {
 	// Real is the op on reals: the float64 interpreter's, the reference
-	// every check compares with. NaN propagates through every op.
+	// every check compares with. NaN propagates through every op but pow,
+	// which is math.Pow: pow(NaN, 0) and pow(1, NaN) are 1, as the device
+	// runtime's powf and torch give.
 	Real RealFunc
 	// Runtime is the op's device function in mirage_runtime.cuh, taking
 	// and returning float: Runtime(x, scalars...) for a unary op,
