@@ -1,12 +1,12 @@
 package check
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
+	"github.com/mirage-go/mirage/internal/jsonfloat"
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -20,37 +20,10 @@ type Summary struct {
 	MaxAbs Value `json:"max_abs"`
 }
 
-// Value is a summary's value. JSON has no NaN or infinity, which a
-// program that divides by zero computes: those are written as the
-// strings the text form prints ("NaN", "+Inf", "-Inf"), and read back.
-type Value float64
-
-func (f Value) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return json.Marshal(strconv.FormatFloat(v, 'g', -1, 64))
-	}
-	return json.Marshal(v)
-}
-
-func (f *Value) UnmarshalJSON(b []byte) error {
-	var v float64
-	if err := json.Unmarshal(b, &v); err == nil {
-		*f = Value(v)
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("check: a summary value is %s, not a number", b)
-	}
-	switch s {
-	case "NaN", "+Inf", "-Inf":
-		v, _ = strconv.ParseFloat(s, 64)
-		*f = Value(v)
-		return nil
-	}
-	return fmt.Errorf("check: a summary value is %q, not a number, NaN, +Inf or -Inf", s)
-}
+// Value is a summary's value: NaN and infinities, which a program that
+// divides by zero computes, are written in JSON as the strings the text
+// form prints ("NaN", "+Inf", "-Inf"), and read back.
+type Value = jsonfloat.Float
 
 // String is the summary as mirage eval prints it, the shape as
 // ugraph.Shape writes one: [16, 4096].

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,14 +56,60 @@ func GraphHash(g *kernel.Graph) string { return fmt.Sprintf("%016x", kernel.Hash
 // ReadProfile decodes and checks one profile. Fields it does not know are
 // ignored, so a harness may record more (driver, clocks).
 func ReadProfile(r io.Reader) (*Profile, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	// One profile a file (Unmarshal refuses data after it: cat a.json
+	// b.json), each member once: a member given twice would lose
+	// measurements silently.
 	var p Profile
-	if err := json.NewDecoder(r).Decode(&p); err != nil {
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, err
+	}
+	if err := uniqueMembers(json.NewDecoder(bytes.NewReader(data))); err != nil {
 		return nil, err
 	}
 	if err := p.check(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// uniqueMembers reads one JSON value from dec and fails where an object
+// in it names a member twice (encoding/json would keep the last).
+func uniqueMembers(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if name, _ := key.(string); seen[name] {
+				return fmt.Errorf("member %q given twice", name)
+			} else {
+				seen[name] = true
+			}
+			if err := uniqueMembers(dec); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	case json.Delim('['):
+		for dec.More() {
+			if err := uniqueMembers(dec); err != nil {
+				return err
+			}
+		}
+		_, err = dec.Token()
+	}
+	return err
 }
 
 // Write encodes p, indented, after checking it.
@@ -89,11 +136,11 @@ func (p *Profile) check() error {
 		if !validHash(m.Hash) {
 			return fmt.Errorf("measurement %d: hash %q, want 16 lower-case hex digits", i, m.Hash)
 		}
-		if !(m.MedianMicros > 0) || math.IsInf(m.MedianMicros, 0) {
-			return fmt.Errorf("measurement %d: median_us %v, want a positive time", i, m.MedianMicros)
+		if !(m.MedianMicros >= minMicros && m.MedianMicros <= maxMicros) {
+			return fmt.Errorf("measurement %d: median_us %v, want a time from %g to %g", i, m.MedianMicros, minMicros, maxMicros)
 		}
-		if m.EstimatedMicros < 0 || math.IsInf(m.EstimatedMicros, 0) || math.IsNaN(m.EstimatedMicros) {
-			return fmt.Errorf("measurement %d: estimated_us %v, want a positive time or none", i, m.EstimatedMicros)
+		if m.EstimatedMicros != 0 && !(m.EstimatedMicros >= minMicros && m.EstimatedMicros <= maxMicros) {
+			return fmt.Errorf("measurement %d: estimated_us %v, want a time from %g to %g, or none", i, m.EstimatedMicros, minMicros, maxMicros)
 		}
 		if (m.P10Micros != 0 || m.P90Micros != 0) && !(0 < m.P10Micros && m.P10Micros <= m.MedianMicros && m.MedianMicros <= m.P90Micros && !math.IsInf(m.P90Micros, 0)) {
 			return fmt.Errorf("measurement %d: p10_us %v, median_us %v, p90_us %v: want 0 < p10 <= median <= p90", i, m.P10Micros, m.MedianMicros, m.P90Micros)
@@ -101,6 +148,13 @@ func (p *Profile) check() error {
 	}
 	return nil
 }
+
+// The times a profile holds, in µs: a nanosecond to a quarter of an hour.
+// Bounded so that a measured time over an estimate (Scale) stays finite.
+const (
+	minMicros = 1e-3
+	maxMicros = 1e9
+)
 
 func validHash(h string) bool {
 	if len(h) != 16 {

@@ -7,32 +7,33 @@ import (
 	"text/tabwriter"
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
+	"github.com/mirage-go/mirage/internal/jsonfloat"
 )
 
 // JSONMeasurement is a measurement as mirage tune --json prints it.
 type JSONMeasurement struct {
-	Candidate   int     `json:"candidate"`
-	Hash        string  `json:"hash"`
-	EstimatedUs float64 `json:"estimated_us"`
-	MedianUs    float64 `json:"median_us,omitempty"`
-	P10Us       float64 `json:"p10_us,omitempty"`
-	P90Us       float64 `json:"p90_us,omitempty"`
-	Runs        int     `json:"runs,omitempty"`
-	MaxRelErr   float64 `json:"max_rel_err"`
-	Reference   bool    `json:"reference,omitempty"`
-	Error       string  `json:"error,omitempty"`
+	Candidate   int             `json:"candidate"`
+	Hash        string          `json:"hash"`
+	EstimatedUs float64         `json:"estimated_us"`
+	MedianUs    float64         `json:"median_us,omitempty"`
+	P10Us       float64         `json:"p10_us,omitempty"`
+	P90Us       float64         `json:"p90_us,omitempty"`
+	Runs        int             `json:"runs,omitempty"`
+	MaxRelErr   jsonfloat.Float `json:"max_rel_err"` // +Inf where the output is not finite and the reference's is
+	Reference   bool            `json:"reference,omitempty"`
+	Error       string          `json:"error,omitempty"`
 }
 
 func (res *Result) jsonMeasurements() []JSONMeasurement {
 	var ms []JSONMeasurement
 	for _, m := range res.Measurements {
-		ms = append(ms, JSONMeasurement{m.Candidate, m.Hash, m.EstimatedUs, m.MedianUs, m.P10, m.P90, m.Runs, m.MaxRelErr, m.Reference, m.Err})
+		ms = append(ms, JSONMeasurement{m.Candidate, m.Hash, m.EstimatedUs, m.MedianUs, m.P10, m.P90, m.Runs, jsonfloat.Float(m.MaxRelErr), m.Reference, m.Err})
 	}
 	return ms
 }
 
 // WriteTable prints the measurements and which candidate each of the
-// model and the GPU prefers.
+// model and the GPU prefers, and the profile written ("": none).
 func (res *Result) WriteTable(w io.Writer, profile string) {
 	fmt.Fprintf(w, "%s\n", res.GPU)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -56,7 +57,9 @@ func (res *Result) WriteTable(w io.Writer, profile string) {
 	if fastest >= 0 {
 		fmt.Fprintf(w, "the model ranks candidate 0 first; measured, candidate %d is fastest\n", res.Measurements[fastest].Candidate)
 	}
-	fmt.Fprintf(w, "wrote %s (%d measurement(s)): superopt --profile %s ranks by it\n", profile, len(res.Profile.Measurements), profile)
+	if profile != "" {
+		fmt.Fprintf(w, "wrote %s (%d measurement(s)): superopt --profile %s ranks by it\n", profile, len(res.Profile.Measurements), profile)
+	}
 }
 
 // Report is mirage tune --json's object: the measurements, and the

@@ -68,6 +68,11 @@ var ErrNoGPU = errors.New("no CUDA GPU")
 // ErrNoNVCC reports a machine without the CUDA toolkit's compiler.
 var ErrNoNVCC = errors.New("no nvcc")
 
+// ErrNothingMeasured is Run's error when every candidate failed or could
+// not be checked: a profile of nothing would replace one of something.
+// Run returns the Result with it, whose Measurements say why.
+var ErrNothingMeasured = errors.New("no candidate was measured")
+
 // Measurement is one candidate's outcome.
 type Measurement struct {
 	Candidate int    // the graph's index in the document
@@ -92,8 +97,9 @@ type Result struct {
 	Profile *cost.Profile
 }
 
-// Run measures doc's candidates as Options say. The program it builds
-// stays in opts.Dir, when given.
+// Run measures doc's candidates as Options say, each distinct graph once.
+// The program it builds stays in opts.Dir, when given. Where no candidate
+// is measured, it returns the Result and ErrNothingMeasured.
 func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	if opts.Dir == "" {
 		dir, remove, err := tempdir.Make("mirage-tune-")
@@ -143,6 +149,12 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 		m := Measurement{Candidate: i, Hash: cost.GraphHash(e.Graph)}
 		if err := sameSignature(first, e.Graph); err != nil {
 			return nil, fmt.Errorf("graph %d: %v", i, err)
+		}
+		// A profile measures a graph once: a copy is not timed again.
+		if k := slices.IndexFunc(ms, func(o Measurement) bool { return o.Hash == m.Hash }); k >= 0 {
+			m.Err = fmt.Sprintf("the same graph as candidate %d", ms[k].Candidate)
+			ms = append(ms, m)
+			continue
 		}
 		if est, err := cost.EstimateGraph(e.Graph, opts.Arch); err == nil {
 			m.EstimatedUs = est.Micros
@@ -211,11 +223,17 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("the timing program stopped before it timed a candidate: %s", stopped)
 	}
 	r.Profile = &cost.Profile{Version: cost.ProfileVersion, Arch: opts.Arch.Name, GPU: r.GPU}
+	var failed []string
 	for _, m := range r.Measurements {
 		if m.Err == "" {
 			r.Profile.Measurements = append(r.Profile.Measurements, cost.Measurement{Program: opts.Program, Hash: m.Hash,
 				MedianMicros: m.MedianUs, Runs: m.Runs, P10Micros: m.P10, P90Micros: m.P90, EstimatedMicros: m.EstimatedUs})
+		} else {
+			failed = append(failed, fmt.Sprintf("candidate %d: %s", m.Candidate, m.Err))
 		}
+	}
+	if len(r.Profile.Measurements) == 0 {
+		return r, fmt.Errorf("%w (%s)", ErrNothingMeasured, strings.Join(failed, "; "))
 	}
 	return r, nil
 }

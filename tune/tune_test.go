@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -111,15 +112,21 @@ func TestTuneInTheEmulator(t *testing.T) {
 	}
 }
 
-// Candidates that keep the same element-wise op unfused emit the same
-// internal names (its functor, op0_fn): each is built as a translation
-// unit of its own, so the timing program links.
+// Candidates that keep element-wise ops unfused emit the same internal
+// names (their functors, op1_fn, ...), here for other ops: each is built
+// as a translation unit of its own, so the timing program links.
 func TestTuneCandidatesWithTheSameElementwiseOps(t *testing.T) {
 	needGXX(t)
-	const scaled = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
+	const (
+		scaled = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
 g.mark_output(g.mul_scalar(g.exp(X), 0.5))
 `
-	doc := kernel.NewFile("scaled", load(t, scaled), load(t, scaled))
+		// The same function, op1_fn a mul_scalar and op2_fn the exp.
+		scaledTwice = `X = g.new_input(dims=(8, 128), dtype=mi.float16)
+g.mark_output(g.mul_scalar(g.exp(g.mul_scalar(X, 1.0)), 0.5))
+`
+	)
+	doc := kernel.NewFile("scaled", load(t, scaled), load(t, scaledTwice))
 	res, err := Run(context.Background(), doc, Options{Arch: target.MustLookup("sm_90"), Warmup: 1, Runs: 1, Dir: t.TempDir(), Emulate: true})
 	if err != nil {
 		t.Fatal(err)
@@ -360,19 +367,46 @@ g.mark_output(g.exp(X))
 	)
 	res, err = Run(context.Background(), kernel.NewFile("p", load(t, minusInf), load(t, minusInf), load(t, finite)),
 		Options{Warmup: 1, Runs: 1, Dir: t.TempDir(), Emulate: true})
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrNothingMeasured) {
+		t.Fatalf("%v, want ErrNothingMeasured", err)
 	}
-	for i, m := range res.Measurements[:2] {
-		if !strings.Contains(m.Err, "not checked: candidate 0's output 0 has no finite element") {
-			t.Errorf("candidate %d: %+v", i, m)
-		}
+	if m := res.Measurements[0]; !strings.Contains(m.Err, "not checked: candidate 0's output 0 has no finite element") {
+		t.Errorf("candidate 0: %+v", m)
+	}
+	if m := res.Measurements[1]; m.Err != "the same graph as candidate 0" {
+		t.Errorf("candidate 1, candidate 0 again: %+v", m)
 	}
 	if m := res.Measurements[2]; !strings.Contains(m.Err, "outputs differ from candidate 0's: max relative error +Inf") {
 		t.Errorf("the finite candidate: %+v", m)
 	}
 	if len(res.Profile.Measurements) != 0 {
 		t.Errorf("profile %+v: want nothing", res.Profile)
+	}
+	// --json's report of a max relative error of +Inf is JSON.
+	b, err := json.Marshal(res.Report("sm_90", "p", "profile_sm_90.json"))
+	if err != nil || !strings.Contains(string(b), `"max_rel_err":"+Inf"`) {
+		t.Errorf("the report: %s, %v", b, err)
+	}
+}
+
+// A graph the document holds twice is timed once: a profile measures a
+// graph once (LoadProfiles refuses two measurements of one).
+func TestTuneTimesAGraphOnce(t *testing.T) {
+	needGXX(t)
+	doc := kernel.NewFile("dup", load(t, unfused), load(t, unfused))
+	res, err := Run(context.Background(), doc, Options{Warmup: 1, Runs: 1, Dir: t.TempDir(), Emulate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Measurements[1]; m.Err != "the same graph as candidate 0" {
+		t.Errorf("the copy: %+v", m)
+	}
+	path := filepath.Join(t.TempDir(), "profile_sm_90.json")
+	if err := res.WriteProfile(path); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := cost.LoadProfiles(path); err != nil || ps.Len() != 1 {
+		t.Errorf("the profile tune wrote: %v, %v", ps, err)
 	}
 }
 

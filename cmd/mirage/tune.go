@@ -104,6 +104,10 @@ func (f *tuneFlags) run(cmd *cobra.Command, path string) error {
 	if errors.Is(err, tune.ErrNoGPU) || errors.Is(err, tune.ErrNoNVCC) {
 		return fmt.Errorf("tune needs a GPU and nvcc: %v", err)
 	}
+	if errors.Is(err, tune.ErrNothingMeasured) {
+		res.WriteTable(cmd.ErrOrStderr(), "") // why each failed
+		return fmt.Errorf("%s: %v; %s is left as it was", path, err, out)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
 	}

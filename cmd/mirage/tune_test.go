@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // normProj is a small RMSNorm+MatMul: its search and its candidates in the
@@ -164,5 +167,36 @@ func TestTuneRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "p.json")); err == nil {
 		t.Error("tune without a GPU wrote a profile")
+	}
+}
+
+// A tune that measures nothing (here its one candidate fails on the
+// "GPU") exits 2, says why, and leaves the profile at -o as it was: a
+// profile of nothing would replace one of something.
+func TestTuneThatMeasuresNothingKeepsTheProfile(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("no g++ for the emulator")
+	}
+	p, err := frontend.Load("p.py", []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(8, 128), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "p.ugraph.json")
+	if err := kernel.WriteFile(doc, kernel.NewFile("p", p.Graph)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "profile_sm_90.json")
+	old := `{"version": 1, "arch": "sm_90", "gpu": "g", "measurements": [{"program": "p", "hash": "0123456789abcdef", "median_us": 3}]}` + "\n"
+	if err := os.WriteFile(out, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MIRAGE_TUNE_FAIL", "0")
+	code, _, stderr := mirage(t, "tune", doc, "--emulate", "--runs", "1", "--warmup", "1", "-o", out)
+	if data, _ := os.ReadFile(out); string(data) != old {
+		t.Errorf("the profile at -o was replaced:\n%s", data)
+	}
+	if code != exitUnusable || !strings.Contains(stderr, "no candidate was measured (candidate 0: failed on the GPU") || !strings.Contains(stderr, "is left as it was") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
