@@ -196,8 +196,10 @@ def gen_repeat_kv(g, shapes):
 
 def _weight_scale(shape):
     """The power of two nearest 1/sqrt(K), K the rows a weight of shape is
-    multiplied over (its next-to-last dim)."""
-    return 2.0 ** -round(math.log2(math.sqrt(shape[-2])))
+    multiplied over (its next-to-last dim), halves rounded up as Go's
+    math.Round rounds them (enginerun.ModelInputs): Python's round() would
+    round 2.5 to 2."""
+    return 2.0 ** -math.floor(math.log2(math.sqrt(shape[-2])) + 0.5)
 
 
 def gen_scaled_weights(g, shapes):
@@ -610,7 +612,7 @@ def format_table(results):
 
 def format_kendall(taus):
     rows = [
-        ["workload", "candidates", "Kendall tau", "tau with unfused", "model µs (c0, c1, ...)", "measured µs", "fastest measured"],
+        ["workload", "candidates", "Kendall tau", "tau with unfused", "model µs", "measured µs", "fastest measured"],
         ["---"] * 7,
     ]
     for t in taus:
@@ -618,7 +620,7 @@ def format_kendall(taus):
         rows.append(
             [
                 t["workload"],
-                str(len(t["candidates"])),
+                ", ".join("c%s" % c for c in t["candidates"]),
                 ("%.2f" % t["tau"]) if t["tau"] is not None else "n/a (%s)" % t["note"],
                 ("%.2f" % tu) if tu is not None else "n/a",
                 ", ".join(fmt_us(v) for v in t["estimated_us"]),

@@ -63,6 +63,14 @@ def result(entry, workload="lora", variant="superopt", candidate=0, status="ok",
             "max_rel_err": 1e-3, "mirage_us": us, "estimated_us": est, "eager_us": 10.0, "compile_us": None, "runs": 200}
 
 
+class WeightScaleTest(unittest.TestCase):
+    def test_nearest_power_of_two_as_the_engine(self):
+        # Go's math.Round rounds halves up (enginerun.ModelInputs): K = 32,
+        # 512, 8192 (log2 sqrt K = 2.5, 4.5, 6.5) take the smaller power.
+        for k, want in [(4096, 2.0 ** -6), (11008, 2.0 ** -7), (32, 2.0 ** -3), (512, 2.0 ** -5), (8192, 2.0 ** -7), (1, 1.0)]:
+            self.assertEqual(harness._weight_scale((k, 64)), want, "K=%d" % k)
+
+
 class KendallTest(unittest.TestCase):
     def test_extremes(self):
         self.assertEqual(harness.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]), 1.0)
@@ -127,7 +135,8 @@ class KendallTest(unittest.TestCase):
         self.assertAlmostEqual(taus["lora"]["tau_with_unfused"], 2 / 3)
         self.assertIsNone(taus["ntrans"]["tau_with_unfused"])
         table = harness.format_kendall(list(taus.values()))
-        self.assertIn("| lora | 3 | 0.33 | 0.67 |", table)
+        # The candidates by name: the estimates and times are theirs, in order.
+        self.assertIn("| lora | c0, c1, c2 | 0.33 | 0.67 | 4.00, 5.00, 6.00 | 6.00, 5.00, 9.00 | c1 |", table)
         self.assertIn("n/a (the model ties all candidates)", table)
 
 
