@@ -281,6 +281,19 @@ func (ps *Profiles) Scale(arch, program string) (scale float64, ok bool) {
 	return math.Exp(sum / float64(n)), true
 }
 
+// Holds reports whether a profile measured a graph of program on arch.
+func (ps *Profiles) Holds(arch, program string) bool {
+	if ps == nil {
+		return false
+	}
+	for k := range ps.micros {
+		if k.arch == arch && k.program == program {
+			return true
+		}
+	}
+	return false
+}
+
 // Len is the number of measurements held.
 func (ps *Profiles) Len() int {
 	if ps == nil {

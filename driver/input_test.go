@@ -111,4 +111,19 @@ func TestConfigure(t *testing.T) {
 	if _, err := Configure(in, Settings{Arch: arch, Profile: filepath.Join(t.TempDir(), "none.json")}, warn); err == nil || !strings.HasPrefix(err.Error(), "--profile: ") {
 		t.Errorf("a missing profile: %v", err)
 	}
+	// A profile that measured the program on another arch ranks nothing
+	// here, and says so; on its arch it says nothing.
+	profile := filepath.Join(t.TempDir(), "profile_sm_80.json")
+	if err := os.WriteFile(profile, []byte(`{"version": 1, "arch": "sm_80", "measurements": [{"program": "p", "hash": "0123456789abcdef", "median_us": 3}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ arch, want string }{
+		{"sm_90", "--profile " + profile + " measured no graph of p on sm_90: the model alone ranks"},
+		{"sm_80", ""},
+	} {
+		warned = ""
+		if _, err := Configure(in, Settings{Arch: target.MustLookup(tt.arch), Profile: profile}, warn); err != nil || warned != tt.want {
+			t.Errorf("%s: %v, warned %q; want %q", tt.arch, err, warned, tt.want)
+		}
+	}
 }

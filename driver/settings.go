@@ -96,6 +96,11 @@ func Configure(in *Input, s Settings, warn func(string)) (Options, error) {
 		return Options{}, err
 	}
 	opts.Profiles = profiles
+	if profiles != nil && !profiles.Holds(opts.Arch.Name, opts.Name) {
+		// A profile of another arch or program (--arch, tune --program)
+		// would rank nothing, silently.
+		warn(fmt.Sprintf("--profile %s measured no graph of %s on %s: the model alone ranks", s.Profile, opts.Name, opts.Arch.Name))
+	}
 	if s.NoCache || s.Profile != "" {
 		return opts, nil
 	}
