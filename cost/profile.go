@@ -56,18 +56,21 @@ func GraphHash(g *kernel.Graph) string { return fmt.Sprintf("%016x", kernel.Hash
 // ReadProfile decodes and checks one profile. Fields it does not know are
 // ignored, so a harness may record more (driver, clocks).
 func ReadProfile(r io.Reader) (*Profile, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
+	// One profile a file (a second after it, cat a.json b.json, would be
+	// lost), each member once (encoding/json would keep the last).
+	dec := json.NewDecoder(r)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		return nil, err
 	}
-	// One profile a file (Unmarshal refuses data after it: cat a.json
-	// b.json), each member once: a member given twice would lose
-	// measurements silently.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("data after the profile's end")
+	}
+	if err := uniqueMembers(json.NewDecoder(bytes.NewReader(raw))); err != nil {
+		return nil, err
+	}
 	var p Profile
-	if err := json.Unmarshal(data, &p); err != nil {
-		return nil, err
-	}
-	if err := uniqueMembers(json.NewDecoder(bytes.NewReader(data))); err != nil {
+	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, err
 	}
 	if err := p.check(); err != nil {

@@ -142,10 +142,10 @@ func TestBadProfiles(t *testing.T) {
 		{"p90 below the median", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "p10_us": 2, "p90_us": 2.5}`)}, "want 0 < p10 <= median <= p90"},
 		{"negative estimate", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "estimated_us": -1}`)}, "estimated_us -1"},
 		{"p10 alone", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "p10_us": 2}`)}, "p10_us 2"},
-		{"not json", map[string]string{"profile_a.json": "{"}, "profile_a.json: unexpected end of JSON input"},
+		{"not json", map[string]string{"profile_a.json": "{"}, "profile_a.json: unexpected EOF"},
 		// A second profile, or a member twice, would lose measurements silently.
-		{"two profiles", map[string]string{"profile_a.json": profile("1", "sm_80", good) + "\n" + profile("1", "sm_80", good)}, "profile_a.json: invalid character '{' after top-level value"},
-		{"data after", map[string]string{"profile_a.json": profile("1", "sm_80", good) + " garbage"}, "profile_a.json: invalid character 'g' after top-level value"},
+		{"two profiles", map[string]string{"profile_a.json": profile("1", "sm_80", good) + "\n" + profile("1", "sm_80", good)}, "profile_a.json: data after the profile's end"},
+		{"data after", map[string]string{"profile_a.json": profile("1", "sm_80", good) + " garbage"}, "profile_a.json: data after the profile's end"},
 		{"measurements twice", map[string]string{"profile_a.json": strings.TrimSuffix(profile("1", "sm_80", good), "}") + `, "measurements": []}`}, `profile_a.json: member "measurements" given twice`},
 		{"a member of a measurement twice", map[string]string{"profile_a.json": profile("1", "sm_80", `{"program": "p", "hash": "0123456789abcdef", "median_us": 3, "median_us": 4}`)}, `member "median_us" given twice`},
 		// Times whose ratio (Scale) would overflow.
