@@ -187,7 +187,7 @@ func report(w io.Writer, r ffverify.Result, opts ffverify.Options, a, b string) 
 		fmt.Fprintf(w, "%s (finite fields, seed %d)\n", r, int64(opts.Seed))
 		return false
 	}
-	if !isIdentity(r.Mapping) {
+	if !r.InOrder() {
 		fmt.Fprintf(w, "not equivalent in order (finite fields, seed %d): %s\n", int64(opts.Seed), otherOrder(r.Mapping, a, b))
 		return false
 	}
@@ -269,15 +269,6 @@ func compareInOrder(want, got []*interp.Tensor) ([]interp.Diff, bool) {
 		diffs[i] = d
 	}
 	return diffs, true
-}
-
-func isIdentity(mapping []int) bool {
-	for j, i := range mapping {
-		if i != j {
-			return false
-		}
-	}
-	return true
 }
 
 // otherOrder says that b computes a's outputs in another order: of gives,

@@ -94,11 +94,11 @@ func uniqueMembers(dec *json.Decoder) error {
 			if err != nil {
 				return err
 			}
-			if name, _ := key.(string); seen[name] {
+			name, _ := key.(string)
+			if seen[name] {
 				return fmt.Errorf("member %q given twice", name)
-			} else {
-				seen[name] = true
 			}
+			seen[name] = true
 			if err := uniqueMembers(dec); err != nil {
 				return err
 			}

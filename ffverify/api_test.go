@@ -80,8 +80,12 @@ func TestResultDetails(t *testing.T) {
 		{"permuted", twoOutputs(true, false)(), ffverify.Result{Equivalent: true, Mapping: []int{1, 0}, Output: -1, Trial: -1}},
 		{"extra output", extra, ffverify.Result{Output: -1, Trial: -1}},
 	} {
-		if got := must(v.Verify(c.candidate)); !reflect.DeepEqual(got, c.want) {
+		got := must(v.Verify(c.candidate))
+		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: Verify = %+v, want %+v", c.name, got, c.want)
+		}
+		if inOrder := c.name == "same"; got.InOrder() != inOrder {
+			t.Errorf("%s: InOrder() = %v, want %v", c.name, got.InOrder(), inOrder)
 		}
 	}
 	// Two equal outputs each keep their own position: the whole program's

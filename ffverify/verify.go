@@ -318,6 +318,17 @@ func (v *Verifier) trial(p *plan, t int) *trial {
 // Options returns the options in effect, defaults filled in.
 func (v *Verifier) Options() Options { return v.opts }
 
+// InOrder reports whether an equivalent candidate's outputs are the
+// program's in their order: the candidate can take the program's place.
+func (r Result) InOrder() bool {
+	for j, i := range r.Mapping {
+		if i != j {
+			return false
+		}
+	}
+	return r.Equivalent
+}
+
 // Result is the verdict on a candidate.
 type Result struct {
 	Equivalent bool

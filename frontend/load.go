@@ -166,12 +166,7 @@ func Load(filename string, src []byte, opts Options) (*Program, error) {
 	if err != nil {
 		return nil, l.runtimeError(err)
 	}
-	p, err := l.program()
-	if err != nil {
-		return nil, err
-	}
-	p.Names, p.Computed = tensorNames(l.chosen, p.Graph, globals)
-	return p, nil
+	return l.program(globals)
 }
 
 // tensorNames maps the globals that hold an input of g, the program that
@@ -215,7 +210,6 @@ type loader struct {
 	graphs      []*kgraph  // kernel graphs in creation order
 	blocks      []*tbgraph // threadblock graphs in creation order
 	super       *kgraph    // the graph superoptimize was called on
-	chosen      *kgraph    // the graph that is the program (program)
 	warnings    []string
 	columns     rewrite.Columns  // from the rewritten code's columns to the program's
 	ignored     []string         // Mirage runtime names the program used
@@ -381,8 +375,9 @@ func (l *loader) runtimeError(err error) error {
 	return &Error{Filename: l.filename, Msg: msg}
 }
 
-// program picks the program's kernel graph and its outputs.
-func (l *loader) program() (*Program, error) {
+// program picks the program's kernel graph and its outputs, and names its
+// tensors by the globals (the program's variables) that hold them.
+func (l *loader) program(globals starlark.StringDict) (*Program, error) {
 	kg := l.super
 	if kg == nil {
 		switch len(l.graphs) {
@@ -403,7 +398,6 @@ func (l *loader) program() (*Program, error) {
 				len(l.graphs), strings.Join(at, ", "))}
 		}
 	}
-	l.chosen = kg
 	g := kg.g
 	if kg.called != nil {
 		// The graph only grows: more ops or outputs than at the call are
@@ -450,13 +444,15 @@ func (l *loader) program() (*Program, error) {
 			lines[i] = int(kg.lines[i])
 		}
 	}
-	return &Program{
+	p := &Program{
 		Name:     strings.TrimSuffix(filepath.Base(l.filename), ".py"),
 		Graph:    g,
 		Superopt: kg.superopt,
 		Warnings: l.warnings,
 		Lines:    lines,
-	}, nil
+	}
+	p.Names, p.Computed = tensorNames(kg, g, globals)
+	return p, nil
 }
 
 // unread returns g's inputs that no op reads and that are no output.
