@@ -17,6 +17,8 @@ import (
 //	mul_scalar(x, c)   mul(x, scalar): every scalar is the one variable
 //	                   Scalar, so its place shows, not its value
 //	sub(a, b)          add(a, mul(b, scalar)): a + (-1)·b
+//	mul(a, a)          square(a), as the square op's: a norm's sum of
+//	                   squares reads alike however a program writes it
 //	matmul(a, b)       sum(k, mul(a, b)), k the inner dim (a's last)
 //	reduction(x, d)    sum(n, x), n = x's extent along d
 //	reduction_to_dimx  sum(n/r, x): each result sums n/r elements (r =
@@ -27,9 +29,13 @@ import (
 //	forloop_accum x over F iterations, n = x's last dim:
 //	  none             sum(F, x)
 //	  sum              sum(F·n, x)
-//	  mean             mul(sum(F·n, x), scalar)
+//	  mean             mul(sum(F·n, x), scalar); x itself when F·n = 1
 //	  rms              sqrt(mul(sum(F·n, square(x)), scalar))
 //	  sum_todimx       sum(F·n/r, x)
+//	  where x is the same tile in every iteration (Loop.Invariant), the F
+//	  terms are equal: F is 1 above, and none, sum and sum_todimx multiply
+//	  by the scalar F when F > 1. So the mean of a per-row scale of width 1
+//	  that the loop does not walk is the scale.
 //	concat             no expression (ErrNoExpr)
 //	block input        the device tensor's expression: grid partitioning
 //	                   and for-loop tiling are invisible
@@ -50,6 +56,9 @@ var ErrNoExpr = errors.New("absexpr: no abstract expression")
 type Loop struct {
 	Range         int // forloop_range F
 	ReductionDimx int // reduction_dimx
+	// Invariant is set when an accumulator's operand is the same tile in
+	// every iteration (block.Graph.Varies is false for it).
+	Invariant bool
 }
 
 // elementwise is the expression of element-wise op k with attributes a on
@@ -63,6 +72,9 @@ func elementwise(k ugraph.OpKind, a ugraph.Attr, args []*Expr) (*Expr, error) {
 	case ugraph.ExprSub:
 		return Add(args[0], Mul(args[1], Scalar())), nil
 	case ugraph.ExprMul:
+		if len(args) == 2 && args[0] == args[1] {
+			return Square(args[0]), nil // x·x is x², however a program writes it
+		}
 		return Mul(args...), nil
 	case ugraph.ExprDiv:
 		return Div(args[0], args[1]), nil
@@ -145,12 +157,23 @@ func accumulate(acc ugraph.Accum, loop Loop, n int, x *Expr) (*Expr, error) {
 	if f < 1 {
 		return nil, fmt.Errorf("absexpr: forloop_accum with forloop_range %d", f)
 	}
+	copies := 1 // equal terms each distinct one stands for
+	if loop.Invariant {
+		f, copies = 1, f
+	}
+	var e *Expr
+	var err error
 	switch acc { // f·n is at most MaxDim², far from overflowing
 	case ugraph.AccumNone:
-		return sum(f, x)
+		e, err = sum(f, x)
 	case ugraph.AccumSum:
-		return sum(f*n, x)
-	case ugraph.AccumMean:
+		e, err = sum(f*n, x)
+	case ugraph.AccumSumToDimx:
+		e, err = sumToDimx(ugraph.OpForloopAccum, f*n, loop.ReductionDimx, x)
+	case ugraph.AccumMean: // divides by the copies too
+		if f*n == 1 {
+			return x, nil
+		}
 		s, err := sum(f*n, x)
 		if err != nil {
 			return nil, err
@@ -158,10 +181,16 @@ func accumulate(acc ugraph.Accum, loop Loop, n int, x *Expr) (*Expr, error) {
 		return Mul(s, Scalar()), nil
 	case ugraph.AccumRMS:
 		return rootMeanSquare(f*n, x)
-	case ugraph.AccumSumToDimx:
-		return sumToDimx(ugraph.OpForloopAccum, f*n, loop.ReductionDimx, x)
+	default:
+		return nil, fmt.Errorf("absexpr: unknown accumulator %v", acc)
 	}
-	return nil, fmt.Errorf("absexpr: unknown accumulator %v", acc)
+	if err != nil {
+		return nil, err
+	}
+	if copies > 1 {
+		e = Mul(e, Scalar())
+	}
+	return e, nil
 }
 
 // rootMeanSquare is the rms of x over n elements written out, as a
@@ -190,6 +219,7 @@ func sumToDimx(k ugraph.OpKind, n, r int, x *Expr) (*Expr, error) {
 // expression (see ErrNoExpr) is nil.
 func ForBlock(b *block.Graph, inputs []*Expr) (tiles, outputs []*Expr, err error) {
 	loop := Loop{Range: b.ForloopRange, ReductionDimx: b.ReductionDimx}
+	varies := b.Varies()
 	tiles = make([]*Expr, len(b.Tensors))
 	nIn := 0
 	for i := range b.Ops {
@@ -210,6 +240,7 @@ func ForBlock(b *block.Graph, inputs []*Expr) (tiles, outputs []*Expr, err error
 			for j, t := range ins {
 				args[j], shapes[j] = tiles[t], b.Tensors[t].Shape
 			}
+			loop.Invariant = !varies[ins[0]]
 			e, err := ForOp(op.Kind, op.Attr, args, shapes, loop)
 			if err != nil && !errors.Is(err, ErrNoExpr) {
 				return nil, nil, fmt.Errorf("absexpr: block op %d: %w", i, err)

@@ -44,36 +44,50 @@ func TestForOp(t *testing.T) {
 		args   []*Expr
 		shapes []ugraph.Shape
 		want   string
+		// invariant: the operand is the same tile in every iteration
+		invariant bool
 	}{
-		{ugraph.OpExp, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "exp(x)"},
-		{ugraph.OpSquare, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "square(x)"},
-		{ugraph.OpSqrt, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "sqrt(x)"},
-		{ugraph.OpSilu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "silu(x)"},
-		{ugraph.OpGelu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "gelu(x)"},
-		{ugraph.OpRelu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "relu(x)"},
-		{ugraph.OpLog, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "log(x)"},
-		{ugraph.OpClamp, ugraph.Attr{Scalars: [2]float64{0, 6}}, []*Expr{x}, shapes([]int{4, 64}), "clamp(0, 6, x)"},
-		{ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.125}}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, x)"},
-		{ugraph.OpAdd, ugraph.Attr{}, []*Expr{y, x}, shapes([]int{4, 64}, []int{4, 1}), "add(x, y)"},
-		{ugraph.OpSub, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "add(mul(scalar, y), x)"},
-		{ugraph.OpMul, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "mul(x, y)"},
-		{ugraph.OpDiv, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 1}), "div(x, y)"},
-		{ugraph.OpPow, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "pow(x, y)"},
-		{ugraph.OpMatmul, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{2, 16, 64}, []int{2, 64, 32}), "sum(64, mul(x, y))"},
-		{ugraph.OpReduction, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "sum(64, x)"},
-		{ugraph.OpReduction, ugraph.Attr{Dim: 0}, []*Expr{x}, shapes([]int{1, 64}), "x"},
-		{ugraph.OpReductionToDimx, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "sum(4, x)"},
-		{ugraph.OpReductionToDimx, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 16}), "x"},
-		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "div(x, sqrt(mul(scalar, sum(64, square(x)))))"},
-		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{2, 4, 64}), "div(x, sqrt(mul(scalar, sum(256, square(x)))))"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, []*Expr{x}, shapes([]int{4, 64}), "sum(8, x)"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, []*Expr{x}, shapes([]int{4, 64}), "sum(512, x)"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, sum(512, x))"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, []*Expr{x}, shapes([]int{4, 64}), "sqrt(mul(scalar, sum(512, square(x))))"},
-		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSumToDimx}, []*Expr{x}, shapes([]int{4, 64}), "sum(32, x)"},
+		{ugraph.OpExp, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "exp(x)", false},
+		{ugraph.OpSquare, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "square(x)", false},
+		{ugraph.OpSqrt, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "sqrt(x)", false},
+		{ugraph.OpSilu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "silu(x)", false},
+		{ugraph.OpGelu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "gelu(x)", false},
+		{ugraph.OpRelu, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "relu(x)", false},
+		{ugraph.OpLog, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "log(x)", false},
+		{ugraph.OpClamp, ugraph.Attr{Scalars: [2]float64{0, 6}}, []*Expr{x}, shapes([]int{4, 64}), "clamp(0, 6, x)", false},
+		{ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.125}}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, x)", false},
+		{ugraph.OpAdd, ugraph.Attr{}, []*Expr{y, x}, shapes([]int{4, 64}, []int{4, 1}), "add(x, y)", false},
+		{ugraph.OpSub, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "add(mul(scalar, y), x)", false},
+		{ugraph.OpMul, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "mul(x, y)", false},
+		{ugraph.OpMul, ugraph.Attr{}, []*Expr{x, x}, shapes([]int{4, 64}, []int{4, 64}), "square(x)", false},
+		{ugraph.OpDiv, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 1}), "div(x, y)", false},
+		{ugraph.OpPow, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{4, 64}, []int{4, 64}), "pow(x, y)", false},
+		{ugraph.OpMatmul, ugraph.Attr{}, []*Expr{x, y}, shapes([]int{2, 16, 64}, []int{2, 64, 32}), "sum(64, mul(x, y))", false},
+		{ugraph.OpReduction, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "sum(64, x)", false},
+		{ugraph.OpReduction, ugraph.Attr{Dim: 0}, []*Expr{x}, shapes([]int{1, 64}), "x", false},
+		{ugraph.OpReductionToDimx, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "sum(4, x)", false},
+		{ugraph.OpReductionToDimx, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 16}), "x", false},
+		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{4, 64}), "div(x, sqrt(mul(scalar, sum(64, square(x)))))", false},
+		{ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, []*Expr{x}, shapes([]int{2, 4, 64}), "div(x, sqrt(mul(scalar, sum(256, square(x)))))", false},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, []*Expr{x}, shapes([]int{4, 64}), "sum(8, x)", false},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, []*Expr{x}, shapes([]int{4, 64}), "sum(512, x)", false},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, sum(512, x))", false},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, []*Expr{x}, shapes([]int{4, 64}), "sqrt(mul(scalar, sum(512, square(x))))", false},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSumToDimx}, []*Expr{x}, shapes([]int{4, 64}), "sum(32, x)", false},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 1}), "mul(scalar, sum(8, x))", false},
+		// Eight equal terms: F is a factor, not a sum's size.
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, x)", true},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSum}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, sum(64, x))", true},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, sum(64, x))", true},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, []*Expr{x}, shapes([]int{4, 1}), "x", true},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, []*Expr{x}, shapes([]int{4, 64}), "sqrt(mul(scalar, sum(64, square(x))))", true},
+		{ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumSumToDimx}, []*Expr{x}, shapes([]int{4, 64}), "mul(scalar, sum(4, x))", true},
+		{ugraph.OpExp, ugraph.Attr{}, []*Expr{x}, shapes([]int{4, 64}), "exp(x)", true},
 	}
 	for _, tt := range tests {
-		t.Run(tt.kind.String()+"/"+tt.want, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v/%s/invariant=%v", tt.kind, tt.want, tt.invariant), func(t *testing.T) {
+			loop := loop
+			loop.Invariant = tt.invariant
 			got, err := ForOp(tt.kind, tt.attr, tt.args, tt.shapes, loop)
 			if err != nil {
 				t.Fatal(err)
@@ -139,6 +153,21 @@ type program struct {
 	output string // the expression ForKernel derives for expert's output
 }
 
+// rmsnormExpert is the expert μGraph of examples/rmsnorm_matmul_mugraph.py.
+func rmsnormExpert() *kernel.Graph {
+	g := kernel.New()
+	x := must(g.AddInput(ugraph.MustShape(16, 4096), ugraph.Float16))
+	w := must(g.AddInput(ugraph.MustShape(4096, 6144), ugraph.Float16))
+	b := must(block.New(block.Dim3{96, 1, 1}, block.Dim3{128, 1, 1}, 64, 64))
+	tx := must(b.AddInput(g.Tensors[x].Shape, ugraph.Float16, block.Replicate, 1))
+	tw := must(b.AddInput(g.Tensors[w].Shape, ugraph.Float16, block.Map{1, -1, -1}, 0))
+	acc := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{}, must(b.Add(ugraph.OpMatmul, ugraph.Attr{}, tx, tw))))
+	rms := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, tx))
+	try(b.AddOutput(must(b.Add(ugraph.OpDiv, ugraph.Attr{}, acc, rms)), block.Map{1, -1, -1}))
+	try(g.MarkOutput(must(g.Customized([]kernel.TensorID{x, w}, b))[0]))
+	return g
+}
+
 var programs = []program{
 	{
 		name: "rmsnorm_matmul",
@@ -150,19 +179,25 @@ var programs = []program{
 			try(g.MarkOutput(must(g.Add(ugraph.OpMatmul, ugraph.Attr{}, n, w))))
 			return g
 		},
-		expert: func() *kernel.Graph {
+		expert: rmsnormExpert,
+		target: "sum(4096, mul(in1, div(in0, sqrt(mul(scalar, sum(4096, square(in0)))))))",
+		output: "div(sum(4096, mul(in0, in1)), sqrt(mul(scalar, sum(4096, square(in0)))))",
+	},
+	{
+		// RMSNorm written out with x·x for the square: the same target,
+		// so the same expert survives.
+		name: "rmsnorm_written_out",
+		source: func() *kernel.Graph {
 			g := kernel.New()
 			x := must(g.AddInput(ugraph.MustShape(16, 4096), ugraph.Float16))
 			w := must(g.AddInput(ugraph.MustShape(4096, 6144), ugraph.Float16))
-			b := must(block.New(block.Dim3{96, 1, 1}, block.Dim3{128, 1, 1}, 64, 64))
-			tx := must(b.AddInput(g.Tensors[x].Shape, ugraph.Float16, block.Replicate, 1))
-			tw := must(b.AddInput(g.Tensors[w].Shape, ugraph.Float16, block.Map{1, -1, -1}, 0))
-			acc := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{}, must(b.Add(ugraph.OpMatmul, ugraph.Attr{}, tx, tw))))
-			rms := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumRMS}, tx))
-			try(b.AddOutput(must(b.Add(ugraph.OpDiv, ugraph.Attr{}, acc, rms)), block.Map{1, -1, -1}))
-			try(g.MarkOutput(must(g.Customized([]kernel.TensorID{x, w}, b))[0]))
+			ss := must(g.Add(ugraph.OpReduction, ugraph.Attr{Dim: 1}, must(g.Add(ugraph.OpMul, ugraph.Attr{}, x, x))))
+			ms := must(g.Add(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{1.0 / 4096}}, ss))
+			n := must(g.Add(ugraph.OpDiv, ugraph.Attr{}, x, must(g.Add(ugraph.OpSqrt, ugraph.Attr{}, ms))))
+			try(g.MarkOutput(must(g.Add(ugraph.OpMatmul, ugraph.Attr{}, n, w))))
 			return g
 		},
+		expert: rmsnormExpert,
 		target: "sum(4096, mul(in1, div(in0, sqrt(mul(scalar, sum(4096, square(in0)))))))",
 		output: "div(sum(4096, mul(in0, in1)), sqrt(mul(scalar, sum(4096, square(in0)))))",
 	},
@@ -197,6 +232,37 @@ var programs = []program{
 		},
 		target: "mul(silu(sum(4096, mul(in0, in1))), sum(4096, mul(in0, in2)))",
 		output: "mul(silu(sum(4096, mul(in0, in1))), sum(4096, mul(in0, in2)))",
+	},
+	{
+		// A per-row scale (a quantized model's per-token scale) read by a
+		// block input the loop does not walk: the mean of its F equal
+		// tiles over a last dim of 1 is the scale itself.
+		name: "scaled_matmul",
+		source: func() *kernel.Graph {
+			g := kernel.New()
+			x := must(g.AddInput(ugraph.MustShape(8, 64), ugraph.Float16))
+			w := must(g.AddInput(ugraph.MustShape(64, 128), ugraph.Float16))
+			s := must(g.AddInput(ugraph.MustShape(8, 1), ugraph.Float16))
+			try(g.MarkOutput(must(g.Add(ugraph.OpMul, ugraph.Attr{}, must(g.Add(ugraph.OpMatmul, ugraph.Attr{}, x, w)), s))))
+			return g
+		},
+		expert: func() *kernel.Graph {
+			g := kernel.New()
+			x := must(g.AddInput(ugraph.MustShape(8, 64), ugraph.Float16))
+			w := must(g.AddInput(ugraph.MustShape(64, 128), ugraph.Float16))
+			s := must(g.AddInput(ugraph.MustShape(8, 1), ugraph.Float16))
+			b := must(block.New(block.Dim3{2, 1, 1}, block.Dim3{128, 1, 1}, 4, 64))
+			tx := must(b.AddInput(g.Tensors[x].Shape, ugraph.Float16, block.Replicate, 1))
+			tw := must(b.AddInput(g.Tensors[w].Shape, ugraph.Float16, block.Map{1, -1, -1}, 0))
+			ts := must(b.AddInput(g.Tensors[s].Shape, ugraph.Float16, block.Replicate, -1))
+			acc := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{}, must(b.Add(ugraph.OpMatmul, ugraph.Attr{}, tx, tw))))
+			scale := must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, ts))
+			try(b.AddOutput(must(b.Add(ugraph.OpMul, ugraph.Attr{}, acc, scale)), block.Map{1, -1, -1}))
+			try(g.MarkOutput(must(g.Customized([]kernel.TensorID{x, w, s}, b))[0]))
+			return g
+		},
+		target: "mul(in2, sum(64, mul(in0, in1)))",
+		output: "mul(in2, sum(64, mul(in0, in1)))",
 	},
 	{
 		name: "gqa",

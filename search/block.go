@@ -539,7 +539,7 @@ func (k *kernelState) newBlockState(ins []kernel.TensorID, confs []blockConfig, 
 	conf := b.confs[0]
 	for i, t := range ins {
 		// Grid and for-loop tiling are invisible to expressions.
-		b.pushTile(block.TensorID(i), k.tensors[t].expr, conf.fmaps[i] >= 0 && conf.forloop > 1)
+		b.pushTile(block.TensorID(i), k.tensors[t].expr, block.InputVaries(conf.forloop, conf.fmaps[i]))
 	}
 	b.inputCands()
 	return b
@@ -781,7 +781,7 @@ func (b *blockState) push(c blockCand) (block.TensorID, bool) {
 		b.tiles[t].uses++
 		varies = varies || b.tiles[t].varies
 	}
-	b.pushTile(out, c.e, varies && choice.Kind != ugraph.OpForloopAccum)
+	b.pushTile(out, c.e, block.OpVaries(choice.Kind, varies))
 	return out, true
 }
 

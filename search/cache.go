@@ -175,7 +175,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // where its kernel replaces two launches or more. Version 37: an add that
 // cuBLASLt performs in a product's call is no launch it replaces; column
 // tiles of a divisor where no power of two divides the columns.
-const cacheVersion = 37
+// Version 38: accumulators of a tile the for-loop does not walk sum equal
+// terms (absexpr.Loop.Invariant), and x·x is square(x), so the pruning
+// keeps forms it took for wrong.
+const cacheVersion = 38
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

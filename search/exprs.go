@@ -92,7 +92,17 @@ type operandKey struct {
 type opsKey struct {
 	list int32     // which choices: see the *List constants, or a single choice's index
 	args [2]uint32 // operand ids
-	loop [2]int32  // unary: for-loop range and reduction_dimx (accumulators depend on them)
+	loop [3]int32  // unary: loopKey (accumulators depend on it)
+}
+
+// loopKey is what an opsKey holds of the loop of a unary judgement: its
+// range, reduction_dimx and whether the operand is invariant.
+func loopKey(l absexpr.Loop) [3]int32 {
+	var invariant int32
+	if l.Invariant {
+		invariant = 1
+	}
+	return [3]int32{int32(l.Range), int32(l.ReductionDimx), invariant}
 }
 
 // Names of the lists of op choices for opsKey: the threadblock ones
@@ -239,7 +249,8 @@ func (x *exprs) blockOps(b *blockState, id int32, list []int, in0, in1 block.Ten
 	}
 	loop := absexpr.Loop{Range: b.g.ForloopRange, ReductionDimx: b.g.ReductionDimx}
 	if unary {
-		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)} // accumulators depend on it
+		loop.Invariant = !b.tiles[in0].varies
+		key.loop = loopKey(loop)
 	}
 	js, ok := m.lookup(key, len(list))
 	if ok {
@@ -270,7 +281,7 @@ func (x *exprs) judgeOps(s *searcher, m *judgeMemo, id int32, list []int, args [
 		}
 	}
 	if len(args) == 1 {
-		key.loop = [2]int32{int32(loop.Range), int32(loop.ReductionDimx)}
+		key.loop = loopKey(loop)
 	}
 	js, ok := m.lookup(key, len(list))
 	if !ok {

@@ -120,7 +120,7 @@ func (k *kernelState) enumGroups(ins []kernel.TensorID, confs []blockConfig) [][
 				key.solo = c.id // positions would not line up
 			}
 			key.tiles[i] = s.judgedShape(tile)
-			key.varies[i] = c.fmaps[i] >= 0 && c.forloop > 1
+			key.varies[i] = block.InputVaries(c.forloop, c.fmaps[i])
 		}
 		j, ok := index[key]
 		if !ok || len(groups[j]) == maxGroup {

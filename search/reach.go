@@ -443,7 +443,7 @@ func (k *kernelState) reaches(in openInputs, conf blockConfig, tiles []ugraph.Sh
 			return true // an input that could be anything
 		}
 		key.in[i] = operandKey{e.ID(), shapes[i].Extents()}
-		key.varies[i] = conf.fmaps[i] >= 0 && conf.forloop > 1
+		key.varies[i] = block.InputVaries(conf.forloop, conf.fmaps[i])
 	}
 	if ok, hit := s.reach.load(key); hit {
 		return ok
@@ -516,8 +516,9 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 			t.varies = t.varies || a.varies
 			shapes[i] = a.shape
 		}
+		t.varies = block.OpVaries(ch.Kind, t.varies)
 		if ch.Kind == ugraph.OpForloopAccum {
-			t.post, t.varies = true, false
+			t.post = true
 		}
 		shape, err := ugraph.InferShape(ch.Kind, ch.Attr, shapes[:n], loop.ReductionDimx)
 		if err != nil {
@@ -557,6 +558,8 @@ func (k *kernelState) closureReaches(ins []reachTile, ops, wanted int, loop abse
 			args[1], n = sc.tiles[y].operand, 2
 		}
 		first := sc.tiles[x]
+		loop := loop
+		loop.Invariant = n == 1 && !first.varies
 		js := s.exprs.judgeOps(s, memo, name, list, args[:n], loop)
 		for j, i := range list {
 			ch := s.cfg.BlockOps[i]

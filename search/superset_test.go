@@ -331,3 +331,44 @@ func render(k ugraph.OpKind, a ugraph.Attr, args []string) string {
 	}
 	return fmt.Sprintf("%v%+v(%s)", k, a, strings.Join(args, ", "))
 }
+
+// TestCompleteSetReadsLoopInvariantInputs: a per-row scale of width 1 that
+// the for-loop does not walk reaches the post-loop product through a mean
+// accumulator: the mean of F equal tiles is the tile. The oracle once took
+// it for a sum of F different ones and pruned the form.
+func TestCompleteSetReadsLoopInvariantInputs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: complete searches take a while")
+	}
+	program := `import mirage as mi
+graph = mi.new_kernel_graph()
+X = graph.new_input(dims=(8, 256), dtype=mi.float16)
+W = graph.new_input(dims=(256, 256), dtype=mi.float16)
+S = graph.new_input(dims=(8, 1), dtype=mi.float16)
+graph.mark_output(graph.mul(graph.matmul(X, W), S))
+graph.superoptimize(config="default")
+`
+	form := `import mirage as mi
+graph = mi.new_kernel_graph()
+X = graph.new_input(dims=(8, 256), dtype=mi.float16)
+W = graph.new_input(dims=(256, 256), dtype=mi.float16)
+S = graph.new_input(dims=(8, 1), dtype=mi.float16)
+tb = mi.new_threadblock_graph(grid_dim=(4, 1, 1), block_dim=(128, 1, 1), forloop_range=4, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)
+tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)
+tS = tb.new_input(dtensor=S, input_map=(-1, -1, -1), forloop_dim=-1)
+tb.new_output(stensor=tb.mul(tb.forloop_accum(tb.matmul(tX, tW)), tb.forloop_accum(tS, "mean")), output_map=(1, -1, -1))
+graph.mark_output(graph.customized([X, W, S], tb)[0])
+`
+	res := completeSet(t, program)
+	want, err := frontend.Load("form.py", []byte(form), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Candidates {
+		if canonical(c.Graph) == canonical(want.Graph) {
+			return
+		}
+	}
+	t.Errorf("the complete set (%d candidates) lacks the form:\n%s", len(res.Candidates), canonical(want.Graph))
+}

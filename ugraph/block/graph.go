@@ -96,6 +96,40 @@ type Graph struct {
 	Ops     []Op
 }
 
+// InputVaries reports whether a block input's tile changes between the
+// for-loop's iterations: the loop walks it (fmap >= 0) and runs more than
+// once. A tile that does not vary is the same values in every iteration,
+// so an accumulator over F iterations adds F equal tiles.
+func InputVaries(forloopRange, fmap int) bool { return fmap >= 0 && forloopRange > 1 }
+
+// OpVaries reports whether the result of an op of kind k varies between
+// iterations, given whether any operand does. An accumulator's result is
+// the loop's total, read after it.
+func OpVaries(k ugraph.OpKind, operandVaries bool) bool {
+	return operandVaries && k != ugraph.OpForloopAccum
+}
+
+// Varies reports, for each tile of g, whether it changes between the
+// for-loop's iterations (InputVaries, OpVaries).
+func (g *Graph) Varies() []bool {
+	varies := make([]bool, len(g.Tensors))
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		switch op.Kind {
+		case ugraph.OpInput:
+			varies[op.Out] = InputVaries(g.ForloopRange, op.Input.FMap)
+		case ugraph.OpOutput:
+		default:
+			v := false
+			for _, t := range op.Operands() {
+				v = v || varies[t]
+			}
+			varies[op.Out] = OpVaries(op.Kind, v)
+		}
+	}
+	return varies
+}
+
 // MaxThreads is CUDA's limit on threads per block.
 const MaxThreads = target.MaxThreadsPerBlock
 

@@ -253,3 +253,42 @@ func TestPopAndClone(t *testing.T) {
 		t.Fatal("input/output op lists")
 	}
 }
+
+// TestVaries: a tile varies between iterations when the loop walks an input
+// it comes from, runs more than once, and no accumulator lies between.
+func TestVaries(t *testing.T) {
+	for _, f := range []int{1, 4} {
+		g := newGraph(t, Dim3{2, 1, 1}, f)
+		x, err := g.AddInput(sh(8, 64), fp16, Replicate, 1) // walked
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := g.AddInput(sh(8, 1), fp16, Replicate, -1) // read whole in every iteration
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := func(k ugraph.OpKind, a ugraph.Attr, in ...TensorID) TensorID {
+			t.Helper()
+			out, err := g.Add(k, a, in...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		xs := add(ugraph.OpMul, none, x, s)
+		ss := add(ugraph.OpExp, none, s)
+		acc := add(ugraph.OpForloopAccum, none, xs)
+		mean := add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumMean}, ss)
+		post := add(ugraph.OpMul, none, acc, mean)
+		want := map[TensorID]bool{x: f > 1, s: false, xs: f > 1, ss: false, acc: false, mean: false, post: false}
+		got := g.Varies()
+		if len(got) != len(g.Tensors) {
+			t.Fatalf("F=%d: Varies has %d entries for %d tiles", f, len(got), len(g.Tensors))
+		}
+		for tile, w := range want {
+			if got[tile] != w {
+				t.Errorf("F=%d: tile %d varies = %v, want %v", f, tile, got[tile], w)
+			}
+		}
+	}
+}
