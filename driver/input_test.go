@@ -108,6 +108,14 @@ func TestConfigure(t *testing.T) {
 	if _, err := Configure(in, Settings{Arch: arch, Preset: "nonesuch"}, warn); err == nil || !strings.HasPrefix(err.Error(), "p.py: ") {
 		t.Errorf("an unknown preset: %v", err)
 	}
+	// A config the program names is an error at its superoptimize call.
+	bogus, err := LoadSource("bogus.py", []byte(strings.Replace(src, `config="mlp"`, `config="nonesuch"`, 1)), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Configure(bogus, Settings{Arch: arch}, warn); err == nil || !strings.HasPrefix(err.Error(), `bogus.py:5: superoptimize: unknown config "nonesuch"`) {
+		t.Errorf("an unknown config in the program: %v", err)
+	}
 	if _, err := Configure(in, Settings{Arch: arch, Profile: filepath.Join(t.TempDir(), "none.json")}, warn); err == nil || !strings.HasPrefix(err.Error(), "--profile: ") {
 		t.Errorf("a missing profile: %v", err)
 	}

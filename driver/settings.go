@@ -64,6 +64,10 @@ func PresetNames() []string { return search.ConfigNames() }
 func (s Settings) Options(in *Input) (Options, error) {
 	preset, r := in.Preset(s.Preset)
 	if err := CheckPreset(preset); err != nil {
+		if s.Preset == "" && in.Program != nil && in.Program.Superopt != nil {
+			// The program's superoptimize(config=...) named it.
+			return Options{}, fmt.Errorf("%s:%d: superoptimize: %v", in.Path, in.Program.Superopt.Line, err)
+		}
 		return Options{}, fmt.Errorf("%s: %v", in.Path, err)
 	}
 	opts := Options{

@@ -2,6 +2,8 @@ package frontend
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -61,8 +63,21 @@ func (tb *tbgraph) Hash() (uint32, error) {
 }
 
 func (tb *tbgraph) Attr(name string) (starlark.Value, error) {
-	return tbgraphMethods.attr(tb, name), nil
+	if m := tbgraphMethods.attr(tb, name); m != nil {
+		return m, nil
+	}
+	if slices.Contains(mirageOnlineSoftmaxMethods, name) {
+		return nil, fmt.Errorf("threadblock_graph.%s is not supported: Mirage's online-softmax ops (%s) have no counterpart here; "+
+			"write the attention with exp, reduction (or forloop_accum) and div, as bench/workloads/gqa.py does, and the search finds its split forms",
+			name, strings.Join(mirageOnlineSoftmaxMethods, ", "))
+	}
+	return nil, nil
 }
+
+// mirageOnlineSoftmaxMethods are the methods of Mirage's TBGraph
+// (python/mirage/threadblock.py) that build ops this IR lacks.
+var mirageOnlineSoftmaxMethods = []string{"reduction_max", "forloop_accum_max", "forloop_accum_rescale"}
+
 func (tb *tbgraph) AttrNames() []string { return tbgraphMethods.names() }
 
 var tbgraphMethods = func() methodSet[*tbgraph] {

@@ -14,14 +14,17 @@
 // program's path, as Load was given it), and so are
 // decorators and assert statements, which Starlark lacks (package rewrite).
 //
-// Mirage's own benchmark and demo scripts load unchanged. Imports are
+// Mirage's own benchmark and demo scripts load unchanged, up to what they
+// cannot mean here (several kernel graphs, online-softmax ops). Imports are
 // rewritten before Starlark sees the program (lines keep their numbers):
 // `import mirage [as mi]` and `from mirage import ...` bind the mirage
 // module and its names, `from __future__ import ...` is ignored, and any
 // other module (torch, numpy, os, time, ...) is an inert stub, with one
 // warning for the load that names them all: its attributes, calls, results,
 // indexing and arithmetic give inert values, it iterates as empty and is
-// false, so test data, warm-up loops and CUDA-event timing do nothing. A
+// false, so test data, warm-up loops and CUDA-event timing do nothing; it
+// unpacks into stubs (a, b = x.chunk(2)), takes several indices
+// (x[:, :n], x[..., 0]) and its len is a stub. A
 // decorator that is a stub (@torch.no_grad()) leaves its function as it
 // is; an assert whose condition depends on a stub passes; x @ y works on
 // stubs. argparse is a stub that works (package argparse): parse_args parses

@@ -115,6 +115,25 @@ func less(op syntax.Token, x, y starlark.Value) (bool, error) {
 	return starlark.Compare(op, x, y)
 }
 
+// lenBuiltins replaces len and range. The length of a stub (a torch
+// tensor's shape, the inputs of a graph Mirage compiled) is a stub, a
+// number the script never sees, so `assert len(out.shape) == 2` passes as
+// other asserts on stubs do; and a range to a stub is one, which iterates
+// as empty, as the stub itself does.
+func lenBuiltins(predeclared starlark.StringDict) {
+	for _, name := range []string{"len", "range"} {
+		builtin := starlark.Universe[name].(*starlark.Builtin)
+		predeclared[name] = starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			for _, a := range args {
+				if s, ok := a.(interface{ StubName() string }); ok && isInert(a) {
+					return inert{name + "(" + s.StubName() + ")"}, nil
+				}
+			}
+			return builtin.CallInternal(th, args, kwargs)
+		})
+	}
+}
+
 // orderBuiltins adds the comparisons' built-ins, and min and max, which
 // compare too, to predeclared.
 func orderBuiltins(predeclared starlark.StringDict) {

@@ -81,6 +81,7 @@ type Program struct {
 type SuperoptArgs struct {
 	Config string // "mlp", "attention", ...; "" when not given
 	Lists  Lists
+	Line   int // of the call, for errors in its arguments found later (an unknown config)
 }
 
 // Lists are superoptimize's candidate lists: griddims, blockdims, imaps,
@@ -251,6 +252,7 @@ func newLoader(filename string, opts Options) *loader {
 	l.guardPredeclared(l.predeclared)
 	statementBuiltins(l.predeclared)
 	orderBuiltins(l.predeclared)
+	lenBuiltins(l.predeclared)
 	equalityBuiltins(l.predeclared)
 	typeBuiltin(l.predeclared)
 	return l
@@ -447,9 +449,13 @@ func (l *loader) program(globals starlark.StringDict) (*Program, error) {
 	p := &Program{
 		Name:     strings.TrimSuffix(filepath.Base(l.filename), ".py"),
 		Graph:    g,
-		Superopt: kg.superopt,
 		Warnings: l.warnings,
 		Lines:    lines,
+	}
+	if kg.superopt != nil {
+		sa := *kg.superopt
+		sa.Line = int(kg.superoptPos.Line)
+		p.Superopt = &sa
 	}
 	p.Names, p.Computed = tensorNames(kg, g, globals)
 	return p, nil

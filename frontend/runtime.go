@@ -28,7 +28,7 @@ var mirageRuntimeNames = []string{
 	"InputNotFoundError", "PersistentKernel", "__version__",
 	// core.pyx
 	"search", "generate_cuda_program", "generate_triton_program", "generate_nki_program",
-	"convert_dtype_to_torch_type", "convert_dtype_to_ctype", "convert_ctype_to_dtype",
+	"convert_dtype_to_torch_type", "convert_torch_type_to_dtype", "convert_dtype_to_ctype", "convert_ctype_to_dtype",
 	"get_kn_operator_type_string", "get_tb_operator_type_string",
 	"string_to_tbepilogue", "string_to_accum_optype", "string_to_accum_rescale_optype",
 	"cy_to_json", "cy_from_json", "dtype", "DTensor", "STensor", "CyKNGraph", "CyTBGraph",
@@ -41,7 +41,7 @@ var mirageRuntimeNames = []string{
 
 // mirageOtherDTypes are Mirage's dtypes that device tensors here cannot
 // have; new_input names them in its error.
-var mirageOtherDTypes = []string{"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float64"}
+var mirageOtherDTypes = []string{"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float64", "float8", "float8_e4m3", "float8_e5m2"}
 
 // superoptRuntimeParams are superoptimize's parameters that steer Mirage's
 // profiling, code generation and caching rather than the search.

@@ -22,6 +22,27 @@ import (
 // the Python that the rewrite and the scripts rely on: @, print(file=).
 func statementBuiltins(predeclared starlark.StringDict) {
 	predeclared[rewrite.MatmulFunc] = matmulValue{}
+	// x[a, b:c, ...] indexes x with (a, slice, ellipsis): only a stub (a
+	// torch tensor) or a dict takes such an index, and neither reads the
+	// slice, so a slice and the ellipsis are values that do nothing.
+	predeclared[rewrite.SliceFunc] = starlark.NewBuiltin("slice", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		return inert{"slice"}, nil
+	})
+	predeclared[rewrite.EllipsisValue] = inert{"..."}
+	// a, b = x: a stub unpacks into as many stubs (Xk, Xv = X.chunk(2, 1));
+	// anything else is unpacked by Starlark, with its errors.
+	predeclared[rewrite.UnpackFunc] = starlark.NewBuiltin("unpack", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		n, _ := starlark.AsInt32(args[0]) // the rewrite passes the count of names
+		s, ok := args[1].(interface{ StubName() string })
+		if !ok || !isInert(args[1]) {
+			return args[1], nil
+		}
+		parts := make(starlark.Tuple, n)
+		for i := range parts {
+			parts[i] = inert{s.StubName()}.derive("[]")
+		}
+		return parts, nil
+	})
 	predeclared["print"] = pythonPrint(predeclared["print"].(*starlark.Builtin))
 	predeclared[rewrite.Decorate] = starlark.NewBuiltin(rewrite.Decorate, applyDecorators)
 	predeclared[rewrite.AssertFailed] = starlark.NewBuiltin(rewrite.AssertFailed, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {

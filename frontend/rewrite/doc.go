@@ -12,6 +12,9 @@
 //	assert cond, msg           ->  __mirage_assert__(cond, msg)
 //	x @ w                      ->  x * __mirage_matmul__ * w
 //	x is None, x is not None   ->  x == None, x !=     None (identity.go)
+//	x[a, b:c, ...]             ->  x[(a, __mirage_slice__(b, c), __mirage_ellipsis__)]
+//	                               (subscripts.go)
+//	4_096                      ->  4096
 //
 // Then, once Starlark has parsed the program, Desugar turns the decorator
 // and assert calls into what they mean (statements.go). For a program that

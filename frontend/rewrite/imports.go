@@ -118,7 +118,8 @@ func Source(src string, toks []pylex.Token, opts Options) (Result, error) {
 		res.Columns.record(line, src, s0, s1, out.String(), o0, out.Len())
 	}
 	copied := 0
-	closeAt, closeLine := -1, 0 // where the call that a decorator or assert became ends
+	closeAt, closeLine := -1, 0  // where the call that a decorator or assert became ends
+	edits := map[int]tokenEdit{} // by token index: several indices, unpacking (subscripts.go)
 	closeCall := func() {
 		out.WriteString(src[copied:closeAt])
 		o0 := out.Len()
@@ -130,6 +131,34 @@ func Source(src string, toks []pylex.Token, opts Options) (Result, error) {
 		t := toks[i]
 		if closeAt >= 0 && t.Off >= closeAt {
 			closeCall()
+		}
+		if t.Is("[") && i > 0 && endsOperand(toks[i-1]) {
+			subscriptEdits(toks, i, edits)
+		}
+		if t.StmtStart && t.Depth == 0 {
+			unpackEdits(toks, i, edits)
+		}
+		if e, ok := edits[i]; ok {
+			out.WriteString(src[copied:t.Off])
+			o0, s1 := out.Len(), t.Off
+			out.WriteString(e.before)
+			if e.replace {
+				out.WriteString(e.with)
+				s1 = t.End
+			}
+			replaced(t.Line, t.Off, s1, o0)
+			copied = s1
+			if e.after != "" {
+				// The token, then the text after it.
+				out.WriteString(src[copied:t.End])
+				o1 := out.Len()
+				out.WriteString(e.after)
+				replaced(t.Line+lineEnds(t.Text), t.End, t.End, o1)
+				copied = t.End
+			}
+			if e.replace || e.after != "" {
+				continue
+			}
 		}
 		if negated, ok := identityTest(toks, i); ok {
 			// x is None -> x == None; x is not None -> x !=     None
@@ -148,6 +177,15 @@ func Source(src string, toks []pylex.Token, opts Options) (Result, error) {
 			out.WriteString("!=" + src[t.End:not.Off] + strings.Repeat(" ", len(not.Text)))
 			copied = not.End
 			i++
+			continue
+		}
+		if t.Kind == pylex.Number && strings.Contains(t.Text, "_") {
+			// 4_096 -> 4096: Python's digit separators, which Starlark lacks.
+			out.WriteString(src[copied:t.Off])
+			o0 := out.Len()
+			out.WriteString(strings.ReplaceAll(t.Text, "_", ""))
+			replaced(t.Line, t.Off, t.End, o0)
+			copied = t.End
 			continue
 		}
 		if !t.StmtStart && t.Is("@") || t.Is("@=") {

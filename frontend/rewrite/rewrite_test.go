@@ -111,6 +111,8 @@ func TestFindConstructsValid(t *testing.T) {
 		"    else:",
 		"        pass",
 		"y = not x and x in d",
+		"h = lambda x=1, y=2: x * y",
+		"z = g(k=1) * (1,) * 2; w = -x * 2",
 	}, "\n") + "\n"
 	if cs := Constructs(lex(code)); len(cs) > 0 {
 		t.Errorf("Constructs: %v", cs)
@@ -270,6 +272,7 @@ func FuzzSource(f *testing.F) {
 		"from __future__ import annotations\nimport mirage \\\n as mi; y = 1\n", "from . import x\nfrom .. import y\n",
 		"@torch.no_grad()\ndef f():\n  assert (a,\n   b); y = x @ w\n", "x @= (a@\n b)\n", "if c: assert c\n@\n",
 		"import mirage \\\r\n as mi\rfrom mirage import (float16,\r\n new_kernel_graph)\n", "x = import mirage\n", "class A: pass\nx = y is z\n", "s = 'import x'  # from y import z\n", "raise E from e\n", "\x97\xb2@A\n@d(\n qq)\ndef f(): pass\n",
+		"y = X[:, :n][..., 0]\nz = X[a,\n b:c:d, ::2] @ W[1_0, None]\n",
 	} {
 		f.Add(s)
 	}
@@ -296,8 +299,71 @@ func FuzzSource(f *testing.F) {
 			if strict && len(foreign) > 0 {
 				t.Fatalf("a strict rewrite let %v through", foreign)
 			}
-			checkColumns(t, src, res)
-			Constructs(toks) // must not panic either
+			checkColumns(t, src, res, "None") // a slice's missing bound
+			Constructs(toks)                  // must not panic either
 		}
 	})
+}
+
+// A subscript with several indices or an ellipsis becomes the tuple Python
+// indexes with, on its lines; one Starlark parses stays as it is.
+func TestRewriteSubscripts(t *testing.T) {
+	const s, e = SliceFunc + "(", EllipsisValue
+	tests := []struct{ in, want string }{
+		{"y = X[:, : (n * d)]\n", "y = X[(" + s + "None, None), " + s + "None,  (n * d)))]\n"},
+		{"y = X[:, (n * d) :]\n", "y = X[(" + s + "None, None), " + s + "(n * d) , None))]\n"},
+		{"y = X[..., 0]\n", "y = X[(" + e + ", 0)]\n"},
+		{"y = X[:, None]\n", "y = X[(" + s + "None, None), None)]\n"},
+		{"y = X[1:2:3, ::2]\n", "y = X[(" + s + "1, 2, 3), " + s + "None, None, 2))]\n"},
+		{"y = X[a,]\n", "y = X[(a,)]\n"},
+		{"y = X[...]\n", "y = X[" + e + "]\n"},
+		{"y = f(a)[0][i, j]\n", "y = f(a)[0][(i, j)]\n"},
+		{"y = X[Y[1, 2], 3]\n", "y = X[(Y[(1, 2)], 3)]\n"},
+		{"y = X[a,\n  b:c]\n", "y = X[(a,\n  " + s + "b, c))]\n"},
+		{"X[0, 1] = v @ w\n", "X[(0, 1)] = v * " + MatmulFunc + " * w\n"},
+		// Starlark's own: a list, one index, one slice, a call's arguments.
+		{"y = [1, 2][0:1]\n", "y = [1, 2][0:1]\n"},
+		{"y = d[k]; z = s[1:]\n", "y = d[k]; z = s[1:]\n"},
+		{"f(a, b)[x]\n", "f(a, b)[x]\n"},
+		{"for x in [a, b]: pass\n", "for x in [a, b]: pass\n"},
+		{"y = X[1, 2\n", "y = X[1, 2\n"}, // unbalanced: the parser's to report
+		// Digit separators, which Starlark lacks, go.
+		{"n = 4_096 * 0x_ff + 1_0.5e1_0\n", "n = 4096 * 0xff + 10.5e10\n"},
+	}
+	for _, tt := range tests {
+		res, err := Source(tt.in, lex(tt.in), Options{})
+		if err != nil || res.Code != tt.want {
+			t.Errorf("rewrite %q:\n got %q, %v\nwant %q", tt.in, res.Code, err, tt.want)
+			continue
+		}
+		checkColumns(t, tt.in, res, "None")
+	}
+}
+
+// An assignment to several names passes its value through UnpackFunc; one
+// to a single name, keyword arguments and a lambda's defaults do not.
+func TestRewriteUnpacking(t *testing.T) {
+	const u = UnpackFunc + "("
+	tests := []struct{ in, want string }{
+		{"Xk, Xv = Xkv.chunk(2, 1)\n", "Xk, Xv = " + u + "2, (Xkv.chunk(2, 1)))\n"},
+		{"a, b, c = 1, 2, 3  # c\n", "a, b, c = " + u + "3, (1, 2, 3))  # c\n"},
+		{"a, = x; y = 1\n", "a, = " + u + "1, (x)); y = 1\n"},
+		{"a, b = f(\n  k=1)\n", "a, b = " + u + "2, (f(\n  k=1)))\n"},
+		{"a, b = X[1, 2]\n", "a, b = " + u + "2, (X[(1, 2)]))\n"},
+		{"a, b = x @ w\n", "a, b = " + u + "2, (x * " + MatmulFunc + " * w))\n"},
+		{"x = 1, 2\n", "x = 1, 2\n"},
+		{"f(a, k=1)\n", "f(a, k=1)\n"},
+		{"lambda a, b=1: a\n", "lambda a, b=1: a\n"},
+		{"for a, b in x: pass\n", "for a, b in x: pass\n"},
+		{"a, b += 1\n", "a, b += 1\n"},
+		{"a, b =\n", "a, b =\n"}, // no value: the parser's to report
+	}
+	for _, tt := range tests {
+		res, err := Source(tt.in, lex(tt.in), Options{})
+		if err != nil || res.Code != tt.want {
+			t.Errorf("rewrite %q:\n got %q, %v\nwant %q", tt.in, res.Code, err, tt.want)
+			continue
+		}
+		checkColumns(t, tt.in, res)
+	}
 }

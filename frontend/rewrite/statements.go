@@ -40,7 +40,7 @@ const (
 // Builtins returns the names of all the built-ins and values that the
 // rewritten program refers to, which the loader must predeclare.
 func Builtins() []string {
-	return []string{ImportFunc, MatmulFunc, Decorate, AssertFailed, Assert, Compare, Not, And, Or}
+	return []string{ImportFunc, MatmulFunc, SliceFunc, EllipsisValue, UnpackFunc, Decorate, AssertFailed, Assert, Compare, Not, And, Or}
 }
 
 // Desugar replaces the decorator and assert calls that Source left in

@@ -51,6 +51,8 @@ var (
 	msgAnnotation = Unsupported("type annotations are", "")
 	msgLoopElse   = Unsupported("`else` clauses on `for`/`while` loops are", "")
 	msgFString    = Unsupported("f-strings are", `use str(x), + or "%d" % x`)
+	msgChained    = Unsupported("chained assignments (`a = b = x`) are", "assign each name on its own line")
+	msgStarTarget = Unsupported("starred expressions outside calls (`a, *rest = x`) are", "index or slice the sequence")
 	msgIs         = Unsupported("the `is` operator is",
 		"only `x is None`, `x is not None` and the like with True or False are (as == and !=); compare other values with == or !=")
 )
@@ -63,10 +65,14 @@ func Constructs(toks []pylex.Token) []Construct {
 
 	var lines []logicalLine
 	pendingDef, defParams := false, -1 // defParams: nesting inside a def's "(...)"
+	assigns, lambda := 0, false        // in the statement: "=" outside brackets, a lambda
 	for i, t := range toks {
 		var prev pylex.Token
 		if i > 0 {
 			prev = toks[i-1]
+		}
+		if t.StmtStart {
+			assigns, lambda = 0, false
 		}
 		switch t.Kind {
 		case pylex.Newline:
@@ -88,6 +94,7 @@ func Constructs(toks []pylex.Token) []Construct {
 				add(toks[i+1], msgAnnotation) // x: int = 1
 			}
 			pendingDef = pendingDef || t.Text == "def"
+			lambda = lambda || t.Text == "lambda"
 		case pylex.String:
 			switch p := t.StringPrefix(); {
 			case strings.ContainsAny(p, "fF"):
@@ -105,6 +112,19 @@ func Constructs(toks []pylex.Token) []Construct {
 				add(t, msgPower)
 			case ":=":
 				add(t, msgWalrus)
+			case "=":
+				// a = b = x; not f = lambda x=1: x, whose default is a second "=".
+				if t.Depth == 0 {
+					if assigns++; assigns == 2 && !lambda && endsOperand(prev) {
+						add(t, msgChained)
+					}
+				}
+			case "*":
+				// *rest, a = x or a, *rest = x: a star outside brackets
+				// that starts an operand.
+				if t.Depth == 0 && (t.StmtStart || prev.Is(",") || prev.Is("=")) {
+					add(t, msgStarTarget)
+				}
 			case "->":
 				add(t, msgAnnotation)
 			case "(":
