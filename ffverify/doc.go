@@ -28,7 +28,8 @@
 //	div a/b                a·inv(b), inv(x) = x^(m-2): inverse per residue, inv(0) = 0
 //	mul_scalar(x, c)       x·c, c the simplest rational that rounds to the float
 //	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3), see scalarElem
-//	exp(x)                 (G^(x mod Q) mod P, 1)
+//	exp(x)                 (G^(x mod Q) mod P, h(x) mod Q), h a random function per
+//	                       draw of the whole pair, as an opaque op (see elem.exp)
 //	sqrt(x)                root(x): a random function per draw, as an opaque op,
 //	                       the one every root of the draw takes (rootFn)
 //	square(x)              x·x
@@ -56,11 +57,9 @@
 //     (a/b)/c, even where c = 0, because inv(0) = 0 and inv is
 //     multiplicative. Only cancelling a division (a/c·c = a) can fail, where
 //     c happens to be 0: probability at most deg(c)/Q per draw;
-//   - exp(a+b) = exp(a)·exp(b), exp(-a) = 1/exp(a), exp(0) = 1: x ↦ G^x is
-//     a homomorphism from (Z_Q, +), which is why exp's argument lives in Z_Q,
-//     and why every value carries its Q-residue. The Q-residue of exp(x) is
-//     1 because the only homomorphism from (Z_Q, +) to (Z_Q*, ·) is the
-//     trivial one (Q does not divide Q-1);
+//   - exp(x) = exp(x): an exp of equal values is equal, and its P-residue
+//     G^(x mod Q) is exact, a homomorphism from (Z_Q, +), which is why every
+//     value carries its Q-residue;
 //   - a root of a value is the same however the value was computed: rms_norm,
 //     sqrt and the rms accumulator take the one root, so rms_norm(X)·W =
 //     (X·W)/rms(X) with the rms accumulated over the loop, or written out as
@@ -70,13 +69,17 @@
 //   - f(x) = f(x) for opaque f: the same op on the same value gives the same
 //     value, wherever and however often it is computed.
 //
-// These do not hold, so rewritings that need them are rejected: sqrt(x)² = x,
+// These do not hold, so rewritings that need them are rejected: exp(a+b) =
+// exp(a)·exp(b), exp(-a) = 1/exp(a) (exp's Q-residue is a random function:
+// no homomorphism from (Z_Q, +) to (Z_Q*, ·) but the trivial one exists,
+// and a constant Q-residue, as the model once had, left every value
+// computed from an exp blind modulo Q, so that softmax(softmax(x)) was 1/n
+// whatever x and wrong candidates passed); sqrt(x)² = x,
 // sqrt(x²) = |x|, sqrt(a·b) = sqrt(a)·sqrt(b), rms(c·x) = |c|·rms(x) (a
 // root is a random function of its argument); anything about
 // an opaque op beyond f(x) = f(x) (relu∘relu = relu, clamp(x, 0, ∞) = relu,
 // silu(x) = x·sigmoid(x), log(ab) = log a + log b, log∘exp = id, pow(x, 2) =
-// x², exponent laws of pow); exp of a value computed from an exp (its
-// argument's Q-residue is a constant). None is among the axioms the search
+// x², exponent laws of pow). None is among the axioms the search
 // uses (DESIGN §5: commutativity, associativity, distributivity, division
 // rules, nested and factored sums). A multiplicative root (the power map
 // x^((m+1)/4), as the model had it) would make sqrt(c²) = c·χ(c), χ the
@@ -106,13 +109,16 @@
 // fresh variable of degree 1 for the bound; where they differ, its values
 // are independent. The graphs we search stay far below degree 64.
 //
-// exp. exp(a) and exp(b) agree exactly when a ≡ b (mod Q): probability at
-// most deg(a-b)/Q if a ≠ b. Beyond that, outputs are polynomials in x_P and
-// in values G^(e(x_Q)); we treat those as independent uniform elements of
-// the order-Q subgroup when their exponents e differ, which is a heuristic,
+// exp. The P-residues of exp(a) and exp(b) agree exactly when a ≡ b
+// (mod Q): probability at most deg(a-b)/Q if a ≠ b; their Q-residues, a
+// random function of the pair, are independent where a and b differ in
+// either residue. Beyond that, outputs are polynomials in x_P and in
+// values G^(e(x_Q)); we treat those as independent uniform elements of the
+// order-Q subgroup when their exponents e differ, which is a heuristic,
 // not a theorem (exponential sums of polynomial exponents escape
-// Schwartz–Zippel). The Q-residue of anything computed from an exp is
-// uninformative, so such outputs rely on the P-residue alone.
+// Schwartz–Zippel). A divisor that is zero as a function (x/(y-y), NaN
+// or infinite in the reals) is 0 at every draw: the model takes such a
+// program for a finite one; it is no program anyone superoptimizes.
 //
 // Opaque ops and roots. Modelled as random functions (a keyed hash, a random
 // oracle heuristically): differing arguments, which happens except with the
@@ -122,7 +128,7 @@
 // Hence, with D = d + d' and the smaller prime, one
 // draw is fooled with probability at most about D/Q: below 6·10⁻⁸ for D ≤ 64,
 // well under 10⁻⁶, and (D/P)·(D/Q) < 4·10⁻¹⁵ where the Q-residue also
-// decides (no exp upstream). DefaultTrials = 2 independent draws square it,
+// decides. DefaultTrials = 2 independent draws square it,
 // to about 4·10⁻¹⁵ at worst, which leaves a wide margin for the heuristic
 // parts (exp of polynomial arguments, random functions).
 //

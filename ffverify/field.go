@@ -36,12 +36,18 @@ func (a elem) mul(b elem) elem { return elem{mulMod(a.p, b.p, modP), mulMod(a.q,
 // comparison, and (a+b)/c = a/c + b/c holds even where c is 0.
 func (a elem) inv() elem { return elem{powMod(a.p, modP-2, modP), powMod(a.q, modQ-2, modQ)} }
 
-// exp maps the Q-residue x of its argument to G^x mod P. Since G has order
-// Q, G^x depends on x mod Q only, and exp(a+b) = exp(a)·exp(b) exactly. The
-// Q-residue of the result is 1: the only homomorphism from (Z_Q, +) to
-// (Z_Q*, ·) is the trivial one (Q does not divide Q-1), and any other choice
-// would break exp(a+b) = exp(a)·exp(b) in the Q component.
-func (a elem) exp() elem { return elem{expG(a.q), 1} }
+// exp maps its argument a to G^(a mod Q) mod P and, modulo Q, to h(a), h
+// the random function of the trial whose key is key. Since G has order Q,
+// the P-residue is a homomorphism from (Z_Q, +); but no homomorphism from
+// (Z_Q, +) to (Z_Q*, ·) but the trivial one exists (Q does not divide Q-1),
+// and a constant Q-residue made every value computed from an exp blind
+// there: an exp of such a value was one constant, softmax(softmax(x))
+// was 1/n whatever x, and wrong candidates passed. So the Q-residue is a
+// random function of the whole argument, which also tells apart scalars
+// under an exp that agree modulo Q. exp(a+b) = exp(a)·exp(b) then no
+// longer holds: a rewriting that rests on it is rejected, as the search
+// (whose axioms lack it) never needs it.
+func (a elem) exp(key uint64) elem { return elem{expG(a.q), uniform(hash(key, a.pack())).q} }
 
 // The m argument of these helpers is always modP or modQ, a constant once
 // they are inlined, so the compiler turns % into multiplications.

@@ -35,8 +35,9 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	f := fn{kind: k, attr: a, root: rootFn(key)}
 	info := k.Info()
 	if info.Elem.Opaque {
-		key = hash(hash(key, uint64(k)), math.Float64bits(a.Scalars[0]))
-		key = hash(key, math.Float64bits(a.Scalars[1]))
+		// +0 makes -0 the bound 0 is: clamp(x, -0.0, 1) is clamp(x, 0, 1).
+		key = hash(hash(key, uint64(k)), math.Float64bits(a.Scalars[0]+0))
+		key = hash(key, math.Float64bits(a.Scalars[1]+0))
 		if info.Class == ugraph.ClassBinary {
 			f.bin = func(a, b elem) elem { return uniform(hash(hash(key, a.pack()), b.pack())) }
 		} else {
@@ -46,7 +47,8 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	}
 	switch k {
 	case ugraph.OpExp:
-		f.unary = elem.exp
+		key := hash(key, uint64(k)) // no opaque op's: they hash their scalars too
+		f.unary = func(x elem) elem { return x.exp(key) }
 	case ugraph.OpSquare:
 		f.unary = func(x elem) elem { return x.mul(x) }
 	case ugraph.OpSqrt:

@@ -89,18 +89,6 @@ func matmulSum(distributed bool) func() *kernel.Graph {
 	}
 }
 
-// expSum is exp(a+b), or exp(a)·exp(b) as a product.
-func expSum(product bool) func() *kernel.Graph {
-	return func() *kernel.Graph {
-		g := newKG()
-		a, b := g.in(4, 8), g.in(4, 8)
-		if product {
-			return g.outputs(g.op(ugraph.OpMul, g.op(ugraph.OpExp, a), g.op(ugraph.OpExp, b)))
-		}
-		return g.outputs(g.op(ugraph.OpExp, g.op(ugraph.OpAdd, a, b)))
-	}
-}
-
 // rowSum sums the rows of X 8×16.
 func rowSum() *kernel.Graph {
 	g := newKG()

@@ -177,7 +177,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // tiles of a divisor where no power of two divides the columns.
 // Version 38: accumulators of a tile the for-loop does not walk sum equal
 // terms (absexpr.Loop.Invariant), and x·x is square(x), so the pruning
-// keeps forms it took for wrong.
+// keeps forms it took for wrong; exp's Q-residue is a random function of
+// its argument (ffverify), which rejects wrong candidates of programs with
+// an exp of an exp that the verifier passed.
 const cacheVersion = 38
 
 // Cache stores search results by key in a directory, one .ugraph.json
