@@ -130,9 +130,29 @@ func subc(a *expr, k int) *expr {
 // String prints x as a C expression.
 func (x *expr) String() string { return x.c(0) }
 
+// maxInt is the largest value of a C int, in which the emitted code
+// computes indices.
+const maxInt = 1<<31 - 1
+
+// long reports whether x may exceed a C int (an offset into a device
+// tensor of 2^31 elements or more): c then prints it in 64-bit arithmetic.
+// A bound that is not known (hi = 0) is a variable's own, already typed.
+func (x *expr) long() bool { return x.hi-1 > maxInt }
+
+// asLong is x's C text at precedence prec, converted to long long if x
+// does not print as one already.
+func (x *expr) asLong(prec int) string {
+	if x.long() || x.op == 'c' {
+		return x.c(prec)
+	}
+	return "static_cast<long long>(" + x.c(0) + ")"
+}
+
 // c prints x in a context of precedence prec (higher binds tighter). A
 // product, quotient or remainder of another one is parenthesized, for the
-// reader: (e / 64) % 256.
+// reader: (e / 64) % 256. A sum or product that may exceed a C int
+// converts an operand to long long first, so that C computes it in 64
+// bits: static_cast<long long>(bx) * 16777216.
 func (x *expr) c(prec int) string {
 	var s string
 	p := 2
@@ -142,13 +162,20 @@ func (x *expr) c(prec int) string {
 	case 'v':
 		return x.name
 	case '+':
-		s, p = x.a.c(1)+" + "+x.b.c(1), 1
+		a := x.a.c(1)
+		if x.long() && !x.a.long() && !x.b.long() {
+			a = x.a.asLong(1)
+		}
+		s, p = a+" + "+x.b.c(1), 1
 	case '-':
 		s, p = x.a.c(1)+" - "+strconv.Itoa(x.k), 1
 	case '*', '/', '%':
 		inner := x.a.c(2)
 		if (x.a.op == '*' || x.a.op == '/' || x.a.op == '%') && x.a.op != x.op {
 			inner = "(" + inner + ")"
+		}
+		if x.op == '*' && x.long() && !x.a.long() {
+			inner = x.a.asLong(2)
 		}
 		s = inner + " " + string(x.op) + " " + strconv.Itoa(x.k)
 	default:

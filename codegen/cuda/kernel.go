@@ -221,9 +221,9 @@ func (k *blockKernel) body() error {
 		case thread.Device:
 			in := &op.Input
 			origin := blockOrigin(bg.Grid, in.IMap, in.FMap, bg.ForloopRange, bg.Tensors[op.Out].Shape, in.DShape)
-			w.line("const %s* const %s = %s + %s;  // %s, read in place", ctype(t.DType), tileName(op.Out), k.ins[k.inIndex[i]], wide(origin, in.DShape), describeOp(bg, i))
+			w.line("const %s* const %s = %s + %s;  // %s, read in place", ctype(t.DType), tileName(op.Out), k.ins[k.inIndex[i]], origin, describeOp(bg, i))
 			if st := k.rowStride[k.inIndex[i]]; st > 0 {
-				w.line("const long long avail_%s = m * %d - (%s);  // its elements in rows below m", tileName(op.Out), st, wide(origin, in.DShape))
+				w.line("const long long avail_%s = m * %d - (%s);  // its elements in rows below m", tileName(op.Out), st, origin)
 			}
 		}
 	}
@@ -235,9 +235,9 @@ func (k *blockKernel) body() error {
 		tile := bg.Tensors[op.In[0]].Shape
 		origin := blockOrigin(bg.Grid, op.Output.OMap, -1, 1, tile, op.Output.DShape)
 		j := k.outIndex[i]
-		w.line("%s* const o%d = %s + %s;  // this block's %v tile of output %d", ctype(bg.Tensors[op.In[0]].DType), j, k.outs[j], wide(origin, op.Output.DShape), tile, j)
+		w.line("%s* const o%d = %s + %s;  // this block's %v tile of output %d", ctype(bg.Tensors[op.In[0]].DType), j, k.outs[j], origin, tile, j)
 		if st := k.rowStride[len(k.ins)+j]; st > 0 {
-			w.line("const long long avail_o%d = m * %d - (%s);  // its elements in rows below m", j, st, wide(origin, op.Output.DShape))
+			w.line("const long long avail_o%d = m * %d - (%s);  // its elements in rows below m", j, st, origin)
 		}
 	}
 	// Register accumulators held across the loop.
@@ -300,15 +300,6 @@ func describeOp(bg *block.Graph, i int) string {
 	return s
 }
 
-// wide prints an offset into a device tensor of shape s, in 64-bit
-// arithmetic when the tensor has 2^31 elements or more.
-func wide(o *expr, s ugraph.Shape) string {
-	if int64(s.NumElements()) >= 1<<31 {
-		return "static_cast<long long>(" + o.String() + ")" // each term stays below 2^31 (dims are at most 2^30)
-	}
-	return o.String()
-}
-
 // --- loads -----------------------------------------------------------------
 
 // loadLambdas writes a lambda per input tile copied to shared memory,
@@ -358,11 +349,11 @@ func (k *blockKernel) loadLambda(i int) {
 	w.line("")
 	w.comment(fmt.Sprintf("%s: tile %v of %s %v; %s.", describeOp(bg, i), tile, k.ins[k.inIndex[i]], in.DShape, copyNote(vec)))
 	w.open("auto load_%s = [&](int it, %s* dst)", tileName(op.Out), ct)
-	w.line("const %s* src = %s + %s;", ct, k.ins[k.inIndex[i]], wide(origin, in.DShape))
+	w.line("const %s* src = %s + %s;", ct, k.ins[k.inIndex[i]], origin)
 	st := k.rowStride[k.inIndex[i]]
 	if st > 0 {
 		// Rows past m are zero-filled: the tensor ends at row m.
-		w.line("const long long avail = m * %d - (%s);  // the elements of src in rows below m", st, wide(origin, in.DShape))
+		w.line("const long long avail = m * %d - (%s);  // the elements of src in rows below m", st, origin)
 	}
 	if !usesIdent(origin.String(), "it") {
 		w.line("(void)it;")
