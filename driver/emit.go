@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
@@ -49,13 +50,15 @@ type Emission struct {
 // writes the files into r.Dir as one set, with NAME.manifest.json last.
 // Nothing is written when the lowering fails.
 func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
+	// The files go in r.Dir, named after the program: a name, not a path.
 	name := in.Name
 	if r.Name != "" {
-		// The files go in r.Dir, named after it: a name, not a path.
-		if strings.ContainsRune(r.Name, filepath.Separator) || r.Name == "." || r.Name == ".." {
-			return nil, fmt.Errorf("--name %s: a name, not a path (the files go in -o's directory)", r.Name)
+		if !fileName(r.Name) {
+			return nil, fmt.Errorf("--name %q: a name, not a path (the files go in -o's directory)", r.Name)
 		}
 		name = r.Name
+	} else if !fileName(name) {
+		return nil, fmt.Errorf("%s: the program's name %q is not a file name, which emit names its files after; give --name", in.Path, name)
 	}
 	opts := cuda.Options{Arch: r.Arch, SingleFile: r.SingleFile, Source: in.Path}
 	e := &Emission{Dir: r.Dir, Program: in.Name, Source: in.Path, req: r}
@@ -345,4 +348,13 @@ func newManifest(res *cuda.Result, program, source string, candidate int, g *ker
 		m.Kernels = append(m.Kernels, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
 	}
 	return m
+}
+
+// fileName reports whether name can name a file in a directory: no path
+// separator, not . or .., and no character that does not print (a newline
+// in a file name breaks every script that lists the directory).
+func fileName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsFunc(name, func(r rune) bool {
+		return r == '/' || r == filepath.Separator || !unicode.IsPrint(r)
+	})
 }

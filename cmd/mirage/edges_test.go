@@ -129,7 +129,7 @@ func TestEmptyPaths(t *testing.T) {
 		{[]string{"superopt", program, "--buckets", "", "-o", "out"}, "--buckets '': an empty value"},
 		{[]string{"superopt", program, "--config", "", "-o", "out"}, "--config '': an empty value"},
 		{[]string{"emit", program, "--name", "", "-o", "out"}, "--name '': an empty value"},
-		{[]string{"emit", program, "--name", "../x", "-o", "out"}, "--name ../x: a name, not a path"},
+		{[]string{"emit", program, "--name", "../x", "-o", "out"}, `--name "../x": a name, not a path`},
 		{[]string{"verify", "--method", "", program, program}, "--method '': an empty value"},
 		{[]string{"tune", "--program", "", "x.ugraph.json"}, "--program '': an empty value"},
 	}

@@ -154,6 +154,21 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 			if d < -1 {
 				return nil, fmt.Errorf("bucket %d: tensor %d's dynamic dim is %d", b.Size, k, d)
 			}
+			if i > 0 {
+				// One entry point, one header: every bucket's tensors are
+				// the first's but in m (found by review: a weight of
+				// another width was read past the buffer the header asks for).
+				first := buckets[0].Graph
+				ft := first.Outputs[0]
+				if k < len(ins) {
+					ft = first.Inputs()[k]
+				} else {
+					ft = first.Outputs[k-len(ins)]
+				}
+				if err := sameButM(g.Tensors[t], first.Tensors[ft], d); err != nil {
+					return nil, fmt.Errorf("bucket %d: %s: %v, bucket %d's: the buckets of one entry point differ only in m", b.Size, tensorRole(k, len(ins)), err, buckets[0].Size)
+				}
+			}
 			if d < 0 {
 				continue
 			}
@@ -456,4 +471,24 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 // dtypeMacro names dt's code in a dynamic header's tensor table.
 func dtypeMacro(dt ugraph.DType) string {
 	return "MIRAGE_DTYPE_" + strings.ToUpper(dt.String())
+}
+
+// tensorRole names the k-th tensor of an entry point's inputs then outputs.
+func tensorRole(k, inputs int) string {
+	if k < inputs {
+		return fmt.Sprintf("input %d", k)
+	}
+	return fmt.Sprintf("output %d", k-inputs)
+}
+
+// sameButM reports how a and b differ other than in dim d (m; -1: none).
+func sameButM(a, b kernel.Tensor, d int) error {
+	differ := a.DType != b.DType || a.Shape.Rank() != b.Shape.Rank()
+	for i := 0; !differ && i < a.Shape.Rank(); i++ {
+		differ = i != d && a.Shape.Dim(i) != b.Shape.Dim(i)
+	}
+	if differ {
+		return fmt.Errorf("%v %v, not %v %v", a.Shape, a.DType, b.Shape, b.DType)
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
@@ -727,11 +729,19 @@ func closeHeader(w *writer, guard string, decls ...string) {
 	w.line("#endif  // %s", guard)
 }
 
+// source names what the code is generated from (Options.Source), for the
+// files' comments. It goes into // comments: a path with a newline, another character that
+// does not print, or a backslash (which splices the next line into the
+// comment) is quoted with Go's escapes, so that it stays in its comment.
 func source(opts Options) string {
-	if opts.Source == "" {
+	s := opts.Source
+	switch {
+	case s == "":
 		return "a μGraph"
+	case strings.ContainsFunc(s, func(r rune) bool { return r == '\\' || !unicode.IsPrint(r) }):
+		return strconv.Quote(s)
 	}
-	return opts.Source
+	return s
 }
 
 // preamble starts NAME.cu: the comment, the runtime, the header, and the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -111,6 +112,35 @@ func TestUsesIdent(t *testing.T) {
 	} {
 		if got := usesIdent(c.text, c.name); got != c.want {
 			t.Errorf("usesIdent(%q, %q) = %v, want %v", c.text, c.name, got, c.want)
+		}
+	}
+}
+
+// The path emit was given goes into // comments of NAME.cu and NAME.h; one
+// with a newline or a trailing backslash (legal file names) stays in its
+// comment, quoted, and the files hold no line of it outside a comment
+// (found by review: `mirage emit $'a\n#error injected\n.ugraph.json'`).
+func TestSourcePathStaysInComment(t *testing.T) {
+	f, err := kernel.Decode(strings.NewReader(`{"format": "mirage-ugraph", "version": 1, "name": "s", "graphs": [{"ops": [
+		{"op": "input", "shape": [16, 64], "dtype": "float16"}, {"op": "exp", "in": [0]}], "outputs": [1]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{"docs/a\n#error injected\n.ugraph.json", "docs/a\r#error injected.ugraph.json", `docs\`} {
+		res, err := Emit("s", f.Graphs[0].Graph, Options{Source: src})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range res.Files {
+			text := string(file.Data)
+			if named := strings.HasSuffix(file.Name, ".cu") || strings.HasSuffix(file.Name, ".h"); named && !strings.Contains(text, strconv.Quote(src)) {
+				t.Errorf("%s names the source %q otherwise than as %s", file.Name, src, strconv.Quote(src))
+			}
+			for i, line := range strings.Split(text, "\n") {
+				if strings.Contains(line, "#error injected") && !strings.HasPrefix(strings.TrimSpace(line), "//") {
+					t.Errorf("%s line %d: the source path left its comment: %q", file.Name, i+1, line)
+				}
+			}
 		}
 	}
 }
