@@ -49,6 +49,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/mirage-go/mirage/ugraph"
 )
@@ -220,12 +221,19 @@ func (e *Expr) Key() string {
 }
 
 // abbrev is e's key, cut short if long, for messages.
-func (e *Expr) abbrev() string {
-	const limit = 200
+func (e *Expr) abbrev() string { return e.Abbrev(200) }
+
+// Abbrev is e's key, cut to limit bytes and ended with "…" if it is
+// longer (it can be exponentially longer than e is large: see Key).
+func (e *Expr) Abbrev(limit int) string {
 	var b strings.Builder
 	writeText(&b, e, limit+1)
 	if b.Len() > limit {
-		return b.String()[:limit] + "…"
+		s := b.String()[:limit]
+		for len(s) > 0 && !utf8.ValidString(s) { // not inside a character
+			s = s[:len(s)-1]
+		}
+		return s + "…"
 	}
 	return b.String()
 }
@@ -357,6 +365,9 @@ func apply(op Op, args []*Expr) *Expr {
 	return intern(op, "", 0, 0, 0, args)
 }
 
+// maxOperands bounds the operands assoc flattens an add or mul into.
+const maxOperands = 1 << 10
+
 // assoc builds an n-ary add or mul: nested ones are flattened and the
 // operands sorted by key, so that associativity and commutativity never
 // distinguish two expressions.
@@ -368,10 +379,21 @@ func assoc(op Op, xs []*Expr) *Expr {
 		return xs[0]
 	}
 	// Nested operands are sorted already: merge them, for a long sum
-	// that grows by one operand at a time.
-	var flat, single []*Expr
+	// that grows by one operand at a time. Past maxOperands they stay
+	// nested: a program that adds a value to itself n times (y = y + y)
+	// would otherwise flatten into 2^n operands. Such a sum is then not
+	// canonical, which only weakens pruning, on programs no search takes.
+	total := 0
 	for _, x := range xs {
 		if x.op == op {
+			total += len(x.args)
+		} else {
+			total++
+		}
+	}
+	var flat, single []*Expr
+	for _, x := range xs {
+		if x.op == op && total <= maxOperands {
 			flat = mergeSorted(flat, x.args, compareText)
 		} else {
 			single = append(single, x)

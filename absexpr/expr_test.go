@@ -113,3 +113,43 @@ func TestVars(t *testing.T) {
 		t.Errorf("Vars = %s, want H,X,alpha", got)
 	}
 }
+
+// A program that adds a value to itself n times (y = y + y), or multiplies
+// in a Fibonacci chain, stays within maxOperands operands per node rather
+// than flattening into 2^n (found by review: show --absexpr of a 40-op
+// document ran out of memory), and Abbrev cuts its exponentially long key.
+func TestChainsStayBounded(t *testing.T) {
+	x := Var("x")
+	y := x
+	for range 60 {
+		y = Add(y, y)
+	}
+	prev, cur := x, Mul(x, x)
+	for range 60 {
+		prev, cur = cur, Mul(cur, prev)
+	}
+	for _, e := range []*Expr{y, cur} {
+		var walk func(e *Expr, depth int)
+		seen := map[*Expr]bool{}
+		walk = func(e *Expr, depth int) {
+			if seen[e] {
+				return
+			}
+			seen[e] = true
+			if e.NumArgs() > maxOperands {
+				t.Fatalf("%v of %d operands, past %d", e.Op(), e.NumArgs(), maxOperands)
+			}
+			for i := range e.NumArgs() {
+				walk(e.Arg(i), depth+1)
+			}
+		}
+		walk(e, 0)
+		if s := e.Abbrev(100); len(s) > 100+len("…") || !strings.HasSuffix(s, "…") {
+			t.Errorf("Abbrev(100) = %d bytes: %q", len(s), s)
+		}
+	}
+	// Below the bound, sums flatten as before.
+	if s := Add(Add(x, Var("y")), Add(x, Var("z"))).Key(); s != "add(x, x, y, z)" {
+		t.Errorf("a short sum: %s", s)
+	}
+}

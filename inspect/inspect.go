@@ -32,6 +32,11 @@ func Document(w io.Writer, name string, g *kernel.Graph) error {
 	return kernel.NewFile(name, g).Encode(w)
 }
 
+// maxExprText bounds the text of one expression that Absexpr prints: a
+// key writes every operand wherever it occurs, so it can be exponentially
+// longer than the expression is large (a chain of y = y + y).
+const maxExprText = 4096
+
 // Absexpr prints the abstract expression of every tensor of g, and of
 // every tile of its graph-defined kernels, nested under them. Tensors
 // without one (computed through concat) show "-".
@@ -44,7 +49,7 @@ func Absexpr(w io.Writer, g *kernel.Graph) error {
 		if e == nil {
 			return "-"
 		}
-		return e.String()
+		return e.Abbrev(maxExprText)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for i := range g.Ops {

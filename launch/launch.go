@@ -209,15 +209,17 @@ type Plan struct {
 	Live []bool
 	// Kernels are the launches, in the order of their ops.
 	Kernels []Kernel
+	// foldedInto maps each op a launch performs (Kernel.Fold) to that
+	// launch's op; nil when none does.
+	foldedInto map[int]int
 }
 
 // Kernel returns the launch of op i, or nil when op i launches nothing
 // (an input, a dead op, or an add folded into a matmul: FoldedInto).
+// Codegen asks it of every op: it is a binary search, not a scan.
 func (p *Plan) Kernel(i int) *Kernel {
-	for k := range p.Kernels {
-		if p.Kernels[k].Op == i {
-			return &p.Kernels[k]
-		}
+	if k, ok := slices.BinarySearchFunc(p.Kernels, i, func(k Kernel, op int) int { return k.Op - op }); ok {
+		return &p.Kernels[k]
 	}
 	return nil
 }
@@ -225,10 +227,8 @@ func (p *Plan) Kernel(i int) *Kernel {
 // FoldedInto returns the op whose launch performs op i (Kernel.Fold), or
 // -1 when op i has a launch of its own or none.
 func (p *Plan) FoldedInto(i int) int {
-	for _, k := range p.Kernels {
-		if k.Fold != nil && k.Fold.Op == i {
-			return k.Op
-		}
+	if op, ok := p.foldedInto[i]; ok {
+		return op
 	}
 	return -1
 }
@@ -298,6 +298,10 @@ func (p *Plan) fold(g *kernel.Graph) {
 		if add, addend, ok := g.ProductAdd(p.Live, lk.Op); ok {
 			lk.Fold = &Fold{Op: add, Addend: addend}
 			folded[add] = true
+			if p.foldedInto == nil {
+				p.foldedInto = map[int]int{}
+			}
+			p.foldedInto[add] = lk.Op
 		}
 	}
 	if len(folded) > 0 {

@@ -158,6 +158,22 @@ r = g.new_input(dims=(8, 32), dtype=mi.float16)`
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every op's lookups agree with a scan of the launches.
+			for i := range g.Ops {
+				var own *Kernel
+				folded := -1
+				for k := range p.Kernels {
+					if p.Kernels[k].Op == i {
+						own = &p.Kernels[k]
+					}
+					if f := p.Kernels[k].Fold; f != nil && f.Op == i {
+						folded = p.Kernels[k].Op
+					}
+				}
+				if p.Kernel(i) != own || p.FoldedInto(i) != folded {
+					t.Errorf("op %d: Kernel %v, FoldedInto %d; a scan finds %v, %d", i, p.Kernel(i), p.FoldedInto(i), own, folded)
+				}
+			}
 			var folds []*Fold
 			for _, k := range p.Kernels {
 				if k.Fold != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -274,6 +275,31 @@ func TestOffsetsIntoLargeTensors(t *testing.T) {
 		}
 		if checked == 0 {
 			t.Errorf("%s: no offset into a device tensor found", tc.name)
+		}
+	}
+}
+
+// BenchmarkEmitChain emits a chain of 20,000 exps: codegen's lookups of
+// each op's launch are to stay near linear in the ops (found by review:
+// scans made emit quadratic, 40 s at 40,000 ops, past superopt's limit).
+// go test ./codegen/cuda -run XXX -bench EmitChain
+func BenchmarkEmitChain(b *testing.B) {
+	g := kernel.New()
+	t, err := g.AddInput(ugraph.MustShape(16, 64), ugraph.Float16)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 20000 {
+		if t, err = g.Add(ugraph.OpExp, ugraph.Attr{}, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := g.MarkOutput(t); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Emit("chain", g, Options{}); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
