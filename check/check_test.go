@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -358,12 +360,51 @@ func TestEngineRunsTheGraphSuperoptWrites(t *testing.T) {
 	}
 	b := &driver.Input{Path: "b.ugraph.json", Name: "b", File: f}
 	var w bytes.Buffer
-	if err := check.Engine(context.Background(), &w, d, "a", b, []int{1, 5, 8, 9}, ""); err != nil {
+	if err := check.Engine(context.Background(), &w, d, "a", b, []int{1, 5, 8, 9}, "", 0); err != nil {
 		t.Fatalf("%v\n%s", err, w.String())
 	}
 	for _, want := range []string{"engine m = 5 (bucket 8, its graph 1): error ", "engine m = 9: outside 1..8: refused"} {
 		if !strings.Contains(w.String(), want) {
 			t.Errorf("no %q in\n%s", want, w.String())
 		}
+	}
+}
+
+// Engine runs the code superopt wrote for the arch it searched (meta.arch),
+// not code for the default arch (found by review: a document written for
+// sm_80 was checked, and kept for run-gpu.sh, as sm_90 code).
+func TestEngineRunsTheArchSuperoptSearched(t *testing.T) {
+	a := load(t, "a", "X = g.new_input(dims=(8, 16), dtype=mi.float16)\ng.mark_output(g.exp(X))\n")
+	d, err := a.MarkDynamic([]string{"0:0=1..8"}, "8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := load(t, "b", "X = g.new_input(dims=(8, 16), dtype=mi.float16)\ng.mark_output(g.exp(X))\n")
+	res := &driver.DynamicResult{Program: d.Program, Lo: 1, Hi: 8,
+		Buckets: []*driver.Bucket{{Size: 8, Lo: 1, Hi: 8, Result: &driver.Result{Candidates: []*driver.Candidate{{Graph: b.File.Graphs[0].Graph}}}}}}
+	f, err := res.File("b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(f.Meta, &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["arch"] = "sm_80"
+	if f.Meta, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(t.TempDir(), "engine")
+	in := &driver.Input{Path: "b.ugraph.json", Name: "b", File: f}
+	var w bytes.Buffer
+	if err := check.Engine(context.Background(), &w, d, "a", in, []int{1, 8}, keep, 0); err != nil {
+		t.Fatalf("%v\n%s", err, w.String())
+	}
+	cu, err := os.ReadFile(filepath.Join(keep, "a.cu"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(string(cu), "\n"); !strings.Contains(first, " for sm_80") {
+		t.Errorf("the engine ran %q, want the code for sm_80", first)
 	}
 }

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/mirage-go/mirage/target"
 	"io"
 	"slices"
 
@@ -96,7 +97,7 @@ func atTheirRows(d *driver.Dynamic, aPath string, b *driver.Input) ([]atM, error
 		if err := sameInputs(ga, gb); err != nil {
 			return nil, fmt.Errorf("%s at m = %d and graph %d of %s: %v", aPath, m, i, b.Path, err)
 		}
-		graphs = append(graphs, atM{m, Named{aPath, ga}, Named{b.Path, gb}})
+		graphs = append(graphs, atM{m, Named{aPath, ga, target.Arch{}}, Named{b.Path, gb, DocumentArch(b)}})
 	}
 	return graphs, nil
 }

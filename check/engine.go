@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"io"
 	"os"
 	"path/filepath"
@@ -29,7 +30,12 @@ var ErrEngineFailed = enginerun.ErrFailed
 // A step whose outputs are wrong, or an m outside the range not refused,
 // is an error wrapping ErrEngineFailed: a verdict, which the caller
 // reports as it reports programs that differ.
-func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b *driver.Input, steps []int, keep string) error {
+//
+// What the check holds keeps to limit bytes (0: memlimit.Default).
+func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b *driver.Input, steps []int, keep string, limit int64) error {
+	if limit <= 0 {
+		limit = memlimit.Default
+	}
 	rows, docs, ok, err := driver.ReadDynamic(b.File)
 	switch {
 	case err != nil:
@@ -40,7 +46,8 @@ func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b 
 	if rows.Lo != d.Lo || rows.Hi != d.Hi {
 		return fmt.Errorf("%s covers m in %d..%d, --dynamic says %d..%d", b.Path, rows.Lo, rows.Hi, d.Lo, d.Hi)
 	}
-	code, ranks, err := driver.EmitBuckets(name, rows, docs, cuda.Options{Source: b.Path}, nil)
+	// The code superopt wrote: for the arch it searched (meta.arch).
+	code, ranks, err := driver.EmitBuckets(name, rows, docs, cuda.Options{Source: b.Path, Arch: DocumentArch(b)}, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %v", b.Path, err)
 	}
@@ -54,7 +61,7 @@ func Engine(ctx context.Context, w io.Writer, d *driver.Dynamic, name string, b 
 	} else if err := emptyDir(keep); err != nil {
 		return fmt.Errorf("--engine-dir %s: %v", keep, err)
 	}
-	res, err := enginerun.Run(ctx, dir, d.Program, code, d.Lo, d.Hi, steps)
+	res, err := enginerun.Run(ctx, dir, d.Program, code, d.Lo, d.Hi, steps, limit)
 	for _, s := range res {
 		switch {
 		case s.M < d.Lo || s.M > d.Hi:

@@ -3,6 +3,8 @@ package check
 import (
 	"context"
 	"fmt"
+	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/target"
 	"io"
 	"math"
 	"strings"
@@ -78,6 +80,19 @@ func (o Options) normalized() (Options, error) {
 type Named struct {
 	Path  string
 	Graph *kernel.Graph
+	// Arch is the GPU the graph's code is emitted for where the check
+	// runs it (--method emu): the arch a superopt document was written
+	// for, so that the code checked is the code superopt wrote. The zero
+	// Arch is target.Default.
+	Arch target.Arch
+}
+
+// DocumentArch is the arch a superopt document was written for
+// (driver.Input.Arch), or the zero Arch (target.Default) for a program or
+// a document that names none.
+func DocumentArch(in *driver.Input) target.Arch {
+	arch, _ := in.Arch()
+	return arch
 }
 
 // Graphs checks that a and b compute the same function: the same inputs,
@@ -118,7 +133,7 @@ func emulated(ctx context.Context, w io.Writer, a, b Named, seed, limit int64) (
 		return false, err
 	}
 	defer remove()
-	outs, err := enginerun.Static(ctx, dir, a.Graph, b.Graph, uint64(seed), limit)
+	outs, err := enginerun.Static(ctx, dir, a.Graph, b.Graph, b.Arch, uint64(seed), limit)
 	if err != nil {
 		return false, fmt.Errorf("%s against %s in the CPU emulator: %w", b.Path, a.Path, err)
 	}

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"slices"
 	"strings"
 	"testing"
@@ -435,7 +436,7 @@ func needGXX(t *testing.T) {
 // fails the test unless every step passes; it returns the steps.
 func runEngine(t *testing.T, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) []enginerun.Step {
 	t.Helper()
-	res, err := enginerun.Run(context.Background(), t.TempDir(), program, code, lo, hi, steps)
+	res, err := enginerun.Run(context.Background(), t.TempDir(), program, code, lo, hi, steps, memlimit.Default)
 	if err != nil {
 		t.Fatalf("%v: %+v", err, res)
 	}

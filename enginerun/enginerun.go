@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -48,18 +49,31 @@ var ErrFailed = errors.New("the engine's decode loop failed")
 // each step's outputs checked against the
 // interpreter at that m on the inputs' first m rows, and the rows past m of
 // the outputs checked untouched. It returns the steps, and
-// ErrFailed beside them when one failed.
-func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int) ([]Step, error) {
+// ErrFailed beside them when one failed. What it holds (the inputs drawn
+// at hi rows in float64 and as the engine reads them, and the
+// interpreter's tensors at hi) keeps to limit bytes, checked before any
+// is allocated (a *memlimit.Error).
+func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Result, lo, hi int, steps []int, limit int64) ([]Step, error) {
+	full, err := program.Bind(hi)
+	if err != nil {
+		return nil, err
+	}
+	var drawn int64
+	for _, id := range full.Inputs() {
+		drawn += int64(full.Tensors[id].Shape.NumElements()) * (8 + 4) // float64, then float32 in inputs.bin
+	}
+	if err := memlimit.Check("drawing the decode loop's inputs", drawn, limit); err != nil {
+		return nil, err
+	}
+	if err := interp.CheckMemory(full, limit); err != nil {
+		return nil, err
+	}
 	bin, warnings, err := cuda.BuildEngine(ctx, dir, code, examples.Engine)
 	if err != nil {
 		return nil, err
 	}
 	if len(warnings) > 0 {
 		return nil, fmt.Errorf("g++ warnings:\n%s", warnings)
-	}
-	full, err := program.Bind(hi)
-	if err != nil {
-		return nil, err
 	}
 	data := ModelInputs(program, full, rand.New(rand.NewPCG(5, 8)))
 	in := &bytes.Buffer{}
@@ -119,10 +133,17 @@ func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Resu
 		return nil, err
 	}
 	res, perr := parseEngine(string(out), steps)
-	if perr != nil {
+	// The engine exits 1 when a step failed and 2 when it could not run
+	// (its files): anything else is the code under test stopping it (the
+	// emulator aborts on a row past m), a verdict, with the steps it
+	// reported before (it flushes each).
+	stopped := errors.As(err, &exit) && exit.ExitCode() != 1 && exit.ExitCode() != 2
+	switch {
+	case stopped:
+		return res, fmt.Errorf("%w: the engine stopped after %d of %d steps (%v):\n%s", ErrFailed, len(res), len(steps), err, out)
+	case perr != nil:
 		return nil, fmt.Errorf("the engine: %v\n%s", perr, out)
-	}
-	if err != nil {
+	case err != nil:
 		return res, fmt.Errorf("%w: %v", ErrFailed, err)
 	}
 	return res, nil
@@ -152,6 +173,7 @@ func ModelInputs(program, bound *kernel.Graph, r *rand.Rand) [][]float64 {
 
 // parseEngine reads the engine's report, a line per step:
 // "m=13: error 0.00031 of max |want|: ok", "m=0: outside 1..64: refused".
+// With fewer lines than steps it returns those it read, and an error.
 func parseEngine(out string, steps []int) ([]Step, error) {
 	var res []Step
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -185,7 +207,7 @@ func parseEngine(out string, steps []int) ([]Step, error) {
 		res = append(res, s)
 	}
 	if len(res) != len(steps) {
-		return nil, fmt.Errorf("%d step(s) reported, %d run", len(res), len(steps))
+		return res, fmt.Errorf("%d step(s) reported, %d run", len(res), len(steps))
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/mirage-go/mirage/target"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -48,7 +49,7 @@ type Output struct {
 }
 
 // Static checks candidate's emitted code as a caller runs it: it emits
-// the candidate (cuda.Emit), builds it for the CPU emulator in dir with
+// the candidate (cuda.Emit) for arch (the zero Arch: target.Default), builds it for the CPU emulator in dir with
 // g++, runs it once on ModelInputs of program (seeded by seed), and
 // compares its k-th output with program's k-th in the float64 interpreter
 // on the same inputs, as the emulator rounded them to their dtypes, within
@@ -56,7 +57,7 @@ type Output struct {
 // limit bytes (staticMemory). The
 // two graphs must take the same inputs and give outputs of the same
 // shapes.
-func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, seed uint64, limit int64) ([]Output, error) {
+func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, arch target.Arch, seed uint64, limit int64) ([]Output, error) {
 	if len(program.Outputs) != len(candidate.Outputs) {
 		return nil, fmt.Errorf("%d outputs vs %d", len(program.Outputs), len(candidate.Outputs))
 	}
@@ -65,7 +66,7 @@ func Static(ctx context.Context, dir string, program, candidate *kernel.Graph, s
 			return nil, fmt.Errorf("output %d is %v in the program, %v in the candidate", k, s, c)
 		}
 	}
-	code, err := cuda.Emit("checked", candidate, cuda.Options{})
+	code, err := cuda.Emit("checked", candidate, cuda.Options{Arch: arch})
 	if err != nil {
 		return nil, err
 	}

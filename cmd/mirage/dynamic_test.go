@@ -50,6 +50,28 @@ func TestSuperoptDynamic(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
+	// The keys are those superopt --help names for --dynamic (it once
+	// named superopt's static keys, emitted and parts among them).
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &keys); err != nil {
+		t.Fatal(err)
+	}
+	help, err := os.ReadFile(filepath.Join("help", "superopt.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dynHelp, _ := strings.Cut(string(help), "With --dynamic, --json")
+	dynHelp, _, _ = strings.Cut(dynHelp, "}:")
+	for k := range keys {
+		if !strings.Contains(dynHelp, `"`+k+`"`) {
+			t.Errorf("--json prints %q, which superopt --help does not name for --dynamic", k)
+		}
+	}
+	for _, k := range []string{"stats", "candidates", "buckets", "lo", "hi", "output", "files"} {
+		if _, ok := keys[k]; !ok || !strings.Contains(dynHelp, `"`+k+`"`) {
+			t.Errorf("key %q: printed %v, in the help %v", k, ok, strings.Contains(dynHelp, `"`+k+`"`))
+		}
+	}
 	if len(res.Buckets) != 3 || len(res.Candidates) != 3 || res.Lo != 1 || res.Hi != 16 {
 		t.Fatalf("buckets %+v, %d candidates, range %d..%d", res.Buckets, len(res.Candidates), res.Lo, res.Hi)
 	}

@@ -79,14 +79,14 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 		// Interruptible: its build directory goes on Ctrl-C or SIGTERM too.
 		ctx, stop := driver.InterruptibleSaying(cmd.Context(), cmd.ErrOrStderr(), "stopping the decode loop")
 		defer stop()
-		err = check.Engine(ctx, w, d, a.Name, b, f.engine, f.engineDir)
+		err = check.Engine(ctx, w, d, a.Name, b, f.engine, f.engineDir, int64(f.maxMemory))
 		if ctx.Err() != nil {
 			return interrupted("verify --engine")
 		}
 		if errors.Is(err, check.ErrEngineFailed) {
 			return &exitError{code: exitDiffer, err: err}
 		}
-		return err
+		return f.maxMemory.explain(err)
 	}
 	if len(f.engine) > 0 {
 		return errors.New("--engine runs a dynamic program's entry point: it needs --dynamic")
@@ -108,7 +108,7 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 		ctx, stop = driver.InterruptibleSaying(ctx, cmd.ErrOrStderr(), "stopping the emulated run")
 		defer stop()
 	}
-	same, err := check.Graphs(ctx, w, check.Named{Path: a.Path, Graph: ga}, check.Named{Path: b.Path, Graph: gb}, opts)
+	same, err := check.Graphs(ctx, w, check.Named{Path: a.Path, Graph: ga}, check.Named{Path: b.Path, Graph: gb, Arch: check.DocumentArch(b)}, opts)
 	if ctx.Err() != nil {
 		return interrupted("verify")
 	}

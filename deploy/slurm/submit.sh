@@ -11,9 +11,11 @@
 # jobs; the superopt flags (--time-limit, --config) to every shard. The
 # environment (MIRAGE, MIRAGE_SHARD_DIR, MIRAGE_OUT: see the .sbatch files)
 # goes with the jobs. A task that fails leaves the merge pending for ever
-# (DependencyNeverSatisfied): run the index again alone with
-#   sbatch --array=I --export=ALL,MIRAGE_SHARDS=N superopt.sbatch FILE
-# then sbatch merge.sbatch FILE.
+# (DependencyNeverSatisfied): run the index again alone, with the sbatch
+# options and superopt flags the run was submitted with (a shard searched
+# with other flags is another run's, which merge refuses):
+#   sbatch --array=I --export=ALL,MIRAGE_SHARDS=N [sbatch options] superopt.sbatch FILE [superopt flags]
+# then sbatch [sbatch options] merge.sbatch FILE.
 set -euo pipefail
 if [ $# -lt 2 ]; then
 	echo "usage: $0 FILE N [sbatch options] [-- superopt flags]" >&2
