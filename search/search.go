@@ -563,6 +563,13 @@ func (s *searcher) verifyBest(seeds, found []*Candidate) ([]*Candidate, error) {
 	}
 	v := verification{ctx: s.verifyCtx, verifier: s.verifier, workers: s.opts.Workers, limit: s.opts.MaxResults}
 	best, err := v.run(cands, len(cands))
+	if short := s.opts.MaxResults <= 0 || len(best) < s.opts.MaxResults; short && v.checked < len(cands) && !s.stop() {
+		// A batch that would outlast the deadline was not started: the
+		// answer is short of the search's, as if the deadline had passed
+		// (found by review: Stopped stayed "", and the cache kept it).
+		reason := "time limit"
+		s.stopped.CompareAndSwap(nil, &reason)
+	}
 	s.rankedFused.Store(math.Float64bits(rankedFused(cands)))
 	s.rejectedSeeds = v.rejectedSeeds
 	s.verified.Add(v.verified)
