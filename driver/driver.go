@@ -640,9 +640,23 @@ func (r *result) judge(res *search.Result, unfusedUs float64, noSeeds bool) {
 
 // whyNoneFound says, in words a user can act on, why a search that ran
 // gave no fused candidate: what the enumeration reached, what the
+// stopCause is the noun for a search's Stats.Stopped, as the reasons
+// read it: "the enumeration stopped at the interrupt" (found by review:
+// "at the interrupted").
+func stopCause(stopped string) string {
+	switch stopped {
+	case "interrupted":
+		return "interrupt"
+	case "memory":
+		return "memory bound"
+	}
+	return stopped
+}
+
 // verifier made of it, and which seeds were tried.
 func whyNoneFound(res *search.Result, noSeeds, merged bool) string {
 	st := res.Stats
+	st.Stopped = stopCause(st.Stopped)
 	var why string
 	switch {
 	case st.States == 0 && st.Stopped != "":
@@ -655,9 +669,9 @@ func whyNoneFound(res *search.Result, noSeeds, merged bool) string {
 	case st.Verified == 0 && st.Rejected > 0 && st.Unchecked == 0:
 		why = fmt.Sprintf("all %d candidates failed verification", st.Rejected)
 	case st.Verified == 0 && st.Rejected > 0:
-		why = fmt.Sprintf("the %d best-ranked of %d candidates failed verification; the %s ended it", st.Rejected, st.Complete, cmp.Or(st.Stopped, "time limit"))
+		why = fmt.Sprintf("the %d best-ranked of %d candidates failed verification; the %s ended it", st.Rejected, st.Complete, cmp.Or(st.Stopped, stopCause("time limit")))
 	case st.Verified == 0:
-		why = fmt.Sprintf("the %s came before any of its %d candidates was verified", cmp.Or(st.Stopped, "time limit"), st.Complete)
+		why = fmt.Sprintf("the %s came before any of its %d candidates was verified", cmp.Or(st.Stopped, stopCause("time limit")), st.Complete)
 	default:
 		why = "no equivalent fused μGraph found"
 		if st.Stopped != "" {
@@ -915,8 +929,9 @@ func (d *run) verifyWithin(ctx context.Context, g *kernel.Graph, parts []Part, o
 		err error
 	}
 	ch := make(chan verdict, 1)
+	check := wholeCheck // read here: an abandoned check outlives the call
 	go func() {
-		ok, err := wholeCheck(d, g, parts, outs)
+		ok, err := check(d, g, parts, outs)
 		ch <- verdict{ok, err}
 	}()
 	select {

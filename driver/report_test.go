@@ -143,3 +143,22 @@ func TestGridsText(t *testing.T) {
 		}
 	}
 }
+
+// A part an interrupt or the memory bound stopped is reported in words
+// (found by review: "the enumeration stopped at the interrupted").
+func TestWhyNoneFoundNamesTheCause(t *testing.T) {
+	for _, tt := range []struct {
+		st   search.Stats
+		want string
+	}{
+		{search.Stats{States: 10, Stopped: "interrupted"}, "the enumeration stopped at the interrupt after 10 states"},
+		{search.Stats{Stopped: "interrupted"}, "the interrupt came before the enumeration's first state"},
+		{search.Stats{States: 10, Complete: 3, Stopped: "interrupted"}, "the interrupt came before any of its 3 candidates was verified"},
+		{search.Stats{States: 10, Stopped: "memory"}, "the enumeration stopped at the memory bound after 10 states"},
+		{search.Stats{States: 10, Complete: 3, Stopped: "time limit"}, "the time limit came before any of its 3 candidates was verified"},
+	} {
+		if got := whyNoneFound(&search.Result{Stats: tt.st}, false, false); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("%+v: %q, want %q", tt.st, got, tt.want)
+		}
+	}
+}

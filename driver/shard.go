@@ -253,8 +253,14 @@ func RunShard(ctx context.Context, program *kernel.Graph, opts Options, sh Shard
 	subtrees := make([][]search.Subtree, len(todo))
 	for k, o := range todo {
 		// Every shard must list the same subtrees, or the slices would
-		// not cover the search: a shard that cannot fails.
-		if subtrees[k], err = search.Subtrees(runCtx, o.program, o.cfg); err != nil {
+		// not cover the search, so the time limit does not cut the
+		// listing short (about a second at a whole layer); an interrupt
+		// does, and the shard then writes nothing, as one interrupted
+		// later does (found by review: both exited 2, unusable input).
+		if subtrees[k], err = search.Subtrees(ctx, o.program, o.cfg); err != nil {
+			if d.interrupted() {
+				return &ShardResult{Shard: sh, Interrupted: true}, nil
+			}
 			return nil, fmt.Errorf("listing the subtrees of the part (%s): %v", d.kinds(o), err)
 		}
 	}

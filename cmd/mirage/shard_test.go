@@ -327,3 +327,38 @@ func TestShardsShareACache(t *testing.T) {
 		t.Error("the merge after the cache's use differs")
 	}
 }
+
+// A shard whose --time-limit passes before it has listed its parts'
+// subtrees is a shard stopped by its time limit: the README says such a
+// shard "writes what it searched, and the merge says so" (exit 0, as an
+// unsharded superopt at the same limit exits 0 with the unfused program).
+// (Found by review: it exited 2, "unusable input", with "context deadline
+// exceeded".)
+func TestShardTimeLimitWhileListingSubtrees(t *testing.T) {
+	shards := filepath.Join(t.TempDir(), "shards")
+	code, _, stderr := mirage(t, "superopt", gqa, "--no-cache", "--shard", "0/2", "--shard-dir", shards, "--time-limit", "50ms")
+	if code != exitOK {
+		t.Errorf("shard 0/2 at --time-limit 50ms: exit %d, %q; want 0 and a shard file stopped by its time limit", code, stderr)
+	}
+	if m, _ := filepath.Glob(filepath.Join(shards, "gqa.shard-0-of-2.json")); len(m) != 1 {
+		t.Errorf("no shard file written")
+	}
+}
+
+// A shard interrupted by SIGTERM "writes nothing and exits 130, so that
+// its task is run again" (README). One interrupted while it lists its
+// parts' subtrees (the first second or so of a decoder layer's shard)
+// does the same (found by review: it exited 2, "listing the subtrees ...:
+// context canceled").
+func TestShardSIGTERMWhileListingSubtrees(t *testing.T) {
+	layer := filepath.Join("..", "..", "bench", "workloads", "llama_layer.py")
+	shards := filepath.Join(t.TempDir(), "shards")
+	c := startMirage(t, nil, "superopt", layer, "--no-cache", "--time-limit", "5m", "--shard", "0/4", "--shard-dir", shards)
+	c.waitForStderr(t, "shard 0/4")
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(); code != 130 {
+		t.Errorf("shard interrupted while listing its subtrees: exit %d, %q; want 130", code, c.stderrString())
+	}
+}
