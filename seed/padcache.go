@@ -57,6 +57,9 @@ func PadCache(program *kernel.Graph) (PaddedCache, bool) {
 			pc.Mask = false
 		}
 	}
+	if !masksThrough(program, plan, keysDim) {
+		return PaddedCache{}, false
+	}
 	g := kernel.New()
 	ids := make([]kernel.TensorID, len(program.Tensors))
 	for i, op := range program.Ops {
@@ -106,4 +109,49 @@ func PadCache(program *kernel.Graph) (PaddedCache, bool) {
 	}
 	pc.Graph = g
 	return pc, true
+}
+
+// masksThrough reports whether −inf on the padded keys, added to the
+// scores (PadCache's mask) or given by a bias input with a value per key
+// (padded, in keysDim), makes their weights exp(−inf) = 0 through f: each
+// such bias is an operand of an add before the exp; before it, f adds,
+// subtracts from the scores and scales by a positive factor (−inf stays
+// −inf); after it, f multiplies or divides the weights by what is finite
+// (0 stays 0). Found by review: a 0/1 mask multiplied after the exp, a
+// penalty subtracted, or scores clamped before it gave NaN or weights
+// e⁻⁵ on the padded keys, where the note told the user to pass −inf.
+func masksThrough(g *kernel.Graph, plan *attentionPlan, keysDim map[kernel.TensorID]int) bool {
+	padded := func(t kernel.TensorID) bool {
+		_, ok := keysDim[t]
+		return ok && t != plan.inputs[1] && t != plan.inputs[2]
+	}
+	cur, exped := g.Ops[plan.scores].Out[0], false
+	added := map[kernel.TensorID]bool{}
+	for _, i := range plan.elem {
+		op := &g.Ops[i]
+		other := kernel.TensorID(-1)
+		if op.Kind.Info().Class == ugraph.ClassBinary {
+			if other = op.In[1]; other == cur {
+				other = op.In[0]
+			}
+		}
+		switch k := op.Kind; {
+		case !exped && k == ugraph.OpExp:
+			exped = true
+		case !exped && k == ugraph.OpAdd:
+			added[other] = true
+		case !exped && k == ugraph.OpSub && op.In[0] == cur && !padded(other):
+		case k == ugraph.OpMulScalar && op.Attr.Scalars[0] > 0:
+		case exped && (k == ugraph.OpMul || k == ugraph.OpDiv && op.In[0] == cur) && !padded(other):
+		default:
+			return false
+		}
+		cur = op.Out[0]
+	}
+	for t := range keysDim {
+		if padded(t) && !added[t] {
+			return false // a per-key term that is no additive mask
+		}
+	}
+	return exped
 }

@@ -3,6 +3,7 @@ package seed_test
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mirage-go/mirage/interp"
@@ -166,4 +167,87 @@ func padInto(t *testing.T, x *interp.Tensor, shape ugraph.Shape, keys int, fill 
 		t.Fatal(err)
 	}
 	return y
+}
+
+// TestPadCacheTakesOnlyMasksThatPass: padded as the driver's note says
+// (−inf past the keys in use in the mask, PadCache's or the program's
+// per-key term), the attention is the program's, or PadCache declines
+// (found by review: a 0/1 mask multiplied after exp and a penalty
+// subtracted were taken for masks, and gave NaN; clamped scores gave the
+// added keys weight e⁻⁵). An added mask, after a scaling, is taken.
+func TestPadCacheTakesOnlyMasksThatPass(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"a 0/1 mask multiplied after exp", `
+Q = g.new_input(dims=(2, 3, 16), dtype=mi.float16)
+K = g.new_input(dims=(2, 16, 47), dtype=mi.float16)
+V = g.new_input(dims=(2, 47, 8), dtype=mi.float16)
+M = g.new_input(dims=(1, 1, 47), dtype=mi.float16)
+E = g.mul(g.exp(g.matmul(Q, K)), M)
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`},
+		{"a penalty subtracted from the scores", `
+Q = g.new_input(dims=(2, 3, 16), dtype=mi.float16)
+K = g.new_input(dims=(2, 16, 47), dtype=mi.float16)
+V = g.new_input(dims=(2, 47, 8), dtype=mi.float16)
+P = g.new_input(dims=(1, 1, 47), dtype=mi.float16)
+E = g.exp(g.sub(g.matmul(Q, K), P))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`},
+		// Scores clamped before exp: the mask PadCache adds goes in
+		// before clamp, which takes −inf to −5: the keys added get weight
+		// exp(−5).
+		{"scores clamped", `
+Q = g.new_input(dims=(2, 3, 16), dtype=mi.float16)
+K = g.new_input(dims=(2, 16, 47), dtype=mi.float16)
+V = g.new_input(dims=(2, 47, 8), dtype=mi.float16)
+E = g.exp(g.clamp(g.matmul(Q, K), -5.0, 5.0))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`},
+		{"a mask added after a scaling", `
+Q = g.new_input(dims=(2, 3, 16), dtype=mi.float16)
+K = g.new_input(dims=(2, 16, 47), dtype=mi.float16)
+V = g.new_input(dims=(2, 47, 8), dtype=mi.float16)
+M = g.new_input(dims=(1, 1, 47), dtype=mi.float16)
+E = g.exp(g.add(g.mul_scalar(g.matmul(Q, K), 0.25), M))
+g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			program := load(t, tc.body)
+			pc, ok := seed.PadCache(program)
+			if !ok {
+				if strings.HasPrefix(tc.name, "a mask added") {
+					t.Fatal("PadCache declines an added mask")
+				}
+				return // declining is right too
+			}
+			pins, gins := program.Inputs(), pc.Graph.Inputs()
+			ins := interp.RandomInputsIn(program, 3, 0, 1)
+			padded := make([]*interp.Tensor, len(gins))
+			for i, id := range gins {
+				fill := 7.0 // what a cache holds past the keys in use
+				// the mask: PadCache's own, or (Mask false) the program's
+				// per-key term, −inf past the keys in use as the note says
+				if i >= len(pins) || !pc.Mask && i == 3 {
+					fill = math.Inf(-1)
+				}
+				var from *interp.Tensor
+				if i < len(pins) {
+					from = ins[i]
+				}
+				padded[i] = padInto(t, from, pc.Graph.Tensors[id].Shape, pc.Keys, fill)
+			}
+			want, err := interp.Run(program, ins)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := interp.Run(pc.Graph, padded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := interp.CompareAll(want, got); err != nil || d.MaxRelErr > 1e-12 {
+				t.Fatalf("mask added %v; padded as advised, the attention differs from the program: %v %v", pc.Mask, d, err)
+			}
+		})
+	}
 }
