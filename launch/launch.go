@@ -289,7 +289,6 @@ func (m *Memo) Graph(g *kernel.Graph, arch target.Arch, opts Options) (*Plan, er
 // the product's shape and dtype reads (and the program does not output)
 // that add to perform (Kernel.Fold), and drops the add's launch.
 func (p *Plan) fold(g *kernel.Graph) {
-	folded := map[int]bool{}
 	for k := range p.Kernels {
 		lk := &p.Kernels[k]
 		if lk.Code != CuBLASLt {
@@ -297,15 +296,14 @@ func (p *Plan) fold(g *kernel.Graph) {
 		}
 		if add, addend, ok := g.ProductAdd(p.Live, lk.Op); ok {
 			lk.Fold = &Fold{Op: add, Addend: addend}
-			folded[add] = true
 			if p.foldedInto == nil {
 				p.foldedInto = map[int]int{}
 			}
 			p.foldedInto[add] = lk.Op
 		}
 	}
-	if len(folded) > 0 {
-		p.Kernels = slices.DeleteFunc(p.Kernels, func(k Kernel) bool { return folded[k.Op] })
+	if len(p.foldedInto) > 0 {
+		p.Kernels = slices.DeleteFunc(p.Kernels, func(k Kernel) bool { return p.FoldedInto(k.Op) >= 0 })
 	}
 }
 

@@ -145,12 +145,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 		}
 		var padded []paddedTensor
 		for k, d := range append(append([]int(nil), rows.Inputs...), rows.Outputs...) {
-			t := g.Outputs[0]
-			if k < len(ins) {
-				t = ins[k]
-			} else {
-				t = g.Outputs[k-len(ins)]
-			}
+			t := entryTensor(g, k)
 			if d < -1 {
 				return nil, fmt.Errorf("bucket %d: tensor %d's dynamic dim is %d", b.Size, k, d)
 			}
@@ -159,13 +154,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 				// the first's but in m (found by review: a weight of
 				// another width was read past the buffer the header asks for).
 				first := buckets[0].Graph
-				ft := first.Outputs[0]
-				if k < len(ins) {
-					ft = first.Inputs()[k]
-				} else {
-					ft = first.Outputs[k-len(ins)]
-				}
-				if err := sameButM(g.Tensors[t], first.Tensors[ft], d); err != nil {
+				if err := sameButM(g.Tensors[t], first.Tensors[entryTensor(first, k)], d); err != nil {
 					return nil, fmt.Errorf("bucket %d: %s: %v, bucket %d's: the buckets of one entry point differ only in m", b.Size, tensorRole(k, len(ins)), err, buckets[0].Size)
 				}
 			}
@@ -471,6 +460,15 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 // dtypeMacro names dt's code in a dynamic header's tensor table.
 func dtypeMacro(dt ugraph.DType) string {
 	return "MIRAGE_DTYPE_" + strings.ToUpper(dt.String())
+}
+
+// entryTensor is the k-th tensor of g's inputs then outputs, as an entry
+// point passes them.
+func entryTensor(g *kernel.Graph, k int) kernel.TensorID {
+	if ins := g.Inputs(); k < len(ins) {
+		return ins[k]
+	}
+	return g.Outputs[k-len(g.Inputs())]
 }
 
 // tensorRole names the k-th tensor of an entry point's inputs then outputs.
