@@ -605,6 +605,27 @@ func TestRunNothingFuses(t *testing.T) {
 	}
 }
 
+// A part whose own scalars the verifier's fields confuse (0.7071… and a
+// float built to share its element, found by review) is kept as written,
+// and the report says why: before, the verifier passed (X+Y)·b in place
+// of X·a + Y·b, and superopt wrote it at exit 0.
+func TestRunRefusesScalarsTheVerifierConfuses(t *testing.T) {
+	g := loadSource(t, "collide", `
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+Y = g.new_input(dims=(8, 64), dtype=mi.float16)
+g.mark_output(g.add(g.mul_scalar(X, 0.7071067811865475), g.mul_scalar(Y, 1.0239865361364665e7)))`)
+	res, err := Run(context.Background(), g, Options{Workers: 2, Seed: 1, PartResults: -1, TimeLimit: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Candidates) != 1 || !res.Candidates[0].Unfused {
+		t.Errorf("answers %d, the first unfused %v: want the program alone", len(res.Candidates), res.Candidates[0].Unfused)
+	}
+	if p := res.Parts[0]; p.Fused || !strings.Contains(p.WhyNot, "cannot tell the part's scalars 0.7071067811865475 and 1.0239865361364665e+07 apart") {
+		t.Errorf("part: fused %v, why not %q", p.Fused, p.WhyNot)
+	}
+}
+
 // A run whose search outlasts the budget (the verifier alone evaluates a
 // 2048³ matmul for seconds) does not wait for it: it answers with the
 // unfused program, says the time limit stopped it, and why the part is

@@ -94,10 +94,15 @@
 // Rational part. If e is built from inputs by add, sub, mul, div, sums and
 // rational scalars, the difference is N/D with N ≠ 0 of total degree d, and
 // its P-residue is N(x_P)/D(x_P) mod P. By Schwartz–Zippel, N(x_P) ≡ 0 with
-// probability at most d/P (when P divides no coefficient of N: they are sums
-// of products of counts and scalar numerators and denominators, each below
-// P, so this needs such a sum to be a nonzero multiple of one fixed 31-bit
-// prime). A zero divisor anywhere, where inv(0) = 0 could hide the
+// probability at most d/P, when P divides no coefficient of N. Those are
+// sums of products of counts and of the scalars' numerators and
+// denominators, and scalars are where a program can hold such a
+// coefficient: a float can be built whose rational is another's plus a
+// multiple of P·Q (1.0239865361364665e7 is 1/√2 in the model). So an
+// equivalent verdict stands only if the terms of degree up to two in the
+// two graphs' scalars (0, ±1, ±s, ±s·t) map to distinct elements wherever
+// their values differ; else it is refused (Result.Confused, scalarset.go).
+// A zero divisor anywhere, where inv(0) = 0 could hide the
 // difference, adds at most d'/P (d' the total degree of the divisors). The
 // Q-residues are drawn independently, so both agree with probability at most
 // ((d+d')/P)·((d+d')/Q).

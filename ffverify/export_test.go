@@ -3,6 +3,7 @@ package ffverify
 import (
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -82,4 +83,44 @@ func WholeSums(v *Verifier) int64 {
 		n += ps.summed.Load()
 	}
 	return n
+}
+
+// CollidingFloat returns a float scalar whose element in the model is the
+// product of the factors' elements but whose value is not their product:
+// an integer N, which denotes itself, with N ≡ r (mod P·Q) for the
+// factors' product r. It solves N ≡ 0 (mod 2^s) beside that, for s = 0,
+// 1, ..., until N fits in a float's 53 bits of mantissa (about one s in
+// 500 does).
+func CollidingFloat(factors ...float64) float64 {
+	e, value := one, big.NewRat(1, 1)
+	for _, x := range factors {
+		s, err := scalarElem(x)
+		if err != nil {
+			panic(err)
+		}
+		e = e.mul(s)
+		value.Mul(value, scalarRat(x))
+	}
+	p, q := big.NewInt(modP), big.NewInt(modQ)
+	pq := new(big.Int).Mul(p, q)
+	// r mod PQ from its residues: r = e.p + P·((e.q - e.p)·P⁻¹ mod Q).
+	k := new(big.Int).Sub(big.NewInt(int64(e.q)), big.NewInt(int64(e.p)))
+	k.Mul(k, new(big.Int).ModInverse(p, q))
+	k.Mod(k, q)
+	r := k.Mul(k, p).Add(k, big.NewInt(int64(e.p)))
+	for s := uint(0); s < 1000; s++ {
+		// N = r + PQ·j ≡ 0 (mod 2^s): j = -r·PQ⁻¹ (mod 2^s).
+		two := new(big.Int).Lsh(big.NewInt(1), s)
+		j := new(big.Int).ModInverse(pq, two)
+		if s == 0 {
+			j = new(big.Int)
+		}
+		j.Mul(j, new(big.Int).Neg(r)).Mod(j, two)
+		n := j.Mul(j, pq).Add(j, r)
+		if n.BitLen() <= 53+int(s) && new(big.Rat).SetInt(n).Cmp(value) != 0 {
+			f, _ := new(big.Float).SetInt(n).Float64()
+			return f
+		}
+	}
+	panic("no colliding float found")
 }

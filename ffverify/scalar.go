@@ -22,15 +22,20 @@ func scalarElem(x float64) (elem, error) {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return elem{}, fmt.Errorf("scalar %v has no value in a finite field", x)
 	}
+	r := scalarRat(x)
+	return ratElem(r.Num(), r.Denom()), nil
+}
+
+// scalarRat is the rational a finite float scalar denotes (scalarElem).
+func scalarRat(x float64) *big.Rat {
 	if x == 0 {
-		return elem{}, nil
+		return new(big.Rat)
 	}
 	r := simplestRational(math.Abs(x))
-	num, den := r.Num(), r.Denom()
 	if x < 0 {
-		num.Neg(num)
+		r.Neg(r)
 	}
-	return ratElem(num, den), nil
+	return r
 }
 
 // ratElem is num/den in the model (den > 0).
