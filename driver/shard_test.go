@@ -305,3 +305,101 @@ func FuzzShardFromEnv(f *testing.F) {
 		}
 	})
 }
+
+// A slice's file holds what the merge reads back: compact documents, and
+// where its candidates pass MaxShardFileSize, the best of them that fit,
+// said in the part's stats and the header (the merge warns). Before, the
+// file was indented, documents and all, and a part's candidates passed the
+// 64 MiB of a μGraph document: `superopt --max-candidates 0 --shard 0/2`
+// on three small outputs wrote 263 MB, and the merge refused it.
+func TestShardFileFitsWhatAMergeReads(t *testing.T) {
+	program := loadSource(t, "three", `
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+Y = g.new_input(dims=(8, 64), dtype=mi.float16)
+A = g.add(X, Y)
+g.mark_output(g.mul(A, X))
+g.mark_output(g.exp(A))`)
+	opts := shardOpts("three")
+	opts.PartResults = -1
+	res, err := RunShard(context.Background(), program, opts, Shard{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewShardFile(program, opts, res, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := f.size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []*search.Result
+	total := 0
+	for _, p := range res.Parts {
+		results = append(results, p.Result)
+		total += len(p.Result.Candidates)
+	}
+	if total < 100 {
+		t.Fatalf("%d candidates: too few to cut", total)
+	}
+	limit := full * 2 / 3
+	if err := f.fitParts(results, limit); err != nil {
+		t.Fatal(err)
+	}
+	if size, _ := f.size(); size > limit {
+		t.Errorf("fitted to %d bytes, past %d", size, limit)
+	}
+	dropped := 0
+	for _, p := range f.Parts {
+		dropped += p.Dropped
+		if p.Dropped > 0 && p.Stats.Stopped != droppedCandidates {
+			t.Errorf("part %s dropped %d, stopped %q", p.Key, p.Dropped, p.Stats.Stopped)
+		}
+	}
+	if dropped == 0 || dropped > total/2 || f.Header.Exhaustive || f.Header.Stopped != droppedCandidates {
+		t.Errorf("dropped %d of %d; header exhaustive %v, stopped %q", dropped, total, f.Header.Exhaustive, f.Header.Stopped)
+	}
+	f.Header.Sum = f.sum()
+	dir := t.TempDir()
+	if err := f.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	files, err := ReadShardDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MergeShards(files, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Incomplete) != 1 {
+		t.Errorf("incomplete shards %v: want the one cut", m.Incomplete)
+	}
+	for i, p := range f.Parts { // the best-ranked ones are kept, in order
+		kept := m.Options.Searched[p.Key][0].Candidates
+		for j, c := range kept {
+			if c.Hash != results[i].Candidates[j].Hash {
+				t.Fatalf("part %s: kept candidate %d is not the search's %d", p.Key, j, j)
+			}
+		}
+		if len(kept)+p.Dropped != len(results[i].Candidates) {
+			t.Errorf("part %s: %d kept + %d dropped of %d", p.Key, len(kept), p.Dropped, len(results[i].Candidates))
+		}
+	}
+
+	// A part's document may pass the 64 MiB of a μGraph file: the shard
+	// file's bound is what holds.
+	p := &files[0].Parts[0]
+	doc, err := kernel.DecodeBytes(p.Candidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Meta = []byte(`{"pad":"` + strings.Repeat("x", kernel.MaxFileSize) + `"}`)
+	if p.Candidates, err = encodeDocument(doc); err != nil {
+		t.Fatal(err)
+	}
+	files[0].Header.Sum = files[0].sum()
+	if _, err := MergeShards(files, "test"); err != nil {
+		t.Errorf("a part of %d bytes: %v", len(p.Candidates), err)
+	}
+}

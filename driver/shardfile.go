@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -105,6 +106,25 @@ type ShardFilePart struct {
 	NSubtrees  int             `json:"nsubtrees"` // of the part's search
 	Stats      search.Stats    `json:"stats"`
 	Candidates json.RawMessage `json:"candidates,omitempty"` // a μGraph document, best first; none: omitted
+	// Dropped is how many of the worst-ranked candidates were left out
+	// for the file to fit in MaxShardFileSize (fitParts).
+	Dropped int `json:"dropped,omitempty"`
+}
+
+// keep sets p's candidates to the best n of r's, and Dropped to the rest.
+func (p *ShardFilePart) keep(r *search.Result, n int) error {
+	p.Candidates, p.Dropped = nil, len(r.Candidates)-n
+	if n == 0 { // a μGraph document has graphs
+		return nil
+	}
+	kept := *r
+	kept.Candidates = r.Candidates[:n]
+	doc, err := kept.File("part", nil)
+	if err != nil {
+		return err
+	}
+	p.Candidates, err = encodeDocument(doc)
+	return err
 }
 
 // NewShardFile makes the file of slice res.Shard of a run of program with
@@ -124,25 +144,83 @@ func NewShardFile(program *kernel.Graph, opts Options, res *ShardResult, version
 	if f.Program, err = encodeDocument(&kernel.File{Name: opts.Name, Graphs: []kernel.Entry{{Graph: program}}}); err != nil {
 		return nil, err
 	}
+	var results []*search.Result
 	for _, p := range res.Parts {
 		part := ShardFilePart{Key: p.Key, Subtrees: nonNilInts(p.Subtrees), NSubtrees: p.NSubtrees, Stats: p.Result.Stats}
-		if len(p.Result.Candidates) > 0 { // a μGraph document has graphs
-			doc, err := p.Result.File("part", nil)
-			if err != nil {
-				return nil, err
-			}
-			if part.Candidates, err = encodeDocument(doc); err != nil {
-				return nil, err
-			}
+		if err := part.keep(p.Result, len(p.Result.Candidates)); err != nil {
+			return nil, err
 		}
 		f.Parts = append(f.Parts, part)
+		results = append(results, p.Result)
 	}
 	f.Header = ShardHeader{Format: shardFormat, Version: version, Name: opts.Name,
 		Program: hex64(kernel.Hash(program)), Config: configHash(f.Options, f.Meta),
 		Arch: opts.Arch.Name, ArchHash: archHash(opts.Arch), Seed: opts.Seed,
 		Index: res.Shard.Index, Count: res.Shard.Count, Exhaustive: res.Stopped == "", Stopped: res.Stopped}
+	if err := f.fitParts(results, MaxShardFileSize); err != nil {
+		return nil, err
+	}
 	f.Header.Sum = f.sum()
 	return f, nil
+}
+
+// droppedCandidates is the Stopped of a part, and of a shard, whose
+// worst-ranked candidates fitParts left out.
+const droppedCandidates = "the shard file's size"
+
+// fitParts leaves out the worst-ranked candidates of the largest parts
+// until the file fits in limit bytes, MaxShardFileSize (a file the merge refuses would
+// lose the whole slice), and says so in their stats and the header: the
+// merge then warns that the answer is the best of what was kept. (A
+// search keeps up to 65,536 candidates a part: with --max-candidates 0,
+// a program of three small outputs wrote 250 MB.)
+func (f *ShardFile) fitParts(results []*search.Result, limit int) error {
+	for {
+		size, err := f.size()
+		if err != nil {
+			return err
+		}
+		excess := size - limit
+		if excess <= 0 {
+			return nil
+		}
+		i := 0
+		for j, p := range f.Parts {
+			if len(p.Candidates) > len(f.Parts[i].Candidates) {
+				i = j
+			}
+		}
+		p := &f.Parts[i]
+		n := len(results[i].Candidates) - p.Dropped
+		if len(p.Candidates) == 0 {
+			return fmt.Errorf("driver: a shard file holds %d bytes, and this one's program and figures pass that", limit)
+		}
+		// Candidates are of about one size: cut in proportion, a
+		// hundredth more, and at least one.
+		keep := int(float64(n) * float64(len(p.Candidates)-excess) / float64(len(p.Candidates)) * 0.99)
+		if err := p.keep(results[i], max(0, min(keep, n-1))); err != nil {
+			return err
+		}
+		p.Stats.Stopped = cmp.Or(p.Stats.Stopped, droppedCandidates)
+		f.Header.Exhaustive = false
+		f.Header.Stopped = cmp.Or(f.Header.Stopped, droppedCandidates)
+	}
+}
+
+// size is the length of the file Write writes, with its sum.
+func (f *ShardFile) size() (int, error) {
+	g := *f
+	g.Header.Sum = strings.Repeat("0", sha256.Size*2)
+	data, err := g.marshal()
+	return len(data), err
+}
+
+// marshal is the file as Write writes it: compact, since MarshalIndent
+// would indent the documents inside it as well (it re-indents raw
+// messages), which made them a third larger.
+func (f *ShardFile) marshal() ([]byte, error) {
+	data, err := json.Marshal(f)
+	return append(data, '\n'), err
 }
 
 func shardOptions(opts Options) ShardOptions {
@@ -156,12 +234,16 @@ func shardOptions(opts Options) ShardOptions {
 		MaxStates: opts.MaxStates, PartResults: opts.PartResults, NoSeeds: opts.NoSeeds}
 }
 
+// encodeDocument returns f's document, compact.
 func encodeDocument(f *kernel.File) (json.RawMessage, error) {
-	var b bytes.Buffer
+	var b, c bytes.Buffer
 	if err := f.Encode(&b); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSpace(b.Bytes()), nil
+	if err := json.Compact(&c, b.Bytes()); err != nil {
+		return nil, err
+	}
+	return c.Bytes(), nil
 }
 
 func hex64(h uint64) string { return fmt.Sprintf("%016x", h) }
@@ -210,15 +292,18 @@ var shardFileName = regexp.MustCompile(`^(.+)\.shard-(\d+)-of-(\d+)\.json$`)
 // Write writes f into dir as one unit (a temp file, then a rename): a
 // killed or retried task leaves the whole file or none.
 func (f *ShardFile) Write(dir string) error {
-	data, err := json.MarshalIndent(f, "", " ")
+	data, err := f.marshal()
 	if err != nil {
 		return err
+	}
+	if len(data) > MaxShardFileSize { // fitParts: a file no merge reads is of no use
+		return fmt.Errorf("driver: the shard file would hold %d bytes, past the %d a merge reads", len(data), MaxShardFileSize)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	f.Path = filepath.Join(dir, ShardFileName(f.Header.Name, Shard{f.Header.Index, f.Header.Count}))
-	return atomicfile.WriteFile(f.Path, append(data, '\n'), 0o644)
+	return atomicfile.WriteFile(f.Path, data, 0o644)
 }
 
 // ReadShardFile reads a shard file; a truncated or edited one is an error
@@ -522,7 +607,7 @@ func decodeCandidates(f *ShardFile, p ShardFilePart) (*search.Result, error) {
 	if len(p.Candidates) == 0 {
 		return &search.Result{Stats: p.Stats}, nil
 	}
-	doc, err := kernel.Decode(bytes.NewReader(p.Candidates))
+	doc, err := kernel.DecodeBytes(p.Candidates) // ReadShardFile has bounded it
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: part %s: %v", ErrShards, f.Path, p.Key, err)
 	}

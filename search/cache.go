@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"github.com/mitchellh/hashstructure/v2"
 
 	"github.com/mirage-go/mirage/ffverify"
+	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/internal/boundedread"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -184,7 +186,12 @@ const cacheVersion = 38
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
-type Cache struct{ Dir string }
+type Cache struct {
+	Dir      string
+	maxBytes int // what an entry may hold; 0: kernel.MaxFileSize (tests set less)
+}
+
+func (c Cache) limit() int { return cmp.Or(c.maxBytes, kernel.MaxFileSize) }
 
 // DefaultCacheDir is mirage's directory in the user's cache directory.
 func DefaultCacheDir() (string, error) {
@@ -214,14 +221,14 @@ func (c Cache) path(key string) string { return filepath.Join(c.Dir, key+".ugrap
 // unreadable or refused entry is reported as an error (and can be
 // overwritten).
 func (c Cache) Load(key string, program *kernel.Graph, opts Options) (*Result, bool, error) {
-	data, err := boundedread.ReadFile(c.path(key), kernel.MaxFileSize)
+	data, err := boundedread.ReadFile(c.path(key), int64(c.limit()))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	f, err := kernel.Decode(bytes.NewReader(data))
+	f, err := kernel.DecodeBytes(data)
 	if err != nil {
 		return nil, false, fmt.Errorf("cache entry %s: %v", c.path(key), err)
 	}
@@ -292,8 +299,20 @@ func (c Cache) Store(key, name string, r *Result) error {
 	if err != nil {
 		return err
 	}
+	var data bytes.Buffer
+	if err := f.Encode(&data); err != nil {
+		return err
+	}
+	// An entry Load cannot read would be a warning on every run after;
+	// one there already (written before this bound) goes.
+	if data.Len() > c.limit() {
+		if err := os.Remove(c.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return fmt.Errorf("not cached: the %d candidates come to %.1f MiB, past the %.1f MiB an entry holds", len(r.Candidates), float64(data.Len())/(1<<20), float64(c.limit())/(1<<20))
+	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return err
 	}
-	return kernel.WriteFile(c.path(key), f)
+	return atomicfile.WriteFile(c.path(key), data.Bytes(), 0o644)
 }

@@ -3,6 +3,8 @@ package search_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -625,5 +627,43 @@ func TestBestIsNoWorseThanHandWritten(t *testing.T) {
 				t.Logf("best candidate %.2f µs, the hand-written μGraph %.2f µs", got, want.Micros)
 			}
 		})
+	}
+}
+
+// A result whose document passes what Load reads is not stored: the entry
+// would be a warning on every later run. (A search keeps up to 65,536
+// candidates; with --max-candidates 0, three small outputs made 78 MB, past
+// the 64 MiB an entry holds; here a cache holds 64 KiB.)
+func TestCacheStoresOnlyWhatItCanLoad(t *testing.T) {
+	p, err := frontend.Load("exp.py", []byte("import mirage as mi\ng = mi.new_kernel_graph()\nX = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.exp(X))\n"), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := &search.Candidate{Graph: p.Graph, Hash: kernel.Hash(p.Graph)}
+	cache := search.CacheHolding(t.TempDir(), 64<<10)
+	for i, n := range []int{1, 64 << 10 / 400, 64 << 10 / 100} {
+		key := search.Key(p.Graph, search.Config{}, search.Options{Seed: uint64(i)})
+		res := &search.Result{Candidates: slices.Repeat([]*search.Candidate{one}, n)}
+		size := len(encode(t, res))
+		// An entry too large to read, as Store once wrote, is removed.
+		if err := os.WriteFile(filepath.Join(cache.Dir, key+".ugraph.json"), make([]byte, 64<<10+1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := cache.Store(key, "exp", res)
+		_, hit, loadErr := cache.Load(key, p.Graph, search.Options{Seed: 1})
+		switch {
+		case size <= 64<<10 && (err != nil || !hit || loadErr != nil):
+			t.Errorf("%d candidates, %d bytes: store %v, load hit %v, %v", n, size, err, hit, loadErr)
+		case size > 64<<10 && (err == nil || !strings.Contains(err.Error(), "not cached") || hit):
+			t.Errorf("%d candidates, %d bytes: store %v, load hit %v, %v; want it not cached", n, size, err, hit, loadErr)
+		}
+		if t.Failed() {
+			return
+		}
+		if err != nil {
+			if _, err := os.Stat(filepath.Join(cache.Dir, key+".ugraph.json")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("entry: %v; want none", err)
+			}
+		}
 	}
 }

@@ -257,6 +257,12 @@ func Decode(r io.Reader) (*File, error) {
 	if len(data) > MaxFileSize {
 		return nil, fmt.Errorf("document larger than %d bytes", MaxFileSize)
 	}
+	return DecodeBytes(data)
+}
+
+// DecodeBytes is Decode of a document already read, whose size the caller
+// has bounded (a document inside a larger one: a shard file's candidates).
+func DecodeBytes(data []byte) (*File, error) {
 	raw, err := wellFormed(data)
 	if err != nil {
 		return nil, err
