@@ -182,11 +182,11 @@ func TestMergeRefusesBadSets(t *testing.T) {
 			func(b []byte) []byte { return b[:len(b)/2] }, "corrupted or truncated"},
 		{"edited", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
 			func(b []byte) []byte {
-				return bytes.Replace(b, []byte(`"estimated_us": `), []byte(`"estimated_us": 1`), 1)
+				return bytes.Replace(b, []byte(`"estimated_us":`), []byte(`"estimated_us":1`), 1)
 			}, "does not match its header's sum"},
 		{"another version", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(otherVersion, shard1)}, nil, "written by mirage 0.0.1-other"},
 		{"edited header", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
-			func(b []byte) []byte { return bytes.Replace(b, []byte(`"seed": 1`), []byte(`"seed": 2`), 1) }, "does not match its header's sum"},
+			func(b []byte) []byte { return bytes.Replace(b, []byte(`"seed":1`), []byte(`"seed":2`), 1) }, "does not match its header's sum"},
 		{"trailing bytes", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
 			func(b []byte) []byte { return append(b, []byte("{}")...) }, "more after its JSON object"},
 		{"empty", map[string]string{}, nil, "no shard files"},
