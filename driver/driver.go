@@ -582,9 +582,6 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 	r.stats = res.Stats
 	r.timedOut = res.Stats.Stopped != ""
 	r.judge(res, o.unfusedUs, d.opts.NoSeeds)
-	if c := ffverify.ConfusedScalars(o.program); c != nil && !r.fused && !r.slower {
-		r.whyNot = fmt.Sprintf("the verifier refuses every candidate: its finite fields cannot tell the part's scalars %s and %s apart", c[0], c[1])
-	}
 	if o.subtrees == nil && !d.opts.NoSeeds {
 		r.note = cacheNote(o, r.estimatedUs, opts)
 	}

@@ -27,7 +27,8 @@
 //	add, sub, mul, sums    per residue; matmul and every reduction are sums of products
 //	div a/b                a·inv(b), inv(x) = x^(m-2): inverse per residue, inv(0) = 0
 //	mul_scalar(x, c)       x·c, c the simplest rational that rounds to the float
-//	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3), see scalarElem
+//	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3) where it is
+//	                       small, else a variable: a random element per draw (scalarModel)
 //	exp(x)                 (G^(x mod Q) mod P, h(x) mod Q), h a random function per
 //	                       draw of the whole pair, as an opaque op (see elem.exp)
 //	sqrt(x)                root(x): a random function per draw, as an opaque op,
@@ -65,7 +66,8 @@
 //     (X·W)/rms(X) with the rms accumulated over the loop, or written out as
 //     sqrt(Σx²·(1/n)), holds exactly;
 //   - rms and mean over F·n terms split into F iterations of n (the sum is
-//     exact and the count the same), and mean = Σ·mul_scalar(1/n) for every n;
+//     exact and the count the same), and mean = Σ·mul_scalar(1/n) for every
+//     n up to 2¹⁴;
 //   - f(x) = f(x) for opaque f: the same op on the same value gives the same
 //     value, wherever and however often it is computed.
 //
@@ -79,7 +81,9 @@
 // root is a random function of its argument); anything about
 // an opaque op beyond f(x) = f(x) (relu∘relu = relu, clamp(x, 0, ∞) = relu,
 // silu(x) = x·sigmoid(x), log(ab) = log a + log b, log∘exp = id, pow(x, 2) =
-// x², exponent laws of pow). None is among the axioms the search
+// x², exponent laws of pow); any value of a scalar the model takes for a
+// variable (s·s = 1/128 for s = 1/sqrt(128); x·1e-6 = x/10⁶; mean over
+// more than 2¹⁴ terms as Σ·mul_scalar(1/n)). None is among the axioms the search
 // uses (DESIGN §5: commutativity, associativity, distributivity, division
 // rules, nested and factored sums). A multiplicative root (the power map
 // x^((m+1)/4), as the model had it) would make sqrt(c²) = c·χ(c), χ the
@@ -92,17 +96,16 @@
 // functions of the inputs. One draw fails to show it with probability:
 //
 // Rational part. If e is built from inputs by add, sub, mul, div, sums and
-// rational scalars, the difference is N/D with N ≠ 0 of total degree d, and
-// its P-residue is N(x_P)/D(x_P) mod P. By Schwartz–Zippel, N(x_P) ≡ 0 with
+// scalars, the difference is N/D with N ≠ 0 a polynomial of total degree d
+// in the inputs and the scalars that are variables (scalarModel), and its
+// P-residue is N(x_P)/D(x_P) mod P. By Schwartz–Zippel, N(x_P) ≡ 0 with
 // probability at most d/P, when P divides no coefficient of N. Those are
-// sums of products of counts and of the scalars' numerators and
-// denominators, and scalars are where a program can hold such a
-// coefficient: a float can be built whose rational is another's plus a
-// multiple of P·Q (1.0239865361364665e7 is 1/√2 in the model). So an
-// equivalent verdict stands only if the terms of degree up to two in the
-// two graphs' scalars (0, ±1, ±s, ±s·t) map to distinct elements wherever
-// their values differ; else it is refused (Result.Confused, scalarset.go).
-// A zero divisor anywhere, where inv(0) = 0 could hide the
+// sums of products of counts and of the exact scalars (numerator and
+// denominator at most 2¹⁴); a sum of one or two such products is not a
+// nonzero multiple of P (their numerators stay below 2⁵⁸ < P·Q and each
+// pair's difference below both primes), so it takes a program built for
+// P and Q, with several exact scalars whose common denominator passes
+// 2⁶², to reach one. A zero divisor anywhere, where inv(0) = 0 could hide the
 // difference, adds at most d'/P (d' the total degree of the divisors). The
 // Q-residues are drawn independently, so both agree with probability at most
 // ((d+d')/P)·((d+d')/Q).

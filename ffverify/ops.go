@@ -54,10 +54,7 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	case ugraph.OpSqrt:
 		f.unary = f.root
 	case ugraph.OpMulScalar:
-		s, err := scalarElem(a.Scalars[0])
-		if err != nil {
-			panic("ffverify: " + err.Error()) // validate rejects non-finite scalars
-		}
+		s := scalarModel(a.Scalars[0], key) // validate rejects non-finite scalars
 		f.unary = func(x elem) elem { return x.mul(s) }
 	case ugraph.OpAdd:
 		f.bin = elem.add

@@ -6,18 +6,47 @@ import (
 	"math/big"
 )
 
-// scalarElem maps a float scalar (mul_scalar's factor) to the model.
+// exactScalarBound bounds the numerator and the denominator of a scalar
+// the model takes at its value (scalarModel).
+const exactScalarBound = 1 << 14
+
+// scalarModel is mul_scalar's factor x on the trial whose random-function
+// key is key.
 //
 // A float64 is taken to denote the simplest rational number that rounds to
-// it: the one with the smallest denominator inside its rounding interval
-// (and, among those, the nearest to it). So 0.5 is 1/2, 0.1 is 1/10, and
-// float64(1)/3 is exactly 1/3, which makes mul_scalar(x, 1/n) equal to the
-// mean accumulator's x·inv(n) for every n, and products of such scalars
-// exact (0.1·0.3 = 3/100 = 0.03). A scalar with no simple rational near it
-// (1/sqrt(128)) denotes the rational with the smallest denominator that
-// rounds to it, whatever that is; it is still one fixed field element, so
-// rewritings that move the scalar around (mul_scalar(a·b, s) =
-// mul_scalar(a, s)·b) are exact.
+// it (simplestRational): 0.5 is 1/2, 0.1 is 1/10, float64(1)/3 is 1/3. Where
+// its numerator and denominator are at most 2¹⁴ (0.5, 0.1, 1/3, 1/4096,
+// 3/16), the factor is that rational's element: mul_scalar(x, 1/n) is then
+// the mean accumulator's x·inv(n) for every n up to 2¹⁴, and products of
+// such scalars are exact (0.1·0.3 = 3/100 = 0.03). Two such rationals
+// differ by (ad-bc)/(bd) with 0 < |ad-bc| ≤ 2²⁹, below both primes, so no
+// two of them, nor a difference of two and 0, share a residue.
+//
+// Any other factor (1/sqrt(128), 1e-6, a float built for P and Q) is a
+// variable: a random element per draw, keyed by its magnitude (its sign
+// kept, so -s is the negation of s), the same in the program and the
+// candidate. A rewriting that moves it around (mul_scalar(a·b, s) =
+// mul_scalar(a, s)·b, or s applied to Q rather than to the scores) holds
+// for every value of s, so it holds for the variable; one that needs its
+// value (s·s = 1/128) is rejected. Mapping such a scalar to its
+// rational's element, as the model once did, let a float be built whose
+// rational is another's modulo P·Q, or 0 modulo Q (1073.740571 is
+// Q/10⁶), or such that sums of terms vanish, and wrong candidates passed
+// at exit 0 (TestScalarsTheModelOnceConfused).
+func scalarModel(x float64, key uint64) elem {
+	r := scalarRat(x)
+	if r.Num().CmpAbs(big.NewInt(exactScalarBound)) <= 0 && r.Denom().Cmp(big.NewInt(exactScalarBound)) <= 0 {
+		return ratElem(r.Num(), r.Denom())
+	}
+	v := uniform(hash(hash(key, 0x7363616c6172), math.Float64bits(math.Abs(x)))) // "scalar"
+	if x < 0 {
+		return elem{}.sub(v)
+	}
+	return v
+}
+
+// scalarElem is the element of the rational a finite float denotes
+// (scalarModel), whatever its size.
 func scalarElem(x float64) (elem, error) {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return elem{}, fmt.Errorf("scalar %v has no value in a finite field", x)

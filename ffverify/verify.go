@@ -101,7 +101,6 @@ type Verifier struct {
 	opts    Options
 	inputs  []ugraph.Shape // the program's input shapes, in order
 	outputs []ugraph.Shape // the program's output shapes, in order
-	scalars *scalarSet     // the program's scalars' terms
 	prints  [][]*tensor    // per trial: the program's outputs
 	// dense holds, per trial, the inputs materialised on first use, when
 	// they are few enough (Options.SharedInputs): candidates' full checks
@@ -242,7 +241,7 @@ func (v *Verifier) evaluate(p *plan) (pins [][]any, err error) {
 
 // newVerifier returns a Verifier for p's graph with no draws yet.
 func newVerifier(p *plan, opts Options) *Verifier {
-	v := &Verifier{opts: opts, scalars: newScalarSet(graphScalars(p.g))}
+	v := &Verifier{opts: opts}
 	for _, id := range p.g.Inputs() {
 		v.inputs = append(v.inputs, p.g.Tensors[id].Shape)
 	}
@@ -349,18 +348,12 @@ type Result struct {
 	Output int
 	Index  []int
 	Trial  int
-	// Confused, when the verdict is refused because the model maps two
-	// different terms of the graphs' scalars to one field element (see
-	// scalarSet), names them; Output and Trial are then -1.
-	Confused []string
 }
 
 func (r Result) String() string {
 	switch {
 	case r.Equivalent:
 		return fmt.Sprintf("equivalent (outputs map to %v)", r.Mapping)
-	case r.Confused != nil:
-		return fmt.Sprintf("not equivalent: refused, the finite fields cannot tell the scalars %s and %s apart", r.Confused[0], r.Confused[1])
 	case r.Output < 0:
 		return "not equivalent: the output shapes differ"
 	case r.Index == nil:
@@ -431,16 +424,15 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 	if !rejected {
 		r, _ = m.verdict(opts.Trials - 1)
 	}
-	return v.confused(pb, r), nil
+	return r, nil
 }
 
 // Reject is the fast path: it compares a few sampled output positions of
 // the candidate on the first draw, computing only what those positions
-// need. true means not equivalent: an output differs on the first draw,
-// or the verdict would be refused (confused); Verify finds the same.
-// false means only that the samples agree, or that computing them would
-// cost about as much as the full check (each position depends on most of
-// the graph). It
+// need. true means not equivalent: an output differs on the first draw
+// (Verify finds the same); false means only that the samples agree, or
+// that computing them would cost about as much as the full check (each
+// position depends on most of the graph). It
 // fails on an invalid candidate or one whose inputs differ from the
 // program's.
 func (v *Verifier) Reject(candidate *kernel.Graph) (rejected bool, err error) {
@@ -450,7 +442,7 @@ func (v *Verifier) Reject(candidate *kernel.Graph) (rejected bool, err error) {
 		return false, err
 	}
 	_, rejected = v.fast(p, 16)
-	return rejected || v.confused(p, Result{Equivalent: true}).Confused != nil, nil
+	return rejected, nil
 }
 
 // Verify decides whether candidate computes the program's outputs: it runs
@@ -465,20 +457,7 @@ func (v *Verifier) Verify(candidate *kernel.Graph) (r Result, err error) {
 	if r, rejected := v.fast(p, fastShare(p)); rejected {
 		return r, nil
 	}
-	return v.confused(p, v.full(p)), nil
-}
-
-// confused returns r, or a refusal in place of an equivalent r when the
-// candidate p's scalars and the program's hold two different terms that
-// the model confuses: the draws could not have told them apart.
-func (v *Verifier) confused(p *plan, r Result) Result {
-	if !r.Equivalent {
-		return r
-	}
-	if c := v.scalars.confusedWith(graphScalars(p.g)); c != nil {
-		return Result{Output: -1, Trial: -1, Confused: c[:]}
-	}
-	return r
+	return v.full(p), nil
 }
 
 // plan validates a candidate and checks that its inputs are the program's,
