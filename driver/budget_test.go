@@ -220,7 +220,7 @@ func TestRemoveMadeDirs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(used, "x.ugraph.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	removeMadeDirs()
+	RemoveMadeDirs()
 	if _, err := os.Stat(filepath.Join(root, "a")); err == nil {
 		t.Error("the empty directories made for the output are left")
 	}

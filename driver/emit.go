@@ -199,7 +199,10 @@ func writeFiles(res *cuda.Result, dir, name string) error {
 	}
 	err := atomicfile.Set{Dir: dir, Files: files, Manifest: name + atomicfile.ManifestSuffix, Owner: name, Keep: true}.Write()
 	var c *atomicfile.ConflictError
-	if errors.As(err, &c) {
+	switch {
+	case errors.As(err, &c) && olderRuntime(c):
+		return fmt.Errorf("-o %s: %v", dir, olderRuntimeError(c, name))
+	case errors.As(err, &c):
 		return fmt.Errorf("-o %s: %v: %s would overwrite another program's files (its C name is %s too); use another -o, or --name", dir, err, name, res.Name)
 	}
 	return err

@@ -77,9 +77,11 @@ func topMissing(dir string) string {
 	}
 }
 
-// removeMadeDirs removes the directories CheckOutputDir made that are
-// still empty, each with the parents it made that are left empty.
-func removeMadeDirs() {
+// RemoveMadeDirs removes the directories CheckOutputDir made that are
+// still empty, each with the parents it made that are left empty: a
+// command that ends having written nothing there (a failure, a shard
+// interrupted) leaves no directory behind.
+func RemoveMadeDirs() {
 	made.Lock()
 	defer made.Unlock()
 	for _, m := range made.dirs {
@@ -132,7 +134,22 @@ func explainConflict(err error, name string) error {
 	if !errors.As(err, &c) {
 		return err
 	}
+	if olderRuntime(c) {
+		return olderRuntimeError(c, name)
+	}
 	return fmt.Errorf("%v: %s would overwrite another program's output (names that differ only in characters a C identifier cannot hold share the CUDA files' names); write it to another directory, or remove that set first", err, name)
+}
+
+// olderRuntime reports whether the one file c's set would take is the
+// runtime header every set shares: the other set was written by a build
+// of mirage whose runtime differs (found by review: the error blamed the
+// programs' names, and after an upgrade no set could be written there).
+func olderRuntime(c *atomicfile.ConflictError) bool {
+	return len(c.Files) == 1 && c.Files[0] == templates.RuntimeName
+}
+
+func olderRuntimeError(c *atomicfile.ConflictError, name string) error {
+	return fmt.Errorf("%v, written by another build of mirage, whose runtime header differs from this one's (a set's CUDA and its header go together): write %s to another directory, or remove the other build's sets there first", c, name)
 }
 
 // Write writes r's candidates as a μGraph document and the best one's CUDA

@@ -407,27 +407,35 @@ type ShardSummary struct {
 // ShardPartSummary is one part search of a shard.
 type ShardPartSummary struct {
 	Key        string       `json:"key"`
-	Candidates int          `json:"candidates"`
+	Candidates int          `json:"candidates"`        // in the file
+	Dropped    int          `json:"dropped,omitempty"` // left out for the file to fit (fitParts)
 	Stats      search.Stats `json:"stats"`
 }
 
-// Summary is shard sh's result res, written to path, as --json prints it.
-func (res *ShardResult) Summary(sh Shard, path string) ShardSummary {
-	out := ShardSummary{Shard: sh.Index, Shards: sh.Count, File: path, Exhaustive: res.Stopped == "", Stopped: res.Stopped,
-		Stats: res.Stats, Parts: []ShardPartSummary{}}
-	for _, p := range res.Parts {
-		out.Parts = append(out.Parts, ShardPartSummary{Key: p.Key, Candidates: len(p.Result.Candidates), Stats: p.Result.Stats})
+// Summary is what f holds, as superopt --shard --json prints it once f is
+// written.
+func (f *ShardFile) Summary() ShardSummary {
+	out := ShardSummary{Shard: f.Header.Index, Shards: f.Header.Count, File: f.Path, Exhaustive: f.Header.Exhaustive,
+		Stopped: f.Header.Stopped, Stats: f.Stats, Parts: []ShardPartSummary{}}
+	for _, p := range f.Parts {
+		out.Parts = append(out.Parts, ShardPartSummary{Key: p.Key, Candidates: p.kept, Dropped: p.Dropped, Stats: p.Stats})
 	}
 	return out
 }
 
-// WriteSummary prints what shard sh searched and where it wrote it.
-func (res *ShardResult) WriteSummary(w io.Writer, sh Shard, path string) {
-	fmt.Fprintf(w, "shard %v: %d part search(es), %d states in %.1fs", sh, len(res.Parts), res.Stats.States, res.Stats.Seconds)
-	if res.Stopped != "" {
-		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
+// WriteSummary prints what f holds and where it was written.
+func (f *ShardFile) WriteSummary(w io.Writer) {
+	sh := Shard{f.Header.Index, f.Header.Count}
+	fmt.Fprintf(w, "shard %v: %d part search(es), %d states in %.1fs", sh, len(f.Parts), f.Stats.States, f.Stats.Seconds)
+	if f.Header.Stopped != "" {
+		fmt.Fprintf(w, " (stopped: %s)", f.Header.Stopped)
 	}
-	fmt.Fprintf(w, "\nwrote %s\n", path)
+	for _, p := range f.Parts {
+		if p.Dropped > 0 {
+			fmt.Fprintf(w, "\npart %s: the best %d candidates kept, %d left out for the file to fit in %d MiB", p.Key, p.kept, p.Dropped, MaxShardFileSize>>20)
+		}
+	}
+	fmt.Fprintf(w, "\nwrote %s\n", f.Path)
 }
 
 // WriteAnswer writes res as the output set out (superopt's and merge's)

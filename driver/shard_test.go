@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -259,6 +260,8 @@ func TestMergeChecksCoverage(t *testing.T) {
 		{"a subtree left out", func(f0, f1 *ShardFile) { f1.Parts[0].Subtrees = f1.Parts[0].Subtrees[1:] }, "searched by 0 shards"},
 		{"a part left out", func(f0, f1 *ShardFile) { f0.Parts, f1.Parts = nil, nil }, "no shard searched part"},
 		{"another count", func(f0, f1 *ShardFile) { f1.Parts[0].NSubtrees++ }, "subtrees"},
+		// Found by review: a slice of 2⁶⁰ counters was made, and merge panicked.
+		{"a huge count", func(f0, f1 *ShardFile) { f0.Parts[0].NSubtrees, f1.Parts[0].NSubtrees = 1<<60, 1<<60 }, "searched by 0 shards"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			files, err := ReadShardDir(dir)
@@ -363,6 +366,27 @@ g.mark_output(g.exp(A))`)
 	dir := t.TempDir()
 	if err := f.Write(dir); err != nil {
 		t.Fatal(err)
+	}
+	if fi, err := os.Stat(f.Path); err != nil {
+		t.Fatal(err)
+	} else if size, _ := f.size(); int64(size) != fi.Size() {
+		t.Errorf("size() = %d, the file written %d", size, fi.Size())
+	}
+	// What superopt --shard prints says what the file holds (found by
+	// review: it said the slice was whole).
+	sum := f.Summary()
+	if sum.Exhaustive || sum.Stopped != droppedCandidates {
+		t.Errorf("summary: exhaustive %v, stopped %q", sum.Exhaustive, sum.Stopped)
+	}
+	for i, p := range sum.Parts {
+		if p.Candidates+p.Dropped != len(results[i].Candidates) || p.Dropped != f.Parts[i].Dropped {
+			t.Errorf("summary of part %s: %d candidates, %d dropped, of %d", p.Key, p.Candidates, p.Dropped, len(results[i].Candidates))
+		}
+	}
+	var text strings.Builder
+	f.WriteSummary(&text)
+	if !strings.Contains(text.String(), "stopped: "+droppedCandidates) || !strings.Contains(text.String(), "left out") {
+		t.Errorf("summary:\n%s", &text)
 	}
 	files, err := ReadShardDir(dir)
 	if err != nil {

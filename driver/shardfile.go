@@ -21,6 +21,7 @@ import (
 
 	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/internal/boundedread"
+	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -63,6 +64,11 @@ type ShardOptions struct {
 	MaxStates   int64               `json:"max_states"`
 	PartResults int                 `json:"part_results"`
 	NoSeeds     bool                `json:"no_seeds,omitempty"`
+	// MaxMemory is the slice's bound on the verifier's memory, which the
+	// merge keeps unless told otherwise: a part verified within 16 GiB by
+	// one process must be by the merge too. Like the time limit, a bound
+	// of the machine, not of the answer's configuration (configHash).
+	MaxMemory int64 `json:"max_memory"`
 }
 
 // ShardFile is what one slice of a sharded run writes,
@@ -109,11 +115,13 @@ type ShardFilePart struct {
 	// Dropped is how many of the worst-ranked candidates were left out
 	// for the file to fit in MaxShardFileSize (fitParts).
 	Dropped int `json:"dropped,omitempty"`
+
+	kept int // how many candidates it holds, when made by NewShardFile
 }
 
 // keep sets p's candidates to the best n of r's, and Dropped to the rest.
 func (p *ShardFilePart) keep(r *search.Result, n int) error {
-	p.Candidates, p.Dropped = nil, len(r.Candidates)-n
+	p.Candidates, p.Dropped, p.kept = nil, len(r.Candidates)-n, n
 	if n == 0 { // a μGraph document has graphs
 		return nil
 	}
@@ -207,12 +215,23 @@ func (f *ShardFile) fitParts(results []*search.Result, limit int) error {
 	}
 }
 
-// size is the length of the file Write writes, with its sum.
+// size is the length of the file Write writes, with its sum: the file
+// without the parts' documents, and theirs, which json.Marshal copies as
+// they are (compact already), each with its key. Marshaling the whole file
+// each time fitParts cuts took 14 GB for a file of 256 MiB.
 func (f *ShardFile) size() (int, error) {
 	g := *f
 	g.Header.Sum = strings.Repeat("0", sha256.Size*2)
+	g.Parts = slices.Clone(f.Parts)
+	n := 0
+	for i := range g.Parts {
+		if c := g.Parts[i].Candidates; len(c) > 0 {
+			n += len(`,"candidates":`) + len(c)
+			g.Parts[i].Candidates = nil
+		}
+	}
 	data, err := g.marshal()
-	return len(data), err
+	return len(data) + n, err
 }
 
 // marshal is the file as Write writes it: compact, since MarshalIndent
@@ -231,7 +250,8 @@ func shardOptions(opts Options) ShardOptions {
 		opts.PartResults = 2
 	}
 	return ShardOptions{Preset: opts.Preset, Restrict: opts.Restrict, TimeLimit: opts.TimeLimit.String(),
-		MaxStates: opts.MaxStates, PartResults: opts.PartResults, NoSeeds: opts.NoSeeds}
+		MaxStates: opts.MaxStates, PartResults: opts.PartResults, NoSeeds: opts.NoSeeds,
+		MaxMemory: cmp.Or(opts.MaxMemory, memlimit.Default)}
 }
 
 // encodeDocument returns f's document, compact.
@@ -251,9 +271,10 @@ func hex64(h uint64) string { return fmt.Sprintf("%016x", h) }
 // configHash hashes what decides a run's answer, besides the program, the
 // arch and the seed. Not the time limit: it bounds how long each process
 // searches (a retried shard may get another), and a slice that ran out of
-// it says so (ShardHeader.Exhaustive).
+// it says so (ShardHeader.Exhaustive). Nor the memory bound, a bound of the
+// machine the slice ran on.
 func configHash(o ShardOptions, meta json.RawMessage) string {
-	o.TimeLimit = ""
+	o.TimeLimit, o.MaxMemory = "", 0
 	var compact bytes.Buffer
 	if len(meta) > 0 {
 		if err := json.Compact(&compact, meta); err != nil {
@@ -497,9 +518,11 @@ func MergeShards(files []*ShardFile, version string) (*Merged, error) {
 // checkCoverage checks that the shards searched every part of the first
 // round, and every subtree of each part's search exactly once.
 func checkCoverage(files []*ShardFile, parts map[string]*outcome) error {
+	// times is a map, not a slice of n: n is the files' word, and a file
+	// that claims 10¹⁵ subtrees is refused, not allocated for.
 	type cover struct {
 		n     int
-		times []int
+		times map[int]int
 		path  string
 	}
 	covers := map[string]*cover{}
@@ -507,7 +530,7 @@ func checkCoverage(files []*ShardFile, parts map[string]*outcome) error {
 		for _, p := range f.Parts {
 			c := covers[p.Key]
 			if c == nil {
-				c = &cover{n: p.NSubtrees, times: make([]int, max(p.NSubtrees, 0)), path: f.Path}
+				c = &cover{n: p.NSubtrees, times: map[int]int{}, path: f.Path}
 				covers[p.Key] = c
 			}
 			if p.NSubtrees != c.n {
@@ -531,8 +554,10 @@ func checkCoverage(files []*ShardFile, parts map[string]*outcome) error {
 		if c == nil {
 			return fmt.Errorf("%w: no shard searched part %s (%s)", ErrShards, k, files[0].Path)
 		}
-		for i, t := range c.times {
-			if t != 1 {
+		// The first subtree not searched once is at most len(times) when
+		// one is missing; else n is len(times).
+		for i := range min(c.n, len(c.times)+1) {
+			if t := c.times[i]; t != 1 {
 				return fmt.Errorf("%w: subtree %d of part %s was searched by %d shards, want 1 (shards of other builds of mirage?)", ErrShards, i, k, t)
 			}
 		}
@@ -598,7 +623,7 @@ func (f *ShardFile) options() (Options, error) {
 	}
 	return Options{Name: f.Header.Name, Arch: arch, Preset: f.Options.Preset, Restrict: f.Options.Restrict,
 		TimeLimit: limit, Seed: f.Header.Seed, MaxStates: f.Options.MaxStates, PartResults: f.Options.PartResults,
-		NoSeeds: f.Options.NoSeeds}, nil
+		NoSeeds: f.Options.NoSeeds, MaxMemory: f.Options.MaxMemory}, nil
 }
 
 // decodeCandidates reads part p's candidates in f. They are not trusted

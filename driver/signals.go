@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/internal/tempdir"
 )
 
@@ -40,8 +41,9 @@ func InterruptibleSaying(parent context.Context, notice io.Writer, what string) 
 		cancel()
 		select {
 		case <-sigs:
-			removeMadeDirs()    // an output directory left empty
-			tempdir.RemoveAll() // and the temporary directories a build was using
+			atomicfile.RemovePending() // a file half written (a shard's, a cache entry)
+			RemoveMadeDirs()           // an output directory left empty
+			tempdir.RemoveAll()        // and the temporary directories a build was using
 			os.Exit(ExitInterrupted)
 		case <-done:
 		}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
@@ -450,6 +452,56 @@ func TestSuperoptMaxMemory(t *testing.T) {
 	for _, bad := range []string{"0", "-1MiB", "lots"} {
 		if code, _, errOut := mirage(t, "superopt", prog, "--max-memory", bad, "-o", filepath.Join(dir, "bad")); code != exitUnusable || !strings.Contains(errOut, "--max-memory") {
 			t.Errorf("--max-memory %s: exit %d, %s", bad, code, errOut)
+		}
+	}
+}
+
+// A directory holding a set written by another build of mirage, whose
+// runtime header differs, refuses another program's set with that reason,
+// not the names' (found by review: the error blamed names that read alike
+// as C identifiers, and --name, which it suggested, cannot help).
+func TestSetsOfAnotherRuntimeAreNamedAsSuch(t *testing.T) {
+	dir := t.TempDir()
+	src := "import mirage as mi\ngraph = mi.new_kernel_graph()\nX = graph.new_input(dims=(8, 64), dtype=mi.float16)\n" +
+		"W = graph.new_input(dims=(64, 64), dtype=mi.float16)\ngraph.mark_output(graph.matmul(graph.rms_norm(X, normalized_shape=(64,)), W))\n"
+	a, b := filepath.Join(t.TempDir(), "rm.py"), filepath.Join(t.TempDir(), "other.py")
+	for path, s := range map[string]string{a: src, b: strings.Replace(src, "(8, 64)", "(16, 64)", 1)} {
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, stderr := mirage(t, "superopt", a, "--no-cache", "--time-limit", "60s", "-o", dir); code != 0 {
+		t.Fatalf("superopt: exit %d: %s", code, stderr)
+	}
+	// As an earlier build wrote it: another runtime header, in the manifest.
+	rt := filepath.Join(dir, "mirage_runtime.cuh")
+	data, err := os.ReadFile(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := append(data, "// an earlier build's runtime\n"...)
+	if err := os.WriteFile(rt, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mpath := filepath.Join(dir, "rm.manifest.json")
+	m, err := os.ReadFile(mpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = bytes.Replace(m, fmt.Appendf(nil, "%x", sha256.Sum256(data)), fmt.Appendf(nil, "%x", sha256.Sum256(old)), 1)
+	if err := os.WriteFile(mpath, m, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !checkSet(t, dir, "rm") {
+		t.Fatal("the edited set is not whole")
+	}
+	for _, args := range [][]string{
+		{"superopt", b, "--no-cache", "--time-limit", "60s", "-o", dir},
+		{"emit", filepath.Join(dir, "rm.ugraph.json"), "--name", "other", "-o", dir},
+	} {
+		code, _, stderr := mirage(t, args...)
+		if code != 2 || !strings.Contains(stderr, "another build of mirage") || strings.Contains(stderr, "C identifier") || strings.Contains(stderr, "--name") {
+			t.Errorf("%s beside a set of another runtime: exit %d:\n%s", args[0], code, stderr)
 		}
 	}
 }

@@ -76,8 +76,13 @@ func (f *memoryFlag) register(cmd *cobra.Command) {
 	cmd.Flags().Var(f, "max-memory", "refuse evaluations that would take more memory than `SIZE` (e.g. 512MiB, 16GiB)")
 }
 
-func (f *memoryFlag) String() string { return memlimit.Format(int64(*f)) }
-func (f *memoryFlag) Type() string   { return "size" }
+func (f *memoryFlag) String() string {
+	if *f == 0 {
+		return "0" // unset (merge's): help prints no default
+	}
+	return memlimit.Format(int64(*f))
+}
+func (f *memoryFlag) Type() string { return "size" }
 
 func (f *memoryFlag) Set(s string) error {
 	n, err := memlimit.Parse(s)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/mirage-go/mirage/driver"
 	"github.com/mirage-go/mirage/internal/memlimit"
 )
 
@@ -53,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
+	driver.RemoveMadeDirs() // an output directory the command made and left empty
 	if err == nil {
 		return exitOK
 	}

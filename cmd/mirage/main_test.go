@@ -233,3 +233,25 @@ func TestHelpIsFilledIn(t *testing.T) {
 		}
 	}
 }
+
+// Help and completion fail on what they do not know, with the usage
+// status, as every command does (found by review: both exited 0).
+func TestHelpCommandsExitStatus(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string // in stdout or stderr
+	}{
+		{[]string{"help", "nonexist"}, 2, `unknown help topic "nonexist"`},
+		{[]string{"completion", "nope"}, 2, `unknown command "nope"`},
+		{[]string{"nonexist"}, 2, `unknown command "nonexist"`},
+		{[]string{"help", "superopt"}, 0, "--max-candidates"},
+		{[]string{"help"}, 0, "Available Commands"},
+		{[]string{"completion", "bash"}, 0, "bash completion"},
+	} {
+		code, stdout, stderr := mirage(t, tt.args...)
+		if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
+			t.Errorf("mirage %s: exit %d, want %d with %q:\n%.300s%.300s", strings.Join(tt.args, " "), code, tt.code, tt.want, stdout, stderr)
+		}
+	}
+}

@@ -16,6 +16,8 @@ type mergeFlags struct {
 	workers int
 	noEmit  bool
 	asJSON  bool
+	// maxMemory overrides the shards' --max-memory when given.
+	maxMemory memoryFlag
 }
 
 func newMergeCmd() *cobra.Command {
@@ -32,6 +34,7 @@ func newMergeCmd() *cobra.Command {
 	fl.IntVar(&f.workers, "workers", 2, "parallel verification workers")
 	fl.BoolVar(&f.noEmit, "no-emit", false, "do not write CUDA for the best candidate")
 	fl.BoolVar(&f.asJSON, "json", false, "print the statistics, candidates and parts as one JSON object")
+	fl.Var(&f.maxMemory, "max-memory", "refuse verifications that would take more memory than `SIZE` (default: the first shard's --max-memory)")
 	pathFlags(cmd, "out")
 	return cmd
 }
@@ -69,6 +72,9 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 	}
 	opts := m.Options
 	opts.Workers = f.workers
+	if cmd.Flags().Changed("max-memory") {
+		opts.MaxMemory = int64(f.maxMemory)
+	}
 	opts.Log = func(line string) { fmt.Fprintln(errw, line) }
 	fmt.Fprintf(errw, "merge %s: %d shard(s), time budget %v for what is left, %s\n", opts.Name, m.Count, opts.TimeLimit, opts.Arch)
 	ctx, stop := driver.Interruptible(cmd.Context(), errw)

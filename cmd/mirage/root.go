@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -72,7 +73,33 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		newTuneCmd(),
 		newVersionCmd(),
 	)
+	strictHelpCommands(root)
 	return root
+}
+
+// strictHelpCommands makes cobra's help and completion commands fail on
+// what they do not know (exit status 2), as every other command does:
+// `mirage help nonexist` printed "Unknown help topic" and exited 0, and
+// `mirage completion nope` printed its help and exited 0.
+func strictHelpCommands(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "help":
+			c.Run = nil
+			c.RunE = func(c *cobra.Command, args []string) error {
+				cmd, _, err := c.Root().Find(args)
+				if err != nil || cmd == nil {
+					return fmt.Errorf("unknown help topic %q (mirage --help lists the commands)", strings.Join(args, " "))
+				}
+				return cmd.Help()
+			}
+		case "completion":
+			c.Args = cobra.NoArgs
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+	}
 }
 
 // writeJSON writes v to w as indented JSON, the form of every --json output.

@@ -71,12 +71,12 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *driver.Input, opts driv
 	if err := file.Write(f.shardDir); err != nil {
 		return fmt.Errorf("--shard-dir %s: %v", f.shardDir, err)
 	}
-	if res.Stopped != "" {
-		fmt.Fprintf(errw, "warning: shard %v stopped early (%s): the merged answer will be the best of what was searched\n", sh, res.Stopped)
+	if file.Header.Stopped != "" { // the search's cause, or the file's size
+		fmt.Fprintf(errw, "warning: shard %v stopped early (%s): the merged answer will be the best of what was searched\n", sh, file.Header.Stopped)
 	}
 	if f.asJSON {
-		return writeJSON(cmd.OutOrStdout(), res.Summary(sh, file.Path))
+		return writeJSON(cmd.OutOrStdout(), file.Summary())
 	}
-	res.WriteSummary(cmd.OutOrStdout(), sh, file.Path)
+	file.WriteSummary(cmd.OutOrStdout())
 	return nil
 }

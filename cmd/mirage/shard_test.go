@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -250,6 +252,19 @@ func TestShardKilledMidRun(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(shards, "gqa.shard-1-of-2.json*")); len(m) != 0 {
 		t.Errorf("the interrupted shard left %v", m)
 	}
+	// Nor the --shard-dir it made (found by review: left empty).
+	fresh := filepath.Join(dir, "new", "shards")
+	c = startMirage(t, nil, "superopt", gqa, "--no-cache", "--workers", "1", "--time-limit", "5m", "--shard", "1/2", "--shard-dir", fresh)
+	c.waitForStderr(t, "shard 1/2")
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(); code != 130 {
+		t.Errorf("the interrupted shard: exit %d, want 130", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the --shard-dir made by an interrupted shard: %v; want none", err)
+	}
 	out := filepath.Join(dir, "out")
 	if code, _, stderr := mirage(t, "merge", shards, "-o", out); code != 2 || !strings.Contains(stderr, "shard(s) 1 of 2 (0..1) missing") {
 		t.Errorf("merge without shard 1: exit %d, %q", code, stderr)
@@ -360,5 +375,44 @@ func TestShardSIGTERMWhileListingSubtrees(t *testing.T) {
 	}
 	if code := c.wait(); code != 130 {
 		t.Errorf("shard interrupted while listing its subtrees: exit %d, %q; want 130", code, c.stderrString())
+	}
+}
+
+// The merge verifies within the shards' --max-memory, as one process with
+// their flags does, unless its own --max-memory says otherwise. Found by
+// review: the bound was not in the shard files and merge had no flag, so
+// a program whose checks need more than the default bound, sharded with
+// --max-memory 16GiB, was left unfused by its merge. Here the other way
+// round: one process under 16 KiB cannot verify, and its answer is the
+// program as written.
+func TestMergeKeepsTheShardsMaxMemory(t *testing.T) {
+	program := filepath.Join(t.TempDir(), "rm.py")
+	src := "import mirage as mi\ngraph = mi.new_kernel_graph()\nX = graph.new_input(dims=(8, 64), dtype=mi.float16)\n" +
+		"W = graph.new_input(dims=(64, 64), dtype=mi.float16)\ngraph.mark_output(graph.matmul(graph.rms_norm(X, normalized_shape=(64,)), W))\n"
+	if err := os.WriteFile(program, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	one, shards := filepath.Join(dir, "one"), filepath.Join(dir, "shards")
+	flags := []string{"--max-memory", "16KiB"}
+	if code, _, stderr := mirage(t, append([]string{"superopt", program, "--no-cache", "--time-limit", "60s", "-o", one}, flags...)...); code != 0 {
+		t.Fatalf("superopt: exit %d: %s", code, stderr)
+	}
+	shardRun(t, program, shards, "0/2", flags...)
+	shardRun(t, program, shards, "1/2", flags...)
+	merged := filepath.Join(dir, "merged")
+	if code, _, stderr := mirage(t, "merge", shards, "-o", merged); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	want := graphsOf(t, filepath.Join(one, "rm.ugraph.json"))
+	if g := graphsOf(t, filepath.Join(merged, "rm.ugraph.json")); g != want {
+		t.Errorf("merged graphs differ from one process's with the same --max-memory:\nmerged: %.300s\none:    %.300s", g, want)
+	}
+	wider := filepath.Join(dir, "wider")
+	if code, _, stderr := mirage(t, "merge", shards, "-o", wider, "--max-memory", "1GiB"); code != 0 {
+		t.Fatalf("merge --max-memory 1GiB: exit %d: %s", code, stderr)
+	}
+	if g := graphsOf(t, filepath.Join(wider, "rm.ugraph.json")); g == want {
+		t.Error("merge --max-memory 1GiB wrote what the shards' 16 KiB allows")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mirage-go/mirage/internal/boundedread"
@@ -30,6 +31,30 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// pending are the temporary files of the Writes in progress.
+var pending = tempFiles{paths: map[string]bool{}}
+
+type tempFiles struct {
+	sync.Mutex
+	paths map[string]bool
+}
+
+func (t *tempFiles) add(path string) { t.Lock(); t.paths[path] = true; t.Unlock() }
+
+func (t *tempFiles) remove(path string) { t.Lock(); delete(t.paths, path); t.Unlock() }
+
+// RemovePending removes the temporary files of the Writes in progress, for
+// a process about to exit at once (a second interrupt): a Write's file is
+// otherwise left beside its destination, where no later Write of another
+// name removes it (a Set's next Write removes its own).
+func RemovePending() {
+	pending.Lock()
+	defer pending.Unlock()
+	for path := range pending.paths {
+		os.Remove(path)
+	}
 }
 
 // Write calls write with a writer on a temporary file beside path and, if
@@ -46,6 +71,7 @@ func Write(path string, perm fs.FileMode, write func(w io.Writer) error) (err er
 		return fmt.Errorf("atomicfile: %w", err)
 	}
 	tmp := f.Name()
+	pending.add(tmp)
 	committed := false
 	defer func() {
 		// Runs on errors and on panics in write alike.
@@ -53,6 +79,7 @@ func Write(path string, perm fs.FileMode, write func(w io.Writer) error) (err er
 			f.Close()
 			os.Remove(tmp)
 		}
+		pending.remove(tmp)
 	}()
 
 	if err := write(f); err != nil {
