@@ -487,10 +487,10 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 		r := x.Shape.Rank()
 		m, kd, n := x.Shape.Dim(r-2), x.Shape.Dim(r-1), out.Shape.Last()
 		batch := x.Shape.NumElements() / (m * kd)
-		if batch > target.MaxGridYZ { // the batch is the grid's z axis
+		tile, ok := gemmConfig(out.DType, m, n, kd)
+		if opts.OwnGEMM && batch > target.MaxGridYZ { // the batch is the grid's z axis
 			return Kernel{}, fmt.Errorf("%d batched matrices; at most %d", batch, target.MaxGridYZ)
 		}
-		tile, ok := gemmConfig(out.DType, m, n, kd)
 		switch {
 		case !opts.OwnGEMM:
 			// cuBLASLt moves skinny matmuls' weights at eager PyTorch's
@@ -501,8 +501,11 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 			// the runtime's fallback for those is SIMT. fp32 runs in fp32
 			// (CUBLAS_COMPUTE_32F, no TF32), as eager's default does;
 			// the runtime has only a SIMT GEMM for it.
-			if max(m, n, kd) > math.MaxInt32 {
-				return Kernel{}, fmt.Errorf("%dx%dx%d matmul: cuBLASLt takes dims of at most %d (lt_matmul's int)", m, kd, n, math.MaxInt32)
+			// No grid: the batch is cuBLASLt's count, an int too (found
+			// by review: 2,048 sequences × 32 heads of decode attention
+			// were refused for the grid's 65,535).
+			if max(m, n, kd, batch) > math.MaxInt32 {
+				return Kernel{}, fmt.Errorf("%d× %dx%dx%d matmul: cuBLASLt takes counts of at most %d (lt_matmul's int)", batch, m, kd, n, math.MaxInt32)
 			}
 			k = Kernel{Code: CuBLASLt, Stages: 1, Split: 1, Vector: 16, Workspace: LibraryWorkspace}
 		case ok:

@@ -84,6 +84,11 @@ func TestLibraryLaunches(t *testing.T) {
 		// eager's does: the SIMT fallback took 8x its time.
 		{"K and N not multiples of 8: cuBLASLt", []string{`a = g.new_input(dims=(3, 4100), dtype=mi.bfloat16)`, `w = g.new_input(dims=(4100, 11002), dtype=mi.bfloat16)`, `g.mark_output(g.matmul(a, w))`},
 			lt, Options{}},
+		// Decode attention's scores over 2,048 sequences × 32 heads: more
+		// matrices than a grid's z axis takes, but cuBLASLt launches no
+		// grid (found by review: refused, with no answer at exit 0).
+		{"70,000 batched matrices: cuBLASLt", []string{`a = g.new_input(dims=(70000, 1, 128), dtype=mi.float16)`, `w = g.new_input(dims=(70000, 128, 16), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`},
+			lt, Options{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -346,5 +351,14 @@ func TestMinBlocksPerSM(t *testing.T) {
 		if got := k.MinBlocksPerSM(target.MustLookup(tt.arch)); got != tt.want {
 			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The runtime's own GEMM puts the batch on the grid's z axis: past 65,535
+// matrices it has no launch, and says why.
+func TestOwnGEMMBatchBound(t *testing.T) {
+	g := load(t, `a = g.new_input(dims=(70000, 1, 128), dtype=mi.float16)`, `w = g.new_input(dims=(70000, 128, 16), dtype=mi.float16)`, `g.mark_output(g.matmul(a, w))`)
+	if _, err := Graph(g, sm90, Options{OwnGEMM: true}); err == nil || !strings.Contains(err.Error(), "70000 batched matrices; at most 65535") {
+		t.Errorf("own GEMM over 70,000 matrices: %v", err)
 	}
 }
