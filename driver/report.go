@@ -196,10 +196,6 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "rank\tkernels\tcustomized\tgrids\tforloop\tdevice MB\tGFLOP\test. µs\tspeedup")
 	for i, c := range res.Candidates {
-		var ranges []string
-		for _, r := range c.ForloopRanges {
-			ranges = append(ranges, fmt.Sprint(r))
-		}
 		e := c.Estimate
 		note := ""
 		switch {
@@ -211,7 +207,7 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 			note = "  (verified part by part: the whole program's check did not fit the time limit)"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%.1f\t%.2f\t%.1f\t%.2fx%s\n", i, c.Kernels, c.Customized,
-			gridsText(c.Grids), orDash(strings.Join(ranges, " ")),
+			gridsText(c.Grids), rangesText(c.ForloopRanges),
 			float64(e.Bytes)/1e6, float64(e.Flops)/1e9, e.Micros, cost.Speedup(res.Baseline.Micros, e.Micros), note)
 	}
 	tw.Flush()
@@ -238,23 +234,33 @@ func searchStopped(why string) string {
 }
 
 // gridsText prints the grids of a candidate's graph-defined kernels as
-// "96x1x1 8x8x1", or "-" when it has none. A stack of layers has a kernel
-// or more per layer: past maxGridsText grids, the rest are counted
-// (--json lists them all).
+// "96x1x1 8x8x1", or "-" when it has none.
 func gridsText(grids []block.Dim3) string {
-	var gs []string
-	for i, g := range grids {
-		if i == maxGridsText && len(grids) > maxGridsText+1 {
-			gs = append(gs, fmt.Sprintf("(+%d more)", len(grids)-i))
-			break
-		}
-		gs = append(gs, fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]))
-	}
-	return orDash(strings.Join(gs, " "))
+	return listText(grids, func(g block.Dim3) string { return fmt.Sprintf("%dx%dx%d", g[0], g[1], g[2]) })
 }
 
-// maxGridsText is how many grids a candidate's row prints.
-const maxGridsText = 6
+// rangesText prints their for-loop ranges as "64 16", or "-".
+func rangesText(ranges []int) string {
+	return listText(ranges, func(r int) string { return fmt.Sprint(r) })
+}
+
+// listText prints a figure per graph-defined kernel. A stack of layers has
+// a kernel or more per layer: past maxListText, the rest are counted
+// (--json lists them all).
+func listText[T any](xs []T, text func(T) string) string {
+	var out []string
+	for i, x := range xs {
+		if i == maxListText && len(xs) > maxListText+1 {
+			out = append(out, fmt.Sprintf("(+%d more)", len(xs)-i))
+			break
+		}
+		out = append(out, text(x))
+	}
+	return orDash(strings.Join(out, " "))
+}
+
+// maxListText is how many figures of a kind a candidate's row prints.
+const maxListText = 6
 
 func orDash(s string) string {
 	if s == "" {

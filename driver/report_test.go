@@ -120,7 +120,7 @@ func TestWriteTableSaysWhyAnAnswerIsVerifiedByParts(t *testing.T) {
 	}
 }
 
-// A candidate's row prints its first grids and counts the rest.
+// A candidate's row prints its first grids and ranges, and counts the rest.
 func TestGridsText(t *testing.T) {
 	g := func(n int) []block.Dim3 {
 		var gs []block.Dim3
@@ -141,6 +141,18 @@ func TestGridsText(t *testing.T) {
 		if got := gridsText(g(tc.n)); got != tc.want {
 			t.Errorf("%d grids: %q, want %q", tc.n, got, tc.want)
 		}
+	}
+	// So do for-loop ranges (found by review: a stack of 80 layers printed
+	// 160 of them a row).
+	ranges := make([]int, 160)
+	for i := range ranges {
+		ranges[i] = 64
+	}
+	if got, want := rangesText(ranges), "64 64 64 64 64 64 (+154 more)"; got != want {
+		t.Errorf("160 ranges: %q, want %q", got, want)
+	}
+	if got := rangesText(nil); got != "-" {
+		t.Errorf("no ranges: %q", got)
 	}
 }
 
