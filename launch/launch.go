@@ -475,6 +475,9 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 	case ugraph.ClassNorm:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
+		if n > math.MaxInt32 { // the dims after Attr.Dim, each at most 2^30, can pass it together
+			return Kernel{}, fmt.Errorf("rows of %d elements: the runtime's rms_norm counts a row in an int (at most %d)", n, math.MaxInt32)
+		}
 		if n%perVec == 0 && n/perVec <= WarpRowVectors {
 			// A short row: a warp's registers hold it, no barrier.
 			k.Code, k.Vector = RMSNormWarp, VectorBytes

@@ -362,3 +362,17 @@ func TestOwnGEMMBatchBound(t *testing.T) {
 		t.Errorf("own GEMM over 70,000 matrices: %v", err)
 	}
 }
+
+// An rms_norm over rows of 2^31 elements or more has no runtime launch:
+// its kernel counts a row in an int, which wrapped to a negative length,
+// and the emitted code wrote nothing at exit 0 (found by review).
+func TestRMSNormRowBound(t *testing.T) {
+	g := load(t, `x = g.new_input(dims=(2, 32768, 65536), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(32768, 65536)))`)
+	if _, err := Graph(g, sm90, Options{}); err == nil || !strings.Contains(err.Error(), "rows of 2147483648 elements") {
+		t.Errorf("rms_norm over rows of 2^31: %v", err)
+	}
+	g = load(t, `x = g.new_input(dims=(2, 32768, 65535), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(32768, 65535)))`)
+	if _, err := Graph(g, sm90, Options{}); err != nil {
+		t.Errorf("rms_norm over rows of 2^31 - 32768: %v", err)
+	}
+}
