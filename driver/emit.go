@@ -42,6 +42,7 @@ type Emission struct {
 	Source   string        // the input's path
 	Graph    *kernel.Graph // the static graph emitted; nil for a dynamic program
 	Rows     cuda.Rows     // a dynamic program's range
+	Largest  *kernel.Graph // a dynamic program's graph at its largest bucket
 	Counters []cuda.Counters
 	req      EmitRequest
 }
@@ -132,25 +133,77 @@ func (e *Emission) dynamic(in *Input, name string, opts cuda.Options) (bool, err
 	if e.Code, err = cuda.EmitDynamic(name, rows, buckets, opts); err != nil {
 		return true, fmt.Errorf("%s: %v", path, err)
 	}
-	e.Rows = rows
+	e.Rows, e.Largest = rows, buckets[len(buckets)-1].Graph
 	return true, writeFiles(e.Code, e.Dir, name)
 }
 
 // DynamicManifest is emit --json's object for a dynamic program: its one
-// entry point's files and buckets.
+// entry point's files, tensors and buckets, in a static Manifest's terms.
+// (Found by review: it had no links, which a build script needs for a
+// program that calls cuBLASLt, no tensors, and the buckets as Go structs.)
 type DynamicManifest struct {
-	Name    string            `json:"name"`
-	Lo      int               `json:"lo"`
-	Hi      int               `json:"hi"`
-	Files   []string          `json:"files"`
-	Buckets []cuda.BucketCode `json:"buckets"`
+	Name  string   `json:"name"` // the C identifier: mirage_NAME
+	Arch  string   `json:"arch"`
+	Dir   string   `json:"dir"`
+	Files []string `json:"files"`
+	Lo    int      `json:"lo"` // the rows m the entry point takes
+	Hi    int      `json:"hi"`
+	// Inputs and Outputs are the entry point's tensors at m = the largest
+	// bucket's rows, with the dim that holds m.
+	Inputs  []DynamicTensor  `json:"inputs"`
+	Outputs []DynamicTensor  `json:"outputs"`
+	Buckets []ManifestBucket `json:"buckets"`
+	Links   []string         `json:"links"` // as a Manifest's
+}
+
+// DynamicTensor is a dynamic entry point's tensor: RowsDim is the dim of
+// Shape that holds m, -1 when it has none.
+type DynamicTensor struct {
+	ManifestTensor
+	RowsDim int `json:"rows_dim"`
+}
+
+// ManifestBucket is one bucket of a dynamic entry point: the rows it
+// serves (m in lo..hi, run at size rows) and its kernels.
+type ManifestBucket struct {
+	Rows           int              `json:"rows"`
+	Lo             int              `json:"lo"`
+	Hi             int              `json:"hi"`
+	WorkspaceBytes int              `json:"workspace_bytes"`
+	Kernels        []ManifestKernel `json:"kernels"`
+}
+
+func newDynamicManifest(res *cuda.Result, rows cuda.Rows, largest *kernel.Graph, dir string) DynamicManifest {
+	m := DynamicManifest{Name: res.Name, Arch: res.Arch, Dir: dir, Files: []string{}, Lo: rows.Lo, Hi: rows.Hi,
+		Inputs: []DynamicTensor{}, Outputs: []DynamicTensor{}, Buckets: []ManifestBucket{}, Links: append([]string{}, res.Links...)}
+	for _, file := range res.Files {
+		m.Files = append(m.Files, file.Name)
+	}
+	tensor := func(t kernel.TensorID, rowsDim int) DynamicTensor {
+		dt := largest.Tensors[t]
+		return DynamicTensor{ManifestTensor{Shape: dt.Shape.Dims(), DType: dt.DType.String()}, rowsDim}
+	}
+	for k, t := range largest.Inputs() {
+		m.Inputs = append(m.Inputs, tensor(t, rows.Inputs[k]))
+	}
+	for j, t := range largest.Outputs {
+		m.Outputs = append(m.Outputs, tensor(t, rows.Outputs[j]))
+	}
+	for _, b := range res.Buckets {
+		mb := ManifestBucket{Rows: b.Size, Lo: b.Lo, Hi: b.Hi, WorkspaceBytes: b.WorkspaceBytes, Kernels: []ManifestKernel{}}
+		for _, k := range b.Kernels {
+			mb.Kernels = append(mb.Kernels, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
+		}
+		m.Buckets = append(m.Buckets, mb)
+	}
+	return m
 }
 
 // Report is emit --json's object: a static graph's Manifest (with the
 // counters when measured), or a DynamicManifest.
 func (e *Emission) Report() any {
 	if e.Graph == nil {
-		return DynamicManifest{e.Code.Name, e.Rows.Lo, e.Rows.Hi, fileNames(e.Code, e.Dir), e.Code.Buckets}
+		return newDynamicManifest(e.Code, e.Rows, e.Largest, e.Dir)
 	}
 	m := newManifest(e.Code, e.Program, e.Source, e.req.Candidate, e.Graph, e.Dir)
 	for i, c := range e.Counters {

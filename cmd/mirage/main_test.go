@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,5 +254,50 @@ func TestHelpCommandsExitStatus(t *testing.T) {
 		if code != tt.code || !strings.Contains(stdout+stderr, tt.want) {
 			t.Errorf("mirage %s: exit %d, want %d with %q:\n%.300s%.300s", strings.Join(tt.args, " "), code, tt.code, tt.want, stdout, stderr)
 		}
+	}
+}
+
+// emit --json of a dynamic program says what a build needs, as a static
+// program's manifest does: the libraries to link with, the tensors (with
+// the dim that holds the rows) and each bucket's kernels. Found by review:
+// no "links" though the buckets call cuBLASLt, no tensors, and buckets as
+// Go structs.
+func TestEmitJSONOfADynamicProgram(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := mirage(t, "emit", examplePath("llama_mlp_block.py"), "--dynamic", "X:0=1..4", "-o", out, "--json")
+	if code != 0 {
+		t.Fatalf("emit: exit %d\n%s", code, stderr)
+	}
+	var m struct {
+		Name   string   `json:"name"`
+		Arch   string   `json:"arch"`
+		Files  []string `json:"files"`
+		Links  []string `json:"links"`
+		Inputs []struct {
+			Shape   []int `json:"shape"`
+			RowsDim int   `json:"rows_dim"`
+		} `json:"inputs"`
+		Outputs []struct {
+			RowsDim int `json:"rows_dim"`
+		} `json:"outputs"`
+		Buckets []struct {
+			Rows, Lo, Hi int
+			Kernels      []struct {
+				Name string `json:"name"`
+			} `json:"kernels"`
+		} `json:"buckets"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(m.Links, "cublasLt") || m.Arch == "" || !slices.Contains(m.Files, "llama_mlp_block.h") {
+		t.Errorf("links %v, arch %q, files %v", m.Links, m.Arch, m.Files)
+	}
+	// X is [m, 4096], the weights have no rows; the output is [m, 4096].
+	if len(m.Inputs) < 2 || m.Inputs[0].RowsDim != 0 || m.Inputs[0].Shape[0] != 4 || m.Inputs[1].RowsDim != -1 || len(m.Outputs) != 1 || m.Outputs[0].RowsDim != 0 {
+		t.Errorf("inputs %+v, outputs %+v", m.Inputs, m.Outputs)
+	}
+	if len(m.Buckets) == 0 || m.Buckets[len(m.Buckets)-1].Hi != 4 || len(m.Buckets[0].Kernels) == 0 {
+		t.Errorf("buckets %+v", m.Buckets)
 	}
 }
