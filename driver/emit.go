@@ -246,6 +246,9 @@ func writeFiles(res *cuda.Result, dir, name string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	if err := caseTwin(dir, name); err != nil {
+		return fmt.Errorf("-o %v", err)
+	}
 	var files []atomicfile.File
 	for _, f := range res.Files {
 		files = append(files, atomicfile.File{Name: f.Name, Data: f.Data})

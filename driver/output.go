@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/mirage-go/mirage/codegen/cuda"
@@ -106,7 +107,32 @@ func (out Output) Check() error {
 			return fmt.Errorf("%s is a directory: the run writes a file there", filepath.Join(out.Dir, f.Name))
 		}
 	}
+	if err := caseTwin(out.Dir, out.Name); err != nil {
+		return err
+	}
 	return explainConflict(out.set(planned).Conflicts(), out.Name)
+}
+
+// caseTwin refuses a set named name in dir beside another program's whose
+// C name differs from name's only in case (Layer and layer): their
+// headers' guards and macros (MIRAGE_LAYER_H, MIRAGE_LAYER_M_MAX) are one,
+// so a caller that includes both silently gets one, and a file system
+// that ignores case would take one set's files for the other's (found by
+// review).
+func caseTwin(dir, name string) error {
+	manifests, err := filepath.Glob(filepath.Join(dir, "*"+atomicfile.ManifestSuffix))
+	if err != nil {
+		return nil
+	}
+	c := cuda.Sanitize(name)
+	for _, m := range manifests {
+		other := strings.TrimSuffix(filepath.Base(m), atomicfile.ManifestSuffix)
+		if oc := cuda.Sanitize(other); oc != c && strings.EqualFold(oc, c) {
+			return fmt.Errorf("%s: %s's set is there, whose C name differs from %s's only in case: their headers would share the macros MIRAGE_%s_*; write %s to another directory, or name it otherwise (--name)",
+				dir, other, name, strings.ToUpper(c), name)
+		}
+	}
+	return nil
 }
 
 // plannedFiles are the files out will hold, their contents unknown but

@@ -505,3 +505,38 @@ func TestSetsOfAnotherRuntimeAreNamedAsSuch(t *testing.T) {
 		}
 	}
 }
+
+// Two programs whose C names differ only in case are refused one
+// directory: their headers share the guard and macros (MIRAGE_LAYER_H), so
+// a caller including both got one of them, silently (found by review).
+func TestNamesDifferingInCaseShareNoDirectory(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	prog := "import mirage as mi\ngraph = mi.new_kernel_graph()\nX = graph.new_input(dims=(8, 64), dtype=mi.float16)\ngraph.mark_output(graph.exp(X))\n"
+	upper, lower := filepath.Join(src, "Layer.py"), filepath.Join(src, "sub", "layer.py")
+	for _, p := range []string{upper, lower} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(prog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, stderr := mirage(t, "superopt", upper, "--no-cache", "--time-limit", "10s", "-o", dir); code != 0 {
+		t.Fatalf("superopt Layer: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{
+		{"superopt", lower, "--no-cache", "--time-limit", "10s", "-o", dir},
+		{"emit", upper, "--name", "layer", "-o", dir},
+	} {
+		if code, _, stderr := mirage(t, args...); code != 2 || !strings.Contains(stderr, "only in case") {
+			t.Errorf("%s of layer beside Layer: exit %d: %s", args[0], code, stderr)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "layer.h")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("layer.h: %v; want none", err)
+	}
+	// The set's own name is no twin of itself.
+	if code, _, stderr := mirage(t, "emit", upper, "-o", dir); code != 0 {
+		t.Errorf("emit Layer again: exit %d: %s", code, stderr)
+	}
+}
