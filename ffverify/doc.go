@@ -67,7 +67,7 @@
 //     sqrt(Σx²·(1/n)), holds exactly;
 //   - rms and mean over F·n terms split into F iterations of n (the sum is
 //     exact and the count the same), and mean = Σ·mul_scalar(1/n) for every
-//     n up to 2¹⁴;
+//     n up to 2²⁰;
 //   - f(x) = f(x) for opaque f: the same op on the same value gives the same
 //     value, wherever and however often it is computed.
 //
@@ -83,7 +83,7 @@
 // silu(x) = x·sigmoid(x), log(ab) = log a + log b, log∘exp = id, pow(x, 2) =
 // x², exponent laws of pow); any value of a scalar the model takes for a
 // variable (s·s = 1/128 for s = 1/sqrt(128); x·1e-6 = x/10⁶; mean over
-// more than 2¹⁴ terms as Σ·mul_scalar(1/n)). None is among the axioms the search
+// more than 2²⁰ terms as Σ·mul_scalar(1/n)). None is among the axioms the search
 // uses (DESIGN §5: commutativity, associativity, distributivity, division
 // rules, nested and factored sums). A multiplicative root (the power map
 // x^((m+1)/4), as the model had it) would make sqrt(c²) = c·χ(c), χ the
@@ -100,13 +100,13 @@
 // in the inputs and the scalars that are variables (scalarModel), and its
 // P-residue is N(x_P)/D(x_P) mod P. By Schwartz–Zippel, N(x_P) ≡ 0 with
 // probability at most d/P, when P divides no coefficient of N. Those are
-// sums of products of counts and of the exact scalars (numerator and
-// denominator at most 2¹⁴); a sum of one or two such products is not a
-// nonzero multiple of P (their numerators stay below 2⁵⁸ < P·Q and each
-// pair's difference below both primes), so it takes a program built for
-// P and Q, with several exact scalars whose common denominator passes
-// 2⁶², to reach one. A zero divisor anywhere, where inv(0) = 0 could hide the
-// difference, adds at most d'/P (d' the total degree of the divisors). The
+// sums of products of counts and of the exact scalars. No exact scalar or
+// count is such a multiple, nor the difference of two (its numerator is
+// below 2³⁶), but products of several can be chosen to make one (six factors whose
+// product is 1 modulo P·Q; see scalarModel): the bound holds for programs
+// whose constants were not built against P and Q. A zero divisor
+// anywhere, where inv(0) = 0 could hide the difference, adds at most
+// d'/P (d' the total degree of the divisors). The
 // Q-residues are drawn independently, so both agree with probability at most
 // ((d+d')/P)·((d+d')/Q).
 //

@@ -182,8 +182,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // keeps forms it took for wrong; exp's Q-residue is a random function of
 // its argument (ffverify), which rejects wrong candidates of programs with
 // an exp of an exp that the verifier passed. Version 39: a scalar that is
-// not a small rational is a variable of the verifier's model, which rejects
-// candidates that swapped scalars the fields confused.
+// not a small rational (nor ±1/n, n up to 2^20) is a variable of the
+// verifier's model, which rejects candidates that swapped scalars the
+// fields confused.
 const cacheVersion = 39
 
 // Cache stores search results by key in a directory, one .ugraph.json

@@ -275,7 +275,8 @@ func (k *kernelBuilder) loadWalked(t kernel.TensorID, imap block.Map, fmap int) 
 // loop, once an iteration: t's tile is loaded whole each time (not
 // walked), summed over the loop's R iterations and scaled by 1/R. Exact
 // where it matters: the verifier's field takes the scalar 1/R as R's
-// inverse (for R up to 2¹⁴, ffverify's exact scalars), and R copies of an fp16 or bf16 value sum exactly in fp32.
+// inverse (for R up to 2²⁰, ffverify's exact scalars), and R copies of an
+// fp16 or bf16 value sum exactly in fp32.
 func (k *kernelBuilder) loadInvariant(t kernel.TensorID, imap block.Map) (block.TensorID, bool) {
 	tile, ok := k.load(t, imap, -1)
 	if ok {
