@@ -448,6 +448,9 @@ func decodeGraph(raw json.RawMessage) (Entry, error) {
 			return e, ujson.AtOp(i, k, err)
 		}
 	}
+	if len(outputs) == 0 { // as the front end refuses a program that marks none
+		return e, errors.New("field \"outputs\": empty: the graph computes nothing")
+	}
 	for i, t := range outputs {
 		if t < 0 || t >= len(g.Tensors) {
 			return e, fmt.Errorf("field \"outputs\": element %d: tensor %d does not exist (%d tensors)", i, t, len(g.Tensors))

@@ -494,6 +494,10 @@ var malformed = []struct {
 	{"unknown graph field", strings.Replace(kdoc(inX, "0"), `"ops"`, `"cost": 1, "ops"`, 1), "graph 0: ", `unknown field "cost"`},
 	{"graph meta not an object", strings.Replace(kdoc(inX, "0"), `"ops"`, `"meta": "fast", "ops"`, 1), `graph 0: field "meta"`, "want an object, got a string"},
 
+	// A graph that marks no output computes nothing, as the front end
+	// says of a program (show and eval took it, and printed nothing).
+	{"no outputs", kdoc(inX, ""), `graph 0: field "outputs"`, "empty: the graph computes nothing"},
+
 	// Kernel ops.
 	{"op not an object", kdoc(`3`, ""), "graph 0: op 0: ", "want an object, got a number"},
 	{"op kind missing", kdoc(`{"in": [0]}`, ""), "graph 0: op 0: ", `missing field "op"`},
