@@ -638,8 +638,6 @@ func (r *result) judge(res *search.Result, unfusedUs float64, noSeeds bool) {
 	r.whyNot = whyNoneFound(res, noSeeds, r.merged)
 }
 
-// whyNoneFound says, in words a user can act on, why a search that ran
-// gave no fused candidate: what the enumeration reached, what the
 // stopCause is the noun for a search's Stats.Stopped, as the reasons
 // read it: "the enumeration stopped at the interrupt" (found by review:
 // "at the interrupted").
@@ -653,6 +651,8 @@ func stopCause(stopped string) string {
 	return stopped
 }
 
+// whyNoneFound says, in words a user can act on, why a search that ran
+// gave no fused candidate: what the enumeration reached, what the
 // verifier made of it, and which seeds were tried.
 func whyNoneFound(res *search.Result, noSeeds, merged bool) string {
 	st := res.Stats

@@ -174,11 +174,8 @@ type ManifestBucket struct {
 }
 
 func newDynamicManifest(res *cuda.Result, rows cuda.Rows, largest *kernel.Graph, dir string) DynamicManifest {
-	m := DynamicManifest{Name: res.Name, Arch: res.Arch, Dir: dir, Files: []string{}, Lo: rows.Lo, Hi: rows.Hi,
+	m := DynamicManifest{Name: res.Name, Arch: res.Arch, Dir: dir, Files: baseNames(res), Lo: rows.Lo, Hi: rows.Hi,
 		Inputs: []DynamicTensor{}, Outputs: []DynamicTensor{}, Buckets: []ManifestBucket{}, Links: append([]string{}, res.Links...)}
-	for _, file := range res.Files {
-		m.Files = append(m.Files, file.Name)
-	}
 	tensor := func(t kernel.TensorID, rowsDim int) DynamicTensor {
 		dt := largest.Tensors[t]
 		return DynamicTensor{ManifestTensor{Shape: dt.Shape.Dims(), DType: dt.DType.String()}, rowsDim}
@@ -190,11 +187,7 @@ func newDynamicManifest(res *cuda.Result, rows cuda.Rows, largest *kernel.Graph,
 		m.Outputs = append(m.Outputs, tensor(t, rows.Outputs[j]))
 	}
 	for _, b := range res.Buckets {
-		mb := ManifestBucket{Rows: b.Size, Lo: b.Lo, Hi: b.Hi, WorkspaceBytes: b.WorkspaceBytes, Kernels: []ManifestKernel{}}
-		for _, k := range b.Kernels {
-			mb.Kernels = append(mb.Kernels, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
-		}
-		m.Buckets = append(m.Buckets, mb)
+		m.Buckets = append(m.Buckets, ManifestBucket{Rows: b.Size, Lo: b.Lo, Hi: b.Hi, WorkspaceBytes: b.WorkspaceBytes, Kernels: manifestKernels(b.Kernels)})
 	}
 	return m
 }
@@ -387,11 +380,8 @@ func newManifest(res *cuda.Result, program, source string, candidate int, g *ker
 	m := Manifest{
 		Name: res.Name, Program: program, Source: source, Candidate: candidate,
 		Hash: cost.GraphHash(g), Arch: res.Arch, Dir: dir, WorkspaceBytes: res.WorkspaceBytes,
-		Files: []string{}, Inputs: []ManifestTensor{}, Outputs: []ManifestTensor{}, Kernels: []ManifestKernel{},
+		Files: baseNames(res), Inputs: []ManifestTensor{}, Outputs: []ManifestTensor{}, Kernels: manifestKernels(res.Kernels),
 		Links: append([]string{}, res.Links...),
-	}
-	for _, file := range res.Files {
-		m.Files = append(m.Files, file.Name)
 	}
 	tensor := func(t kernel.TensorID) ManifestTensor {
 		dt := g.Tensors[t]
@@ -403,10 +393,25 @@ func newManifest(res *cuda.Result, program, source string, candidate int, g *ker
 	for _, t := range g.Outputs {
 		m.Outputs = append(m.Outputs, tensor(t))
 	}
-	for _, k := range res.Kernels {
-		m.Kernels = append(m.Kernels, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
-	}
 	return m
+}
+
+// baseNames are the names of res's files, as a manifest lists them.
+func baseNames(res *cuda.Result) []string {
+	names := []string{}
+	for _, file := range res.Files {
+		names = append(names, file.Name)
+	}
+	return names
+}
+
+// manifestKernels are the kernels ks as a manifest lists them.
+func manifestKernels(ks []cuda.Kernel) []ManifestKernel {
+	out := []ManifestKernel{}
+	for _, k := range ks {
+		out = append(out, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
+	}
+	return out
 }
 
 // fileName reports whether name can name a file in a directory: no path

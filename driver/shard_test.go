@@ -26,6 +26,24 @@ func shardOpts(name string) Options {
 	return Options{Name: name, Arch: target.MustLookup("sm_90"), TimeLimit: 10 * time.Minute, Workers: 2, Seed: 1}
 }
 
+// shardFile runs slice sh of program and makes its file; it returns the
+// slice's result too. The slice must not stop early.
+func shardFile(t *testing.T, program *kernel.Graph, opts Options, sh Shard) (*ShardFile, *ShardResult) {
+	t.Helper()
+	res, err := RunShard(context.Background(), program, opts, sh)
+	if err != nil {
+		t.Fatalf("shard %v: %v", sh, err)
+	}
+	if res.Stopped != "" {
+		t.Fatalf("shard %v stopped early: %s", sh, res.Stopped)
+	}
+	f, err := NewShardFile(program, opts, res, "test", map[string]string{"source": "x.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, res
+}
+
 // runShards runs the n shards of program one after the other, writes their
 // files into dir, and merges them as mirage merge does.
 func runShards(t *testing.T, program *kernel.Graph, opts Options, n int, dir string) (*Merged, []time.Duration) {
@@ -33,18 +51,8 @@ func runShards(t *testing.T, program *kernel.Graph, opts Options, n int, dir str
 	var took []time.Duration
 	for i := range n {
 		start := time.Now()
-		res, err := RunShard(context.Background(), program, opts, Shard{i, n})
-		if err != nil {
-			t.Fatalf("shard %d/%d: %v", i, n, err)
-		}
+		f, _ := shardFile(t, program, opts, Shard{i, n})
 		took = append(took, time.Since(start))
-		if res.Stopped != "" {
-			t.Fatalf("shard %d/%d stopped early: %s", i, n, res.Stopped)
-		}
-		f, err := NewShardFile(program, opts, res, "test", map[string]string{"source": "x.py"})
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := f.Write(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -324,14 +332,7 @@ g.mark_output(g.mul(A, X))
 g.mark_output(g.exp(A))`)
 	opts := shardOpts("three")
 	opts.PartResults = -1
-	res, err := RunShard(context.Background(), program, opts, Shard{0, 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewShardFile(program, opts, res, "test", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, res := shardFile(t, program, opts, Shard{0, 1})
 	full, err := f.size()
 	if err != nil {
 		t.Fatal(err)

@@ -177,11 +177,11 @@ func NewShardFile(program *kernel.Graph, opts Options, res *ShardResult, version
 const droppedCandidates = "the shard file's size"
 
 // fitParts leaves out the worst-ranked candidates of the largest parts
-// until the file fits in limit bytes, MaxShardFileSize (a file the merge refuses would
-// lose the whole slice), and says so in their stats and the header: the
-// merge then warns that the answer is the best of what was kept. (A
-// search keeps up to 65,536 candidates a part: with --max-candidates 0,
-// a program of three small outputs wrote 250 MB.)
+// until the file fits in limit bytes (MaxShardFileSize: a file the merge
+// refuses would lose the whole slice), and says so in their stats and the
+// header: the merge then warns that the answer is the best of what was
+// kept. (A search keeps up to 65,536 candidates a part: with
+// --max-candidates 0, a program of three small outputs wrote 263 MB.)
 func (f *ShardFile) fitParts(results []*search.Result, limit int) error {
 	for {
 		size, err := f.size()

@@ -124,3 +124,14 @@ func CollidingFloat(factors ...float64) float64 {
 	}
 	panic("no colliding float found")
 }
+
+// scalarElem is the element of the rational a finite float denotes,
+// whatever its size: what scalarModel takes an exact scalar for, and what
+// the model once took every scalar for.
+func scalarElem(x float64) (elem, error) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return elem{}, fmt.Errorf("scalar %v has no value in a finite field", x)
+	}
+	r := scalarRat(x)
+	return ratElem(r.Num(), r.Denom()), nil
+}

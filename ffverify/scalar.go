@@ -1,7 +1,6 @@
 package ffverify
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 )
@@ -62,17 +61,7 @@ func scalarModel(x float64, key uint64) elem {
 	return v
 }
 
-// scalarElem is the element of the rational a finite float denotes
-// (scalarModel), whatever its size.
-func scalarElem(x float64) (elem, error) {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return elem{}, fmt.Errorf("scalar %v has no value in a finite field", x)
-	}
-	r := scalarRat(x)
-	return ratElem(r.Num(), r.Denom()), nil
-}
-
-// scalarRat is the rational a finite float scalar denotes (scalarElem).
+// scalarRat is the rational a finite float scalar denotes.
 func scalarRat(x float64) *big.Rat {
 	if x == 0 {
 		return new(big.Rat)

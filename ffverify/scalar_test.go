@@ -66,21 +66,7 @@ func TestScalarsSharingAnElement(t *testing.T) {
 				return k.outputs(f(k, x, y))
 			}
 			program, wrong := build(tc.program), build(tc.wrong)
-			differInTheReals(t, program, wrong, 7)
-			r, err := ffverify.Equivalent(program, wrong, ffverify.Options{Seed: 1, Trials: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Equivalent {
-				t.Errorf("Equivalent: %v; the pair differs in the reals", r)
-			}
-			v, err := ffverify.New(program, ffverify.Options{Seed: 1, Trials: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r, err := v.Verify(wrong); err != nil || r.Equivalent {
-				t.Errorf("Verify: %v, %v; the pair differs in the reals", r, err)
-			}
+			mustReject(t, program, wrong)
 		})
 	}
 }
@@ -171,21 +157,7 @@ func TestScalarsAgreeingModuloQUnderExp(t *testing.T) {
 				return k.outputs(f(k, x, y))
 			}
 			program, wrong := build(tc.program), build(tc.written)
-			differInTheReals(t, program, wrong, 7)
-			r, err := ffverify.Equivalent(program, wrong, ffverify.Options{Seed: 1, Trials: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Equivalent {
-				t.Errorf("Equivalent: %v; the pair differs in the reals", r)
-			}
-			v, err := ffverify.New(program, ffverify.Options{Seed: 1, Trials: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r, err := v.Verify(wrong); err != nil || r.Equivalent {
-				t.Errorf("Verify: %v, %v; the pair differs in the reals", r, err)
-			}
+			mustReject(t, program, wrong)
 		})
 	}
 }
@@ -209,21 +181,7 @@ func TestScalarSumsThatVanish(t *testing.T) {
 		return k.outputs(k.op(ugraph.OpAdd, k.opA(ugraph.OpMulScalar, scale(last), d), k.opA(ugraph.OpMulScalar, scale(s2), y)))
 	}
 	program, wrong := build(s), build(s2)
-	differInTheReals(t, program, wrong, 7)
-	r, err := ffverify.Equivalent(program, wrong, ffverify.Options{Seed: 1, Trials: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Equivalent {
-		t.Errorf("Equivalent: %v; the pair differs in the reals", r)
-	}
-	v, err := ffverify.New(program, ffverify.Options{Seed: 1, Trials: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err := v.Verify(wrong); err != nil || r.Equivalent {
-		t.Errorf("Verify: %v, %v; the pair differs in the reals", r, err)
-	}
+	mustReject(t, program, wrong)
 }
 
 // The same with one scalar b = 1/(1+3P) ≈ 1.55e-10, which is 1 modulo P
@@ -240,14 +198,7 @@ func TestScalarSumsThatVanishOneScalar(t *testing.T) {
 		return k.outputs(k.opA(ugraph.OpMulScalar, scale(last), d))
 	}
 	program, wrong := build(0.25), build(b)
-	differInTheReals(t, program, wrong, 7)
-	v, err := ffverify.New(program, ffverify.Options{Seed: 1, Trials: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err := v.Verify(wrong); err != nil || r.Equivalent {
-		t.Errorf("Verify: %v, %v; the pair differs in the reals", r, err)
-	}
+	mustReject(t, program, wrong)
 }
 
 // Found by review: counts enter the model as field elements too (the
@@ -302,21 +253,7 @@ func TestCountsTheModelConfuses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			program, wrong := tc.program(), tc.written()
-			differInTheReals(t, program, wrong, 7)
-			r, err := ffverify.Equivalent(program, wrong, ffverify.Options{Seed: 1, Trials: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.Equivalent {
-				t.Errorf("Equivalent: %v; the pair differs in the reals", r)
-			}
-			v, err := ffverify.New(program, ffverify.Options{Seed: 1, Trials: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r, err := v.Verify(wrong); err != nil || r.Equivalent {
-				t.Errorf("Verify: %v, %v; the pair differs in the reals", r, err)
-			}
+			mustReject(t, program, wrong)
 		})
 	}
 }
@@ -348,5 +285,23 @@ func TestMeanAsAScaledSum(t *testing.T) {
 		if r.Equivalent != tc.equal {
 			t.Errorf("n = %d: %v, want equivalent %v", tc.n, r, tc.equal)
 		}
+	}
+}
+
+// mustReject fails t unless the pair, which must differ in the reals, is
+// rejected by Equivalent and by a Verifier of program alike.
+func mustReject(t *testing.T, program, wrong *kernel.Graph) {
+	t.Helper()
+	differInTheReals(t, program, wrong, 7)
+	opts := ffverify.Options{Seed: 1, Trials: 2}
+	if r, err := ffverify.Equivalent(program, wrong, opts); err != nil || r.Equivalent {
+		t.Errorf("Equivalent: %v, %v; the pair differs in the reals", r, err)
+	}
+	v, err := ffverify.New(program, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := v.Verify(wrong); err != nil || r.Equivalent {
+		t.Errorf("Verify: %v, %v; the pair differs in the reals", r, err)
 	}
 }
