@@ -80,6 +80,12 @@ type Options struct {
 	// fingerprints, in the runs of RunDynamic, are the parts' verifiers of
 	// the buckets searched so far.
 	fingerprints *ffverify.Pool
+	// constants keys the verifiers' model of constants
+	// (ffverify.Options.Constants): every verifier of a run takes the
+	// program's, so that they compute its tensors alike and share their
+	// products; RunDynamic's buckets take the dynamic program's, as they
+	// share verifiers too. 0: Run takes its program's.
+	constants uint64
 }
 
 // Result is the outcome of Run.
@@ -303,6 +309,9 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 		time.AfterFunc(interruptGrace/2, cancelSearches)
 		time.AfterFunc(interruptGrace, cancel)
 	})
+	if opts.constants == 0 {
+		opts.constants = ffverify.ConstantsKey(program)
+	}
 	d = &run{opts: opts, program: program, ix: index(program, opts.Arch), limits: lim, outcomes: map[uint64]*outcome{},
 		interrupt: interrupt.Done(), interruptCtx: interrupt, searchCtx: searchCtx, start: start, verifyStop: make(chan struct{})}
 	d.memo, _ = ffverify.NewMemo(ffverify.Options{Seed: opts.Seed, MaxBytes: opts.MaxMemory})
@@ -749,7 +758,7 @@ func withMemoryHint(err error) string {
 // are the whole program's tensors with ids inputs: they draw the same values
 // for the same tensor, and share the run's memo of products.
 func (d *run) verifierOptions(inputs []int) ffverify.Options {
-	return ffverify.Options{Seed: d.opts.Seed, MaxBytes: d.opts.MaxMemory, InputNames: inputs, Memo: d.memo}
+	return ffverify.Options{Seed: d.opts.Seed, MaxBytes: d.opts.MaxMemory, InputNames: inputs, Memo: d.memo, Constants: d.opts.constants}
 }
 
 // liveHeapBudget is the live heap at which a search stops enumerating: a

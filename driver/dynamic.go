@@ -234,6 +234,7 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 	deadline := start.Add(opts.TimeLimit)
 	res := &DynamicResult{Program: program, Lo: lo, Hi: hi, Buckets: make([]*Bucket, len(buckets))}
 	opts.fingerprints = ffverify.NewPool()
+	opts.constants = ffverify.ConstantsKey(program)
 	left := 0
 	for _, size := range buckets {
 		left += size

@@ -36,7 +36,7 @@ func apply(f *fn, dst, x, y *tensor) {
 		// along the dim (1 or reduction_dimx), which dst already has.
 		reduce(dst, x, f.attr.Dim)
 	case ugraph.ClassNorm:
-		rmsNorm(dst, x, f.attr.Dim, f.root)
+		rmsNorm(dst, x, f)
 	case ugraph.ClassConcat:
 		concat(dst, x, y, f.attr.Dim)
 	default:
@@ -177,12 +177,12 @@ func reduce(dst, x *tensor, dim int) {
 
 // rmsNorm computes x / rms(x) with the rms over the dims from dim to the
 // last (no epsilon, as in interp).
-func rmsNorm(dst, x *tensor, dim int, root func(elem) elem) {
-	_, n, inner := layout.Split(x.shape, dim)
+func rmsNorm(dst, x *tensor, f *fn) {
+	_, n, inner := layout.Split(x.shape, f.attr.Dim)
 	m := n * inner
 	for o := 0; o < len(x.v); o += m {
 		row := x.v[o:][:m]
-		inv := rms(sumSquares(row), m, root).inv()
+		inv := f.rms(sumSquares(row), m).inv()
 		out := dst.v[o:][:m]
 		for i, v := range row {
 			out[i] = v.mul(inv)

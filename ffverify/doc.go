@@ -26,18 +26,19 @@
 //
 //	add, sub, mul, sums    per residue; matmul and every reduction are sums of products
 //	div a/b                a·inv(b), inv(x) = x^(m-2): inverse per residue, inv(0) = 0
-//	mul_scalar(x, c)       x·c, c the simplest rational that rounds to the float
-//	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3) where it is
-//	                       small, else a variable: a random element per draw (scalarModel)
+//	mul_scalar(x, c)       x·φ(c), c the simplest rational that rounds to the float
+//	                       (0.5 = 1/2, 0.1 = 1/10, float64(1)/3 = 1/3), φ the draw's
+//	                       model of constants: ±∏φ(p)ᵉ for c = ±∏pᵉ, φ(p) random (constants)
 //	exp(x)                 (G^(x mod Q) mod P, h(x) mod Q), h a random function per
 //	                       draw of the whole pair, as an opaque op (see elem.exp)
 //	sqrt(x)                root(x): a random function per draw, as an opaque op,
 //	                       the one every root of the draw takes (rootFn)
 //	square(x)              x·x
-//	rms over n values      root(Σx² · inv(n)); rms_norm(x) = x·inv(rms), over the
+//	rms over n values      root(Σx² · inv(φ(n))); rms_norm(x) = x·inv(rms), over the
 //	                       dims from Attr.Dim (kernel) or the last (block)
 //	accumulators           none, sum, sum_todimx: sums over iterations (and strided
-//	                       groups); mean = sum·inv(F·n); rms = root(Σx²·inv(F·n))
+//	                       groups), of a loop-invariant tile once times φ(F);
+//	                       mean = sum·inv(φ(F·n)); rms = root(Σx²·inv(φ(F·n)))
 //	silu, gelu, relu,      opaque: a fresh random function per kind (clamp: per
 //	clamp, log, pow        bounds) and per draw, a keyed hash of the argument pair(s)
 //
@@ -66,8 +67,10 @@
 //     (X·W)/rms(X) with the rms accumulated over the loop, or written out as
 //     sqrt(Σx²·(1/n)), holds exactly;
 //   - rms and mean over F·n terms split into F iterations of n (the sum is
-//     exact and the count the same), and mean = Σ·mul_scalar(1/n) for every
-//     n up to 2²⁰;
+//     exact and φ(F·n) = φ(F)·φ(n)), mean = Σ·mul_scalar(1/n) for every n,
+//     products of scalars that are one rational (0.1·0.3 = 0.03,
+//     1e-6·1e6 = 1), and F iterations summing a tile the loop loads whole
+//     scaled by 1/F;
 //   - f(x) = f(x) for opaque f: the same op on the same value gives the same
 //     value, wherever and however often it is computed.
 //
@@ -81,11 +84,11 @@
 // root is a random function of its argument); anything about
 // an opaque op beyond f(x) = f(x) (relu∘relu = relu, clamp(x, 0, ∞) = relu,
 // silu(x) = x·sigmoid(x), log(ab) = log a + log b, log∘exp = id, pow(x, 2) =
-// x², exponent laws of pow); any value of a scalar the model takes for a
-// variable (s·s = 1/128 for s = 1/sqrt(128); x·1e-6 = x/10⁶; mean over
-// more than 2²⁰ terms as Σ·mul_scalar(1/n)). None is among the axioms the search
-// uses (DESIGN §5: commutativity, associativity, distributivity, division
-// rules, nested and factored sums). A multiplicative root (the power map
+// x², exponent laws of pow); sums of constants (x·2 = x+x, x·0.25 + x·0.75
+// = x: φ is not additive); a float's value beyond its rational (s·s = 1/128
+// for s = 1/sqrt(128), whose rational's square is not 1/128). None is
+// among the axioms the search uses (DESIGN §5: commutativity,
+// associativity, distributivity, division rules, nested and factored sums). A multiplicative root (the power map
 // x^((m+1)/4), as the model had it) would make sqrt(c²) = c·χ(c), χ the
 // Legendre symbol, where the reals have |c|: χ(10) = -1 modulo both primes,
 // and rms_norm(10·x) = -rms_norm(x) passed (TestRootsOfScaledValues).
@@ -95,24 +98,31 @@
 // Suppose output element e of the candidate and of the program differ as
 // functions of the inputs. One draw fails to show it with probability:
 //
-// Rational part. If e is built from inputs by add, sub, mul, div, sums and
-// scalars, the difference is N/D with N ≠ 0 a polynomial of total degree d
-// in the inputs and the scalars that are variables (scalarModel), and its
-// P-residue is N(x_P)/D(x_P) mod P. By Schwartz–Zippel, N(x_P) ≡ 0 with
-// probability at most d/P, when P divides no coefficient of N. Those are
-// sums of products of counts and of the exact scalars. No exact scalar or
-// count is such a multiple, nor the difference of two (its numerator is
-// below 2³⁶), but products of several can be chosen to make one (six factors whose
-// product is 1 modulo P·Q; see scalarModel): the bound holds for programs
-// whose constants were not built against P and Q. A zero divisor
-// anywhere, where inv(0) = 0 could hide the difference, adds at most
-// d'/P (d' the total degree of the divisors). The
+// Rational part. If e is built from inputs by add, sub, mul, div, sums,
+// scalars and counts, read every constant ±∏pᵉ as ±∏y_pᵉ, one variable y_p
+// per prime (constants): the difference is N/D with N ≠ 0 a polynomial of
+// total degree d in the inputs and the y_p, and its P-residue is
+// N(x_P, φ_P)/D(x_P, φ_P) mod P. (If the graphs differ in the reals, N is
+// not 0: y_p = p gives the reals.) By Schwartz–Zippel, N ≡ 0 with
+// probability at most d/P, when P divides no coefficient of N; those are
+// sums of the graphs' multiplicities (a term's count in a sum, the length
+// of a sum over a broadcast dim), far below P. The constants' images are
+// keyed by a hash of the program (ConstantsKey), so a program cannot pick
+// its constants to meet a relation of φ: the old model, which took each
+// rational's own residues, let products of chosen factors be 1 modulo P·Q
+// (9199·13834·6927·10359·8143·149). A candidate built for one program's φ
+// on one seed is not excluded; the search's candidates move the program's
+// constants, and Equivalent keys its draws by the program alone, as New
+// does. A zero divisor anywhere, where inv(0) = 0 could hide the
+// difference, adds at most d'/P (d' the total degree of the divisors). The
 // Q-residues are drawn independently, so both agree with probability at most
 // ((d+d')/P)·((d+d')/Q).
 //
 // Degrees: an input has degree 1, add and sub take the larger, mul and
 // matmul add, sums keep it, square doubles it, a division adds its
-// divisor's degree to numerator and denominator. A root is a random
+// divisor's degree to numerator and denominator; a constant ±∏pᵉ adds
+// Σ|e| (1/4096 is y₂⁻¹², 12 once the denominators are cleared; 1e-6 is
+// 12, a float's rational rarely past 100). A root is a random
 // function (below): where its arguments agree it is the same value, a
 // fresh variable of degree 1 for the bound; where they differ, its values
 // are independent. The graphs we search stay far below degree 64.

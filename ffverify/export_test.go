@@ -125,13 +125,23 @@ func CollidingFloat(factors ...float64) float64 {
 	panic("no colliding float found")
 }
 
-// scalarElem is the element of the rational a finite float denotes,
-// whatever its size: what scalarModel takes an exact scalar for, and what
-// the model once took every scalar for.
+// scalarElem is the field's own image of the rational a finite float
+// denotes (its residues modulo P and Q): what the model once took every
+// scalar for, and then the small ones, before constants.
 func scalarElem(x float64) (elem, error) {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return elem{}, fmt.Errorf("scalar %v has no value in a finite field", x)
 	}
 	r := scalarRat(x)
 	return ratElem(r.Num(), r.Denom()), nil
+}
+
+// ratElem is num/den's residues (den > 0).
+func ratElem(num, den *big.Int) elem {
+	res := func(v *big.Int, m uint32) uint32 {
+		return uint32(new(big.Int).Mod(v, big.NewInt(int64(m))).Uint64())
+	}
+	n := elem{res(num, modP), res(num, modQ)}
+	d := elem{res(den, modP), res(den, modQ)}
+	return n.mul(d.inv())
 }

@@ -22,11 +22,6 @@ type elem struct{ p, q uint32 }
 // one is the multiplicative identity.
 var one = elem{1, 1}
 
-// fromInt is the image of the integer n (a count) in the model.
-func fromInt(n int) elem {
-	return elem{uint32(uint64(n) % modP), uint32(uint64(n) % modQ)}
-}
-
 func (a elem) add(b elem) elem { return elem{addMod(a.p, b.p, modP), addMod(a.q, b.q, modQ)} }
 func (a elem) sub(b elem) elem { return elem{subMod(a.p, b.p, modP), subMod(a.q, b.q, modQ)} }
 func (a elem) mul(b elem) elem { return elem{mulMod(a.p, b.p, modP), mulMod(a.q, b.q, modQ)} }

@@ -93,7 +93,7 @@ func TestScalarElem(t *testing.T) {
 	}{
 		{0, elem{}},
 		{1, one},
-		{2, fromInt(2)},
+		{2, rat(2, 1)},
 		{-3, rat(-3, 1)},
 		{0.5, rat(1, 2)},
 		{0.125, rat(1, 8)}, // 1/sqrt(64)
@@ -272,7 +272,7 @@ func FuzzSimplestRational(f *testing.F) {
 // verifier.
 func TestEveryOpHasAModel(t *testing.T) {
 	for _, k := range ugraph.OpKinds(ugraph.LevelKernel | ugraph.LevelBlock) {
-		f := compileFn(k, ugraph.Attr{Scalars: [2]float64{-1, 1}}, 1)
+		f := compileFn(k, ugraph.Attr{Scalars: [2]float64{-1, 1}}, 1, newConstants(1))
 		switch k.Info().Class {
 		case ugraph.ClassUnary:
 			if f.unary == nil {
@@ -301,7 +301,7 @@ func TestEveryElementwiseOpIsModelled(t *testing.T) {
 		if !k.IsElementwise() {
 			continue
 		}
-		f := compileFn(k, ugraph.Attr{Scalars: [2]float64{0.5, 2}}, 12345)
+		f := compileFn(k, ugraph.Attr{Scalars: [2]float64{0.5, 2}}, 12345, newConstants(12345))
 		var vals []elem
 		switch k.Info().Class {
 		case ugraph.ClassUnary:

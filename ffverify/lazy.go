@@ -324,15 +324,21 @@ func (l *lazy) tile(s site, t, idx int) elem {
 }
 
 // accum returns element idx of the accumulator op at s: the sum over every
-// iteration of the strided group of its operand's last dim (see accumulate).
+// iteration of the strided group of its operand's last dim (see accumulate),
+// an invariant operand's (blockPlan.invariant) as one iteration's times
+// their count.
 func (l *lazy) accum(s site, op *block.Op, idx int) elem {
 	g := s.bp.g
 	x := int(op.In[0])
 	n, d := g.Tensors[x].Shape.Last(), g.Tensors[op.Out].Shape.Last()
 	o, j := idx/d, idx%d
 	terms := make([]elem, n/d)
+	f, iters, times := l.fn(s), g.ForloopRange, one
+	if s.bp.invariant[x] {
+		iters, times = 1, f.consts.count(g.ForloopRange)
+	}
 	var sum elem
-	for it := range g.ForloopRange {
+	for it := range iters {
 		s.it = it
 		l.spend(len(terms))
 		l.tileStrip(s, x, o*n+j, d, terms)
@@ -343,7 +349,7 @@ func (l *lazy) accum(s site, op *block.Op, idx int) elem {
 			sum = sum.add(v)
 		}
 	}
-	return finishAccum(op.Attr.Accum, sum, s.bp.accumTerms(op), l.fn(s).root)
+	return f.finishAccum(op.Attr.Accum, sum.mul(times), s.bp.accumTerms(op))
 }
 
 // Strips: most ops need runs of equally spaced elements of an operand (a
@@ -521,7 +527,7 @@ func (l *lazy) element(s site, idx int) elem {
 			l.spend(m)
 			row := make([]elem, m)
 			l.strip(s, 0, grp*m, 1, row)
-			return rms(sumSquares(row), m, f.root).inv()
+			return f.rms(sumSquares(row), m).inv()
 		})
 		return l.operand(s, 0, idx).mul(inv)
 	case ugraph.ClassConcat:

@@ -21,18 +21,20 @@ type fn struct {
 	unary func(elem) elem
 	bin   func(a, b elem) elem
 	root  func(elem) elem // the trial's square root (rootFn), for every kind
+	// consts is the trial's model of counts and scalars, for every kind.
+	consts *constants
 }
 
 // compileFn returns the model of op kind k with attributes a on the trial
-// whose random-function key is key. Only the element-wise kinds need one;
+// whose random-function key is key and whose constants are c. Only the element-wise kinds need one;
 // the others (matmul, reductions, rms_norm, concat, accumulators) are sums,
 // products and the shared helpers below.
 //
 // An op the table marks opaque (ugraph.Elementwise.Opaque) has no algebraic
 // structure over a field: it is an independent random function of its
 // operands and its scalars. The others are modelled exactly, below.
-func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
-	f := fn{kind: k, attr: a, root: rootFn(key)}
+func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64, c *constants) fn {
+	f := fn{kind: k, attr: a, root: rootFn(key), consts: c}
 	info := k.Info()
 	if info.Elem.Opaque {
 		// +0 makes -0 the bound 0 is: clamp(x, -0.0, 1) is clamp(x, 0, 1).
@@ -54,7 +56,7 @@ func compileFn(k ugraph.OpKind, a ugraph.Attr, key uint64) fn {
 	case ugraph.OpSqrt:
 		f.unary = f.root
 	case ugraph.OpMulScalar:
-		s := scalarModel(a.Scalars[0], key) // validate rejects non-finite scalars
+		s := c.scalar(a.Scalars[0]) // validate rejects non-finite scalars
 		f.unary = func(x elem) elem { return x.mul(s) }
 	case ugraph.OpAdd:
 		f.bin = elem.add
@@ -92,17 +94,17 @@ func rootFn(key uint64) func(elem) elem {
 // rms is root(sumsq / n): the root mean square of n values whose squares
 // sum to sumsq. rms_norm and the "rms" accumulator share it, so that
 // rms_norm(X)·W = (X·W)/rms holds exactly when the rms is accumulated.
-func rms(sumsq elem, n int, root func(elem) elem) elem { return root(sumsq.mul(fromInt(n).inv())) }
+func (f *fn) rms(sumsq elem, n int) elem { return f.root(sumsq.mul(f.consts.invCount(n))) }
 
 // finishAccum turns an accumulator's running sum into its value: the "mean"
 // divides by the number of terms n, the "rms" (whose sum is of squares)
 // takes rms; the other kinds are plain sums.
-func finishAccum(k ugraph.Accum, sum elem, n int, root func(elem) elem) elem {
+func (f *fn) finishAccum(k ugraph.Accum, sum elem, n int) elem {
 	switch k {
 	case ugraph.AccumMean:
-		return sum.mul(fromInt(n).inv())
+		return sum.mul(f.consts.invCount(n))
 	case ugraph.AccumRMS:
-		return rms(sum, n, root)
+		return f.rms(sum, n)
 	}
 	return sum
 }

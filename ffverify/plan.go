@@ -34,6 +34,12 @@ type blockPlan struct {
 	// The live ops (those an output op depends on), split by phase.
 	// Accumulators are in both: they add in the loop and finish after it.
 	loop, post []int
+	// invariant says, per tile, that the loop computes it alike on every
+	// iteration: loaded without a for-loop map, or computed from such
+	// tiles only. An accumulator sums such a tile once and multiplies it
+	// by the number of iterations, as the model's constants take it (a
+	// seed sums a tile the loop loads whole and scales it by 1/F).
+	invariant []bool
 }
 
 // newPlan validates g and plans its evaluation.
@@ -125,6 +131,17 @@ func newBlockPlan(g *block.Graph, base int) *blockPlan {
 		}
 		if accum || output || g.Tensors[op.Out].PostLoop {
 			bp.post = append(bp.post, i)
+		}
+	}
+	bp.invariant = make([]bool, len(g.Tensors))
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		switch {
+		case op.Out == block.NoTensor || g.Tensors[op.Out].PostLoop || op.Kind == ugraph.OpForloopAccum:
+		case op.Kind == ugraph.OpInput:
+			bp.invariant[op.Out] = op.Input.FMap < 0
+		default:
+			bp.invariant[op.Out] = !slices.ContainsFunc(op.Operands(), func(t block.TensorID) bool { return !bp.invariant[t] })
 		}
 	}
 	return bp

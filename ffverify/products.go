@@ -148,7 +148,9 @@ func (ps *products) operands(ins []source) []operand {
 // kernel returns bp.run memoised: a graph-defined kernel that another
 // candidate runs too (two-kernel candidates share their first kernel by
 // the dozen) on the same operand values gives the results kept then. The
-// key is the block graph itself (its JSON) and the operands' names.
+// key is the block graph itself (its JSON), the operands' names and the
+// key of the model's constants (Verifiers of different programs share the
+// memo, and a kernel's scalars and counts are theirs).
 // used, when not nil, is told the key of the results.
 func (ps *products) kernel(bp *blockPlan, used func(key any)) func(fns []fn, ins []source, _ *products, check func()) []*tensor {
 	return func(fns []fn, ins []source, _ *products, check func()) []*tensor {
@@ -161,7 +163,7 @@ func (ps *products) kernel(bp *blockPlan, used func(key any)) func(fns []fn, ins
 		if err != nil || bytes > ps.budget/4 {
 			return bp.runOn(fns, ins, ps, operands, check)
 		}
-		k := kernelKey{graph: string(key)}
+		k := kernelKey{graph: string(key), consts: fns[0].consts.key}
 		for _, o := range operands {
 			k.operands += fmt.Sprintf("%d %v %x;", o.key.input, o.key.shape, o.key.print)
 		}
@@ -187,8 +189,11 @@ func (ps *products) kernel(bp *blockPlan, used func(key any)) func(fns []fn, ins
 }
 
 // kernelKey names the results of a graph-defined kernel: its block graph
-// (JSON) and its operands' names.
-type kernelKey struct{ graph, operands string }
+// (JSON), its operands' names and the trial's constants (constants.key).
+type kernelKey struct {
+	graph, operands string
+	consts          uint64
+}
 
 // wholeKey names the product of a pre-defined matmul's operands.
 type wholeKey struct{ a, b operandKey }

@@ -163,9 +163,14 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 							}
 							ins[bp.operand[i]].load(tile[op.Out], bp.inputOffset(op, b, it))
 						case ugraph.OpForloopAccum:
+							if it > 0 && bp.invariant[op.In[0]] {
+								continue // summed once, times the count after the loop
+							}
 							accumulate(tile[op.Out], tile[op.In[0]], op.Attr.Accum == ugraph.AccumRMS)
 						default:
 							switch {
+							case it > 0 && bp.invariant[op.Out]:
+								// the same tile as on iteration 0
 							case served[i]:
 								bp.product(tile[op.Out], operands, ps, op, b, it, check)
 							case ps != nil && op.Kind == ugraph.OpMatmul && ps.tilesPay():
@@ -185,9 +190,12 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 							sum.copyTo(acc, bp, b)
 							continue
 						}
-						n := bp.accumTerms(op)
+						n, f, times := bp.accumTerms(op), &fns[i], one
+						if bp.invariant[op.In[0]] {
+							times = f.consts.count(g.ForloopRange)
+						}
 						for j, s := range acc.v {
-							acc.v[j] = finishAccum(op.Attr.Accum, s, n, fns[i].root)
+							acc.v[j] = f.finishAccum(op.Attr.Accum, s.mul(times), n)
 						}
 					case ugraph.OpOutput:
 						t := tile[op.In[0]]

@@ -5,63 +5,20 @@ import (
 	"math/big"
 )
 
-// exactScalarBound bounds the numerator and the denominator of a scalar
-// the model takes at its value (scalarModel); exactInverseBound the n of
-// a scalar ±1/n it takes at its value.
-const (
-	exactScalarBound  = 1 << 14
-	exactInverseBound = 1 << 20
-)
-
-// scalarModel is mul_scalar's factor x on the trial whose random-function
-// key is key.
+// scalarRat is the rational a finite float scalar denotes: the simplest
+// rational number that rounds to it (simplestRational): 0.5 is 1/2, 0.1 is 1/10, float64(1)/3
+// is 1/3, 1/sqrt(128) the simplest of the rationals that round to
+// 0.08838834764831845. So products of scalars are exact where their
+// rationals' are (0.1·0.3 = 3/100 = 0.03), and mul_scalar(x, 1/n) is the
+// mean accumulator's x/n. Its element is constants.scalar's.
 //
-// A float64 is taken to denote the simplest rational number that rounds to
-// it (simplestRational): 0.5 is 1/2, 0.1 is 1/10, float64(1)/3 is 1/3. Where
-// its numerator and denominator are at most 2¹⁴ (0.5, 0.1, 1/3, 3/16), or
-// it is ±1/n with n up to 2²⁰ (1/4096, 1/28672), the factor is that
-// rational's element: mul_scalar(x, 1/n) is then the mean accumulator's
-// x·inv(n) for every n up to 2²⁰ (LLaMA-70B's MLP is 28672 wide), and
-// products of such scalars are exact (0.1·0.3 = 3/100 = 0.03). Two such
-// rationals differ by (ad-bc)/(bd) with 0 < |ad-bc| ≤ 2³⁵, which is not a
-// multiple of P·Q, so no two of them, nor one and 0, share an element.
-//
-// Combinations of several are another matter: exact scalars and counts
-// multiply in the field, and six factors of at most 2¹⁴ can be chosen
-// whose product is 1 + k·P·Q (9199·13834·6927·10359·8143·149, found by
-// review): X·9199·13834·6927 is then X/(10359·8143·149) in the model, and
-// such a program's wrong candidates pass; under an exp, four chosen to
-// agree modulo Q alone do as much. No factors a user writes are chosen so
-// (a product of random ones lands on 1 modulo P·Q once in 2⁶²); moduli
-// drawn from a hash of the two graphs would close it, at the price of the
-// constant moduli the vector code is built on.
-//
-// Any other factor (1/sqrt(128), 1e-6, a float built for P and Q) is a
-// variable: a random element per draw, keyed by its magnitude (its sign
-// kept, so -s is the negation of s), the same in the program and the
-// candidate. A rewriting that moves it around (mul_scalar(a·b, s) =
-// mul_scalar(a, s)·b, or s applied to Q rather than to the scores) holds
-// for every value of s, so it holds for the variable; one that needs its
-// value (s·s = 1/128) is rejected. Mapping such a scalar to its
-// rational's element, as the model once did, let a float be built whose
-// rational is another's modulo P·Q, or 0 modulo Q (1073.740571 is
-// Q/10⁶), or such that sums of terms vanish, and wrong candidates passed
-// at exit 0 (TestScalarsSharingAnElement and the tests after it).
-func scalarModel(x float64, key uint64) elem {
-	r := scalarRat(x)
-	small := r.Num().CmpAbs(big.NewInt(exactScalarBound)) <= 0 && r.Denom().Cmp(big.NewInt(exactScalarBound)) <= 0
-	inverse := r.Num().CmpAbs(big.NewInt(1)) == 0 && r.Denom().Cmp(big.NewInt(exactInverseBound)) <= 0
-	if small || inverse {
-		return ratElem(r.Num(), r.Denom())
-	}
-	v := uniform(hash(hash(key, 0x7363616c6172), math.Float64bits(math.Abs(x)))) // "scalar"
-	if x < 0 {
-		return elem{}.sub(v)
-	}
-	return v
-}
-
-// scalarRat is the rational a finite float scalar denotes.
+// The model has taken scalars two other ways, both unsound (the tests in
+// scalar_test.go are what they let through): as their rationals' residues
+// modulo P and Q, where a float can be built whose rational is another's
+// modulo P·Q, or 0 modulo Q (1073.740571 is Q/10⁶), or such that sums of
+// terms vanish; and, for the small ones, the same with every other scalar
+// a variable, where products of several small ones can still be chosen to
+// collide (9199·13834·6927 is 1/(10359·8143·149) modulo P·Q).
 func scalarRat(x float64) *big.Rat {
 	if x == 0 {
 		return new(big.Rat)
@@ -71,16 +28,6 @@ func scalarRat(x float64) *big.Rat {
 		r.Neg(r)
 	}
 	return r
-}
-
-// ratElem is num/den in the model (den > 0).
-func ratElem(num, den *big.Int) elem {
-	res := func(v *big.Int, m uint32) uint32 {
-		return uint32(new(big.Int).Mod(v, big.NewInt(int64(m))).Uint64())
-	}
-	n := elem{res(num, modP), res(num, modQ)}
-	d := elem{res(den, modP), res(den, modQ)}
-	return n.mul(d.inv())
 }
 
 // simplestRational returns, for a finite x > 0, the rational with the

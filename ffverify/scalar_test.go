@@ -1,6 +1,7 @@
 package ffverify_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -13,8 +14,9 @@ import (
 // Each pair below differs in the reals only through scalars (or counts)
 // that the model once took at their rationals' elements, where a float can
 // be built to share another's residues: every draw agreed, and superopt
-// wrote the wrong graph at exit 0. Each scalar that is not small is now a
-// variable (scalarModel), and each pair must be rejected.
+// wrote the wrong graph at exit 0. Each constant is now a product of
+// random images of its primes (ffverify's constants), and each pair must
+// be rejected.
 
 // Scalars whose rationals are one element modulo P·Q. The first three
 // pairs are the ones review found (superopt wrote (X+Y)·b for X·a + Y·b);
@@ -71,10 +73,9 @@ func TestScalarsSharingAnElement(t *testing.T) {
 	}
 }
 
-// Small scalars are exact: whose products are equal as rationals
-// (0.1·0.3 = 0.03) are one element, and a candidate that moves them around
-// is equivalent; so is one that moves a variable (1/sqrt(128), 1e-6) or
-// its negation around.
+// Scalars whose products are equal as rationals (0.1·0.3 = 0.03) are one
+// element, and a candidate that moves them around is equivalent; so is one
+// that moves 1/sqrt(128) or its negation around.
 func TestScalarsTheModelTellsApart(t *testing.T) {
 	scale := func(c float64) ugraph.Attr { return ugraph.Attr{Scalars: [2]float64{c}} }
 	scalars := []float64{0.1, 0.3, 0.03, 0.5, 2, 1.0 / 3, 1 / math.Sqrt(128), -1 / math.Sqrt(128), 1e-6, 4096, 1.0 / 4096, -7.5}
@@ -101,7 +102,7 @@ func TestScalarsTheModelTellsApart(t *testing.T) {
 		t.Fatalf("Equivalent: %v, %v; want equivalent", r, err)
 	}
 
-	// X·(-s)·Y against -((X·Y)·s), s a variable: its sign is kept.
+	// X·(-s)·Y against -((X·Y)·s): the sign is kept.
 	s := 1 / math.Sqrt(128)
 	k = newKG()
 	x, w := k.in(8, 64), k.in(8, 64)
@@ -111,7 +112,7 @@ func TestScalarsTheModelTellsApart(t *testing.T) {
 	moved := k.opA(ugraph.OpMulScalar, scale(-1), k.opA(ugraph.OpMulScalar, scale(s), k.op(ugraph.OpMul, x, w)))
 	r, err = ffverify.Equivalent(program, k.outputs(moved), ffverify.Options{Seed: 1, Trials: 2})
 	if err != nil || !r.Equivalent {
-		t.Fatalf("the variable moved: %v, %v; want equivalent", r, err)
+		t.Fatalf("the scalar moved: %v, %v; want equivalent", r, err)
 	}
 }
 
@@ -258,32 +259,144 @@ func TestCountsTheModelConfuses(t *testing.T) {
 	}
 }
 
-// mul_scalar(Σx, 1/n) is the mean accumulator over n terms for n up to
-// 2²⁰: a scalar ±1/n is exact there (found by review: past 2¹⁴, a
-// hand-written RMSNorm over LLaMA-70B's 28672 columns lost its fusion).
-// Past 2²⁰, 1/n is a variable, and the two differ in the model.
-func TestMeanAsAScaledSum(t *testing.T) {
-	for _, tc := range []struct {
-		n     int
-		equal bool
-	}{{16384, true}, {28672, true}, {1 << 20, true}, {1<<20 + 64, false}} {
-		build := func(accum bool) *kernel.Graph {
+// Found by review: exact scalars and counts multiplied as the field's own
+// images of their rationals, and products of several can be chosen to be
+// one element modulo P·Q: 9199·13834·6927·10359·8143·149 = 1 + 4805·P·Q,
+// and 1/(3547·3467·3963·3505) ≡ 13499/13412. superopt wrote the first
+// pair's wrong graph at exit 0.
+func TestChosenProductsOfConstants(t *testing.T) {
+	scaled := func(k *kg, x kernel.TensorID, cs ...float64) kernel.TensorID {
+		for _, c := range cs {
+			x = k.opA(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{c}}, x)
+		}
+		return x
+	}
+	t.Run("X·9199·13834·6927 + Y/(10359·8143·149) as (X+Y)/(10359·8143·149)", func(t *testing.T) {
+		den := []float64{1.0 / 10359, 1.0 / 8143, 1.0 / 149}
+		k := newKG()
+		x, y := k.in(8, 64), k.in(8, 64)
+		program := k.outputs(k.op(ugraph.OpAdd, scaled(k, x, 9199, 13834, 6927), scaled(k, y, den...)))
+		k = newKG()
+		x, y = k.in(8, 64), k.in(8, 64)
+		mustReject(t, program, k.outputs(scaled(k, k.op(ugraph.OpAdd, x, y), den...)))
+	})
+	t.Run("four means as the sums times 13499/13412", func(t *testing.T) {
+		ns := []int{3547, 3467, 3963, 3505}
+		build := func(means bool) *kernel.Graph {
 			k := newKG()
-			x := k.in(1, tc.n)
-			if !accum {
-				return k.outputs(k.opA(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{1 / float64(tc.n)}}, k.opA(ugraph.OpReduction, dim(1), x)))
+			var prod kernel.TensorID
+			for i, n := range ns {
+				s := k.opA(ugraph.OpReduction, dim(1), k.in(1, n))
+				if means {
+					s = scaled(k, s, 1/float64(n))
+				}
+				if i == 0 {
+					prod = s
+				} else {
+					prod = k.op(ugraph.OpMul, prod, s)
+				}
 			}
-			b := newBG(block.Dim3{1, 1, 1}, 64, tc.n/64)
-			tx := b.in(k.shape(x), block.Map{-1, -1, -1}, 1)
-			b.out(b.accum(tx, ugraph.AccumMean), block.Map{-1, -1, -1})
-			return k.outputs(k.custom(b, x)[0])
+			if !means {
+				prod = scaled(k, prod, 13499, 1.0/13412)
+			}
+			return k.outputs(prod)
 		}
-		r, err := ffverify.Equivalent(build(false), build(true), ffverify.Options{Seed: 1, Trials: 2})
-		if err != nil {
-			t.Fatal(err)
+		mustReject(t, build(true), build(false))
+	})
+}
+
+// Constants that are one rational are one element: the model is
+// multiplicative. mul_scalar(Σx, 1/n) is the mean accumulator over n terms
+// for every n (a hand-written RMSNorm over LLaMA-70B's 28672 columns keeps
+// its fusion; once, past 2²⁰ terms or a prime factor past 2¹⁶, it did not),
+// X·1e-6·1e6 is X, and F iterations that sum a tile the loop loads whole
+// are X·F, as a seed that scales the sum by 1/F needs.
+func TestConstantsThatAreOneRational(t *testing.T) {
+	scale := func(c float64) ugraph.Attr { return ugraph.Attr{Scalars: [2]float64{c}} }
+	equivalent := func(t *testing.T, a, b *kernel.Graph) {
+		t.Helper()
+		r, err := ffverify.Equivalent(a, b, ffverify.Options{Seed: 1, Trials: 2})
+		if err != nil || !r.Equivalent {
+			t.Errorf("Equivalent: %v, %v; want equivalent", r, err)
 		}
-		if r.Equivalent != tc.equal {
-			t.Errorf("n = %d: %v, want equivalent %v", tc.n, r, tc.equal)
+		for _, g := range []*kernel.Graph{a, b} {
+			if err := ffverify.LazyMismatch(g, 1, 0, 64); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	for _, n := range []int{16384, 28672, 1 << 20, 1<<20 + 64, 64 * 65537} {
+		t.Run(fmt.Sprintf("mean over %d", n), func(t *testing.T) {
+			build := func(accum bool) *kernel.Graph {
+				k := newKG()
+				x := k.in(1, n)
+				if !accum {
+					return k.outputs(k.opA(ugraph.OpMulScalar, scale(1/float64(n)), k.opA(ugraph.OpReduction, dim(1), x)))
+				}
+				b := newBG(block.Dim3{1, 1, 1}, 64, n/64)
+				tx := b.in(k.shape(x), block.Map{-1, -1, -1}, 1)
+				b.out(b.accum(tx, ugraph.AccumMean), block.Map{-1, -1, -1})
+				return k.outputs(k.custom(b, x)[0])
+			}
+			equivalent(t, build(false), build(true))
+		})
+	}
+	t.Run("X·1e-6·1e6 as X", func(t *testing.T) {
+		k := newKG()
+		x := k.in(8, 64)
+		program := k.outputs(k.op(ugraph.OpRelu, x))
+		k = newKG()
+		x = k.in(8, 64)
+		equivalent(t, program, k.outputs(k.op(ugraph.OpRelu, k.opA(ugraph.OpMulScalar, scale(1e6), k.opA(ugraph.OpMulScalar, scale(1e-6), x)))))
+	})
+	summed := func(scaled float64) *kernel.Graph {
+		k := newKG()
+		x := k.in(8, 64)
+		b := newBG(block.Dim3{8, 1, 1}, 4, 64)
+		tx := b.in(k.shape(x), block.Map{0, -1, -1}, -1)
+		sum := b.accum(b.op(ugraph.OpExp, tx), ugraph.AccumNone)
+		if scaled != 0 {
+			sum = b.opA(ugraph.OpMulScalar, scale(scaled), sum)
+		}
+		b.out(sum, block.Map{0, -1, -1})
+		return k.outputs(k.custom(b, x)[0])
+	}
+	t.Run("exp(X) summed over 4 iterations, times 1/4, as exp(X)", func(t *testing.T) {
+		k := newKG()
+		equivalent(t, k.outputs(k.op(ugraph.OpExp, k.in(8, 64))), summed(0.25))
+	})
+	t.Run("exp(X) summed over 4 iterations as exp(X)·4", func(t *testing.T) {
+		k := newKG()
+		equivalent(t, k.outputs(k.opA(ugraph.OpMulScalar, scale(4), k.op(ugraph.OpExp, k.in(8, 64)))), summed(0))
+	})
+	t.Run("exp(X) summed over 4 iterations, times 1/3, is not exp(X)", func(t *testing.T) {
+		k := newKG()
+		mustReject(t, k.outputs(k.op(ugraph.OpExp, k.in(8, 64))), summed(1.0/3))
+	})
+}
+
+// Verifiers of different programs share a memo; a graph-defined kernel's
+// results, which the memo keeps for the candidates that run it again,
+// depend on the program's constants (its scalars are the program's φ's),
+// so the memo keeps them apart: each candidate below, its program
+// computed another way, is equivalent under its own verifier.
+func TestMemoKeepsEachProgramsConstants(t *testing.T) {
+	memo := must(ffverify.NewMemo(ffverify.Options{Seed: 3}))
+	opts := ffverify.Options{Seed: 3, Memo: memo}
+	for _, extra := range []float64{2, 3, 5} {
+		k := newKG()
+		x := k.in(8, 64)
+		half := k.opA(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.5}}, x)
+		program := k.outputs(half, k.opA(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{extra}}, x))
+		k = newKG()
+		x = k.in(8, 64)
+		b := newBG(block.Dim3{8, 1, 1}, 1, 64)
+		tx := b.in(k.shape(x), block.Map{0, -1, -1}, -1)
+		b.out(b.opA(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.5}}, b.accum(tx, ugraph.AccumNone)), block.Map{0, -1, -1})
+		candidate := k.outputs(k.custom(b, x)[0], k.opA(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{extra}}, x))
+		v := must(ffverify.New(program, opts))
+		if r, err := v.Verify(candidate); err != nil || !r.Equivalent {
+			t.Errorf("with x·%v beside it: %v, %v; want equivalent", extra, r, err)
 		}
 	}
 }

@@ -53,13 +53,14 @@ func (p *plan) trial(opts Options, t int) *trial {
 	for k := range p.g.Inputs() {
 		tr.inputs = append(tr.inputs, inputKey(tr.key, opts.inputName(k)))
 	}
+	c := newConstants(hash(tr.key, opts.Constants))
 	for i := range p.g.Ops {
 		op := &p.g.Ops[i]
-		tr.ops[i] = compileFn(op.Kind, op.Attr, tr.key)
+		tr.ops[i] = compileFn(op.Kind, op.Attr, tr.key, c)
 		if bp := p.blocks[i]; bp != nil {
 			tr.block[i] = make([]fn, len(bp.g.Ops))
 			for j, bop := range bp.g.Ops {
-				tr.block[i][j] = compileFn(bop.Kind, bop.Attr, tr.key)
+				tr.block[i][j] = compileFn(bop.Kind, bop.Attr, tr.key, c)
 			}
 		}
 	}

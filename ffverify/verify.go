@@ -70,6 +70,13 @@ type Options struct {
 	// program's draw does not fit in MaxBytes beside the memo's budget
 	// keeps a smaller memo of its own.
 	Memo *Memo
+	// Constants keys the model of the constants (ConstantsKey), which
+	// must depend on the program: 0 means the program's own key.
+	// Verifiers that share a Memo and evaluate tensors of one program
+	// alike (a run's parts and the whole) give that program's key, so
+	// that their computed values, and the products of those the memo
+	// keeps, are alike too.
+	Constants uint64
 }
 
 func (o Options) normalized() (Options, error) {
@@ -182,6 +189,9 @@ func NewStopping(program *kernel.Graph, opts Options, stop <-chan struct{}) (*Ve
 	}
 	if err := opts.checkNames(len(program.Inputs())); err != nil {
 		return nil, err
+	}
+	if opts.Constants == 0 {
+		opts.Constants = ConstantsKey(program)
 	}
 	v := newVerifier(p, opts)
 	v.stop = stop
@@ -378,6 +388,9 @@ func Equivalent(a, b *kernel.Graph, opts Options) (Result, error) {
 	}
 	if err := opts.checkNames(len(a.Inputs())); err != nil {
 		return Result{}, err
+	}
+	if opts.Constants == 0 {
+		opts.Constants = ConstantsKey(a)
 	}
 	v := newVerifier(pa, opts)
 	pb, err := v.candidatePlan(b)

@@ -184,8 +184,11 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // an exp of an exp that the verifier passed. Version 39: a scalar that is
 // not a small rational (nor ±1/n, n up to 2^20) is a variable of the
 // verifier's model, which rejects candidates that swapped scalars the
-// fields confused.
-const cacheVersion = 39
+// fields confused. Version 40: every constant is a product of random
+// images of its primes (ffverify's constants), which rejects candidates
+// whose chosen products of small scalars the fields confused, and
+// accepts products that are one rational (1e-6·1e6, 1/n for any n).
+const cacheVersion = 40
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -274,9 +274,9 @@ func (k *kernelBuilder) loadWalked(t kernel.TensorID, imap block.Map, fmap int) 
 // a post-loop tile equal to t. A block graph loads its inputs inside the
 // loop, once an iteration: t's tile is loaded whole each time (not
 // walked), summed over the loop's R iterations and scaled by 1/R. Exact
-// where it matters: the verifier's field takes the scalar 1/R as R's
-// inverse (for R up to 2²⁰, ffverify's exact scalars), and R copies of an
-// fp16 or bf16 value sum exactly in fp32.
+// where it matters: the verifier takes a loop-invariant tile's sum as R
+// times it and the scalar 1/R as R's inverse (ffverify's constants), and
+// R copies of an fp16 or bf16 value sum exactly in fp32.
 func (k *kernelBuilder) loadInvariant(t kernel.TensorID, imap block.Map) (block.TensorID, bool) {
 	tile, ok := k.load(t, imap, -1)
 	if ok {
