@@ -39,7 +39,8 @@ import (
 // probability degree/P. Where the model reads a count as its field element
 // (a sum over a broadcast dim, x + x) rather than through φ, it is still
 // a polynomial with that coefficient: the model may then reject a correct
-// rewriting (x + x for x·2), never accept a wrong one.
+// rewriting (x + x for x·2); only a multiplicity that is itself a multiple
+// of P·Q, built so, could make it accept a wrong one (doc.go).
 type constants struct {
 	key uint64
 	// counts holds, by count n, n's element and its inverse: evaluators

@@ -106,7 +106,10 @@
 // not 0: y_p = p gives the reals.) By Schwartz–Zippel, N ≡ 0 with
 // probability at most d/P, when P divides no coefficient of N; those are
 // sums of the graphs' multiplicities (a term's count in a sum, the length
-// of a sum over a broadcast dim), far below P. The constants' images are
+// of a sum over a broadcast dim), which stay the field's own residues: a
+// graph built to make one ≡ 1 modulo P·Q (a chain of ~90 adds, or seven
+// sums over broadcast dims, found by review) still fools the model; the
+// search does not build such graphs, a candidate given to verify can. The constants' images are
 // keyed by a hash of the program (ConstantsKey), so a program cannot pick
 // its constants to meet a relation of φ: the old model, which took each
 // rational's own residues, let products of chosen factors be 1 modulo P·Q
