@@ -264,7 +264,9 @@ func factorize(n uint64) []factor {
 	var large []uint64
 	var split func(m uint64)
 	split = func(m uint64) {
-		if m < 1<<32 || isPrime(m) { // no factor below 2¹⁶: a prime if below 2³²
+		// No factor below 2¹⁶: a prime if below 2³². ProbablyPrime is exact
+		// below 2⁶⁴ (Baillie–PSW).
+		if m < 1<<32 || new(big.Int).SetUint64(m).ProbablyPrime(0) {
 			large = append(large, m)
 			return
 		}
@@ -352,42 +354,6 @@ func mulMod64(a, b, m uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)
 	_, r := bits.Div64(hi, lo, m)
 	return r
-}
-
-func powMod64(b, e, m uint64) uint64 {
-	r := uint64(1)
-	for ; e > 0; e >>= 1 {
-		if e&1 != 0 {
-			r = mulMod64(r, b, m)
-		}
-		b = mulMod64(b, b, m)
-	}
-	return r
-}
-
-// isPrime is Miller–Rabin with the first twelve primes as bases, which
-// decides every n below 2⁶⁴ (n odd, above 37).
-func isPrime(n uint64) bool {
-	d, s := n-1, 0
-	for d%2 == 0 {
-		d /= 2
-		s++
-	}
-next:
-	for _, a := range []uint64{2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37} {
-		x := powMod64(a, d, n)
-		if x == 1 || x == n-1 {
-			continue
-		}
-		for range s - 1 {
-			x = mulMod64(x, x, n)
-			if x == n-1 {
-				continue next
-			}
-		}
-		return false
-	}
-	return true
 }
 
 // rho returns a nontrivial factor of the odd composite n (Pollard's rho

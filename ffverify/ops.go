@@ -26,9 +26,9 @@ type fn struct {
 }
 
 // compileFn returns the model of op kind k with attributes a on the trial
-// whose random-function key is key and whose constants are c. Only the element-wise kinds need one;
-// the others (matmul, reductions, rms_norm, concat, accumulators) are sums,
-// products and the shared helpers below.
+// whose random-function key is key and whose constants are c. Only the
+// element-wise kinds need one; the others (matmul, reductions, rms_norm,
+// concat, accumulators) are sums, products and the shared helpers below.
 //
 // An op the table marks opaque (ugraph.Elementwise.Opaque) has no algebraic
 // structure over a field: it is an independent random function of its
