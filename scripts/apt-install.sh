@@ -37,5 +37,9 @@ if [ "$nonfree" = 1 ]; then
 	fi
 fi
 
+# A machine whose image was cut off mid-install refuses every apt-get
+# install until the interrupted packages are configured; finishing them
+# is what dpkg itself asks for, and does nothing when none are pending.
+$sudo dpkg --configure -a
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
