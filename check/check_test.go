@@ -14,6 +14,7 @@ import (
 
 	"github.com/mirage-go/mirage/check"
 	"github.com/mirage-go/mirage/driver"
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/interp"
@@ -224,6 +225,69 @@ func TestDynamic(t *testing.T) {
 	// --engine's.
 	if _, err := check.Dynamic(&bytes.Buffer{}, d, a.Path, b, check.Options{Method: check.Emu, Seed: 1}); err == nil || !strings.Contains(err.Error(), "--engine") {
 		t.Errorf("--method emu with --dynamic: %v, want a refusal naming --engine", err)
+	}
+}
+
+// repeated is a program whose output is X summed with itself 1 + P·Q
+// times, P·Q the product of the verifier's moduli, by doubling and adding:
+// X in the finite fields, 2.3e18·X in the reals.
+const repeated = `def times(x, k):
+    acc = None
+    for i in range(64):
+        if (k >> i) & 1:
+            acc = x if acc == None else g.add(acc, x)
+        x = g.add(x, x)
+    return acc
+g.mark_output(times(X, 1 + 2147481143 * 1073740571))
+`
+
+// What the finite fields cannot see, a term repeated a multiple of their
+// moduli times, float64 does: the check gives no verdict rather than
+// "equivalent", statically and for every graph of a dynamic document.
+func TestMagnitudesTheFieldsCannotSee(t *testing.T) {
+	x := "X = g.new_input(dims=(%d, 64), dtype=mi.float16)\n"
+	a := load(t, "a", fmt.Sprintf(x, 16)+"g.mark_output(g.mul_scalar(X, 1.0))\n")
+	b := load(t, "b", fmt.Sprintf(x, 16)+repeated)
+	// The premise: the fields alone find them equal.
+	if r, err := ffverify.Equivalent(named(t, a).Graph, named(t, b).Graph, ffverify.Options{Trials: 2, Seed: 1}); err != nil || !r.Equivalent {
+		t.Fatalf("the fields alone: %v, %v; want equivalent (else this test shows nothing)", r, err)
+	}
+	opts := check.Options{Method: check.FF, Trials: 2, Seed: 1, MaxBytes: 1 << 30}
+	var w bytes.Buffer
+	same, err := check.Graphs(context.Background(), &w, named(t, a), named(t, b), opts)
+	if same || err == nil || !strings.HasPrefix(err.Error(), "no verdict (seed 1): the finite fields find a.py and b.py equal, but in float64 output 0 differs") || w.Len() > 0 {
+		t.Errorf("static: same = %v, err %v, said %q; want no verdict and nothing said", same, err, w.String())
+	}
+
+	d, err := a.MarkDynamic([]string{"0:0=1..16"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var graphs []*kernel.Graph
+	for _, rows := range []int{16, 4} {
+		graphs = append(graphs, load(t, "b", fmt.Sprintf(x, rows)+"g.mark_output(g.mul_scalar(X, 1.0))\n").File.Graphs[0].Graph)
+	}
+	graphs = append(graphs, load(t, "b", fmt.Sprintf(x, 2)+repeated).File.Graphs[0].Graph)
+	doc := &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", graphs...)}
+	w.Reset()
+	same, err = check.Dynamic(&w, d, a.Path, doc, opts)
+	if same || err == nil || !strings.Contains(err.Error(), "but in float64 output 0 differs") ||
+		!strings.Contains(w.String(), "graph 1, m = 4: equivalent") {
+		t.Errorf("dynamic: same = %v, err %v, said %q; want graphs 0 and 1 equivalent, then no verdict", same, err, w.String())
+	}
+}
+
+// Where both graphs' integers are bounded below the fields' moduli
+// (ffverify.Coefficients), the fields' verdict stands alone: nothing is
+// evaluated in float64, so a memory bound that a float64 evaluation would
+// pass is enough. (Where they are not, TestMagnitudesTheFieldsCannotSee
+// shows the evaluation.)
+func TestMagnitudesOnlyWhereTheFieldsCannotSee(t *testing.T) {
+	a, b := named(t, load(t, "a", gatedOps)), named(t, load(t, "b", gatedKernel))
+	limit := interp.Memory(a.Graph) / 2
+	var w bytes.Buffer
+	if same, err := check.Graphs(context.Background(), &w, a, b, check.Options{Method: check.FF, Trials: 2, Seed: 1, MaxBytes: limit}); err != nil || !same {
+		t.Errorf("gated MLP within %d bytes: same = %v, %v; want equivalent, with no float64 evaluation", limit, same, err)
 	}
 }
 

@@ -31,7 +31,7 @@ func Dynamic(w io.Writer, d *driver.Dynamic, aPath string, b *driver.Input, opts
 	var at *programAt
 	if opts.Method == FF && len(graphs) > 0 {
 		largest := slices.MaxFunc(graphs, func(x, y atM) int { return x.m - y.m })
-		if at, err = newProgramAt(largest.a.Graph, largest.m, opts.ff()); err != nil {
+		if at, err = newProgramAt(largest.a.Graph, largest.m, opts); err != nil {
 			return false, fmt.Errorf("%s at m = %d: %w", aPath, largest.m, err)
 		}
 	}
@@ -108,6 +108,7 @@ func atTheirRows(d *driver.Dynamic, aPath string, b *driver.Input) ([]atM, error
 // inputs (ffverify.Pool.Rows) rather than on inputs drawn again, still on
 // its own, so that no verdict rests on its rows being independent.
 type programAt struct {
+	check       Options // FF, normalized
 	opts        ffverify.Options
 	largestRows int
 	pool        *ffverify.Pool     // the program at largestRows, under the key ""; empty where it would pass the memory limit
@@ -117,12 +118,13 @@ type programAt struct {
 
 // newProgramAt evaluates largest, the program at its largest m, on every
 // draw, unless that would pass the memory limit.
-func newProgramAt(largest *kernel.Graph, m int, opts ffverify.Options) (*programAt, error) {
+func newProgramAt(largest *kernel.Graph, m int, check Options) (*programAt, error) {
+	opts := check.ff()
 	full, err := ffverify.New(largest, opts)
 	if err != nil && !memlimit.IsOver(err) {
 		return nil, err
 	}
-	p := &programAt{opts: opts, largestRows: m, pool: ffverify.NewPool()}
+	p := &programAt{check: check, opts: opts, largestRows: m, pool: ffverify.NewPool()}
 	p.pool.Keep("", full)
 	return p, nil
 }
@@ -160,6 +162,11 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
+	if r.Equivalent && r.InOrder() {
+		if err := magnitudes(a, b, p.check.Seed, p.check.MaxBytes); err != nil {
+			return false, err
+		}
+	}
 	return report(w, r, p.v.Options(), a.Path, b.Path), nil
 }
 
@@ -169,5 +176,5 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 func (p *programAt) alone(w io.Writer, a, b Named) (bool, error) {
 	p.pool.Drop("")
 	p.v = nil
-	return fields(w, a, b, p.opts)
+	return fields(w, a, b, p.check)
 }

@@ -122,7 +122,7 @@ func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, e
 				draws, ffverify.MultiplyAdds(a.Graph), ffverify.MultiplyAdds(b.Graph), d, ffverify.Cores(cores)))
 		}
 	}
-	return fields(w, a, b, ff)
+	return fields(w, a, b, opts)
 }
 
 // emulated runs b's emitted code in the CPU emulator against a in the
@@ -185,13 +185,63 @@ func sameInputs(a, b *kernel.Graph) error {
 	return nil
 }
 
-// fields compares a and b over finite fields, one draw at a time.
-func fields(w io.Writer, a, b Named, opts ffverify.Options) (bool, error) {
-	r, err := ffverify.Equivalent(a.Graph, b.Graph, opts)
+// fields compares a and b over finite fields, one draw at a time, and
+// where the fields find them equal, once in float64 (magnitudes).
+func fields(w io.Writer, a, b Named, opts Options) (bool, error) {
+	ff := opts.ff()
+	r, err := ffverify.Equivalent(a.Graph, b.Graph, ff)
 	if err != nil {
 		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
-	return report(w, r, opts, a.Path, b.Path), nil
+	if r.Equivalent && r.InOrder() {
+		if err := magnitudes(a, b, opts.Seed, opts.MaxBytes); err != nil {
+			return false, err
+		}
+	}
+	return report(w, r, ff, a.Path, b.Path), nil
+}
+
+// magnitudeTolerance is the relative error (interp.Compare's) past which
+// float64 contradicts the finite fields. Graphs the fields find equal
+// differ in the reals only by an integer multiple of P·Q ≈ 2.3e18 in some
+// coefficient, which puts an error of about 1 in every element it
+// touches; rounding in a well-conditioned program stays below
+// interp.DefaultTolerance. Between the two lie programs that cancel large
+// terms, which this leaves alone.
+const magnitudeTolerance = 1e-2
+
+// magnitudes checks what the finite fields cannot see: their residues keep
+// integers only modulo P·Q, so a graph whose sums repeat a term 1 + P·Q
+// times (a chain of ~90 adds doubling it, a product of broadcast sums'
+// lengths) is the program's twin there while 2.3e18 times it in the
+// reals. One float64 evaluation of both tells such a graph apart, as it
+// does any whose outputs are not close. It is an error, no verdict, where
+// they are not: the fields say equal, and float64 cannot prove otherwise
+// (it rounds). Elements that are not finite on either side tell nothing
+// of magnitudes and are skipped. Where the graphs' integers are bounded
+// below P·Q (ffverify.Coefficients: a layer or two at a model's shapes),
+// the fields see every difference and nothing is evaluated.
+func magnitudes(a, b Named, seed, limit int64) error {
+	if ffverify.CoefficientsOf(a.Graph).Exact(ffverify.CoefficientsOf(b.Graph)) {
+		return nil
+	}
+	wa, wb, err := evaluateBoth(a, b, seed, limit)
+	if err != nil {
+		return fmt.Errorf("no verdict: the finite fields find %s and %s equal, but their sums could count a term 2.3e18 times, which the fields see as 0, and checking magnitudes in float64 failed: %w", a.Path, b.Path, err)
+	}
+	for k := range wa {
+		d, err := interp.CompareFinite(wa[k], wb[k])
+		if err != nil {
+			return fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
+		}
+		if d.MaxRelErr > magnitudeTolerance {
+			return fmt.Errorf("no verdict (seed %d): the finite fields find %s and %s equal, but in float64 output %d differs at %v (want %.9g, got %.9g, relative error %.3g): "+
+				"either a sum that repeats a term a multiple of the fields' moduli times (2.3e18, which the fields count as 0) or rounding in a program that cancels large terms; "+
+				"--method float shows the outputs on other draws",
+				seed, a.Path, b.Path, k, d.Index, d.Want, d.Got, d.MaxRelErr)
+		}
+	}
+	return nil
 }
 
 // report writes the finite-field verdict r on b against a and returns it.
@@ -210,29 +260,37 @@ func report(w io.Writer, r ffverify.Result, opts ffverify.Options, a, b string) 
 	return true
 }
 
-// floats compares a and b in float64 on one draw.
-func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
+// evaluateBoth runs a and b in float64 on one draw of inputs, within the
+// memory limit.
+func evaluateBoth(a, b Named, seed, limit int64) (wa, wb []*interp.Tensor, err error) {
 	ga, gb := a.Graph, b.Graph
 	// The inputs are made once and shared; the second evaluation holds
 	// them, its own values and the first's outputs.
 	need := max(interp.Memory(ga), ugraph.AddSize(interp.Memory(gb), interp.OutputMemory(ga)))
 	if err := memlimit.Check("evaluating both in float64", need, limit); err != nil {
 		if err := interp.CheckMemory(ga, limit); err != nil {
-			return false, fmt.Errorf("%s: %w", a.Path, err)
+			return nil, nil, fmt.Errorf("%s: %w", a.Path, err)
 		}
 		if err := interp.CheckMemory(gb, limit); err != nil {
-			return false, fmt.Errorf("%s: %w", b.Path, err)
+			return nil, nil, fmt.Errorf("%s: %w", b.Path, err)
 		}
-		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
+		return nil, nil, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
 	inputs := interp.RandomInputs(ga, seed)
-	wa, err := interp.RunWithin(ga, inputs, limit)
-	if err != nil {
-		return false, fmt.Errorf("%s: %v", a.Path, err)
+	if wa, err = interp.RunWithin(ga, inputs, limit); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", a.Path, err)
 	}
-	wb, err := interp.RunWithin(gb, inputs, limit)
+	if wb, err = interp.RunWithin(gb, inputs, limit); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", b.Path, err)
+	}
+	return wa, wb, nil
+}
+
+// floats compares a and b in float64 on one draw.
+func floats(w io.Writer, a, b Named, seed, limit int64) (bool, error) {
+	wa, wb, err := evaluateBoth(a, b, seed, limit)
 	if err != nil {
-		return false, fmt.Errorf("%s: %v", b.Path, err)
+		return false, err
 	}
 	if len(wa) != len(wb) {
 		fmt.Fprintf(w, "not equivalent: %s has %d outputs, %s has %d\n", a.Path, len(wa), b.Path, len(wb))

@@ -108,8 +108,13 @@
 // sums of the graphs' multiplicities (a term's count in a sum, the length
 // of a sum over a broadcast dim), which stay the field's own residues: a
 // graph built to make one ≡ 1 modulo P·Q (a chain of ~90 adds, or seven
-// sums over broadcast dims, found by review) still fools the model; the
-// search does not build such graphs, a candidate given to verify can. The constants' images are
+// sums over broadcast dims, found by review) still fools the model. The
+// search does not build such graphs; a candidate given to mirage verify
+// can. CoefficientsOf bounds a graph's integers (coefficients.go): where
+// the bound leaves room, as for a layer or two at a model's shapes, no
+// multiplicity can hide, and where it does not, package check evaluates
+// what the fields find equal once more in float64, where such a
+// multiplicity is 2.3e18 times too large. The constants' images are
 // keyed by a hash of the program (ConstantsKey), so a program cannot pick
 // its constants to meet a relation of φ: the old model, which took each
 // rational's own residues, let products of chosen factors be 1 modulo P·Q
