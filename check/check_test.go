@@ -255,7 +255,8 @@ func TestMagnitudesTheFieldsCannotSee(t *testing.T) {
 	opts := check.Options{Method: check.FF, Trials: 2, Seed: 1, MaxBytes: 1 << 30}
 	var w bytes.Buffer
 	same, err := check.Graphs(context.Background(), &w, named(t, a), named(t, b), opts)
-	if same || err == nil || !strings.HasPrefix(err.Error(), "no verdict (seed 1): the finite fields find a.py and b.py equal, but in float64 output 0 differs") || w.Len() > 0 {
+	if same || err == nil || !strings.HasPrefix(err.Error(), "no verdict (seed 1): the finite fields find a.py and b.py equal, but cannot decide them alone") ||
+		!strings.Contains(err.Error(), "in float64 output 0 differs") || w.Len() > 0 {
 		t.Errorf("static: same = %v, err %v, said %q; want no verdict and nothing said", same, err, w.String())
 	}
 
@@ -271,9 +272,73 @@ func TestMagnitudesTheFieldsCannotSee(t *testing.T) {
 	doc := &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", graphs...)}
 	w.Reset()
 	same, err = check.Dynamic(&w, d, a.Path, doc, opts)
-	if same || err == nil || !strings.Contains(err.Error(), "but in float64 output 0 differs") ||
-		!strings.Contains(w.String(), "graph 1, m = 4: equivalent") {
+	if same || err == nil || err.Error() != "no verdict on 1 of 3 graph(s) of b.ugraph.json (said above)" ||
+		!strings.Contains(w.String(), "graph 1, m = 4: equivalent") || !strings.Contains(w.String(), "graph 2, m = 2: no verdict (seed 1)") {
 		t.Errorf("dynamic: same = %v, err %v, said %q; want graphs 0 and 1 equivalent, then no verdict", same, err, w.String())
+	}
+
+	// A graph without a verdict does not hide a later one that differs.
+	graphs = []*kernel.Graph{
+		load(t, "b", fmt.Sprintf(x, 16)+repeated).File.Graphs[0].Graph,
+		load(t, "b", fmt.Sprintf(x, 4)+"g.mark_output(g.mul_scalar(X, 2.0))\n").File.Graphs[0].Graph,
+	}
+	doc = &driver.Input{Path: "b.ugraph.json", Name: "b", File: kernel.NewFile("b", graphs...)}
+	w.Reset()
+	same, err = check.Dynamic(&w, d, a.Path, doc, opts)
+	if same || err != nil || !strings.Contains(w.String(), "graph 0, m = 16: no verdict") || !strings.Contains(w.String(), "graph 1, m = 4: not equivalent") {
+		t.Errorf("dynamic, a difference after no verdict: same = %v, err %v, said %q; want graph 1 reported as differing", same, err, w.String())
+	}
+}
+
+// Pairs the finite fields find equal that differ in the reals (found by
+// review): beyond what the fields decide alone, so evaluated in float64,
+// which tells them apart (float64's infinities and a difference of 1%
+// included). Each is no verdict, never equivalent.
+func TestNoEqualVerdictTheRealsContradict(t *testing.T) {
+	const (
+		xy = "X = g.new_input(dims=(16, 64), dtype=mi.float16)\nY = g.new_input(dims=(16, 64), dtype=mi.float16)\n"
+		// times sums x k times by doubling; bits is how many doublings.
+		helpers = `def times(x, k, bits):
+    acc = None
+    for i in range(bits):
+        if (k >> i) & 1:
+            acc = x if acc == None else g.add(acc, x)
+        x = g.add(x, x)
+    return acc
+def power(x, k):
+    acc = None
+    for i in range(64):
+        if (k >> i) & 1:
+            acc = x if acc == None else g.mul(acc, x)
+        x = g.square(x)
+    return acc
+`
+		q, pq = "1073740571", "2147481143 * 1073740571"
+		x     = xy + "g.mark_output(g.mul_scalar(X, 1.0))\n"
+	)
+	for _, c := range []struct{ name, a, b string }{
+		{"degree: X to the 1+Q(Q-1)", x, xy + helpers + "g.mark_output(power(X, 1 + 1073740571 * 1073740570))\n"},
+		{"exp: Q·exp(X) against Q·exp(X + 1.07·Y)", xy + helpers + "g.mark_output(times(g.exp(X), " + q + ", 31))\n",
+			xy + helpers + "g.mark_output(times(g.exp(g.add(X, times(g.mul_scalar(Y, 1e-9), " + q + ", 31))), " + q + ", 31))\n"},
+		{"a divisor 0 modulo P: X + (Q·X)/(P·X)", x, xy + helpers + "g.mark_output(g.add(X, g.div(times(X, " + q + ", 31), times(X, 2147481143, 31))))\n"},
+		{"two values of one graph: X + silu(u) - silu(v)", x, xy + helpers +
+			"u = g.div(times(X, 2147483648, 57), times(Y, 29, 57))\nv = g.div(times(X, 79512013438994319, 57), times(Y, 2147483648, 57))\n" +
+			"g.mark_output(g.add(X, g.sub(g.silu(u), g.silu(v))))\n"},
+		{"overflow: (1+P·Q)·1e300·X", xy + "g.mark_output(g.mul_scalar(X, 1e300))\n",
+			xy + helpers + "g.mark_output(times(g.mul_scalar(X, 1e300), 1 + " + pq + ", 62))\n"},
+		{"small: X·(1 + 0.0092·Y)", x, xy + helpers + "g.mark_output(g.add(X, times(g.mul_scalar(g.mul(X, Y), 4e-21), " + pq + ", 62)))\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := named(t, load(t, "a", c.a)), named(t, load(t, "b", c.b))
+			if r, err := ffverify.Equivalent(a.Graph, b.Graph, ffverify.Options{Trials: 2, Seed: 1}); err != nil || !r.Equivalent {
+				t.Fatalf("the fields alone: %v, %v; want equivalent (else this test shows nothing)", r, err)
+			}
+			var w bytes.Buffer
+			same, err := check.Graphs(context.Background(), &w, a, b, check.Options{Method: check.FF, Trials: 2, Seed: 1, MaxBytes: 1 << 30})
+			if same || err == nil || !strings.HasPrefix(err.Error(), "no verdict (seed 1): the finite fields find a.py and b.py equal") {
+				t.Errorf("same = %v, err %v, said %q; want no verdict", same, err, w.String())
+			}
+		})
 	}
 }
 
@@ -288,6 +353,23 @@ func TestMagnitudesOnlyWhereTheFieldsCannotSee(t *testing.T) {
 	var w bytes.Buffer
 	if same, err := check.Graphs(context.Background(), &w, a, b, check.Options{Method: check.FF, Trials: 2, Seed: 1, MaxBytes: limit}); err != nil || !same {
 		t.Errorf("gated MLP within %d bytes: same = %v, %v; want equivalent, with no float64 evaluation", limit, same, err)
+	}
+	// Heads' softmaxes summed over the heads, each with its own
+	// denominator: past the bound, so checked in float64 too, and said so.
+	heads := load(t, "a", `Q = g.new_input(dims=(16, 1, 64), dtype=mi.float16)
+K = g.new_input(dims=(16, 64, 64), dtype=mi.float16)
+V = g.new_input(dims=(16, 64, 64), dtype=mi.float16)
+E = g.exp(g.matmul(Q, K))
+g.mark_output(g.reduction(g.matmul(g.div(E, g.reduction(E, 2)), V), 0))
+`)
+	a = named(t, heads)
+	if ffverify.CoefficientsOf(a.Graph).Exact(ffverify.CoefficientsOf(a.Graph)) {
+		t.Fatal("heads' softmaxes summed: Exact (else this test shows nothing)")
+	}
+	w.Reset()
+	if same, err := check.Graphs(context.Background(), &w, a, a, check.Options{Method: check.FF, Trials: 2, Seed: 1, MaxBytes: 1 << 30}); err != nil || !same ||
+		w.String() != "equivalent (finite fields, seed 1, 2 trial(s), and float64 within 1e-06): 1 output(s) agree\n" {
+		t.Errorf("heads' softmaxes summed, against themselves: same = %v, %v, said %q", same, err, w.String())
 	}
 }
 

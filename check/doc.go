@@ -3,9 +3,9 @@
 //
 // Graphs compares two kernel graphs on the same random inputs, exactly
 // over finite fields (ffverify) or in float64 within a tolerance (interp);
-// what the fields find equal is evaluated once in float64 too where the
-// graphs' integers could reach P·Q, which the fields keep them modulo
-// (magnitudes);
+// what the fields find equal is evaluated once in float64 too where a
+// bound on the graphs' integers and degrees cannot rule out that they pass
+// what the fields keep (magnitudes);
 // Dynamic does it for every graph of a dynamic program's document at its
 // own number of rows m: the program is evaluated once at the largest m and
 // kept in an ffverify.Pool (the kind the dynamic search keeps its parts'

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"errors"
 	"fmt"
 	"github.com/mirage-go/mirage/target"
 	"io"
@@ -35,7 +36,7 @@ func Dynamic(w io.Writer, d *driver.Dynamic, aPath string, b *driver.Input, opts
 			return false, fmt.Errorf("%s at m = %d: %w", aPath, largest.m, err)
 		}
 	}
-	differ := 0
+	differ, undecided := 0, 0
 	for i, g := range graphs {
 		fmt.Fprintf(w, "graph %d, m = %d: ", i, g.m)
 		var same bool
@@ -43,6 +44,11 @@ func Dynamic(w io.Writer, d *driver.Dynamic, aPath string, b *driver.Input, opts
 			same, err = at.verify(w, g.m, g.a, g.b)
 		} else {
 			same, err = floats(w, g.a, g.b, opts.Seed, opts.MaxBytes)
+		}
+		if errors.Is(err, errNoVerdict) { // this graph's; the others still have theirs
+			fmt.Fprintf(w, "%v\n", err)
+			undecided++
+			continue
 		}
 		if err != nil {
 			return false, err
@@ -54,6 +60,9 @@ func Dynamic(w io.Writer, d *driver.Dynamic, aPath string, b *driver.Input, opts
 	if differ > 0 {
 		fmt.Fprintf(w, "%d of %d graph(s) differ from the program at their m\n", differ, len(graphs))
 		return false, nil
+	}
+	if undecided > 0 {
+		return false, fmt.Errorf("no verdict on %d of %d graph(s) of %s (said above)", undecided, len(graphs), b.Path)
 	}
 	fmt.Fprintf(w, "all %d graph(s) are the program at their m\n", len(graphs))
 	return true, nil
@@ -162,12 +171,7 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
-	if r.Equivalent && r.InOrder() {
-		if err := magnitudes(a, b, p.check.Seed, p.check.MaxBytes); err != nil {
-			return false, err
-		}
-	}
-	return report(w, r, p.v.Options(), a.Path, b.Path), nil
+	return verdict(w, r, p.v.Options(), a, b, p.check)
 }
 
 // alone checks b against a one draw at a time, within the memory limit:

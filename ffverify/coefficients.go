@@ -8,10 +8,13 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// The model keeps integers only modulo P·Q: a graph that sums one term
-// 1 + P·Q times is, over the fields, the graph that takes it once (doc.go,
-// "The error bound"). Coefficients bounds how large a graph's integers
-// can get, so that a caller can tell when that cannot happen.
+// The model keeps integers only modulo P·Q, and its exp only modulo Q: a
+// graph that sums one term 1 + P·Q times is, over the fields, the graph
+// that takes it once, and one that divides by a multiple of P divides by
+// 0 there (doc.go, "The error bound"). Schwartz–Zippel needs, besides, a
+// degree far below Q: x^(1+Q(Q-1)) is x at every point of both fields.
+// Coefficients bounds a graph's integers and degrees, so that a caller can
+// tell when none of that can happen.
 //
 // Read each value as a quotient N/D of polynomials with integer
 // coefficients in the model's variables (the inputs, the images φ(p) of
@@ -19,39 +22,81 @@ import (
 // op, an exp or a root). The L1 norm of a polynomial (the sum of its
 // coefficients' absolute values) bounds every coefficient, is at most the
 // sum for a sum and the product for a product, and is 1 for a variable or
-// a monomial ±∏φ(p)ᵉ. Two graphs' values N/D and N'/D' then differ by
-// (N·D' - N'·D)/(D·D'), whose numerator's coefficients are at most
-// |N|·|D'| + |N'|·|D|: below P·Q, a difference in the reals is a nonzero
-// polynomial modulo P or modulo Q, and Schwartz–Zippel applies to it.
-// Exact checks that for every pair of values, outputs and the arguments
-// of opaque ops alike.
+// a monomial ±∏φ(p)ᵉ. Two values N/D and N'/D', of one graph or of two,
+// differ by (N·D' - N'·D)/(D·D'), whose numerator's coefficients are at
+// most |N|·|D'| + |N'|·|D|. Exact asks that this be below P·Q for every
+// pair, outputs and the arguments of opaque ops and roots alike (a
+// difference in the reals is then a nonzero polynomial modulo P or
+// modulo Q); that every denominator's norm be below Q (so that none is 0
+// modulo either prime); that exp's arguments differ by less than Q (its
+// P-residue reads them modulo Q); and that degrees stay below maxDegree.
 //
 // The bound is generous (a sum over K terms counts K even where its terms
-// are distinct monomials), so a deep stack of matmuls passes it where the
-// fields are in fact exact; a caller then checks magnitudes another way
-// (package check evaluates once in float64).
+// are distinct monomials): a deep stack of matmuls, or a sum over heads of
+// softmaxes each with its own denominator, fails it where the fields are
+// in fact exact; a caller then checks another way (package check
+// evaluates once in float64).
 
-// Coefficients is the largest L1 norm, in log2, of the numerator (Num)
-// and of the denominator (Den) of any value a graph computes.
-type Coefficients struct{ Num, Den float64 }
-
-// log2PQ is log2(P·Q), a little under 61.
-var log2PQ = math.Log2(float64(modP) * float64(modQ))
-
-// Exact reports whether every coefficient of the difference of a value of
-// a graph bounded by c and one bounded by d is below P·Q in magnitude, so
-// that the fields see every difference in the reals (the margin of one
-// bit covers the rounding of the logarithms).
-func (c Coefficients) Exact(d Coefficients) bool {
-	return logAdd(c.Num+d.Den, d.Num+c.Den) < log2PQ-1
+// Coefficients bounds what a graph computes: the largest L1 norm, in
+// log2, of the numerator (Num) and the denominator (Den) of any value an
+// output depends on, and of any argument of an exp (ExpNum, ExpDen); and
+// the largest total degree of a numerator or a denominator (Degree).
+type Coefficients struct {
+	Num, Den       float64
+	ExpNum, ExpDen float64
+	Degree         float64
 }
 
-// CoefficientsOf bounds the coefficients of every value g computes.
+// maxDegree bounds the total degree of a difference of two values: one
+// draw misses a nonzero polynomial of degree D modulo Q with probability
+// at most D/Q, below 6.2·10⁻⁵ here and 3.8·10⁻⁹ over DefaultTrials draws.
+// Most graphs the search builds stay below degree 64; attention over keys
+// normalized one by one has each key's root in its denominator (degree
+// 4097 over 4096 keys).
+const maxDegree = 1 << 16
+
+var (
+	log2P = math.Log2(modP)
+	log2Q = math.Log2(modQ)
+)
+
+// Exact reports whether the fields see every difference in the reals
+// between values of graphs bounded by c and d, each against itself and
+// against the other. The margin of one bit covers the rounding of the
+// logarithms.
+func (c Coefficients) Exact(d Coefficients) bool {
+	num, den := max(c.Num, d.Num), max(c.Den, d.Den)
+	expNum, expDen := max(c.ExpNum, d.ExpNum), max(c.ExpDen, d.ExpDen)
+	return num+den+1 < log2P+log2Q-1 &&
+		den < log2Q-1 &&
+		expNum+expDen+1 < log2Q-1 &&
+		2*max(c.Degree, d.Degree) <= maxDegree
+}
+
+// CoefficientsOf bounds the values that g's outputs depend on.
 func CoefficientsOf(g *kernel.Graph) Coefficients {
+	live := make([]bool, len(g.Tensors))
+	for _, t := range g.Outputs {
+		live[t] = true
+	}
+	liveOp := make([]bool, len(g.Ops))
+	for i := len(g.Ops) - 1; i >= 0; i-- {
+		for _, t := range g.Ops[i].Out {
+			liveOp[i] = liveOp[i] || live[t]
+		}
+		if liveOp[i] {
+			for _, t := range g.Ops[i].In {
+				live[t] = true
+			}
+		}
+	}
 	var b bounder
 	ts := make([]magnitude, len(g.Tensors))
 	for i := range g.Ops {
 		op := &g.Ops[i]
+		if !liveOp[i] {
+			continue
+		}
 		in := make([]magnitude, len(op.In))
 		shapes := make([]ugraph.Shape, len(op.In))
 		for k, t := range op.In {
@@ -60,7 +105,7 @@ func CoefficientsOf(g *kernel.Graph) Coefficients {
 		switch op.Kind {
 		case ugraph.OpInput:
 			for _, t := range op.Out {
-				ts[t] = b.see(magnitude{fixed: allDims})
+				ts[t] = b.see(variable)
 			}
 		case ugraph.OpCustomized:
 			outs := b.blockGraph(op.Block, in)
@@ -74,46 +119,93 @@ func CoefficientsOf(g *kernel.Graph) Coefficients {
 	return b.max
 }
 
-// magnitude bounds one tensor's or tile's elements: log2 of the L1 norms
-// of a numerator and a denominator. fixed has bit i set where the
-// denominator is one polynomial along dim i (kernel level; 0 at block
-// level, where a tile is part of a dim), so that a sum along i keeps it
-// rather than multiplying the terms' denominators.
+// magnitude bounds one tensor's or tile's elements, each a quotient N/D
+// with D = C·M: C a polynomial, M a monomial (a root's variable, the
+// images of a constant's primes). num and den are log2 of the L1 norms of
+// N and C (M's is 1), numDeg and denDeg the total degrees of N and D.
+// polyFixed and monoFixed have bit i set where C, and M, are one
+// polynomial along dim i (of the tensor, or of the tile: a tile's dim is
+// part of its tensor's), so that a sum along i keeps them rather than
+// multiplying its terms'. iterFixed says that D is the same in every
+// iteration of a block's for-loop.
 type magnitude struct {
-	num, den float64
-	fixed    uint64
+	num, den             float64
+	numDeg, denDeg       float64
+	polyFixed, monoFixed uint64
+	iterFixed            bool
 }
 
 const allDims = ^uint64(0)
+
+// variable is an input's element, or the value of an opaque op, an exp
+// or a root (whose argument has been seen).
+var variable = magnitude{numDeg: 1, polyFixed: allDims, monoFixed: allDims, iterFixed: true}
+
+// unbounded is the magnitude of what the rules do not know.
+var unbounded = magnitude{num: math.Inf(1), den: math.Inf(1), numDeg: math.Inf(1), denDeg: math.Inf(1)}
 
 // bounder walks a graph's ops, keeping the largest magnitudes seen.
 type bounder struct{ max Coefficients }
 
 func (b *bounder) see(m magnitude) magnitude {
-	if m.den == 0 { // a monomial is one polynomial along every dim that matters
-		m.fixed = allDims
+	if m.den == 0 { // C is ±1
+		m.polyFixed = allDims
+	}
+	if m.denDeg == 0 { // D is ±1
+		m.polyFixed, m.monoFixed, m.iterFixed = allDims, allDims, true
 	}
 	b.max.Num, b.max.Den = max(b.max.Num, m.num), max(b.max.Den, m.den)
+	b.max.Degree = max(b.max.Degree, m.numDeg, m.denDeg)
 	return m
 }
 
-// fresh is a variable: a value of an opaque op, an exp or a root. Its
-// argument has been seen.
-var fresh = magnitude{fixed: allDims}
+// seeExp sees the argument of an exp, whose P-residue reads it modulo Q.
+func (b *bounder) seeExp(m magnitude) {
+	b.see(m)
+	b.max.ExpNum, b.max.ExpDen = max(b.max.ExpNum, m.num), max(b.max.ExpDen, m.den)
+}
 
-// sum bounds Σ of k terms bounded by m, along a dim where the denominator
-// is one polynomial (same) or may differ term by term, when the product
-// of the k denominators is the common one.
-func sum(m magnitude, k int, same bool) magnitude {
+// sum bounds Σ of k terms bounded by m, whose denominators' parts C and M
+// are one polynomial along the summed dim or across the summed
+// iterations where polySame and monoSame, and otherwise multiply into the
+// common denominator.
+func sum(m magnitude, k int, polySame, monoSame bool) magnitude {
 	if k <= 1 {
 		return m
 	}
-	lk := math.Log2(float64(max(k, 1)))
-	if same || m.den == 0 {
-		return magnitude{num: m.num + lk, den: m.den, fixed: m.fixed}
+	lk, fk := math.Log2(float64(k)), float64(k)
+	r := m
+	polySame = polySame || m.den == 0
+	monoSame = monoSame || m.denDeg == 0
+	r.num = m.num + lk
+	if !polySame { // Σ N_i·∏_{j≠i} C_j over ∏ C_j
+		r.num += (fk - 1) * m.den
+		r.den = fk * m.den
 	}
-	return magnitude{num: m.num + lk + float64(k-1)*m.den, den: float64(k) * m.den}
+	if !(polySame && monoSame) {
+		r.numDeg = m.numDeg + (fk-1)*m.denDeg
+		r.denDeg = fk * m.denDeg
+	}
+	return r
 }
+
+// sumAlong is sum along dim d of a tensor or tile bounded by m.
+func sumAlong(m magnitude, k, d int) magnitude {
+	return sum(m, k, m.polyFixed&bit(d) != 0, m.monoFixed&bit(d) != 0)
+}
+
+// scale is m times a constant whose numerator and denominator have num
+// and den prime factors (a count or a float's rational, each prime an
+// image φ(p) of degree 1): a monomial, the same everywhere, which adds to
+// the degrees alone.
+func scale(m magnitude, num, den float64) magnitude {
+	m.numDeg += num
+	m.denDeg += den
+	return m
+}
+
+// countDegree bounds the prime factors of the count n.
+func countDegree(n int) float64 { return math.Log2(float64(max(n, 1))) }
 
 // logAdd is log2(2^a + 2^b).
 func logAdd(a, b float64) float64 {
@@ -138,119 +230,172 @@ func constantAlong(s ugraph.Shape) uint64 {
 	return m
 }
 
+// square bounds x² (before anything divides it).
+func square(x magnitude) magnitude {
+	x.num, x.den, x.numDeg, x.denDeg = 2*x.num, 2*x.den, 2*x.numDeg, 2*x.denDeg
+	return x
+}
+
+// times bounds x·y, elementwise: each part of the denominator is one
+// polynomial along a dim where it is in both operands, or where an operand
+// is broadcast (bx, by: its constantAlong).
+func times(x, y magnitude, bx, by uint64) magnitude {
+	return magnitude{num: x.num + y.num, den: x.den + y.den, numDeg: x.numDeg + y.numDeg, denDeg: x.denDeg + y.denDeg,
+		polyFixed: (x.polyFixed | bx) & (y.polyFixed | by), monoFixed: (x.monoFixed | bx) & (y.monoFixed | by),
+		iterFixed: x.iterFixed && y.iterFixed}
+}
+
 // op bounds the result of an op of kind k with attributes a on operands
 // in of the given shapes, at kernel or block level; dimx is the block
 // graph's reduction_dimx (kernel level: 0, which counts a whole dim).
 func (b *bounder) op(k ugraph.OpKind, a ugraph.Attr, in []magnitude, shapes []ugraph.Shape, dimx int) magnitude {
-	info := k.Info()
 	switch {
-	case info.Elem.Opaque, k == ugraph.OpExp, k == ugraph.OpSqrt:
-		return fresh
+	case k == ugraph.OpExp:
+		b.seeExp(in[0])
+		return variable
+	case k.Info().Elem.Opaque, k == ugraph.OpSqrt:
+		return variable
 	}
 	switch k {
 	case ugraph.OpMulScalar:
-		return in[0] // a monomial ±∏φ(p)ᵉ over another
+		f := scalarFactorsOf(a.Scalars[0]) // ±∏φ(p)ᵉ over ∏φ(p)ᵉ
+		return scale(in[0], exponents(f.num), exponents(f.den))
 	case ugraph.OpSquare:
-		x := in[0]
-		return magnitude{num: 2 * x.num, den: 2 * x.den, fixed: x.fixed}
+		return square(in[0])
 	case ugraph.OpAdd, ugraph.OpSub, ugraph.OpMul, ugraph.OpDiv:
 		x, y := in[0], in[1]
-		// A dim along which an operand is broadcast, or its denominator
-		// one polynomial, keeps the result's denominator one polynomial.
-		fx, fy := x.fixed|constantAlong(shapes[0]), y.fixed|constantAlong(shapes[1])
+		bx, by := constantAlong(shapes[0]), constantAlong(shapes[1])
 		switch k {
 		case ugraph.OpMul:
-			return magnitude{num: x.num + y.num, den: x.den + y.den, fixed: fx & fy}
-		case ugraph.OpDiv: // (Nx·Dy)/(Dx·Ny): y's numerator joins the denominator
-			return magnitude{num: x.num + y.den, den: x.den + y.num, fixed: fx & constantAlong(shapes[1])}
+			return times(x, y, bx, by)
+		case ugraph.OpDiv:
+			// (Nx/Dx)/(Ny/Dy) = (Nx·Dy)/(Dx·Ny): y's numerator joins x's
+			// denominator, as a monomial where it is one (L1 norm 1).
+			r := times(x, magnitude{num: y.den, numDeg: y.denDeg, polyFixed: allDims, monoFixed: allDims, iterFixed: y.iterFixed}, bx, by)
+			r.denDeg += y.numDeg
+			r.iterFixed = x.iterFixed && y.iterFixed
+			if y.num == 0 {
+				r.monoFixed &= by
+			} else {
+				r.den += y.num
+				r.polyFixed &= by
+			}
+			return r
 		}
-		if x.den == 0 && y.den == 0 {
-			return magnitude{num: logAdd(x.num, y.num), fixed: allDims}
-		}
-		return magnitude{num: logAdd(x.num+y.den, y.num+x.den), den: x.den + y.den, fixed: fx & fy}
+		// (Nx·Dy ± Ny·Dx)/(Dx·Dy)
+		r := times(magnitude{polyFixed: x.polyFixed, monoFixed: x.monoFixed, den: x.den, denDeg: x.denDeg, iterFixed: x.iterFixed},
+			magnitude{polyFixed: y.polyFixed, monoFixed: y.monoFixed, den: y.den, denDeg: y.denDeg, iterFixed: y.iterFixed}, bx, by)
+		r.num = logAdd(x.num+y.den, y.num+x.den)
+		r.numDeg = max(x.numDeg+y.denDeg, y.numDeg+x.denDeg)
+		return r
 	case ugraph.OpMatmul:
 		x, y := in[0], in[1]
 		r := shapes[0].Rank()
-		kd := shapes[0].Dim(r - 1)
-		term := magnitude{num: x.num + y.num, den: x.den + y.den}
-		s := sum(term, kd, x.fixed&bit(r-1) != 0 && y.fixed&bit(r-2) != 0)
+		rows, cols, inner := bit(r-2), bit(r-1), bit(r-1)
+		// x[.., m, k]·y[.., k, n] summed over k: a part of the term's
+		// denominator is one polynomial along k where it is in x along
+		// x's last dim and in y along y's rows.
+		term := times(x, y, 0, 0)
+		s := sum(term, shapes[0].Dim(r-1), x.polyFixed&inner != 0 && y.polyFixed&rows != 0, x.monoFixed&inner != 0 && y.monoFixed&rows != 0)
 		// The result's rows come from x's, its columns from y's.
-		s.fixed = x.fixed & y.fixed &^ (bit(r-1) | bit(r-2))
-		s.fixed |= x.fixed & bit(r-2)
-		if y.fixed&bit(r-1) != 0 {
-			s.fixed |= bit(r - 1)
+		mapped := func(fx, fy uint64) uint64 {
+			f := fx & fy &^ (rows | cols)
+			f |= fx & rows
+			if fy&cols != 0 {
+				f |= cols
+			}
+			return f
 		}
+		s.polyFixed, s.monoFixed = mapped(x.polyFixed, y.polyFixed), mapped(x.monoFixed, y.monoFixed)
 		return s
 	case ugraph.OpReduction:
-		x := in[0]
-		return keepFixed(sum(x, shapes[0].Dim(a.Dim), x.fixed&bit(a.Dim) != 0), x.fixed)
+		return sumAlong(in[0], shapes[0].Dim(a.Dim), a.Dim)
 	case ugraph.OpReductionToDimx:
-		x := in[0]
-		return keepFixed(sum(x, shapes[0].Dim(a.Dim)/max(dimx, 1), x.fixed&bit(a.Dim) != 0), x.fixed)
+		return sumAlong(in[0], shapes[0].Dim(a.Dim)/max(dimx, 1), a.Dim)
 	case ugraph.OpRMSNorm:
-		// x·inv(root(Σx²·inv(φ(n)))): the root is a variable, whose
-		// argument is a value to see.
+		// x·inv(root(Σx²·inv(φ(n)))): the root is a variable, one along
+		// the normalized dims and another row by row, whose argument is a
+		// value to see.
 		x, s := in[0], shapes[0]
-		n, same := 1, true
+		n, rest := 1, uint64(0)
 		for d := a.Dim; d < s.Rank(); d++ {
 			n *= s.Dim(d)
-			same = same && x.fixed&bit(d) != 0
+			rest |= bit(d)
 		}
-		b.see(sum(magnitude{num: 2 * x.num, den: 2 * x.den}, n, same))
-		// The root is one variable along the normalized dims, another
-		// row by row.
+		sq := square(x)
+		arg := sum(sq, n, x.polyFixed&rest == rest, x.monoFixed&rest == rest)
+		b.see(scale(arg, 0, countDegree(n)))
 		r := x
-		r.fixed &= constantAlong(s) | (allDims << uint(a.Dim))
+		r.denDeg++
+		r.monoFixed &= constantAlong(s) | rest
 		return r
 	case ugraph.OpConcat:
 		x, y := in[0], in[1]
-		return magnitude{num: max(x.num, y.num), den: max(x.den, y.den), fixed: x.fixed & y.fixed &^ bit(a.Dim)}
+		return magnitude{num: max(x.num, y.num), den: max(x.den, y.den), numDeg: max(x.numDeg, y.numDeg), denDeg: max(x.denDeg, y.denDeg),
+			polyFixed: x.polyFixed & y.polyFixed &^ bit(a.Dim), monoFixed: x.monoFixed & y.monoFixed &^ bit(a.Dim),
+			iterFixed: x.iterFixed && y.iterFixed}
 	}
-	// An op this does not know bounds nothing: the caller checks
-	// magnitudes another way.
-	return magnitude{num: math.Inf(1), den: math.Inf(1)}
+	// An op the rules do not know bounds nothing: the caller checks
+	// another way.
+	return unbounded
 }
 
-// keepFixed is m with the fixed dims of its operand.
-func keepFixed(m magnitude, fixed uint64) magnitude {
-	if m.den == 0 {
-		m.fixed = allDims
-	} else {
-		m.fixed = fixed
+// exponents is the number of prime factors of a factorization.
+func exponents(fs []factor) float64 {
+	n := 0
+	for _, f := range fs {
+		n += f.exp
 	}
-	return m
+	return float64(n)
 }
 
 // blockGraph bounds the tiles of g, whose k-th input reads a device
-// tensor bounded by in[k], and returns its outputs' bounds in order. A
-// tile is part of a dim, so no denominator counts as one polynomial along
-// a dim, but one that is a monomial.
+// tensor bounded by in[k], and returns its outputs' bounds in order, as
+// the device tensors they are stored into.
 func (b *bounder) blockGraph(g *block.Graph, in []magnitude) []magnitude {
 	ts := make([]magnitude, len(g.Tensors))
 	varies := g.Varies()
+	// across says, per tile and grid axis, what is the same in every
+	// block along the axis: the tile's values, and its denominators'
+	// parts. A tensor laid out along that axis keeps its denominators one
+	// polynomial along the dim the axis lays it along only where they are.
+	type same struct{ value, poly, mono bool }
+	across := make([][3]same, len(g.Tensors))
 	var outs []magnitude
 	next := 0
-	tile := func(m magnitude) magnitude {
-		if m.den == 0 {
-			m.fixed = allDims
-		} else {
-			m.fixed = 0
-		}
-		return b.see(m)
-	}
 	for i := range g.Ops {
 		op := &g.Ops[i]
 		switch op.Kind {
 		case ugraph.OpInput:
-			m := magnitude{num: math.Inf(1), den: math.Inf(1)}
+			// A tile's dims are its tensor's; the loop walks the tensor
+			// along fmap, the grid along imap.
+			m := unbounded
 			if next < len(in) {
 				m = in[next]
+				f := op.Input.FMap
+				m.iterFixed = !varies[op.Out] || (m.polyFixed&bit(f) != 0 && m.monoFixed&bit(f) != 0)
 			}
 			next++
-			ts[op.Out] = tile(m)
+			m = b.see(m)
+			for axis, d := range op.Input.IMap {
+				split := d >= 0 && g.Grid[axis] > 1
+				across[op.Out][axis] = same{!split, !split || m.polyFixed&bit(d) != 0, !split || m.monoFixed&bit(d) != 0}
+			}
+			ts[op.Out] = m
 			continue
 		case ugraph.OpOutput:
-			outs = append(outs, ts[op.In[0]])
+			m := ts[op.In[0]]
+			for axis, d := range op.Output.OMap {
+				if d >= 0 && g.Grid[axis] > 1 {
+					if !across[op.In[0]][axis].poly {
+						m.polyFixed &^= bit(d)
+					}
+					if !across[op.In[0]][axis].mono {
+						m.monoFixed &^= bit(d)
+					}
+				}
+			}
+			outs = append(outs, m)
 			continue
 		}
 		operands := op.Operands()
@@ -259,32 +404,66 @@ func (b *bounder) blockGraph(g *block.Graph, in []magnitude) []magnitude {
 		for k, t := range operands {
 			ms[k], shapes[k] = ts[t], g.Tensors[t].Shape
 		}
+		for axis := range 3 {
+			a := same{true, true, true}
+			for _, t := range operands {
+				o := across[t][axis]
+				a = same{a.value && o.value, a.poly && o.poly, a.mono && o.mono}
+			}
+			// A divisor's numerator, and a root of a row, join the
+			// denominator: where the blocks see other values of them,
+			// they see other denominators.
+			switch op.Kind {
+			case ugraph.OpDiv:
+				if ms[1].num == 0 {
+					a.mono = a.mono && across[operands[1]][axis].value
+				} else {
+					a.poly = a.poly && across[operands[1]][axis].value
+				}
+			case ugraph.OpRMSNorm:
+				a.mono = a.mono && across[operands[0]][axis].value
+			}
+			across[op.Out][axis] = a
+		}
 		if op.Kind != ugraph.OpForloopAccum {
-			ts[op.Out] = tile(b.op(op.Kind, op.Attr, ms, shapes, g.ReductionDimx))
+			m := b.op(op.Kind, op.Attr, ms, shapes, g.ReductionDimx)
+			// The same across the loop's iterations.
+			switch {
+			case op.Kind == ugraph.OpDiv && varies[operands[1]], op.Kind == ugraph.OpRMSNorm && varies[operands[0]]:
+				m.iterFixed = false
+			}
+			ts[op.Out] = b.see(m)
 			continue
 		}
-		// An accumulator sums its tile over the F iterations, where the
+		// An accumulator sums its tile over the F iterations where the
 		// loop varies it; one that does not vary is summed once and
-		// scaled by φ(F), a monomial (DESIGN §4).
+		// scaled by φ(F) (DESIGN §4).
 		x, s := ms[0], shapes[0]
-		iterations := 1
+		iterations, scaled := 1, countDegree(g.ForloopRange)
 		if varies[operands[0]] {
-			iterations = g.ForloopRange
+			iterations, scaled = g.ForloopRange, 0
 		}
-		last := s.Dim(s.Rank() - 1)
+		overLoop := func(x magnitude) magnitude { return sum(x, iterations, x.iterFixed, x.iterFixed) }
+		last := s.Rank() - 1
+		n := s.Dim(last)
+		var m magnitude
 		switch op.Attr.Accum {
 		case ugraph.AccumNone:
-			ts[op.Out] = tile(sum(x, iterations, false))
-		case ugraph.AccumSum, ugraph.AccumMean:
-			ts[op.Out] = tile(sum(x, iterations*last, false))
+			m = scale(overLoop(x), scaled, 0)
+		case ugraph.AccumSum:
+			m = scale(sumAlong(overLoop(x), n, last), scaled, 0)
+		case ugraph.AccumMean: // and inv(φ(F·n))
+			m = scale(sumAlong(overLoop(x), n, last), scaled, countDegree(g.ForloopRange*n))
 		case ugraph.AccumSumToDimx:
-			ts[op.Out] = tile(sum(x, iterations*last/max(g.ReductionDimx, 1), false))
+			m = scale(sumAlong(overLoop(x), n/max(g.ReductionDimx, 1), last), scaled, 0)
 		case ugraph.AccumRMS:
-			b.see(sum(magnitude{num: 2 * x.num, den: 2 * x.den}, iterations*last, false))
-			ts[op.Out] = tile(fresh)
+			b.see(scale(sumAlong(overLoop(square(x)), n, last), scaled, countDegree(g.ForloopRange*n)))
+			m = variable
 		default:
-			ts[op.Out] = tile(magnitude{num: math.Inf(1), den: math.Inf(1)})
+			m = unbounded
 		}
+		m.iterFixed = true // read after the loop
+		ts[op.Out] = b.see(m)
 	}
 	return outs
 }

@@ -110,11 +110,14 @@
 // graph built to make one ≡ 1 modulo P·Q (a chain of ~90 adds, or seven
 // sums over broadcast dims, found by review) still fools the model. The
 // search does not build such graphs; a candidate given to mirage verify
-// can. CoefficientsOf bounds a graph's integers (coefficients.go): where
-// the bound leaves room, as for a layer or two at a model's shapes, no
-// multiplicity can hide, and where it does not, package check evaluates
-// what the fields find equal once more in float64, where such a
-// multiplicity is 2.3e18 times too large. The constants' images are
+// can, and so can one that divides by a multiple of P (0 there, and
+// inv(0) = 0), puts a multiple of Q into an exp's argument (its P-residue
+// reads it modulo Q), or raises to a degree past Q (x^(1+Q(Q-1)) = x at
+// every point). CoefficientsOf bounds a graph's integers and degrees
+// (coefficients.go): where the bound leaves room, as for a layer or two at
+// a model's shapes, none of that can happen, and where it does not,
+// package check evaluates what the fields find equal once more in float64.
+// The constants' images are
 // keyed by a hash of the program (ConstantsKey), so a program cannot pick
 // its constants to meet a relation of φ: the old model, which took each
 // rational's own residues, let products of chosen factors be 1 modulo P·Q

@@ -77,31 +77,6 @@ func TestCompareCountsTheFinitePositions(t *testing.T) {
 	}
 }
 
-// CompareFinite leaves out every position where either side is NaN or
-// infinite, and compares the rest as Compare does.
-func TestCompareFinite(t *testing.T) {
-	inf := math.Inf(1)
-	for _, c := range []struct {
-		name      string
-		want, got *interp.Tensor
-		err       float64
-		compared  int
-	}{
-		{"all finite", ten(dims(2), 1, 2), ten(dims(2), 1, 2.5), 0.5 / 2.5, 2},
-		{"NaN in got only", ten(dims(3), 1, 1, 2), ten(dims(3), nan, 1, 2), 0, 2},
-		{"infinity and finite", ten(dims(2), 1, inf), ten(dims(2), 2, 1), 0.5, 1},
-		{"nothing finite on both", ten(dims(2), nan, 1), ten(dims(2), 1, -inf), 0, 0},
-	} {
-		d, err := interp.CompareFinite(c.want, c.got)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.MaxRelErr != c.err || d.Compared != c.compared {
-			t.Errorf("%s: MaxRelErr %g, Compared %d; want %g, %d", c.name, d.MaxRelErr, d.Compared, c.err, c.compared)
-		}
-	}
-}
-
 func TestCompareErrors(t *testing.T) {
 	if _, err := interp.Compare(ten(dims(2, 3), seq(6)...), ten(dims(3, 2), seq(6)...)); err == nil {
 		t.Error("shapes [2, 3] and [3, 2]: no error")
