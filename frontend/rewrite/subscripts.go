@@ -108,11 +108,27 @@ func subscriptEdits(toks []pylex.Token, open int, edits map[int]tokenEdit) {
 		first = stop + 1
 	}
 	for _, k := range ellipses {
-		replace(k, EllipsisValue)
+		// A name or number touching the ellipsis (x[A...], not Python)
+		// must not run into the name it becomes.
+		with := EllipsisValue
+		if k > 0 && touches(toks[k-1], toks[k]) {
+			with = " " + with
+		}
+		if k+1 < len(toks) && touches(toks[k], toks[k+1]) {
+			with += " "
+		}
+		replace(k, with)
 	}
 	if len(commas) > 0 {
 		insert(end, ")")
 	}
+}
+
+// touches reports whether tokens a and b, in that order, meet with no
+// space between them and either is a name or a number, which a name put
+// in place of the other would run into.
+func touches(a, b pylex.Token) bool {
+	return a.End == b.Off && (a.Kind == pylex.Name || a.Kind == pylex.Number || b.Kind == pylex.Name || b.Kind == pylex.Number)
 }
 
 // UnpackFunc is the predeclared built-in that an unpacking assignment
