@@ -28,8 +28,12 @@ import (
 // pair, outputs and the arguments of opaque ops and roots alike (a
 // difference in the reals is then a nonzero polynomial modulo P or
 // modulo Q); that every denominator's norm be below Q (so that none is 0
-// modulo either prime); that exp's arguments differ by less than Q (its
-// P-residue reads them modulo Q); and that degrees stay below maxDegree.
+// modulo either prime), and every divisor's numerator nonzero (a single
+// monomial, or positive coefficients only: a softmax's sum of exps; the
+// norms bound from above and cannot tell Z - Z from Z + Z); that exp's
+// arguments, and the sums of them that products of exps take (exp's
+// P-residue is G^(x mod Q), a homomorphism), differ by less than Q; and
+// that degrees stay below maxDegree.
 //
 // The bound is generous (a sum over K terms counts K even where its terms
 // are distinct monomials): a deep stack of matmuls, or a sum over heads of
@@ -67,10 +71,14 @@ var (
 func (c Coefficients) Exact(d Coefficients) bool {
 	num, den := max(c.Num, d.Num), max(c.Den, d.Den)
 	expNum, expDen := max(c.ExpNum, d.ExpNum), max(c.ExpDen, d.ExpDen)
+	// A product of exps is, in their P-residues, G to the sum of their
+	// arguments: two monomials of degree at most D in exps compare sums
+	// of up to 2D arguments, over the product of their denominators.
+	deg := max(c.Degree, d.Degree, 1)
 	return num+den+1 < log2P+log2Q-1 &&
 		den < log2Q-1 &&
-		expNum+expDen+1 < log2Q-1 &&
-		2*max(c.Degree, d.Degree) <= maxDegree
+		math.Log2(2*deg)+expNum+(2*deg-1)*expDen < log2Q-1 &&
+		2*deg <= maxDegree
 }
 
 // CoefficientsOf bounds the values that g's outputs depend on.
@@ -133,13 +141,19 @@ type magnitude struct {
 	numDeg, denDeg       float64
 	polyFixed, monoFixed uint64
 	iterFixed            bool
+	// pos says that N and D have positive coefficients only, and mono
+	// that N is one monomial: either makes N nonzero, which a divisor's
+	// must be. (The norms bound from above, and the zero polynomial is
+	// below every bound: X/(Z-Z) is 0 over the fields, inv(0) = 0, and
+	// infinite in the reals.)
+	pos, mono bool
 }
 
 const allDims = ^uint64(0)
 
 // variable is an input's element, or the value of an opaque op, an exp
 // or a root (whose argument has been seen).
-var variable = magnitude{numDeg: 1, polyFixed: allDims, monoFixed: allDims, iterFixed: true}
+var variable = magnitude{numDeg: 1, polyFixed: allDims, monoFixed: allDims, iterFixed: true, pos: true, mono: true}
 
 // unbounded is the magnitude of what the rules do not know.
 var unbounded = magnitude{num: math.Inf(1), den: math.Inf(1), numDeg: math.Inf(1), denDeg: math.Inf(1)}
@@ -175,6 +189,7 @@ func sum(m magnitude, k int, polySame, monoSame bool) magnitude {
 	}
 	lk, fk := math.Log2(float64(k)), float64(k)
 	r := m
+	r.mono = false
 	polySame = polySame || m.den == 0
 	monoSame = monoSame || m.denDeg == 0
 	r.num = m.num + lk
@@ -233,6 +248,7 @@ func constantAlong(s ugraph.Shape) uint64 {
 // square bounds x² (before anything divides it).
 func square(x magnitude) magnitude {
 	x.num, x.den, x.numDeg, x.denDeg = 2*x.num, 2*x.den, 2*x.numDeg, 2*x.denDeg
+	x.pos = x.pos || x.mono && x.den == 0 // (±m)² over (±m')² is positive
 	return x
 }
 
@@ -242,7 +258,7 @@ func square(x magnitude) magnitude {
 func times(x, y magnitude, bx, by uint64) magnitude {
 	return magnitude{num: x.num + y.num, den: x.den + y.den, numDeg: x.numDeg + y.numDeg, denDeg: x.denDeg + y.denDeg,
 		polyFixed: (x.polyFixed | bx) & (y.polyFixed | by), monoFixed: (x.monoFixed | bx) & (y.monoFixed | by),
-		iterFixed: x.iterFixed && y.iterFixed}
+		iterFixed: x.iterFixed && y.iterFixed, pos: x.pos && y.pos, mono: x.mono && y.mono}
 }
 
 // op bounds the result of an op of kind k with attributes a on operands
@@ -259,7 +275,10 @@ func (b *bounder) op(k ugraph.OpKind, a ugraph.Attr, in []magnitude, shapes []ug
 	switch k {
 	case ugraph.OpMulScalar:
 		f := scalarFactorsOf(a.Scalars[0]) // ±∏φ(p)ᵉ over ∏φ(p)ᵉ
-		return scale(in[0], exponents(f.num), exponents(f.den))
+		r := scale(in[0], exponents(f.num), exponents(f.den))
+		r.pos = r.pos && !f.neg && !f.zero
+		r.mono = r.mono && !f.zero
+		return r
 	case ugraph.OpSquare:
 		return square(in[0])
 	case ugraph.OpAdd, ugraph.OpSub, ugraph.OpMul, ugraph.OpDiv:
@@ -269,9 +288,13 @@ func (b *bounder) op(k ugraph.OpKind, a ugraph.Attr, in []magnitude, shapes []ug
 		case ugraph.OpMul:
 			return times(x, y, bx, by)
 		case ugraph.OpDiv:
+			if !(y.pos || y.mono) { // a divisor that may be 0
+				return unbounded
+			}
 			// (Nx/Dx)/(Ny/Dy) = (Nx·Dy)/(Dx·Ny): y's numerator joins x's
 			// denominator, as a monomial where it is one (L1 norm 1).
-			r := times(x, magnitude{num: y.den, numDeg: y.denDeg, polyFixed: allDims, monoFixed: allDims, iterFixed: y.iterFixed}, bx, by)
+			r := times(x, magnitude{num: y.den, numDeg: y.denDeg, polyFixed: allDims, monoFixed: allDims, iterFixed: y.iterFixed,
+				pos: y.pos, mono: y.den == 0}, bx, by)
 			r.denDeg += y.numDeg
 			r.iterFixed = x.iterFixed && y.iterFixed
 			if y.num == 0 {
@@ -287,6 +310,8 @@ func (b *bounder) op(k ugraph.OpKind, a ugraph.Attr, in []magnitude, shapes []ug
 			magnitude{polyFixed: y.polyFixed, monoFixed: y.monoFixed, den: y.den, denDeg: y.denDeg, iterFixed: y.iterFixed}, bx, by)
 		r.num = logAdd(x.num+y.den, y.num+x.den)
 		r.numDeg = max(x.numDeg+y.denDeg, y.numDeg+x.denDeg)
+		r.pos = k == ugraph.OpAdd && x.pos && y.pos
+		r.mono = false
 		return r
 	case ugraph.OpMatmul:
 		x, y := in[0], in[1]
@@ -333,7 +358,7 @@ func (b *bounder) op(k ugraph.OpKind, a ugraph.Attr, in []magnitude, shapes []ug
 		x, y := in[0], in[1]
 		return magnitude{num: max(x.num, y.num), den: max(x.den, y.den), numDeg: max(x.numDeg, y.numDeg), denDeg: max(x.denDeg, y.denDeg),
 			polyFixed: x.polyFixed & y.polyFixed &^ bit(a.Dim), monoFixed: x.monoFixed & y.monoFixed &^ bit(a.Dim),
-			iterFixed: x.iterFixed && y.iterFixed}
+			iterFixed: x.iterFixed && y.iterFixed, pos: x.pos && y.pos, mono: x.mono && y.mono}
 	}
 	// An op the rules do not know bounds nothing: the caller checks
 	// another way.

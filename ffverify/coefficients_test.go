@@ -205,7 +205,7 @@ func (k *kg) power(x kernel.TensorID, n uint64) kernel.TensorID {
 }
 
 // Pairs the fields find equal on every draw while float64 tells them apart
-// by O(1) (found by review): Exact must not hold for any, so that package
+// (found by two reviews): Exact must not hold for any, so that package
 // check evaluates them in float64.
 func TestExactMissesNothingTheFieldsCannotSee(t *testing.T) {
 	const (
@@ -265,6 +265,47 @@ func TestExactMissesNothingTheFieldsCannotSee(t *testing.T) {
 			u := k.op(ugraph.OpDiv, k.times(x, 1<<31), k.times(y, 29))
 			v := k.op(ugraph.OpDiv, k.times(x, c), k.times(y, 1<<31))
 			return k.outputs(k.op(ugraph.OpAdd, x, k.op(ugraph.OpSub, k.op(ugraph.OpSilu, u), k.op(ugraph.OpSilu, v))))
+		}},
+		// exp's P-residue is a homomorphism: exp(a)·exp(b) is G^(a+b)
+		// there. 1/10407 + 1/14207 ≡ 1/49630 (mod Q), so with
+		// u = X/exp(Y), exp(u/10407)·exp(u/14207) is exp(u/49630) in the
+		// P-residues; the factor Q makes the Q-residues 0.
+		{"Q·exp(u/10407)·exp(u/14207) against Q·exp(u/49630)", func() *kernel.Graph {
+			k := newKG()
+			x, y := k.in(16, 64), k.in(16, 64)
+			e := k.op(ugraph.OpExp, y)
+			return k.outputs(k.times(k.op(ugraph.OpExp, k.op(ugraph.OpDiv, x, k.times(e, 49630))), modQ))
+		}, func() *kernel.Graph {
+			k := newKG()
+			x, y := k.in(16, 64), k.in(16, 64)
+			e := k.op(ugraph.OpExp, y)
+			arg := func(beta uint64) kernel.TensorID { return k.op(ugraph.OpDiv, x, k.times(e, beta)) }
+			return k.outputs(k.times(k.op(ugraph.OpMul, k.op(ugraph.OpExp, arg(10407)), k.op(ugraph.OpExp, arg(14207))), modQ))
+		}},
+		// A divisor that is the zero polynomial is 0 at every point of
+		// both fields, inv(0) = 0, and infinite in the reals; or, under
+		// an exp, finite: exp(d - Y²/d²), d = Z - Z, is exp(-inf) = 0 in
+		// the reals and exp(0) = 1 over the fields.
+		{"X + Y/(Z - Z)", nil, func() *kernel.Graph {
+			k := newKG()
+			x, y := k.in(16, 64), k.in(16, 64)
+			return k.outputs(k.op(ugraph.OpAdd, x, k.op(ugraph.OpDiv, y, k.op(ugraph.OpSub, y, y))))
+		}},
+		{"X + Y/(0·Y)", nil, func() *kernel.Graph {
+			k := newKG()
+			x, y := k.in(16, 64), k.in(16, 64)
+			return k.outputs(k.op(ugraph.OpAdd, x, k.op(ugraph.OpDiv, y, k.opA(ugraph.OpMulScalar, ugraph.Attr{}, y))))
+		}},
+		{"X + exp(d - Y²/d²) against X + exp(d), d = Y - Y", func() *kernel.Graph {
+			k := newKG()
+			x, y := k.in(16, 64), k.in(16, 64)
+			return k.outputs(k.op(ugraph.OpAdd, x, k.op(ugraph.OpExp, k.op(ugraph.OpSub, y, y))))
+		}, func() *kernel.Graph {
+			k := newKG()
+			x, y := k.in(16, 64), k.in(16, 64)
+			d := k.op(ugraph.OpSub, y, y)
+			arg := k.op(ugraph.OpSub, d, k.op(ugraph.OpDiv, k.op(ugraph.OpSquare, y), k.op(ugraph.OpSquare, d)))
+			return k.outputs(k.op(ugraph.OpAdd, x, k.op(ugraph.OpExp, arg)))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

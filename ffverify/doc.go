@@ -112,8 +112,9 @@
 // search does not build such graphs; a candidate given to mirage verify
 // can, and so can one that divides by a multiple of P (0 there, and
 // inv(0) = 0), puts a multiple of Q into an exp's argument (its P-residue
-// reads it modulo Q), or raises to a degree past Q (x^(1+Q(Q-1)) = x at
-// every point). CoefficientsOf bounds a graph's integers and degrees
+// reads it modulo Q, and a product of exps the sum of theirs), raises to
+// a degree past Q (x^(1+Q(Q-1)) = x at every point), or divides by the
+// zero polynomial (below). CoefficientsOf bounds a graph's integers and degrees
 // (coefficients.go): where the bound leaves room, as for a layer or two at
 // a model's shapes, none of that can happen, and where it does not,
 // package check evaluates what the fields find equal once more in float64.
@@ -147,7 +148,9 @@
 // not a theorem (exponential sums of polynomial exponents escape
 // Schwartz–Zippel). A divisor that is zero as a function (x/(y-y), NaN
 // or infinite in the reals) is 0 at every draw: the model takes such a
-// program for a finite one; it is no program anyone superoptimizes.
+// program for a finite one; it is no program anyone superoptimizes, and
+// CoefficientsOf counts a divisor it cannot show nonzero as unbounded, so
+// that mirage verify checks such a pair in float64.
 //
 // Opaque ops and roots. Modelled as random functions (a keyed hash, a random
 // oracle heuristically): differing arguments, which happens except with the
