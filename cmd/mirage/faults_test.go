@@ -132,14 +132,17 @@ func TestSuperoptSignals(t *testing.T) {
 		name    string
 		signals []os.Signal
 		code    int
+		env     []string
 	}{
-		{"SIGINT", []os.Signal{os.Interrupt}, 0},
-		{"SIGTERM", []os.Signal{syscall.SIGTERM}, 0},
-		{"SIGINT twice", []os.Signal{os.Interrupt, os.Interrupt}, 130},
+		{"SIGINT", []os.Signal{os.Interrupt}, 0, nil},
+		{"SIGTERM", []os.Signal{syscall.SIGTERM}, 0, nil},
+		// The second signal must come before the run has stopped and
+		// written its answer: slow writes keep it at that for seconds.
+		{"SIGINT twice", []os.Signal{os.Interrupt, os.Interrupt}, 130, []string{childSlowEnv + "=500ms"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			c := startMirage(t, nil, "superopt", gqa, "--no-cache", "--json", "--workers", "2", "--time-limit", "5m", "-o", dir)
+			c := startMirage(t, tt.env, "superopt", gqa, "--no-cache", "--json", "--workers", "2", "--time-limit", "5m", "-o", dir)
 			c.waitForStderr(t, "time budget") // the run has begun
 			time.Sleep(time.Second)           // and is searching
 			for _, s := range tt.signals {
