@@ -118,7 +118,6 @@ func atTheirRows(d *driver.Dynamic, aPath string, b *driver.Input) ([]atM, error
 // its own, so that no verdict rests on its rows being independent.
 type programAt struct {
 	check       Options // FF, normalized
-	opts        ffverify.Options
 	largestRows int
 	pool        *ffverify.Pool     // the program at largestRows, under the key ""; empty where it would pass the memory limit
 	rows        int                // the m of v; 0 before the first graph
@@ -128,12 +127,11 @@ type programAt struct {
 // newProgramAt evaluates largest, the program at its largest m, on every
 // draw, unless that would pass the memory limit.
 func newProgramAt(largest *kernel.Graph, m int, check Options) (*programAt, error) {
-	opts := check.ff()
-	full, err := ffverify.New(largest, opts)
+	full, err := ffverify.New(largest, check.ff())
 	if err != nil && !memlimit.IsOver(err) {
 		return nil, err
 	}
-	p := &programAt{check: check, opts: opts, largestRows: m, pool: ffverify.NewPool()}
+	p := &programAt{check: check, largestRows: m, pool: ffverify.NewPool()}
 	p.pool.Keep("", full)
 	return p, nil
 }
@@ -154,7 +152,7 @@ func (p *programAt) verify(w io.Writer, m int, a, b Named) (bool, error) {
 			v, err = p.pool.Rows("", a.Graph)
 		}
 		if v == nil && err == nil { // none kept, or m inside an outer dim: not the first rows
-			v, err = ffverify.New(a.Graph, p.opts)
+			v, err = ffverify.New(a.Graph, p.check.ff())
 		}
 		if err != nil && !memlimit.IsOver(err) {
 			return false, fmt.Errorf("%s at m = %d: %w", a.Path, m, err)

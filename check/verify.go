@@ -235,10 +235,10 @@ func magnitudes(a, b Named, seed, limit int64) (bool, error) {
 	if ffverify.CoefficientsOf(a.Graph).Exact(ffverify.CoefficientsOf(b.Graph)) {
 		return false, nil
 	}
+	undecided := fmt.Sprintf("the finite fields find %s and %s equal, but cannot decide them alone (their integers could pass the fields' moduli)", a.Path, b.Path)
 	wa, wb, err := evaluateBoth(a, b, seed, limit)
 	if err != nil {
-		return true, fmt.Errorf("%w: the finite fields find %s and %s equal, but cannot decide them alone (their integers could pass the fields' moduli), and checking them in float64 failed: %w",
-			errNoVerdict, a.Path, b.Path, err)
+		return true, fmt.Errorf("%w: %s, and checking them in float64 failed: %w", errNoVerdict, undecided, err)
 	}
 	for k := range wa {
 		d, err := interp.Compare(wa[k], wb[k])
@@ -246,8 +246,8 @@ func magnitudes(a, b Named, seed, limit int64) (bool, error) {
 			return true, fmt.Errorf("%s and %s: %v", a.Path, b.Path, err)
 		}
 		if d.MaxRelErr > interp.DefaultTolerance {
-			return true, fmt.Errorf("%w (seed %d): the finite fields find %s and %s equal, but cannot decide them alone (their integers could pass the fields' moduli), and in float64 output %d differs at %v (want %.9g, got %.9g, relative error %.3g, tolerance %g); --method float shows the outputs on other draws",
-				errNoVerdict, seed, a.Path, b.Path, k, d.Index, d.Want, d.Got, d.MaxRelErr, interp.DefaultTolerance)
+			return true, fmt.Errorf("%w (seed %d): %s, and in float64 output %d differs at %v (want %.9g, got %.9g, relative error %.3g, tolerance %g); --method float shows the outputs on other draws",
+				errNoVerdict, seed, undecided, k, d.Index, d.Want, d.Got, d.MaxRelErr, interp.DefaultTolerance)
 		}
 	}
 	return true, nil

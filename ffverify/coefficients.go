@@ -365,6 +365,21 @@ func (b *bounder) op(k ugraph.OpKind, a ugraph.Attr, in []magnitude, shapes []ug
 	return unbounded
 }
 
+// joinsDenominator says which operand of an op of kind k on operands in
+// has its value join the result's denominator (op's rule, for the block
+// level's bookkeeping across iterations and blocks), and whether into the
+// monomial part M: a divisor's numerator, into M where it is one monomial,
+// and the root of rms_norm's rows, a variable.
+func joinsDenominator(k ugraph.OpKind, in []magnitude) (operand int, mono, ok bool) {
+	switch k {
+	case ugraph.OpDiv:
+		return 1, in[1].num == 0, true
+	case ugraph.OpRMSNorm:
+		return 0, true, true
+	}
+	return 0, false, false
+}
+
 // exponents is the number of prime factors of a factorization.
 func exponents(fs []factor) float64 {
 	n := 0
@@ -435,26 +450,22 @@ func (b *bounder) blockGraph(g *block.Graph, in []magnitude) []magnitude {
 				o := across[t][axis]
 				a = same{a.value && o.value, a.poly && o.poly, a.mono && o.mono}
 			}
-			// A divisor's numerator, and a root of a row, join the
-			// denominator: where the blocks see other values of them,
-			// they see other denominators.
-			switch op.Kind {
-			case ugraph.OpDiv:
-				if ms[1].num == 0 {
-					a.mono = a.mono && across[operands[1]][axis].value
+			// Where the blocks see other values of what joins the
+			// denominator, they see other denominators.
+			if j, mono, ok := joinsDenominator(op.Kind, ms); ok {
+				if v := across[operands[j]][axis].value; mono {
+					a.mono = a.mono && v
 				} else {
-					a.poly = a.poly && across[operands[1]][axis].value
+					a.poly = a.poly && v
 				}
-			case ugraph.OpRMSNorm:
-				a.mono = a.mono && across[operands[0]][axis].value
 			}
 			across[op.Out][axis] = a
 		}
 		if op.Kind != ugraph.OpForloopAccum {
 			m := b.op(op.Kind, op.Attr, ms, shapes, g.ReductionDimx)
-			// The same across the loop's iterations.
-			switch {
-			case op.Kind == ugraph.OpDiv && varies[operands[1]], op.Kind == ugraph.OpRMSNorm && varies[operands[0]]:
+			// Where the loop varies what joins the denominator, it
+			// varies the denominator.
+			if j, _, ok := joinsDenominator(op.Kind, ms); ok && varies[operands[j]] {
 				m.iterFixed = false
 			}
 			ts[op.Out] = b.see(m)

@@ -13,18 +13,29 @@ import (
 // pq is P·Q, the modulus the fields keep integers to.
 const pq = 2147481143 * 1073740571
 
-// times is x summed with itself k times, by doubling and adding.
+// times is x summed with itself n times, by doubling and adding.
 func (k *kg) times(x kernel.TensorID, n uint64) kernel.TensorID {
+	return k.byBits(x, n, ugraph.OpAdd, func(x kernel.TensorID) kernel.TensorID { return k.op(ugraph.OpAdd, x, x) })
+}
+
+// power is x to the n, by squaring and multiplying.
+func (k *kg) power(x kernel.TensorID, n uint64) kernel.TensorID {
+	return k.byBits(x, n, ugraph.OpMul, func(x kernel.TensorID) kernel.TensorID { return k.op(ugraph.OpSquare, x) })
+}
+
+// byBits combines with op the steps of x, one per bit of n, where the
+// bit is set (double and add; square and multiply).
+func (k *kg) byBits(x kernel.TensorID, n uint64, op ugraph.OpKind, step func(kernel.TensorID) kernel.TensorID) kernel.TensorID {
 	acc := kernel.TensorID(-1)
 	for ; n > 0; n >>= 1 {
 		if n&1 != 0 {
 			if acc < 0 {
 				acc = x
 			} else {
-				acc = k.op(ugraph.OpAdd, acc, x)
+				acc = k.op(op, acc, x)
 			}
 		}
-		x = k.op(ugraph.OpAdd, x, x)
+		x = step(x)
 	}
 	return acc
 }
@@ -186,22 +197,6 @@ func TestCoefficientsExact(t *testing.T) {
 			t.Errorf("%+v.Exact(%+v) = %v, want %v", tc.a, tc.b, got, tc.exact)
 		}
 	}
-}
-
-// power is x to the n by squaring and multiplying.
-func (k *kg) power(x kernel.TensorID, n uint64) kernel.TensorID {
-	acc := kernel.TensorID(-1)
-	for ; n > 0; n >>= 1 {
-		if n&1 != 0 {
-			if acc < 0 {
-				acc = x
-			} else {
-				acc = k.op(ugraph.OpMul, acc, x)
-			}
-		}
-		x = k.op(ugraph.OpSquare, x)
-	}
-	return acc
 }
 
 // Pairs the fields find equal on every draw while float64 tells them apart
