@@ -110,7 +110,7 @@ func graphSteps(tg *thread.Graph) blockSteps {
 		} else {
 			s.SyncCopies = ceilf(shape.NumElements(), threads)
 		}
-		if op.Input.FMap >= 0 {
+		if tg.CopiedEachIteration(i) {
 			bs.Iter.add(s, 1)
 			bs.FetchIter.add(f, 1)
 		} else {

@@ -188,7 +188,11 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // images of its primes (ffverify's constants), which rejects candidates
 // whose chosen products of small scalars the fields confused, and
 // accepts products that are one rational (1e-6·1e6, 1/n for any n).
-const cacheVersion = 40
+// Version 41: twins that differ only in a grid axis of one block, or a
+// one-iteration loop, mapped to a dim or not keep one place (distinct),
+// and seeds write such axes unmapped; the model copies a one-iteration
+// loop's tiles once, as the code does (thread.CopiedEachIteration).
+const cacheVersion = 41
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

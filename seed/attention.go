@@ -529,8 +529,8 @@ func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.D
 		return nil, false
 	}
 	rowMap := plan.dims(block.Map{0, 1, -1})
-	op, err1 := c.AddInput(g.Tensors[parts[0]].Shape, g.Tensors[parts[0]].DType, rowMap, -1)
-	sp, err2 := c.AddInput(g.Tensors[parts[1]].Shape, g.Tensors[parts[1]].DType, rowMap, -1)
+	op, err1 := addInput(c, g.Tensors[parts[0]].Shape, g.Tensors[parts[0]].DType, rowMap, -1)
+	sp, err2 := addInput(c, g.Tensors[parts[1]].Shape, g.Tensors[parts[1]].DType, rowMap, -1)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}

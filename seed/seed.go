@@ -247,12 +247,20 @@ func newKernelBuilder(p *program, grid, threads block.Dim3, forloopRange, reduct
 // load places an input op reading program tensor t: an input, or the
 // result of an op of pre.
 func (k *kernelBuilder) load(t kernel.TensorID, imap block.Map, fmap int) (block.TensorID, bool) {
-	tile, err := k.b.AddInput(k.p.shape(t), k.p.g.Tensors[t].DType, imap, fmap)
+	tile, err := addInput(k.b, k.p.shape(t), k.p.g.Tensors[t].DType, imap, fmap)
 	if err != nil {
 		return block.NoTensor, false
 	}
 	k.operands = append(k.operands, t)
 	return tile, true
+}
+
+// addInput adds an input op to b as the search's enumeration writes it: no
+// grid axis of one block mapped (block.Graph.Splitting), and no dim walked
+// by a loop of one iteration (Walking). A seed then is written as the
+// enumeration's twin where they build one graph.
+func addInput(b *block.Graph, shape ugraph.Shape, dtype ugraph.DType, imap block.Map, fmap int) (block.TensorID, error) {
+	return b.AddInput(shape, dtype, b.Splitting(imap), b.Walking(fmap))
 }
 
 // loadWalked places an input op reading program tensor t, walked by the
@@ -438,7 +446,7 @@ func (k *kernelBuilder) combiner(threads block.Dim3, cols, stack, batch, per, ro
 		imap[2] = batch
 	}
 	for _, part := range parts {
-		x, err := c.b.AddInput(g.Tensors[part].Shape, g.Tensors[part].DType, imap, stack)
+		x, err := addInput(c.b, g.Tensors[part].Shape, g.Tensors[part].DType, imap, stack)
 		if err != nil {
 			return nil, false
 		}

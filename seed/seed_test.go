@@ -938,3 +938,45 @@ func sameInFloat64(a, b *kernel.Graph) error {
 	}
 	return nil
 }
+
+// Seeds write their maps as the search's enumeration does, so that a seed
+// and the enumeration's twin are one graph (block.Canonical) and one
+// kernel: no grid axis of one block mapped to a dim, no dim walked by a
+// loop of one iteration.
+func TestSeedsWriteMapsAsTheEnumeration(t *testing.T) {
+	oneBlockAxes, oneIteration := 0, 0
+	for _, tc := range seedCases {
+		for _, s := range seed.Build(load(t, tc.body), seed.Options{}) {
+			for _, op := range s.Graph.Ops {
+				b := op.Block
+				if b == nil {
+					continue
+				}
+				if b.ForloopRange == 1 {
+					oneIteration++
+				}
+				for _, bop := range b.Ops {
+					if bop.Kind != ugraph.OpInput {
+						continue
+					}
+					for axis, n := range b.Grid {
+						if n == 1 {
+							oneBlockAxes++
+							if bop.Input.IMap[axis] >= 0 {
+								t.Errorf("%s: a %s seed (grid %v) maps grid axis %d of one block to dim %d",
+									tc.name, s.Rule, b.Grid, axis, bop.Input.IMap[axis])
+							}
+						}
+					}
+					if b.ForloopRange == 1 && bop.Input.FMap >= 0 {
+						t.Errorf("%s: a %s seed's loop of one iteration walks dim %d", tc.name, s.Rule, bop.Input.FMap)
+					}
+				}
+			}
+		}
+	}
+	if oneBlockAxes == 0 || oneIteration == 0 {
+		t.Errorf("the cases build %d inputs beside a grid axis of one block and %d kernels of one iteration: the test tests nothing",
+			oneBlockAxes, oneIteration)
+	}
+}

@@ -315,7 +315,7 @@ func (k *blockKernel) loadLambdas() (inputLoads, error) {
 		if op.Kind != ugraph.OpInput || tg.Ops[i].Role == thread.RoleDead || tg.Tiles[op.Out].Storage != thread.Shared {
 			continue
 		}
-		if tg.Tiles[op.Out].Stages > 1 || (op.Input.FMap >= 0 && bg.ForloopRange > 1) {
+		if tg.CopiedEachIteration(i) {
 			l.walked = append(l.walked, i)
 		} else {
 			l.once = append(l.once, i)

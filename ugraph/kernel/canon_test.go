@@ -17,7 +17,11 @@ type gatedForm struct {
 	gateOnSecond bool // silu(X·W2) * (X·W1): another function
 	threads      int  // 128 unless set
 	stages       int
-	grid         int // blocks: 2 unless set
+	grid         int  // blocks: 2 unless set
+	gridY        int  // blocks along y: 1 unless set
+	mapY         bool // grid axis y partitions X's rows and the output's
+	oneIteration bool // a for-loop of one iteration, its dim unmapped
+	namedLoopDim bool // with oneIteration, the loop's dim named anyway
 }
 
 func gatedKernel(f gatedForm) *kernel.Graph {
@@ -26,7 +30,13 @@ func gatedKernel(f gatedForm) *kernel.Graph {
 	w1 := must(g.AddInput(ugraph.MustShape(64, 128), ugraph.Float16))
 	w2 := must(g.AddInput(ugraph.MustShape(64, 128), ugraph.Float16))
 	threads := max(f.threads, 128)
-	b := must(block.New(block.Dim3{max(f.grid, 2), 1, 1}, block.Dim3{threads, 1, 1}, 4, 64))
+	forloop, xdim, wdim := 4, 1, 0
+	if f.oneIteration && !f.namedLoopDim {
+		forloop, xdim, wdim = 1, -1, -1
+	} else if f.oneIteration {
+		forloop = 1
+	}
+	b := must(block.New(block.Dim3{max(f.grid, 2), max(f.gridY, 1), 1}, block.Dim3{threads, 1, 1}, forloop, 64))
 	if err := b.SetStages(f.stages); err != nil {
 		panic(err)
 	}
@@ -35,9 +45,13 @@ func gatedKernel(f gatedForm) *kernel.Graph {
 		operands = []kernel.TensorID{x, w2, w1}
 	}
 	tiles := map[kernel.TensorID]block.TensorID{}
-	tiles[x] = must(b.AddInput(g.Tensors[x].Shape, ugraph.Float16, block.Replicate, 1))
+	xmap := block.Replicate
+	if f.mapY {
+		xmap = block.Map{-1, 0, -1}
+	}
+	tiles[x] = must(b.AddInput(g.Tensors[x].Shape, ugraph.Float16, xmap, xdim))
 	for _, w := range operands[1:] {
-		tiles[w] = must(b.AddInput(g.Tensors[w].Shape, ugraph.Float16, block.Map{1, -1, -1}, 0))
+		tiles[w] = must(b.AddInput(g.Tensors[w].Shape, ugraph.Float16, block.Map{1, -1, -1}, wdim))
 	}
 	product := func(w kernel.TensorID) block.TensorID {
 		return must(b.Add(ugraph.OpForloopAccum, ugraph.Attr{}, must(b.Add(ugraph.OpMatmul, ugraph.Attr{}, tiles[x], tiles[w]))))
@@ -58,7 +72,11 @@ func gatedKernel(f gatedForm) *kernel.Graph {
 	if f.swappedMul {
 		a, c = c, a
 	}
-	if err := b.AddOutput(must(b.Add(ugraph.OpMul, ugraph.Attr{}, a, c)), block.Map{1, -1, -1}); err != nil {
+	omap := block.Map{1, -1, -1}
+	if f.mapY {
+		omap = block.Map{1, 0, -1}
+	}
+	if err := b.AddOutput(must(b.Add(ugraph.OpMul, ugraph.Attr{}, a, c)), omap); err != nil {
 		panic(err)
 	}
 	o := must(g.Customized(operands, b))
@@ -137,6 +155,10 @@ func TestCanonicalHash(t *testing.T) {
 		{"launch: another grid", gatedKernel(gatedForm{grid: 4}), gated, false},
 		{"launch: more threads", gatedKernel(gatedForm{threads: 256}), gated, false},
 		{"launch: a pipeline depth", gatedKernel(gatedForm{stages: 3}), gated, false},
+		{"launch: a grid axis of one block mapped to a dim", gatedKernel(gatedForm{mapY: true}), gated, true},
+		{"launch: two blocks along y", gatedKernel(gatedForm{gridY: 2, mapY: true}), gated, false},
+		{"launch: a one-iteration loop's dim mapped", gatedKernel(gatedForm{oneIteration: true, namedLoopDim: true}),
+			kernel.CanonicalHash(gatedKernel(gatedForm{oneIteration: true})), true},
 		{"kernel: independent ops in another order", kernelOps(kernelForm{subFirst: true}), ops, true},
 		{"kernel: a commutative op's operands swapped", kernelOps(kernelForm{swappedAdd: true}), ops, true},
 		{"kernel: a non-commutative op's operands swapped", kernelOps(kernelForm{swappedSub: true}), ops, false},
@@ -148,8 +170,11 @@ func TestCanonicalHash(t *testing.T) {
 			t.Errorf("%s: CanonicalHash %x, base %x: want equal %v", tt.name, got, tt.base, tt.same)
 		}
 	}
+	if kernel.Hash(gatedKernel(gatedForm{oneIteration: true})) == kernel.Hash(gatedKernel(gatedForm{oneIteration: true, namedLoopDim: true})) {
+		t.Errorf("a one-iteration loop's dim mapped has the unmapped graph's Hash: the case tests nothing")
+	}
 	for _, g := range []*kernel.Graph{gatedKernel(gatedForm{secondFirst: true}), gatedKernel(gatedForm{swappedMul: true}),
-		gatedKernel(gatedForm{permuted: true}), kernelOps(kernelForm{subFirst: true}), kernelOps(kernelForm{swappedAdd: true})} {
+		gatedKernel(gatedForm{permuted: true}), gatedKernel(gatedForm{mapY: true}), kernelOps(kernelForm{subFirst: true}), kernelOps(kernelForm{swappedAdd: true})} {
 		if kernel.Hash(g) == kernel.Hash(gatedKernel(gatedForm{})) || kernel.Hash(g) == kernel.Hash(kernelOps(kernelForm{})) {
 			t.Errorf("a reordered graph has its base's Hash: the case tests nothing")
 		}

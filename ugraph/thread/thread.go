@@ -276,6 +276,16 @@ func (g *Graph) LoopWritesShared(gr *Group, i int) bool {
 	return gr.LaneRows == 0 || i != gr.Head
 }
 
+// CopiedEachIteration reports whether input op i's shared tile is copied
+// at every iteration of the for-loop (the pipelined tiles), not once before
+// it: a tile the loop walks over more than one iteration. A loop of one
+// iteration copies every tile once, whatever dim it names. The code
+// generator's copies and the cost model's steps both follow it.
+func (g *Graph) CopiedEachIteration(i int) bool {
+	op := &g.Block.Ops[i]
+	return g.Tiles[op.Out].Stages > 1 || op.Input.FMap >= 0 && g.Block.ForloopRange > 1
+}
+
 // InLoop reports whether op i runs inside the for-loop (an accumulator
 // runs in both parts and counts as in the loop).
 func (g *Graph) InLoop(i int) bool {
