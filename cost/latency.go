@@ -259,9 +259,10 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 	switch p := tg.Ops[gr.Head].MMA; {
 	case p != nil:
 		k := float64(p.K / p.Instr.K)
-		s.LdMatrix += k * float64(p.MPer+(p.NPer+1)/2)
+		whole := p.Persistent && gr.Accum >= 0 && len(ops) == 1 && ops[0] == gr.Accum
+		s.LdMatrix += k * float64(p.LdMatrix(whole))
 		s.MMAs += k * float64(p.MPer*p.NPer)
-		if !(p.Persistent && gr.Accum >= 0 && len(ops) == 1 && ops[0] == gr.Accum) {
+		if !whole {
 			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize)
 			s.Elements += n / 2 // the epilogue handles element pairs
 			if p.Scaled != nil {

@@ -119,6 +119,40 @@ func (m *MMA) TensorFlops() int64 {
 	return 2 * int64(m.MTiles*m.Instr.M) * int64(m.NTiles*m.Instr.N) * int64(ceilDiv(m.K, m.Instr.K)*m.Instr.K)
 }
 
+// LdMatrix is the ldmatrix instructions the busiest warp issues per
+// k-step (Instr.K deep) of the matmul as the code runs it: mma_tiles
+// (templates/mirage_runtime.cuh) called once for the warp's whole tile
+// (whole: a persistent accumulator with nothing after it) or once per
+// ChunkM × ChunkN chunk; each call loads its m-tiles of A (those below
+// MTiles), and ⌈CN/2⌉ of B for the first m-tile and again for each m-tile
+// that begins another batch. The code generator's calls and the cost
+// model's steps both follow it.
+func (m *MMA) LdMatrix(whole bool) int {
+	cm, cn := m.ChunkM, m.ChunkN
+	if whole {
+		cm, cn = m.MPer, m.NPer
+	}
+	per := m.MTilesPerBatch()
+	most := 0
+	for wm := range m.WarpsM {
+		n := 0
+		for c := 0; c < m.MPer; c += cm {
+			for i := range cm {
+				mt := wm*m.MPer + c + i
+				if mt >= m.MTiles {
+					break
+				}
+				n++ // A's tile
+				if i == 0 || m.MTiles != per && mt/per != (mt-1)/per {
+					n += (cn + 1) / 2 // B's tiles, for this batch
+				}
+			}
+		}
+		most = max(most, n*(m.NPer/cn))
+	}
+	return most
+}
+
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
 func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, m.Instr.M) }
 
