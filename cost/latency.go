@@ -212,7 +212,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 	if post && inLoop { // the post-loop part of a group whose head ran in the loop
 		rest := gr.Chain[gr.InLoop:]
 		if p := tg.Ops[gr.Head].MMA; p != nil && p.Persistent {
-			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize) // fragment values per lane
+			n := float64(p.EpilogueValues()) // fragment values per lane
 			s.Elements += n / 2
 			if p.Scaled != nil && gr.Chain[0] == gr.Accum { // the folded scale, left to here
 				s.Flops += n
@@ -263,7 +263,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		s.LdMatrix += k * float64(p.LdMatrix(whole))
 		s.MMAs += k * float64(p.MPer*p.NPer)
 		if !whole {
-			n := float64(p.MPer * p.NPer * p.Instr.M * p.Instr.N / target.WarpSize)
+			n := float64(p.EpilogueValues())
 			s.Elements += n / 2 // the epilogue handles element pairs
 			if p.Scaled != nil {
 				s.Flops += n // the folded scale

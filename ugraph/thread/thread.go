@@ -153,6 +153,36 @@ func (m *MMA) LdMatrix(whole bool) int {
 	return most
 }
 
+// EpilogueValues is the fragment values a lane of the busiest warp hands
+// to the epilogue over the warp's whole tile: Instr.M·Instr.N/32 (4) for
+// each of its m-tiles below MTiles and each n-tile, but half that for an
+// m-tile whose second 8 rows all lie past M (a batch's last, M mod 16 at
+// most 8): the code's row guard skips that half for every lane of the
+// warp alike. The code generator's fragment loops and the cost model's
+// steps both follow it.
+func (m *MMA) EpilogueValues() int {
+	per := m.MTilesPerBatch()
+	half := m.Instr.M / 2
+	lastRows := m.M - (per-1)*m.Instr.M // the rows of a batch's last m-tile
+	most := 0
+	for wm := range m.WarpsM {
+		n := 0
+		for i := range m.MPer {
+			mt := wm*m.MPer + i
+			if mt >= m.MTiles {
+				break
+			}
+			v := m.Instr.M * m.Instr.N / target.WarpSize
+			if mt%per == per-1 && lastRows <= half {
+				v /= 2
+			}
+			n += v * m.NPer
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
 func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, m.Instr.M) }
 

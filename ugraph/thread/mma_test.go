@@ -40,3 +40,33 @@ func TestLdMatrix(t *testing.T) {
 		}
 	}
 }
+
+// EpilogueValues counts as the fragment loops run (codegen/cuda fragLoop):
+// 4 values a lane per m-tile and n-tile, 2 where the row guard skips the
+// m-tile's second half for the whole warp, none past MTiles.
+func TestEpilogueValues(t *testing.T) {
+	instr := target.MMA{M: 16, N: 8, K: 16}
+	tests := []struct {
+		name string
+		mma  MMA
+		want int
+	}{
+		{"8 rows: the second half skipped", MMA{Instr: instr, Batch: 1, M: 8, N: 32, K: 64, MTiles: 1, NTiles: 4,
+			WarpsM: 1, WarpsN: 1, MPer: 1, NPer: 4, ChunkM: 1, ChunkN: 4}, 2 * 4},
+		{"12 rows: lanes of rows 8-11 run the second half", MMA{Instr: instr, Batch: 1, M: 12, N: 32, K: 64, MTiles: 1, NTiles: 4,
+			WarpsM: 1, WarpsN: 1, MPer: 1, NPer: 4, ChunkM: 1, ChunkN: 4}, 4 * 4},
+		{"128 rows over 4 warps", MMA{Instr: instr, Batch: 1, M: 128, N: 128, K: 64, MTiles: 8, NTiles: 16,
+			WarpsM: 4, WarpsN: 4, MPer: 2, NPer: 4, ChunkM: 1, ChunkN: 2}, 2 * 4 * 4},
+		{"three batches of 8 rows", MMA{Instr: instr, Batch: 3, M: 8, N: 16, K: 32, MTiles: 3, NTiles: 2,
+			WarpsM: 1, WarpsN: 1, MPer: 3, NPer: 2, ChunkM: 3, ChunkN: 2}, 3 * 2 * 2},
+		{"24 rows: the last m-tile's 8 rows", MMA{Instr: instr, Batch: 1, M: 24, N: 8, K: 32, MTiles: 2, NTiles: 1,
+			WarpsM: 1, WarpsN: 1, MPer: 2, NPer: 1, ChunkM: 2, ChunkN: 1}, 4 + 2},
+		{"the busiest warp: the last owns one m-tile of 3", MMA{Instr: instr, Batch: 1, M: 48, N: 16, K: 32, MTiles: 3, NTiles: 2,
+			WarpsM: 2, WarpsN: 1, MPer: 2, NPer: 2, ChunkM: 2, ChunkN: 2}, 2 * 4 * 2},
+	}
+	for _, tt := range tests {
+		if got := tt.mma.EpilogueValues(); got != tt.want {
+			t.Errorf("%s: EpilogueValues() = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
