@@ -118,6 +118,10 @@ func graphSteps(tg *thread.Graph) blockSteps {
 			bs.FetchOnce.add(f, 1)
 		}
 	}
+	for _, id := range tg.Zeroed() { // before the loop
+		t := &tg.Tiles[id]
+		bs.Once.Elements += ceilf(t.Rows*t.Pitch, threads)
+	}
 	bs.Iter.Barriers++ // the pipeline's wait and barrier
 	if bs.Stages == 1 && bs.FetchIter.Bytes > 0 {
 		bs.Iter.Barriers++ // and the barrier before refilling the single buffer

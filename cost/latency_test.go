@@ -39,6 +39,7 @@ func measuredKernel(t *testing.T, workload, entry string) *launch.Kernel {
 // pipeline) as its emitted code runs them, read off that code
 // (codegen/cuda writes it; `mirage emit` shows it):
 //
+//	before the loop: the rms accumulator's 16 floats zeroed (one a thread).
 //	per iteration: cp_async_wait + __syncthreads; load_s0 (X's 16x256
 //	tile, 512 16-byte chunks: 4 a thread) and load_s1 (W's 256x64 tile,
 //	2048 chunks: 16 a thread); g0, the rms accumulator, a warp per row:
@@ -60,7 +61,7 @@ func TestGraphStepsFollowTheEmittedCode(t *testing.T) {
 		// X: 16 rows of 512 bytes, 4 lines each; W: 256 rows of 128 bytes.
 		FetchIter: fetch{Bytes: 16*256*2 + 256*64*2, Lines: 16*4 + 256},
 		Iter:      steps{Barriers: 1, Copies: 4 + 16, RowElems: 4 * 8, LdMatrix: 16 * 2, MMAs: 16 * 2},
-		Once:      steps{Barriers: 2, Rows: 4, Elements: 1 + 4, Flops: 8 * 5, Stores: 8},
+		Once:      steps{Barriers: 2, Rows: 4, Elements: 1 + 1 + 4, Flops: 8 * 5, Stores: 8},
 	}
 	if bs != want {
 		t.Errorf("steps\n%+v\nwant\n%+v", bs, want)

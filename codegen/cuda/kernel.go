@@ -403,20 +403,12 @@ func copyNote(vec int) string {
 func (k *blockKernel) prologue(l inputLoads) {
 	w := k.w
 	bg, tg := k.bg, k.tg
-	var zeroed bool
-	for i := range bg.Ops {
-		op := &bg.Ops[i]
-		if op.Out < 0 || tg.Ops[i].Role == thread.RoleDead {
-			continue
+	for i, id := range tg.Zeroed() {
+		if i == 0 {
+			w.comment("Zero the accumulators in shared memory.")
 		}
-		t := &tg.Tiles[op.Out]
-		if t.Storage == thread.Shared && t.Accum {
-			if !zeroed {
-				w.comment("Zero the accumulators in shared memory.")
-				zeroed = true
-			}
-			w.line("for (int e = tid; e < %d; e += %d) MIRAGE_STS(%s[e]) = 0.0f;", t.Rows*t.Pitch, tg.Threads, tileName(op.Out))
-		}
+		t := &tg.Tiles[id]
+		w.line("for (int e = tid; e < %d; e += %d) MIRAGE_STS(%s[e]) = 0.0f;", t.Rows*t.Pitch, tg.Threads, tileName(id))
 	}
 	if len(l.walked)+len(l.once) == 0 {
 		return

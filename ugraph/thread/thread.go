@@ -350,6 +350,24 @@ func (g *Graph) CopiedEachIteration(i int) bool {
 	return g.Tiles[op.Out].Stages > 1 || op.Input.FMap >= 0 && g.Block.ForloopRange > 1
 }
 
+// Zeroed lists the tiles the kernel zeroes before its loop, element by
+// element over the block's threads: the live accumulators kept in shared
+// memory. The code generator's prologue and the cost model's steps both
+// follow it.
+func (g *Graph) Zeroed() []block.TensorID {
+	var ts []block.TensorID
+	for i := range g.Block.Ops {
+		op := &g.Block.Ops[i]
+		if op.Out < 0 || g.Ops[i].Role == RoleDead {
+			continue
+		}
+		if t := &g.Tiles[op.Out]; t.Storage == Shared && t.Accum {
+			ts = append(ts, op.Out)
+		}
+	}
+	return ts
+}
+
 // InLoop reports whether op i runs inside the for-loop (an accumulator
 // runs in both parts and counts as in the loop).
 func (g *Graph) InLoop(i int) bool {
