@@ -517,7 +517,8 @@ func (k *Kernel) setBound() {
 // at 40 SMs' share of it in its second half). A
 // pipeline of s stages overlaps s-1 fetches with the iterations' work: an
 // iteration takes the longest of its work, its transfer, and a fetch over
-// s-1; with one stage, all of them in turn.
+// s-1; with one stage, all of them in turn, the fetch for the next
+// iteration after the work of this one (the code's refill, FR-1 of them).
 func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float64 {
 	clock := arch.ClockHz
 	warpsPerScheduler := float64(b*bs.Warps) / float64(arch.SchedulersPerSM)
@@ -529,12 +530,13 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 	latency := arch.MemLatencyNs * 1e-9
 	transfer := func(f fetch) float64 { return max(f.Bytes/perBlock, float64(b)*f.Lines*c.Line/clock) }
 	iter := bs.Iter.cycles(c) / clock * issue
+	refill := 0.0 // with one stage, the fetch of the next iteration's tiles, in turn
 	if bs.FetchIter.Bytes > 0 {
 		x := transfer(bs.FetchIter)
 		if bs.Stages >= 2 {
 			iter = max(iter, x, (latency+x)/float64(bs.Stages-1))
 		} else {
-			iter += latency + x
+			refill = latency + x
 		}
 	}
 	once := bs.Once.cycles(c) / clock * issue
@@ -543,7 +545,9 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 	if first.Bytes > 0 {
 		once += latency + transfer(first)
 	}
-	return once + float64(bs.Iters)*iter
+	// The first iteration's tiles come with the fetch before the loop;
+	// the last iteration refills nothing.
+	return once + float64(bs.Iters)*iter + float64(max(0, bs.Iters-1))*refill
 }
 
 // occupy sets k's launch (the plan's, as the code launches it: a graph's
