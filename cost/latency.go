@@ -4,7 +4,6 @@ import (
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
-	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/layout"
 	"github.com/mirage-go/mirage/ugraph/thread"
 )
@@ -126,30 +125,13 @@ func graphSteps(tg *thread.Graph) blockSteps {
 	if bs.Stages == 1 && bs.FetchIter.Bytes > 0 {
 		bs.Iter.Barriers++ // and the barrier before refilling the single buffer
 	}
-	shared := func(t block.TensorID) bool { return tg.Tiles[t].Storage == thread.Shared }
-	// Parts in order: a barrier where a part reads a shared tile that an
-	// earlier part of the same phase wrote.
+	// Parts in order, each after a barrier where the code places one.
 	phase := func(groups []int, post bool, into *steps) {
-		written := map[block.TensorID]bool{}
-		for _, gi := range groups {
-			gr := &tg.Groups[gi]
-			s := partSteps(tg, gr, post)
-			for _, i := range partOps(tg, gr, post) {
-				for _, in := range tg.Reads(i) {
-					if written[in] {
-						s.Barriers++
-						clear(written)
-						break
-					}
-				}
-			}
-			if post && shared(gr.Result) {
-				written[gr.Result] = true
-			}
-			for _, i := range partOps(tg, gr, post) {
-				if !post && bg.Ops[i].Out == gr.Result && tg.LoopWritesShared(gr, i) {
-					written[gr.Result] = true
-				}
+		wait := tg.PartBarriers(post)
+		for k, gi := range groups {
+			s := partSteps(tg, &tg.Groups[gi], post)
+			if wait[k] {
+				s.Barriers++
 			}
 			into.add(s, 1)
 		}

@@ -31,7 +31,6 @@ type blockKernel struct {
 	cur       []string // per tile: the C pointer naming its current buffer
 	outIndex  map[int]int
 	inIndex   map[int]int
-	hz        hazards
 	barriers  int      // __syncthreads() the hazard tracking emitted
 	trace     []string // what the kernel does, in order, for Kernel.Schedule
 	phase     string   // "loop" or "post", for the trace
@@ -264,10 +263,10 @@ func (k *blockKernel) body() error {
 	if len(tg.Post) > 0 {
 		w.line("")
 		w.comment("After the loop.")
-		k.hz.reset()
 		k.phase = "post"
-		for _, gi := range tg.Post {
-			if err := k.part(gi, true); err != nil {
+		wait := tg.PartBarriers(true)
+		for j, gi := range tg.Post {
+			if err := k.part(gi, true, wait[j]); err != nil {
 				return err
 			}
 		}
@@ -478,10 +477,10 @@ func (k *blockKernel) loop(l inputLoads) error {
 			w.line("const %s* const %s = %s + it %% %d * %d;  // the buffer holding iteration it's tile", ctype(pt.DType), k.cur[t], tileName(t), s, pt.StageBytes/pt.DType.Size())
 		}
 	}
-	k.hz.reset()
 	k.phase = "loop"
-	for _, gi := range tg.Loop {
-		if err := k.part(gi, false); err != nil {
+	wait := tg.PartBarriers(false)
+	for j, gi := range tg.Loop {
+		if err := k.part(gi, false, wait[j]); err != nil {
 			return err
 		}
 	}
@@ -515,108 +514,14 @@ func (k *blockKernel) loop(l inputLoads) error {
 	return nil
 }
 
-// --- hazards ---------------------------------------------------------------
-
-// hazards tracks the shared bytes read and written since the last barrier,
-// so that a part waits (__syncthreads) only when it reads what another
-// thread may have written, or writes what another may still read.
-type hazards struct{ reads, writes [][2]int }
-
-func (h *hazards) reset() { h.reads, h.writes = nil, nil }
-
-func overlapsAny(a [][2]int, b [2]int) bool {
-	for _, x := range a {
-		if x[0] < b[1] && b[0] < x[1] {
-			return true
-		}
-	}
-	return false
-}
-
-// conflict reports whether a part reading r and writing wr must wait.
-func (h *hazards) conflict(r, wr [][2]int) bool {
-	for _, x := range r {
-		if overlapsAny(h.writes, x) {
-			return true
-		}
-	}
-	for _, x := range wr {
-		if overlapsAny(h.writes, x) || overlapsAny(h.reads, x) {
-			return true
-		}
-	}
-	return false
-}
-
-func (h *hazards) add(r, wr [][2]int) {
-	h.reads = append(h.reads, r...)
-	h.writes = append(h.writes, wr...)
-}
-
-// span is the bytes of shared tile t.
-func (k *blockKernel) span(t block.TensorID) ([2]int, bool) {
-	pt := &k.tg.Tiles[t]
-	if pt.Storage != thread.Shared {
-		return [2]int{}, false
-	}
-	return [2]int{pt.Offset, pt.Offset + pt.Bytes}, true
-}
-
-// access lists the shared bytes a group's part reads and writes.
-func (k *blockKernel) access(gi int, post bool) (reads, writes [][2]int) {
-	tg, bg := k.tg, k.bg
-	gr := &tg.Groups[gi]
-	read := func(t block.TensorID) {
-		if s, ok := k.span(t); ok {
-			reads = append(reads, s)
-		}
-	}
-	write := func(t block.TensorID) {
-		if s, ok := k.span(t); ok {
-			writes = append(writes, s)
-		}
-	}
-	var ops []int
-	headInLoop := tg.InLoop(gr.Head)
-	if post {
-		if !headInLoop {
-			ops = append(ops, gr.Head)
-		} else if gr.Accum >= 0 {
-			read(bg.Ops[gr.Accum].Out) // the accumulator is the source
-			if a := bg.Ops[gr.Accum].Attr.Accum; gr.Accum == gr.Head && len(gr.Chain) == 0 && (a == ugraph.AccumMean || a == ugraph.AccumRMS) {
-				write(bg.Ops[gr.Accum].Out) // finished in place
-			}
-		}
-		ops = append(ops, gr.Chain[gr.InLoop:]...)
-	} else {
-		ops = append([]int{gr.Head}, gr.Chain[:gr.InLoop]...)
-	}
-	for _, i := range ops {
-		op := &bg.Ops[i]
-		for _, x := range tg.Reads(i) {
-			read(x)
-		}
-		if post && tg.Tiles[op.Out].Storage == thread.Shared || !post && tg.LoopWritesShared(gr, i) {
-			write(op.Out)
-		}
-	}
-	if post && tg.Tiles[gr.Result].Storage == thread.Shared {
-		write(gr.Result)
-	}
-	return reads, writes
-}
-
 // part writes the for-loop part or the post-loop part of group gi, after a
-// barrier if it needs one.
-func (k *blockKernel) part(gi int, post bool) error {
-	r, wr := k.access(gi, post)
-	if k.hz.conflict(r, wr) {
+// barrier where it needs one (thread.Graph.PartBarriers).
+func (k *blockKernel) part(gi int, post, wait bool) error {
+	if wait {
 		k.w.line("__syncthreads();")
 		k.barriers++
-		k.hz.reset()
 		k.trace = append(k.trace, k.phase+": __syncthreads()")
 	}
-	k.hz.add(r, wr)
 	k.w.line("")
 	gr := &k.tg.Groups[gi]
 	if post {
