@@ -597,7 +597,10 @@ func blockWork(b *block.Graph, p blockPlan, ioScale []float64) work {
 		if op.Kind == ugraph.OpMatmul {
 			switch m := p.mma[i]; {
 			case m == nil:
-				tf, cf = 0, tf+cf // SIMT: the same products on CUDA cores
+				// SIMT: the products themselves on CUDA cores, none
+				// padded to an mma's tile (the fp32 count).
+				_, cf = opFlops(op.Kind, op.Attr, shapes, out.Shape, ugraph.Float32, p.instr)
+				tf = 0
 			default:
 				tf = m.TensorFlops() // the mma tiles as planned (a folded operand's rows stacked)
 			}

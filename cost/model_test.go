@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
@@ -561,5 +562,36 @@ func TestOutputThatIsAnInput(t *testing.T) {
 	}
 	if want := copyKernel(arch, 4*4096*2); e.Micros != want.Micros {
 		t.Errorf("%.3f µs, want copy_rows' %.3f", e.Micros, want.Micros)
+	}
+}
+
+// A matmul the plan leaves off the tensor cores (SIMT: an 8x64 fp32
+// accumulator times a 64x64 tile) runs its m·n·k products on the CUDA
+// cores, none padded to an mma's 16 rows as a tensor-core matmul's are.
+// Each of the 64 blocks also sums W2's 64x64 tile every one of the 64
+// iterations (the loop does not walk it); X·W1's accumulator stays in the
+// mma's registers.
+func TestSIMTMatmulFlopsAreNotPadded(t *testing.T) {
+	src := `import mirage as mi
+graph = mi.new_kernel_graph()
+X = graph.new_input(dims=(8, 4096), dtype=mi.float16)
+W1 = graph.new_input(dims=(4096, 4096), dtype=mi.float16)
+W2 = graph.new_input(dims=(64, 4096), dtype=mi.float16)
+tb = mi.new_threadblock_graph(grid_dim=(64, 1, 1), block_dim=(128, 1, 1), forloop_range=64, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)
+tW1 = tb.new_input(dtensor=W1, input_map=(1, -1, -1), forloop_dim=0)
+tW2 = tb.new_input(dtensor=W2, input_map=(1, -1, -1), forloop_dim=-1)
+tA = tb.forloop_accum(tb.matmul(tX, tW1))
+tb.new_output(stensor=tb.matmul(tA, tb.forloop_accum(tW2)), output_map=(1, -1, -1))
+O = graph.customized([X, W1, W2], tb)
+graph.mark_output(O[0])
+`
+	p, err := frontend.Load("simt.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := estimate(t, p.Graph, mustArch(t, "sm_90"))
+	if want := int64(64 * (64*64*64 + 2*8*64*64)); e.Kernels[0].CUDAFlops != want {
+		t.Errorf("CUDA flops %d, want %d: W2's sums and the SIMT matmul's 8x64x64 products", e.Kernels[0].CUDAFlops, want)
 	}
 }
