@@ -581,7 +581,11 @@ func blockWork(b *block.Graph, p blockPlan, ioScale []float64) work {
 		}
 		switch op.Kind {
 		case ugraph.OpInput:
-			w.traffic += io[i] * float64(tileBytes(b.Tensors[op.Out])*loads(op, int64(b.ForloopRange)))
+			reads := float64(loads(op, int64(b.ForloopRange)))
+			if p.inPlace[i] > 0 {
+				reads = p.inPlace[i]
+			}
+			w.traffic += io[i] * float64(tileBytes(b.Tensors[op.Out])) * reads
 			continue
 		case ugraph.OpOutput:
 			w.traffic += io[i] * float64(tileBytes(b.Tensors[op.In[0]]))

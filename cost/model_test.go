@@ -11,6 +11,7 @@ import (
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
 // The hand-written RMSNorm+MatMul μGraph at batch 16 (X 16x4096, W
@@ -593,5 +594,40 @@ graph.mark_output(O[0])
 	e := estimate(t, p.Graph, mustArch(t, "sm_90"))
 	if want := int64(64 * (64*64*64 + 2*8*64*64)); e.Kernels[0].CUDAFlops != want {
 		t.Errorf("CUDA flops %d, want %d: W2's sums and the SIMT matmul's 8x64x64 products", e.Kernels[0].CUDAFlops, want)
+	}
+}
+
+// A tile the plan leaves in device memory (a loop of one iteration whose
+// tiles overflow shared memory) is read where its readers read it: a SIMT
+// matmul reads each element of A once for each of the N columns it
+// computes, and each of B once for each of the M rows, each request
+// counted (codegen/cuda's element loops; L1 may serve them on a GPU).
+func TestTilesReadInPlaceCountEveryRead(t *testing.T) {
+	src := `import mirage as mi
+graph = mi.new_kernel_graph()
+X = graph.new_input(dims=(128, 1024), dtype=mi.float32)
+W = graph.new_input(dims=(1024, 8), dtype=mi.float32)
+tb = mi.new_threadblock_graph(grid_dim=(1, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=-1)
+tW = tb.new_input(dtensor=W, input_map=(-1, -1, -1), forloop_dim=-1)
+tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(-1, -1, -1))
+O = graph.customized([X, W], tb)
+graph.mark_output(O[0])
+`
+	p, err := frontend.Load("inplace.py", []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch := mustArch(t, "sm_90")
+	pl, err := launch.Graph(p.Graph, arch, launch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg := pl.Kernels[0].Thread; tg.Tiles[tg.Block.Ops[0].Out].Storage != thread.Device {
+		t.Fatalf("X's tile is planned in shared memory: the case tests nothing")
+	}
+	k := estimate(t, p.Graph, arch).Kernels[0]
+	if want := int64(128*1024*4*8 + 1024*8*4*128 + 128*8*4); k.Bytes != want {
+		t.Errorf("%d bytes requested, want %d: X 8 times, W 128 times, the output once", k.Bytes, want)
 	}
 }
