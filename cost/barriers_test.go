@@ -68,13 +68,13 @@ func TestBarriersFollowTheEmittedCode(t *testing.T) {
 				continue
 			}
 			kernels++
-			// The code's: the loop's own barrier (and the refill's of a
-			// one-stage pipeline), the one after the loop, and those of
-			// the schedule.
+			// The code's: the loop's own barrier, the one after the loop,
+			// and those of the schedule; and the refill's of a one-stage
+			// pipeline, after every iteration but the last.
 			bs := graphSteps(ek.Plan)
-			loop, post := 1, 0
+			loop, post, refill := 1, 0, 0
 			if ek.Plan.Stages <= 1 && bs.FetchIter.Bytes > 0 {
-				loop++
+				refill++
 			}
 			if len(ek.Plan.Post) > 0 {
 				post++
@@ -87,9 +87,9 @@ func TestBarriersFollowTheEmittedCode(t *testing.T) {
 					post++
 				}
 			}
-			if float64(loop) != bs.Iter.Barriers || float64(post) != bs.Once.Barriers {
-				t.Errorf("%s, kernel %d: the code has %d barriers an iteration and %d after the loop, the model counts %v and %v; schedule:\n%s",
-					p.name, i, loop, post, bs.Iter.Barriers, bs.Once.Barriers, strings.Join(ek.Schedule, "\n"))
+			if float64(loop) != bs.Iter.Barriers || float64(post) != bs.Once.Barriers || float64(refill) != bs.Refill.Barriers {
+				t.Errorf("%s, kernel %d: the code has %d barriers an iteration (and %d before a refill) and %d after the loop, the model counts %v (%v) and %v; schedule:\n%s",
+					p.name, i, loop, refill, post, bs.Iter.Barriers, bs.Refill.Barriers, bs.Once.Barriers, strings.Join(ek.Schedule, "\n"))
 			}
 		}
 	}

@@ -58,7 +58,10 @@ func (s steps) cycles(c *latencyTable) float64 {
 // memory through a Stages-deep cp.async pipeline (FetchOnce before the
 // loop). Stages 1 means no overlap: an iteration waits for its tiles.
 type blockSteps struct {
-	Once, Iter           steps
+	Once, Iter steps
+	// Refill runs after every iteration but the last: a one-stage
+	// pipeline's barrier before it copies the next iteration's tiles.
+	Refill               steps
 	Iters                int
 	Stages               int
 	FetchIter, FetchOnce fetch
@@ -123,7 +126,7 @@ func graphSteps(tg *thread.Graph) blockSteps {
 	}
 	bs.Iter.Barriers++ // the pipeline's wait and barrier
 	if bs.Stages == 1 && bs.FetchIter.Bytes > 0 {
-		bs.Iter.Barriers++ // and the barrier before refilling the single buffer
+		bs.Refill.Barriers++ // the barrier before refilling the single buffer
 	}
 	// Parts in order, each after a barrier where the code places one.
 	phase := func(groups []int, post bool, into *steps) {

@@ -123,6 +123,8 @@ func TestPipelineHidesTheFetch(t *testing.T) {
 	narrow := fetch{Bytes: 32 << 10, Lines: 2048} // 2048 rows of 16 bytes
 	perBlock := min(arch.SMBandwidth, arch.MemBandwidth*memEfficiency/100)
 	latency := arch.MemLatencyNs * 1e-9
+	refill := steps{Barriers: 1}
+	barrier := refill.cycles(&c) / arch.ClockHz
 	tests := []struct {
 		name   string
 		iter   steps
@@ -133,12 +135,15 @@ func TestPipelineHidesTheFetch(t *testing.T) {
 		{"deep pipeline, busy", busy, 4, wide, func(c, x float64) float64 { return c }},
 		{"deep pipeline, idle", idle, 4, wide, func(c, x float64) float64 { return max(x, (latency+x)/3) }},
 		{"deep pipeline, idle, short rows", idle, 4, narrow, func(c, x float64) float64 { return max(x, (latency+x)/3) }},
-		// 10 iterations, 9 refills.
-		{"no pipeline, busy", busy, 1, wide, func(c, x float64) float64 { return c + 0.9*(latency+x) }},
-		{"no pipeline, idle", idle, 1, narrow, func(c, x float64) float64 { return c + 0.9*(latency+x) }},
+		// 10 iterations, 9 refills, each after its barrier.
+		{"no pipeline, busy", busy, 1, wide, func(c, x float64) float64 { return c + 0.9*(barrier+latency+x) }},
+		{"no pipeline, idle", idle, 1, narrow, func(c, x float64) float64 { return c + 0.9*(barrier+latency+x) }},
 	}
 	for _, tt := range tests {
 		bs := blockSteps{Iter: tt.iter, Iters: 10, Stages: tt.stages, FetchIter: tt.f, Warps: 4}
+		if tt.stages == 1 {
+			bs.Refill = refill
+		}
 		x := max(tt.f.Bytes/perBlock, tt.f.Lines*c.Line/arch.ClockHz)
 		compute := tt.iter.cycles(&c) / arch.ClockHz
 		n := float64(max(1, tt.stages-1))

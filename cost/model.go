@@ -536,7 +536,7 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 		if bs.Stages >= 2 {
 			iter = max(iter, x, (latency+x)/float64(bs.Stages-1))
 		} else {
-			refill = latency + x
+			refill = bs.Refill.cycles(c)/clock*issue + latency + x
 		}
 	}
 	once := bs.Once.cycles(c) / clock * issue
