@@ -515,10 +515,13 @@ func (k *Kernel) setBound() {
 // to the rest, so the busiest SM's b blocks draw b n-ths of it throughout
 // (a wave of 172 blocks on 132 SMs moves its bytes at the HBM's rate, not
 // at 40 SMs' share of it in its second half). A
-// pipeline of s stages overlaps s-1 fetches with the iterations' work: an
-// iteration takes the longest of its work, its transfer, and a fetch over
-// s-1; with one stage, all of them in turn, the fetch for the next
-// iteration after the work of this one (the code's refill, FR-1 of them).
+// pipeline of s stages overlaps s-1 fetches with the iterations' work: the
+// fetch before the loop brings the first s-1 iterations' tiles, an
+// iteration that refills a buffer takes the longest of its work, its
+// transfer, and a fetch over s-1, and the last s-1 iterations take their
+// work (FR fetches in all, as the code issues them); with one stage, all
+// of them in turn, the fetch for the next iteration after the work of
+// this one (the code's refill, FR-1 of them).
 func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float64 {
 	clock := arch.ClockHz
 	warpsPerScheduler := float64(b*bs.Warps) / float64(arch.SchedulersPerSM)
@@ -530,11 +533,14 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 	latency := arch.MemLatencyNs * 1e-9
 	transfer := func(f fetch) float64 { return max(f.Bytes/perBlock, float64(b)*f.Lines*c.Line/clock) }
 	iter := bs.Iter.cycles(c) / clock * issue
-	refill := 0.0 // with one stage, the fetch of the next iteration's tiles, in turn
+	work := iter
+	refill := 0.0   // with one stage, the fetch of the next iteration's tiles, in turn
+	prefetched := 0 // iterations whose tiles the fetch before the loop brings
 	if bs.FetchIter.Bytes > 0 {
 		x := transfer(bs.FetchIter)
 		if bs.Stages >= 2 {
 			iter = max(iter, x, (latency+x)/float64(bs.Stages-1))
+			prefetched = min(bs.Iters, bs.Stages-1)
 		} else {
 			refill = bs.Refill.cycles(c)/clock*issue + latency + x
 		}
@@ -547,7 +553,7 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 	}
 	// The first iteration's tiles come with the fetch before the loop;
 	// the last iteration refills nothing.
-	return once + float64(bs.Iters)*iter + float64(max(0, bs.Iters-1))*refill
+	return once + float64(bs.Iters-prefetched)*iter + float64(prefetched)*work + float64(max(0, bs.Iters-1))*refill
 }
 
 // occupy sets k's launch (the plan's, as the code launches it: a graph's
