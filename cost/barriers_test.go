@@ -48,6 +48,18 @@ func TestBarriersFollowTheEmittedCode(t *testing.T) {
 			t.Fatal(err)
 		}
 		ps = append(ps, program{name, p.Graph})
+		// The code above reads the schedule codegen records, which
+		// follows the same rule (thread.Graph.PartBarriers) as the
+		// model: the counts read off these kernels' emitted code pin
+		// the rule itself.
+		res, err := cuda.Emit("x", p.Graph, cuda.Options{Arch: arch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bs, want := graphSteps(res.Kernels[0].Plan), writeAfterReadBarriers[name]
+		if got := [2]float64{bs.Iter.Barriers, bs.Once.Barriers}; got != want {
+			t.Errorf("%s: %v barriers an iteration and after the loop, want %v", name, got, want)
+		}
 	}
 	for _, byWorkload := range loadRuns(t, true) {
 		for w, gs := range byWorkload {
@@ -97,6 +109,19 @@ func TestBarriersFollowTheEmittedCode(t *testing.T) {
 		t.Errorf("checked %d graph-defined kernels, want the examples', the workloads' and the measured graphs' (50 or more)", kernels)
 	}
 	t.Log(fmt.Sprintf("%d programs, %d graph-defined kernels", len(ps), kernels))
+}
+
+// writeAfterReadBarriers are the barriers of writeAfterRead's kernels an
+// iteration and after the loop, counted in their emitted code (mirage
+// emit): war_loop waits at the loop's barrier, then before g1 (which reads
+// g0's exp tile), g2 (which writes its exp over that tile's bytes) and g3,
+// and once after the loop, before its stores; war_post at the loop's
+// barrier, then at the one after the loop, before g1's part (which writes
+// E2 over the bytes of the accumulator g0's part read) and before g2 (which
+// reads E2).
+var writeAfterReadBarriers = map[string][2]float64{
+	"war_loop.py": {4, 1},
+	"war_post.py": {1, 3},
 }
 
 // writeAfterRead are kernels whose allocator places a shared tile over the

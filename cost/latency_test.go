@@ -249,3 +249,21 @@ func TestOneIterationCopiesOnce(t *testing.T) {
 		t.Errorf("estimated %.2f µs with the loop's dim named, %.2f without", a.Micros, b.Micros)
 	}
 }
+
+// A loop of fewer iterations than its pipeline has stages fetches only the
+// tiles of the iterations there are (the runtime GEMM, 3 stages, over one
+// 32-deep k-tile: gemm_kernel's `if (s < ktiles)`): the stages beyond them
+// change nothing.
+func TestPrologueFetchesOnlyTheIterationsThereAre(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	c := fitted
+	tile := fetch{Bytes: 16 << 10, Lines: 128}
+	one := blockSteps{Iter: steps{MMAs: 8}, Iters: 1, Stages: 1, FetchIter: tile, Warps: 4}
+	for _, stages := range []int{2, 3, 4} {
+		deep := one
+		deep.Stages = stages
+		if a, b := blockTime(arch, &c, deep, 1, 100), blockTime(arch, &c, one, 1, 100); !within(a, b, 1e-12) {
+			t.Errorf("one iteration, %d stages: %.4g s; one stage: %.4g s", stages, a, b)
+		}
+	}
+}

@@ -547,7 +547,7 @@ func blockTime(arch target.Arch, c *latencyTable, bs blockSteps, b, n int) float
 	}
 	once := bs.Once.cycles(c) / clock * issue
 	first := bs.FetchOnce
-	first.add(bs.FetchIter, float64(max(1, bs.Stages-1)))
+	first.add(bs.FetchIter, float64(max(1, min(bs.Iters, bs.Stages-1))))
 	if first.Bytes > 0 {
 		once += latency + transfer(first)
 	}

@@ -504,7 +504,7 @@ func attentionKernels(p *program, plan *attentionPlan, grid block.Dim3, forloopR
 	}
 	// The partial results, side by side along their last dims: b×m×(split·e)
 	// and b×m×split.
-	if k.b.AddOutput(outSum, plan.dims(block.Map{0, 2, 1})) != nil || k.b.AddOutput(rowSum, plan.dims(block.Map{0, 2, 1})) != nil {
+	if addOutput(k.b, outSum, plan.dims(block.Map{0, 2, 1})) != nil || addOutput(k.b, rowSum, plan.dims(block.Map{0, 2, 1})) != nil {
 		return nil, false
 	}
 	return k.combined(plan, split, threads)
@@ -540,7 +540,7 @@ func (k *kernelBuilder) combined(plan *attentionPlan, split int, threads block.D
 		return nil, false
 	}
 	o, err := c.Add(ugraph.OpDiv, ugraph.Attr{}, os, ss)
-	if err != nil || c.AddOutput(o, rowMap) != nil {
+	if err != nil || addOutput(c, o, rowMap) != nil {
 		return nil, false
 	}
 	outs, err := g.Customized(parts, c)

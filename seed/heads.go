@@ -233,7 +233,7 @@ func headSumKernels(p *program, plan *headSumPlan, grid, threads block.Dim3, red
 	}
 	omap := block.Replicate
 	omap[0], omap[1] = r-1, stack
-	if k.b.AddOutput(acc, omap) != nil {
+	if addOutput(k.b, acc, omap) != nil {
 		return nil, false
 	}
 	c, ok := k.combiner(threads, r-1, stack, -1, 1, 0)

@@ -263,6 +263,12 @@ func addInput(b *block.Graph, shape ugraph.Shape, dtype ugraph.DType, imap block
 	return b.AddInput(shape, dtype, b.Splitting(imap), b.Walking(fmap))
 }
 
+// addOutput adds an output op to b as the enumeration writes it: no grid
+// axis of one block mapped.
+func addOutput(b *block.Graph, t block.TensorID, omap block.Map) error {
+	return b.AddOutput(t, b.Splitting(omap))
+}
+
 // loadWalked places an input op reading program tensor t, walked by the
 // for-loop along dim fmap (-1: none; nor where t's extent there is 1: it
 // broadcasts), unless t has its tile already.
@@ -324,7 +330,7 @@ func (k *kernelBuilder) add(kind ugraph.OpKind, attr ugraph.Attr, in ...block.Te
 
 // store places an output op storing post-loop tile x as program tensor t.
 func (k *kernelBuilder) store(t kernel.TensorID, x block.TensorID, omap block.Map) bool {
-	if k.b.AddOutput(x, omap) != nil {
+	if addOutput(k.b, x, omap) != nil {
 		return false
 	}
 	k.results = append(k.results, t)

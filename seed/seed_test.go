@@ -956,19 +956,25 @@ func TestSeedsWriteMapsAsTheEnumeration(t *testing.T) {
 					oneIteration++
 				}
 				for _, bop := range b.Ops {
-					if bop.Kind != ugraph.OpInput {
+					var m block.Map
+					switch bop.Kind {
+					case ugraph.OpInput:
+						m = bop.Input.IMap
+					case ugraph.OpOutput:
+						m = bop.Output.OMap
+					default:
 						continue
 					}
 					for axis, n := range b.Grid {
 						if n == 1 {
 							oneBlockAxes++
-							if bop.Input.IMap[axis] >= 0 {
-								t.Errorf("%s: a %s seed (grid %v) maps grid axis %d of one block to dim %d",
-									tc.name, s.Rule, b.Grid, axis, bop.Input.IMap[axis])
+							if m[axis] >= 0 {
+								t.Errorf("%s: a %s seed (grid %v) maps grid axis %d of one block to dim %d in its %v",
+									tc.name, s.Rule, b.Grid, axis, m[axis], bop.Kind)
 							}
 						}
 					}
-					if b.ForloopRange == 1 && bop.Input.FMap >= 0 {
+					if bop.Kind == ugraph.OpInput && b.ForloopRange == 1 && bop.Input.FMap >= 0 {
 						t.Errorf("%s: a %s seed's loop of one iteration walks dim %d", tc.name, s.Rule, bop.Input.FMap)
 					}
 				}

@@ -110,7 +110,7 @@ func splitKernels(p *program, plan *matmulPlan, grid block.Dim3, forloopRange in
 			return nil, false
 		}
 		acc, ok := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, k.tiles[g.Ops[i].Out[0]])
-		if !ok || k.b.AddOutput(acc, stacked) != nil {
+		if !ok || addOutput(k.b, acc, stacked) != nil {
 			return nil, false
 		}
 	}

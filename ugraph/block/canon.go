@@ -29,8 +29,13 @@ func Canonical(g *Graph, inputs []uint64) Canon {
 	// The launch enters every tile's value through the inputs: an
 	// accumulator's value depends on the for-loop's range even where no
 	// tile shape shows it (a tile no iteration walks, summed F times).
+	// A loop of one iteration runs one stage whatever depth g asks for.
+	stages := g.Stages
+	if g.ForloopRange == 1 {
+		stages = 0
+	}
 	launch := structhash.Seq(canonNames.Graph, hashInts(g.Grid), hashInts(g.Threads), structhash.Int(g.ForloopRange),
-		structhash.Int(g.ReductionDimx), structhash.Int(g.Stages))
+		structhash.Int(g.ReductionDimx), structhash.Int(stages))
 	values := make([]uint64, len(g.Tensors))
 	ops := make([]uint64, 0, len(g.Ops))
 	var c Canon

@@ -18,7 +18,6 @@ type gatedForm struct {
 	threads      int  // 128 unless set
 	stages       int
 	grid         int  // blocks: 2 unless set
-	gridY        int  // blocks along y: 1 unless set
 	mapY         bool // grid axis y partitions X's rows and the output's
 	oneIteration bool // a for-loop of one iteration, its dim unmapped
 	namedLoopDim bool // with oneIteration, the loop's dim named anyway
@@ -36,7 +35,7 @@ func gatedKernel(f gatedForm) *kernel.Graph {
 	} else if f.oneIteration {
 		forloop = 1
 	}
-	b := must(block.New(block.Dim3{max(f.grid, 2), max(f.gridY, 1), 1}, block.Dim3{threads, 1, 1}, forloop, 64))
+	b := must(block.New(block.Dim3{max(f.grid, 2), 1, 1}, block.Dim3{threads, 1, 1}, forloop, 64))
 	if err := b.SetStages(f.stages); err != nil {
 		panic(err)
 	}
@@ -156,7 +155,8 @@ func TestCanonicalHash(t *testing.T) {
 		{"launch: more threads", gatedKernel(gatedForm{threads: 256}), gated, false},
 		{"launch: a pipeline depth", gatedKernel(gatedForm{stages: 3}), gated, false},
 		{"launch: a grid axis of one block mapped to a dim", gatedKernel(gatedForm{mapY: true}), gated, true},
-		{"launch: two blocks along y", gatedKernel(gatedForm{gridY: 2, mapY: true}), gated, false},
+		{"launch: a one-iteration loop's pipeline depth", gatedKernel(gatedForm{oneIteration: true, stages: 3}),
+			kernel.CanonicalHash(gatedKernel(gatedForm{oneIteration: true})), true},
 		{"launch: a one-iteration loop's dim mapped", gatedKernel(gatedForm{oneIteration: true, namedLoopDim: true}),
 			kernel.CanonicalHash(gatedKernel(gatedForm{oneIteration: true})), true},
 		{"kernel: independent ops in another order", kernelOps(kernelForm{subFirst: true}), ops, true},
