@@ -192,7 +192,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // one-iteration loop, mapped to a dim or not keep one place (distinct),
 // and seeds write such axes unmapped; the model copies a one-iteration
 // loop's tiles once, as the code does (thread.CopiedEachIteration).
-const cacheVersion = 41
+// Version 42: the model counts the code's ldmatrix, epilogue rows,
+// zeroing, barriers, fetches, SIMT products and in-place reads (package
+// thread's rules), and of twins the seed's graph is kept (preferTwin).
+const cacheVersion = 42
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -845,9 +845,8 @@ func (c *Candidate) ranked() cost.Estimate {
 // (kernel.CanonicalHash): a seed rule and the enumeration often build the
 // same graph so, and the answers would list it twice. Such twins estimate
 // alike, so only candidates that tie in the ranking but for their hashes
-// are compared. A seed verified before the ranking is the one kept; a
-// twin that a seed rule built gives its rule to the one kept, since the
-// rule built that graph too.
+// are compared. A seed is the one kept (preferTwin), a verified one
+// first.
 func distinct(cands []*Candidate) []*Candidate {
 	out := make([]*Candidate, 0, len(cands))
 	for i := 0; i < len(cands); {
@@ -869,18 +868,26 @@ func distinct(cands []*Candidate) []*Candidate {
 				out = append(out, c)
 				continue
 			}
-			// A seed already verified takes its twin's place: it stays
-			// an answer however the verification of the rest ends.
-			if twin := out[at]; c.checked && !twin.checked {
-				out[at], c = c, twin
-			}
-			if out[at].Seed == "" {
-				out[at].Seed = c.Seed
+			if preferTwin(c, out[at]) {
+				out[at] = c
 			}
 		}
 		i = j
 	}
 	return out
+}
+
+// preferTwin reports whether c takes the place of its twin kept, which
+// ranks before it: a graph a seed rule built takes an enumerated one's
+// (a shard's search builds the seeds as one process's does, but verifies
+// none, so the choice must not depend on what was verified when); of two
+// seeds, one verified before the ranking takes the other's: it stays an
+// answer however the verification of the rest ends.
+func preferTwin(c, kept *Candidate) bool {
+	if (c.Seed != "") != (kept.Seed != "") {
+		return c.Seed != ""
+	}
+	return c.checked && !kept.checked
 }
 
 // tied reports whether a and b rank alike but for their hashes.
