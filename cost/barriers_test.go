@@ -43,16 +43,13 @@ func TestBarriersFollowTheEmittedCode(t *testing.T) {
 	// waits for the parts that read the dead one (write after read), in
 	// the loop and after it.
 	for name, src := range writeAfterRead {
-		p, err := frontend.Load(name, []byte(src), frontend.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, program{name, p.Graph})
+		g := loadSource(t, name, src)
+		ps = append(ps, program{name, g})
 		// The code above reads the schedule codegen records, which
 		// follows the same rule (thread.Graph.PartBarriers) as the
 		// model: the counts read off these kernels' emitted code pin
 		// the rule itself.
-		res, err := cuda.Emit("x", p.Graph, cuda.Options{Arch: arch})
+		res, err := cuda.Emit("x", g, cuda.Options{Arch: arch})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,16 @@ func loadExample(t *testing.T, file string) *kernel.Graph {
 	return p.Graph
 }
 
+// loadSource loads a program written in the test.
+func loadSource(t *testing.T, name, src string) *kernel.Graph {
+	t.Helper()
+	p, err := frontend.Load(name, []byte(src), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Graph
+}
+
 func estimate(t *testing.T, g *kernel.Graph, arch target.Arch) Estimate {
 	t.Helper()
 	e, err := EstimateGraph(g, arch)

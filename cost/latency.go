@@ -150,18 +150,6 @@ func graphSteps(tg *thread.Graph) blockSteps {
 	return bs
 }
 
-// partOps are the ops of group gr that its for-loop part (post false) or
-// its post-loop part runs.
-func partOps(tg *thread.Graph, gr *thread.Group, post bool) []int {
-	switch {
-	case !post:
-		return append([]int{gr.Head}, gr.Chain[:gr.InLoop]...)
-	case tg.InLoop(gr.Head):
-		return gr.Chain[gr.InLoop:]
-	}
-	return gr.Ops()
-}
-
 // partSteps counts one part (the for-loop part, or the post-loop part) of
 // group gr, as codegen/cuda's loopPart and postPart write it.
 func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
@@ -248,7 +236,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 	switch p := tg.Ops[gr.Head].MMA; {
 	case p != nil:
 		k := float64(p.K / p.Instr.K)
-		whole := p.Persistent && gr.Accum >= 0 && len(ops) == 1 && ops[0] == gr.Accum
+		whole := !post && tg.SummedInRegisters(gr)
 		s.LdMatrix += k * float64(p.LdMatrix(whole))
 		s.MMAs += k * float64(p.MPer*p.NPer)
 		if !whole {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -222,11 +221,7 @@ func TestOneIterationCopiesOnce(t *testing.T) {
 		body := strings.NewReplacer("(8, 4096)", "(8, 256)", "(4096, 4096)", "(256, 512)",
 			"grid_dim=(64, 1, 1), block_dim=(128, 1, 1), forloop_range=64", "grid_dim=(8, 1, 1), block_dim=(512, 1, 1), forloop_range=1",
 			"forloop_dim=1)", "forloop_dim="+xdim+")", "forloop_dim=0)", "forloop_dim="+wdim+")").Replace(string(src))
-		p, err := frontend.Load("gated_mlp_mugraph.py", []byte(body), frontend.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Graph
+		return loadSource(t, "gated_mlp_mugraph.py", body)
 	}
 	named, unnamed := form("1", "0"), form("-1", "-1")
 	if kernel.Hash(named) == kernel.Hash(unnamed) {

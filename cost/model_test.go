@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
@@ -587,11 +586,8 @@ tb.new_output(stensor=tb.matmul(tA, tb.forloop_accum(tW2)), output_map=(1, -1, -
 O = graph.customized([X, W1, W2], tb)
 graph.mark_output(O[0])
 `
-	p, err := frontend.Load("simt.py", []byte(src), frontend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := estimate(t, p.Graph, mustArch(t, "sm_90"))
+	g := loadSource(t, "simt.py", src)
+	e := estimate(t, g, mustArch(t, "sm_90"))
 	if want := int64(64 * (64*64*64 + 2*8*64*64)); e.Kernels[0].CUDAFlops != want {
 		t.Errorf("CUDA flops %d, want %d: W2's sums and the SIMT matmul's 8x64x64 products", e.Kernels[0].CUDAFlops, want)
 	}
@@ -614,19 +610,16 @@ tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(-1, -1, -
 O = graph.customized([X, W], tb)
 graph.mark_output(O[0])
 `
-	p, err := frontend.Load("inplace.py", []byte(src), frontend.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := loadSource(t, "inplace.py", src)
 	arch := mustArch(t, "sm_90")
-	pl, err := launch.Graph(p.Graph, arch, launch.Options{})
+	pl, err := launch.Graph(g, arch, launch.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tg := pl.Kernels[0].Thread; tg.Tiles[tg.Block.Ops[0].Out].Storage != thread.Device {
 		t.Fatalf("X's tile is planned in shared memory: the case tests nothing")
 	}
-	k := estimate(t, p.Graph, arch).Kernels[0]
+	k := estimate(t, g, arch).Kernels[0]
 	if want := int64(128*1024*4*8 + 1024*8*4*128 + 128*8*4); k.Bytes != want {
 		t.Errorf("%d bytes requested, want %d: X 8 times, W 128 times, the output once", k.Bytes, want)
 	}

@@ -599,7 +599,7 @@ func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) 
 	op := &bg.Ops[gr.Head]
 	p := tg.Ops[gr.Head].MMA
 	w := k.w
-	if acc >= 0 && p.Persistent && len(chain) == 0 {
+	if !post && k.tg.SummedInRegisters(gr) {
 		k.partComment(gr, fmt.Sprintf("%s on tensor cores, summed in registers (%s)%s", describeOp(bg, gr.Head), describeOp(bg, acc), foldNote(bg, p)))
 		err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
 			k.w.line("%s", k.mmaCall(op, p, accName(gr), p.MPer, p.NPer, "mt0", "nt0"))

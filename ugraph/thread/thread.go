@@ -122,7 +122,7 @@ func (m *MMA) TensorFlops() int64 {
 // LdMatrix is the ldmatrix instructions the busiest warp issues per
 // k-step (Instr.K deep) of the matmul as the code runs it: mma_tiles
 // (templates/mirage_runtime.cuh) called once for the warp's whole tile
-// (whole: a persistent accumulator with nothing after it) or once per
+// (whole: Graph.SummedInRegisters) or once per
 // ChunkM × ChunkN chunk; each call loads its m-tiles of A (those below
 // MTiles), and ⌈CN/2⌉ of B for the first m-tile and again for each m-tile
 // that begins another batch. The code generator's calls and the cost
@@ -348,6 +348,16 @@ func (g *Graph) LoopWritesShared(gr *Group, i int) bool {
 func (g *Graph) CopiedEachIteration(i int) bool {
 	op := &g.Block.Ops[i]
 	return g.Tiles[op.Out].Stages > 1 || op.Input.FMap >= 0 && g.Block.ForloopRange > 1
+}
+
+// SummedInRegisters reports whether the for-loop part of group gr is a
+// tensor-core matmul summed straight into its register accumulator, with
+// nothing after it there: the warp's whole tile in one mma_tiles call and
+// no epilogue in the loop. The code generator's mma parts and the cost
+// model's steps both follow it.
+func (g *Graph) SummedInRegisters(gr *Group) bool {
+	p := g.Ops[gr.Head].MMA
+	return p != nil && p.Persistent && gr.Accum >= 0 && gr.InLoop == 1 && gr.Chain[0] == gr.Accum
 }
 
 // Zeroed lists the tiles the kernel zeroes before its loop, element by
