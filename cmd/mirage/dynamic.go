@@ -53,10 +53,11 @@ func (f *superoptFlags) runDynamic(cmd *cobra.Command, in *driver.Input, opts dr
 		}
 	}
 	errw := cmd.ErrOrStderr()
-	fmt.Fprintf(errw, "superopt %s: m in %d..%d, buckets %v; time budget %v (--time-limit), %d worker(s), %s\n",
-		in.Name, d.Lo, d.Hi, d.Buckets, opts.TimeLimit, opts.Workers, opts.Arch)
+	// The handler before the header: a signal sent on seeing it is caught.
 	ctx, stop := driver.Interruptible(cmd.Context(), errw)
 	defer stop()
+	fmt.Fprintf(errw, "superopt %s: m in %d..%d, buckets %v; time budget %v (--time-limit), %d worker(s), %s\n",
+		in.Name, d.Lo, d.Hi, d.Buckets, opts.TimeLimit, opts.Workers, opts.Arch)
 	res, err := driver.RunDynamic(ctx, d.Program, d.Lo, d.Hi, d.Buckets, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %v", in.Path, err)

@@ -76,9 +76,10 @@ func (f *mergeFlags) run(cmd *cobra.Command, dir string) error {
 		opts.MaxMemory = int64(f.maxMemory)
 	}
 	opts.Log = func(line string) { fmt.Fprintln(errw, line) }
-	fmt.Fprintf(errw, "merge %s: %d shard(s), time budget %v for what is left, %s\n", opts.Name, m.Count, opts.TimeLimit, opts.Arch)
+	// The handler before the header: a signal sent on seeing it is caught.
 	ctx, stop := driver.Interruptible(cmd.Context(), errw)
 	defer stop()
+	fmt.Fprintf(errw, "merge %s: %d shard(s), time budget %v for what is left, %s\n", opts.Name, m.Count, opts.TimeLimit, opts.Arch)
 	res, err := driver.Run(ctx, m.Program, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %v", dir, err)

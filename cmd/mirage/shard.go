@@ -50,9 +50,11 @@ func (f *superoptFlags) runShard(cmd *cobra.Command, in *driver.Input, opts driv
 		return fmt.Errorf("--shard-dir %s: %v", f.shardDir, err)
 	}
 	errw := cmd.ErrOrStderr()
-	fmt.Fprintf(errw, "superopt %s: shard %v, time budget %v (--time-limit), %d worker(s), %s\n", in.Name, sh, opts.TimeLimit, opts.Workers, opts.Arch)
+	// Catch SIGTERM before the header says the shard has started: a
+	// scheduler (or a test) that signals on seeing it must get exit 130.
 	ctx, stop := driver.Interruptible(cmd.Context(), errw)
 	defer stop()
+	fmt.Fprintf(errw, "superopt %s: shard %v, time budget %v (--time-limit), %d worker(s), %s\n", in.Name, sh, opts.TimeLimit, opts.Workers, opts.Arch)
 	res, err := driver.RunShard(ctx, in.Program.Graph, opts, sh)
 	if err != nil {
 		return fmt.Errorf("%s: %v", in.Path, err)

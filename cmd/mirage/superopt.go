@@ -105,9 +105,10 @@ func (f *superoptFlags) run(cmd *cobra.Command, path string) error {
 		return fmt.Errorf("-o %s: %v", f.outDir, err)
 	}
 	errw := cmd.ErrOrStderr()
-	fmt.Fprintf(errw, "superopt %s: time budget %v (--time-limit), %d worker(s), %s\n", in.Name, opts.TimeLimit, opts.Workers, opts.Arch)
+	// The handler before the header: a signal sent on seeing it is caught.
 	ctx, stop := driver.Interruptible(cmd.Context(), errw)
 	defer stop()
+	fmt.Fprintf(errw, "superopt %s: time budget %v (--time-limit), %d worker(s), %s\n", in.Name, opts.TimeLimit, opts.Workers, opts.Arch)
 	res, err := driver.Run(ctx, in.Program.Graph, opts)
 	if err != nil {
 		return fmt.Errorf("%s: %v", path, err)
