@@ -112,15 +112,21 @@ func TestWiringCheckCatchesAnotherPartsProgram(t *testing.T) {
 	}
 }
 
-// The stitched programs' checks after the run's end share one grace: a
-// check that takes 0.3 s of the 0.5 s finishes, and the next, with 0.2 s
-// left, is abandoned, where each had its own 0.5 s and 64 answers overran
-// the time limit by seconds.
+// The stitched programs' checks after the run's end share one grace: the
+// first finishes; the next two, which would run forever, are abandoned
+// within one grace together, where each had its own and 64 answers
+// overran the time limit by seconds. (Each its own would take two graces
+// at least; the bound below leaves a loaded machine a whole grace of
+// slack, and nothing depends on how long a check sleeps.)
 func TestChecksAfterTheEndShareOneGrace(t *testing.T) {
 	defer func(c func(*run, *kernel.Graph, []Part, []*outcome) (bool, error)) { wholeCheck = c }(wholeCheck)
-	wholeCheck = func(*run, *kernel.Graph, []Part, []*outcome) (bool, error) {
-		time.Sleep(verifyGrace * 3 / 5)
-		return true, nil
+	var calls atomic.Int32
+	wholeCheck = func(d *run, _ *kernel.Graph, _ []Part, _ []*outcome) (bool, error) {
+		if calls.Add(1) == 1 {
+			return true, nil
+		}
+		<-d.verifyStop
+		return false, ffverify.ErrStopped
 	}
 	d, _, done, err := begin(context.Background(), load(t, "llama_mlp"), Options{Seed: 1})
 	if err != nil {
@@ -129,10 +135,17 @@ func TestChecksAfterTheEndShareOneGrace(t *testing.T) {
 	defer done()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
+	var start time.Time
 	for i, want := range []error{nil, errAbandoned, errAbandoned} {
+		if i == 1 {
+			start = time.Now()
+		}
 		if _, err := d.verifyWithin(ended, d.program, nil, nil); err != want {
 			t.Errorf("check %d after the end: error %v, want %v", i, err, want)
 		}
+	}
+	if took := time.Since(start); took >= 2*verifyGrace {
+		t.Errorf("the two endless checks were abandoned after %v, a grace each (%v)", took, verifyGrace)
 	}
 }
 

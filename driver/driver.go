@@ -74,7 +74,8 @@ type Options struct {
 	// of the part's whole search: such a part is verified, not searched.
 	Searched map[string][]*search.Result
 	Profiles *cost.Profiles // measured times that override the model
-	// Log, when set, receives a line for each part as it is searched.
+	// Log, when set, receives a line for each part as it is searched,
+	// from one goroutine at a time.
 	Log func(string)
 
 	// fingerprints, in the runs of RunDynamic, are the parts' verifiers of
@@ -311,6 +312,12 @@ func begin(ctx context.Context, program *kernel.Graph, opts Options) (d *run, ru
 	})
 	if opts.constants == 0 {
 		opts.constants = ffverify.ConstantsKey(program)
+	}
+	if log := opts.Log; log != nil {
+		// The parts' searches end concurrently; Log sees one line at a
+		// time (a caller's bytes.Buffer is not safe for concurrent use).
+		var mu sync.Mutex
+		opts.Log = func(line string) { mu.Lock(); defer mu.Unlock(); log(line) }
 	}
 	d = &run{opts: opts, program: program, ix: index(program, opts.Arch), limits: lim, outcomes: map[uint64]*outcome{},
 		interrupt: interrupt.Done(), interruptCtx: interrupt, searchCtx: searchCtx, start: start, verifyStop: make(chan struct{})}

@@ -2,9 +2,11 @@ package driver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -64,5 +66,36 @@ func TestFingerprintingAnnounced(t *testing.T) {
 				t.Errorf("from %v: %q, want a line starting %q", c.least, lines, w)
 			}
 		}
+	}
+}
+
+// Log gets one line at a time, though parts are searched at once: a
+// caller may write the lines to a bytes.Buffer (found by review: mirage's
+// own tests did, and two parts' lines could interleave or be lost).
+func TestLogOneLineAtATime(t *testing.T) {
+	defer func(d time.Duration) { announcedFingerprint = d }(announcedFingerprint)
+	announcedFingerprint = 0 // every part says it fingerprints, as it starts
+	var inside, most atomic.Int32
+	var lines atomic.Int32
+	log := func(string) {
+		n := inside.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond) // a slow writer: overlaps would show
+		lines.Add(1)
+		inside.Add(-1)
+	}
+	// Four parts of different shapes: four searches, four sets of lines.
+	var body strings.Builder
+	for i, n := range []int{32, 48, 64, 80} {
+		fmt.Fprintf(&body, "X%d = g.new_input(dims=(8, %d), dtype=mi.float16)\nW%d = g.new_input(dims=(%d, %d), dtype=mi.float16)\n", i, n, i, n, n)
+		fmt.Fprintf(&body, "g.mark_output(g.matmul(g.rms_norm(X%d, normalized_shape=(%d,)), W%d))\n", i, n, i)
+	}
+	_, err := Run(context.Background(), loadSource(t, "four", body.String()), Options{MaxStates: 1, TimeLimit: 10 * time.Second, Workers: 4, Seed: 1, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most.Load() != 1 || lines.Load() < 4 {
+		t.Errorf("%d lines logged, up to %d at once; want one at a time", lines.Load(), most.Load())
 	}
 }
