@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mirage-go/mirage/internal/memlimit"
+	"github.com/mirage-go/mirage/internal/subprocess"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -127,7 +128,7 @@ func Run(ctx context.Context, dir string, program *kernel.Graph, code *cuda.Resu
 	if err := ref.Close(); err != nil {
 		return nil, err
 	}
-	out, err := exec.CommandContext(ctx, bin, append([]string{inPath, refPath}, args...)...).CombinedOutput()
+	out, err := subprocess.Command(ctx, bin, append([]string{inPath, refPath}, args...)...).CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		return nil, err

@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mirage-go/mirage/internal/subprocess"
 )
 
 // EmulatorFlags are g++'s options for every emulated build. The
@@ -98,7 +99,7 @@ const pchUnused = 24 * time.Hour
 // is used with. The entry is built in a temporary directory and renamed
 // into place: another process sees all of it or none.
 func precompile(ctx context.Context, gxx, root string) (string, error) {
-	version, err := exec.CommandContext(ctx, gxx, "--version").Output()
+	version, err := subprocess.Command(ctx, gxx, "--version").Output()
 	if err != nil {
 		return "", err
 	}
@@ -141,7 +142,7 @@ func precompile(ctx context.Context, gxx, root string) (string, error) {
 		return "", err
 	}
 	args := append(append([]string(nil), EmulatorFlags...), "-Iemu", "-x", "c++-header", RuntimeName, "-o", RuntimeName+".gch")
-	cmd := exec.CommandContext(ctx, gxx, args...)
+	cmd := subprocess.Command(ctx, gxx, args...)
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		return "", errors.Join(err, errors.New(string(out)))
@@ -152,7 +153,7 @@ func precompile(ctx context.Context, gxx, root string) (string, error) {
 		return "", err
 	}
 	check := append(append([]string(nil), EmulatorFlags...), "-include", filepath.Join(tmp, RuntimeName), "-Winvalid-pch", "-H", "-fsyntax-only", "-Iemu", "check.cpp")
-	cmd = exec.CommandContext(ctx, gxx, check...)
+	cmd = subprocess.Command(ctx, gxx, check...)
 	cmd.Dir = tmp
 	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("! "+filepath.Join(tmp, RuntimeName)+".gch")) {
 		return "", errors.Join(err, fmt.Errorf("g++ does not read the precompiled runtime:\n%s", out))

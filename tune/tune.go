@@ -29,6 +29,7 @@ import (
 
 	"github.com/mirage-go/mirage/codegen/cuda"
 	"github.com/mirage-go/mirage/cost"
+	"github.com/mirage-go/mirage/internal/subprocess"
 	"github.com/mirage-go/mirage/internal/tempdir"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/templates"
@@ -188,7 +189,7 @@ func Run(ctx context.Context, doc *kernel.File, opts Options) (*Result, error) {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, bin)
+	cmd := subprocess.Command(runCtx, bin)
 	cmd.Dir = opts.Dir
 	cmd.WaitDelay = 5 * time.Second
 	var stderr strings.Builder
@@ -290,7 +291,7 @@ func build(ctx context.Context, opts Options, progs []candidateCode, links []str
 			return "", err
 		}
 		args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+opts.Dir, "-o", bin, "-x", "c++")
-		cmd = exec.CommandContext(ctx, gxx, append(args, units...)...)
+		cmd = subprocess.Command(ctx, gxx, append(args, units...)...)
 	} else {
 		nvcc := opts.NVCC
 		if nvcc == "" {
@@ -308,7 +309,7 @@ func build(ctx context.Context, opts Options, progs []candidateCode, links []str
 		if lib := filepath.Join(filepath.Dir(filepath.Dir(nvcc)), "lib64"); len(links) > 0 && isDir(lib) {
 			args = append(args, "-Xlinker", "-rpath,"+lib)
 		}
-		cmd = exec.CommandContext(ctx, nvcc, args...)
+		cmd = subprocess.Command(ctx, nvcc, args...)
 	}
 	cmd.Dir = opts.Dir
 	cmd.WaitDelay = 5 * time.Second

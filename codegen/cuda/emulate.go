@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/mirage-go/mirage/internal/subprocess"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -55,7 +55,7 @@ func BuildEmulation(ctx context.Context, dir string, g *kernel.Graph, res *Resul
 	// reads the runtime (or its precompiled form, 50 MB) once, not once
 	// for each of two files. That was a quarter of a build.
 	args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+dir, "-x", "c++", "main.cpp", "-o", bin)
-	cmd := exec.CommandContext(ctx, gxx, args...)
+	cmd := subprocess.Command(ctx, gxx, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -105,7 +105,7 @@ func BuildEngine(ctx context.Context, dir string, res *Result, engine []byte) (s
 	bin := filepath.Join(dir, "engine")
 	args := append(templates.EmulatorArgs(ctx, gxx), "-I"+emu, "-I"+dir, "-DMIRAGE_PROGRAM="+res.Name,
 		"-x", "c++", "engine_one.cpp", "-o", bin)
-	cmd := exec.CommandContext(ctx, gxx, args...)
+	cmd := subprocess.Command(ctx, gxx, args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -117,7 +117,7 @@ func BuildEngine(ctx context.Context, dir string, res *Result, engine []byte) (s
 // Run runs the program on the inputs in file in, writing to file out, with
 // env (such as MIRAGE_EMU_ORDER=random) added to the environment.
 func (e *Emulation) Run(ctx context.Context, in, out string, env ...string) error {
-	cmd := exec.CommandContext(ctx, e.Bin, in, out)
+	cmd := subprocess.Command(ctx, e.Bin, in, out)
 	cmd.Env = append(os.Environ(), env...)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("the emulated program: %v\n%s", err, bytes.TrimSpace(msg))
