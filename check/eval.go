@@ -35,17 +35,17 @@ func (s Summary) String() string {
 	return fmt.Sprintf("[%s]  sum %.9g  l2 %.9g  max|x| %.9g", strings.Join(dims, ", "), s.Sum, s.L2, s.MaxAbs)
 }
 
-// Eval runs g in float64 on random inputs drawn with seed, within limit
-// bytes (refused before anything is allocated; 0: memlimit.Default), and
+// Eval runs g in float64 on random inputs drawn with seed (each as it is
+// first read: interp.RunDrawn), within limit bytes (refused before anything is allocated; 0: memlimit.Default), and
 // summarizes each output.
 func Eval(g *kernel.Graph, seed, limit int64) ([]Summary, error) {
 	if limit <= 0 {
 		limit = memlimit.Default
 	}
-	if err := interp.CheckMemory(g, limit); err != nil {
+	if err := interp.CheckDrawnMemory(g, limit); err != nil {
 		return nil, err
 	}
-	outs, err := interp.RunWithin(g, interp.RandomInputs(g, seed), limit)
+	outs, err := interp.RunDrawn(g, interp.NewDraws(g, seed, -1, 1), limit)
 	if err != nil {
 		return nil, err
 	}

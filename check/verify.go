@@ -273,23 +273,23 @@ func report(w io.Writer, r ffverify.Result, opts ffverify.Options, a, b, also st
 // memory limit.
 func evaluateBoth(a, b Named, seed, limit int64) (wa, wb []*interp.Tensor, err error) {
 	ga, gb := a.Graph, b.Graph
-	// The inputs are made once and shared; the second evaluation holds
-	// them, its own values and the first's outputs.
-	need := max(interp.Memory(ga), ugraph.AddSize(interp.Memory(gb), interp.OutputMemory(ga)))
+	// Each draws the inputs as it reads them (the same values: the graphs
+	// take the same inputs) and drops them after; the second holds its
+	// own values and the first's outputs.
+	need := max(interp.DrawnMemory(ga), ugraph.AddSize(interp.DrawnMemory(gb), interp.OutputMemory(ga)))
 	if err := memlimit.Check("evaluating both in float64", need, limit); err != nil {
-		if err := interp.CheckMemory(ga, limit); err != nil {
+		if err := interp.CheckDrawnMemory(ga, limit); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", a.Path, err)
 		}
-		if err := interp.CheckMemory(gb, limit); err != nil {
+		if err := interp.CheckDrawnMemory(gb, limit); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", b.Path, err)
 		}
 		return nil, nil, fmt.Errorf("%s and %s: %w", a.Path, b.Path, err)
 	}
-	inputs := interp.RandomInputs(ga, seed)
-	if wa, err = interp.RunWithin(ga, inputs, limit); err != nil {
+	if wa, err = interp.RunDrawn(ga, interp.NewDraws(ga, seed, -1, 1), limit); err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", a.Path, err)
 	}
-	if wb, err = interp.RunWithin(gb, inputs, limit); err != nil {
+	if wb, err = interp.RunDrawn(gb, interp.NewDraws(gb, seed, -1, 1), limit); err != nil {
 		return nil, nil, fmt.Errorf("%s: %v", b.Path, err)
 	}
 	return wa, wb, nil

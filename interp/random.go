@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"math/bits"
 	"math/rand/v2"
 
 	"github.com/mirage-go/mirage/ugraph/kernel"
@@ -24,15 +25,94 @@ func RandomInputs(g *kernel.Graph, seed int64) []*Tensor {
 // RandomInputsIn is RandomInputs with elements drawn uniformly from [lo, hi).
 // Tensors are filled in input order, each row-major, from one stream.
 func RandomInputsIn(g *kernel.Graph, seed int64, lo, hi float64) []*Tensor {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x6d697261676521)) // "mirage!"
-	ids := g.Inputs()
-	ins := make([]*Tensor, len(ids))
-	for k, id := range ids {
-		t := NewTensor(g.Tensors[id].Shape)
-		for i := range t.Data {
-			t.Data[i] = lo + (hi-lo)*rng.Float64()
-		}
-		ins[k] = t
+	d := NewDraws(g, seed, lo, hi)
+	ins := make([]*Tensor, len(d.ids))
+	for k := range ins {
+		ins[k] = d.Input(k)
 	}
 	return ins
+}
+
+// Draws are the inputs RandomInputsIn(g, seed, lo, hi) returns, each drawn
+// when asked for: input k is the same tensor either way (the stream is
+// jumped to where input k begins), so that an evaluation (RunDrawn) need
+// hold only the inputs it is reading, not a LLaMA-70B layer's 7.4 GiB of
+// weights at once.
+type Draws struct {
+	g      *kernel.Graph
+	ids    []kernel.TensorID
+	seed   int64
+	lo, hi float64
+	start  []uint64 // per input: the stream's position at its first element
+}
+
+// NewDraws returns the draws of RandomInputsIn(g, seed, lo, hi).
+func NewDraws(g *kernel.Graph, seed int64, lo, hi float64) *Draws {
+	d := &Draws{g: g, ids: g.Inputs(), seed: seed, lo: lo, hi: hi}
+	var at uint64
+	for _, id := range d.ids {
+		d.start = append(d.start, at)
+		at += uint64(g.Tensors[id].Shape.NumElements())
+	}
+	return d
+}
+
+// Input returns a new tensor holding input k.
+func (d *Draws) Input(k int) *Tensor {
+	src := rand.NewPCG(uint64(d.seed), 0x6d697261676521) // "mirage!"
+	jump(src, d.start[k])
+	rng := rand.New(src)
+	t := NewTensor(d.g.Tensors[d.ids[k]].Shape)
+	for i := range t.Data {
+		t.Data[i] = d.lo + (d.hi-d.lo)*rng.Float64() // one step of the stream each
+	}
+	return t
+}
+
+// jump advances p by n steps in O(log n), as n calls of its Uint64 would:
+// the PCG's state follows s ← a·s + c modulo 2^128, and n steps are the
+// one affine map aⁿ·s + c·(aⁿ⁻¹ + … + 1), built by squaring (Brown,
+// "Random Number Generation with Arbitrary Strides", 1994). The constants
+// are math/rand/v2's (pcg.go), and its Seed sets the state.
+func jump(p *rand.PCG, n uint64) {
+	state, err := p.MarshalBinary() // "pcg:", then hi and lo, big-endian
+	if err != nil {
+		panic(err) // PCG's MarshalBinary does not fail
+	}
+	s := u128{be64(state[4:]), be64(state[12:])}
+	mul := u128{2549297995355413924, 4865540595714422341}
+	inc := u128{6364136223846793005, 1442695040888963407}
+	accMul, accInc := u128{0, 1}, u128{}
+	for ; n > 0; n >>= 1 {
+		if n&1 == 1 {
+			accMul = accMul.mul(mul)
+			accInc = accInc.mul(mul).add(inc)
+		}
+		inc = mul.add(u128{0, 1}).mul(inc)
+		mul = mul.mul(mul)
+	}
+	s = accMul.mul(s).add(accInc)
+	p.Seed(s.hi, s.lo)
+}
+
+// u128 is an unsigned integer modulo 2^128.
+type u128 struct{ hi, lo uint64 }
+
+func (x u128) add(y u128) u128 {
+	lo, c := bits.Add64(x.lo, y.lo, 0)
+	hi, _ := bits.Add64(x.hi, y.hi, c)
+	return u128{hi, lo}
+}
+
+func (x u128) mul(y u128) u128 {
+	hi, lo := bits.Mul64(x.lo, y.lo)
+	return u128{hi + x.hi*y.lo + x.lo*y.hi, lo}
+}
+
+func be64(b []byte) uint64 {
+	var v uint64
+	for _, c := range b[:8] {
+		v = v<<8 | uint64(c)
+	}
+	return v
 }

@@ -44,9 +44,12 @@ func TestSizeLimits(t *testing.T) {
 		{"eval, 32768x32768", []string{"eval", square}, []string{square + ": evaluating it in float64 needs 16 GiB of memory, more than the limit of 4 GiB"}},
 		{"verify float, 32768x32768", []string{"verify", "--method", "float", square, square}, []string{square + ": evaluating it in float64 needs 16 GiB"}},
 		{"verify ff, 32768x32768", []string{"verify", square, square}, []string{"ffverify: evaluating the program and the candidate on one draw needs 32 GiB of memory, more than the limit of 4 GiB", "(--max-memory raises the limit)"}},
-		{"eval within a lower limit", []string{"eval", "--max-memory", "1MiB", rm}, []string{rm + ": evaluating it in float64 needs 194 MiB of memory, more than the limit of 1 MiB"}},
+		// X is dropped once normed: the matmul holds D, W and O, 8 bytes
+		// each of 16·4096 + 4096·6144 + 16·6144 values (193.25 MiB).
+		{"eval within a lower limit", []string{"eval", "--max-memory", "1MiB", rm}, []string{rm + ": evaluating it in float64 needs 193 MiB of memory, more than the limit of 1 MiB"}},
 		// Each program alone fits 194 MiB; both need W and X once (192.5
-		// MiB), O twice (0.75 MiB each) and the kernel's tiles (64 KiB).
+		// MiB), O twice (0.75 MiB each) and the kernel's tiles (64 KiB):
+		// the fused kernel reads X and W at once.
 		{"verify float within a lower limit", []string{"verify", "--method", "float", "--max-memory", "194MiB", rm, rmFused}, []string{rm + " and " + rmFused + ": evaluating both in float64 needs 194 MiB (203489408 bytes)"}},
 		// The matmul holds D and O (512 and 768 KiB) and a panel of W (128 KiB), never W.
 		{"verify ff within a lower limit", []string{"verify", "--max-memory", "1MiB", rm, rmFused}, []string{"more than the limit of 1 MiB; the program peaks at op 3 (matmul) with 1.38 MiB"}},
