@@ -1137,16 +1137,22 @@ func (d *run) wiredAsVerified(parts []Part, outs []*outcome) bool {
 
 // firstFusedAt is when the part had its first fused candidate (whether or
 // not it is faster than the part's ops), in seconds since the run began;
-// -1 if it had none.
+// -1 if it had none. A search's first passed the verifier's fast path
+// then; it counts only where the search ended with a fused candidate that
+// passed the full check too (a LLaMA-70B part's seeds pass the fast path
+// in 0.1 s and the full check seconds later, which a short run may not
+// reach).
 func (r result) firstFusedAt() float64 {
-	switch ff := r.stats.FirstFused; {
-	case r.fused && r.searched == nil: // a customized op as written
+	if r.fused && r.searched == nil { // a customized op as written
 		return 0
-	case r.searched == nil:
+	}
+	if r.searched == nil || !slices.ContainsFunc(r.searched.Candidates, func(c *search.Candidate) bool { return c.Customized > 0 }) {
 		return -1
-	case r.cached && slices.ContainsFunc(r.searched.Candidates, func(c *search.Candidate) bool { return c.Customized > 0 }):
+	}
+	switch ff := r.stats.FirstFused; {
+	case r.cached:
 		return r.startedAt.Seconds() // the cache answered at once
-	case ff >= 0 && !r.cached:
+	case ff >= 0:
 		return (r.startedAt + time.Duration(ff*float64(time.Second))).Seconds()
 	}
 	return -1

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirage-go/mirage/search"
 	"github.com/mirage-go/mirage/target"
@@ -171,6 +172,34 @@ func TestWhyNoneFoundNamesTheCause(t *testing.T) {
 	} {
 		if got := whyNoneFound(&search.Result{Stats: tt.st}, false, false); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("%+v: %q, want %q", tt.st, got, tt.want)
+		}
+	}
+}
+
+// A part had a fused candidate when its search ended with one that passed
+// the full check, at the time its first passed the fast path: a LLaMA-70B
+// part's seeds pass the fast path at once and the full check seconds
+// later, and a run that ended between said "every part had a fused
+// candidate" of parts it left unfused (found by a user's sweep).
+func TestFirstFusedAtNeedsAVerifiedFusedCandidate(t *testing.T) {
+	fused := &search.Candidate{Customized: 1}
+	program := &search.Candidate{}
+	for _, tt := range []struct {
+		name string
+		r    result
+		want float64
+	}{
+		{"fast path only", result{searched: &search.Result{Candidates: []*search.Candidate{program}},
+			stats: search.Stats{FirstFused: 0.25}, startedAt: 3 * time.Second}, -1},
+		{"no search result", result{stats: search.Stats{FirstFused: 0.25}, startedAt: 3 * time.Second}, -1},
+		{"verified", result{searched: &search.Result{Candidates: []*search.Candidate{program, fused}},
+			stats: search.Stats{FirstFused: 0.25}, startedAt: 3 * time.Second}, 3.25},
+		{"cached", result{searched: &search.Result{Candidates: []*search.Candidate{fused}}, cached: true,
+			stats: search.Stats{FirstFused: 9}, startedAt: 2 * time.Second}, 2},
+		{"a customized op as written", result{fused: true}, 0},
+	} {
+		if got := tt.r.firstFusedAt(); got != tt.want {
+			t.Errorf("%s: firstFusedAt = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
