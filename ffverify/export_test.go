@@ -145,3 +145,13 @@ func ratElem(num, den *big.Int) elem {
 	d := elem{res(den, modP), res(den, modQ)}
 	return n.mul(d.inv())
 }
+
+// ScaledProducts is the number of whole products v's draws made by
+// scaling the rows of one they kept (scaled.go).
+func ScaledProducts(v *Verifier) int64 {
+	var n int64
+	for _, ps := range v.products {
+		n += ps.scaledHits.Load()
+	}
+	return n
+}

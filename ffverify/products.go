@@ -51,6 +51,11 @@ type products struct {
 	// summed counts the accumulators that kernels summed from a whole
 	// product (wholeSums).
 	summed atomic.Int64
+	// lefts names the whole products kept, by their right operand's key,
+	// and scaledHits counts the products made from one of them by scaling
+	// its rows (scaled.go).
+	lefts      map[operandKey][]wholeKey
+	scaledHits atomic.Int64
 }
 
 // newProducts returns an empty memo of budget bytes for the draw whose
@@ -64,6 +69,7 @@ type product struct {
 	ready chan struct{} // closed once t (or outs) is computed
 	t     *tensor
 	outs  []*tensor // a graph-defined kernel's results
+	left  *tensor   // a whole product's left operand (scaled.go), counted in bytes
 	bytes int64
 }
 
@@ -235,11 +241,21 @@ func (ps *products) kept(key any, s ugraph.Shape, x, y operand, check func()) (t
 	if bytes > ps.budget/4 {
 		return nil, false
 	}
+	whole, isWhole := key.(wholeKey)
+	if isWhole {
+		bytes += tensorBytes(x.key.shape) // its left operand, kept beside it
+	}
 	p, first := ps.entry(key, bytes)
 	if first {
 		defer ps.unlessDone(key, p)
 		t := newTensor(s)
-		mulOperands(t, x, y, check)
+		if !isWhole || !ps.scaled(t, whole, x.tensor()) {
+			mulOperands(t, x, y, check)
+		}
+		if isWhole {
+			p.left = x.tensor()
+			ps.noteLeft(whole)
+		}
 		p.t = t
 		close(p.ready)
 	}
@@ -302,6 +318,7 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 	a, b := x, y
 	a.t, b.t = nil, nil // the key holds names, not tensors
 	ps.tileLookups.Add(1)
+	ps.tileCost.Add(memoCost * int64(len(dst.v)))
 	for _, n := range []tileName{x, y} {
 		if n.print != ([2]uint64{}) {
 			ps.tileCost.Add(fingerprintCost * int64(len(n.t.v)))
@@ -313,8 +330,8 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 }
 
 // tilesPay reports whether naming computed tiles by their fingerprints
-// (tiles) pays: each lookup fingerprints its computed tiles, and only a
-// hit saves the product. Where a search's kernels rarely compute equal
+// (tiles) pays: each lookup fingerprints its computed tiles and goes
+// through the memo (memoCost), and only a hit saves the product. Where a search's kernels rarely compute equal
 // tiles (one-kernel searches, mostly), the first thousand lookups show
 // it, and the draw stops asking. It changes the time of a check, never its
 // result.
@@ -325,6 +342,15 @@ func (ps *products) tilesPay() bool {
 // fingerprintCost is a fingerprint's cost per value, in matmul
 // multiply-adds (two products mod 2⁶¹-1 against one pair mod P and Q).
 const fingerprintCost = 3
+
+// memoCost is what a lookup costs per value of the product, in matmul
+// multiply-adds, whether or not it hits: a miss allocates the product and
+// keeps it, a hit copies it out. Without it, a kernel whose tiles are all
+// loaded (no fingerprints) counted nothing against the memo, which then
+// never stopped asking: a LLaMA-70B down projection's split_k seed, none
+// of whose tile products repeat, took 6.2 s to check through it and
+// 3.1 s without (the fresh products' pages, and their collection).
+const memoCost = 3
 
 // tile writes into dst the product of the tile of shape ta at padded
 // offset offA in operand a and the tile at offB in operand b, which

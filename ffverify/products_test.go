@@ -93,7 +93,7 @@ func TestProductsKeys(t *testing.T) {
 	a, b := randomTensor(s, 1), randomTensor(s, 2)
 	a2 := randomTensor(s, 1)
 	a2.v[15] = a2.v[15].add(one)           // one value differs
-	ps := newProducts(4*tensorBytes(s), 9) // room for four products
+	ps := newProducts(8*tensorBytes(s), 9) // room for four products, each with its left operand
 	product := func(x *tensor) *tensor {
 		out := newTensor(s)
 		ps.whole(out, ps.operand(x, 0), ps.operand(b, 2), nil)

@@ -93,3 +93,33 @@ func TestWholeSums(t *testing.T) {
 		})
 	}
 }
+
+// A whole product whose left operand's rows are multiples of one the memo
+// keeps (X against the program's rms_norm(X), for the same W) is that
+// product's rows scaled: the same verdicts as a check with no memo, the
+// wrong candidate (X·W, unnormalized) included, which only a correctly
+// scaled product tells from the program.
+func TestScaledProducts(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		candidate  *kernel.Graph
+		equivalent bool
+	}{
+		{"(X·W)/rms(X)", rmsnormMatmulFused(8, 64, 32, 2, 4), true},
+		{"X·W", matmulProgram(8, 64, 32), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			program := rmsnormMatmul(8, 64, 32)
+			opts := ffverify.Options{Seed: 3, Samples: -1} // the full check only
+			v := must(ffverify.New(program, opts))
+			got := must(v.Verify(c.candidate))
+			want := must(ffverify.Equivalent(program, c.candidate, opts))
+			if got.Equivalent != want.Equivalent || got.Equivalent != c.equivalent {
+				t.Fatalf("Verify says %v, Equivalent (no memo) %v; want equivalent = %v", got, want, c.equivalent)
+			}
+			if n := ffverify.ScaledProducts(v); n == 0 {
+				t.Error("no product made by scaling the program's rows")
+			}
+		})
+	}
+}
