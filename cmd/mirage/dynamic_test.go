@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -159,6 +160,26 @@ func TestSuperoptDynamic(t *testing.T) {
 	code, stdout, stderr = mirage(t, "verify", prog, graphs, "--dynamic", "X:0=1..16")
 	if code != exitOK || !strings.Contains(stdout, "graph(s) are the program at their m") || !strings.Contains(stdout, "m = 16:") {
 		t.Errorf("verify --dynamic: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Without --dynamic, graph 0 (bucket 2's best) takes 2 rows and the
+	// program 8: the error says how the document is checked (found by a
+	// user's sweep: it said only that input 0 differs).
+	code, _, stderr = mirage(t, "verify", prog, graphs)
+	if code != exitUnusable || !strings.Contains(stderr, graphs+" is a dynamic program's document (m in 1..16) whose graph 0 takes other inputs than "+prog+": verify it with --dynamic") {
+		t.Errorf("verify without --dynamic: exit %d\n%s", code, stderr)
+	}
+	// A graph of bucket 8, at the program's rows, is checked as a static
+	// graph.
+	type graphMeta struct {
+		Meta struct{ Rows int } `json:"meta"`
+	}
+	var written struct{ Graphs []graphMeta }
+	if data, err := os.ReadFile(graphs); err != nil || json.Unmarshal(data, &written) != nil {
+		t.Fatalf("reading %s: %v", graphs, err)
+	}
+	at8 := slices.IndexFunc(written.Graphs, func(g graphMeta) bool { return g.Meta.Rows == 8 })
+	if code, stdout, stderr := mirage(t, "verify", prog, graphs, "--candidate", fmt.Sprint(at8)); at8 < 0 || code != exitOK || !strings.HasPrefix(stdout, "equivalent") {
+		t.Errorf("verify --candidate %d (a graph of bucket 8) without --dynamic: exit %d\n%s%s", at8, code, stdout, stderr)
 	}
 	// With too little memory to keep the program's fingerprints at m on
 	// every draw for the graphs of that m, each graph is checked on its
