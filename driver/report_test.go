@@ -203,3 +203,27 @@ func TestFirstFusedAtNeedsAVerifiedFusedCandidate(t *testing.T) {
 		}
 	}
 }
+
+// The summary says how many parts the cache answered: their states are
+// the searches it kept, not this run's (found by a user's sweep: a run
+// with every part cached read as a search of 351,895 states).
+func TestWriteTableSaysWhatTheCacheAnswered(t *testing.T) {
+	res := &Result{Stats: search.Stats{States: 15, Seconds: 2, FirstFused: -1}, Parts: []*PartReport{
+		{Kinds: []string{"matmul"}, SameAs: -1, FirstFusedAt: -1, Cached: true, Stats: search.Stats{States: 10}},
+		{Kinds: []string{"exp"}, SameAs: -1, FirstFusedAt: -1, Stats: search.Stats{States: 5}},
+	}}
+	for _, tc := range []struct {
+		cached bool
+		want   string
+	}{
+		{true, "2 part(s), 0 fused, 1 from the cache; searched 15 states in 2.0s"},
+		{false, "2 part(s), 0 fused; searched 15 states in 2.0s"},
+	} {
+		res.Parts[0].Cached = tc.cached
+		var w bytes.Buffer
+		WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
+		if first, _, _ := strings.Cut(w.String(), "\n"); first != tc.want {
+			t.Errorf("cached %v: summary %q, want %q", tc.cached, first, tc.want)
+		}
+	}
+}
