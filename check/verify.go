@@ -8,6 +8,7 @@ import (
 	"github.com/mirage-go/mirage/target"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -407,4 +408,20 @@ func matchOutputs(want, got []*interp.Tensor) ([]int, []interp.Diff) {
 		return nil, diffs
 	}
 	return match, diffs
+}
+
+// StaticAgainstDynamic refuses to check program a against graph candidate
+// of a dynamic program's document b (superopt --dynamic wrote it) when
+// that graph is written for other rows than a's: the check would only say
+// that their inputs differ, not that --dynamic is how b is checked.
+func StaticAgainstDynamic(pathA string, ga *kernel.Graph, b *driver.Input, gb *kernel.Graph, candidate int) error {
+	rows, _, ok, err := driver.ReadDynamic(b.File)
+	if !ok || err != nil {
+		return nil // not dynamic; or its error is the document's, said elsewhere
+	}
+	if slices.EqualFunc(ga.Inputs(), gb.Inputs(), func(x, y kernel.TensorID) bool { return ga.Tensors[x] == gb.Tensors[y] }) {
+		return nil // the graph's rows are a's: a check of that bucket
+	}
+	return fmt.Errorf("%s is a dynamic program's document (m in %d..%d) whose graph %d takes other inputs than %s: verify it with --dynamic, as superopt was given it, to check every bucket's graph at its own m",
+		b.Path, rows.Lo, rows.Hi, candidate, pathA)
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/check"
 	"github.com/mirage-go/mirage/driver"
-	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
 // verifyFlags are the flags of mirage verify.
@@ -101,7 +99,7 @@ func (f *verifyFlags) run(cmd *cobra.Command, pathA, pathB string) error {
 	if err != nil {
 		return err
 	}
-	if err := staticAgainstDynamic(a.Path, ga, b, gb, f.candidate); err != nil {
+	if err := check.StaticAgainstDynamic(a.Path, ga, b, gb, f.candidate); err != nil {
 		return err
 	}
 	ctx := cmd.Context()
@@ -133,20 +131,4 @@ func verdict(same bool, err error) error {
 // has nothing to finish with: its temporary files are gone.
 func interrupted(what string) error {
 	return &exitError{code: driver.ExitInterrupted, err: fmt.Errorf("%s: interrupted", what)}
-}
-
-// staticAgainstDynamic refuses to check program a against graph candidate
-// of a dynamic program's document b (superopt --dynamic wrote it) when
-// that graph is written for other rows than a's: the check would only say
-// that their inputs differ, not that --dynamic is how b is checked.
-func staticAgainstDynamic(pathA string, ga *kernel.Graph, b *driver.Input, gb *kernel.Graph, candidate int) error {
-	rows, _, ok, err := driver.ReadDynamic(b.File)
-	if !ok || err != nil {
-		return nil // not dynamic; or its error is the document's, said elsewhere
-	}
-	if slices.EqualFunc(ga.Inputs(), gb.Inputs(), func(x, y kernel.TensorID) bool { return ga.Tensors[x] == gb.Tensors[y] }) {
-		return nil // the graph's rows are a's: a check of that bucket
-	}
-	return fmt.Errorf("%s is a dynamic program's document (m in %d..%d) whose graph %d takes other inputs than %s: verify it with --dynamic, as superopt was given it, to check every bucket's graph at its own m",
-		b.Path, rows.Lo, rows.Hi, candidate, pathA)
 }
