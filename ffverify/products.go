@@ -249,11 +249,14 @@ func (ps *products) kept(key any, s ugraph.Shape, x, y operand, check func()) (t
 	if first {
 		defer ps.unlessDone(key, p)
 		t := newTensor(s)
-		if !isWhole || !ps.scaled(t, whole, x.tensor()) {
+		if isWhole {
+			x.t = x.tensor() // made once, if an input not at hand: read here and kept
+		}
+		if !isWhole || !ps.scaled(t, whole, x.t) {
 			mulOperands(t, x, y, check)
 		}
 		if isWhole {
-			p.left = x.tensor()
+			p.left = x.t
 			ps.noteLeft(whole)
 		}
 		p.t = t
