@@ -36,8 +36,8 @@ func (s Summary) String() string {
 }
 
 // Eval runs g in float64 on random inputs drawn with seed (each as it is
-// first read: interp.RunDrawn), within limit bytes (refused before anything is allocated; 0: memlimit.Default), and
-// summarizes each output.
+// first read: interp.RunDrawn), within limit bytes (refused before
+// anything is allocated; 0: memlimit.Default), and summarizes each output.
 func Eval(g *kernel.Graph, seed, limit int64) ([]Summary, error) {
 	if limit <= 0 {
 		limit = memlimit.Default

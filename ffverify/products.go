@@ -334,9 +334,9 @@ func (ps *products) tiles(dst *tensor, x, y tileName) {
 
 // tilesPay reports whether naming computed tiles by their fingerprints
 // (tiles) pays: each lookup fingerprints its computed tiles and goes
-// through the memo (memoCost), and only a hit saves the product. Where a search's kernels rarely compute equal
-// tiles (one-kernel searches, mostly), the first thousand lookups show
-// it, and the draw stops asking. It changes the time of a check, never its
+// through the memo (memoCost), and only a hit saves the product. Where a
+// search's kernels rarely compute equal tiles (one-kernel searches,
+// mostly), the first thousand lookups show it, and the draw stops asking. It changes the time of a check, never its
 // result.
 func (ps *products) tilesPay() bool {
 	return ps.tileLookups.Load() < 1024 || ps.tileSaved.Load() >= ps.tileCost.Load()

@@ -1,13 +1,18 @@
 package interp
 
-import "github.com/mirage-go/mirage/ugraph/kernel"
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph/kernel"
+)
 
 // lifetimes are when an evaluation in op order needs each value of a
 // graph: an input from its first reader, every value until its last
-// reader, an output until the end.
+// reader, an output until the end. run follows them and drawnMemory
+// counts them.
 type lifetimes struct {
 	input  map[kernel.TensorID]int // an input's position in g.Inputs()
-	first  []int                   // per tensor: the op that makes it or first reads an input; -1: none
+	first  []int                   // per tensor: the first op that reads it; -1: none
 	last   []int                   // per tensor: the last op that reads it; -1: none
 	output []bool
 }
@@ -22,21 +27,38 @@ func lifetimesOf(g *kernel.Graph) lifetimes {
 		l.input[id] = k
 	}
 	for i := range g.Ops {
-		op := &g.Ops[i]
-		for _, id := range op.In {
+		for _, id := range g.Ops[i].In {
 			if l.first[id] < 0 {
 				l.first[id] = i
 			}
 			l.last[id] = i
-		}
-		if _, isInput := l.input[op.Out[0]]; !isInput {
-			for _, id := range op.Out {
-				l.first[id] = i
-			}
 		}
 	}
 	for _, id := range g.Outputs {
 		l.output[id] = true
 	}
 	return l
+}
+
+// drawn lists the inputs op i reads for the first time, each once.
+func (l lifetimes) drawn(op *kernel.Op, i int) []kernel.TensorID {
+	var ids []kernel.TensorID
+	for _, id := range op.In {
+		if _, isInput := l.input[id]; isInput && l.first[id] == i && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// freed lists the values done with after op i: its operands and results
+// that no later op reads and that are not outputs, each once.
+func (l lifetimes) freed(op *kernel.Op, i int) []kernel.TensorID {
+	var ids []kernel.TensorID
+	for _, id := range slices.Concat(op.In, op.Out) {
+		if l.last[id] <= i && !l.output[id] && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -24,13 +25,8 @@ func Memory(g *kernel.Graph) int64 {
 
 // memory is Memory and the tensor of g that takes the most.
 func memory(g *kernel.Graph) (need int64, largest kernel.TensorID) {
-	var tiles int64
 	for i := range g.Tensors {
-		b := g.Tensors[i].Shape.Bytes(elemBytes)
-		need = ugraph.AddSize(need, b)
-		if b > g.Tensors[largest].Shape.Bytes(elemBytes) {
-			largest = kernel.TensorID(i)
-		}
+		need = ugraph.AddSize(need, g.Tensors[i].Shape.Bytes(elemBytes))
 	}
 	inputs := g.Inputs()
 	for _, id := range g.Outputs {
@@ -40,16 +36,33 @@ func memory(g *kernel.Graph) (need int64, largest kernel.TensorID) {
 			}
 		}
 	}
+	var tiles int64
 	for i := range g.Ops {
 		if b := g.Ops[i].Block; b != nil {
-			var n int64
-			for _, t := range b.Tensors {
-				n = ugraph.AddSize(n, t.Shape.Bytes(elemBytes))
-			}
-			tiles = max(tiles, n)
+			tiles = max(tiles, tileBytes(b))
 		}
 	}
-	return ugraph.AddSize(need, tiles), largest
+	return ugraph.AddSize(need, tiles), largestTensor(g)
+}
+
+// tileBytes is what a graph-defined kernel's tiles take while it runs.
+func tileBytes(b *block.Graph) int64 {
+	var n int64
+	for _, t := range b.Tensors {
+		n = ugraph.AddSize(n, t.Shape.Bytes(elemBytes))
+	}
+	return n
+}
+
+// largestTensor is the tensor of g that takes the most (the first such).
+func largestTensor(g *kernel.Graph) kernel.TensorID {
+	var largest kernel.TensorID
+	for i := range g.Tensors {
+		if g.Tensors[i].Shape.Bytes(elemBytes) > g.Tensors[largest].Shape.Bytes(elemBytes) {
+			largest = kernel.TensorID(i)
+		}
+	}
+	return largest
 }
 
 // DrawnMemory returns the bytes of values that evaluating g with RunDrawn
@@ -71,54 +84,29 @@ func drawnMemory(g *kernel.Graph) (need int64, largest kernel.TensorID) {
 	for i := range g.Ops {
 		op := &g.Ops[i]
 		if op.Kind == ugraph.OpInput {
-			continue
+			continue // drawn when first read
 		}
-		ins := distinct(op.In)
-		for _, id := range ins {
-			if _, isInput := life.input[id]; isInput && life.first[id] == i {
-				live = ugraph.AddSize(live, size(id)) // drawn
-			}
-		}
-		for _, id := range op.Out {
+		for _, id := range slices.Concat(life.drawn(op, i), op.Out) {
 			live = ugraph.AddSize(live, size(id))
 		}
 		var tiles int64
 		if b := op.Block; b != nil {
-			for _, t := range b.Tensors {
-				tiles = ugraph.AddSize(tiles, t.Shape.Bytes(elemBytes))
-			}
+			tiles = tileBytes(b)
 		}
 		need = max(need, ugraph.AddSize(live, tiles))
-		for _, id := range append(ins, op.Out...) {
-			if life.last[id] <= i && !life.output[id] {
-				live -= size(id)
-			}
+		for _, id := range life.freed(op, i) {
+			live -= size(id)
 		}
 	}
 	// Outputs that are inputs no op reads are drawn at the end.
-	for _, id := range distinct(g.Outputs) {
-		if _, isInput := life.input[id]; isInput && life.first[id] < 0 {
+	var seen []kernel.TensorID
+	for _, id := range g.Outputs {
+		if _, isInput := life.input[id]; isInput && life.first[id] < 0 && !slices.Contains(seen, id) {
+			seen = append(seen, id)
 			live = ugraph.AddSize(live, size(id))
 		}
 	}
-	need = max(need, live)
-	for i := range g.Tensors {
-		if size(kernel.TensorID(i)) > size(largest) {
-			largest = kernel.TensorID(i)
-		}
-	}
-	return need, largest
-}
-
-// distinct is ids without repeats, in order.
-func distinct(ids []kernel.TensorID) []kernel.TensorID {
-	var out []kernel.TensorID
-	for _, id := range ids {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
+	return max(need, live), largestTensor(g)
 }
 
 // OutputMemory returns the bytes of g's outputs, which Run returns.

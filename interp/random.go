@@ -35,7 +35,7 @@ func RandomInputsIn(g *kernel.Graph, seed int64, lo, hi float64) []*Tensor {
 
 // Draws are the inputs RandomInputsIn(g, seed, lo, hi) returns, each drawn
 // when asked for: input k is the same tensor either way (the stream is
-// jumped to where input k begins), so that an evaluation (RunDrawn) need
+// advanced to where input k begins), so that an evaluation (RunDrawn) need
 // hold only the inputs it is reading, not a LLaMA-70B layer's 7.4 GiB of
 // weights at once.
 type Draws struct {
@@ -57,11 +57,12 @@ func NewDraws(g *kernel.Graph, seed int64, lo, hi float64) *Draws {
 	return d
 }
 
+// streamKey is the PCG's second seed: "mirage!".
+const streamKey = 0x6d697261676521
+
 // Input returns a new tensor holding input k.
 func (d *Draws) Input(k int) *Tensor {
-	src := rand.NewPCG(uint64(d.seed), 0x6d697261676521) // "mirage!"
-	jump(src, d.start[k])
-	rng := rand.New(src)
+	rng := rand.New(rand.NewPCG(advance(uint64(d.seed), streamKey, d.start[k])))
 	t := NewTensor(d.g.Tensors[d.ids[k]].Shape)
 	for i := range t.Data {
 		t.Data[i] = d.lo + (d.hi-d.lo)*rng.Float64() // one step of the stream each
@@ -69,17 +70,13 @@ func (d *Draws) Input(k int) *Tensor {
 	return t
 }
 
-// jump advances p by n steps in O(log n), as n calls of its Uint64 would:
-// the PCG's state follows s ← a·s + c modulo 2^128, and n steps are the
-// one affine map aⁿ·s + c·(aⁿ⁻¹ + … + 1), built by squaring (Brown,
-// "Random Number Generation with Arbitrary Strides", 1994). The constants
-// are math/rand/v2's (pcg.go), and its Seed sets the state.
-func jump(p *rand.PCG, n uint64) {
-	state, err := p.MarshalBinary() // "pcg:", then hi and lo, big-endian
-	if err != nil {
-		panic(err) // PCG's MarshalBinary does not fail
-	}
-	s := u128{be64(state[4:]), be64(state[12:])}
+// advance is the state of a PCG seeded (hi, lo) after n steps, as n calls
+// of its Uint64 leave it, in O(log n): the state follows s ← a·s + c
+// modulo 2^128, and n steps are the one affine map aⁿ·s + c·(aⁿ⁻¹ + … + 1),
+// built by squaring (Brown, "Random Number Generation with Arbitrary
+// Strides", 1994). The constants are math/rand/v2's (pcg.go), whose
+// NewPCG(hi, lo) starts at that state.
+func advance(hi, lo, n uint64) (uint64, uint64) {
 	mul := u128{2549297995355413924, 4865540595714422341}
 	inc := u128{6364136223846793005, 1442695040888963407}
 	accMul, accInc := u128{0, 1}, u128{}
@@ -91,8 +88,8 @@ func jump(p *rand.PCG, n uint64) {
 		inc = mul.add(u128{0, 1}).mul(inc)
 		mul = mul.mul(mul)
 	}
-	s = accMul.mul(s).add(accInc)
-	p.Seed(s.hi, s.lo)
+	s := accMul.mul(u128{hi, lo}).add(accInc)
+	return s.hi, s.lo
 }
 
 // u128 is an unsigned integer modulo 2^128.
@@ -107,12 +104,4 @@ func (x u128) add(y u128) u128 {
 func (x u128) mul(y u128) u128 {
 	hi, lo := bits.Mul64(x.lo, y.lo)
 	return u128{hi + x.hi*y.lo + x.lo*y.hi, lo}
-}
-
-func be64(b []byte) uint64 {
-	var v uint64
-	for _, c := range b[:8] {
-		v = v<<8 | uint64(c)
-	}
-	return v
 }

@@ -3,7 +3,6 @@ package interp
 import (
 	"fmt"
 	"runtime"
-	"slices"
 
 	"github.com/mirage-go/mirage/internal/memlimit"
 	"github.com/mirage-go/mirage/ugraph"
@@ -109,13 +108,14 @@ func run(g *kernel.Graph, input func(k int) *Tensor, shared bool) []*Tensor {
 			eval(op.Kind, op.Attr, dst, args[0], y)
 			val[op.Out[0]] = dst
 		}
-		for _, id := range slices.Concat(op.In, op.Out) {
-			if life.last[id] <= i && !life.output[id] && val[id] != nil {
-				if _, isInput := life.input[id]; !isInput || !shared { // not the caller's to free
-					dropped += int64(len(val[id].Data)) * elemBytes
-				}
-				val[id] = nil // read for the last time, or never
+		for _, id := range life.freed(op, i) {
+			if val[id] == nil {
+				continue // an input never read
 			}
+			if _, isInput := life.input[id]; !isInput || !shared { // not the caller's to free
+				dropped += int64(len(val[id].Data)) * elemBytes
+			}
+			val[id] = nil
 		}
 		if dropped >= collectAfter {
 			// Collect now, so that the next values reuse the dropped
