@@ -160,6 +160,7 @@ type DocBucket struct {
 	Size, Lo, Hi int
 	Graphs       []*kernel.Graph
 	Rows         []int // per graph, the m it is written for (Candidate.Rows)
+	Index        []int // per graph, its place in the document (read back by ReadDynamic)
 }
 
 // ReadDynamic reads back what DynamicResult.File wrote: the rows and the
@@ -197,6 +198,7 @@ func ReadDynamic(f *kernel.File) (rows cuda.Rows, buckets []DocBucket, ok bool, 
 		}
 		buckets[k].Graphs = append(buckets[k].Graphs, e.Graph)
 		buckets[k].Rows = append(buckets[k].Rows, rows)
+		buckets[k].Index = append(buckets[k].Index, i)
 	}
 	for _, b := range buckets {
 		if len(b.Graphs) == 0 {

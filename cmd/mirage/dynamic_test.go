@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,6 +212,60 @@ func TestSuperoptDynamic(t *testing.T) {
 	for _, want := range []string{"engine m = 13 (bucket 16", "engine m = 3 (bucket 8", "engine m = 17: outside 1..16: refused"} {
 		if code != exitOK || !strings.Contains(stdout, want) {
 			t.Errorf("verify --engine: exit %d, no %q\n%s%s", code, want, stdout, stderr)
+		}
+	}
+	// show numbers the graphs with their bucket and rank, and --estimate
+	// gives each bucket's best (what emit writes), not graph 0 alone.
+	var metas struct {
+		Graphs []struct {
+			Meta struct {
+				Bucket, Lo, Hi, Rank, Rows int
+				EstimatedUs                float64 `json:"estimated_us"`
+			} `json:"meta"`
+		}
+	}
+	if data, err := os.ReadFile(graphs); err != nil || json.Unmarshal(data, &metas) != nil {
+		t.Fatalf("reading %s: %v", graphs, err)
+	}
+	code, stdout, stderr = mirage(t, "show", graphs)
+	var bests []int
+	for i, g := range metas.Graphs {
+		m := g.Meta
+		want := fmt.Sprintf("# candidate %d: bucket %d (m %d..%d), rank %d\n", i, m.Bucket, m.Lo, m.Hi, m.Rank)
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("show: exit %d, no %q\n%s", code, want, stderr)
+		}
+		if m.Rank == 0 {
+			bests = append(bests, i)
+		}
+	}
+	code, stdout, stderr = mirage(t, "show", graphs, "--estimate")
+	if n := strings.Count(stdout, "# bucket "); code != exitOK || n != 3 {
+		t.Errorf("show --estimate: exit %d, %d buckets, want 3\n%s%s", code, n, stdout, stderr)
+	}
+	for _, i := range bests {
+		m := metas.Graphs[i].Meta
+		head := fmt.Sprintf("# bucket %d (m %d..%d): candidate %d, the bucket's best, written for %d row(s)\n", m.Bucket, m.Lo, m.Hi, i, m.Rows)
+		_, one, _ := mirage(t, "show", graphs, "--estimate", "--candidate", fmt.Sprint(i))
+		if !strings.Contains(stdout, head+one) {
+			t.Errorf("show --estimate lacks bucket %d's best (candidate %d) under %q:\n%s", m.Bucket, i, head, stdout)
+		}
+	}
+	var est struct {
+		Buckets []struct {
+			Bucket, Lo, Hi, Candidate, Rows int
+			Estimate                        struct {
+				EstimatedUs float64 `json:"estimated_us"`
+			}
+		}
+	}
+	if code, stdout, stderr = mirage(t, "show", graphs, "--estimate", "--json"); code != exitOK || json.Unmarshal([]byte(stdout), &est) != nil || len(est.Buckets) != len(bests) {
+		t.Fatalf("show --estimate --json: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for k, b := range est.Buckets {
+		m := metas.Graphs[bests[k]].Meta
+		if b.Candidate != bests[k] || b.Bucket != m.Bucket || b.Lo != m.Lo || b.Hi != m.Hi || b.Rows != m.Rows || math.Abs(b.Estimate.EstimatedUs-m.EstimatedUs) > 1e-6*m.EstimatedUs {
+			t.Errorf("show --estimate --json, bucket %d: %+v; the document says candidate %d, %+v", k, b, bests[k], m)
 		}
 	}
 	// Against another program (exp(X) as the residual), every graph differs.

@@ -74,12 +74,19 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 		}
 		return inspect.Text(out, d.Program)
 	}
+	_, buckets, dynamic, err := driver.ReadDynamic(in.File)
+	if err != nil {
+		return fmt.Errorf("%s: %v", in.Path, err)
+	}
 	picked := cmd.Flags().Changed("candidate")
 	if !picked && !f.estimate && !f.asDot {
 		if f.asJSON {
 			return in.File.Encode(out)
 		}
-		return f.all(cmd, in)
+		return f.all(cmd, in, buckets)
+	}
+	if !picked && f.estimate && dynamic {
+		return f.estimateBuckets(cmd, in, buckets)
 	}
 	g, err := in.Graph(f.candidate)
 	if err != nil {
@@ -107,11 +114,18 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 	return inspect.Text(out, g)
 }
 
-// all prints every graph of in, numbered when there are several.
-func (f *showFlags) all(cmd *cobra.Command, in *driver.Input) error {
+// all prints every graph of in, numbered when there are several; a
+// dynamic document's (buckets not nil) with its bucket and rank.
+func (f *showFlags) all(cmd *cobra.Command, in *driver.Input, buckets []driver.DocBucket) error {
 	print := inspect.Text
 	if f.asAbsexpr {
 		print = inspect.Absexpr
+	}
+	where := map[int]string{}
+	for _, b := range buckets {
+		for rank, i := range b.Index {
+			where[i] = fmt.Sprintf(": bucket %d (m %s), rank %d", b.Size, rowRange(b.Lo, b.Hi), rank)
+		}
 	}
 	out := cmd.OutOrStdout()
 	for i, e := range in.File.Graphs {
@@ -119,11 +133,60 @@ func (f *showFlags) all(cmd *cobra.Command, in *driver.Input) error {
 			if i > 0 {
 				fmt.Fprintln(out)
 			}
-			fmt.Fprintf(out, "# candidate %d\n", i)
+			fmt.Fprintf(out, "# candidate %d%s\n", i, where[i])
 		}
 		if err := print(out, e.Graph); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// bucketEstimate is one bucket of show --estimate --json on a dynamic
+// document.
+type bucketEstimate struct {
+	Bucket    int                    `json:"bucket"`
+	Lo        int                    `json:"lo"`
+	Hi        int                    `json:"hi"`
+	Candidate int                    `json:"candidate"` // the graph's place in the document
+	Rows      int                    `json:"rows"`      // the m the graph is written for
+	Estimate  *inspect.GraphEstimate `json:"estimate"`
+}
+
+// estimateBuckets prints, for each bucket of a dynamic document, the
+// estimate of the graph emit writes for it (the bucket's best), at the
+// rows that graph is written for.
+func (f *showFlags) estimateBuckets(cmd *cobra.Command, in *driver.Input, buckets []driver.DocBucket) error {
+	out := cmd.OutOrStdout()
+	var all []bucketEstimate
+	for k, b := range buckets {
+		g := b.Graphs[0]
+		if f.asJSON {
+			e, err := inspect.Estimate(g, f.arch.Arch)
+			if err != nil {
+				return fmt.Errorf("%s: bucket %d: %v", in.Path, b.Size, err)
+			}
+			all = append(all, bucketEstimate{b.Size, b.Lo, b.Hi, b.Index[0], b.Rows[0], e})
+			continue
+		}
+		if k > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "# bucket %d (m %s): candidate %d, the bucket's best, written for %d row(s)\n", b.Size, rowRange(b.Lo, b.Hi), b.Index[0], b.Rows[0])
+		if err := inspect.WriteEstimate(out, g, f.arch.Arch); err != nil {
+			return fmt.Errorf("%s: bucket %d: %v", in.Path, b.Size, err)
+		}
+	}
+	if f.asJSON {
+		return writeJSON(out, map[string]any{"buckets": all})
+	}
+	return nil
+}
+
+// rowRange prints lo..hi, or lo alone when they are equal.
+func rowRange(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d..%d", lo, hi)
 }
