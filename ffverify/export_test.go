@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -154,4 +155,34 @@ func ScaledProducts(v *Verifier) int64 {
 		n += ps.scaledHits.Load()
 	}
 	return n
+}
+
+// SharedAccumulators is, per graph-defined kernel of g in order, the
+// accumulators whose sums all but the first block of a class copy
+// (sharedAccums), and the kinds of the loop ops a block that copies all
+// of them still runs.
+func SharedAccumulators(g *kernel.Graph) (shared [][]ugraph.Accum, runs [][]ugraph.OpKind, err error) {
+	p, err := newPlan(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, bp := range p.blocks {
+		if bp == nil {
+			continue
+		}
+		s := bp.sharedAccums(wholeSums{})
+		var accs []ugraph.Accum
+		for _, i := range s.ops {
+			accs = append(accs, bp.g.Ops[i].Attr.Accum)
+		}
+		var kinds []ugraph.OpKind
+		need := bp.loopNeeds(s.ops)
+		for _, i := range bp.loop {
+			if need[i] {
+				kinds = append(kinds, bp.g.Ops[i].Kind)
+			}
+		}
+		shared, runs = append(shared, accs), append(runs, kinds)
+	}
+	return shared, runs, nil
 }

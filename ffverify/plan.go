@@ -40,6 +40,12 @@ type blockPlan struct {
 	// by the number of iterations, as the model's constants take it (a
 	// seed sums a tile the loop loads whole and scales it by 1/F).
 	invariant []bool
+	// varies says, per tile, along which grid axes (bit a: axis a, of
+	// extent above 1) its values differ from block to block: the axes
+	// whose input maps partition a dim of a tile it is computed from.
+	// An accumulator that does not vary along some axis sums alike in
+	// every block along it (sharedAccums).
+	varies []uint8
 }
 
 // newPlan validates g and plans its evaluation.
@@ -142,6 +148,23 @@ func newBlockPlan(g *block.Graph, base int) *blockPlan {
 			bp.invariant[op.Out] = op.Input.FMap < 0
 		default:
 			bp.invariant[op.Out] = !slices.ContainsFunc(op.Operands(), func(t block.TensorID) bool { return !bp.invariant[t] })
+		}
+	}
+	bp.varies = make([]uint8, len(g.Tensors))
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		switch {
+		case op.Out == block.NoTensor:
+		case op.Kind == ugraph.OpInput:
+			for a, d := range op.Input.IMap {
+				if d >= 0 && g.Grid[a] > 1 {
+					bp.varies[op.Out] |= 1 << a
+				}
+			}
+		default:
+			for _, t := range op.Operands() {
+				bp.varies[op.Out] |= bp.varies[t]
+			}
 		}
 	}
 	return bp

@@ -1,6 +1,8 @@
 package ffverify
 
 import (
+	"slices"
+
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/layout"
@@ -132,6 +134,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 	}
 	sums := bp.wholeSums(operands, ps, check)
 	served, skip := bp.memoised(operands, ps, sums)
+	shared := bp.sharedAccums(sums)
 	eval := func(i int) {
 		op := &g.Ops[i]
 		var y *tensor
@@ -145,6 +148,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 			for bx := range g.Grid[0] {
 				check()
 				b := block.Dim3{bx, by, bz}
+				need := shared.needs(b)
 				for _, i := range bp.loop {
 					if op := &g.Ops[i]; op.Kind == ugraph.OpForloopAccum && sums.at(i) == nil {
 						clear(tile[op.Out].v)
@@ -155,6 +159,9 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 						op := &g.Ops[i]
 						if sums.skips(i) {
 							continue // summed whole after the loop
+						}
+						if need != nil && !need[i] {
+							continue // feeds only sums another block made
 						}
 						switch op.Kind {
 						case ugraph.OpInput:
@@ -181,6 +188,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 						}
 					}
 				}
+				shared.keepOrCopy(tile, b)
 				for _, i := range bp.post {
 					op := &g.Ops[i]
 					switch op.Kind {
@@ -317,4 +325,119 @@ func (bp *blockPlan) outputOffset(op *block.Op, b block.Dim3) layout.Dims {
 		}
 	}
 	return off
+}
+
+// sharedAccums are the for-loop accumulators of a block graph that sum
+// alike in every block along some grid axis: the sum of squares of an
+// RMSNorm+MatMul kernel's rows, which each of its 96 blocks summed anew.
+// The first block of each class (its coordinates 0 along the axes the
+// accumulator does not vary along) sums them, and keeps its sums; every
+// other copies them, and skips the loop ops that fed only them. Blocks
+// run in order of z, y, x, so the first of a class runs before the rest.
+type sharedAccums struct {
+	bp   *blockPlan
+	ops  []int              // the accumulator ops
+	kept []map[int32][]elem // per op in ops, per class: the sums at the loop's end
+	need map[uint64][]bool  // loopNeeds, by the accumulators copied (bit k: ops[k])
+}
+
+// sharedAccums finds bp's shared accumulators; none where the grid has one
+// block, and never one summed whole (sums), which the loop does not sum.
+func (bp *blockPlan) sharedAccums(sums wholeSums) *sharedAccums {
+	g := bp.g
+	all := uint8(0)
+	for a, n := range g.Grid {
+		if n > 1 {
+			all |= 1 << a
+		}
+	}
+	s := &sharedAccums{bp: bp, need: map[uint64][]bool{}}
+	for _, i := range bp.loop {
+		op := &g.Ops[i]
+		if op.Kind == ugraph.OpForloopAccum && sums.at(i) == nil && bp.varies[op.In[0]] != all {
+			s.ops = append(s.ops, i)
+			s.kept = append(s.kept, map[int32][]elem{})
+		}
+	}
+	return s
+}
+
+// first returns the first block of the class of accumulator k (in s.ops)
+// that block b is in, and its index.
+func (s *sharedAccums) first(k int, b block.Dim3) (block.Dim3, int32) {
+	mask := s.bp.varies[s.bp.g.Ops[s.ops[k]].In[0]]
+	for a := range b {
+		if mask&(1<<a) == 0 {
+			b[a] = 0
+		}
+	}
+	return b, s.bp.blockIndex(b)
+}
+
+// needs returns, per op, whether block b's loop must run it; nil when b
+// copies no sums (it runs every op).
+func (s *sharedAccums) needs(b block.Dim3) []bool {
+	var copied []int
+	var key uint64 // bit k: s.ops[k] copied (the first 64)
+	for k := range s.ops {
+		if f, _ := s.first(k, b); f != b {
+			copied = append(copied, s.ops[k])
+			key |= 1 << (k % 64)
+		}
+	}
+	if len(copied) == 0 {
+		return nil
+	}
+	if need, ok := s.need[key]; ok && len(s.ops) <= 64 {
+		return need
+	}
+	need := s.bp.loopNeeds(copied)
+	s.need[key] = need
+	return need
+}
+
+// keepOrCopy, after block b's loop, keeps the sums of each shared
+// accumulator where b is the first of its class, and copies them where
+// it is not.
+func (s *sharedAccums) keepOrCopy(tile []*tensor, b block.Dim3) {
+	for k, i := range s.ops {
+		acc := tile[s.bp.g.Ops[i].Out]
+		switch f, at := s.first(k, b); {
+		case f == b:
+			s.kept[k][at] = slices.Clone(acc.v)
+		default:
+			copy(acc.v, s.kept[k][at])
+		}
+	}
+}
+
+// loopNeeds returns, per op, whether the for-loop must run it when the
+// accumulators copied are not summed: every op but those that feed only
+// them.
+func (bp *blockPlan) loopNeeds(copied []int) []bool {
+	g := bp.g
+	read := make([]bool, len(g.Tensors))
+	for _, i := range bp.post {
+		if op := &g.Ops[i]; op.Kind != ugraph.OpForloopAccum { // an accumulator reads its operand in the loop
+			for _, t := range op.Operands() {
+				read[t] = true
+			}
+		}
+	}
+	need := make([]bool, len(g.Ops))
+	for k := len(bp.loop) - 1; k >= 0; k-- {
+		i := bp.loop[k]
+		op := &g.Ops[i]
+		if op.Kind == ugraph.OpForloopAccum {
+			need[i] = !slices.Contains(copied, i)
+		} else {
+			need[i] = read[op.Out]
+		}
+		if need[i] {
+			for _, t := range op.Operands() {
+				read[t] = true
+			}
+		}
+	}
+	return need
 }
