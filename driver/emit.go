@@ -1,12 +1,14 @@
 package driver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -32,6 +34,10 @@ type EmitRequest struct {
 	// Counters runs a static graph's code once in the CPU emulator and
 	// counts each kernel's memory traffic.
 	Counters bool
+	// Note, when not nil, is told what the user should know of the code
+	// written: another candidate of the document the cost model ranks
+	// ahead on Arch (rankedElsewhere).
+	Note func(string)
 }
 
 // Emission is what Emit wrote.
@@ -81,6 +87,9 @@ func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
 	e.Graph = g
 	if e.Code, err = emitFiles(name, g, opts, r.Dir); err != nil {
 		return nil, fmt.Errorf("%s: %v", in.Path, err)
+	}
+	if note := rankedElsewhere(in, r.Candidate, opts); note != "" && r.Note != nil {
+		r.Note(note)
 	}
 	if r.Counters {
 		if e.Counters, err = cuda.Measure(ctx, g, e.Code, 1); err != nil {
@@ -421,4 +430,46 @@ func fileName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsFunc(name, func(r rune) bool {
 		return r == '/' || r == filepath.Separator || !unicode.IsPrint(r)
 	})
+}
+
+// rankedElsewhere says, where in is a document superopt ranked for another
+// arch than opts.Arch, which of its graphs the cost model estimates fastest
+// on opts.Arch (of those that lower to CUDA for it) when that is not
+// candidate c, whose code was written: the document's order is its own
+// arch's (an sm_90 search's best need not be an A100's).
+func rankedElsewhere(in *Input, c int, opts cuda.Options) string {
+	searched, ok := in.Arch()
+	arch := opts.Arch
+	if !ok || searched.Name == arch.Name || len(in.File.Graphs) < 2 {
+		return ""
+	}
+	type ranked struct {
+		i  int
+		us float64
+	}
+	var all []ranked
+	own := -1.0
+	for i, e := range in.File.Graphs {
+		if est, err := cost.EstimateGraph(e.Graph, arch); err == nil {
+			all = append(all, ranked{i, est.Micros})
+			if i == c {
+				own = est.Micros
+			}
+		}
+	}
+	if own < 0 {
+		return ""
+	}
+	slices.SortStableFunc(all, func(a, b ranked) int { return cmp.Compare(a.us, b.us) })
+	for _, r := range all {
+		// Within 1% of the code written: the model cannot tell them apart.
+		if r.i == c || r.us > own*0.99 {
+			return ""
+		}
+		if _, err := cuda.Emit("x", in.File.Graphs[r.i].Graph, opts); err == nil {
+			return fmt.Sprintf("%s ranks its candidates for %s; on %s the cost model estimates candidate %d at %.1f µs and candidate %d, written, at %.1f µs: --candidate %d writes the other",
+				in.Path, searched.Name, arch.Name, r.i, r.us, c, own, r.i)
+		}
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-go/mirage/driver"
@@ -59,6 +61,7 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	e, err := driver.Emit(ctx, in, driver.EmitRequest{
 		Name: f.name, Candidate: f.candidate, Arch: f.arch.Arch, SingleFile: f.singleFile, Dir: f.outDir,
 		Dynamic: f.dynamic.specs, Buckets: f.dynamic.buckets, Counters: f.counters,
+		Note: func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", s) },
 	})
 	if f.counters && ctx.Err() != nil {
 		return interrupted("emit --counters")
