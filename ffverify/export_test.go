@@ -170,13 +170,13 @@ func SharedAccumulators(g *kernel.Graph) (shared [][]ugraph.Accum, runs [][]ugra
 		if bp == nil {
 			continue
 		}
-		s := bp.sharedAccums(wholeSums{})
+		s := bp.sharedAccums(wholeSums{}, make([]bool, len(bp.g.Ops)))
 		var accs []ugraph.Accum
 		for _, i := range s.ops {
 			accs = append(accs, bp.g.Ops[i].Attr.Accum)
 		}
 		var kinds []ugraph.OpKind
-		need := bp.loopNeeds(s.ops)
+		need := bp.loopNeeds(s.ops, s.reads)
 		for _, i := range bp.loop {
 			if need[i] {
 				kinds = append(kinds, bp.g.Ops[i].Kind)

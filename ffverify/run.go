@@ -134,7 +134,7 @@ func (bp *blockPlan) runOn(fns []fn, ins []source, ps *products, operands []oper
 	}
 	sums := bp.wholeSums(operands, ps, check)
 	served, skip := bp.memoised(operands, ps, sums)
-	shared := bp.sharedAccums(sums)
+	shared := bp.sharedAccums(sums, served)
 	eval := func(i int) {
 		op := &g.Ops[i]
 		var y *tensor
@@ -335,15 +335,23 @@ func (bp *blockPlan) outputOffset(op *block.Op, b block.Dim3) layout.Dims {
 // other copies them, and skips the loop ops that fed only them. Blocks
 // run in order of z, y, x, so the first of a class runs before the rest.
 type sharedAccums struct {
-	bp   *blockPlan
-	ops  []int              // the accumulator ops
-	kept []map[int32][]elem // per op in ops, per class: the sums at the loop's end
-	need map[uint64][]bool  // loopNeeds, by the accumulators copied (bit k: ops[k])
+	bp    *blockPlan
+	ops   []int              // the accumulator ops
+	kept  []map[int32][]elem // per op in ops, per class: the sums at the loop's end
+	reads func(i int) bool   // whether loop op i reads its operands' tiles
+	need  map[uint64][]bool  // loopNeeds, by the accumulators copied (bit k: ops[k])
 }
+
+// maxKept bounds the elements the kept sums of a kernel's shared
+// accumulators take (16 MiB): beyond it an accumulator is summed by
+// every block, as the verifier's memory budget counts it.
+const maxKept = 1 << 21
 
 // sharedAccums finds bp's shared accumulators; none where the grid has one
 // block, and never one summed whole (sums), which the loop does not sum.
-func (bp *blockPlan) sharedAccums(sums wholeSums) *sharedAccums {
+// A loop op that the memo serves (served) or that sums skip reads no
+// tile, so the loads that only such ops and copied sums read are skipped.
+func (bp *blockPlan) sharedAccums(sums wholeSums, served []bool) *sharedAccums {
 	g := bp.g
 	all := uint8(0)
 	for a, n := range g.Grid {
@@ -351,13 +359,27 @@ func (bp *blockPlan) sharedAccums(sums wholeSums) *sharedAccums {
 			all |= 1 << a
 		}
 	}
-	s := &sharedAccums{bp: bp, need: map[uint64][]bool{}}
+	s := &sharedAccums{bp: bp, need: map[uint64][]bool{},
+		reads: func(i int) bool { return !served[i] && !sums.skips(i) }}
+	kept := 0
 	for _, i := range bp.loop {
 		op := &g.Ops[i]
-		if op.Kind == ugraph.OpForloopAccum && sums.at(i) == nil && bp.varies[op.In[0]] != all {
-			s.ops = append(s.ops, i)
-			s.kept = append(s.kept, map[int32][]elem{})
+		if op.Kind != ugraph.OpForloopAccum || sums.at(i) != nil || bp.varies[op.In[0]] == all {
+			continue
 		}
+		classes := 1
+		for a, n := range g.Grid {
+			if bp.varies[op.In[0]]&(1<<a) != 0 {
+				classes *= n
+			}
+		}
+		size := classes * g.Tensors[op.Out].Shape.NumElements()
+		if kept+size > maxKept {
+			continue
+		}
+		kept += size
+		s.ops = append(s.ops, i)
+		s.kept = append(s.kept, map[int32][]elem{})
 	}
 	return s
 }
@@ -378,21 +400,24 @@ func (s *sharedAccums) first(k int, b block.Dim3) (block.Dim3, int32) {
 // copies no sums (it runs every op).
 func (s *sharedAccums) needs(b block.Dim3) []bool {
 	var copied []int
-	var key uint64 // bit k: s.ops[k] copied (the first 64)
+	var key uint64 // bit k: s.ops[k] copied
 	for k := range s.ops {
 		if f, _ := s.first(k, b); f != b {
 			copied = append(copied, s.ops[k])
 			key |= 1 << (k % 64)
 		}
 	}
-	if len(copied) == 0 {
+	switch {
+	case len(copied) == 0:
 		return nil
+	case len(s.ops) > 64: // no key tells the patterns apart
+		return s.bp.loopNeeds(copied, s.reads)
 	}
-	if need, ok := s.need[key]; ok && len(s.ops) <= 64 {
-		return need
+	need, ok := s.need[key]
+	if !ok {
+		need = s.bp.loopNeeds(copied, s.reads)
+		s.need[key] = need
 	}
-	need := s.bp.loopNeeds(copied)
-	s.need[key] = need
 	return need
 }
 
@@ -412,9 +437,10 @@ func (s *sharedAccums) keepOrCopy(tile []*tensor, b block.Dim3) {
 }
 
 // loopNeeds returns, per op, whether the for-loop must run it when the
-// accumulators copied are not summed: every op but those that feed only
-// them.
-func (bp *blockPlan) loopNeeds(copied []int) []bool {
+// accumulators copied are not summed: every op but those whose tiles
+// only they read, where loop op i reads its operands' tiles when
+// reads(i).
+func (bp *blockPlan) loopNeeds(copied []int, reads func(i int) bool) []bool {
 	g := bp.g
 	read := make([]bool, len(g.Tensors))
 	for _, i := range bp.post {
@@ -433,7 +459,7 @@ func (bp *blockPlan) loopNeeds(copied []int) []bool {
 		} else {
 			need[i] = read[op.Out]
 		}
-		if need[i] {
+		if need[i] && reads(i) {
 			for _, t := range op.Operands() {
 				read[t] = true
 			}
