@@ -88,8 +88,10 @@ func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
 	if e.Code, err = emitFiles(name, g, opts, r.Dir); err != nil {
 		return nil, fmt.Errorf("%s: %v", in.Path, err)
 	}
-	if note := rankedElsewhere(in, r.Candidate, opts); note != "" && r.Note != nil {
-		r.Note(note)
+	if r.Note != nil {
+		if note := rankedElsewhere(in, r.Candidate, opts); note != "" {
+			r.Note(note)
+		}
 	}
 	if r.Counters {
 		if e.Counters, err = cuda.Measure(ctx, g, e.Code, 1); err != nil {

@@ -124,6 +124,16 @@ func TestSuperoptDynamic(t *testing.T) {
 			t.Errorf("emit of a document with %s: exit %d, %q; want %q", tt.new, code, stderr, tt.want)
 		}
 	}
+	// show lists a damaged document's graphs (how one looks into it); its
+	// estimate of every bucket names what is wrong.
+	damaged := filepath.Join(dir, "damaged.ugraph.json")
+	os.WriteFile(damaged, []byte(strings.Replace(string(doc), `"dynamic": {`, `"dynamic": "yes", "was": {`, 1)), 0o644)
+	if code, stdout, stderr := mirage(t, "show", damaged); code != exitOK || !strings.Contains(stdout, "# candidate 1\n") {
+		t.Errorf("show of a damaged dynamic document: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := mirage(t, "show", damaged, "--estimate"); code != exitUnusable || !strings.Contains(stderr, "meta.dynamic") {
+		t.Errorf("show --estimate of a damaged dynamic document: exit %d, %q", code, stderr)
+	}
 	if code, _, stderr := mirage(t, "emit", graphs, "--candidate", "-1", "-o", re); code != exitUnusable || !strings.Contains(stderr, "no --candidate -1") {
 		t.Errorf("emit --candidate -1: exit %d, %q", code, stderr)
 	}

@@ -74,10 +74,10 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 		}
 		return inspect.Text(out, d.Program)
 	}
-	_, buckets, dynamic, err := driver.ReadDynamic(in.File)
-	if err != nil {
-		return fmt.Errorf("%s: %v", in.Path, err)
-	}
+	// A dynamic document's buckets: a damaged one's (an edited meta) are
+	// nil, and its graphs are still shown one by one; only the estimate
+	// of every bucket needs them.
+	_, buckets, dynamic, dynErr := driver.ReadDynamic(in.File)
 	picked := cmd.Flags().Changed("candidate")
 	if !picked && !f.estimate && !f.asDot {
 		if f.asJSON {
@@ -86,6 +86,9 @@ func (f *showFlags) run(cmd *cobra.Command, path string) error {
 		return f.all(cmd, in, buckets)
 	}
 	if !picked && f.estimate && dynamic {
+		if dynErr != nil {
+			return fmt.Errorf("%s: %v (show --estimate --candidate N estimates one graph)", in.Path, dynErr)
+		}
 		return f.estimateBuckets(cmd, in, buckets)
 	}
 	g, err := in.Graph(f.candidate)

@@ -194,13 +194,6 @@ type nvccProgram struct {
 // (SingleFile) is compiled alone.
 func nvccPrograms(t *testing.T, nvcc string, progs []nvccProgram, archs ...target.Arch) {
 	t.Helper()
-	seen := map[string]bool{}
-	for _, p := range progs {
-		if seen[p.name] {
-			t.Fatalf("two programs named %s", p.name)
-		}
-		seen[p.name] = true
-	}
 	// A unit per set of archs the code is the same for (archBuild) and
 	// per prelude.
 	type unit struct {
@@ -230,6 +223,9 @@ func nvccPrograms(t *testing.T, nvcc string, progs []nvccProgram, archs ...targe
 				units = append(units, &unit{archs: b, prelude: prelude})
 				k = len(units) - 1
 			}
+			if slices.ContainsFunc(units[k].res, func(r *Result) bool { return r.Name == b.res.Name }) {
+				t.Fatalf("two programs whose files are named %s", b.res.Name)
+			}
 			units[k].progs = append(units[k].progs, p)
 			units[k].res = append(units[k].res, b.res)
 		}
@@ -244,15 +240,20 @@ func nvccPrograms(t *testing.T, nvcc string, progs []nvccProgram, archs ...targe
 					if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o644); err != nil {
 						t.Fatal(err)
 					}
+					if f.Name == "mirage_runtime.cuh" {
+						continue // included at file scope as it is
+					}
 					for line := range strings.Lines(string(f.Data)) {
+						// The program's system headers, at file scope after
+						// the runtime, as NAME.cu includes NAME.h.
 						if strings.HasPrefix(line, "#include <") && !strings.Contains(hoisted.String(), line) {
-							hoisted.WriteString(line) // system headers, at file scope
+							hoisted.WriteString(line)
 						}
 					}
 				}
 				fmt.Fprintf(&body, "namespace mirage_unit_program_%d {\n#include \"%s.cu\"\n}\n", i, res.Name)
 			}
-			src := u.prelude + hoisted.String() + "#include \"mirage_runtime.cuh\"\n" + body.String()
+			src := u.prelude + "#include \"mirage_runtime.cuh\"\n" + hoisted.String() + body.String()
 			if err := os.WriteFile(filepath.Join(dir, "unit.cu"), []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +261,7 @@ func nvccPrograms(t *testing.T, nvcc string, progs []nvccProgram, archs ...targe
 			cmd := exec.Command(nvcc, args...)
 			cmd.Dir = dir
 			out, err := cmd.CombinedOutput()
-			if err == nil && len(bytes.TrimSpace(out)) == 0 {
+			if fi, serr := os.Stat(filepath.Join(dir, "unit.o")); err == nil && len(bytes.TrimSpace(out)) == 0 && serr == nil && fi.Size() > 0 {
 				return
 			}
 			t.Logf("the unit of %d programs for %s: %v\n%s\ncompiling each alone", len(u.progs), u.archs, err, out)
