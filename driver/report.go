@@ -169,7 +169,13 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 	case res.Stopped != "":
 		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
 	}
-	if s.FirstFused >= 0 {
+	switch {
+	case s.FirstFused >= 0 && fused < len(res.Parts):
+		// A part whose verified fused candidates were all slower than its
+		// ops is not fused (found by a user's sweep: "every part had a
+		// fused candidate" beside "0 fused").
+		fmt.Fprintf(w, "; every part had a fused candidate at %.1fs, %d not kept (the table says why)", s.FirstFused, len(res.Parts)-fused)
+	case s.FirstFused >= 0:
 		fmt.Fprintf(w, "; every part had a fused candidate at %.1fs", s.FirstFused)
 	}
 	fmt.Fprintln(w)

@@ -227,3 +227,27 @@ func TestWriteTableSaysWhatTheCacheAnswered(t *testing.T) {
 		}
 	}
 }
+
+// The summary's "every part had a fused candidate" says how many parts
+// kept none, when their fused candidates were slower than their ops
+// (found by a user's sweep: it stood beside "0 fused").
+func TestWriteTableSaysWhichFusedCandidatesWereKept(t *testing.T) {
+	for _, tc := range []struct {
+		fused [2]bool
+		want  string
+	}{
+		{[2]bool{true, true}, "2 part(s), 2 fused; searched 15 states in 2.0s; every part had a fused candidate at 1.5s"},
+		{[2]bool{true, false}, "2 part(s), 1 fused; searched 15 states in 2.0s; every part had a fused candidate at 1.5s, 1 not kept (the table says why)"},
+		{[2]bool{false, false}, "2 part(s), 0 fused; searched 15 states in 2.0s; every part had a fused candidate at 1.5s, 2 not kept (the table says why)"},
+	} {
+		res := &Result{Stats: search.Stats{States: 15, Seconds: 2, FirstFused: 1.5}, Parts: []*PartReport{
+			{Kinds: []string{"matmul"}, SameAs: -1, FirstFusedAt: 1, Fused: tc.fused[0], Stats: search.Stats{States: 10}},
+			{Kinds: []string{"exp"}, SameAs: -1, FirstFusedAt: 1.5, Fused: tc.fused[1], Stats: search.Stats{States: 5}},
+		}}
+		var w bytes.Buffer
+		WriteTable(&w, res, Options{Arch: target.MustLookup("sm_90")}, "out", nil)
+		if first, _, _ := strings.Cut(w.String(), "\n"); first != tc.want {
+			t.Errorf("fused %v: summary %q, want %q", tc.fused, first, tc.want)
+		}
+	}
+}
