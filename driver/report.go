@@ -169,14 +169,14 @@ func WriteTable(w io.Writer, res *Result, opts Options, out string, emitted *Emi
 	case res.Stopped != "":
 		fmt.Fprintf(w, " (stopped: %s)", res.Stopped)
 	}
-	switch {
-	case s.FirstFused >= 0 && fused < len(res.Parts):
-		// A part whose verified fused candidates were all slower than its
-		// ops is not fused (found by a user's sweep: "every part had a
-		// fused candidate" beside "0 fused").
-		fmt.Fprintf(w, "; every part had a fused candidate at %.1fs, %d not kept (the table says why)", s.FirstFused, len(res.Parts)-fused)
-	case s.FirstFused >= 0:
+	if s.FirstFused >= 0 {
 		fmt.Fprintf(w, "; every part had a fused candidate at %.1fs", s.FirstFused)
+		if n := len(res.Parts) - fused; n > 0 {
+			// A part whose verified fused candidates were all slower than
+			// its ops is not fused (found by a user's sweep: "every part
+			// had a fused candidate" beside "0 fused").
+			fmt.Fprintf(w, ", %d not kept (the table says why)", n)
+		}
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

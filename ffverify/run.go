@@ -339,7 +339,9 @@ type sharedAccums struct {
 	ops   []int              // the accumulator ops
 	kept  []map[int32][]elem // per op in ops, per class: the sums at the loop's end
 	reads func(i int) bool   // whether loop op i reads its operands' tiles
-	need  map[uint64][]bool  // loopNeeds, by the accumulators copied (bit k: ops[k])
+	// need is loopNeeds per set of grid axes a block's coordinates are
+	// not 0 along (bit a: axis a), which alone says which sums it copies.
+	need [8][]bool
 }
 
 // maxKept bounds the elements the kept sums of a kernel's shared
@@ -359,7 +361,7 @@ func (bp *blockPlan) sharedAccums(sums wholeSums, served []bool) *sharedAccums {
 			all |= 1 << a
 		}
 	}
-	s := &sharedAccums{bp: bp, need: map[uint64][]bool{},
+	s := &sharedAccums{bp: bp,
 		reads: func(i int) bool { return !served[i] && !sums.skips(i) }}
 	kept := 0
 	for _, i := range bp.loop {
@@ -399,26 +401,28 @@ func (s *sharedAccums) first(k int, b block.Dim3) (block.Dim3, int32) {
 // needs returns, per op, whether block b's loop must run it; nil when b
 // copies no sums (it runs every op).
 func (s *sharedAccums) needs(b block.Dim3) []bool {
-	var copied []int
-	var key uint64 // bit k: s.ops[k] copied
-	for k := range s.ops {
-		if f, _ := s.first(k, b); f != b {
-			copied = append(copied, s.ops[k])
-			key |= 1 << (k % 64)
+	if len(s.ops) == 0 {
+		return nil
+	}
+	var at int // the axes b's coordinates are not 0 along
+	for a, x := range b {
+		if x != 0 {
+			at |= 1 << a
 		}
 	}
-	switch {
-	case len(copied) == 0:
-		return nil
-	case len(s.ops) > 64: // no key tells the patterns apart
-		return s.bp.loopNeeds(copied, s.reads)
+	if s.need[at] == nil {
+		var copied []int
+		for k, i := range s.ops {
+			if f, _ := s.first(k, b); f != b {
+				copied = append(copied, i)
+			}
+		}
+		if len(copied) == 0 {
+			return nil
+		}
+		s.need[at] = s.bp.loopNeeds(copied, s.reads)
 	}
-	need, ok := s.need[key]
-	if !ok {
-		need = s.bp.loopNeeds(copied, s.reads)
-		s.need[key] = need
-	}
-	return need
+	return s.need[at]
 }
 
 // keepOrCopy, after block b's loop, keeps the sums of each shared

@@ -127,7 +127,7 @@ func (f *showFlags) all(cmd *cobra.Command, in *driver.Input, buckets []driver.D
 	where := map[int]string{}
 	for _, b := range buckets {
 		for rank, i := range b.Index {
-			where[i] = fmt.Sprintf(": bucket %d (m %s), rank %d", b.Size, rowRange(b.Lo, b.Hi), rank)
+			where[i] = fmt.Sprintf(": bucket %d (m %d..%d), rank %d", b.Size, b.Lo, b.Hi, rank)
 		}
 	}
 	out := cmd.OutOrStdout()
@@ -175,7 +175,7 @@ func (f *showFlags) estimateBuckets(cmd *cobra.Command, in *driver.Input, bucket
 		if k > 0 {
 			fmt.Fprintln(out)
 		}
-		fmt.Fprintf(out, "# bucket %d (m %s): candidate %d, the bucket's best, written for %d row(s)\n", b.Size, rowRange(b.Lo, b.Hi), b.Index[0], b.Rows[0])
+		fmt.Fprintf(out, "# bucket %d (m %d..%d): candidate %d, the bucket's best, written for %d row(s)\n", b.Size, b.Lo, b.Hi, b.Index[0], b.Rows[0])
 		if err := inspect.WriteEstimate(out, g, f.arch.Arch); err != nil {
 			return fmt.Errorf("%s: bucket %d: %v", in.Path, b.Size, err)
 		}
@@ -184,12 +184,4 @@ func (f *showFlags) estimateBuckets(cmd *cobra.Command, in *driver.Input, bucket
 		return writeJSON(out, map[string]any{"buckets": all})
 	}
 	return nil
-}
-
-// rowRange prints lo..hi, or lo alone when they are equal.
-func rowRange(lo, hi int) string {
-	if lo == hi {
-		return fmt.Sprint(lo)
-	}
-	return fmt.Sprintf("%d..%d", lo, hi)
 }
