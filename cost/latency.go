@@ -327,6 +327,18 @@ func librarySteps(lk *launch.Kernel, in []ugraph.Shape, out ugraph.Shape, dt ugr
 		bs.Once.Global = bs.Once.RowElems
 		bs.Once.Elements = bs.Once.RowElems * float64(vec-1)
 		bs.Once.Stores = rows
+	case launch.ReduceRowsBlock:
+		// A block per row: each thread's accesses, each element added; a
+		// warp sum, a barrier, lane 0 adding the eight warps' sums and
+		// storing, a barrier.
+		outer, n, _ := layout.Split(x, attr.Dim)
+		rows := ceilf(outer, blocks)
+		bs.Once.Rows = rows
+		bs.Once.RowElems = rows * ceilf(n, lk.Threads*vec)
+		bs.Once.Global = bs.Once.RowElems
+		bs.Once.Elements = bs.Once.RowElems*float64(vec-1) + rows*float64(warps)
+		bs.Once.Barriers = 2 * rows
+		bs.Once.Stores = rows
 	case launch.RMSNormWarp:
 		// A warp per row held in registers: each lane's vectors loaded,
 		// squared and summed, one warp sum, scaled and stored; no barrier.

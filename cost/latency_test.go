@@ -99,6 +99,48 @@ func TestLibraryStepsFollowTheRuntime(t *testing.T) {
 	}
 }
 
+// TestRowSumStepsFollowTheRuntime counts the steps of the runtime's row
+// sums as reduce_rows_kernel and reduce_rows_block_kernel run them:
+//
+//	4 rows of 32000 fp32 (fewer rows than SMs, each long): a block of 256
+//	threads per row; 32000/(256·4) → 32 vector loads a thread, 3 adds a
+//	vector past the first, a warp sum, a barrier, lane 0 of warp 0 adding
+//	the 8 warps' sums and storing, a barrier.
+//	2048 rows of 4096 fp16: a warp per row, 8 a block (256 blocks, one
+//	row a warp); 4096/(32·8) = 16 vector loads a lane, 7 adds past the
+//	first of each, a warp sum, lane 0's store.
+func TestRowSumStepsFollowTheRuntime(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		code      launch.Code
+		want      blockSteps
+	}{
+		{"few long rows", "x = g.new_input(dims=(4, 32000), dtype=mi.float32)", launch.ReduceRowsBlock,
+			blockSteps{Iters: 1, Stages: 1, Warps: 8,
+				Once: steps{Barriers: 2, Global: 32, Elements: 32*3 + 8, Rows: 1, RowElems: 32, Stores: 1}}},
+		{"many rows", "x = g.new_input(dims=(2048, 4096), dtype=mi.float16)", launch.ReduceRows,
+			blockSteps{Iters: 1, Stages: 1, Warps: 8,
+				Once: steps{Global: 16, Elements: 16 * 7, Rows: 1, RowElems: 16, Stores: 1}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := loadSource(t, c.name, "import mirage as mi\ng = mi.new_kernel_graph()\n"+c.src+"\ng.mark_output(g.reduction(x, 1))\n")
+			p, err := launch.Graph(g, mustArch(t, "sm_90"), launch.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lk := p.Kernel(1)
+			if lk == nil || lk.Code != c.code {
+				t.Fatalf("op 1: %+v, want %v", lk, c.code)
+			}
+			op := &g.Ops[1]
+			bs := librarySteps(lk, shapesOf([]kernel.Tensor{g.Tensors[op.In[0]]}), g.Tensors[op.Out[0]].Shape, g.Tensors[op.Out[0]].DType, op.Attr, op.Kind)
+			if bs != c.want {
+				t.Errorf("steps\n%+v\nwant\n%+v", bs, c.want)
+			}
+		})
+	}
+}
+
 func shapesOf(ts []kernel.Tensor) (out []ugraph.Shape) {
 	for _, t := range ts {
 		out = append(out, t.Shape)

@@ -57,19 +57,20 @@ const LibraryWorkspace = 32 << 20
 type Code uint8
 
 const (
-	GraphDefined Code = iota // the customized op's own __global__, from its block graph
-	Unary                    // mirage::unary_kernel: grid-stride, an element per thread per step
-	Binary                   // mirage::binary_kernel: the same, with broadcasting
-	ReduceRows               // mirage::reduce_rows_kernel: a warp per row
-	ReduceMid                // mirage::reduce_mid_kernel: a thread per output
-	RMSNorm                  // mirage::rms_norm_kernel: a block per row
-	RMSNormWarp              // mirage::rms_norm_warp_kernel: a warp per row of at most WarpRowVectors vectors
-	GEMM                     // mirage::gemm_kernel: tensor cores, block tiles, a cp.async pipeline
-	GEMMSIMT                 // mirage::gemm_simt_kernel: 16x16 tiles on CUDA cores
-	CuBLASLt                 // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
+	GraphDefined    Code = iota // the customized op's own __global__, from its block graph
+	Unary                       // mirage::unary_kernel: grid-stride, an element per thread per step
+	Binary                      // mirage::binary_kernel: the same, with broadcasting
+	ReduceRows                  // mirage::reduce_rows_kernel: a warp per row
+	ReduceMid                   // mirage::reduce_mid_kernel: a thread per output
+	RMSNorm                     // mirage::rms_norm_kernel: a block per row
+	RMSNormWarp                 // mirage::rms_norm_warp_kernel: a warp per row of at most WarpRowVectors vectors
+	GEMM                        // mirage::gemm_kernel: tensor cores, block tiles, a cp.async pipeline
+	GEMMSIMT                    // mirage::gemm_simt_kernel: 16x16 tiles on CUDA cores
+	CuBLASLt                    // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
+	ReduceRowsBlock             // mirage::reduce_rows_block_kernel: a block per row, for fewer rows than SMs
 )
 
-var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt"}
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt", "reduce_rows_block"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -427,6 +428,12 @@ type GEMMTile struct{ BM, BN, WM, WN int }
 // (mirage::Vec16): 8 fp16/bf16 or 4 fp32 elements.
 const VectorBytes = 16
 
+// blockRowAccesses is the shortest row, in accesses (16-byte vectors, or
+// elements where rows are not whole vectors), that a sum over fewer rows
+// than the target's SMs gives a block of its own (reduce_rows_block_kernel):
+// 8 accesses a lane of a warp.
+const blockRowAccesses = 8 * target.WarpSize
+
 // WarpRowVectors is the most 16-byte vectors of a row that
 // rms_norm_warp_kernel's lane holds (its PER) times the warp's lanes.
 const WarpRowVectors = 4 * target.WarpSize
@@ -464,8 +471,17 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		if inner == 1 {
 			k.Code = ReduceRows
+			access := 1 // elements a thread's access reads
 			if n%perVec == 0 {
-				k.Vector = VectorBytes
+				k.Vector, access = VectorBytes, perVec
+			}
+			if outer < arch.SMs && n >= blockRowAccesses*access {
+				// Few long rows: a warp each would leave SMs idle and
+				// loop 8 times or more a lane; a block each loops an
+				// eighth as long.
+				k.Code = ReduceRowsBlock
+				k.Grid = [3]int{outer, 1, 1}
+				break
 			}
 			rowWarps(outer)
 		} else {

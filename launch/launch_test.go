@@ -29,7 +29,8 @@ var sm90 = target.MustLookup("sm_90")
 // what its kernels are written for (templates/mirage_runtime.cuh): 256
 // threads for the grid-stride kernels, 16-byte vectors where rows are whole
 // vectors; a warp per row for reduce_rows and rms_norm_warp, 8 a block or 2
-// when 8 would leave SMs idle; a block per row for rms_norm's long rows;
+// when 8 would leave SMs idle; a block per row for rms_norm's long rows,
+// and for sums over fewer rows than SMs of 8 vectors a lane or more;
 // cuBLASLt for tensor-core matmuls, or the runtime's GEMM: its tile by M, its
 // threads WM·WN warps and its STAGES·(BM·40 + 32·(BN+8)) elements of
 // shared memory.
@@ -53,6 +54,14 @@ func TestLibraryLaunches(t *testing.T) {
 			Kernel{Code: ReduceRows, Grid: [3]int{33, 1, 1}, Threads: 64, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"long rows sum: vectors, 8 warps a block when that fills the SMs", []string{`x = g.new_input(dims=(4096, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceRows, Grid: [3]int{512, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"few long rows: a block per row", []string{`x = g.new_input(dims=(4, 32000), dtype=mi.float32)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"few long rows, not whole vectors: a block per row, an element at a time", []string{`x = g.new_input(dims=(3, 5, 2047), dtype=mi.bfloat16)`, `g.mark_output(g.reduction(x, 2))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{15, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"few rows, each under 8 vectors a lane: a warp per row", []string{`x = g.new_input(dims=(16, 2040), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRows, Grid: [3]int{8, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"as many long rows as SMs: a warp per row", []string{`x = g.new_input(dims=(132, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRows, Grid: [3]int{66, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"middle sum: a thread per output", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceMid, Grid: [3]int{5, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"rms_norm: a block per row", []string{`x = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(4096,)))`},
@@ -248,7 +257,7 @@ func TestGraphDefined(t *testing.T) {
 
 // Each code prints its own name: the table of names follows the constants.
 func TestCodeNames(t *testing.T) {
-	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows",
+	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows", ReduceRowsBlock: "reduce_rows_block",
 		ReduceMid: "reduce_mid", RMSNorm: "rms_norm", RMSNormWarp: "rms_norm_warp", GEMM: "gemm", GEMMSIMT: "gemm_simt", CuBLASLt: "cublaslt"} {
 		if got := c.String(); got != want {
 			t.Errorf("Code(%d) prints %q, want %q", uint8(c), got, want)

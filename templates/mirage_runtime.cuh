@@ -478,6 +478,42 @@ __global__ void __launch_bounds__(256) reduce_rows_kernel(T* __restrict__ out, c
   }
 }
 
+// reduce_rows_block_kernel: the same sum for fewer rows than the GPU has
+// SMs, each long: a block of 256 threads per row, each thread summing
+// 16-byte vectors of it when n is a whole number of them, the eight warps'
+// sums added in shared memory. A warp per row would leave SMs idle and run
+// a loop eight times as long (4 rows of 32000 fp32: 250 vectors a lane).
+template <typename T>
+__global__ void __launch_bounds__(256) reduce_rows_block_kernel(T* __restrict__ out, const T* __restrict__ x,
+                                                                long long rows, int n) {
+  constexpr int V = VEC<T>;
+  __shared__ float partial[8];
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * n;
+    float s = 0.0f;
+    if (n % V == 0) {
+#pragma unroll 4
+      for (int j = threadIdx.x * V; j < n; j += 256 * V) {
+        const Vec16<T> a = load16(xr + j);
+#pragma unroll
+        for (int i = 0; i < V; ++i) s += to_f32(a.e[i]);
+      }
+    } else {
+      for (int j = threadIdx.x; j < n; j += 256) s += to_f32(MIRAGE_LDG(xr[j]));
+    }
+    s = warp_sum(s);
+    if (threadIdx.x % 32 == 0) MIRAGE_STS(partial[threadIdx.x / 32]) = s;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float t = 0.0f;
+#pragma unroll
+      for (int w = 0; w < 8; ++w) t += MIRAGE_LDS(partial[w]);
+      MIRAGE_STG(out[r]) = from_f32<T>(t);
+    }
+    __syncthreads();  // partial is rewritten by the next row
+  }
+}
+
 // reduce_mid_kernel: out[o][i] = Σ_j x[o][j][i]: a thread per output, lanes
 // along the contiguous inner dim.
 template <typename T>

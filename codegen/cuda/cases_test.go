@@ -15,6 +15,9 @@ type emuCase struct {
 	scale float64 // inputs are drawn from [-scale, scale)
 	src   []string
 	opts  Options
+	// uses counts the kernels of each code that the case's plan must
+	// have, so that it keeps covering the path it was written for.
+	uses map[launch.Code]int
 }
 
 // tb returns the lines of a one-kernel μGraph program: inputs (name,
@@ -271,6 +274,23 @@ var emuCases = []emuCase{
 		"X = g.new_input(dims=(3, 8512), dtype=mi.float16)",
 		"g.mark_output(g.rms_norm(X, normalized_shape=(8512,)))",
 	}},
+	// Sums over fewer rows than SMs, each of 256 accesses or more: a block
+	// per row (reduce_rows_block_kernel). fp16 rows of whole vectors with
+	// a last step that only some threads take (513 vectors), bf16 rows
+	// that are not whole vectors (an element at a time), fp32's 4-element
+	// vectors, rows over two dims before the summed one; and the same
+	// rows a vector short of the threshold (a warp per row).
+	{name: "row_sums_few_long_rows", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(3, 4104), dtype=mi.float16)",
+		"Y = g.new_input(dims=(2, 3, 2047), dtype=mi.bfloat16)",
+		"F = g.new_input(dims=(2, 1028), dtype=mi.float32)",
+		"S = g.new_input(dims=(3, 2040), dtype=mi.float16)",
+		"g.mark_output(g.reduction(X, 1))",
+		"g.mark_output(g.reduction(g.exp(Y), 2))",
+		"g.mark_output(g.div(g.exp(F), g.reduction(g.exp(F), 1)))",
+		"g.mark_output(g.reduction(S, 1))",
+	}, uses: map[launch.Code]int{launch.ReduceRowsBlock: 3, launch.ReduceRows: 1}},
 	// The runtime's own matmuls (OwnGEMM): SIMT for rows that are not
 	// 16-byte (fp16 K 12) and for fp32, tensor cores for bf16.
 	{name: "predefined_fallbacks", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: []string{

@@ -501,7 +501,7 @@ func (p *program) predefined(i int) error {
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], cn,
 			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape))),
 			fn + "{}"}
-	case launch.ReduceRows, launch.ReduceMid:
+	case launch.ReduceRows, launch.ReduceRowsBlock, launch.ReduceMid:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		// The rows below m are a prefix of x: of the outer count when
 		// the dynamic dim comes before the summed one, else of the inner
@@ -521,10 +521,14 @@ func (p *program) predefined(i int) error {
 		if err != nil {
 			return err
 		}
-		if lk.Code == launch.ReduceRows {
+		switch lk.Code {
+		case launch.ReduceRows:
 			kname = fmt.Sprintf("mirage::reduce_rows_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
-		} else {
+		case launch.ReduceRowsBlock:
+			kname = fmt.Sprintf("mirage::reduce_rows_block_kernel<%s>", ct)
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
+		default:
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), ci}
 		}

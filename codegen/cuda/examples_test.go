@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/mirage-go/mirage/frontend"
+	"github.com/mirage-go/mirage/launch"
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
@@ -63,7 +65,23 @@ func TestEmulateCases(t *testing.T) {
 	for _, c := range emuCases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			emuRun(t, c.name, loadSource(t, c.name, c.src...), c.scale, c.opts, false)
+			g := loadSource(t, c.name, c.src...)
+			if c.uses != nil {
+				plan, err := launch.Graph(g, target.MustLookup(target.Default), c.opts.Launch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[launch.Code]int{}
+				for _, k := range plan.Kernels {
+					got[k.Code]++
+				}
+				for code, n := range c.uses {
+					if got[code] != n {
+						t.Errorf("%d %v kernels planned, want %d (all: %v)", got[code], code, n, got)
+					}
+				}
+			}
+			emuRun(t, c.name, g, c.scale, c.opts, false)
 		})
 	}
 }
