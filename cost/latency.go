@@ -356,6 +356,17 @@ func librarySteps(lk *launch.Kernel, in []ugraph.Shape, out ugraph.Shape, dt ugr
 		bs.Once.Elements = per * float64(n)
 		bs.Once.Global = per * float64(n)
 		bs.Once.Stores = per
+	case launch.ReduceMidSplit:
+		// A block per 32 outputs, as many times as the grid strides: each
+		// warp's lanes read every eighth element of their outputs' sums
+		// and store the partial; a barrier; warp 0 adds the eight and
+		// stores; a barrier.
+		outer, n, inner := layout.Split(x, attr.Dim)
+		per := ceilf((outer*inner+target.WarpSize-1)/target.WarpSize, blocks)
+		bs.Once.Global = per * ceilf(n, warps)
+		bs.Once.Elements = bs.Once.Global + per*float64(1+warps)
+		bs.Once.Barriers = 2 * per
+		bs.Once.Stores = per
 	case launch.RMSNorm:
 		rows, n, inner := layout.Split(x, attr.Dim)
 		n *= inner

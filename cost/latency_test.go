@@ -99,8 +99,9 @@ func TestLibraryStepsFollowTheRuntime(t *testing.T) {
 	}
 }
 
-// TestRowSumStepsFollowTheRuntime counts the steps of the runtime's row
-// sums as reduce_rows_kernel and reduce_rows_block_kernel run them:
+// TestSumStepsFollowTheRuntime counts the steps of the runtime's sums as
+// reduce_rows_kernel, reduce_rows_block_kernel and reduce_mid_split_kernel
+// run them:
 //
 //	4 rows of 32000 fp32 (fewer rows than SMs, each long): a block of 256
 //	threads per row; 32000/(256·4) → 32 vector loads a thread, 3 adds a
@@ -109,7 +110,11 @@ func TestLibraryStepsFollowTheRuntime(t *testing.T) {
 //	2048 rows of 4096 fp16: a warp per row, 8 a block (256 blocks, one
 //	row a warp); 4096/(32·8) = 16 vector loads a lane, 7 adds past the
 //	first of each, a warp sum, lane 0's store.
-func TestRowSumStepsFollowTheRuntime(t *testing.T) {
+//	a sum over 512 of 1x512x4096 fp16 (4096 outputs: 16 blocks a thread
+//	each): a block per 32 outputs (128 blocks); each thread reads every
+//	eighth of its output's 512 elements (64), stores its partial; a
+//	barrier; warp 0 adds the 8 and stores; a barrier.
+func TestSumStepsFollowTheRuntime(t *testing.T) {
 	for _, c := range []struct {
 		name, src string
 		code      launch.Code
@@ -121,6 +126,9 @@ func TestRowSumStepsFollowTheRuntime(t *testing.T) {
 		{"many rows", "x = g.new_input(dims=(2048, 4096), dtype=mi.float16)", launch.ReduceRows,
 			blockSteps{Iters: 1, Stages: 1, Warps: 8,
 				Once: steps{Global: 16, Elements: 16 * 7, Rows: 1, RowElems: 16, Stores: 1}}},
+		{"few outputs of long middle sums", "x = g.new_input(dims=(1, 512, 4096), dtype=mi.float16)", launch.ReduceMidSplit,
+			blockSteps{Iters: 1, Stages: 1, Warps: 8,
+				Once: steps{Barriers: 2, Global: 64, Elements: 64 + 1 + 8, Stores: 1}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := loadSource(t, c.name, "import mirage as mi\ng = mi.new_kernel_graph()\n"+c.src+"\ng.mark_output(g.reduction(x, 1))\n")

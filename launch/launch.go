@@ -68,9 +68,10 @@ const (
 	GEMMSIMT                    // mirage::gemm_simt_kernel: 16x16 tiles on CUDA cores
 	CuBLASLt                    // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
 	ReduceRowsBlock             // mirage::reduce_rows_block_kernel: a block per row, for fewer rows than SMs
+	ReduceMidSplit              // mirage::reduce_mid_split_kernel: a block per 32 outputs, the summed dim split among its warps
 )
 
-var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt", "reduce_rows_block"}
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt", "reduce_rows_block", "reduce_mid_split"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -434,6 +435,11 @@ const VectorBytes = 16
 // 8 accesses a lane of a warp.
 const blockRowAccesses = 8 * target.WarpSize
 
+// splitMidSteps is the fewest steps a warp of reduce_mid_split_kernel
+// takes (every eighth element of the summed dim): shorter sums stay a
+// thread per output.
+const splitMidSteps = 8
+
 // WarpRowVectors is the most 16-byte vectors of a row that
 // rms_norm_warp_kernel's lane holds (its PER) times the warp's lanes.
 const WarpRowVectors = 4 * target.WarpSize
@@ -487,6 +493,13 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 		} else {
 			k.Code = ReduceMid
 			k.Grid = [3]int{strideBlocks(outer * inner), 1, 1}
+			if k.Grid[0] < arch.SMs && n >= splitMidSteps*libraryThreads/target.WarpSize {
+				// Too few outputs to fill the SMs a thread each, and a
+				// long sum each: a warp per 32 outputs loops over an
+				// eighth of it.
+				k.Code = ReduceMidSplit
+				k.Grid = [3]int{max(1, min((outer*inner+target.WarpSize-1)/target.WarpSize, maxStrideBlocks)), 1, 1}
+			}
 		}
 	case ugraph.ClassNorm:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)

@@ -30,7 +30,9 @@ var sm90 = target.MustLookup("sm_90")
 // threads for the grid-stride kernels, 16-byte vectors where rows are whole
 // vectors; a warp per row for reduce_rows and rms_norm_warp, 8 a block or 2
 // when 8 would leave SMs idle; a block per row for rms_norm's long rows,
-// and for sums over fewer rows than SMs of 8 vectors a lane or more;
+// and for sums over fewer rows than SMs of 8 vectors a lane or more; a
+// block per 32 outputs of middle sums too few to fill the SMs a thread
+// each, of 64 elements or more;
 // cuBLASLt for tensor-core matmuls, or the runtime's GEMM: its tile by M, its
 // threads WM·WN warps and its STAGES·(BM·40 + 32·(BN+8)) elements of
 // shared memory.
@@ -62,8 +64,14 @@ func TestLibraryLaunches(t *testing.T) {
 			Kernel{Code: ReduceRows, Grid: [3]int{8, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"as many long rows as SMs: a warp per row", []string{`x = g.new_input(dims=(132, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceRows, Grid: [3]int{66, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
-		{"middle sum: a thread per output", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
-			Kernel{Code: ReduceMid, Grid: [3]int{5, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"middle sum of 100: a block per 32 outputs", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceMidSplit, Grid: [3]int{38, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"few outputs of long middle sums: a block per 32, the sum split among its warps", []string{`x = g.new_input(dims=(1, 512, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceMidSplit, Grid: [3]int{128, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"few outputs of short middle sums: a thread per output", []string{`x = g.new_input(dims=(1, 63, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceMid, Grid: [3]int{16, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
+		{"outputs that fill the SMs a thread each: a thread per output", []string{`x = g.new_input(dims=(9, 512, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceMid, Grid: [3]int{144, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"rms_norm: a block per row", []string{`x = g.new_input(dims=(8, 4096), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(4096,)))`},
 			Kernel{Code: RMSNorm, Grid: [3]int{8, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"rms_norm of short rows: a warp per row", []string{`x = g.new_input(dims=(8192, 64), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(64,)))`},
@@ -257,7 +265,7 @@ func TestGraphDefined(t *testing.T) {
 
 // Each code prints its own name: the table of names follows the constants.
 func TestCodeNames(t *testing.T) {
-	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows", ReduceRowsBlock: "reduce_rows_block",
+	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows", ReduceRowsBlock: "reduce_rows_block", ReduceMidSplit: "reduce_mid_split",
 		ReduceMid: "reduce_mid", RMSNorm: "rms_norm", RMSNormWarp: "rms_norm_warp", GEMM: "gemm", GEMMSIMT: "gemm_simt", CuBLASLt: "cublaslt"} {
 		if got := c.String(); got != want {
 			t.Errorf("Code(%d) prints %q, want %q", uint8(c), got, want)

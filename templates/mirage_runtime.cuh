@@ -529,6 +529,37 @@ __global__ void __launch_bounds__(256) reduce_mid_kernel(T* __restrict__ out, co
   }
 }
 
+// reduce_mid_split_kernel: the same sum where the outputs are too few to
+// fill the GPU a thread each and each sums a long dim (a mean over 512
+// tokens of 4096 features): a block per 32 consecutive outputs, a lane
+// each (along the contiguous inner dim), its eight warps each summing
+// every eighth j, their sums added in shared memory by warp 0.
+template <typename T>
+__global__ void __launch_bounds__(256) reduce_mid_split_kernel(T* __restrict__ out, const T* __restrict__ x,
+                                                               long long outer, int n, long long inner) {
+  __shared__ float partial[8][32];
+  const long long total = outer * inner;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (long long e0 = blockIdx.x * 32ll; e0 < total; e0 += 32ll * gridDim.x) {
+    const long long e = e0 + lane;
+    float s = 0.0f;
+    if (e < total) {
+      const long long o = e / inner, i = e % inner;
+      const T* p = x + o * n * inner + i;
+      for (int j = warp; j < n; j += 8) s += to_f32(MIRAGE_LDG(p[j * inner]));
+    }
+    MIRAGE_STS(partial[warp][lane]) = s;
+    __syncthreads();
+    if (warp == 0 && e < total) {
+      float t = 0.0f;
+#pragma unroll
+      for (int w = 0; w < 8; ++w) t += MIRAGE_LDS(partial[w][lane]);
+      MIRAGE_STG(out[e]) = from_f32<T>(t);
+    }
+    __syncthreads();  // partial is rewritten by the next outputs
+  }
+}
+
 // rms_norm_warp_kernel: a warp per row (blockDim.x / 32 rows a block) of n
 // elements, for rows of at most 32·VEC·4 (1024 fp16): each lane keeps its
 // 16-byte vectors of the row in registers between the sum of squares and

@@ -291,6 +291,23 @@ var emuCases = []emuCase{
 		"g.mark_output(g.div(g.exp(F), g.reduction(g.exp(F), 1)))",
 		"g.mark_output(g.reduction(S, 1))",
 	}, uses: map[launch.Code]int{launch.ReduceRowsBlock: 3, launch.ReduceRows: 1}},
+	// Sums over a middle dim with too few outputs to fill the SMs a thread
+	// each and 64 elements or more each: a block per 32 outputs, the sum
+	// split among its warps (reduce_mid_split_kernel). Outputs fewer than
+	// a warp, a warp's lanes across two outer indices (inner 5), a last
+	// block of 24 of its 32 outputs, bf16 and fp32; and a sum one short of
+	// the threshold (a thread per output).
+	{name: "mid_sums_split", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"A = g.new_input(dims=(3, 100, 5), dtype=mi.float16)",
+		"B = g.new_input(dims=(2, 77, 300), dtype=mi.bfloat16)",
+		"C = g.new_input(dims=(1, 512, 40), dtype=mi.float32)",
+		"D = g.new_input(dims=(4, 63, 24), dtype=mi.float16)",
+		"g.mark_output(g.reduction(A, 1))",
+		"g.mark_output(g.reduction(g.exp(B), 1))",
+		"g.mark_output(g.reduction(C, 1))",
+		"g.mark_output(g.reduction(D, 1))",
+	}, uses: map[launch.Code]int{launch.ReduceMidSplit: 3, launch.ReduceMid: 1}},
 	// The runtime's own matmuls (OwnGEMM): SIMT for rows that are not
 	// 16-byte (fp16 K 12) and for fp32, tensor cores for bf16.
 	{name: "predefined_fallbacks", scale: 1, opts: Options{Launch: launch.Options{OwnGEMM: true}}, src: []string{

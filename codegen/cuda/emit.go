@@ -501,7 +501,7 @@ func (p *program) predefined(i int) error {
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], cn,
 			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape))),
 			fn + "{}"}
-	case launch.ReduceRows, launch.ReduceRowsBlock, launch.ReduceMid:
+	case launch.ReduceRows, launch.ReduceRowsBlock, launch.ReduceMid, launch.ReduceMidSplit:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		// The rows below m are a prefix of x: of the outer count when
 		// the dynamic dim comes before the summed one, else of the inner
@@ -528,6 +528,9 @@ func (p *program) predefined(i int) error {
 		case launch.ReduceRowsBlock:
 			kname = fmt.Sprintf("mirage::reduce_rows_block_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
+		case launch.ReduceMidSplit:
+			kname = fmt.Sprintf("mirage::reduce_mid_split_kernel<%s>", ct)
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), ci}
 		default:
 			kname = fmt.Sprintf("mirage::reduce_mid_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), ci}
