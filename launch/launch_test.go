@@ -30,7 +30,8 @@ var sm90 = target.MustLookup("sm_90")
 // threads for the grid-stride kernels, 16-byte vectors where rows are whole
 // vectors; a warp per row for reduce_rows and rms_norm_warp, 8 a block or 2
 // when 8 would leave SMs idle; a block per row for rms_norm's long rows,
-// and for sums over fewer rows than SMs of 8 vectors a lane or more; a
+// and for sums whose rows would give an SM under 8 warps a warp a row
+// (a vector a thread or more, two from 4 warps an SM); a
 // block per 32 outputs of middle sums too few to fill the SMs a thread
 // each, of 64 elements or more;
 // cuBLASLt for tensor-core matmuls, or the runtime's GEMM: its tile by M, its
@@ -62,8 +63,18 @@ func TestLibraryLaunches(t *testing.T) {
 			Kernel{Code: ReduceRowsBlock, Grid: [3]int{15, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"few rows, each under 8 vectors a lane: a warp per row", []string{`x = g.new_input(dims=(16, 2040), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceRows, Grid: [3]int{8, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
-		{"as many long rows as SMs: a warp per row", []string{`x = g.new_input(dims=(132, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
-			Kernel{Code: ReduceRows, Grid: [3]int{66, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"as many long rows as SMs: a block per row, not a warp per SM", []string{`x = g.new_input(dims=(132, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{132, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"under 4 warps an SM, a vector a thread: a block per row", []string{`x = g.new_input(dims=(527, 2048), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{527, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"4 warps an SM, a vector a thread: a warp per row", []string{`x = g.new_input(dims=(528, 2048), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRows, Grid: [3]int{264, 1, 1}, Threads: 64, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"4 warps an SM, two vectors a thread: a block per row", []string{`x = g.new_input(dims=(2, 264, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 2))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{528, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"under 8 warps an SM, two vectors a thread: a block per row", []string{`x = g.new_input(dims=(1055, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{1055, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		{"8 warps an SM: a warp per row", []string{`x = g.new_input(dims=(1056, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRows, Grid: [3]int{132, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"middle sum of 100: a block per 32 outputs", []string{`x = g.new_input(dims=(4, 100, 300), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceMidSplit, Grid: [3]int{38, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"few outputs of long middle sums: a block per 32, the sum split among its warps", []string{`x = g.new_input(dims=(1, 512, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},

@@ -478,11 +478,12 @@ __global__ void __launch_bounds__(256) reduce_rows_kernel(T* __restrict__ out, c
   }
 }
 
-// reduce_rows_block_kernel: the same sum for fewer rows than the GPU has
-// SMs, each long: a block of 256 threads per row, each thread summing
-// 16-byte vectors of it when n is a whole number of them, the eight warps'
-// sums added in shared memory. A warp per row would leave SMs idle and run
-// a loop eight times as long (4 rows of 32000 fp32: 250 vectors a lane).
+// reduce_rows_block_kernel: the same sum for rows too few to give each SM
+// 8 warps a warp a row, each long: a block of 256 threads per row, each
+// thread summing 16-byte vectors of it when n is a whole number of them,
+// the eight warps' sums added in shared memory. A warp per row would leave
+// SMs idle or nearly so and run a loop eight times as long (4 rows of
+// 32000 fp32: 250 vectors a lane).
 template <typename T>
 __global__ void __launch_bounds__(256) reduce_rows_block_kernel(T* __restrict__ out, const T* __restrict__ x,
                                                                 long long rows, int n) {
