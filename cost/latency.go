@@ -339,6 +339,20 @@ func librarySteps(lk *launch.Kernel, in []ugraph.Shape, out ugraph.Shape, dt ugr
 		bs.Once.Elements = bs.Once.RowElems*float64(vec-1) + rows*float64(warps)
 		bs.Once.Barriers = 2 * rows
 		bs.Once.Stores = rows
+	case launch.ReduceRowsSplit:
+		// Split blocks a row: each thread's accesses of its block's
+		// chunk, each element added; a warp sum, a barrier, lane 0 of
+		// warp 0 adding the eight warps' sums, storing its partial and
+		// counting itself (an atomic, whose answer it waits for); in the
+		// row's last block warp 0 reads the row's partials, a warp sum,
+		// a store.
+		per := ceilf(lk.Chunk, lk.Threads)
+		bs.Once.Rows = 2
+		bs.Once.RowElems = per
+		bs.Once.Global = per + 1 + ceilf(lk.Split, target.WarpSize)
+		bs.Once.Elements = per*float64(vec-1) + float64(warps) + ceilf(lk.Split, target.WarpSize)
+		bs.Once.Barriers = 1
+		bs.Once.Stores = 2
 	case launch.RMSNormWarp:
 		// A warp per row held in registers: each lane's vectors loaded,
 		// squared and summed, one warp sum, scaled and stored; no barrier.

@@ -100,13 +100,19 @@ func TestLibraryStepsFollowTheRuntime(t *testing.T) {
 }
 
 // TestSumStepsFollowTheRuntime counts the steps of the runtime's sums as
-// reduce_rows_kernel, reduce_rows_block_kernel and reduce_mid_split_kernel
-// run them:
+// reduce_rows_kernel, reduce_rows_block_kernel, reduce_rows_split_kernel
+// and reduce_mid_split_kernel run them:
 //
-//	4 rows of 32000 fp32 (fewer rows than SMs, each long): a block of 256
-//	threads per row; 32000/(256·4) → 32 vector loads a thread, 3 adds a
+//	4 rows of 16000 fp32 (fewer rows than SMs, each long): a block of 256
+//	threads per row; 16000/(256·4) → 16 vector loads a thread, 3 adds a
 //	vector past the first, a warp sum, a barrier, lane 0 of warp 0 adding
 //	the 8 warps' sums and storing, a barrier.
+//	16 rows of 128256 fp32 (32064 vectors): 16 blocks a row (264 blocks
+//	for 132 SMs would take 1887 vectors each, rounded up to 2048, 8 a
+//	thread); 8 vector loads a thread, 3 adds each past the first, a warp
+//	sum, a barrier, lane 0 adding the 8 warps' sums, storing its partial,
+//	its count's atomic (a load's wait); in the last block a load of the
+//	row's 16 partials a lane, one add, a second warp sum, the store.
 //	2048 rows of 4096 fp16: a warp per row, 8 a block (256 blocks, one
 //	row a warp); 4096/(32·8) = 16 vector loads a lane, 7 adds past the
 //	first of each, a warp sum, lane 0's store.
@@ -120,9 +126,12 @@ func TestSumStepsFollowTheRuntime(t *testing.T) {
 		code      launch.Code
 		want      blockSteps
 	}{
-		{"few long rows", "x = g.new_input(dims=(4, 32000), dtype=mi.float32)", launch.ReduceRowsBlock,
+		{"few long rows", "x = g.new_input(dims=(4, 16000), dtype=mi.float32)", launch.ReduceRowsBlock,
 			blockSteps{Iters: 1, Stages: 1, Warps: 8,
-				Once: steps{Barriers: 2, Global: 32, Elements: 32*3 + 8, Rows: 1, RowElems: 32, Stores: 1}}},
+				Once: steps{Barriers: 2, Global: 16, Elements: 16*3 + 8, Rows: 1, RowElems: 16, Stores: 1}}},
+		{"few very long rows", "x = g.new_input(dims=(16, 128256), dtype=mi.float32)", launch.ReduceRowsSplit,
+			blockSteps{Iters: 1, Stages: 1, Warps: 8,
+				Once: steps{Barriers: 1, Global: 8 + 1 + 1, Elements: 8*3 + 8 + 1, Rows: 2, RowElems: 8, Stores: 2}}},
 		{"many rows", "x = g.new_input(dims=(2048, 4096), dtype=mi.float16)", launch.ReduceRows,
 			blockSteps{Iters: 1, Stages: 1, Warps: 8,
 				Once: steps{Global: 16, Elements: 16 * 7, Rows: 1, RowElems: 16, Stores: 1}}},
@@ -309,6 +318,34 @@ func TestPrologueFetchesOnlyTheIterationsThereAre(t *testing.T) {
 		deep.Stages = stages
 		if a, b := blockTime(arch, &c, deep, 1, 100), blockTime(arch, &c, one, 1, 100); !within(a, b, 1e-12) {
 			t.Errorf("one iteration, %d stages: %.4g s; one stage: %.4g s", stages, a, b)
+		}
+	}
+}
+
+// TestSplitSumCountsItsMemset: a split row sum's entry point zeroes the
+// rows' counts on the stream before the launch (launch.Kernel.Memsets),
+// which the model charges as a second launch; a block a row has none.
+func TestSplitSumCountsItsMemset(t *testing.T) {
+	arch := mustArch(t, "sm_90")
+	for _, c := range []struct {
+		dims     string
+		code     launch.Code
+		launches float64
+	}{
+		{"(16, 128256)", launch.ReduceRowsSplit, 2},
+		{"(16, 16000)", launch.ReduceRowsBlock, 1},
+	} {
+		g := loadSource(t, c.dims, "import mirage as mi\ng = mi.new_kernel_graph()\nx = g.new_input(dims="+c.dims+", dtype=mi.float32)\ng.mark_output(g.reduction(x, 1))\n")
+		e, err := EstimateGraph(g, arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := e.Kernels[0]
+		if k.Launch.Code != c.code {
+			t.Fatalf("%s: %v, want %v", c.dims, k.Launch.Code, c.code)
+		}
+		if want := c.launches * arch.LaunchMicros; k.OverheadMicros != want {
+			t.Errorf("%s: overhead %.2f µs, want %.2f", c.dims, k.OverheadMicros, want)
 		}
 	}
 }

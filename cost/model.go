@@ -324,6 +324,12 @@ func libraryKernel(g *kernel.Graph, op *kernel.Op, lk *launch.Kernel, arch targe
 	bs := librarySteps(lk, shapes, out.Shape, out.DType, op.Attr, op.Kind)
 	bs.scale(rows)
 	k.finish(arch, per, waves, bs)
+	if m := lk.Memsets(); m > 0 {
+		// Each costs the stream what a launch does.
+		k.OverheadMicros += float64(m) * arch.LaunchMicros
+		k.Micros += float64(m) * arch.LaunchMicros
+		k.setBound()
+	}
 	return k, nil
 }
 

@@ -69,9 +69,10 @@ const (
 	CuBLASLt                    // mirage::lt_matmul: cuBLASLt's choice of kernels, on the workspace's LibraryWorkspace bytes
 	ReduceRowsBlock             // mirage::reduce_rows_block_kernel: a block per row, for rows too few to give SMs 8 warps a warp each
 	ReduceMidSplit              // mirage::reduce_mid_split_kernel: a block per 32 outputs, the summed dim split among its warps
+	ReduceRowsSplit             // mirage::reduce_rows_split_kernel: Split blocks a row, for a few rows each so long a block would loop long
 )
 
-var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt", "reduce_rows_block", "reduce_mid_split"}
+var codeNames = [...]string{"graph-defined", "unary", "binary", "reduce_rows", "reduce_mid", "rms_norm", "rms_norm_warp", "gemm", "gemm_simt", "cublaslt", "reduce_rows_block", "reduce_mid_split", "reduce_rows_split"}
 
 func (c Code) String() string {
 	if int(c) < len(codeNames) {
@@ -124,8 +125,12 @@ type Kernel struct {
 	// RowTile is the rows of M that one block of grid.y covers, for a
 	// matmul: a grid that scales with a dynamic m is ceil(m / RowTile).
 	RowTile int
+	// Chunk is the accesses (16-byte vectors, or elements) of a row that
+	// one block of a split row sum (ReduceRowsSplit) adds up.
+	Chunk int
 	// Workspace is the scratch memory, in bytes, that the call of a
-	// vendor library needs beside the program's tensors.
+	// vendor library, or a split row sum, needs beside the program's
+	// tensors.
 	Workspace int
 	// Fold, for a cuBLASLt matmul, is the add that the same call performs
 	// (nil: none).
@@ -140,6 +145,15 @@ type Kernel struct {
 type Fold struct {
 	Op     int             // the add op
 	Addend kernel.TensorID // its other operand, read as C
+}
+
+// Memsets is the operations the entry point puts on the stream before the
+// launch: a split row sum's counts are zeroed (cudaMemsetAsync).
+func (k *Kernel) Memsets() int {
+	if k.Code == ReduceRowsSplit {
+		return 1
+	}
+	return 0
 }
 
 // Blocks is the number of blocks in the grid.
@@ -440,6 +454,35 @@ const blockRowAccesses = libraryThreads
 // pipes waiting on a few warps' loads).
 const residentWarps = 8
 
+// splitRowAccesses is the shortest row, in accesses, that a sum over
+// fewer rows than SMs splits among blocks (reduce_rows_split_kernel): a
+// block a row would loop 16 accesses a thread. minSplitChunk is the
+// fewest a split block sums: 4 a thread, so that its barrier, its partial
+// and the last block's adding are a small part of its time.
+const (
+	splitRowAccesses = 16 * libraryThreads
+	minSplitChunk    = 4 * libraryThreads
+)
+
+// rowSplits says how many blocks share each row of a sum of rows of the
+// given accesses, and the accesses each sums (chunk, a whole number of the
+// block's strides): enough blocks for two on every SM, each at least
+// minSplitChunk, for fewer rows than SMs of splitRowAccesses or more; 1
+// (no split) otherwise.
+func rowSplits(rows, accesses int, arch target.Arch) (splits, chunk int) {
+	if rows >= arch.SMs || accesses < splitRowAccesses {
+		return 1, accesses
+	}
+	splits = ceilDiv(2*arch.SMs, rows)
+	chunk = max(minSplitChunk, ceilDiv(ceilDiv(accesses, splits), libraryThreads)*libraryThreads)
+	return ceilDiv(accesses, chunk), chunk
+}
+
+// SplitRowsWorkspace is the scratch, in bytes, of reduce_rows_split_kernel
+// over rows rows split splits ways: an fp32 partial per block, then a
+// 4-byte count per row (which the launch zeroes first).
+func SplitRowsWorkspace(rows, splits int) int { return 4 * rows * (splits + 1) }
+
 // blockRows says whether a sum of rows of the given accesses each runs a
 // block per row (reduce_rows_block_kernel) rather than a warp: when a warp
 // a row would leave each SM under residentWarps warps and each of the
@@ -503,6 +546,13 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 			if n%perVec == 0 {
 				k.Vector, access = VectorBytes, perVec
 			}
+			if splits, chunk := rowSplits(outer, n/access, arch); splits > 1 {
+				k.Code, k.Split = ReduceRowsSplit, splits
+				k.Grid = [3]int{splits, outer, 1}
+				k.Workspace = SplitRowsWorkspace(outer, splits)
+				k.Chunk = chunk
+				break
+			}
 			if blockRows(outer, n/access, arch) {
 				k.Code = ReduceRowsBlock
 				k.Grid = [3]int{min(outer, maxStrideBlocks), 1, 1}
@@ -523,8 +573,11 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 	case ugraph.ClassNorm:
 		rows, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		n *= inner
-		if n > math.MaxInt32 { // the dims after Attr.Dim, each at most 2^30, can pass it together
-			return Kernel{}, fmt.Errorf("rows of %d elements: the runtime's rms_norm counts a row in an int (at most %d)", n, math.MaxInt32)
+		// The dims after Attr.Dim, each at most 2^30, can pass an int
+		// together; rms_norm's index steps 256 past the row's last
+		// element, and must not wrap either (found by review).
+		if limit := math.MaxInt32 - (libraryThreads - 1); n > limit {
+			return Kernel{}, fmt.Errorf("rows of %d elements: the runtime's rms_norm counts a row in an int (at most %d)", n, limit)
 		}
 		if n%perVec == 0 && n/perVec <= WarpRowVectors {
 			// A short row: a warp's registers hold it, no barrier.

@@ -57,8 +57,20 @@ func TestLibraryLaunches(t *testing.T) {
 			Kernel{Code: ReduceRows, Grid: [3]int{33, 1, 1}, Threads: 64, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"long rows sum: vectors, 8 warps a block when that fills the SMs", []string{`x = g.new_input(dims=(4096, 4096), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceRows, Grid: [3]int{512, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
-		{"few long rows: a block per row", []string{`x = g.new_input(dims=(4, 32000), dtype=mi.float32)`, `g.mark_output(g.reduction(x, 1))`},
+		{"few long rows: a block per row", []string{`x = g.new_input(dims=(4, 16380), dtype=mi.float32)`, `g.mark_output(g.reduction(x, 1))`},
 			Kernel{Code: ReduceRowsBlock, Grid: [3]int{4, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
+		// 16 rows of 32064 vectors: 264 blocks (two an SM) would sum 1887
+		// each, a whole number of strides 2048: 16 a row, the last 1344.
+		{"few very long rows: blocks share a row", []string{`x = g.new_input(dims=(16, 128256), dtype=mi.float32)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsSplit, Grid: [3]int{16, 16, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 16, Chunk: 2048, Workspace: 4 * 16 * 17}, Options{}},
+		// 4 rows of 8000 vectors: 66 blocks a row would sum under
+		// minSplitChunk (1024) each: 8 of 1024, the last 832.
+		{"few very long rows, each block at least 1024 accesses", []string{`x = g.new_input(dims=(4, 32000), dtype=mi.float32)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsSplit, Grid: [3]int{8, 4, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 8, Chunk: 1024, Workspace: 4 * 4 * 9}, Options{}},
+		{"few very long rows, an element at a time", []string{`x = g.new_input(dims=(2, 4097), dtype=mi.bfloat16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsSplit, Grid: [3]int{5, 2, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 5, Chunk: 1024, Workspace: 4 * 2 * 6}, Options{}},
+		{"a vector short of a split: a block per row", []string{`x = g.new_input(dims=(3, 32760), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
+			Kernel{Code: ReduceRowsBlock, Grid: [3]int{3, 1, 1}, Threads: 256, Stages: 1, Vector: 16, Split: 1}, Options{}},
 		{"few long rows, not whole vectors: a block per row, an element at a time", []string{`x = g.new_input(dims=(3, 5, 2047), dtype=mi.bfloat16)`, `g.mark_output(g.reduction(x, 2))`},
 			Kernel{Code: ReduceRowsBlock, Grid: [3]int{15, 1, 1}, Threads: 256, Stages: 1, Vector: 2, Split: 1}, Options{}},
 		{"few rows, each under 8 vectors a lane: a warp per row", []string{`x = g.new_input(dims=(16, 2040), dtype=mi.float16)`, `g.mark_output(g.reduction(x, 1))`},
@@ -276,7 +288,7 @@ func TestGraphDefined(t *testing.T) {
 
 // Each code prints its own name: the table of names follows the constants.
 func TestCodeNames(t *testing.T) {
-	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows", ReduceRowsBlock: "reduce_rows_block", ReduceMidSplit: "reduce_mid_split",
+	for c, want := range map[Code]string{GraphDefined: "graph-defined", Unary: "unary", Binary: "binary", ReduceRows: "reduce_rows", ReduceRowsBlock: "reduce_rows_block", ReduceMidSplit: "reduce_mid_split", ReduceRowsSplit: "reduce_rows_split",
 		ReduceMid: "reduce_mid", RMSNorm: "rms_norm", RMSNormWarp: "rms_norm_warp", GEMM: "gemm", GEMMSIMT: "gemm_simt", CuBLASLt: "cublaslt"} {
 		if got := c.String(); got != want {
 			t.Errorf("Code(%d) prints %q, want %q", uint8(c), got, want)
@@ -393,11 +405,17 @@ func TestOwnGEMMBatchBound(t *testing.T) {
 
 // An rms_norm over rows of 2^31 elements or more has no runtime launch:
 // its kernel counts a row in an int, which wrapped to a negative length,
-// and the emitted code wrote nothing at exit 0 (found by review).
+// and the emitted code wrote nothing at exit 0 (found by review); nor
+// over rows within 255 of it, where the index's last step would wrap.
 func TestRMSNormRowBound(t *testing.T) {
 	g := load(t, `x = g.new_input(dims=(2, 32768, 65536), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(32768, 65536)))`)
 	if _, err := Graph(g, sm90, Options{}); err == nil || !strings.Contains(err.Error(), "rows of 2147483648 elements") {
 		t.Errorf("rms_norm over rows of 2^31: %v", err)
+	}
+	// 2^31 - 2: the last index's step of 256 would pass 2^31 - 1.
+	g = load(t, `x = g.new_input(dims=(2, 3, 715827882), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(3, 715827882)))`)
+	if _, err := Graph(g, sm90, Options{}); err == nil || !strings.Contains(err.Error(), "rows of 2147483646 elements") || !strings.Contains(err.Error(), "at most 2147483392") {
+		t.Errorf("rms_norm over rows of 2^31 - 2: %v", err)
 	}
 	g = load(t, `x = g.new_input(dims=(2, 32768, 65535), dtype=mi.float16)`, `g.mark_output(g.rms_norm(x, normalized_shape=(32768, 65535)))`)
 	if _, err := Graph(g, sm90, Options{}); err != nil {

@@ -149,6 +149,16 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// load_cg reads p past the SM's L1 (ld.global.cg): another block of the
+// same launch wrote it, and L1 is not kept coherent within a launch.
+__device__ __forceinline__ float load_cg(const float* p) {
+#if defined(MIRAGE_EMULATE)
+  return MIRAGE_LDG(*p);
+#else
+  return __ldcg(p);
+#endif
+}
+
 // ---------------------------------------------------------------------------
 // Section 3: PTX wrappers (sm_80+)
 // ---------------------------------------------------------------------------
@@ -513,6 +523,62 @@ __global__ void __launch_bounds__(256) reduce_rows_block_kernel(T* __restrict__ 
     }
     __syncthreads();  // partial is rewritten by the next row
   }
+}
+
+// reduce_rows_split_kernel: the same sum for a few rows, each so long that
+// a block a row would leave most SMs idle and loop long (16 rows of a
+// 128256-token vocabulary in fp32: 125 vectors a thread): gridDim.x blocks
+// share row blockIdx.y, block b summing accesses [b·chunk, (b+1)·chunk) of
+// it (16-byte vectors when n is a whole number of them, else elements)
+// into partial[row][b]. The row's last block to count itself in
+// arrived[row] (which the caller zeroes before the launch) adds the row's
+// partials, lane b % 32 taking partial b, then the warp's shuffle tree:
+// an order that does not depend on which block finished last. It writes
+// out[row].
+template <typename T>
+__global__ void __launch_bounds__(256) reduce_rows_split_kernel(T* __restrict__ out, const T* __restrict__ x, int n,
+                                                                int chunk, float* __restrict__ partial,
+                                                                unsigned* __restrict__ arrived) {
+  constexpr int V = VEC<T>;
+  __shared__ float sums[8];
+  const long long r = blockIdx.y;
+  const int splits = gridDim.x;
+  const T* xr = x + r * n;
+  const int lo = blockIdx.x * chunk;
+  float s = 0.0f;
+  if (n % V == 0) {
+    const int hi = n / V - lo < chunk ? n / V : lo + chunk;
+#pragma unroll 4
+    for (int v = lo + threadIdx.x; v < hi; v += 256) {
+      const Vec16<T> a = load16(xr + static_cast<long long>(v) * V);
+#pragma unroll
+      for (int i = 0; i < V; ++i) s += to_f32(a.e[i]);
+    }
+  } else {
+    const int hi = n - lo < chunk ? n : lo + chunk;
+    for (int j = lo + threadIdx.x; j < hi; j += 256) s += to_f32(MIRAGE_LDG(xr[j]));
+  }
+  s = warp_sum(s);
+  if (threadIdx.x % 32 == 0) MIRAGE_STS(sums[threadIdx.x / 32]) = s;
+  __syncthreads();
+  if (threadIdx.x >= 32) return;  // warp 0 finishes the block
+  const int lane = threadIdx.x;
+  float* pr = partial + r * splits;
+  int last = 0;
+  if (lane == 0) {
+    float t = 0.0f;
+#pragma unroll
+    for (int w = 0; w < 8; ++w) t += MIRAGE_LDS(sums[w]);
+    MIRAGE_STG(pr[blockIdx.x]) = t;
+    __threadfence();  // the partial is visible before the count says it is there
+    last = atomicAdd(&arrived[r], 1u) == static_cast<unsigned>(splits - 1);
+  }
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  __threadfence();  // and the others' partials are read after their counts
+  float u = 0.0f;
+  for (int b = lane; b < splits; b += 32) u += load_cg(pr + b);
+  u = warp_sum(u);
+  if (lane == 0) MIRAGE_STG(out[r]) = from_f32<T>(u);
 }
 
 // reduce_mid_kernel: out[o][i] = Σ_j x[o][j][i]: a thread per output, lanes

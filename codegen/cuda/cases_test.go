@@ -291,6 +291,23 @@ var emuCases = []emuCase{
 		"g.mark_output(g.div(g.exp(F), g.reduction(g.exp(F), 1)))",
 		"g.mark_output(g.reduction(S, 1))",
 	}, uses: map[launch.Code]int{launch.ReduceRowsBlock: 3, launch.ReduceRows: 1}},
+	// Sums of a few rows of 4096 accesses or more: blocks share a row
+	// (reduce_rows_split_kernel), each its chunk, the row's last block
+	// adding the partials. fp16 rows of 4097 vectors (a last chunk of
+	// one), bf16 rows of 4097 elements an element at a time, fp32 rows
+	// under a softmax's division; and rows a vector short (a block per
+	// row).
+	{name: "row_sums_split", scale: 1, src: []string{
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(3, 32776), dtype=mi.float16)",
+		"Y = g.new_input(dims=(2, 4097), dtype=mi.bfloat16)",
+		"F = g.new_input(dims=(5, 16400), dtype=mi.float32)",
+		"S = g.new_input(dims=(3, 32760), dtype=mi.float16)",
+		"g.mark_output(g.reduction(X, 1))",
+		"g.mark_output(g.reduction(g.exp(Y), 1))",
+		"g.mark_output(g.div(g.exp(F), g.reduction(g.exp(F), 1)))",
+		"g.mark_output(g.reduction(S, 1))",
+	}, uses: map[launch.Code]int{launch.ReduceRowsSplit: 3, launch.ReduceRowsBlock: 1}},
 	// Sums over a middle dim with too few outputs to fill the SMs a thread
 	// each and 64 elements or more each: a block per 32 outputs, the sum
 	// split among its warps (reduce_mid_split_kernel). Outputs fewer than

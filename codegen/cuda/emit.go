@@ -475,6 +475,7 @@ func (p *program) predefined(i int) error {
 	gridY := "" // a grid.y that depends on m, when not ""
 	var args []string
 	var notes []string
+	var pre []string // host lines before the launch
 	// count is a count of elements (or rows) of the op's tensors that
 	// scales with m in a dynamic bucket; every tensor of the op is cut at
 	// row m, as the guards of graph-defined kernels cut them.
@@ -501,7 +502,7 @@ func (p *program) predefined(i int) error {
 		args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], p.cname[op.In[1]], cn,
 			dims4(layout.Pad(out.Shape)), dims4(layout.BroadcastStrides(x.Shape, layout.Pad(out.Shape))), dims4(layout.BroadcastStrides(y.Shape, layout.Pad(out.Shape))),
 			fn + "{}"}
-	case launch.ReduceRows, launch.ReduceRowsBlock, launch.ReduceMid, launch.ReduceMidSplit:
+	case launch.ReduceRows, launch.ReduceRowsBlock, launch.ReduceRowsSplit, launch.ReduceMid, launch.ReduceMidSplit:
 		outer, n, inner := layout.Split(x.Shape, op.Attr.Dim)
 		// The rows below m are a prefix of x: of the outer count when
 		// the dynamic dim comes before the summed one, else of the inner
@@ -528,6 +529,18 @@ func (p *program) predefined(i int) error {
 		case launch.ReduceRowsBlock:
 			kname = fmt.Sprintf("mirage::reduce_rows_block_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n)}
+		case launch.ReduceRowsSplit:
+			// The blocks' partials, then the rows' counts, in the
+			// libraries' scratch; the counts start at zero.
+			kname = fmt.Sprintf("mirage::reduce_rows_split_kernel<%s>", ct)
+			partial := "static_cast<float*>(lib_ws)"
+			arrived := fmt.Sprintf("reinterpret_cast<unsigned*>(static_cast<float*>(lib_ws) + %d)", outer*lk.Split)
+			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprint(n), fmt.Sprint(lk.Chunk), partial, arrived}
+			if co != fmt.Sprintf("%dLL", outer) {
+				gridY = fmt.Sprintf("static_cast<unsigned>(%s)", co)
+			}
+			pre = append(pre, fmt.Sprintf("err = cudaMemsetAsync(%s, 0, %d, stream);", arrived, 4*outer), "if (err != cudaSuccess) return err;")
+			notes = append(notes, fmt.Sprintf("%d blocks a row, %d accesses each; %d bytes of scratch", lk.Split, lk.Chunk, lk.Workspace))
 		case launch.ReduceMidSplit:
 			kname = fmt.Sprintf("mirage::reduce_mid_split_kernel<%s>", ct)
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], co, fmt.Sprint(n), ci}
@@ -577,6 +590,9 @@ func (p *program) predefined(i int) error {
 	if smem > target.StaticSmemPerBlock {
 		h.line("err = cudaFuncSetAttribute(%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %d);", kname, smem)
 		h.line("if (err != cudaSuccess) return err;")
+	}
+	for _, l := range pre {
+		h.line("%s", l)
 	}
 	gy := fmt.Sprint(grid[1])
 	if gridY != "" {

@@ -692,13 +692,18 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
     t.tid = i;
     t.idx = uint3{i % block.x, (i / block.x) % block.y, i / (block.x * block.y)};
   }
-  for (unsigned z = 0; z < grid.z; z++)
-    for (unsigned y = 0; y < grid.y; y++)
-      for (unsigned x = 0; x < grid.x; x++) {
-        s.block_idx = uint3{x, y, z};
-        s.smem.assign(smem, 0xff);
-        run_block();
-      }
+  // Blocks run one at a time, last first under the reverse orders: a
+  // kernel whose blocks meet through device memory (a split sum's last
+  // block) must not depend on which of them runs first.
+  const bool backward = s.order == "greedy-reverse" || s.order == "reverse";
+  const unsigned long long blocks = 1ull * grid.x * grid.y * grid.z;
+  for (unsigned long long b = 0; b < blocks; b++) {
+    const unsigned long long i = backward ? blocks - 1 - b : b;
+    s.block_idx = uint3{static_cast<unsigned>(i % grid.x), static_cast<unsigned>(i / grid.x % grid.y),
+                        static_cast<unsigned>(i / grid.x / grid.y)};
+    s.smem.assign(smem, 0xff);
+    run_block();
+  }
   if (s.cnt.on) write_counters();
   return cudaSuccess;
 }
@@ -862,6 +867,14 @@ inline float atomicAdd(float* p, float v) {
   *p = old + v;
   return old;
 }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+// __threadfence orders a thread's writes before its later ones as other
+// blocks see them; the emulator runs one block at a time, in order.
+inline void __threadfence() {}
 
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int m) {
   if (mask != 0xffffffffu) mirage_emu::fail("partial-warp shuffle");
