@@ -170,3 +170,57 @@ func TestEmulatorCounters(t *testing.T) {
 		}
 	}
 }
+
+// TestEmulatorRefusesMisalignedVectors: a 16-byte vector access (load16,
+// store16) or a two-element one (store2) at an address a GPU would fault
+// on (cudaErrorMisalignedAddress) fails the emulated program, naming the
+// access's size, where a plain host access would have gone through.
+func TestEmulatorRefusesMisalignedVectors(t *testing.T) {
+	gxx, err := EmulatorCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, body string
+		fails      string // "" when the access is aligned
+	}{
+		{"load16 of a vector's second float", "sink += mirage::load16(g + 4 * tid + 1).e[0];", "an access of 16 bytes at a misaligned address"},
+		{"store16 half a vector in", "mirage::store16(g + 4 * tid + 2, mirage::Vec16<float>{});", "an access of 16 bytes at a misaligned address"},
+		{"store2 of an odd float", "mirage::store2(g + 2 * tid + 1, 1.0f, 2.0f);", "an access of 8 bytes at a misaligned address"},
+		{"aligned vectors", "mirage::store16(g + 4 * tid, mirage::load16(g + 4 * tid + 4)); mirage::store2(g + 2 * tid, 1.0f, 2.0f);", ""},
+	}
+	dir := t.TempDir()
+	if err := WriteEmulator(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RuntimeName), []byte(Runtime), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var src strings.Builder
+	src.WriteString("#include \"mirage_runtime.cuh\"\n#include <cstdlib>\n\nvolatile float sink_;\n\n")
+	for i, c := range cases {
+		fmt.Fprintf(&src, "// %s\n__global__ void k%d(float* g) {\n  const int tid = threadIdx.x;\n  float sink = 0.0f;\n  %s\n  sink_ = sink;\n}\n\n", c.name, i, c.body)
+	}
+	src.WriteString("int main(int argc, char** argv) {\n  float* g = static_cast<float*>(std::aligned_alloc(256, 4096 * 4));\n  for (int i = 0; i < 4096; i++) g[i] = 1.0f;\n  switch (std::atoi(argv[1])) {\n")
+	for i := range cases {
+		fmt.Fprintf(&src, "  case %d: return mirage::launch(k%d, dim3(1), dim3(32), 0, nullptr, g) == cudaSuccess ? 0 : 1;\n", i, i)
+	}
+	src.WriteString("  }\n  return 2;\n}\n")
+	if err := os.WriteFile(filepath.Join(dir, "aligned.cpp"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "aligned")
+	args := append(append([]string(nil), EmulatorFlags...), "-I"+dir, filepath.Join(dir, "aligned.cpp"), "-o", bin)
+	if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	for i, c := range cases {
+		out, err := exec.Command(bin, fmt.Sprint(i)).CombinedOutput()
+		switch {
+		case c.fails == "" && err != nil:
+			t.Errorf("%s: %v\n%s", c.name, err, out)
+		case c.fails != "" && (err == nil || !strings.Contains(string(out), c.fails)):
+			t.Errorf("%s: exit %v, output %q; want a failure saying %q", c.name, err, out, c.fails)
+		}
+	}
+}

@@ -82,9 +82,18 @@ template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 
 #if defined(MIRAGE_EMULATE)
+// check_aligned fails the emulated program where a vector access of n bytes at p
+// would fault on a GPU (cudaErrorMisalignedAddress), naming its site.
+inline void check_aligned(const char* file, int line, const void* p, std::size_t n) {
+  if (reinterpret_cast<std::uintptr_t>(p) % n != 0)
+    mirage_emu::fail(std::string(file) + ":" + std::to_string(line) + ": an access of " + std::to_string(n) +
+                     " bytes at a misaligned address");
+}
+
 // trace2 records a two-element access at p by the calling site of store2
 // or add2, in the memory p is in.
 template <typename T> inline void trace2(const char* file, int line, mirage_emu::Dir dir, const T* p) {
+  check_aligned(file, line, p, 2 * sizeof(T));
   mirage_emu::traced_line(file, line, dir, p, 2 * sizeof(T));
 }
 #define MIRAGE_TRACE2(dir, p) trace2(site_file, site_line, mirage_emu::dir, p)
@@ -372,6 +381,7 @@ template <typename T> constexpr int VEC = Vec16<T>::N;
 template <typename T> __device__ __forceinline__ Vec16<T> load16(const T* p MIRAGE_SITE_PARAMS) {
   Vec16<T> v;
 #if defined(MIRAGE_EMULATE)
+  check_aligned(site_file, site_line, p, 16);
   mirage_emu::traced_line(site_file, site_line, mirage_emu::Load, p, 16);
   v = *reinterpret_cast<const Vec16<T>*>(p);
 #else
@@ -381,6 +391,7 @@ template <typename T> __device__ __forceinline__ Vec16<T> load16(const T* p MIRA
 }
 template <typename T> __device__ __forceinline__ void store16(T* p, const Vec16<T>& v MIRAGE_SITE_PARAMS) {
 #if defined(MIRAGE_EMULATE)
+  check_aligned(site_file, site_line, p, 16);
   mirage_emu::traced_line(site_file, site_line, mirage_emu::Store, p, 16);
   *reinterpret_cast<Vec16<T>*>(p) = v;
 #else
