@@ -263,3 +263,67 @@ g.mark_output(g.add(g.add(g.matmul(H, W2), B2), X))`)
 		t.Errorf("best answer %.1f µs (unfused %v), the program %.1f", best.Estimate.Micros, best.Unfused, res.Baseline.Micros)
 	}
 }
+
+// A part that stays whole by splitAgain (a fused form slower than its ops,
+// found before its search ran out of time) is cut anyway when its pieces,
+// searched already, beat its answer together by the estimates
+// (piecesWin): a 7B model's final norm, LM head and softmax at one token
+// kept its ops at 116.7 µs where its two pieces fused at 96.7 and 6.9.
+// Pieces that do not beat it, or that no search has ended for, leave it
+// whole.
+func TestFasterPiecesCutAPartThatStaysWhole(t *testing.T) {
+	program := loadSource(t, "lm_head", `
+H = g.new_input(dims=(1, 1024), dtype=mi.float16)
+W = g.new_input(dims=(1024, 4096), dtype=mi.float16)
+E = g.exp(g.matmul(g.rms_norm(H, normalized_shape=(1024,)), W))
+g.mark_output(g.div(E, g.reduction(E, 1)))`)
+	d, _, done, err := begin(context.Background(), program, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	groups := d.firstGroups(nil)
+	parts := cut(d.ix, groups)
+	if len(parts) != 1 {
+		t.Fatalf("%d parts, want the program as one", len(parts))
+	}
+	whole, err := d.outcomeOf(parts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := []*outcome{whole}
+	whole.result = result{done: true, timedOut: true, slower: true, estimatedUs: whole.unfusedUs}
+	pieces := d.pieces(groups[0], groups)
+	if len(pieces) != 2 {
+		t.Fatalf("pieces %v, want two", pieces)
+	}
+	var pouts []*outcome
+	for _, p := range cut(d.ix, recompute(d.ix, pieces, d.limits)) {
+		o, err := d.outcomeOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pouts = append(pouts, o)
+	}
+	for _, tt := range []struct {
+		name  string
+		share []float64 // each piece's answer, in shares of the whole's; nil: not searched
+		cut   bool
+	}{
+		{"pieces not searched", nil, false},
+		{"pieces faster together", []float64{0.8, 0.1}, true},
+		{"pieces as fast together", []float64{0.9, 0.1}, false},
+		{"one piece's search not ended", []float64{0.5, -1}, false},
+	} {
+		for i, o := range pouts {
+			o.result = result{}
+			if tt.share != nil && tt.share[i] >= 0 {
+				o.result = result{done: true, fused: true, estimatedUs: tt.share[i] * whole.unfusedUs}
+			}
+		}
+		next, changed := d.nextGroups(groups, outs, nil)
+		if changed != tt.cut || (tt.cut && !slices.EqualFunc(next, pieces, slices.Equal)) {
+			t.Errorf("%s: next groups %v (changed %v), want cut %v into %v", tt.name, next, changed, tt.cut, pieces)
+		}
+	}
+}
