@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.starlark.net/resolve"
@@ -409,7 +410,8 @@ func (l *loader) program(globals starlark.StringDict) (*Program, error) {
 		}
 		g = kg.called
 	}
-	if len(g.Outputs) == 0 {
+	marked := len(g.Outputs) > 0
+	if !marked {
 		outs := sinks(g)
 		if len(outs) == 0 {
 			return nil, &Error{Filename: l.filename, Line: int(kg.pos.Line), Msg: "the kernel graph has no outputs: it computes nothing from its inputs"}
@@ -436,6 +438,23 @@ func (l *loader) program(globals starlark.StringDict) (*Program, error) {
 		}
 		l.warnAt(syntax.Position{Line: line}, "input %v %v is read by no op: it stays a parameter of the entry point, unused",
 			g.Tensors[t].DType, g.Tensors[t].Shape)
+	}
+	if marked {
+		// A result computed and then forgotten is most likely an output
+		// the program meant to mark (found by a user's sweep: a layer's
+		// K projection, computed, never marked, silently dropped).
+		for _, t := range sinks(g) {
+			if slices.Contains(g.Outputs, t) {
+				continue
+			}
+			line := int32(0)
+			if int(t) < len(kg.lines) {
+				line = kg.lines[t]
+			}
+			op, _ := g.Producer(t)
+			l.warnAt(syntax.Position{Line: line}, "the result of %v (%v %v) is read by no op and not marked as an output (mark_output): no kernel computes it",
+				g.Ops[op].Kind, g.Tensors[t].DType, g.Tensors[t].Shape)
+		}
 	}
 	if note := l.ignoredNote(); note != "" {
 		l.warn(note)

@@ -592,3 +592,34 @@ func TestUnreadInputWarnings(t *testing.T) {
 		t.Errorf("warnings %q, want %q", p.Warnings, want)
 	}
 }
+
+// A result that no op reads and that is not marked as an output, in a
+// program that marks its outputs, is warned about at its line: no kernel
+// computes it (a layer's K projection, computed and never marked). Where
+// the program marks none, its unread results are its outputs (no warning).
+func TestForgottenResultWarnings(t *testing.T) {
+	p := mustLoad(t, src(
+		"import mirage as mi",
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(8, 64), dtype=mi.float16)",
+		"W = g.new_input(dims=(64, 16), dtype=mi.float16)",
+		"Q = g.exp(X)",
+		"K = g.matmul(X, W)",
+		"g.mark_output(Q)",
+	), Options{})
+	want := []string{"prog.py:6: the result of matmul (float16 [8, 16]) is read by no op and not marked as an output (mark_output): no kernel computes it"}
+	if !slices.Equal(p.Warnings, want) {
+		t.Errorf("warnings %q, want %q", p.Warnings, want)
+	}
+	p = mustLoad(t, src(
+		"import mirage as mi",
+		"g = mi.new_kernel_graph()",
+		"X = g.new_input(dims=(8, 64), dtype=mi.float16)",
+		"W = g.new_input(dims=(64, 16), dtype=mi.float16)",
+		"Q = g.exp(X)",
+		"K = g.matmul(X, W)",
+	), Options{})
+	if len(p.Warnings) != 0 || len(p.Graph.Outputs) != 2 {
+		t.Errorf("no outputs marked: warnings %q, outputs %v; want none and Q, K", p.Warnings, p.Graph.Outputs)
+	}
+}
