@@ -14,7 +14,9 @@ import (
 // A part attending over a cache whose keys split poorly (2047 = 23·89, a
 // prime 2039) gets a note with the estimate of the same attention over a
 // cache of 2048 keys and a mask, which the model puts well below; a cache
-// of 2048 keys, and a part whose answer is already as fast, get none.
+// of 2048 keys, and a part whose answer is already as fast, get none. 3000
+// keys get 3072 (3·1024), not the next multiple of 64, 3008 = 64·47, which
+// splits no better (found by a sweep of real-shape programs).
 func TestCacheNote(t *testing.T) {
 	arch := target.MustLookup("sm_90")
 	d := &run{opts: Options{Arch: arch}}
@@ -37,14 +39,18 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))`, keys))
 		}
 		return &outcome{program: pg, cfg: cfg, unfusedUs: e.Micros}
 	}
-	for _, keys := range []int{2047, 2039} {
+	for _, c := range []struct{ keys, padded int }{{2047, 2048}, {2039, 2048}, {3000, 3072}} {
+		keys := c.keys
 		o := attention(keys)
 		note := cacheNote(o, o.unfusedUs, opts)
+		if !strings.Contains(note, "est. ") {
+			t.Fatalf("%d keys: note %q, want one with the padded cache's estimate", keys, note)
+		}
 		var padded, was float64
 		if _, err := fmt.Sscanf(note[strings.Index(note, "est. "):], "est. %f µs against %f", &padded, &was); err != nil {
 			t.Fatalf("%d keys: note %q: %v", keys, note, err)
 		}
-		if !strings.Contains(note, fmt.Sprintf("attention over %d keys", keys)) || !strings.Contains(note, "K and V allocated at 2048 keys and a mask input") ||
+		if !strings.Contains(note, fmt.Sprintf("attention over %d keys", keys)) || !strings.Contains(note, fmt.Sprintf("K and V allocated at %d keys and a mask input", c.padded)) ||
 			padded > 0.9*o.unfusedUs || was != float64(int(o.unfusedUs*10+0.5))/10 {
 			t.Errorf("%d keys (%.1f µs as written): note %q", keys, o.unfusedUs, note)
 		}

@@ -606,16 +606,26 @@ func (d *run) searchPart(ctx context.Context, o *outcome, deadline time.Time, wo
 
 // cacheNote is the advice for a part that attends over a cache whose keys
 // split poorly among the blocks (seed.PadCache): where the same attention
-// with K and V allocated at aligned keys, and a mask, has a seed that
+// with K and V allocated at aligned keys (a multiple of one of
+// seed.CacheAligns: the one whose seed the model finds fastest), and a
+// mask, has a seed that
 // the model puts 10% or more below the part's answer (us), it says so
 // with both figures. "" otherwise.
 func cacheNote(o *outcome, us float64, opts search.Options) string {
-	pc, ok := seed.PadCache(o.program)
-	if !ok {
-		return ""
+	// The padding the model finds fastest: a larger cache only where it
+	// is 2% faster than a smaller one.
+	var pc seed.PaddedCache
+	var best float64
+	for _, align := range seed.CacheAligns {
+		p, ok := seed.PadCache(o.program, align)
+		if !ok || p.Padded == pc.Padded {
+			continue
+		}
+		if e, ok := search.BestSeed(p.Graph, o.cfg, opts); ok && (pc.Graph == nil || e.Micros < 0.98*best) {
+			pc, best = p, e.Micros
+		}
 	}
-	e, ok := search.BestSeed(pc.Graph, o.cfg, opts)
-	if !ok || e.Micros > 0.9*us {
+	if pc.Graph == nil || best > 0.9*us {
 		return ""
 	}
 	how := "and a mask input added to the scores (−inf past the last key in use)"
@@ -623,7 +633,7 @@ func cacheNote(o *outcome, us float64, opts search.Options) string {
 		how = "and the mask −inf past the last key in use"
 	}
 	return fmt.Sprintf("attention over %d keys, which split poorly among the blocks: with K and V allocated at %d keys %s, est. %.1f µs against %.1f",
-		pc.Keys, pc.Padded, how, e.Micros, us)
+		pc.Keys, pc.Padded, how, best, us)
 }
 
 // judge sets what r says of a part whose search gave res, against the

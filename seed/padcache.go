@@ -7,10 +7,13 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// CacheAlign is the multiple of keys a cache padded by PadCache holds: the
-// attention rule's key tiles (32, 64, 128) and its splits into powers of
-// two then divide it, and K's rows start on 16-byte boundaries.
-const CacheAlign = 64
+// CacheAligns are the multiples of keys a cache padded by PadCache may
+// hold, smallest first. 64: the attention rule's key tiles (32, 64, 128)
+// and its splits into powers of two then divide it, and K's rows start on
+// 16-byte boundaries. 256 and 1024: more splits divide them evenly (3000
+// keys padded to 3008 = 64·47 split no better than 3000, the model found;
+// 3072 = 3·1024 did, 25.1 µs against 32.9).
+var CacheAligns = []int{64, 256, 1024}
 
 // PaddedCache is an attention program rewritten over a cache of more
 // keys, the keys past the program's masked out: what a serving engine
@@ -18,7 +21,7 @@ const CacheAlign = 64
 type PaddedCache struct {
 	Graph  *kernel.Graph
 	Keys   int // the program's keys
-	Padded int // Graph's: Keys rounded up to a multiple of CacheAlign
+	Padded int // Graph's: Keys rounded up to a multiple of PadCache's align
 	// Mask: Graph adds a mask input to the scores; else a bias term of
 	// the program's with a value per key (a mask already) covers the
 	// keys added.
@@ -26,9 +29,9 @@ type PaddedCache struct {
 }
 
 // PadCache returns program's attention, as the attention rule takes it,
-// over a cache of its keys rounded up to a multiple of CacheAlign; false
-// where the rule does not take the program or its keys are a multiple
-// already. The cache's tensors (K, V, and bias terms with a value per
+// over a cache of its keys rounded up to a multiple of align (one of
+// CacheAligns); false where the rule does not take the program or its keys
+// are a multiple already. The cache's tensors (K, V, and bias terms with a value per
 // key) get the padded keys; where the program adds no bias to its scores,
 // Graph adds a mask input to them (one value per key, −inf past the
 // program's keys in use, which makes their weights exp(−inf) = 0).
@@ -38,16 +41,16 @@ type PaddedCache struct {
 // rule's kernels slow or its premise useless; the same attention over an
 // aligned cache is what a user can write instead. The driver estimates
 // both and says so (a note on the part) when the padded one is faster.
-func PadCache(program *kernel.Graph) (PaddedCache, bool) {
+func PadCache(program *kernel.Graph, align int) (PaddedCache, bool) {
 	p, ok := analyze(program)
 	if !ok {
 		return PaddedCache{}, false
 	}
 	plan, ok := planAttention(p)
-	if !ok || plan.n%CacheAlign == 0 {
+	if !ok || align <= 0 || plan.n%align == 0 {
 		return PaddedCache{}, false
 	}
-	pc := PaddedCache{Keys: plan.n, Padded: (plan.n + CacheAlign - 1) / CacheAlign * CacheAlign, Mask: true}
+	pc := PaddedCache{Keys: plan.n, Padded: (plan.n + align - 1) / align * align, Mask: true}
 	// Inputs with a dim of keys: K's last, V's rows, a bias term's last
 	// (a mask the program has already: it masks the keys added).
 	keysDim := map[kernel.TensorID]int{plan.inputs[1]: -1, plan.inputs[2]: -2}

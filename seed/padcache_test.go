@@ -57,7 +57,7 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			program := load(t, tc.body)
-			pc, ok := seed.PadCache(program)
+			pc, ok := seed.PadCache(program, seed.CacheAligns[0])
 			if !ok {
 				t.Fatal("PadCache declined")
 			}
@@ -122,7 +122,7 @@ g.mark_output(g.matmul(g.rms_norm(X, normalized_shape=(47,)), W))
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, ok := seed.PadCache(load(t, tc.body)); ok {
+			if _, ok := seed.PadCache(load(t, tc.body), seed.CacheAligns[0]); ok {
 				t.Error("PadCache padded it")
 			}
 		})
@@ -214,7 +214,7 @@ g.mark_output(g.matmul(g.div(E, g.reduction(E, 2)), V))
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			program := load(t, tc.body)
-			pc, ok := seed.PadCache(program)
+			pc, ok := seed.PadCache(program, seed.CacheAligns[0])
 			if !ok {
 				if strings.HasPrefix(tc.name, "a mask added") {
 					t.Fatal("PadCache declines an added mask")
