@@ -108,7 +108,10 @@ var errorCases = []struct {
 	// Shape rules, at the line of the offending call.
 	{"kernel matmul", withHeader("W2 = g.new_input(dims=(4095, 6144), dtype=mi.float16)", "", "", "", "Y = g.matmul(X, W2)"), false, 9,
 		"matmul([16, 4096], [4095, 6144]): inner dims differ (4096 vs 4095)"},
-	{"kernel op in a function", withHeader("def mlp(a, b):", "    return g.matmul(b, a)", "Y = mlp(X, W)"), false, 6, "matmul([4096, 6144], [16, 4096]): inner dims differ"},
+	{"kernel op in a function", withHeader("def mlp(a, b):", "    return g.matmul(b, a)", "Y = mlp(X, W)"), false, 6,
+		"matmul([4096, 6144], [16, 4096]): inner dims differ (6144 vs 16) (in mlp, called at line 7)"},
+	{"kernel op in a function's function", withHeader("def proj(a, b):", "    return g.matmul(a, b)", "def mlp(a, b):", "    return g.exp(proj(b, a))", "Y = mlp(X, W)"), false, 6,
+		"inner dims differ (6144 vs 16) (in proj, called at line 8, in mlp, called at line 9)"},
 	{"broadcast ranks", withHeader("R = g.reduction(X, 1)", "Y = g.add(X, g.new_input(dims=(4096,)))"), false, 6, "operand ranks differ"},
 	{"reduction dim", withHeader("Y = g.reduction(X, 2)"), false, 5, "reduction([16, 4096]): dim 2 out of range"},
 	{"rms_norm shape", withHeader("Y = g.rms_norm(X, normalized_shape=(16,))"), false, 5, "normalized_shape [16] is not the trailing dims"},

@@ -372,10 +372,31 @@ func (l *loader) runtimeError(err error) error {
 	}
 	for i := len(ev.CallStack) - 1; i >= 0; i-- {
 		if pos := ev.CallStack[i].Pos; pos.Filename() == l.filename {
-			return &Error{Filename: l.filename, Line: int(pos.Line), Msg: msg}
+			return &Error{Filename: l.filename, Line: int(pos.Line), Msg: msg + callers(ev.CallStack[:i+1])}
 		}
 	}
 	return &Error{Filename: l.filename, Msg: msg}
+}
+
+// callers says how the program reached the last of stack's frames where
+// that is inside its own functions: " (in mlp, called at line 9)", each
+// caller of a caller after it; "" at the top level. An error in a helper
+// that builds a layer is the helper's line for every call of it: the
+// call's line says which (found by a user's sweep).
+func callers(stack starlark.CallStack) string {
+	var b strings.Builder
+	for j := len(stack) - 1; j > 0 && stack[j].Name != "<toplevel>"; j-- {
+		if b.Len() == 0 {
+			b.WriteString(" (")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "in %s, called at line %d", stack[j].Name, stack[j-1].Pos.Line)
+	}
+	if b.Len() > 0 {
+		b.WriteString(")")
+	}
+	return b.String()
 }
 
 // program picks the program's kernel graph and its outputs, and names its
