@@ -147,8 +147,8 @@ func emulated(ctx context.Context, w io.Writer, a, b Named, seed, limit int64) (
 	}
 	if bad >= 0 {
 		o := outs[bad]
-		fmt.Fprintf(w, "not equivalent (CPU emulator, seed %d): output %d %v: error %.3g of its largest |value| at %d (want %.6g, got %.6g), %d element(s) not finite; tolerance %g\n",
-			seed, bad, o.Shape, o.Error, o.At, o.Want, o.Got, o.NonFinite, o.Tolerance)
+		fmt.Fprintf(w, "not equivalent (CPU emulator, seed %d): output %d %v: error %.3g of its largest |value| at %v (want %.6g, got %.6g), %d element(s) not finite; tolerance %g\n",
+			seed, bad, o.Shape, o.Error, o.Where(), o.Want, o.Got, o.NonFinite, o.Tolerance)
 		return false, nil
 	}
 	for k, o := range outs {

@@ -2,6 +2,7 @@ package enginerun
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/mirage-go/mirage/interp"
@@ -33,6 +34,25 @@ func TestCompare(t *testing.T) {
 		o := compare(want, tt.got, Tolerance)
 		if o.OK != tt.ok || o.NonFinite != tt.nonFinite || o.Compared != tt.compared {
 			t.Errorf("%s: ok %v, %d not finite, %d compared (error %g); want %v, %d, %d", tt.name, o.OK, o.NonFinite, o.Compared, o.Error, tt.ok, tt.nonFinite, tt.compared)
+		}
+	}
+}
+
+// Where gives an output's worst element as coordinates, as the float64
+// and finite-field checks print theirs (found by a user's sweep: emu
+// printed "at 26302" where ff printed "[7 5233]").
+func TestOutputWhere(t *testing.T) {
+	for _, tt := range []struct {
+		shape ugraph.Shape
+		at    int
+		want  []int
+	}{
+		{ugraph.MustShape(8, 8192), 26302, []int{3, 1726}},
+		{ugraph.MustShape(2, 3, 4), 23, []int{1, 2, 3}},
+		{ugraph.MustShape(5), 0, []int{0}},
+	} {
+		if got := (Output{Shape: tt.shape, At: tt.at}).Where(); !slices.Equal(got, tt.want) {
+			t.Errorf("%v at %d: %v, want %v", tt.shape, tt.at, got, tt.want)
 		}
 	}
 }
