@@ -114,6 +114,11 @@ def ref_gqa_repeat_kv(Q, ones, K, V):
     return (torch.matmul(E / S, V * ones),)
 
 
+def ref_softmax_vocab(X):
+    E = torch.exp(X)
+    return (E / torch.sum(E, dim=1, keepdim=True),)
+
+
 def ref_lora(X, W, A, B):
     return (torch.matmul(X, W) + torch.matmul(torch.matmul(X, A), B),)
 
@@ -280,6 +285,7 @@ WORKLOADS = {
             "encoder_mlp", [(197, 768), (768, 3072), (1, 3072), (3072, 768), (1, 768)], [(197, 768)],
             ref_encoder_mlp, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K)), biases in [-1, 1)",
         ),
+        Workload("softmax_vocab", [(16, 128256)], [(16, 128256)], ref_softmax_vocab, gen_uniform(1.0)),
     ]
 }
 

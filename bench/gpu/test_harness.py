@@ -625,6 +625,17 @@ class ReferenceTest(unittest.TestCase):
         self.assertLess(float((ref - X).abs().max()), 1e3)  # in fp16 range, not flat
         self.assertGreater(float((ref - X).std()), 1e-3)
 
+    def test_softmax_vocab(self):
+        """The written-out softmax's reference is torch's softmax (the max
+        shift changes nothing in exact arithmetic), rows summing to one."""
+        t = self.torch
+        w = harness.WORKLOADS["softmax_vocab"]
+        (X,) = harness.make_inputs(w, ["float32"], 1)
+        self.assertEqual(tuple(X.shape), (16, 128256))
+        (ref,) = w.ref(X)
+        self.assertTrue(t.allclose(ref, t.softmax(X, dim=1), rtol=1e-12, atol=0))
+        self.assertTrue(t.allclose(ref.sum(1), t.ones(16, dtype=t.float64)))
+
     def test_llama_layer(self):
         """The layer's reference against an HF-style formulation: heads made
         by a view, not by a product with ones; softmax; the projection of
