@@ -478,10 +478,10 @@ func rowSplits(rows, accesses int, arch target.Arch) (splits, chunk int) {
 	return ceilDiv(accesses, chunk), chunk
 }
 
-// SplitRowsWorkspace is the scratch, in bytes, of reduce_rows_split_kernel
+// splitRowsWorkspace is the scratch, in bytes, of reduce_rows_split_kernel
 // over rows rows split splits ways: an fp32 partial per block, then a
 // 4-byte count per row (which the launch zeroes first).
-func SplitRowsWorkspace(rows, splits int) int { return 4 * rows * (splits + 1) }
+func splitRowsWorkspace(rows, splits int) int { return 4 * rows * (splits + 1) }
 
 // blockRows says whether a sum of rows of the given accesses each runs a
 // block per row (reduce_rows_block_kernel) rather than a warp: when a warp
@@ -549,7 +549,7 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 			if splits, chunk := rowSplits(outer, n/access, arch); splits > 1 {
 				k.Code, k.Split = ReduceRowsSplit, splits
 				k.Grid = [3]int{splits, outer, 1}
-				k.Workspace = SplitRowsWorkspace(outer, splits)
+				k.Workspace = splitRowsWorkspace(outer, splits)
 				k.Chunk = chunk
 				break
 			}
