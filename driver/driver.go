@@ -656,9 +656,12 @@ func (r *result) judge(res *search.Result, unfusedUs float64, noSeeds bool) {
 		return
 	}
 	// The candidates kept are all unfused (the part's ops as written, or
-	// others like them): every fused one ranks below the last of them.
+	// others like them): every fused one ranks below the last of them,
+	// unverified (first_fused_at_seconds stays -1; found by a user's
+	// sweep, which read the two as contradicting each other).
 	if f := res.Stats.RankedFused; f > 0 && f >= unfusedUs {
-		slower(f)
+		r.slower = true
+		r.whyNot = fmt.Sprintf("the best fused μGraph the search ranked (%.1f µs, not verified: it ranks below the candidates kept) is no faster than the part's own ops (%.1f µs)", f, unfusedUs)
 		return
 	}
 	r.whyNot = whyNoneFound(res, noSeeds, r.merged)
