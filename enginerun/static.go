@@ -50,17 +50,7 @@ type Output struct {
 
 // Where is At as the output's coordinates, as the float64 and
 // finite-field checks print theirs.
-func (o Output) Where() []int {
-	strides := o.Shape.Strides()
-	at := make([]int, len(strides))
-	rest := o.At
-	for i, s := range strides {
-		if s > 0 {
-			at[i], rest = rest/s, rest%s
-		}
-	}
-	return at
-}
+func (o Output) Where() []int { return o.Shape.Coords(o.At) }
 
 // Static checks candidate's emitted code as a caller runs it: it emits
 // the candidate (cuda.Emit) for arch (the zero Arch: target.Default), builds it for the CPU emulator in dir with

@@ -79,7 +79,7 @@ func Compare(want, got *Tensor) (Diff, error) {
 		}
 	}
 	if worst >= 0 {
-		d.Index, d.Want, d.Got = want.index(worst), want.Data[worst], got.Data[worst]
+		d.Index, d.Want, d.Got = want.Shape.Coords(worst), want.Data[worst], got.Data[worst]
 	}
 	return d, nil
 }

@@ -60,17 +60,6 @@ func (t *Tensor) offset(idx []int) int {
 	return off
 }
 
-// index is the inverse of offset: the multi-index of flat position off.
-func (t *Tensor) index(off int) []int {
-	idx := make([]int, t.Shape.Rank())
-	for i := len(idx) - 1; i >= 0; i-- {
-		d := t.Shape.Dim(i)
-		idx[i] = off % d
-		off /= d
-	}
-	return idx
-}
-
 // Clone returns a copy of t that shares no storage with it.
 func (t *Tensor) Clone() *Tensor {
 	return &Tensor{Shape: t.Shape, Data: append([]float64(nil), t.Data...)}

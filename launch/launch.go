@@ -147,6 +147,11 @@ type Fold struct {
 	Addend kernel.TensorID // its other operand, read as C
 }
 
+// SplitCounts is where a split row sum's counts (a 4-byte word a row,
+// Grid[1] rows) start in its scratch, in 4-byte words: after the blocks'
+// fp32 partials, Split a row.
+func (k *Kernel) SplitCounts() int { return k.Grid[1] * k.Split }
+
 // Memsets is the operations the entry point puts on the stream before the
 // launch: a split row sum's counts are zeroed (cudaMemsetAsync).
 func (k *Kernel) Memsets() int {
@@ -478,11 +483,6 @@ func rowSplits(rows, accesses int, arch target.Arch) (splits, chunk int) {
 	return ceilDiv(accesses, chunk), chunk
 }
 
-// splitRowsWorkspace is the scratch, in bytes, of reduce_rows_split_kernel
-// over rows rows split splits ways: an fp32 partial per block, then a
-// 4-byte count per row (which the launch zeroes first).
-func splitRowsWorkspace(rows, splits int) int { return 4 * rows * (splits + 1) }
-
 // blockRows says whether a sum of rows of the given accesses each runs a
 // block per row (reduce_rows_block_kernel) rather than a warp: when a warp
 // a row would leave each SM under residentWarps warps and each of the
@@ -549,7 +549,7 @@ func library(g *kernel.Graph, op *kernel.Op, arch target.Arch, opts Options) (Ke
 			if splits, chunk := rowSplits(outer, n/access, arch); splits > 1 {
 				k.Code, k.Split = ReduceRowsSplit, splits
 				k.Grid = [3]int{splits, outer, 1}
-				k.Workspace = splitRowsWorkspace(outer, splits)
+				k.Workspace = 4 * (k.SplitCounts() + outer)
 				k.Chunk = chunk
 				break
 			}

@@ -82,17 +82,6 @@ var counterCases = []struct {
 // TestEmulatorCounters runs each case under MIRAGE_EMU_COUNTERS and
 // checks what the emulator counted.
 func TestEmulatorCounters(t *testing.T) {
-	gxx, err := EmulatorCompiler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := WriteEmulator(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, RuntimeName), []byte(Runtime), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	var src strings.Builder
 	src.WriteString("#include \"mirage_runtime.cuh\"\n#include <cstdlib>\n\nvolatile float sink_;\n\n")
 	for i, c := range counterCases {
@@ -103,17 +92,8 @@ func TestEmulatorCounters(t *testing.T) {
 		fmt.Fprintf(&src, "  if (mirage::launch(k%d, dim3(1), dim3(%d), 4096, nullptr, g) != cudaSuccess) return 1;\n", i, c.threads)
 	}
 	src.WriteString("  return 0;\n}\n")
-	if err := os.WriteFile(filepath.Join(dir, "counters.cpp"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "counters")
-	// An emulated build's flags, without the precompiled runtime: here g++
-	// parses the headers themselves.
-	args := append(append([]string(nil), EmulatorFlags...), "-I"+dir, filepath.Join(dir, "counters.cpp"), "-o", bin)
-	if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v\n%s", err, out)
-	}
-	path := filepath.Join(dir, "counters.jsonl")
+	bin := buildEmulated(t, "counters", src.String())
+	path := filepath.Join(t.TempDir(), "counters.jsonl")
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "MIRAGE_EMU_COUNTERS="+path)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -176,10 +156,6 @@ func TestEmulatorCounters(t *testing.T) {
 // on (cudaErrorMisalignedAddress) fails the emulated program, naming the
 // access's size, where a plain host access would have gone through.
 func TestEmulatorRefusesMisalignedVectors(t *testing.T) {
-	gxx, err := EmulatorCompiler()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name, body string
 		fails      string // "" when the access is aligned
@@ -188,13 +164,6 @@ func TestEmulatorRefusesMisalignedVectors(t *testing.T) {
 		{"store16 half a vector in", "mirage::store16(g + 4 * tid + 2, mirage::Vec16<float>{});", "an access of 16 bytes at a misaligned address"},
 		{"store2 of an odd float", "mirage::store2(g + 2 * tid + 1, 1.0f, 2.0f);", "an access of 8 bytes at a misaligned address"},
 		{"aligned vectors", "mirage::store16(g + 4 * tid, mirage::load16(g + 4 * tid + 4)); mirage::store2(g + 2 * tid, 1.0f, 2.0f);", ""},
-	}
-	dir := t.TempDir()
-	if err := WriteEmulator(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, RuntimeName), []byte(Runtime), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	var src strings.Builder
 	src.WriteString("#include \"mirage_runtime.cuh\"\n#include <cstdlib>\n\nvolatile float sink_;\n\n")
@@ -206,14 +175,7 @@ func TestEmulatorRefusesMisalignedVectors(t *testing.T) {
 		fmt.Fprintf(&src, "  case %d: return mirage::launch(k%d, dim3(1), dim3(32), 0, nullptr, g) == cudaSuccess ? 0 : 1;\n", i, i)
 	}
 	src.WriteString("  }\n  return 2;\n}\n")
-	if err := os.WriteFile(filepath.Join(dir, "aligned.cpp"), []byte(src.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "aligned")
-	args := append(append([]string(nil), EmulatorFlags...), "-I"+dir, filepath.Join(dir, "aligned.cpp"), "-o", bin)
-	if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
-		t.Fatalf("g++: %v\n%s", err, out)
-	}
+	bin := buildEmulated(t, "aligned", src.String())
 	for i, c := range cases {
 		out, err := exec.Command(bin, fmt.Sprint(i)).CombinedOutput()
 		switch {
@@ -223,4 +185,33 @@ func TestEmulatorRefusesMisalignedVectors(t *testing.T) {
 			t.Errorf("%s: exit %v, output %q; want a failure saying %q", c.name, err, out, c.fails)
 		}
 	}
+}
+
+// buildEmulated builds src, a C++ program that includes the runtime, for
+// the CPU emulator in a temporary directory, with an emulated build's flags
+// but without the precompiled runtime (g++ parses the headers themselves),
+// and returns the binary's path.
+func buildEmulated(t *testing.T, name, src string) string {
+	t.Helper()
+	gxx, err := EmulatorCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := WriteEmulator(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RuntimeName), []byte(Runtime), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cpp := filepath.Join(dir, name+".cpp")
+	if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	args := append(append([]string(nil), EmulatorFlags...), "-I"+dir, cpp, "-o", bin)
+	if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	return bin
 }

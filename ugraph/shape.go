@@ -250,6 +250,18 @@ func (s Shape) Bytes(elemSize int) int64 {
 	return MulSize(int64(s.NumElements()), int64(elemSize))
 }
 
+// Coords returns the coordinates of the element at row-major offset off
+// (0 <= off < NumElements).
+func (s Shape) Coords(off int) []int {
+	idx := make([]int, s.rank)
+	for i := int(s.rank) - 1; i >= 0; i-- {
+		d := int(s.dims[i])
+		idx[i] = off % d
+		off /= d
+	}
+	return idx
+}
+
 // Strides returns the row-major strides, in elements. Each is at most
 // NumElements, so none overflows.
 func (s Shape) Strides() []int {

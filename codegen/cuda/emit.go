@@ -534,12 +534,12 @@ func (p *program) predefined(i int) error {
 			// libraries' scratch; the counts start at zero.
 			kname = fmt.Sprintf("mirage::reduce_rows_split_kernel<%s>", ct)
 			partial := "static_cast<float*>(lib_ws)"
-			arrived := fmt.Sprintf("reinterpret_cast<unsigned*>(static_cast<float*>(lib_ws) + %d)", outer*lk.Split)
+			arrived := fmt.Sprintf("reinterpret_cast<unsigned*>(static_cast<float*>(lib_ws) + %d)", lk.SplitCounts())
 			args = []string{p.cname[op.Out[0]], p.cname[op.In[0]], fmt.Sprint(n), fmt.Sprint(lk.Chunk), partial, arrived}
 			if co != fmt.Sprintf("%dLL", outer) {
 				gridY = fmt.Sprintf("static_cast<unsigned>(%s)", co)
 			}
-			pre = append(pre, fmt.Sprintf("err = cudaMemsetAsync(%s, 0, %d, stream);", arrived, 4*outer), "if (err != cudaSuccess) return err;")
+			pre = append(pre, fmt.Sprintf("err = cudaMemsetAsync(%s, 0, %d, stream);", arrived, 4*lk.Grid[1]), "if (err != cudaSuccess) return err;")
 			notes = append(notes, fmt.Sprintf("%d blocks a row, %d accesses each; %d bytes of scratch", lk.Split, lk.Chunk, lk.Workspace))
 		case launch.ReduceMidSplit:
 			kname = fmt.Sprintf("mirage::reduce_mid_split_kernel<%s>", ct)
