@@ -81,6 +81,24 @@ func tileFetch(rows, rowBytes int) fetch {
 	return fetch{Bytes: float64(rows * rowBytes), Lines: float64(rows) * ceilf(rowBytes, lineBytes)}
 }
 
+// inputFetch is the fetch of a tile of an input of shape dshape: runs of
+// contiguous bytes, each a line per 128 bytes. A run is a row of the
+// tile, or several rows where the tile holds the input's whole rows (an
+// adapter's 16 columns, 32 bytes a row: a warp's 16-byte copies of
+// consecutive rows are consecutive addresses, four lines a request, not
+// one a row).
+func inputFetch(tile, dshape ugraph.Shape, elem int) fetch {
+	run := elem
+	for d := tile.Rank() - 1; d >= 0; d-- {
+		run *= tile.Dim(d)
+		if tile.Dim(d) != dshape.Dim(d) {
+			break
+		}
+	}
+	bytes := tile.NumElements() * elem
+	return fetch{Bytes: float64(bytes), Lines: float64(bytes/run) * ceilf(run, lineBytes)}
+}
+
 // lineBytes is an L1 cache line: what one wavefront of the SM's memory
 // pipeline serves.
 const lineBytes = 128
@@ -106,7 +124,7 @@ func graphSteps(tg *thread.Graph) blockSteps {
 		}
 		shape := bg.Tensors[op.Out].Shape
 		var s steps
-		f := tileFetch(shape.NumElements()/shape.Last(), shape.Last()*t.DType.Size())
+		f := inputFetch(shape, op.Input.DShape, t.DType.Size())
 		if t.Vector > 0 {
 			s.Copies = ceilf(shape.NumElements()*t.DType.Size()/t.Vector, threads)
 		} else {

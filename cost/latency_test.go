@@ -349,3 +349,28 @@ func TestSplitSumCountsItsMemset(t *testing.T) {
 		}
 	}
 }
+
+// A tile's lines are its contiguous runs' (the SM's memory pipeline
+// serves a 128-byte line a wavefront): a row of a wider tensor is a run
+// of its own, while a tile of whole rows is one run across them.
+func TestInputFetchCountsContiguousRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		tile, whole []int
+		elem        int
+		lines       float64
+	}{
+		{"a weight's column tile, 128 bytes a row", []int{256, 64}, []int{4096, 4096}, 2, 256},
+		{"a weight's narrow column tile, 32 bytes a row", []int{256, 16}, []int{4096, 4096}, 2, 256},
+		{"an adapter's whole rows, 32 bytes each", []int{256, 16}, []int{4096, 16}, 2, 64},
+		{"whole rows of 200 bytes", []int{4, 100}, []int{64, 100}, 2, 7},
+		{"a batch of whole matrices", []int{2, 8, 64}, []int{4, 8, 64}, 2, 16},
+		{"whole rows of part of each batch", []int{2, 4, 64}, []int{2, 8, 64}, 2, 8},
+		{"a row of activations", []int{8, 256}, []int{8, 4096}, 2, 32},
+	} {
+		f := inputFetch(ugraph.MustShape(tc.tile...), ugraph.MustShape(tc.whole...), tc.elem)
+		if bytes := float64(ugraph.MustShape(tc.tile...).NumElements() * tc.elem); f.Bytes != bytes || f.Lines != tc.lines {
+			t.Errorf("%s: %v bytes in %v lines, want %v in %v", tc.name, f.Bytes, f.Lines, bytes, tc.lines)
+		}
+	}
+}

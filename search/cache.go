@@ -195,7 +195,10 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 42: the model counts the code's ldmatrix, epilogue rows,
 // zeroing, barriers, fetches, SIMT products and in-place reads (package
 // thread's rules), and of twins the seed's graph is kept (preferTwin).
-const cacheVersion = 42
+// Version 43: the matmul and library rules take low-rank products of a
+// narrow matmul's result (LoRA's (X·A)·B); the model counts a tile of an
+// input's whole rows as one contiguous run of lines (cost.inputFetch).
+const cacheVersion = 43
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -177,6 +177,33 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			t.Errorf("emulated the forms %v, want 8: 768 and 3000 columns tiled and not, 64, 96, 128 (bf16) and 256 whole", forms)
 		}
 	})
+	// Low-rank adapters: X·A accumulated whole beside X·W, its product
+	// with B's column tile after the loop; one row tile and three (grid
+	// y, B read whole along its rank of 12 by each); and the library's
+	// kernel after X·W and X·A.
+	t.Run("low-rank", func(t *testing.T) {
+		t.Parallel()
+		want := map[string]bool{
+			"a low-rank adapter, scaled: matmul, row tiles 1":                             false,
+			"a low-rank adapter, scaled: library, row tiles 1":                            false,
+			"a low-rank adapter on a normed row, 192 rows, a bias: matmul, row tiles 3":   false,
+			"a low-rank adapter on a normed row, 192 rows, a bias: library, row tiles 12": false,
+		}
+		for _, name := range []string{"a low-rank adapter, scaled", "a low-rank adapter on a normed row, 192 rows, a bias"} {
+			for _, s := range seed.Build(load(t, caseBody(t, name)), seed.Options{}) {
+				form := fmt.Sprintf("%s: %s, row tiles %d", name, s.Rule, firstKernel(s.Graph).Grid[1])
+				if done, ok := want[form]; ok && !done {
+					want[form] = true
+					emulate(t, s.Graph, 1)
+				}
+			}
+		}
+		for form, done := range want {
+			if !done {
+				t.Errorf("no seed of the form %q", form)
+			}
+		}
+	})
 	// Head sums: the for-loop over the heads alone (one kernel), the heads
 	// split among the blocks too (partials stacked by split, combined by a
 	// second kernel), and grouped heads of rank 4, the groups on grid y,

@@ -21,6 +21,8 @@ func FuzzBuild(f *testing.F) {
 	// bf16: rms_norm of X, its product with W, silu, plus a bias (1 x 16)
 	// and a residual (4 x 16).
 	f.Add([]byte{7, 0, 3, 8, 9, 10, 0, 0, 7, 4, 1, 1, 5, 5, 4, 6, 2, 4, 7, 3})
+	// A low-rank adapter: X·W + 0.5·(X·A)·B, A of 4 columns.
+	f.Add([]byte{3, 0, 3, 10, 9, 7, 0, 1, 7, 0, 2, 7, 5, 3, 3, 6, 6, 4, 4, 7})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := programFrom(data)
 		if g == nil {
@@ -43,8 +45,9 @@ func FuzzBuild(f *testing.F) {
 // fuzzShapes are the input shapes programFrom draws from: {2, 1, 1} is a
 // factor per head (attention's prologues); {1, 16} and {4, 16} a bias and
 // a residual of a product of {4, 8} and {8, 16} (the epilogue inputs of
-// the matmul, split_k and library rules).
-var fuzzShapes = [][]int{{4, 8}, {1, 8}, {4, 1}, {8, 16}, {2, 4, 8}, {2, 8, 4}, {2, 1, 8}, {2, 1, 1}, {1, 16}, {4, 16}}
+// the matmul, split_k and library rules); {8, 4} and {4, 16} an adapter's
+// A and B.
+var fuzzShapes = [][]int{{4, 8}, {1, 8}, {4, 1}, {8, 16}, {2, 4, 8}, {2, 8, 4}, {2, 1, 8}, {2, 1, 1}, {1, 16}, {4, 16}, {8, 4}}
 
 // fuzzDTypes are the programs' dtypes, one for all their inputs.
 var fuzzDTypes = []ugraph.DType{ugraph.Float16, ugraph.BFloat16, ugraph.Float32}

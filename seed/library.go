@@ -46,6 +46,7 @@ func libraryRule(p *program, opts Options) []*kernel.Graph {
 		}
 	}
 	pre = append(pre, plan.matmuls...)
+	pre = append(pre, plan.narrow...)
 	var graphs []*kernel.Graph
 	for _, tm := range tileSizes(plan.m, 1, 16) {
 		for _, tn := range libraryColumns(plan.n) {
@@ -127,6 +128,18 @@ func libraryKernel(p *program, plan *matmulPlan, pre []int, x kernel.TensorID, g
 	for _, i := range plan.matmuls {
 		c := p.g.Ops[i].Out[0]
 		tile, ok := k.loadInvariant(c, axes(p.shape(c)))
+		if ok && x >= 0 {
+			tile, ok = k.add(ugraph.OpDiv, ugraph.Attr{}, tile, rms)
+		}
+		if !ok {
+			return nil, false
+		}
+		k.tiles[c] = tile
+	}
+	for _, i := range plan.narrow {
+		// X·A whole along its columns, for the low-rank products.
+		c := p.g.Ops[i].Out[0]
+		tile, ok := k.loadInvariant(c, axisMap(p.shape(c), grid, -1, 0))
 		if ok && x >= 0 {
 			tile, ok = k.add(ugraph.OpDiv, ugraph.Attr{}, tile, rms)
 		}

@@ -24,7 +24,15 @@ type matmulPlan struct {
 	// the reduced dim; the columns are then one tile), not grid y.
 	headsOnX bool
 	matmuls  []int // op indices, in program order
+	// narrow are matmuls on a of at most maxRank columns whose results
+	// only low-rank products read as their left operand (LoRA's X·A, of
+	// X·W + (X·A)·B): accumulated whole in every block, beside the
+	// matmuls, at rank 2.
+	narrow   []int
 	prologue []int // op indices, in program order
+	// epilogue holds the element-wise ops after the loop and the low-rank
+	// products ((X·A)·B: a narrow result times an input of rank × n, read
+	// whole per block in a column tile, lowRank).
 	epilogue []int
 	// norm is the prologue's rms_norm (-1: none): it runs as its operand,
 	// and the matmuls' results are divided by the operand's rms after the
@@ -34,7 +42,14 @@ type matmulPlan struct {
 	// extra are program inputs the epilogue reads (a bias, a residual):
 	// loaded whole per block (loadInvariant).
 	extra []kernel.TensorID
+	// lowRank are the low-rank products' right operands (LoRA's B), loaded
+	// as extra is but never cut along the rows.
+	lowRank []kernel.TensorID
 }
+
+// maxRank is the most columns a narrow matmul has: its result is held
+// whole by every block (an adapter's rank is 8 to 64).
+const maxRank = 128
 
 // matmulRule fuses matmuls that share their left operand, its element-wise
 // prologue (with at most one rms_norm) and the element-wise epilogues of
@@ -49,7 +64,10 @@ type matmulPlan struct {
 // premise: 2-D matmuls, or 3-D and 4-D ones batched over the dims before
 // their last two, one left operand, weights that are inputs, every other
 // op element-wise (or that rms_norm, over the last dim), and outputs
-// computed after the loop.
+// computed after the loop. At rank 2 a matmul on the left operand of at
+// most maxRank columns whose result only other matmuls read (an
+// adapter's X·A) is narrow: every block accumulates it whole, and its
+// products with inputs of that many rows ((X·A)·B) join the epilogue.
 func matmulRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
 	if !ok {
@@ -101,8 +119,11 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		if r > 4 || !p.isInput(b) {
 			return nil, false
 		}
+		if p.isMatmul(a) {
+			continue // a low-rank product, placed with the epilogue
+		}
 		if plan.a < 0 {
-			plan.a, plan.m, plan.k, plan.n = a, sa.Dim(r-2), sa.Dim(r-1), sb.Dim(r-1)
+			plan.a, plan.m, plan.k = a, sa.Dim(r-2), sa.Dim(r-1)
 			plan.rank, plan.batch, plan.heads = r, 1, 1
 			if r >= 3 {
 				plan.batch = sa.Dim(0)
@@ -111,12 +132,25 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 				plan.heads = sa.Dim(1)
 			}
 		}
-		if a != plan.a || sb.Dim(r-1) != plan.n {
+		if a != plan.a {
+			return nil, false
+		}
+		if p.narrow(i) {
+			plan.narrow = append(plan.narrow, i)
+			continue
+		}
+		if plan.n == 0 {
+			plan.n = sb.Dim(r - 1)
+		}
+		if sb.Dim(r-1) != plan.n {
 			return nil, false
 		}
 		plan.matmuls = append(plan.matmuls, i)
 	}
-	if plan.a < 0 || p.output[plan.a] {
+	if len(plan.matmuls) == 0 || len(plan.narrow) > 0 && plan.rank != 2 {
+		return nil, false
+	}
+	if p.output[plan.a] {
 		return nil, false
 	}
 	// The prologue: the ops a depends on.
@@ -137,10 +171,17 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 	post := make([]bool, len(g.Tensors)) // computed after the loop
 	for i, op := range g.Ops {
 		switch {
-		case op.Kind == ugraph.OpInput, op.Kind == ugraph.OpMatmul:
-			if op.Kind == ugraph.OpMatmul {
-				post[op.Out[0]] = true
+		case op.Kind == ugraph.OpInput:
+		case op.Kind == ugraph.OpMatmul && p.isMatmul(op.In[0]):
+			// A low-rank product: a narrow result times rank × n.
+			if !slices.Contains(plan.narrow, p.producer[op.In[0]]) || !p.shape(op.In[1]).BroadcastsTo(ugraph.MustShape(p.shape(op.In[0]).Dim(1), plan.n)) || p.shape(op.In[1]).Rank() != 2 {
+				return nil, false
 			}
+			plan.lowRank = append(plan.lowRank, op.In[1])
+			post[op.Out[0]] = true
+			plan.epilogue = append(plan.epilogue, i)
+		case op.Kind == ugraph.OpMatmul:
+			post[op.Out[0]] = true
 		case inPrologue[i]:
 			if op.Kind == ugraph.OpRMSNorm && plan.norm < 0 && op.Attr.Dim == plan.dim(1) {
 				plan.norm = i
@@ -191,12 +232,40 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 	if plan.norm >= 0 && !rowLinear(p, g.Ops[plan.norm].Out[0], plan.a, inPrologue) {
 		return nil, false
 	}
-	// A weight is tiled along its columns and walked along its rows; the
-	// prologue's inputs are walked along their columns. One tensor cannot
-	// be both (the kernel loads each input once).
-	for _, i := range plan.matmuls {
-		w := g.Ops[i].In[1]
-		if w == plan.a || slices.ContainsFunc(plan.prologue, func(j int) bool { return slices.Contains(g.Ops[j].In, w) }) {
+	// A weight is tiled along its columns and walked along its rows, a
+	// narrow one walked whole; the prologue's inputs are walked along
+	// their columns; a low-rank product's right operand is read after the
+	// loop, whole along its rows. One tensor cannot be two of these (the
+	// kernel loads each walked input once, and a tile read after the loop
+	// is known by its tensor). The epilogue's other inputs are loaded
+	// apart from the loop's.
+	roles := map[kernel.TensorID]int{plan.a: 0}
+	claim := func(t kernel.TensorID, role int) bool {
+		r, ok := roles[t]
+		roles[t] = role
+		return !ok || r == role
+	}
+	for _, i := range plan.prologue {
+		for _, t := range g.Ops[i].In {
+			if p.isInput(t) && !claim(t, 0) {
+				return nil, false
+			}
+		}
+	}
+	for role, ops := range [][]int{plan.matmuls, plan.narrow} {
+		for _, i := range ops {
+			if !claim(g.Ops[i].In[1], 1+role) {
+				return nil, false
+			}
+		}
+	}
+	for _, t := range plan.lowRank {
+		if !claim(t, 3) {
+			return nil, false
+		}
+	}
+	for _, t := range plan.extra {
+		if roles[t] == 3 {
 			return nil, false
 		}
 	}
@@ -360,9 +429,15 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 			return nil, false
 		}
 	}
+	for _, i := range plan.narrow {
+		w := g.Ops[i].In[1]
+		if !k.loadWalked(w, block.Replicate, 0) || !k.compute(i) {
+			return nil, false
+		}
+	}
 	// After it: the matmuls' sums (divided by the rms), the epilogue's
 	// inputs, the epilogue.
-	for _, i := range plan.matmuls {
+	for _, i := range slices.Concat(plan.matmuls, plan.narrow) {
 		c := g.Ops[i].Out[0]
 		acc, ok := k.add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, k.tiles[c])
 		if ok && normIn >= 0 {
@@ -385,6 +460,15 @@ func matmulKernel(p *program, plan *matmulPlan, grid, threads block.Dim3, forloo
 func (k *kernelBuilder) finishEpilogue(plan *matmulPlan, axes func(ugraph.Shape) block.Map) bool {
 	for _, t := range plan.extra {
 		tile, ok := k.loadInvariant(t, axes(k.p.shape(t)))
+		if !ok {
+			return false
+		}
+		k.tiles[t] = tile
+	}
+	for _, t := range plan.lowRank {
+		imap := axes(k.p.shape(t))
+		imap[1] = -1 // its rows are the adapter's rank: every row tile reads them all
+		tile, ok := k.loadInvariant(t, imap)
 		if !ok {
 			return false
 		}

@@ -21,7 +21,9 @@
 //     rms_norm(X)·W = (X·W) / rms(X)) and element-wise epilogues on their
 //     results, in one kernel tiled over the output columns (and rows, and
 //     the batch of batched matmuls: heads, or groups × heads) with a
-//     for-loop over the reduced dim.
+//     for-loop over the reduced dim. A low-rank adapter's products
+//     (LoRA's X·W + (X·A)·B) join them: X·A accumulates whole beside
+//     X·W, and its product with B's column tile runs after the loop.
 //   - split_k: the matmul rule's computation for a few rows, with the
 //     reduced dim split among the blocks too, so that they fill the
 //     target's SMs, and a second kernel that sums the splits' partial
@@ -40,7 +42,8 @@
 //   - library: 2-D matmuls left to the library (pre-defined ops, after
 //     the prologue's other ops), and one kernel after them that reads
 //     their products, divides them by the rms of the norm's operand (the
-//     norm moved behind them) and runs the epilogue.
+//     norm moved behind them) and runs the epilogue (with an adapter's
+//     (X·A)·B, X·A left to the library too).
 //
 // The matmul, split_k and head_sum rules read an epilogue's inputs (a
 // bias, a residual) after a for-loop of any length (loadInvariant).
@@ -158,9 +161,10 @@ func Covers(program *kernel.Graph, sms int, placed func(*kernel.Graph) bool) (pr
 // of g (indices) make as a part, asked before that program is built:
 // every rule takes at most two matmuls (attention; head_sum one), or
 // matmuls that share their left operand (matmul, split_k, library), and
-// no graph-defined kernel.
+// low-rank products of their results; and no graph-defined kernel.
 func MayCover(g *kernel.Graph, ops []int) bool {
 	var left kernel.TensorID = -1
+	loop := map[kernel.TensorID]bool{} // results of the matmuls on left
 	matmuls, shared := 0, true
 	for _, i := range ops {
 		switch op := g.Ops[i]; op.Kind {
@@ -168,8 +172,12 @@ func MayCover(g *kernel.Graph, ops []int) bool {
 			return false
 		case ugraph.OpMatmul:
 			matmuls++
+			if loop[op.In[0]] {
+				continue // a low-rank product
+			}
 			shared = shared && (left < 0 || op.In[0] == left)
 			left = op.In[0]
+			loop[op.Out[0]] = true
 		}
 	}
 	return matmuls <= 2 || shared
@@ -212,6 +220,28 @@ func analyze(g *kernel.Graph) (*program, bool) {
 
 func (p *program) isInput(t kernel.TensorID) bool {
 	return p.g.Ops[p.producer[t]].Kind == ugraph.OpInput
+}
+
+// isMatmul reports whether t is a matmul's result.
+func (p *program) isMatmul(t kernel.TensorID) bool {
+	return p.g.Ops[p.producer[t]].Kind == ugraph.OpMatmul
+}
+
+// narrow reports whether matmul op i is a narrow one (matmulPlan.narrow):
+// of rank 2 and at most maxRank columns, not an output, and read only as
+// the left operand of matmuls.
+func (p *program) narrow(i int) bool {
+	t := p.g.Ops[i].Out[0]
+	s := p.shape(t)
+	if s.Rank() != 2 || s.Dim(1) > maxRank || p.output[t] || len(p.consumers[t]) == 0 {
+		return false
+	}
+	for _, c := range p.consumers[t] {
+		if op := p.g.Ops[c]; op.Kind != ugraph.OpMatmul || op.In[0] != t || op.In[1] == t {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *program) shape(t kernel.TensorID) ugraph.Shape { return p.g.Tensors[t].Shape }

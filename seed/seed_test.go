@@ -279,6 +279,50 @@ A = g.new_input(dims=(256, 16), dtype=mi.float16)
 B = g.new_input(dims=(16, 256), dtype=mi.float16)
 g.mark_output(g.matmul(g.matmul(X, A), B))
 `, nil},
+	// LoRA: X·W + s·(X·A)·B. X·A (16 columns) accumulates whole in
+	// every block beside X·W; its product with B's column tile runs
+	// after the loop. split_k declines (each split would hold a partial
+	// X·A).
+	{"a low-rank adapter, scaled", `
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 512), dtype=mi.float16)
+A = g.new_input(dims=(256, 16), dtype=mi.float16)
+B = g.new_input(dims=(16, 512), dtype=mi.float16)
+E = g.mul_scalar(g.matmul(g.matmul(X, A), B), 2.0)
+g.mark_output(g.add(g.matmul(X, W), E))
+`, []string{"matmul", "library"}},
+	// The same on a weighted norm of 192 rows (the rows tiled on grid y,
+	// B read whole along its rows by every row tile), with a bias, the
+	// adapter's product written first; a rank of 12.
+	{"a low-rank adapter on a normed row, 192 rows, a bias", `
+X = g.new_input(dims=(192, 128), dtype=mi.bfloat16)
+G = g.new_input(dims=(1, 128), dtype=mi.bfloat16)
+A = g.new_input(dims=(128, 12), dtype=mi.bfloat16)
+B = g.new_input(dims=(12, 384), dtype=mi.bfloat16)
+W = g.new_input(dims=(128, 384), dtype=mi.bfloat16)
+C = g.new_input(dims=(1, 384), dtype=mi.bfloat16)
+N = g.mul(g.rms_norm(X, normalized_shape=(128,)), G)
+E = g.matmul(g.matmul(N, A), B)
+g.mark_output(g.add(g.add(E, g.matmul(N, W)), C))
+`, []string{"matmul", "library"}},
+	// X·A read by an element-wise op too: not narrow, and its 16
+	// columns are not X·W's 512.
+	{"a narrow product read after the loop", `
+X = g.new_input(dims=(16, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 512), dtype=mi.float16)
+A = g.new_input(dims=(256, 16), dtype=mi.float16)
+B = g.new_input(dims=(16, 512), dtype=mi.float16)
+D = g.matmul(X, A)
+g.mark_output(g.add(g.matmul(X, W), g.matmul(D, B)))
+g.mark_output(g.exp(D))
+`, nil},
+	// B is also the weight: read two ways.
+	{"a low-rank product whose right operand is the weight", `
+X = g.new_input(dims=(16, 16), dtype=mi.float16)
+A = g.new_input(dims=(16, 16), dtype=mi.float16)
+B = g.new_input(dims=(16, 512), dtype=mi.float16)
+g.mark_output(g.add(g.matmul(X, B), g.matmul(g.matmul(X, A), B)))
+`, nil},
 	{"the norm is read after the loop", `
 X = g.new_input(dims=(16, 256), dtype=mi.float16)
 W = g.new_input(dims=(256, 256), dtype=mi.float16)
@@ -744,15 +788,20 @@ func TestRulesNamed(t *testing.T) {
 
 // libraryMatmuls counts a library seed's pre-defined ops, failing t
 // unless they are the program's prologue but its rms_norm, then its
-// matmuls, and the graph-defined kernel comes last.
+// matmuls but the low-rank products (whose left operand is a product:
+// the kernel computes them), and the graph-defined kernel comes last.
 func libraryMatmuls(t *testing.T, program, seed *kernel.Graph) int {
 	t.Helper()
 	var want, got []ugraph.OpKind
 	matmuls := 0
+	products := map[kernel.TensorID]bool{}
 	for _, op := range program.Ops {
 		switch op.Kind {
 		case ugraph.OpMatmul:
-			matmuls++
+			if !products[op.In[0]] {
+				matmuls++
+			}
+			products[op.Out[0]] = true
 		case ugraph.OpInput, ugraph.OpRMSNorm:
 		default:
 			if matmuls == 0 {

@@ -29,11 +29,12 @@ import (
 // The splits are powers of two that bring the blocks to the target's SMs
 // (Options.SMs) and to twice that; the rule declines when the columns
 // (and the batch) alone fill them. Its premise is the matmul rule's, with
-// m at most 128. The combining kernel reads the epilogue's inputs (a bias,
+// m at most 128 and no narrow matmul (each split would hold a partial
+// X·A that every column tile computes alike). The combining kernel reads the epilogue's inputs (a bias,
 // a residual: loadInvariant).
 func splitRule(p *program, opts Options) []*kernel.Graph {
 	plan, ok := planMatmul(p)
-	if !ok || plan.m > 128 || plan.batch > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
+	if !ok || plan.m > 128 || plan.batch > block.MaxGridAxis || plan.heads > block.MaxGridAxis || len(plan.narrow) > 0 {
 		return nil
 	}
 	tns := tileSizes(plan.n, 32, 256)
