@@ -147,6 +147,7 @@ var errorCases = []struct {
 	{"no output op", withHeader("tb = mi.new_threadblock_graph((1, 1, 1), (128, 1, 1), 1, 64)", "t = tb.new_input(X, (-1, -1, -1), -1)", "O = g.customized([X], tb)"), false, 7,
 		"the threadblock graph has no output op"},
 	{"kernel op on a tile", withFused("Y = g.exp(tO)"), false, 13, "exp: for parameter A: got stensor, want dtensor (a tile of a threadblock graph"},
+	{"a number for a tensor", withHeader("Y = g.mul(X, 2.0)"), false, 5, "mul: for parameter B: got float, want dtensor (a number scales a tensor through mul_scalar(A, scalar)"},
 	{"block op on a device tensor", withFused("Y = tb.exp(X)"), false, 13, "exp: for parameter A: got dtensor, want stensor (load a device tensor with tb.new_input first)"},
 	{"tile of another block graph", withFused("tb2 = mi.new_threadblock_graph((1, 1, 1), (128, 1, 1), 1, 64)", "Y = tb2.exp(tO)"), false, 14, "is a tile of another threadblock graph"},
 

@@ -112,8 +112,11 @@ func (kg *kgraph) operand(v starlark.Value) (kernel.TensorID, error) {
 	t, ok := v.(dtensor)
 	if !ok {
 		want := "dtensor"
-		if _, ok := v.(stensor); ok {
+		switch v.(type) {
+		case stensor:
 			want += " (a tile of a threadblock graph cannot be used in a kernel graph)"
+		case starlark.Int, starlark.Float:
+			want += " (a number scales a tensor through mul_scalar(A, scalar): the other ops take tensors)"
 		}
 		return 0, wrongType(v, want)
 	}
