@@ -115,6 +115,16 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b MIRAGE
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
+// misaligned reports whether one of the n pointers p[i] is not a multiple
+// of align bytes. The entry points refuse such tensors (16) and workspaces
+// (256) with cudaErrorInvalidValue, as their headers say: a kernel's 16-byte
+// access there would fail with an error that ends the CUDA context.
+inline bool misaligned(void const* const* p, int n, uintptr_t align) {
+  for (int i = 0; i < n; ++i)
+    if (reinterpret_cast<uintptr_t>(p[i]) % align != 0) return true;
+  return false;
+}
+
 // add2 adds a and b to p[0] and p[1] (fp32 accumulators; p 8-byte aligned).
 __device__ __forceinline__ void add2(float* p, float a, float b MIRAGE_SITE_PARAMS) {
   MIRAGE_TRACE2(Load, p);

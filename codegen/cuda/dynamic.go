@@ -226,7 +226,7 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 			cu.raw(k)
 		}
 		cu.line("")
-		p.hostFunction(cu, "cudaError_t run(void* const* outputs, void const* const* inputs, long long m, void* workspace, cudaStream_t stream)")
+		p.hostFunction(cu, "cudaError_t run(void* const* outputs, void const* const* inputs, long long m, void* workspace, cudaStream_t stream)", "")
 		if rows.Padded {
 			cu.line("")
 			paddedCall(cu, p, pads[i], len(p.g.Inputs()), len(p.g.Outputs))
@@ -246,6 +246,8 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 	cu.line("")
 	cu.open("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, int64_t m, void* workspace, cudaStream_t stream)", cname)
 	cu.line("if (m < %d || m > %d) return cudaErrorInvalidValue;  // outside the range: no launch", rows.Lo, rows.Hi)
+	cu.line("if (outputs == nullptr || inputs == nullptr) return cudaErrorInvalidValue;")
+	cu.line("%s", alignmentCheck(len(gs[0].Inputs()), len(gs[0].Outputs), res.WorkspaceBytes > 0))
 	call := "run"
 	if rows.Padded {
 		call = "call"
@@ -359,7 +361,8 @@ func dynamicHeader(name, src string, rows Rows, buckets []Bucket, res *Result) s
 		"",
 		fmt.Sprintf("mirage_%s(outputs, inputs, m, workspace, stream) runs the program for m rows", name),
 		fmt.Sprintf("(tokens), %d <= m <= %d, on stream, asynchronously, and returns the first CUDA", rows.Lo, rows.Hi),
-		"error (launch errors included; it prints nothing). m outside the range returns",
+		"error (launch errors included; it prints nothing). m outside the range, or a",
+		"tensor not 16-byte aligned (a workspace not 256-byte aligned), returns",
 		"cudaErrorInvalidValue and launches nothing. inputs[k] and outputs[j] are device",
 		"pointers to dense row-major tensors, 16-byte aligned, of exactly the shapes",
 		"below at this m (no padding rows):",

@@ -709,7 +709,8 @@ func (p *program) files() error {
 	cu.line("")
 	cu.line("extern \"C\" size_t mirage_%s_workspace_bytes(void) { return %d; }", name, p.res.WorkspaceBytes)
 	cu.line("")
-	p.hostFunction(cu, fmt.Sprintf("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream)", name))
+	p.hostFunction(cu, fmt.Sprintf("extern \"C\" cudaError_t mirage_%s(void* const* outputs, void const* const* inputs, void* workspace, cudaStream_t stream)", name),
+		alignmentCheck(len(p.g.Inputs()), len(p.g.Outputs), p.res.WorkspaceBytes > 0))
 	p.res.addFiles(name, cu.String(), header(name, source(p.opts), p.g, p.res), p.opts)
 	return nil
 }
@@ -875,13 +876,16 @@ func linkFlags(links []string) string {
 // hostFunction writes the function that launches the program's kernels,
 // with the given signature (which names outputs, inputs, workspace and
 // stream, and m in a dynamic bucket).
-func (p *program) hostFunction(cu *writer, signature string) {
+func (p *program) hostFunction(cu *writer, signature, aligned string) {
 	cu.open("%s", signature)
 	check := "outputs == nullptr || inputs == nullptr"
 	if p.res.WorkspaceBytes > 0 {
 		check += " || workspace == nullptr"
 	}
 	cu.line("if (%s) return cudaErrorInvalidValue;", check)
+	if aligned != "" {
+		cu.line("%s", aligned)
+	}
 	if p.res.WorkspaceBytes > 0 {
 		cu.line("unsigned char* const ws = static_cast<unsigned char*>(workspace);")
 	} else {
@@ -897,6 +901,18 @@ func (p *program) hostFunction(cu *writer, signature string) {
 	cu.raw(p.host.String())
 	cu.line("return err;")
 	cu.close()
+}
+
+// alignmentCheck is the line of an entry point that refuses what its
+// header does not allow: a tensor not 16-byte aligned, a workspace not
+// 256-byte aligned (mirage::misaligned). Host work, a few instructions a
+// call: no kernel's code changes with it.
+func alignmentCheck(inputs, outputs int, workspace bool) string {
+	check := fmt.Sprintf("mirage::misaligned(inputs, %d, 16) || mirage::misaligned(outputs, %d, 16)", inputs, outputs)
+	if workspace {
+		check += " || mirage::misaligned(&workspace, 1, 256)"
+	}
+	return fmt.Sprintf("if (%s) return cudaErrorInvalidValue;", check)
 }
 
 // linksComment says, in NAME.h, which toolkit libraries the code links.
@@ -919,7 +935,9 @@ func header(name, src string, g *kernel.Graph, res *Result) string {
 		fmt.Sprintf("mirage_%s(outputs, inputs, workspace, stream) runs the program on stream,", name),
 		"asynchronously, and returns the first CUDA error (launch errors included; it",
 		"prints nothing). inputs[k] and outputs[j] are device pointers to dense",
-		"row-major tensors, 16-byte aligned; strides below are in elements:",
+		"row-major tensors, 16-byte aligned (a pointer that is not, or a workspace",
+		"not 256-byte aligned, returns cudaErrorInvalidValue and launches nothing);",
+		"strides below are in elements:",
 		"")
 	var rows [][]string
 	row := func(name string, t kernel.TensorID) {

@@ -8,8 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/mirage-go/mirage/frontend"
 	"github.com/mirage-go/mirage/interp"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
@@ -157,5 +159,46 @@ func checkAgainstInterp(t *testing.T, name string, g *kernel.Graph, data []byte)
 	}
 	if rd.Len() != 0 {
 		t.Errorf("%s: %d bytes left over in the program's output", name, rd.Len())
+	}
+}
+
+// The entry point refuses what its header does not allow, before any
+// launch: an input or output not 16-byte aligned, a workspace not 256-byte
+// aligned (cudaErrorInvalidValue, 1). Aligned, the same build runs.
+func TestEntryPointRefusesMisalignedPointers(t *testing.T) {
+	needGXX(t)
+	p, err := frontend.Load("p.py", []byte(`import mirage as mi
+g = mi.new_kernel_graph()
+X = g.new_input(dims=(8, 64), dtype=mi.float16)
+W = g.new_input(dims=(64, 128), dtype=mi.float16)
+g.mark_output(g.silu(g.matmul(X, W)))
+`), frontend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Emit("p", p.Graph, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.WorkspaceBytes == 0 {
+		t.Fatal("no workspace: the case does not check its alignment")
+	}
+	dir := t.TempDir()
+	emu, _, err := BuildEmulation(context.Background(), dir, p.Graph, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.bin")
+	if err := emu.WriteInputs(in, func(k, i int) float32 { return float32(i%7) / 8 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.Run(context.Background(), in, filepath.Join(dir, "out.bin")); err != nil {
+		t.Fatalf("aligned: %v", err)
+	}
+	for _, what := range []string{"inputs", "outputs", "workspace"} {
+		err := emu.Run(context.Background(), in, filepath.Join(dir, "out-"+what+".bin"), "MIRAGE_EMU_MISALIGN="+what)
+		if err == nil || !strings.Contains(err.Error(), "returned error 1") {
+			t.Errorf("%s 8 bytes off their alignment: %v, want the entry point's error 1 (cudaErrorInvalidValue)", what, err)
+		}
 	}
 }

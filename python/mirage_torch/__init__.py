@@ -45,6 +45,7 @@ __all__ = ["load", "Op", "Program", "parse_header", "BuildError"]
 
 _DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32"}
 _ALIGN = 16  # bytes: every tensor the emitted code takes is 16-byte aligned
+_WS_ALIGN = 256  # bytes: the workspace's alignment (the entry point refuses less)
 
 
 class BuildError(RuntimeError):
@@ -401,11 +402,13 @@ class Op:
         _, entry, ws_bytes = self._entry[dev.type]
         outs = [torch.empty(t.shape(m), dtype=self._dtype(t.dtype), device=dev) for t in p.outputs]
         nws = ws_bytes(m) if p.m_range else ws_bytes()
-        ws = torch.empty(nws, dtype=torch.uint8, device=dev) if nws else None
+        # torch's CPU allocator aligns to 64 bytes: take 256 more and start
+        # at the first multiple of 256 in them.
+        ws = torch.empty(nws + _WS_ALIGN, dtype=torch.uint8, device=dev) if nws else None
         out_ptrs = (ctypes.c_void_p * len(outs))(*[o.data_ptr() for o in outs])
         in_ptrs = (ctypes.c_void_p * max(1, len(inputs)))(*[x.data_ptr() for x in inputs])
         stream = torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else None
-        ws_ptr = ws.data_ptr() if ws is not None else None
+        ws_ptr = -(-ws.data_ptr() // _WS_ALIGN) * _WS_ALIGN if ws is not None else None
         if p.m_range:
             rc = entry(out_ptrs, in_ptrs, m, ws_ptr, stream)
         else:
