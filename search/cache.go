@@ -197,7 +197,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // thread's rules), and of twins the seed's graph is kept (preferTwin).
 // Version 43: the matmul and library rules take low-rank products of a
 // narrow matmul's result (LoRA's (X·A)·B); the model counts a tile of an
-// input's whole rows as one contiguous run of lines (cost.inputFetch).
+// input's whole rows as one contiguous run of lines (cost.inputFetch);
+// the attention rule's multi-query heads of rank 3 in one block.
 const cacheVersion = 43
 
 // Cache stores search results by key in a directory, one .ugraph.json

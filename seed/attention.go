@@ -24,6 +24,10 @@ type attentionPlan struct {
 	prologues [3][]int
 	b, m, n   int
 	heads     int   // rank 4: dim 1, the heads of a group (grid z); else 1
+	// multiQuery: at rank 3, K and V are computed from inputs of one head
+	// (their batch dim 1, repeated over Q's heads by a broadcast product),
+	// so one block may take every head, reading each key once.
+	multiQuery bool
 	e         int   // V's last dim: the output's
 	scores    int   // the op of Q·K
 	elem      []int // the ops of f, in order, from Q·K to the weights
@@ -89,7 +93,8 @@ type attentionTiling struct {
 // (grid y, a divisor of the keys) and walked in keyTiles; grid z the row tiles (more than 64
 // rows), or at rank 4 the heads of a group, a block each, or none: one
 // block takes a group's heads, reading each key once where a block per
-// head reads it once per head.
+// head reads it once per head. Rank 3's multi-query heads (grid x) are
+// offered both ways too.
 func (plan *attentionPlan) tilings() []attentionTiling {
 	if plan.b > block.MaxGridAxis || plan.heads > block.MaxGridAxis {
 		return nil
@@ -104,6 +109,13 @@ func (plan *attentionPlan) tilings() []attentionTiling {
 			zs = append(zs, plan.m/rows)
 		}
 	}
+	// Multi-query heads (rank 3, K and V of one head) a block each, or
+	// all in one block, as rank 4 takes a group's heads; its rows stay
+	// whole then.
+	xs := []int{plan.b}
+	if plan.multiQuery && len(zs) == 1 {
+		xs = append(xs, 1)
+	}
 	var ts []attentionTiling
 	// Every split up to 64 that divides the keys: the powers of two of a
 	// cache of 4096, the 3, 7 and 21 of one of 777 (whose one power of
@@ -113,9 +125,11 @@ func (plan *attentionPlan) tilings() []attentionTiling {
 			continue
 		}
 		share := plan.n / split
-		for _, z := range zs {
-			for _, tile := range keyTiles(share) {
-				ts = append(ts, attentionTiling{block.Dim3{plan.b, split, z}, share / tile})
+		for _, x := range xs {
+			for _, z := range zs {
+				for _, tile := range keyTiles(share) {
+					ts = append(ts, attentionTiling{block.Dim3{x, split, z}, share / tile})
+				}
 			}
 		}
 	}
@@ -245,6 +259,7 @@ func planAttention(p *program) (*attentionPlan, bool) {
 	if rank == 4 {
 		plan.heads = sq.Dim(1)
 	}
+	plan.multiQuery = rank == 3 && plan.b > 1 && p.shape(plan.inputs[1]).Dim(0) == 1 && p.shape(plan.inputs[2]).Dim(0) == 1
 	for d := range rank - 2 {
 		if sk.Dim(d) != sq.Dim(d) || sv.Dim(d) != sq.Dim(d) {
 			return nil, false

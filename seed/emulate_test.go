@@ -177,6 +177,25 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			t.Errorf("emulated the forms %v, want 8: 768 and 3000 columns tiled and not, 64, 96, 128 (bf16) and 256 whole", forms)
 		}
 	})
+	// Multi-query attention of rank 3 with every head in one block: Q's
+	// heads stacked in the block's tiles, K and V read once (bf16, Q and
+	// K scaled per head; fp16, one mask for every head).
+	t.Run("multi-query heads in one block", func(t *testing.T) {
+		t.Parallel()
+		for _, name := range []string{"multi-query attention, Q scaled per head", "multi-query attention with one mask for every head"} {
+			found := false
+			for _, s := range seed.Build(load(t, caseBody(t, name)), seed.Options{}) {
+				if b := firstKernel(s.Graph); b.Grid[0] == 1 && b.Grid[1] > 1 {
+					emulate(t, s.Graph, 1)
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("%s: no seed with every head in one block and the keys split", name)
+			}
+		}
+	})
 	// Low-rank adapters: X·A accumulated whole beside X·W, its product
 	// with B's column tile after the loop; one row tile and three (grid
 	// y, B read whole along its rank of 12 by each); and the library's

@@ -628,6 +628,39 @@ func TestGroupedAttentionReadsTheCacheWhereItLies(t *testing.T) {
 	}
 }
 
+// Multi-query attention of rank 3 (K and V of one head, repeated over the
+// heads by a product) is tiled a block a head and also with every head in
+// one block, which reads each key once (as rank 4 takes a group's heads);
+// those tilings compute the program too. Attention whose K has a head of
+// its own per Q head gets no such tiling.
+func TestMultiQueryHeadsInOneBlock(t *testing.T) {
+	for _, name := range []string{"multi-query attention, Q scaled per head", "multi-query attention with one mask for every head"} {
+		program := load(t, caseBody(t, name))
+		xs := map[int]int{}
+		for _, s := range seed.Build(program, seed.Options{}) {
+			x := firstBlock(s.Graph).Grid[0]
+			if xs[x]++; x != 1 || xs[x] > 1 {
+				continue
+			}
+			r, err := ffverify.Equivalent(program, s.Graph, ffverify.Options{Seed: 1})
+			if err != nil || !r.Equivalent {
+				t.Errorf("%s: the seed with every head in one block (grid %v) is not the program: %+v, %v", name, firstBlock(s.Graph).Grid, r, err)
+			}
+			if err := sameInFloat64(program, s.Graph); err != nil {
+				t.Errorf("%s, every head in one block: %v", name, err)
+			}
+		}
+		if heads := program.Tensors[0].Shape.Dim(0); len(xs) != 2 || xs[1] == 0 || xs[heads] == 0 {
+			t.Errorf("%s: seeds on grid x %v, want %d (a block a head) and 1", name, xs, heads)
+		}
+	}
+	for _, s := range seed.Build(load(t, caseBody(t, "decode attention, scaled before exp, normalized after ·V")), seed.Options{}) {
+		if x := firstBlock(s.Graph).Grid[0]; x == 1 {
+			t.Errorf("attention with a K per head: a seed takes every head in one block (grid %v)", firstBlock(s.Graph).Grid)
+		}
+	}
+}
+
 // A cache whose length no power of two above 1 divides is still split
 // among blocks: 777 keys 3, 7 and 21 ways.
 func TestAttentionSplitsAnOddCache(t *testing.T) {

@@ -123,6 +123,19 @@ def ref_lora(X, W, A, B):
     return (torch.matmul(X, W) + torch.matmul(torch.matmul(X, A), B),)
 
 
+def ref_lora_llama(X, W, A, B):
+    # The adapter scaled by alpha/rank = 2, as bench/workloads/lora_llama.py.
+    return (torch.matmul(X, W) + 2 * torch.matmul(torch.matmul(X, A), B),)
+
+
+def ref_mqa_falcon(Q, ones, K, V):
+    # Multi-query: one K/V head repeated over 71 query heads by the product
+    # with ones, the scaled softmax written out (bench/workloads/mqa_falcon.py).
+    E = torch.exp(torch.matmul(Q, K * ones) * 0.125)
+    S = torch.sum(E, dim=2, keepdim=True)
+    return (torch.matmul(E / S, V * ones),)
+
+
 def ref_ntrans(H, X, alpha):
     A = rms_norm(H) + X
     C = X + alpha * A
@@ -286,6 +299,14 @@ WORKLOADS = {
             ref_encoder_mlp, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K)), biases in [-1, 1)",
         ),
         Workload("softmax_vocab", [(16, 128256)], [(16, 128256)], ref_softmax_vocab, gen_uniform(1.0)),
+        Workload(
+            "lora_llama", [(8, 4096), (4096, 4096), (4096, 16), (16, 4096)], [(8, 4096)],
+            ref_lora_llama, gen_scaled_weights, note="weights scaled by 2^-round(log2 sqrt(K))",
+        ),
+        Workload(
+            "mqa_falcon", [(71, 1, 64), (71, 1, 1), (1, 64, 2048), (1, 2048, 64)], [(71, 1, 64)],
+            ref_mqa_falcon, gen_repeat_kv, note="the repeating tensor all ones",
+        ),
     ]
 }
 

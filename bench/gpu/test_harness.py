@@ -636,6 +636,33 @@ class ReferenceTest(unittest.TestCase):
         self.assertTrue(t.allclose(ref, t.softmax(X, dim=1), rtol=1e-12, atol=0))
         self.assertTrue(t.allclose(ref.sum(1), t.ones(16, dtype=t.float64)))
 
+    def test_lora_llama(self):
+        """The scaled adapter's reference is the base product plus twice
+        the adapter's, with A and B scaled as trained weights are (A by
+        1/64 over its 4096 rows, B by 1/4 over its 16)."""
+        t = self.torch
+        w = harness.WORKLOADS["lora_llama"]
+        X, W, A, B = harness.make_inputs(w, ["float16"] * 4, 1)
+        self.assertLessEqual(float(A.abs().max()), 1 / 64)
+        self.assertLessEqual(float(B.abs().max()), 1 / 4)
+        (ref,) = w.ref(X, W, A, B)
+        base = X @ W
+        self.assertTrue(t.allclose(ref - base, 2 * (X @ A) @ B, rtol=1e-12, atol=1e-12))
+        self.assertGreater(float((ref - base).abs().max()), 1e-3)  # the adapter counts
+
+    def test_mqa_falcon(self):
+        """Multi-query attention's reference against attention written with
+        K and V expanded over the 71 heads by torch, and softmax."""
+        t = self.torch
+        w = harness.WORKLOADS["mqa_falcon"]
+        Q, ones, K, V = harness.make_inputs(w, ["bfloat16"] * 4, 1)
+        self.assertTrue(bool((ones == 1).all()))
+        (ref,) = w.ref(Q, ones, K, V)
+        Ke, Ve = K.expand(71, 64, 2048), V.expand(71, 2048, 64)
+        want = t.softmax(t.matmul(Q, Ke) / 8, dim=2) @ Ve
+        self.assertEqual(tuple(ref.shape), (71, 1, 64))
+        self.assertTrue(t.allclose(ref, want, rtol=1e-9, atol=1e-12))
+
     def test_llama_layer(self):
         """The layer's reference against an HF-style formulation: heads made
         by a view, not by a product with ones; softmax; the projection of
