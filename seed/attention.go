@@ -23,14 +23,14 @@ type attentionPlan struct {
 	inputs    [3]kernel.TensorID
 	prologues [3][]int
 	b, m, n   int
-	heads     int   // rank 4: dim 1, the heads of a group (grid z); else 1
+	heads     int // rank 4: dim 1, the heads of a group (grid z); else 1
 	// multiQuery: at rank 3, K and V are computed from inputs of one head
 	// (their batch dim 1, repeated over Q's heads by a broadcast product),
 	// so one block may take every head, reading each key once.
 	multiQuery bool
-	e         int   // V's last dim: the output's
-	scores    int   // the op of Q·K
-	elem      []int // the ops of f, in order, from Q·K to the weights
+	e          int   // V's last dim: the output's
+	scores     int   // the op of Q·K
+	elem       []int // the ops of f, in order, from Q·K to the weights
 	// bias are the ops that compute the other operands of f's binary ops
 	// (a mask, ALiBi's slopes times the positions) from biasInputs, in
 	// order: terms of the scores' shape or broadcast to it, read a tile of

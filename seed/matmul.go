@@ -147,10 +147,7 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		}
 		plan.matmuls = append(plan.matmuls, i)
 	}
-	if len(plan.matmuls) == 0 || len(plan.narrow) > 0 && plan.rank != 2 {
-		return nil, false
-	}
-	if p.output[plan.a] {
+	if len(plan.matmuls) == 0 || len(plan.narrow) > 0 && plan.rank != 2 || p.output[plan.a] {
 		return nil, false
 	}
 	// The prologue: the ops a depends on.
@@ -173,8 +170,9 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		switch {
 		case op.Kind == ugraph.OpInput:
 		case op.Kind == ugraph.OpMatmul && p.isMatmul(op.In[0]):
-			// A low-rank product: a narrow result times rank × n.
-			if !slices.Contains(plan.narrow, p.producer[op.In[0]]) || !p.shape(op.In[1]).BroadcastsTo(ugraph.MustShape(p.shape(op.In[0]).Dim(1), plan.n)) || p.shape(op.In[1]).Rank() != 2 {
+			// A low-rank product: a narrow result times rank × n (the
+			// graph's shape rules hold B's rows to the rank).
+			if !slices.Contains(plan.narrow, p.producer[op.In[0]]) || p.shape(op.In[1]).Dim(1) != plan.n {
 				return nil, false
 			}
 			plan.lowRank = append(plan.lowRank, op.In[1])
