@@ -147,15 +147,30 @@ func graphSteps(tg *thread.Graph) blockSteps {
 		bs.Refill.Barriers++ // the barrier before refilling the single buffer
 	}
 	// Parts in order, each after a barrier where the code places one.
+	// Between two barriers the warps run the parts side by side, a warp
+	// skipping the mma parts whose plan leaves it idle (thread.MMA.Base):
+	// the busiest warp's steps count.
 	phase := func(groups []int, post bool, into *steps) {
 		wait := tg.PartBarriers(post)
-		for k, gi := range groups {
-			s := partSteps(tg, &tg.Groups[gi], post)
-			if wait[k] {
-				s.Barriers++
-			}
-			into.add(s, 1)
+		perWarp := make([]steps, warps)
+		flush := func() {
+			into.add(busiest(perWarp), 1)
+			clear(perWarp)
 		}
+		for k, gi := range groups {
+			gr := &tg.Groups[gi]
+			if wait[k] {
+				flush()
+				into.Barriers++
+			}
+			s := partSteps(tg, gr, post)
+			for w := range perWarp {
+				if tg.RunsPart(gr, post, w) {
+					perWarp[w].add(s, 1)
+				}
+			}
+		}
+		flush()
 	}
 	phase(tg.Loop, false, &bs.Iter)
 	for _, gi := range tg.Loop {
@@ -166,6 +181,19 @@ func graphSteps(tg *thread.Graph) blockSteps {
 	}
 	phase(tg.Post, true, &bs.Once)
 	return bs
+}
+
+// busiest is the steps of the warp whose steps take the longest at the
+// fitted latencies; the first such.
+func busiest(perWarp []steps) steps {
+	var most steps
+	longest := -1.0
+	for _, s := range perWarp {
+		if c := s.cycles(&fitted); c > longest {
+			most, longest = s, c
+		}
+	}
+	return most
 }
 
 // partSteps counts one part (the for-loop part, or the post-loop part) of

@@ -8,7 +8,9 @@ import (
 
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
 // measuredKernel plans the first graph-defined kernel of the measured
@@ -372,5 +374,33 @@ func TestInputFetchCountsContiguousRuns(t *testing.T) {
 		if bytes := float64(ugraph.MustShape(tc.tile...).NumElements() * tc.elem); f.Bytes != bytes || f.Lines != tc.lines {
 			t.Errorf("%s: %v bytes in %v lines, want %v in %v", tc.name, f.Bytes, f.Lines, bytes, tc.lines)
 		}
+	}
+}
+
+// TestBusiestWarpOfTheParts: a grouped-query layer's q, k and v
+// projections at 8 rows, 128 blocks of 16 warps. q's 4 n-tiles keep 4
+// warps busy, k's and v's one n-tile one warp each (thread's balance
+// pass puts them on warps 4 and 5), so the busiest warp issues one
+// matmul's mma.sync per k-step, not three as it would if every matmul
+// began on warp 0.
+func TestBusiestWarpOfTheParts(t *testing.T) {
+	g := check[*block.Graph](t)(block.New(block.Dim3{128, 1, 1}, block.Dim3{512, 1, 1}, 16, 64))
+	x := check[block.TensorID](t)(g.AddInput(sh(8, 4096), fp16, block.Map{-1, -1, -1}, 1))
+	for _, n := range []int{4096, 1024, 1024} {
+		w := check[block.TensorID](t)(g.AddInput(sh(4096, n), fp16, block.Map{1, -1, -1}, 0))
+		m := check[block.TensorID](t)(g.Add(ugraph.OpMatmul, ugraph.Attr{}, x, w))
+		acc := check[block.TensorID](t)(g.Add(ugraph.OpForloopAccum, ugraph.Attr{Accum: ugraph.AccumNone}, m))
+		if err := g.AddOutput(acc, block.Map{1, -1, -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg, err := thread.Derive(g, mustArch(t, "sm_90"), thread.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// K = 4096/16 = 256 per iteration: 16 k-steps of one mma.sync (one
+	// m-tile, one n-tile a warp).
+	if got := graphSteps(tg).Iter.MMAs; got != 16 {
+		t.Errorf("the busiest warp issues %v mma.sync an iteration, want 16 (one matmul's)\n%v", got, tg)
 	}
 }

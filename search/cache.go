@@ -199,7 +199,11 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // narrow matmul's result (LoRA's (X·A)·B); the model counts a tile of an
 // input's whole rows as one contiguous run of lines (cost.inputFetch);
 // the attention rule's multi-query heads of rank 3 in one block.
-const cacheVersion = 43
+// Version 44: the matmul rules take matmuls of different widths (a
+// grouped-query layer's q, k and v); a matmul whose tiles leave warps
+// idle begins on others than the one before it (thread.MMA.Base), and
+// the model counts the busiest warp of the parts between two barriers.
+const cacheVersion = 44
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -18,7 +18,9 @@ import (
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
+	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/kernel"
+	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
 // TestSeedsRunInTheEmulator emits one seed of each rule's forms (a row
@@ -58,7 +60,7 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// is an output beside the epilogue's, from 5 rows scaled by a column;
 	// k and v of a grouped layer (rank 4), the groups on grid z in both
 	// kernels; its q, the heads of a group on grid x.
-	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product", "k and v of a normed row, grouped (rank 4)", "q of a normed row over groups and heads"} {
+	for _, name := range []string{"a norm of a sum, weighted, before a matmul", "gated MLP with a weighted norm", "a norm of a row-scaled input, weighted, an output that is a product", "k and v of a normed row, grouped (rank 4)", "q of a normed row over groups and heads", "q, k and v of a normed row, k and v narrower"} {
 		t.Run("split_k: "+name, func(t *testing.T) {
 			t.Parallel()
 			body := caseBody(t, name)
@@ -223,6 +225,32 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 			}
 		}
 	})
+	// Matmuls of different widths in one block (a grouped-query layer's q
+	// beside its narrower k and v): k's and v's mma tiles leave warps
+	// idle, and the thread plan begins them on other warps than q's
+	// (thread.MMA.Base), at 128 threads and at 256.
+	t.Run("matmuls of different widths, begun on different warps", func(t *testing.T) {
+		t.Parallel()
+		body := caseBody(t, "q, k and v of a normed row, k and v narrower")
+		threads := []block.Dim3{{128, 1, 1}, {256, 1, 1}}
+		done := map[int]bool{}
+		for _, s := range seed.Build(load(t, body), seed.Options{Threads: threads}) {
+			p, err := launch.Graph(s.Graph, target.MustLookup("sm_90"), launch.Options{})
+			if err != nil || s.Rule != "matmul" {
+				continue
+			}
+			for _, k := range p.Kernels {
+				if k.Thread == nil || done[k.Threads] || !begunElsewhere(k.Thread) {
+					continue
+				}
+				done[k.Threads] = true
+				emulate(t, s.Graph, 1)
+			}
+		}
+		if !done[128] || !done[256] {
+			t.Errorf("emulated matmul seeds with an mma begun past warp 0 at %v threads, want 128 and 256", done)
+		}
+	})
 	// Head sums: the for-loop over the heads alone (one kernel), the heads
 	// split among the blocks too (partials stacked by split, combined by a
 	// second kernel), and grouped heads of rank 4, the groups on grid y,
@@ -250,6 +278,16 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 // emulate runs g's emitted code in the emulator on random inputs in
 // [-scale, scale) and checks its outputs against the interpreter's on the same
 // (rounded) inputs, within 2% of each output's largest magnitude.
+// begunElsewhere reports whether a matmul of tg begins past warp 0.
+func begunElsewhere(tg *thread.Graph) bool {
+	for _, op := range tg.Ops {
+		if op.MMA != nil && op.MMA.Base != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // sumsTiles reports whether a kernel of g sums a tile by reduction_to_dimx.
 func sumsTiles(g *kernel.Graph) bool {
 	for _, op := range g.Ops {

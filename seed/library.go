@@ -51,7 +51,7 @@ func libraryRule(p *program, opts Options) []*kernel.Graph {
 	for _, tm := range tileSizes(plan.m, 1, 16) {
 		for _, tn := range libraryColumns(plan.n) {
 			grid := block.Dim3{plan.n / tn, plan.m / tm, 1}
-			if grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
+			if !plan.columnBlocks(grid[0]) || grid[0] > block.MaxGridAxis || grid[1] > block.MaxGridAxis {
 				continue
 			}
 			for _, threads := range opts.Threads {

@@ -12,8 +12,14 @@ import (
 // for-loop (the prologue, computing the shared left operand from K-wide
 // tiles), the matmuls, and the ops after it (the epilogue).
 type matmulPlan struct {
-	a       kernel.TensorID // the left operand every matmul shares: m×k, or b×m×k
-	m, k, n int
+	a    kernel.TensorID // the left operand every matmul shares: m×k, or b×m×k
+	m, k int
+	// n is the widest result's columns; widths holds every result's that
+	// grid x cuts (the matmuls', the low-rank products'), which may differ:
+	// a grouped-query layer's q (4096) beside its k and v (1024). Each is
+	// cut into as many tiles as the widest (columnBlocks).
+	n      int
+	widths []int
 	// rank is the matmuls' rank: 2; 3 with a batch (heads) in dim 0,
 	// which grid z walks (batch 1 for rank 2); or 4 with groups in dim 0
 	// (grid z) and the heads of a group in dim 1 (grid y, heads; else 1).
@@ -84,9 +90,9 @@ func matmulRule(p *program, opts Options) []*kernel.Graph {
 		tks = append(tks, plan.k) // one iteration: the epilogue's inputs read once
 	}
 	var graphs []*kernel.Graph
-	for _, tn := range tileSizes(plan.n, 32, 256) {
+	for _, gx := range plan.columnGrids(32, 256) {
 		for _, tm := range tms {
-			grid := block.Dim3{plan.n / tn, plan.m / tm, plan.batch}
+			grid := block.Dim3{gx, plan.m / tm, plan.batch}
 			if plan.rank == 4 {
 				grid[1] = plan.heads
 			}
@@ -139,12 +145,7 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 			plan.narrow = append(plan.narrow, i)
 			continue
 		}
-		if plan.n == 0 {
-			plan.n = sb.Dim(r - 1)
-		}
-		if sb.Dim(r-1) != plan.n {
-			return nil, false
-		}
+		plan.addWidth(sb.Dim(r - 1))
 		plan.matmuls = append(plan.matmuls, i)
 	}
 	if len(plan.matmuls) == 0 || len(plan.narrow) > 0 && plan.rank != 2 || p.output[plan.a] {
@@ -172,9 +173,10 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		case op.Kind == ugraph.OpMatmul && p.isMatmul(op.In[0]):
 			// A low-rank product: a narrow result times rank × n (the
 			// graph's shape rules hold B's rows to the rank).
-			if !slices.Contains(plan.narrow, p.producer[op.In[0]]) || p.shape(op.In[1]).Dim(1) != plan.n {
+			if !slices.Contains(plan.narrow, p.producer[op.In[0]]) {
 				return nil, false
 			}
+			plan.addWidth(p.shape(op.In[1]).Dim(1))
 			plan.lowRank = append(plan.lowRank, op.In[1])
 			post[op.Out[0]] = true
 			plan.epilogue = append(plan.epilogue, i)
@@ -193,14 +195,17 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 			}
 			plan.prologue = append(plan.prologue, i)
 		default:
-			if !op.Kind.IsElementwise() {
+			// An element-wise op after the loop has one of the results'
+			// widths (the graph's shape rules let no input widen a result).
+			width := p.shape(op.Out[0]).Last()
+			if !op.Kind.IsElementwise() || !slices.Contains(plan.widths, width) {
 				return nil, false
 			}
 			for _, t := range op.In {
 				switch {
 				case post[t]:
 				case p.isInput(t):
-					if !plan.tiles(p.shape(t), plan.n) {
+					if !plan.tiles(p.shape(t), width) {
 						return nil, false
 					}
 					if !slices.Contains(plan.extra, t) {
@@ -268,6 +273,55 @@ func planMatmul(p *program) (*matmulPlan, bool) {
 		}
 	}
 	return plan, true
+}
+
+// minColumnTile is the fewest columns of a result's tile where the
+// results' widths differ: the n of an mma instruction.
+const minColumnTile = 8
+
+// addWidth records a result's columns.
+func (plan *matmulPlan) addWidth(n int) {
+	if !slices.Contains(plan.widths, n) {
+		plan.widths = append(plan.widths, n)
+	}
+	plan.n = max(plan.n, n)
+}
+
+// columnBlocks reports whether gx blocks along grid x can cut every
+// result's columns: gx divides each width, and a result narrower than
+// the widest keeps at least minColumnTile columns a block (q's 64 beside
+// k's and v's 16 for a grouped-query layer's 4096 and 1024).
+func (plan *matmulPlan) columnBlocks(gx int) bool {
+	for _, w := range plan.widths {
+		if w%gx != 0 || w != plan.n && w/gx < minColumnTile {
+			return false
+		}
+	}
+	return true
+}
+
+// columnGrids are the blocks grid x may cut the results' columns into,
+// most first: the widest's tiles of lo to hi columns (tileSizes), and
+// where the widths differ, the powers of two dividing them all that give
+// the widest such tiles (Qwen2's 3584 and 512: 16, 32 and 64 blocks,
+// where 3584's powers of two from 32 to 256 leave 512 in uneven parts);
+// each where columnBlocks holds.
+func (plan *matmulPlan) columnGrids(lo, hi int) []int {
+	var gs []int
+	for _, tn := range tileSizes(plan.n, lo, hi) {
+		if gx := plan.n / tn; plan.columnBlocks(gx) {
+			gs = append(gs, gx)
+		}
+	}
+	if len(plan.widths) > 1 {
+		for gx := 1; plan.n/gx >= lo; gx *= 2 {
+			if plan.n/gx <= hi && !slices.Contains(gs, gx) && plan.columnBlocks(gx) {
+				gs = append(gs, gx)
+			}
+		}
+	}
+	slices.SortFunc(gs, func(a, b int) int { return b - a })
+	return gs
 }
 
 // dim is dim d of a 2-D matmul's operands or result (-1: none) in the

@@ -305,8 +305,8 @@ N = g.mul(g.rms_norm(X, normalized_shape=(128,)), G)
 E = g.matmul(g.matmul(N, A), B)
 g.mark_output(g.add(g.add(E, g.matmul(N, W)), C))
 `, []string{"matmul", "library"}},
-	// X·A read by an element-wise op too: not narrow, and its 16
-	// columns are not X·W's 512.
+	// X·A read by an element-wise op too: not narrow, so (X·A)·B is not
+	// a low-rank product.
 	{"a narrow product read after the loop", `
 X = g.new_input(dims=(16, 256), dtype=mi.float16)
 W = g.new_input(dims=(256, 512), dtype=mi.float16)
@@ -390,6 +390,31 @@ g.mark_output(g.mul_scalar(g.matmul(N, Wq), 0.125))
 g.mark_output(g.matmul(N, Wk))
 g.mark_output(g.matmul(N, Wv))
 `, []string{"matmul", "split_k"}},
+	// A grouped-query layer's projections at 2-D: q 256 wide, k and v
+	// 64 (LLaMA-3's 4096 and 1024), each cut into as many column tiles
+	// as the grid has blocks; k with a bias of its width (the library
+	// rule's kernel divides by the norm and adds it).
+	{"q, k and v of a normed row, k and v narrower", `
+X = g.new_input(dims=(8, 256), dtype=mi.float16)
+G = g.new_input(dims=(1, 256), dtype=mi.float16)
+Wq = g.new_input(dims=(256, 256), dtype=mi.float16)
+Wk = g.new_input(dims=(256, 64), dtype=mi.float16)
+Wv = g.new_input(dims=(256, 64), dtype=mi.float16)
+Bk = g.new_input(dims=(1, 64), dtype=mi.float16)
+N = g.mul(g.rms_norm(X, normalized_shape=(256,)), G)
+g.mark_output(g.matmul(N, Wq))
+g.mark_output(g.add(g.matmul(N, Wk), Bk))
+g.mark_output(g.matmul(N, Wv))
+`, []string{"matmul", "split_k", "library"}},
+	// A product 4 columns wide beside one of 256: no grid cuts both
+	// into tiles of an mma's 8 columns or more.
+	{"a product too narrow to tile beside a wide one", `
+X = g.new_input(dims=(8, 256), dtype=mi.float16)
+W = g.new_input(dims=(256, 256), dtype=mi.float16)
+R = g.new_input(dims=(256, 4), dtype=mi.float16)
+g.mark_output(g.matmul(X, W))
+g.mark_output(g.matmul(X, R))
+`, nil},
 	{"batched matmuls with a per-head bias", `
 X = g.new_input(dims=(4, 8, 64), dtype=mi.bfloat16)
 W = g.new_input(dims=(4, 64, 96), dtype=mi.bfloat16)

@@ -37,16 +37,16 @@ func splitRule(p *program, opts Options) []*kernel.Graph {
 	if !ok || plan.m > 128 || plan.batch > block.MaxGridAxis || plan.heads > block.MaxGridAxis || len(plan.narrow) > 0 {
 		return nil
 	}
-	tns := tileSizes(plan.n, 32, 256)
+	grids := plan.columnGrids(32, 256)
 	if plan.heads > 1 {
 		if plan.n > 256 {
 			return nil
 		}
-		plan.headsOnX, tns = true, []int{plan.n}
+		plan.headsOnX, grids = true, []int{1}
 	}
 	var graphs []*kernel.Graph
-	for _, tn := range tns {
-		cols := plan.n / tn * plan.heads // grid x: column tiles, or heads
+	for _, gx := range grids {
+		cols := gx * plan.heads // grid x: column tiles, or heads
 		if cols*plan.batch >= opts.SMs || cols > block.MaxGridAxis {
 			continue
 		}

@@ -587,10 +587,14 @@ func foldNote(bg *block.Graph, p *thread.MMA) string {
 		describeOp(bg, f.Mul), f.X, p.M/f.Rows, f.By)
 }
 
-// warpTiles declares mt0 and nt0, the warp's first m-tile and n-tile.
+// warpTiles declares mt0 and nt0, the warp's first m-tile and n-tile, by
+// its rank in the plan (thread.MMA.Base).
 func warpTiles(p *thread.MMA, warps int) []decl {
-	warp := vr("warp", warps)
-	return []decl{{"mt0", mul(div(warp, p.WarpsN), p.MPer)}, {"nt0", mul(mod(warp, p.WarpsN), p.NPer)}}
+	rank := vr("warp", warps)
+	if p.Base != 0 {
+		rank = mod(add(rank, cst(warps-p.Base)), warps)
+	}
+	return []decl{{"mt0", mul(div(rank, p.WarpsN), p.MPer)}, {"nt0", mul(mod(rank, p.WarpsN), p.NPer)}}
 }
 
 // mmaRun writes a part headed by a tensor-core matmul.

@@ -67,6 +67,9 @@ func (g *Graph) GroupString(gi int) string {
 				if f := p.Scaled; f != nil {
 					fmt.Fprintf(&b, ", B s%d scaled by s%d per %d rows", f.X, f.By, f.Rows)
 				}
+				if p.Base != 0 {
+					fmt.Fprintf(&b, ", from warp %d", p.Base)
+				}
 				b.WriteString("]")
 			} else if gr.LaneRows > 0 {
 				fmt.Fprintf(&b, " [simt, lane partials x%d]", gr.LaneRows)

@@ -75,9 +75,9 @@ type Op struct {
 // The output [Batch][M][N] is cut into MTiles Instr.M-row tiles (each
 // batch's rows rounded up to a multiple of Instr.M; rows past M are
 // computed from padding and discarded) and NTiles Instr.N-column tiles.
-// Warp w of the block
-// owns the m-tiles [wm·MPer, (wm+1)·MPer) ∩ [0, MTiles) and the n-tiles
-// [wn·NPer, (wn+1)·NPer), where wm = w / WarpsN and wn = w % WarpsN; warps
+// Warp w of the block, of rank r = (w − Base) mod warps in the plan,
+// owns the m-tiles [rm·MPer, (rm+1)·MPer) ∩ [0, MTiles) and the n-tiles
+// [rn·NPer, (rn+1)·NPer), where rm = r / WarpsN and rn = r % WarpsN; warps
 // past WarpsM·WarpsN, and m-tiles past MTiles, do nothing. A warp computes
 // its tiles ChunkM × ChunkN at a time, unless Persistent.
 type MMA struct {
@@ -87,6 +87,10 @@ type MMA struct {
 	WarpsM, WarpsN int
 	MPer, NPer     int
 	ChunkM, ChunkN int
+	// Base is the warp of rank 0: where a matmul's tiles leave warps idle
+	// (a few rows, fewer n-tiles than warps), the next matmul of the part
+	// begins on the idle ones (the balance pass).
+	Base int
 	// Persistent: the warp's whole MPer × NPer tile stays in registers
 	// across the for-loop, as the None accumulator fused into the group.
 	Persistent bool
@@ -181,6 +185,17 @@ func (m *MMA) EpilogueValues() int {
 		most = max(most, n)
 	}
 	return most
+}
+
+// BusyWarps is how many warps, from Base on, own a tile: the rest of the
+// block's do nothing.
+func (m *MMA) BusyWarps() int {
+	return min(m.WarpsM, ceilDiv(m.MTiles, m.MPer)) * m.WarpsN
+}
+
+// Busy reports whether warp w of a block of warps owns a tile.
+func (m *MMA) Busy(w, warps int) bool {
+	return ((w-m.Base)%warps+warps)%warps < m.BusyWarps()
 }
 
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
@@ -460,6 +475,7 @@ var passes = [...]struct {
 	{"rows", (*deriver).splitRows},    // warps per row of row-at-a-time heads
 	{"schedule", (*deriver).schedule}, // loop and post steps; live intervals
 	{"allocate", (*deriver).allocate}, // rows, pitches, stages, offsets; fitting the limit
+	{"balance", (*deriver).balance},   // the warps each mma begins on
 }
 
 // deriver holds what the passes share.

@@ -696,6 +696,9 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 				fail("mma op %d is fused", i)
 			}
 		}
+		if p := g.Ops[i].MMA; p != nil && (p.Base < 0 || p.Base >= g.Warps() || p.BusyWarps() < 1 || p.BusyWarps() > g.Warps()) {
+			fail("mma op %d from warp %d on %d of %d warps", i, p.Base, p.BusyWarps(), g.Warps())
+		}
 	}
 	// A group's parts run after the groups that produce what it reads.
 	for gi := range g.Groups {

@@ -1,0 +1,90 @@
+package thread
+
+// balance sets each mma's Base. The parts of a phase between two barriers
+// run side by side, each warp through its own share of each; a matmul
+// whose tiles leave warps idle (a few rows, fewer n-tiles than warps: a
+// grouped-query layer's k and v beside its q, an adapter's X·A beside
+// X·W) begins on the warps the parts before it loaded least, so that
+// the matmuls of a part run on different warps rather than all from warp
+// 0. The first mma of a phase, and one that keeps every warp busy,
+// begins on warp 0. The cost model counts the busiest warp the same way.
+func (d *deriver) balance() error {
+	out := d.out
+	warps := out.Warps()
+	placed := make([]bool, len(out.Groups))
+	for _, post := range []bool{false, true} {
+		groups := out.Loop
+		if post {
+			groups = out.Post
+		}
+		wait := out.PartBarriers(post)
+		load := make([]int, warps)
+		for k, gi := range groups {
+			if wait[k] {
+				clear(load)
+			}
+			gr := &out.Groups[gi]
+			p, work := out.mmaWork(gr, post)
+			if p == nil {
+				continue // every warp alike
+			}
+			if !placed[gi] {
+				placed[gi] = true
+				p.Base = leastLoaded(load, p.BusyWarps())
+			}
+			for r := range p.BusyWarps() {
+				load[(p.Base+r)%warps] += work
+			}
+		}
+	}
+	return nil
+}
+
+// mmaWork is the mma plan that divides gr's part (the loop's, or the
+// post-loop one when post) among the warps, and the work of each busy
+// warp in it, in warpGrid's units: per k-step two per mma and one per
+// ldmatrix, and one per fragment value of the epilogue. Nil when every
+// warp runs the part alike (no mma, or the element-wise post-loop part
+// of an accumulator in shared memory).
+func (g *Graph) mmaWork(gr *Group, post bool) (*MMA, int) {
+	p := g.Ops[gr.Head].MMA
+	if p == nil {
+		return nil, 0
+	}
+	if post && g.InLoop(gr.Head) {
+		if !p.Persistent {
+			return nil, 0
+		}
+		return p, p.EpilogueValues()
+	}
+	whole := !post && g.SummedInRegisters(gr)
+	work := ceilDiv(p.K, p.Instr.K) * (2*p.MPer*p.NPer + p.LdMatrix(whole))
+	if !whole {
+		work += p.EpilogueValues()
+	}
+	return p, work
+}
+
+// RunsPart reports whether warp w runs gr's part (the loop's, or the
+// post-loop one when post): every warp does, but those an mma plan
+// leaves idle.
+func (g *Graph) RunsPart(gr *Group, post bool, w int) bool {
+	p, _ := g.mmaWork(gr, post)
+	return p == nil || p.Busy(w, g.Warps())
+}
+
+// leastLoaded is the first warp of the busy consecutive warps (mod the
+// block's) whose most loaded is least loaded; the lowest such warp.
+func leastLoaded(load []int, busy int) int {
+	best, base := -1, 0
+	for b := range load {
+		most := 0
+		for r := range busy {
+			most = max(most, load[(b+r)%len(load)])
+		}
+		if best < 0 || most < best {
+			best, base = most, b
+		}
+	}
+	return base
+}
