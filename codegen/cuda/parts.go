@@ -685,7 +685,7 @@ func (k *blockKernel) fragLoop(p *thread.MMA, out ugraph.Shape, frag, cm, cn str
 	}
 	decls = append(decls, decl{"row0", add(mul(mod(mt, p.MTilesPerBatch()), p.Instr.M), vr("lane / 4", 0))})
 	err := k.scoped(decls, func() error {
-		if p.MPer*p.WarpsM > p.MTiles {
+		if p.MPer*p.WarpsM > p.MTiles || p.WarpsM*p.WarpsN < k.tg.Warps() {
 			k.w.line("if (mt >= %d) break;  // past the last m-tile", p.MTiles)
 		}
 		return k.fragInner(p, out, frag, cn, CN, batch, scale, body)

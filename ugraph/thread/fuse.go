@@ -142,15 +142,16 @@ func (d *deriver) split(p *MMA) {
 	p.ChunkM, p.ChunkN = streamChunk(p.MPer, p.NPer)
 }
 
-// warpGrid splits the output tiles among the warps: WarpsN must divide both
-// the warps and the n-tiles. It minimizes the work of the busiest warp per
-// 16-wide step of K: two units per mma.sync and one per ldmatrix.x4 (one
-// per m-tile for A, one per pair of n-tiles for B). Ties go to fewer warps
-// along N.
+// warpGrid splits the output tiles among the warps: WarpsN must divide the
+// n-tiles, and WarpsM·WarpsN warps at most take part (7 n-tiles of a
+// 56-column tile go to 7 of 8 warps, the eighth idle, rather than all to
+// one). It minimizes the work of the busiest warp per 16-wide step of K:
+// two units per mma.sync and one per ldmatrix.x4 (one per m-tile for A,
+// one per pair of n-tiles for B). Ties go to fewer warps along N.
 func warpGrid(mTiles, nTiles, warps int) (wm, wn int) {
 	best := -1
 	for cn := 1; cn <= warps; cn++ {
-		if warps%cn != 0 || nTiles%cn != 0 {
+		if nTiles%cn != 0 {
 			continue
 		}
 		cm := warps / cn

@@ -218,6 +218,9 @@ func TestWarpGrid(t *testing.T) {
 		{1, 1, 8, 8, 1},  // a single tile: the other warps idle
 		{2, 6, 4, 2, 2},  // 6 n-tiles do not split 4 ways
 		{3, 4, 1, 1, 1},  // one warp does everything
+		{1, 7, 8, 1, 7},  // 7 n-tiles on 7 of 8 warps, the eighth idle
+		{1, 10, 8, 1, 5}, // 10 n-tiles on 5 of 8 warps, 2 each
+		{1, 7, 4, 4, 1},  // 7 n-tiles do not split 2 or 4 ways: one warp
 	}
 	for _, tt := range tests {
 		if wm, wn := warpGrid(tt.mTiles, tt.nTiles, tt.warps); wm != tt.wm || wn != tt.wn {
@@ -415,15 +418,15 @@ func TestRegisterBudget(t *testing.T) {
 // 512-thread block (128 registers a thread) never spills them.
 func TestRegisterBudgetFollowsTheBlockSize(t *testing.T) {
 	// 16x272: 34 n-tiles, which split 2 ways among up to 16 warps (68
-	// floats a lane).
+	// floats a lane), or 17 ways among 32 (8 floats).
 	for _, c := range []struct {
 		threads, floats int
 		persistent      bool
 	}{
 		{128, 68, true},
 		{256, 68, true},
-		{512, 68, false},  // over 64
-		{1024, 68, false}, // over 32
+		{512, 68, false}, // over 64
+		{1024, 8, true},  // 2 n-tiles on each of 17 warps: under 32
 	} {
 		bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, 1, 1)
 		x := bd.in(sh(16, 64), fp16, block.Replicate, -1)
