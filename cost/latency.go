@@ -179,6 +179,14 @@ func graphSteps(tg *thread.Graph) blockSteps {
 	if len(tg.Post) > 0 {
 		bs.Once.Barriers++
 	}
+	// The slices of K meet: past the loop each warp of a later slice puts
+	// its sums in shared memory, and after the barrier each of the first
+	// slice's adds the others' to its own.
+	for gi := range tg.Groups {
+		if p := tg.Ops[tg.Groups[gi].Head].MMA; p != nil && p.Slices() > 1 {
+			bs.Once.Elements += float64(p.Slices() * p.Floats())
+		}
+	}
 	phase(tg.Post, true, &bs.Once)
 	return bs
 }
@@ -281,7 +289,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 	out := bg.Tensors[head.Out].Shape
 	switch p := tg.Ops[gr.Head].MMA; {
 	case p != nil:
-		k := float64(p.K / p.Instr.K)
+		k := float64(p.KSteps()) // the warp's slice of K
 		whole := !post && tg.SummedInRegisters(gr)
 		s.LdMatrix += k * float64(p.LdMatrix(whole))
 		s.MMAs += k * float64(p.MPer*p.NPer)

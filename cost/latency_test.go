@@ -379,10 +379,11 @@ func TestInputFetchCountsContiguousRuns(t *testing.T) {
 
 // TestBusiestWarpOfTheParts: a grouped-query layer's q, k and v
 // projections at 8 rows, 128 blocks of 16 warps. q's 4 n-tiles keep 4
-// warps busy, k's and v's one n-tile one warp each (thread's balance
-// pass puts them on warps 4 and 5), so the busiest warp issues one
-// matmul's mma.sync per k-step, not three as it would if every matmul
-// began on warp 0.
+// warps busy and k's and v's one n-tile one warp each: thread's slices
+// pass gives each 2 slices of the iteration's 16 k-steps (6 warps busy
+// of 16), and its balance pass puts q on warps 0-7, k on 8-9 and v on
+// 10-11: the busiest warp issues 8 mma.sync an iteration, where it would
+// issue 48 if every matmul ran whole from warp 0.
 func TestBusiestWarpOfTheParts(t *testing.T) {
 	g := check[*block.Graph](t)(block.New(block.Dim3{128, 1, 1}, block.Dim3{512, 1, 1}, 16, 64))
 	x := check[block.TensorID](t)(g.AddInput(sh(8, 4096), fp16, block.Map{-1, -1, -1}, 1))
@@ -399,8 +400,14 @@ func TestBusiestWarpOfTheParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// K = 4096/16 = 256 per iteration: 16 k-steps of one mma.sync (one
-	// m-tile, one n-tile a warp).
-	if got := graphSteps(tg).Iter.MMAs; got != 16 {
-		t.Errorf("the busiest warp issues %v mma.sync an iteration, want 16 (one matmul's)\n%v", got, tg)
+	// m-tile, one n-tile a warp), in slices.
+	bs := graphSteps(tg)
+	if got := bs.Iter.MMAs; got != 8 {
+		t.Errorf("the busiest warp issues %v mma.sync an iteration, want 8\n%v", got, tg)
+	}
+	// Past the loop: 4 floats a lane of each warp's one tile, in 2
+	// slices, put in shared memory and added up.
+	if got := bs.Once.Elements; got < 3*2*4 {
+		t.Errorf("the slices' sums cost %v element steps past the loop, want at least %v", got, 3*2*4)
 	}
 }

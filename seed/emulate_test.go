@@ -228,27 +228,32 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 	// Matmuls of different widths in one block (a grouped-query layer's q
 	// beside its narrower k and v): k's and v's mma tiles leave warps
 	// idle, and the thread plan begins them on other warps than q's
-	// (thread.MMA.Base), at 128 threads and at 256.
-	t.Run("matmuls of different widths, begun on different warps", func(t *testing.T) {
+	// (thread.MMA.Base); at 512 threads the matmuls leave most warps idle,
+	// and each takes slices of K whose sums meet after the loop
+	// (thread.MMA.WarpsK).
+	t.Run("matmuls of different widths, on different warps, K in slices", func(t *testing.T) {
 		t.Parallel()
 		body := caseBody(t, "q, k and v of a normed row, k and v narrower")
-		threads := []block.Dim3{{128, 1, 1}, {256, 1, 1}}
-		done := map[int]bool{}
+		threads := []block.Dim3{{128, 1, 1}, {256, 1, 1}, {512, 1, 1}}
+		done := map[string]bool{}
 		for _, s := range seed.Build(load(t, body), seed.Options{Threads: threads}) {
 			p, err := launch.Graph(s.Graph, target.MustLookup("sm_90"), launch.Options{})
 			if err != nil || s.Rule != "matmul" {
 				continue
 			}
 			for _, k := range p.Kernels {
-				if k.Thread == nil || done[k.Threads] || !begunElsewhere(k.Thread) {
+				if k.Thread == nil {
 					continue
 				}
-				done[k.Threads] = true
-				emulate(t, s.Graph, 1)
+				form := warpsForm(k.Thread)
+				if form != "" && !done[form] {
+					done[form] = true
+					emulate(t, s.Graph, 1)
+				}
 			}
 		}
-		if !done[128] || !done[256] {
-			t.Errorf("emulated matmul seeds with an mma begun past warp 0 at %v threads, want 128 and 256", done)
+		if !done["begun past warp 0"] || !done["K in slices"] {
+			t.Errorf("emulated matmul seeds of the forms %v, want one begun past warp 0 and one with K in slices", done)
 		}
 	})
 	// Head sums: the for-loop over the heads alone (one kernel), the heads
@@ -278,14 +283,21 @@ func TestSeedsRunInTheEmulator(t *testing.T) {
 // emulate runs g's emitted code in the emulator on random inputs in
 // [-scale, scale) and checks its outputs against the interpreter's on the same
 // (rounded) inputs, within 2% of each output's largest magnitude.
-// begunElsewhere reports whether a matmul of tg begins past warp 0.
-func begunElsewhere(tg *thread.Graph) bool {
+// warpsForm names how tg's matmuls use the warps: "K in slices" where one
+// takes slices of K, "begun past warp 0" where one begins past warp 0,
+// else "".
+func warpsForm(tg *thread.Graph) string {
+	form := ""
 	for _, op := range tg.Ops {
-		if op.MMA != nil && op.MMA.Base != 0 {
-			return true
+		switch {
+		case op.MMA == nil:
+		case op.MMA.Slices() > 1:
+			return "K in slices"
+		case op.MMA.Base != 0:
+			form = "begun past warp 0"
 		}
 	}
-	return false
+	return form
 }
 
 // sumsTiles reports whether a kernel of g sums a tile by reduction_to_dimx.

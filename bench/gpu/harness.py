@@ -128,6 +128,12 @@ def ref_lora_llama(X, W, A, B):
     return (torch.matmul(X, W) + 2 * torch.matmul(torch.matmul(X, A), B),)
 
 
+def ref_qkv_llama3(X, G, Wq, Wk, Wv):
+    # The weighted norm, then q, k and v (bench/workloads/qkv_llama3.py).
+    N = rms_norm(X) * G
+    return (torch.matmul(N, Wq), torch.matmul(N, Wk), torch.matmul(N, Wv))
+
+
 def ref_mqa_falcon(Q, ones, K, V):
     # Multi-query: one K/V head repeated over 71 query heads by the product
     # with ones, the scaled softmax written out (bench/workloads/mqa_falcon.py).
@@ -306,6 +312,11 @@ WORKLOADS = {
         Workload(
             "mqa_falcon", [(71, 1, 64), (71, 1, 1), (1, 64, 2048), (1, 2048, 64)], [(71, 1, 64)],
             ref_mqa_falcon, gen_repeat_kv, note="the repeating tensor all ones",
+        ),
+        Workload(
+            "qkv_llama3", [(8, 4096), (1, 4096), (4096, 4096), (4096, 1024), (4096, 1024)],
+            [(8, 4096), (8, 1024), (8, 1024)], ref_qkv_llama3, gen_scaled_weights,
+            note="weights scaled by 2^-round(log2 sqrt(K)), γ in [-1, 1)",
         ),
     ]
 }

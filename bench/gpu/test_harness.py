@@ -663,6 +663,22 @@ class ReferenceTest(unittest.TestCase):
         self.assertEqual(tuple(ref.shape), (71, 1, 64))
         self.assertTrue(t.allclose(ref, want, rtol=1e-9, atol=1e-12))
 
+    def test_qkv_llama3(self):
+        """Grouped-query projections' reference against one product with
+        the weights concatenated, split after (as vLLM's fused qkv weight
+        does), on the weighted norm."""
+        t = self.torch
+        w = harness.WORKLOADS["qkv_llama3"]
+        X, G, Wq, Wk, Wv = harness.make_inputs(w, ["float16"] * 5, 1)
+        self.assertEqual(tuple(G.shape), (1, 4096))
+        self.assertLessEqual(float(Wk.abs().max()), 1 / 64)
+        q, k, v = w.ref(X, G, Wq, Wk, Wv)
+        nrm = X / (X * X).mean(-1, keepdim=True).sqrt() * G
+        want = nrm @ t.cat([Wq, Wk, Wv], dim=1)
+        self.assertEqual([tuple(o.shape) for o in (q, k, v)], [(8, 4096), (8, 1024), (8, 1024)])
+        self.assertTrue(t.allclose(t.cat([q, k, v], dim=1), want, rtol=1e-9, atol=1e-12))
+        self.assertGreater(float(k.std()), 1e-3)
+
     def test_llama_layer(self):
         """The layer's reference against an HF-style formulation: heads made
         by a view, not by a product with ones; softmax; the projection of

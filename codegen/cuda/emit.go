@@ -410,6 +410,9 @@ func planNotes(tg *thread.Graph) []string {
 				if m.Base != 0 {
 					mode += fmt.Sprintf(", from warp %d", m.Base)
 				}
+				if m.Slices() > 1 {
+					mode += fmt.Sprintf(", K in %d slices", m.Slices())
+				}
 				notes = append(notes, fmt.Sprintf("s%d: mma.sync m16n8k16, %dx%d warps of %dx%d tiles, %s", op.Out, m.WarpsM, m.WarpsN, m.MPer, m.NPer, mode))
 			} else {
 				notes = append(notes, fmt.Sprintf("s%d: SIMT matmul (no tensor-core path for %v %v x %v)", op.Out, bg.Tensors[op.Out].DType, bg.Tensors[op.In[0]].Shape, bg.Tensors[op.In[1]].Shape))

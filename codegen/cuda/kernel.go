@@ -508,6 +508,11 @@ func (k *blockKernel) loop(l inputLoads) error {
 			}
 		}
 	}
+	for _, gi := range tg.Loop {
+		if gr := &tg.Groups[gi]; tg.Ops[gr.Head].MMA != nil && tg.Ops[gr.Head].MMA.Slices() > 1 {
+			k.slicesOut(gr, tg.Ops[gr.Head].MMA)
+		}
+	}
 	if len(tg.Post) > 0 {
 		w.line("__syncthreads();  // the loop's results are visible; its buffers may be reused")
 	}

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 
+	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/block"
 	"github.com/mirage-go/mirage/ugraph/thread"
@@ -576,6 +577,65 @@ func (k *blockKernel) mmaCall(op *block.Op, p *thread.MMA, frag string, cm, cn i
 		p.MTilesPerBatch(), p.MTiles, frag, k.cur[a], k.cur[b], mt, nt)
 }
 
+// sliceCall is the mma_tiles call of a warp's slice of K: K columns of A
+// and rows of B from kofs on (a matmul of one batch, not folded).
+func (k *blockKernel) sliceCall(op *block.Op, p *thread.MMA, frag string) string {
+	a, b := op.In[0], op.In[1]
+	ldb := k.tg.Tiles[b].Pitch
+	return fmt.Sprintf("mirage::mma_tiles<%s, %d, %d, %d, %d, %d, %d, %d, %d>(%s, %s + kofs, %s + kofs * %d, mt0, nt0, lane);",
+		ctype(k.bg.Tensors[a].DType), p.MPer, p.NPer, p.M, p.KSteps()*p.Instr.K, k.tg.Tiles[a].Pitch, ldb,
+		p.MTilesPerBatch(), p.MTiles, frag, k.cur[a], k.cur[b], ldb)
+}
+
+// slicesOut writes, past the loop, the sums of the warps of a sliced
+// matmul's later slices into its scratch: slice s's warp of rank r in
+// its slice at floats ((s-1)·G + r)·F·32 + f·32 + lane (G warps a slice,
+// F floats a lane).
+func (k *blockKernel) slicesOut(gr *thread.Group, p *thread.MMA) {
+	w, group, f := k.w, p.WarpsM*p.WarpsN, p.Floats()
+	w.comment(fmt.Sprintf("%s: the sums of the warps of slices past the first of K's %d, for the first's", describeOp(k.bg, gr.Head), p.Slices()))
+	w.open("")
+	w.line("const int rank = %s;", warpRank(p, k.tg.Warps()))
+	w.open("if (rank >= %d && rank < %d)", group, group*p.Slices())
+	w.line("float* const part = reinterpret_cast<float*>(smem + %d) + ((rank / %d - 1) * %d + rank %% %d) * %d + lane;", p.Scratch, group, group, group, f*target.WarpSize)
+	k.fragFloats(p, func(acc, at string) { w.line("MIRAGE_STS(part[%s]) = %s;", at, acc) }, accName(gr))
+	w.close()
+	w.close()
+}
+
+// slicesIn adds, in slice 0's warps, the later slices' sums to the
+// warp's register accumulator (after the barrier that ends the loop).
+func (k *blockKernel) slicesIn(gr *thread.Group, p *thread.MMA) {
+	w, group, f := k.w, p.WarpsM*p.WarpsN, p.Floats()
+	w.comment(fmt.Sprintf("the sums of the later of K's %d slices, added to the first's", p.Slices()))
+	w.open("")
+	w.line("const int rank = %s;", warpRank(p, k.tg.Warps()))
+	w.open("if (rank < %d)", group)
+	w.line("#pragma unroll")
+	w.open("for (int s = 1; s < %d; ++s)", p.Slices())
+	w.line("const float* const part = reinterpret_cast<const float*>(smem + %d) + ((s - 1) * %d + rank) * %d + lane;", p.Scratch, group, f*target.WarpSize)
+	k.fragFloats(p, func(acc, at string) { w.line("%s += MIRAGE_LDS(part[%s]);", acc, at) }, accName(gr))
+	w.close()
+	w.close()
+	w.close()
+}
+
+// fragFloats writes loops over a warp's register accumulator, handing
+// each float's name and its offset (f·32, f its index) to body.
+func (k *blockKernel) fragFloats(p *thread.MMA, body func(acc, at string), acc string) {
+	w := k.w
+	w.line("#pragma unroll")
+	w.open("for (int i = 0; i < %d; ++i)", p.MPer)
+	w.line("#pragma unroll")
+	w.open("for (int j = 0; j < %d; ++j)", p.NPer)
+	w.line("#pragma unroll")
+	w.open("for (int e = 0; e < 4; ++e)")
+	body(acc+"[i][j][e]", fmt.Sprintf("((i * %d + j) * 4 + e) * %d", p.NPer, target.WarpSize))
+	w.close()
+	w.close()
+	w.close()
+}
+
 // foldNote says, for a part comment, how an mma with a folded operand
 // (thread.Scaled) reads it; "" for any other.
 func foldNote(bg *block.Graph, p *thread.MMA) string {
@@ -587,14 +647,37 @@ func foldNote(bg *block.Graph, p *thread.MMA) string {
 		describeOp(bg, f.Mul), f.X, p.M/f.Rows, f.By)
 }
 
-// warpTiles declares mt0 and nt0, the warp's first m-tile and n-tile, by
-// its rank in the plan (thread.MMA.Base).
-func warpTiles(p *thread.MMA, warps int) []decl {
+// warpRank is the warp's rank in the plan (thread.MMA.Base).
+func warpRank(p *thread.MMA, warps int) *expr {
 	rank := vr("warp", warps)
 	if p.Base != 0 {
 		rank = mod(add(rank, cst(warps-p.Base)), warps)
 	}
+	return rank
+}
+
+// warpTiles declares mt0 and nt0, the warp's first m-tile and n-tile, by
+// its rank in the plan; past the warps of its first slice of K (or past
+// WarpsM·WarpsN) a warp's m-tiles lie past the last.
+func warpTiles(p *thread.MMA, warps int) []decl {
+	rank := warpRank(p, warps)
 	return []decl{{"mt0", mul(div(rank, p.WarpsN), p.MPer)}, {"nt0", mul(mod(rank, p.WarpsN), p.NPer)}}
+}
+
+// sliceTiles declares, for the loop of a matmul whose warps take slices
+// of K (thread.MMA.WarpsK), mt0 and nt0 by the warp's rank within its
+// slice (past the slices: m-tiles past the last), and kofs, the first
+// column of A and row of B of its slice.
+func sliceTiles(p *thread.MMA, warps int) []decl {
+	rank := warpRank(p, warps)
+	group := p.WarpsM * p.WarpsN
+	inSlice := mod(rank, group)
+	idle := mul(div(rank, group*p.WarpsK), p.MTiles) // 0 in the slices, MTiles past them
+	return []decl{
+		{"mt0", add(mul(div(inSlice, p.WarpsN), p.MPer), idle)},
+		{"nt0", mul(mod(inSlice, p.WarpsN), p.NPer)},
+		{"kofs", mul(mod(div(rank, group), p.WarpsK), p.KSteps()*p.Instr.K)},
+	}
 }
 
 // mmaRun writes a part headed by a tensor-core matmul.
@@ -604,6 +687,15 @@ func (k *blockKernel) mmaRun(gr *thread.Group, chain []int, acc int, post bool) 
 	p := tg.Ops[gr.Head].MMA
 	w := k.w
 	if !post && k.tg.SummedInRegisters(gr) {
+		if p.Slices() > 1 {
+			k.partComment(gr, fmt.Sprintf("%s on tensor cores, summed in registers (%s), each warp over its slice of K: %d slices of %d", describeOp(bg, gr.Head), describeOp(bg, acc), p.Slices(), p.KSteps()*p.Instr.K))
+			err := k.scoped(sliceTiles(p, k.tg.Warps()), func() error {
+				k.w.line("%s", k.sliceCall(op, p, accName(gr)))
+				return nil
+			})
+			w.close()
+			return err
+		}
 		k.partComment(gr, fmt.Sprintf("%s on tensor cores, summed in registers (%s)%s", describeOp(bg, gr.Head), describeOp(bg, acc), foldNote(bg, p)))
 		err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
 			k.w.line("%s", k.mmaCall(op, p, accName(gr), p.MPer, p.NPer, "mt0", "nt0"))
@@ -654,6 +746,9 @@ func (k *blockKernel) mmaPost(gr *thread.Group, chain []int) error {
 	// chain's first op) left its folded scale to here; one with ops
 	// before the accumulator scaled each iteration's products.
 	scale := gr.Chain[0] == gr.Accum
+	if p.Slices() > 1 {
+		k.slicesIn(gr, p)
+	}
 	err := k.scoped(warpTiles(p, k.tg.Warps()), func() error {
 		return k.fragLoop(p, k.bg.Tensors[k.bg.Ops[gr.Head].Out].Shape, accName(gr), "", "", p.MPer, p.NPer, scale, func(e elem) error {
 			return k.flow(gr, chain, -1, true, e, k.bg.Ops[gr.Accum].Out, -1)

@@ -24,15 +24,15 @@ func (d *deriver) balance() error {
 				clear(load)
 			}
 			gr := &out.Groups[gi]
-			p, work := out.mmaWork(gr, post)
+			p, busy, work := out.partWarps(gr, post)
 			if p == nil {
 				continue // every warp alike
 			}
 			if !placed[gi] {
 				placed[gi] = true
-				p.Base = leastLoaded(load, p.BusyWarps())
+				p.Base = leastLoaded(load, busy)
 			}
-			for r := range p.BusyWarps() {
+			for r := range busy {
 				load[(p.Base+r)%warps] += work
 			}
 		}
@@ -40,37 +40,39 @@ func (d *deriver) balance() error {
 	return nil
 }
 
-// mmaWork is the mma plan that divides gr's part (the loop's, or the
-// post-loop one when post) among the warps, and the work of each busy
-// warp in it, in warpGrid's units: per k-step two per mma and one per
-// ldmatrix, and one per fragment value of the epilogue. Nil when every
-// warp runs the part alike (no mma, or the element-wise post-loop part
-// of an accumulator in shared memory).
-func (g *Graph) mmaWork(gr *Group, post bool) (*MMA, int) {
-	p := g.Ops[gr.Head].MMA
+// partWarps is the mma plan that divides gr's part (the loop's, or the
+// post-loop one when post) among the warps, how many warps from its Base
+// on run it, and the work of each, in warpGrid's units: per k-step two
+// per mma and one per ldmatrix, and one per fragment value of the
+// epilogue. Nil when every warp runs the part alike (no mma, or the
+// element-wise post-loop part of an accumulator in shared memory). The
+// post-loop part of a register accumulator runs on the warps of its
+// first slice of K.
+func (g *Graph) partWarps(gr *Group, post bool) (p *MMA, busy, work int) {
+	p = g.Ops[gr.Head].MMA
 	if p == nil {
-		return nil, 0
+		return nil, 0, 0
 	}
 	if post && g.InLoop(gr.Head) {
 		if !p.Persistent {
-			return nil, 0
+			return nil, 0, 0
 		}
-		return p, p.EpilogueValues()
+		return p, p.BusyWarps() / p.Slices(), p.EpilogueValues()
 	}
 	whole := !post && g.SummedInRegisters(gr)
-	work := ceilDiv(p.K, p.Instr.K) * (2*p.MPer*p.NPer + p.LdMatrix(whole))
+	work = p.KSteps() * (2*p.MPer*p.NPer + p.LdMatrix(whole))
 	if !whole {
 		work += p.EpilogueValues()
 	}
-	return p, work
+	return p, p.BusyWarps(), work
 }
 
 // RunsPart reports whether warp w runs gr's part (the loop's, or the
 // post-loop one when post): every warp does, but those an mma plan
 // leaves idle.
 func (g *Graph) RunsPart(gr *Group, post bool, w int) bool {
-	p, _ := g.mmaWork(gr, post)
-	return p == nil || p.Busy(w, g.Warps())
+	p, busy, _ := g.partWarps(gr, post)
+	return p == nil || p.Rank(w, g.Warps()) < busy
 }
 
 // leastLoaded is the first warp of the busy consecutive warps (mod the

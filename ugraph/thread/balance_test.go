@@ -10,20 +10,52 @@ import (
 // qkv is a grouped-query layer's projections at 8 rows, as the matmul
 // rule writes them: X (8 × 4096) walked by the loop, q's weight 4096 wide
 // and k's and v's 1024, each cut into as many column tiles as there are
-// blocks, summed in registers over the loop.
-func qkv(t testing.TB, blocks, threads int) *block.Graph {
+// blocks, summed in registers over the loop; with scaled, each product is
+// scaled in the loop before its sum (so not summed straight into the
+// registers, and not sliced).
+func qkv(t testing.TB, blocks, threads int, scaled bool) *block.Graph {
+	return projections(t, blocks, threads, scaled, 4096, 1024, 1024)
+}
+
+// projections is qkv's form for matmuls of the given widths.
+func projections(t testing.TB, blocks, threads int, scaled bool, widths ...int) *block.Graph {
 	b := newBuilder(t, block.Dim3{blocks, 1, 1}, threads, 16, 64)
 	x := b.in(sh(8, 4096), fp16, block.Map{-1, -1, -1}, 1)
-	for _, n := range []int{4096, 1024, 1024} {
+	for _, n := range widths {
 		w := b.in(sh(4096, n), fp16, block.Map{1, -1, -1}, 0)
-		b.out(b.acc(b.op(ugraph.OpMatmul, none, x, w), ugraph.AccumNone), block.Map{1, -1, -1})
+		m := b.op(ugraph.OpMatmul, none, x, w)
+		if scaled {
+			m = b.op(ugraph.OpMulScalar, ugraph.Attr{Scalars: [2]float64{0.5}}, m)
+		}
+		b.out(b.acc(m, ugraph.AccumNone), block.Map{1, -1, -1})
 	}
 	return b.g
 }
 
+// mmasOf derives g's plan and returns its mma plans, want of them.
+func mmasOf(t *testing.T, name string, g *block.Graph, want int) (*Graph, []*MMA) {
+	t.Helper()
+	tg, err := Derive(g, sm90, Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	checkPlan(t, name, tg)
+	var mmas []*MMA
+	for i := range tg.Ops {
+		if p := tg.Ops[i].MMA; p != nil {
+			mmas = append(mmas, p)
+		}
+	}
+	if len(mmas) != want {
+		t.Fatalf("%s: %d matmuls on tensor cores, want %d\n%v", name, len(mmas), want, tg)
+	}
+	return tg, mmas
+}
+
 // TestBalance: a matmul that leaves warps idle begins on the warps the
 // matmuls before it in the part loaded least, so that no warp runs all
-// three products; one that keeps every warp busy begins on warp 0.
+// three products; one that keeps every warp busy begins on warp 0. (The
+// products are scaled in the loop: sliceK leaves them whole.)
 func TestBalance(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -42,24 +74,14 @@ func TestBalance(t *testing.T) {
 		{"16 blocks, 4 warps", 16, 4, [3]int{0, 0, 0}, [3]int{4, 4, 4}, 3},
 	}
 	for _, tt := range tests {
-		g, err := Derive(qkv(t, tt.blocks, 32*tt.warps), sm90, Options{})
-		if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		checkPlan(t, tt.name, g)
-		var mmas []*MMA
-		for i := range g.Ops {
-			if p := g.Ops[i].MMA; p != nil {
-				mmas = append(mmas, p)
-			}
-		}
-		if len(mmas) != 3 {
-			t.Fatalf("%s: %d matmuls on tensor cores, want 3\n%v", tt.name, len(mmas), g)
-		}
+		tg, mmas := mmasOf(t, tt.name, qkv(t, tt.blocks, 32*tt.warps, true), 3)
 		parts := make([]int, tt.warps)
 		for k, p := range mmas {
+			if p.Slices() != 1 {
+				t.Errorf("%s: matmul %d in %d slices of K, want 1 (scaled in the loop)", tt.name, k, p.Slices())
+			}
 			if p.Base != tt.bases[k] || p.BusyWarps() != tt.busy[k] {
-				t.Errorf("%s: matmul %d from warp %d on %d warps, want from %d on %d\n%v", tt.name, k, p.Base, p.BusyWarps(), tt.bases[k], tt.busy[k], g)
+				t.Errorf("%s: matmul %d from warp %d on %d warps, want from %d on %d\n%v", tt.name, k, p.Base, p.BusyWarps(), tt.bases[k], tt.busy[k], tg)
 			}
 			for w := range parts {
 				if p.Busy(w, tt.warps) {
@@ -69,6 +91,45 @@ func TestBalance(t *testing.T) {
 		}
 		if most := slicesMax(parts); most != tt.mostParts {
 			t.Errorf("%s: the busiest warp runs %d mma parts, want %d (per warp: %v)", tt.name, most, tt.mostParts, parts)
+		}
+	}
+}
+
+// TestSliceK: where a block's matmuls, summed straight into registers,
+// leave idle as many warps as they keep busy, each takes as many slices
+// of K as the block's warps allow them all and divide the iteration's 16
+// k-steps (K 256); where they keep more than half the warps busy, none
+// (the balance pass places them side by side).
+func TestSliceK(t *testing.T) {
+	tests := []struct {
+		name          string
+		blocks, warps int
+		widths        []int
+		slices        []int
+		steps         []int // the k-steps a warp takes an iteration
+	}{
+		// q: 8 n-tiles, k and v 2: 12 warps busy of 8.
+		{"q, k, v: 64 blocks, 8 warps", 64, 8, []int{4096, 1024, 1024}, []int{1, 1, 1}, []int{16, 16, 16}},
+		// q: 4 n-tiles, k and v 1: 6 of 4.
+		{"q, k, v: 128 blocks, 4 warps", 128, 4, []int{4096, 1024, 1024}, []int{1, 1, 1}, []int{16, 16, 16}},
+		// 6 of 16: two slices each.
+		{"q, k, v: 128 blocks, 16 warps", 128, 16, []int{4096, 1024, 1024}, []int{2, 2, 2}, []int{8, 8, 8}},
+		// One matmul of 4 n-tiles: 4 warps of 16, 4 slices.
+		{"one matmul: 128 blocks, 16 warps", 128, 16, []int{4096}, []int{4}, []int{4}},
+		// 2 n-tiles: 2 warps of 8, 4 slices.
+		{"one matmul: 256 blocks, 8 warps", 256, 8, []int{4096}, []int{4}, []int{4}},
+		// q 32 n-tiles, k and v 8, over 4 warps: 8 and 2 tiles a warp.
+		{"q, k, v: 16 blocks, 4 warps", 16, 4, []int{4096, 1024, 1024}, []int{1, 1, 1}, []int{16, 16, 16}},
+	}
+	for _, tt := range tests {
+		tg, mmas := mmasOf(t, tt.name, projections(t, tt.blocks, 32*tt.warps, false, tt.widths...), len(tt.widths))
+		for k, p := range mmas {
+			if p.Slices() != tt.slices[k] || p.KSteps() != tt.steps[k] {
+				t.Errorf("%s: matmul %d in %d slices of %d k-steps, want %d of %d\n%v", tt.name, k, p.Slices(), p.KSteps(), tt.slices[k], tt.steps[k], tg)
+			}
+			if p.Slices() > 1 && (p.BusyWarps() > tt.warps || p.Scratch < 0 || p.Scratch+p.ScratchBytes() > tg.SmemBytes) {
+				t.Errorf("%s: matmul %d on %d warps, scratch %d+%d of %d", tt.name, k, p.BusyWarps(), p.Scratch, p.ScratchBytes(), tg.SmemBytes)
+			}
 		}
 	}
 }

@@ -70,6 +70,9 @@ func (g *Graph) GroupString(gi int) string {
 				if p.Base != 0 {
 					fmt.Fprintf(&b, ", from warp %d", p.Base)
 				}
+				if p.Slices() > 1 {
+					fmt.Fprintf(&b, ", K in %d slices, scratch @%d", p.Slices(), p.Scratch)
+				}
 				b.WriteString("]")
 			} else if gr.LaneRows > 0 {
 				fmt.Fprintf(&b, " [simt, lane partials x%d]", gr.LaneRows)

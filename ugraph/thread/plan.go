@@ -130,7 +130,8 @@ func rowWarps(rows, n, warps int) int {
 
 // placeScratch puts after the tiles the scratch of every group whose
 // split rows meet in shared memory (Group.Scratch): a float per warp,
-// live for the whole kernel, so that no two parts share one.
+// live for the whole kernel, so that no two parts share one; and of
+// every mma whose slices of K meet there (MMA.Scratch).
 func placeScratch(out *Graph) {
 	for gi := range out.Groups {
 		gr := &out.Groups[gi]
@@ -138,6 +139,10 @@ func placeScratch(out *Graph) {
 		if gr.RowWarps > 1 && gr.Accum != gr.Head {
 			gr.Scratch = roundUp(out.SmemBytes, SmemAlign)
 			out.SmemBytes = gr.Scratch + out.Warps()*4
+		}
+		if p := out.Ops[gr.Head].MMA; p != nil && p.Slices() > 1 {
+			p.Scratch = roundUp(out.SmemBytes, SmemAlign)
+			out.SmemBytes = p.Scratch + p.ScratchBytes()
 		}
 	}
 }

@@ -91,6 +91,16 @@ type MMA struct {
 	// (a few rows, fewer n-tiles than warps), the next matmul of the part
 	// begins on the idle ones (the balance pass).
 	Base int
+	// WarpsK, when above 1, is the slices of each iteration's K that the
+	// warps of ranks [s·G, (s+1)·G) take (G = WarpsM·WarpsN, s < WarpsK,
+	// each KSteps()/WarpsK steps of Instr.K): warps a matmul of a few
+	// rows would leave idle sum its products over their slice in their
+	// own registers (the slices pass). After the loop, slices 1 and on
+	// put their sums in shared memory at Scratch, WarpsK−1 regions of G
+	// warps' Floats() floats a lane, and after the barrier that ends the
+	// loop the warps of slice 0 add them to theirs and run the epilogue.
+	WarpsK  int
+	Scratch int
 	// Persistent: the warp's whole MPer × NPer tile stays in registers
 	// across the for-loop, as the None accumulator fused into the group.
 	Persistent bool
@@ -187,16 +197,29 @@ func (m *MMA) EpilogueValues() int {
 	return most
 }
 
-// BusyWarps is how many warps, from Base on, own a tile: the rest of the
-// block's do nothing.
+// BusyWarps is how many warps, from Base on, own a tile in the loop: the
+// rest of the block's do nothing.
 func (m *MMA) BusyWarps() int {
-	return min(m.WarpsM, ceilDiv(m.MTiles, m.MPer)) * m.WarpsN
+	return min(m.WarpsM, ceilDiv(m.MTiles, m.MPer)) * m.WarpsN * m.Slices()
 }
 
-// Busy reports whether warp w of a block of warps owns a tile.
-func (m *MMA) Busy(w, warps int) bool {
-	return ((w-m.Base)%warps+warps)%warps < m.BusyWarps()
+// Slices is the slices of K the warps take: WarpsK, or 1.
+func (m *MMA) Slices() int { return max(1, m.WarpsK) }
+
+// KSteps is the steps of Instr.K that one warp takes each iteration.
+func (m *MMA) KSteps() int { return ceilDiv(m.K, m.Instr.K) / m.Slices() }
+
+// ScratchBytes is the shared memory the slices past the first put their
+// sums in (none without slices).
+func (m *MMA) ScratchBytes() int {
+	return (m.Slices() - 1) * m.WarpsM * m.WarpsN * m.Floats() * target.WarpSize * 4
 }
+
+// Rank is warp w's rank in the plan, in a block of warps.
+func (m *MMA) Rank(w, warps int) int { return ((w-m.Base)%warps + warps) % warps }
+
+// Busy reports whether warp w of a block of warps owns a tile in the loop.
+func (m *MMA) Busy(w, warps int) bool { return m.Rank(w, warps) < m.BusyWarps() }
 
 // MTilesPerBatch is the number of 16-row tiles over one batch's M rows.
 func (m *MMA) MTilesPerBatch() int { return ceilDiv(m.M, m.Instr.M) }
@@ -472,6 +495,7 @@ var passes = [...]struct {
 	{"lowering", (*deriver).lower},    // mma or SIMT for each matmul
 	{"fusion", (*deriver).fuse},       // groups: heads, fused chains, stores
 	{"storage", (*deriver).store},     // registers, shared or device; persistent accumulators
+	{"slices", (*deriver).sliceK},     // idle warps take slices of a matmul's K
 	{"rows", (*deriver).splitRows},    // warps per row of row-at-a-time heads
 	{"schedule", (*deriver).schedule}, // loop and post steps; live intervals
 	{"allocate", (*deriver).allocate}, // rows, pitches, stages, offsets; fitting the limit

@@ -623,6 +623,16 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 	// stride; their scratch (a float a warp) lies past the tiles.
 	for gi := range g.Groups {
 		gr := &g.Groups[gi]
+		if p := g.Ops[gr.Head].MMA; p != nil && p.Slices() > 1 {
+			steps := (p.K + p.Instr.K - 1) / p.Instr.K
+			if !g.SummedInRegisters(gr) || p.Batch != 1 || p.Scaled != nil || steps%p.WarpsK != 0 || p.BusyWarps() > g.Warps() {
+				fail("group %d: %d slices of %d k-steps, %d warps busy of %d", gi, p.WarpsK, steps, p.BusyWarps(), g.Warps())
+			}
+			if p.Scratch < end || p.Scratch%SmemAlign != 0 {
+				fail("group %d: the slices' scratch at %d, among the tiles (they end at %d) or unaligned", gi, p.Scratch, end)
+			}
+			end = max(end, p.Scratch+p.ScratchBytes())
+		}
 		rw := gr.RowWarps
 		if rw < 1 || rw&(rw-1) != 0 {
 			fail("group %d: %d warps a row", gi, rw)
