@@ -159,9 +159,12 @@ func graphSteps(tg *thread.Graph) blockSteps {
 		}
 		for k, gi := range groups {
 			gr := &tg.Groups[gi]
-			if wait[k] {
+			switch {
+			case wait[k]:
 				flush()
 				into.Barriers++
+			case tg.SyncsWithin(gr, post):
+				flush() // its own barrier (counted in its steps) ends the parts before it
 			}
 			s := partSteps(tg, gr, post)
 			for w := range perWarp {
@@ -192,7 +195,9 @@ func graphSteps(tg *thread.Graph) blockSteps {
 }
 
 // busiest is the steps of the warp whose steps take the longest at the
-// fitted latencies; the first such.
+// fitted latencies (the table's, whichever table then prices them: a
+// refit with -fit compares warps at the table it starts from); the first
+// such.
 func busiest(perWarp []steps) steps {
 	var most steps
 	longest := -1.0

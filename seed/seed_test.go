@@ -415,6 +415,15 @@ R = g.new_input(dims=(256, 4), dtype=mi.float16)
 g.mark_output(g.matmul(X, W))
 g.mark_output(g.matmul(X, R))
 `, nil},
+	// The same at rank 4, where split_k's blocks take a head's columns
+	// whole: 4 columns beside 64 still make no mma tile.
+	{"a product too narrow to tile beside a wide one, over groups and heads", `
+X = g.new_input(dims=(2, 4, 8, 256), dtype=mi.float16)
+W1 = g.new_input(dims=(2, 4, 256, 64), dtype=mi.float16)
+W2 = g.new_input(dims=(2, 4, 256, 4), dtype=mi.float16)
+g.mark_output(g.matmul(X, W1))
+g.mark_output(g.matmul(X, W2))
+`, nil},
 	{"batched matmuls with a per-head bias", `
 X = g.new_input(dims=(4, 8, 64), dtype=mi.bfloat16)
 W = g.new_input(dims=(4, 64, 96), dtype=mi.bfloat16)

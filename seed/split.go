@@ -39,7 +39,7 @@ func splitRule(p *program, opts Options) []*kernel.Graph {
 	}
 	grids := plan.columnGrids(32, 256)
 	if plan.heads > 1 {
-		if plan.n > 256 {
+		if plan.n > 256 || !plan.columnBlocks(1) {
 			return nil
 		}
 		plan.headsOnX, grids = true, []int{1}

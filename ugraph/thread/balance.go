@@ -20,10 +20,10 @@ func (d *deriver) balance() error {
 		wait := out.PartBarriers(post)
 		load := make([]int, warps)
 		for k, gi := range groups {
-			if wait[k] {
+			gr := &out.Groups[gi]
+			if wait[k] || out.SyncsWithin(gr, post) {
 				clear(load)
 			}
-			gr := &out.Groups[gi]
 			p, busy, work := out.partWarps(gr, post)
 			if p == nil {
 				continue // every warp alike
@@ -65,6 +65,15 @@ func (g *Graph) partWarps(gr *Group, post bool) (p *MMA, busy, work int) {
 		work += p.EpilogueValues()
 	}
 	return p, p.BusyWarps(), work
+}
+
+// SyncsWithin reports whether gr's part (the loop's, or the post-loop one
+// when post) waits at a barrier of its own: the part of a head that works
+// by rows with each row shared among warps, which meet in its scratch
+// (Group.Scratch) after the barrier. The parts before it, on whichever
+// warps, end there, as at a barrier between parts (PartBarriers).
+func (g *Graph) SyncsWithin(gr *Group, post bool) bool {
+	return gr.Scratch >= 0 && g.InLoop(gr.Head) != post
 }
 
 // RunsPart reports whether warp w runs gr's part (the loop's, or the

@@ -1,6 +1,7 @@
 package thread
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -174,5 +175,37 @@ func TestBusy(t *testing.T) {
 	}
 	if len(busy) != 2 || busy[0] != 0 || busy[1] != 7 {
 		t.Errorf("from warp 7, 2 of 8 warps busy: got warps %v, want [0 7]", busy)
+	}
+}
+
+// TestSlicesGiveWayToTheTiles: a matmul of 8 rows and 32 columns (4
+// n-tiles) on 16 warps takes 4 slices of K, whose scratch comes after the
+// tiles; where the scratch would not fit beside the tiles (K 2048 an
+// iteration, two stages: the plan fits without it and not with it), or
+// would cost a pipeline stage (K 1024), the plan takes the slices back.
+func TestSlicesGiveWayToTheTiles(t *testing.T) {
+	for _, tt := range []struct {
+		k, f   int
+		slices int
+		stages int
+	}{
+		{256, 4, 4, 4},  // room for all: 4 slices, 4 stages
+		{1024, 2, 1, 2}, // the scratch would cost the second stage
+		{2048, 2, 1, 1}, // the scratch would not fit at all
+	} {
+		b := newBuilder(t, block.Dim3{1, 1, 1}, 512, tt.f, 64)
+		x := b.in(sh(8, tt.k*tt.f), fp16, block.Map{-1, -1, -1}, 1)
+		w := b.in(sh(tt.k*tt.f, 32), fp16, block.Map{1, -1, -1}, 0)
+		b.out(b.acc(b.op(ugraph.OpMatmul, none, x, w), ugraph.AccumNone), block.Map{1, -1, -1})
+		name := fmt.Sprintf("K %d an iteration", tt.k)
+		g, err := Derive(b.g, sm90, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkPlan(t, name, g)
+		p := g.Ops[2].MMA
+		if p.Slices() != tt.slices || g.Stages != tt.stages {
+			t.Errorf("%s: %d slices, %d stages; want %d, %d\n%v", name, p.Slices(), g.Stages, tt.slices, tt.stages, g)
+		}
 	}
 }

@@ -332,8 +332,9 @@ func (d *deriver) postPosition(gr *Group) (int, bool) {
 	return pos, needed
 }
 
-// allocate lays out the shared tiles and places them, lowering the pipeline
-// depth until the plan fits the arch's shared memory per block.
+// allocate lays out the shared tiles and places them, taking back the
+// slices of K, then lowering the pipeline depth, until the plan fits the
+// arch's shared memory per block.
 func (d *deriver) allocate() error {
 	stages := d.opts.Stages // Depth's
 	for {
@@ -343,6 +344,9 @@ func (d *deriver) allocate() error {
 		limit := d.arch.MaxSmemPerBlock
 		if limit <= 0 || d.out.SmemBytes <= limit {
 			return nil
+		}
+		if d.unsliceK() {
+			continue
 		}
 		if stages == 1 {
 			if d.readInPlace(true) || d.readInPlace(false) {

@@ -41,10 +41,29 @@ func (d *deriver) sliceK() error {
 			}
 		}
 		if slices > 1 {
+			d.sliced = append(d.sliced, unslice{p, p.WarpsM})
 			p.WarpsM, p.WarpsK = min(p.WarpsM, ceilDiv(p.MTiles, p.MPer)), slices
 		}
 	}
 	return nil
+}
+
+// unslice is a sliced matmul's plan and its grid's rows before slicing.
+type unslice struct {
+	p      *MMA
+	warpsM int
+}
+
+// unsliceK takes back the slices sliceK gave, when their scratch does not
+// fit the shared memory the tiles leave: a pipeline stage or the plan
+// itself is worth more than the slices. It reports whether there were any.
+func (d *deriver) unsliceK() bool {
+	for _, u := range d.sliced {
+		u.p.WarpsM, u.p.WarpsK, u.p.Scratch = u.warpsM, 0, 0
+	}
+	undone := len(d.sliced) > 0
+	d.sliced = nil
+	return undone
 }
 
 // maxSlicedTiles is the most mma tiles a warp of a sliced matmul holds:

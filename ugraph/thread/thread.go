@@ -512,6 +512,8 @@ type deriver struct {
 	live []bool  // per op
 	prod []int   // per tile: the producing op
 	uses [][]int // per tile: the live ops reading it, once per operand slot
+
+	sliced []unslice // the matmuls sliceK sliced, which allocate may take back
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
