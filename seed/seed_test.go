@@ -771,6 +771,42 @@ g.mark_output(g.rms_norm(X, normalized_shape=(4096,)))
 	}
 }
 
+// TestColumnGridsOfSeveralWidths checks the matmul rule's column grids
+// for matmuls of different widths: the widest's tiles of 32 to 256 where
+// every width divides into as many, each tile 8 columns or more, and the
+// powers of two that divide every width with the widest's tiles in that
+// range (Qwen2's 3584 and 512, scaled down: 224 and 32, whose 32-column
+// tiles of 224 are 7 blocks, which do not divide 32).
+func TestColumnGridsOfSeveralWidths(t *testing.T) {
+	cases := []struct {
+		wide, narrow int
+		want         []int // grid x of the matmul rule's seeds, most first, each once
+	}{
+		{256, 64, []int{8, 4, 2, 1}}, // 32-256 columns of 256; 8 to 64 of 64
+		{4096, 1024, []int{128, 64, 32, 16}},
+		{224, 32, []int{4, 2, 1}}, // 56, 112 and 224 columns; 8, 16 and 32
+		{256, 16, []int{2, 1}},    // 128 or 256 columns beside 8 or 16
+	}
+	for _, c := range cases {
+		program := load(t, fmt.Sprintf(`
+X = g.new_input(dims=(8, 256), dtype=mi.float16)
+Wq = g.new_input(dims=(256, %d), dtype=mi.float16)
+Wk = g.new_input(dims=(256, %d), dtype=mi.float16)
+g.mark_output(g.matmul(X, Wq))
+g.mark_output(g.matmul(X, Wk))
+`, c.wide, c.narrow))
+		var grids []int
+		for _, s := range seed.Build(program, seed.Options{}) {
+			if gx := firstBlock(s.Graph).Grid[0]; s.Rule == "matmul" && !slices.Contains(grids, gx) {
+				grids = append(grids, gx)
+			}
+		}
+		if !slices.Equal(grids, c.want) {
+			t.Errorf("%d and %d columns: matmul seeds on grids x %v, want %v", c.wide, c.narrow, grids, c.want)
+		}
+	}
+}
+
 // TestLibraryTilings checks the library rule's grids: its column tiles
 // (x) are the whole row or 256 to 2048 columns, powers of two where one
 // divides the columns, else their largest divisor in that range (3000:
