@@ -167,8 +167,9 @@ func graphSteps(tg *thread.Graph) blockSteps {
 				flush() // its own barrier (counted in its steps) ends the parts before it
 			}
 			s := partSteps(tg, gr, post)
+			p, busy := tg.PartWarps(gr, post)
 			for w := range perWarp {
-				if tg.RunsPart(gr, post, w) {
+				if p == nil || p.Rank(w, warps) < busy {
 					perWarp[w].add(s, 1)
 				}
 			}

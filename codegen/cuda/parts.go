@@ -598,7 +598,7 @@ func (k *blockKernel) slicesOut(gr *thread.Group, p *thread.MMA) {
 	w.line("const int rank = %s;", warpRank(p, k.tg.Warps()))
 	w.open("if (rank >= %d && rank < %d)", group, group*p.Slices())
 	w.line("float* const part = reinterpret_cast<float*>(smem + %d) + ((rank / %d - 1) * %d + rank %% %d) * %d + lane;", p.Scratch, group, group, group, f*target.WarpSize)
-	k.fragFloats(p, func(acc, at string) { w.line("MIRAGE_STS(part[%s]) = %s;", at, acc) }, accName(gr))
+	k.fragFloats(p, accName(gr), func(acc, at string) { w.line("MIRAGE_STS(part[%s]) = %s;", at, acc) })
 	w.close()
 	w.close()
 }
@@ -614,15 +614,15 @@ func (k *blockKernel) slicesIn(gr *thread.Group, p *thread.MMA) {
 	w.line("#pragma unroll")
 	w.open("for (int s = 1; s < %d; ++s)", p.Slices())
 	w.line("const float* const part = reinterpret_cast<const float*>(smem + %d) + ((s - 1) * %d + rank) * %d + lane;", p.Scratch, group, f*target.WarpSize)
-	k.fragFloats(p, func(acc, at string) { w.line("%s += MIRAGE_LDS(part[%s]);", acc, at) }, accName(gr))
+	k.fragFloats(p, accName(gr), func(acc, at string) { w.line("%s += MIRAGE_LDS(part[%s]);", acc, at) })
 	w.close()
 	w.close()
 	w.close()
 }
 
-// fragFloats writes loops over a warp's register accumulator, handing
+// fragFloats writes loops over a warp's register accumulator acc, handing
 // each float's name and its offset (f·32, f its index) to body.
-func (k *blockKernel) fragFloats(p *thread.MMA, body func(acc, at string), acc string) {
+func (k *blockKernel) fragFloats(p *thread.MMA, acc string, body func(acc, at string)) {
 	w := k.w
 	w.line("#pragma unroll")
 	w.open("for (int i = 0; i < %d; ++i)", p.MPer)

@@ -24,7 +24,7 @@ func (d *deriver) balance() error {
 			if wait[k] || out.SyncsWithin(gr, post) {
 				clear(load)
 			}
-			p, busy, work := out.partWarps(gr, post)
+			p, busy := out.PartWarps(gr, post)
 			if p == nil {
 				continue // every warp alike
 			}
@@ -32,6 +32,7 @@ func (d *deriver) balance() error {
 				placed[gi] = true
 				p.Base = leastLoaded(load, busy)
 			}
+			work := out.partWork(gr, p, post)
 			for r := range busy {
 				load[(p.Base+r)%warps] += work
 			}
@@ -40,31 +41,39 @@ func (d *deriver) balance() error {
 	return nil
 }
 
-// partWarps is the mma plan that divides gr's part (the loop's, or the
-// post-loop one when post) among the warps, how many warps from its Base
-// on run it, and the work of each, in warpGrid's units: per k-step two
-// per mma and one per ldmatrix, and one per fragment value of the
-// epilogue. Nil when every warp runs the part alike (no mma, or the
-// element-wise post-loop part of an accumulator in shared memory). The
-// post-loop part of a register accumulator runs on the warps of its
-// first slice of K.
-func (g *Graph) partWarps(gr *Group, post bool) (p *MMA, busy, work int) {
+// PartWarps is the mma plan that divides gr's part (the loop's, or the
+// post-loop one when post) among the warps and how many warps, from its
+// Base on (MMA.Rank), run it; nil when every warp runs the part alike
+// (no mma, or the element-wise post-loop part of an accumulator in
+// shared memory). The post-loop part of a register accumulator runs on
+// the warps of its first slice of K. The cost model counts the busiest
+// warp by it.
+func (g *Graph) PartWarps(gr *Group, post bool) (p *MMA, busy int) {
 	p = g.Ops[gr.Head].MMA
-	if p == nil {
-		return nil, 0, 0
+	switch {
+	case p == nil:
+		return nil, 0
+	case post && g.InLoop(gr.Head) && !p.Persistent:
+		return nil, 0
+	case post && g.InLoop(gr.Head):
+		return p, p.BusyWarps() / p.Slices()
 	}
+	return p, p.BusyWarps()
+}
+
+// partWork is the work of each busy warp in gr's part, in warpGrid's
+// units: per k-step two per mma and one per ldmatrix, and one per
+// fragment value of the epilogue.
+func (g *Graph) partWork(gr *Group, p *MMA, post bool) int {
 	if post && g.InLoop(gr.Head) {
-		if !p.Persistent {
-			return nil, 0, 0
-		}
-		return p, p.BusyWarps() / p.Slices(), p.EpilogueValues()
+		return p.EpilogueValues()
 	}
 	whole := !post && g.SummedInRegisters(gr)
-	work = p.KSteps() * (2*p.MPer*p.NPer + p.LdMatrix(whole))
+	work := p.KSteps() * (2*p.MPer*p.NPer + p.LdMatrix(whole))
 	if !whole {
 		work += p.EpilogueValues()
 	}
-	return p, p.BusyWarps(), work
+	return work
 }
 
 // SyncsWithin reports whether gr's part (the loop's, or the post-loop one
@@ -74,14 +83,6 @@ func (g *Graph) partWarps(gr *Group, post bool) (p *MMA, busy, work int) {
 // warps, end there, as at a barrier between parts (PartBarriers).
 func (g *Graph) SyncsWithin(gr *Group, post bool) bool {
 	return gr.Scratch >= 0 && g.InLoop(gr.Head) != post
-}
-
-// RunsPart reports whether warp w runs gr's part (the loop's, or the
-// post-loop one when post): every warp does, but those an mma plan
-// leaves idle.
-func (g *Graph) RunsPart(gr *Group, post bool, w int) bool {
-	p, busy, _ := g.partWarps(gr, post)
-	return p == nil || p.Rank(w, g.Warps()) < busy
 }
 
 // leastLoaded is the first warp of the busy consecutive warps (mod the
