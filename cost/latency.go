@@ -282,13 +282,15 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 			s.Elements += n * float64(xs.Last()/out.Last())
 			reads(n * float64(xs.Last()/out.Last()))
 		default: // sum, mean, rms: a warp (or RowWarps) per row, reduced now or after the loop (lane partials)
-			rw := max(1, gr.RowWarps)
+			rw, vec := max(1, gr.RowWarps), max(1, gr.RowVector)
 			rows := ceilf(xs.NumElements()/xs.Last()*rw, warps)
 			if gr.LaneRows == 0 {
 				s.Rows += rows
 			}
-			s.RowElems += rows * ceilf(xs.Last(), target.WarpSize*rw)
-			reads(rows * ceilf(xs.Last(), target.WarpSize*rw))
+			loads := rows * ceilf(xs.Last(), target.WarpSize*rw*vec)
+			s.RowElems += loads
+			s.Elements += loads * float64(vec-1) // a vector's other elements, from registers
+			reads(loads)
 		}
 		return s
 	}
@@ -312,9 +314,9 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		// A warp per row, or RowWarps warps per row that meet in shared
 		// memory across a barrier (each reads the RowWarps partial sums).
 		xs := bg.Tensors[head.In[0]].Shape
-		rw := max(1, gr.RowWarps)
+		rw, vec := max(1, gr.RowWarps), max(1, gr.RowVector)
 		rows := ceilf(xs.NumElements()/xs.Last()*rw, warps)
-		per := ceilf(xs.Last(), target.WarpSize*rw)
+		per := ceilf(xs.Last(), target.WarpSize*rw*vec) // a lane's loads of a row
 		if rw > 1 {
 			s.Barriers++
 			s.Elements += float64(rw)
@@ -322,14 +324,15 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		passes := 1.0
 		if head.Kind == ugraph.OpRMSNorm {
 			passes = 2 // the sum of squares, then the scaling
-			chain(ops, rows*per)
-			sinks(rows * per)
+			chain(ops, rows*per*float64(vec))
+			sinks(rows * per * float64(vec))
 		} else {
 			chain(ops, rows)
 			sinks(rows)
 		}
 		s.Rows += rows
 		s.RowElems += rows * per * passes
+		s.Elements += rows * per * passes * float64(vec-1) // a vector's other elements, from registers
 		reads(rows * per * passes)
 	default: // an element per thread
 		n := ceilf(out.NumElements(), threads)

@@ -44,7 +44,8 @@ func measuredKernel(t *testing.T, workload, entry string) *launch.Kernel {
 //	per iteration: cp_async_wait + __syncthreads; load_s0 (X's 16x256
 //	tile, 512 16-byte chunks: 4 a thread) and load_s1 (W's 256x64 tile,
 //	2048 chunks: 16 a thread); g0, the rms accumulator, a warp per row:
-//	16 rows over 4 warps, 256/32 = 8 elements a lane each, added into
+//	16 rows over 4 warps, 256/32 = 8 elements a lane each, read as one
+//	16-byte vector (its other 7 elements from registers) and added into
 //	the lane's 4 partial sums; g1, mma_tiles<1, 2, K=256>: 16 k-steps of
 //	one A and one B ldmatrix and two mma.sync.
 //	after the loop: the warp sums of its 4 rows' partials; __syncthreads;
@@ -61,7 +62,7 @@ func TestGraphStepsFollowTheEmittedCode(t *testing.T) {
 		Iters: 16, Stages: 4, Warps: 4,
 		// X: 16 rows of 512 bytes, 4 lines each; W: 256 rows of 128 bytes.
 		FetchIter: fetch{Bytes: 16*256*2 + 256*64*2, Lines: 16*4 + 256},
-		Iter:      steps{Barriers: 1, Copies: 4 + 16, RowElems: 4 * 8, LdMatrix: 16 * 2, MMAs: 16 * 2},
+		Iter:      steps{Barriers: 1, Copies: 4 + 16, RowElems: 4, Elements: 4 * 7, LdMatrix: 16 * 2, MMAs: 16 * 2},
 		Once:      steps{Barriers: 2, Rows: 4, Elements: 1 + 1 + 4, Flops: 8 * 5, Stores: 8},
 	}
 	if bs != want {

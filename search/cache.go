@@ -203,7 +203,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // grouped-query layer's q, k and v); a matmul whose tiles leave warps
 // idle begins on others than the one before it (thread.MMA.Base), and
 // the model counts the busiest warp of the parts between two barriers.
-const cacheVersion = 44
+// Version 45: row loops read 16-byte vectors (thread.Group.RowVector),
+// and the model counts a vector's load once.
+const cacheVersion = 45
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

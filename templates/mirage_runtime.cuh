@@ -399,6 +399,15 @@ template <typename T> __device__ __forceinline__ Vec16<T> load16(const T* p MIRA
 #endif
   return v;
 }
+// load16_or_zero is load16 where ok, and zeros where not: a vector of a
+// padding row of a dynamic dim, which reads as zero.
+template <typename T> __device__ __forceinline__ Vec16<T> load16_or_zero(bool ok, const T* p MIRAGE_SITE_PARAMS) {
+  if (ok) return load16(p MIRAGE_SITE_ARGS);
+  Vec16<T> v;
+#pragma unroll
+  for (int i = 0; i < Vec16<T>::N; ++i) v.e[i] = from_f32<T>(0.0f);
+  return v;
+}
 template <typename T> __device__ __forceinline__ void store16(T* p, const Vec16<T>& v MIRAGE_SITE_PARAMS) {
 #if defined(MIRAGE_EMULATE)
   check_aligned(site_file, site_line, p, 16);

@@ -164,6 +164,34 @@ var emuCases = []emuCase{
 		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=1)`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.exp(tb.rms_norm(tX)), "sum"), output_map=(0, -1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.reduction(tX, 1)), output_map=(0, -1, -1))`)},
+	// Rows read 16 bytes a lane at a time (thread.Group.RowVector), from
+	// device memory in place: a row of 4096 a block over 16 warps, for an
+	// rms accumulator (atomicAdd) and a reduction of bf16 rows.
+	{name: "rows_read_in_vectors", scale: 1, src: oneKernel(
+		[][3]string{{"Y", "(4, 4096)", "float16"}, {"Z", "(4, 4096)", "bfloat16"}},
+		"grid_dim=(4, 1, 1), block_dim=(512, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tY = tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tZ = tb.new_input(dtensor=Z, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tY, "rms"), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.reduction(tZ, 1)), output_map=(0, -1, -1))`)},
+	// The same from shared memory: an rms_norm (its operand copied in, as
+	// it reads it twice) whose scaling pass feeds a product with γ, 8
+	// warps a row of 2048.
+	{name: "rms_norm_rows_in_vectors", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(2, 2048)", "float16"}, {"G", "(1, 2048)", "float16"}},
+		"grid_dim=(2, 1, 1), block_dim=(256, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tG = tb.new_input(dtensor=G, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tb.mul(tb.rms_norm(tX), tG)), output_map=(0, -1, -1))`)},
+	// Lane partials fed 16-byte vectors of bf16 rows from a pipelined
+	// tile in shared memory: 8 rows of 512 a block and iteration, two a
+	// warp.
+	{name: "lane_partials_in_vectors", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(16, 2048)", "bfloat16"}},
+		"grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=4, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=1)`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "rms"), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.forloop_accum(tX, "sum"), output_map=(0, -1, -1))`)},
 	// One iteration: X, which rms_norm and a second op read, and B, read
 	// broadcast along the rows, are copied into shared memory; Y, read
 	// once, is copied beside them (TestCasesReadInPlace).

@@ -16,8 +16,9 @@ import (
 // (for rms_norm, for a broadcast) copies them beside ("copied_in_once").
 func TestCasesReadInPlace(t *testing.T) {
 	want := map[string][]int{ // case: its inputs read in place, by position
-		"reductions":     {0, 1},
-		"copied_in_once": nil,
+		"reductions":           {0, 1},
+		"copied_in_once":       nil,
+		"rows_read_in_vectors": {0, 1},
 	}
 	for _, c := range emuCases {
 		w, ok := want[c.name]
@@ -41,6 +42,50 @@ func TestCasesReadInPlace(t *testing.T) {
 		}
 		if !slices.Equal(got, w) {
 			t.Errorf("%s: inputs read in place %v, want %v", c.name, got, w)
+		}
+	}
+	for name := range want {
+		t.Errorf("no emulator case %s", name)
+	}
+}
+
+// TestCasesReadRowsInVectors: the row loops of the emulator cases that
+// were written for them read 16-byte vectors (thread.Group.RowVector: 8
+// fp16 or bf16, 4 fp32), and those whose rows are too short to give every
+// lane a vector, or are no whole vectors, read elements.
+func TestCasesReadRowsInVectors(t *testing.T) {
+	want := map[string][]int{ // case: the RowVector of its row-loop groups, in group order
+		"rows_read_in_vectors":     {8, 8},
+		"rms_norm_rows_in_vectors": {8},
+		"lane_partials_in_vectors": {8, 8},
+		"rows_shared_by_warps":     {8, 8, 8, 8, 8}, // rows of 1000, 2 warps a row
+		"rows_256_threads":         {1},             // rows of 100
+		"reductions":               {1, 4},          // the rms_norm's 128 fp16; the reduction of its 128 fp32 sums
+	}
+	for _, c := range emuCases {
+		w, ok := want[c.name]
+		if !ok {
+			continue
+		}
+		delete(want, c.name)
+		p, err := launch.Graph(loadSource(t, c.name, c.src...), target.MustLookup("sm_90"), launch.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		var got []int
+		for i := range p.Kernels {
+			tg := p.Kernels[i].Thread
+			if tg == nil {
+				continue
+			}
+			for gi := range tg.Groups {
+				if gr := &tg.Groups[gi]; thread.RowHead(tg.Block, gr) || gr.LaneRows > 0 {
+					got = append(got, gr.RowVector)
+				}
+			}
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s: row loops read %v elements at a time, want %v", c.name, got, w)
 		}
 	}
 	for name := range want {

@@ -129,15 +129,15 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 		if gr.LaneRows > 0 {
 			k.partComment(gr, fmt.Sprintf("%s: each lane adds its elements' %s into its partial sums of the warp's rows", describeOp(bg, gr.Head), what))
 			if err := k.laneRows(gr, xs, func(r string, idx []*expr) error {
-				k.w.open("for (int j = lane; j < %d; j += 32)", n)
-				if acc == ugraph.AccumRMS {
-					k.w.line("const float x = %s;", x.load(withLast(idx, vr("j", n))))
-					k.w.line("%s[%s] += x * x;", partialsName(gr), r)
-				} else {
-					k.w.line("%s[%s] += %s;", partialsName(gr), r, x.load(withLast(idx, vr("j", n))))
-				}
-				k.w.close()
-				return nil
+				return k.rowElems(x, idx, rowStrides(1, gr.RowVector, n), n, gr.RowVector, false, func(val string, _ []*expr) error {
+					if acc == ugraph.AccumRMS {
+						k.w.line("const float x = %s;", val)
+						k.w.line("%s[%s] += x * x;", partialsName(gr), r)
+					} else {
+						k.w.line("%s[%s] += %s;", partialsName(gr), r, val)
+					}
+					return nil
+				})
 			}); err != nil {
 				return err
 			}
@@ -157,7 +157,7 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 					defer k.w.close()
 				}
 				k.w.line("float s = 0.0f;")
-				k.sumRow(x, idx, rowStrides(rw, n), n, acc == ugraph.AccumRMS)
+				k.sumRow(x, idx, rowStrides(rw, gr.RowVector, n), n, gr.RowVector, acc == ugraph.AccumRMS)
 				k.w.line("s = mirage::warp_sum(s);")
 				k.w.line("if (lane == 0) atomicAdd(&%s, s);", a.update(idx))
 				return nil
@@ -169,7 +169,7 @@ func (k *blockKernel) accumulate(gr *thread.Group) error {
 		k.partComment(gr, fmt.Sprintf("%s: a warp per row adds the row's %s into the accumulator", describeOp(bg, gr.Head), what))
 		if err := k.rowLoop(xs, func(idx []*expr) error {
 			k.w.line("float s = 0.0f;")
-			k.sumRow(x, idx, rowStrides(1, n), n, acc == ugraph.AccumRMS)
+			k.sumRow(x, idx, rowStrides(1, gr.RowVector, n), n, gr.RowVector, acc == ugraph.AccumRMS)
 			k.w.line("s = mirage::warp_sum(s);")
 			k.w.line("if (lane == 0) %s += s;", a.update(idx))
 			return nil
@@ -422,18 +422,15 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 	k.partComment(gr, describeChain(bg, gr.Head, chain, acc)+", a warp per row")
 	if err := k.rowLoop(xs, func(idx []*expr) error {
 		w := k.w
-		j := vr("j", n)
+		j := rowStrides(1, gr.RowVector, n)
 		w.line("float s = 0.0f;")
-		k.sumRow(x, idx, rowStrides(1, n), n, op.Kind == ugraph.OpRMSNorm)
+		k.sumRow(x, idx, j, n, gr.RowVector, op.Kind == ugraph.OpRMSNorm)
 		if op.Kind == ugraph.OpRMSNorm {
 			w.line("const float scale = 1.0f / sqrtf(mirage::warp_sum(s) / %d.0f);  // 1 / rms of the row (no epsilon)", n)
-			w.open("for (int j = lane; j < %d; j += 32)", n)
-			w.line("float v = %s * scale;", x.load(withLast(idx, j)))
-			if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, j)}, op.Out, -1); err != nil {
-				return err
-			}
-			w.close()
-			return nil
+			return k.rowElems(x, idx, j, n, gr.RowVector, true, func(val string, at []*expr) error {
+				w.line("float v = %s * scale;", val)
+				return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: at}, op.Out, -1)
+			})
 		}
 		w.line("s = mirage::warp_sum(s);")
 		w.open("if (lane == 0)")
@@ -451,27 +448,62 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 }
 
 // rowStrides is the header of the loop over the elements of a row that a
-// lane sums when rw warps share the row: every 32nd element from the
-// lane's (rw 1), or every rw·32nd from the warp's stride.
-func rowStrides(rw, n int) string {
-	if rw == 1 {
+// lane reads, vec at a time (thread.Group.RowVector), when rw warps share
+// the row: every 32nd access from the lane's (rw 1), or every rw·32nd from
+// the warp's stride; j is the access's first element.
+func rowStrides(rw, vec, n int) string {
+	switch {
+	case rw == 1 && vec == 1:
 		return fmt.Sprintf("int j = lane; j < %d; j += 32", n)
+	case rw == 1:
+		return fmt.Sprintf("int j = lane * %d; j < %d; j += %d", vec, n, 32*vec)
+	case vec == 1:
+		return fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
 	}
-	return fmt.Sprintf("int j = warp %% %d * 32 + lane; j < %d; j += %d", rw, n, rw*32)
+	return fmt.Sprintf("int j = (warp %% %d * 32 + lane) * %d; j < %d; j += %d", rw, vec, n, rw*32*vec)
 }
 
 // sumRow writes the loop (header for, over int j) that adds into s the
-// elements of x's row at idx (their squares when squares), n to a row.
-func (k *blockKernel) sumRow(x view, idx []*expr, header string, n int, squares bool) {
-	at := x.load(withLast(idx, vr("j", n)))
-	if !squares {
-		k.w.line("for (%s) s += %s;", header, at)
+// elements of x's row at idx (their squares when squares), n to a row,
+// vec at a time.
+func (k *blockKernel) sumRow(x view, idx []*expr, header string, n, vec int, squares bool) {
+	if vec == 1 && !squares {
+		k.w.line("for (%s) s += %s;", header, x.load(withLast(idx, vr("j", n))))
 		return
 	}
-	k.w.open("for (%s)", header)
-	k.w.line("const float x = %s;", at)
-	k.w.line("s += x * x;")
-	k.w.close()
+	_ = k.rowElems(x, idx, header, n, vec, false, func(val string, _ []*expr) error {
+		if squares {
+			k.w.line("const float x = %s;", val)
+			k.w.line("s += x * x;")
+		} else {
+			k.w.line("s += %s;", val)
+		}
+		return nil
+	})
+}
+
+// rowElems writes the loop (header for, over int j) through the elements
+// of x's row at idx that a lane reads, vec at a time (one 16-byte load
+// each, when vec > 1): body writes what is done with each element, given
+// its value (a float expression) and, when indexed, its index.
+func (k *blockKernel) rowElems(x view, idx []*expr, header string, n, vec int, indexed bool, body func(val string, at []*expr) error) error {
+	w := k.w
+	w.open("for (%s)", header)
+	defer w.close()
+	if vec == 1 {
+		at := withLast(idx, vr("j", n))
+		return body(x.load(at), at)
+	}
+	w.line("const mirage::Vec16<%s> xv = %s;", x.ctype, x.load16(withLast(idx, vr("j", n))))
+	w.line("#pragma unroll")
+	w.open("for (int vi = 0; vi < %d; ++vi)", vec)
+	defer w.close()
+	var at []*expr
+	if indexed {
+		w.line("const int jj = j + vi;")
+		at = withLast(idx, vr("jj", n))
+	}
+	return body("mirage::to_f32(xv.e[vi])", at)
 }
 
 // splitRowRun is rowRun for rows that several warps share (RowWarps > 1):
@@ -488,13 +520,10 @@ func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post b
 	if op.Kind == ugraph.OpRMSNorm {
 		return k.splitRow(gr, true, false, func(idx []*expr, j string) error {
 			k.w.line("const float scale = 1.0f / sqrtf(t / %d.0f);  // 1 / rms of the row (no epsilon)", n)
-			k.w.open("for (%s)", j)
-			k.w.line("float v = %s * scale;", x.load(withLast(idx, vr("j", n))))
-			if err := k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: withLast(idx, vr("j", n))}, op.Out, -1); err != nil {
-				return err
-			}
-			k.w.close()
-			return nil
+			return k.rowElems(x, idx, j, n, gr.RowVector, true, func(val string, at []*expr) error {
+				k.w.line("float v = %s * scale;", val)
+				return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: at}, op.Out, -1)
+			})
 		})
 	}
 	return k.splitRow(gr, false, true, func(idx []*expr, _ string) error {
@@ -535,12 +564,12 @@ func (k *blockKernel) splitRow(gr *thread.Group, squares, first bool, then func(
 	if rows*rw < k.tg.Warps() {
 		has = fmt.Sprintf("row < %d", rows)
 	}
-	j := rowStrides(rw, n)
+	j := rowStrides(rw, gr.RowVector, n)
 	w.line("float* const scratch = reinterpret_cast<float*>(smem + %d);  // a partial sum per warp", gr.Scratch)
 	w.line("const int row = warp / %d;  // the row this warp shares with %d others", rw, rw-1)
 	w.line("float s = 0.0f;")
 	if err := guarded(has, func() error {
-		k.sumRow(x, idx, j, n, squares)
+		k.sumRow(x, idx, j, n, gr.RowVector, squares)
 		return nil
 	}); err != nil {
 		return err

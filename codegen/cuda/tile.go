@@ -63,6 +63,21 @@ func (v view) load(idx []*expr) string {
 	return x
 }
 
+// load16 is the 16-byte vector of elements from idx on, a
+// mirage::Vec16 of the view's type (rows read a vector at a time,
+// thread.Group.RowVector); zeros in a padding row past avail.
+func (v view) load16(idx []*expr) string {
+	o := v.offset(idx)
+	p := fmt.Sprintf("%s + %s", v.ptr, o)
+	if o.isConst() && o.k == 0 {
+		p = v.ptr
+	}
+	if v.avail != "" {
+		return fmt.Sprintf("mirage::load16_or_zero(%s < %s, %s)", o, v.avail, p)
+	}
+	return fmt.Sprintf("mirage::load16(%s)", p)
+}
+
 // guard is the condition under which element idx may be written: "" when
 // every element may.
 func (v view) guard(idx []*expr) string {

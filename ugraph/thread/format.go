@@ -74,14 +74,20 @@ func (g *Graph) GroupString(gi int) string {
 					fmt.Fprintf(&b, ", K in %d slices, scratch @%d", p.Slices(), p.Scratch)
 				}
 				b.WriteString("]")
-			} else if gr.LaneRows > 0 {
-				fmt.Fprintf(&b, " [simt, lane partials x%d]", gr.LaneRows)
-			} else if gr.RowWarps > 1 && gr.Scratch >= 0 {
-				fmt.Fprintf(&b, " [simt, %d warps a row, scratch @%d]", gr.RowWarps, gr.Scratch)
-			} else if gr.RowWarps > 1 {
-				fmt.Fprintf(&b, " [simt, %d warps a row, atomicAdd]", gr.RowWarps)
 			} else {
-				b.WriteString(" [simt]")
+				b.WriteString(" [simt")
+				switch {
+				case gr.LaneRows > 0:
+					fmt.Fprintf(&b, ", lane partials x%d", gr.LaneRows)
+				case gr.RowWarps > 1 && gr.Scratch >= 0:
+					fmt.Fprintf(&b, ", %d warps a row, scratch @%d", gr.RowWarps, gr.Scratch)
+				case gr.RowWarps > 1:
+					fmt.Fprintf(&b, ", %d warps a row, atomicAdd", gr.RowWarps)
+				}
+				if gr.RowVector > 1 {
+					fmt.Fprintf(&b, ", rows read %d at a time", gr.RowVector)
+				}
+				b.WriteString("]")
 			}
 		}
 	}

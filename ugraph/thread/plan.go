@@ -101,6 +101,58 @@ func (d *deriver) splitRows() error {
 	return nil
 }
 
+// rowVectors sets the elements a lane of each group's row loops reads at
+// once (Group.RowVector). A 16-byte load brings 8 fp16 elements where a
+// scalar one brings 1, and a loop that waits on each load in turn runs an
+// eighth as many round trips; so every row loop reads vectors where its
+// operand allows, and elements where a vector would leave lanes idle.
+func (d *deriver) rowVectors() error {
+	g, out := d.g, d.out
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		gr.RowVector = 1
+		if !RowHead(g, gr) && gr.LaneRows == 0 {
+			continue
+		}
+		x := g.Ops[gr.Head].In[0]
+		if !d.alignedRows(x) {
+			continue
+		}
+		gr.RowVector = RowVector(g.Tensors[x].Shape.Last(), max(1, gr.RowWarps), out.Tiles[x].DType)
+	}
+	return nil
+}
+
+// RowVector is the elements a lane reads at once from rows of n elements
+// of type dt that rw warps share, where the rows start 16-byte aligned: a
+// 16-byte vector's worth when n is whole vectors and each lane gets one
+// or more, else 1.
+func RowVector(n, rw int, dt ugraph.DType) int {
+	v := 16 / dt.Size()
+	if v <= 1 || n%v != 0 || n < target.WarpSize*rw*v {
+		return 1
+	}
+	return v
+}
+
+// alignedRows reports whether every row of tile t starts at a 16-byte
+// aligned address wherever the code reads it: in shared memory, rows of a
+// pitch of whole vectors in aligned buffers; in device memory, a tensor
+// whose rows, and the tile's, are whole vectors (as a 16-byte cp.async
+// needs).
+func (d *deriver) alignedRows(t block.TensorID) bool {
+	tl := &d.out.Tiles[t]
+	es := tl.DType.Size()
+	switch tl.Storage {
+	case Shared:
+		return tl.Pitch*es%16 == 0 && tl.Offset%16 == 0 && tl.StageBytes%16 == 0
+	case Device:
+		op := &d.g.Ops[d.prod[t]]
+		return op.Kind == ugraph.OpInput && CopyVector(d.g.Tensors[t].Shape, op.Input.DShape, es) == 16
+	}
+	return false
+}
+
 // RowHead reports whether group gr's head works a row at a time, a warp
 // (or RowWarps warps) per row: an rms_norm or a reduction of the last dim
 // (ByRow), or a sum, mean or rms accumulator that reduces each

@@ -250,6 +250,12 @@ type Group struct {
 	// has warps: the warps that share each row, each summing every
 	// RowWarps-th 32-element stride of it. 1: a warp per row.
 	RowWarps int
+	// RowVector is the elements a lane reads at once in the head's row
+	// loops (a head that works a row at a time, or lane partials): a
+	// 16-byte vector's worth where the operand's rows are whole vectors
+	// at 16-byte aligned addresses and give every lane of the warps that
+	// share a row one vector or more, else 1.
+	RowVector int
 	// Scratch is where in shared memory the warps that share a row meet
 	// when the head is not an accumulator (RowWarps > 1): a float per
 	// warp, its partial sum, which each warp of the row adds up in order
@@ -491,15 +497,16 @@ var passes = [...]struct {
 	name string
 	run  func(*deriver) error
 }{
-	{"liveness", (*deriver).liveness}, // live ops, producers and uses of tiles
-	{"lowering", (*deriver).lower},    // mma or SIMT for each matmul
-	{"fusion", (*deriver).fuse},       // groups: heads, fused chains, stores
-	{"storage", (*deriver).store},     // registers, shared or device; persistent accumulators
-	{"slices", (*deriver).sliceK},     // idle warps take slices of a matmul's K
-	{"rows", (*deriver).splitRows},    // warps per row of row-at-a-time heads
-	{"schedule", (*deriver).schedule}, // loop and post steps; live intervals
-	{"allocate", (*deriver).allocate}, // rows, pitches, stages, offsets; fitting the limit
-	{"balance", (*deriver).balance},   // the warps each mma begins on
+	{"liveness", (*deriver).liveness},  // live ops, producers and uses of tiles
+	{"lowering", (*deriver).lower},     // mma or SIMT for each matmul
+	{"fusion", (*deriver).fuse},        // groups: heads, fused chains, stores
+	{"storage", (*deriver).store},      // registers, shared or device; persistent accumulators
+	{"slices", (*deriver).sliceK},      // idle warps take slices of a matmul's K
+	{"rows", (*deriver).splitRows},     // warps per row of row-at-a-time heads
+	{"schedule", (*deriver).schedule},  // loop and post steps; live intervals
+	{"allocate", (*deriver).allocate},  // rows, pitches, stages, offsets; fitting the limit
+	{"vectors", (*deriver).rowVectors}, // 16-byte reads in row loops
+	{"balance", (*deriver).balance},    // the warps each mma begins on
 }
 
 // deriver holds what the passes share.

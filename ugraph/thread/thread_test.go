@@ -546,6 +546,73 @@ func TestRowWarps(t *testing.T) {
 	}
 }
 
+// TestRowVectors: a row loop reads 16-byte vectors (8 fp16 or bf16, 4
+// fp32) where its rows are whole vectors and give every lane of the warps
+// sharing a row one or more; elements otherwise.
+func TestRowVectors(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rows, n, f int
+		threads    int
+		dt         ugraph.DType
+		kind       ugraph.OpKind // rms_norm, reduction, or forloop_accum (accum)
+		accum      ugraph.Accum
+		want       int
+	}{
+		{"one row of 4096 over 16 warps", 1, 4096, 1, 512, fp16, ugraph.OpRMSNorm, 0, 8},
+		{"one row of 2048 over 16 warps: 4 elements a lane", 1, 2048, 1, 512, fp16, ugraph.OpRMSNorm, 0, 1},
+		{"bf16 rows a warp each", 16, 256, 1, 256, ugraph.BFloat16, ugraph.OpReduction, 0, 8},
+		{"fp32 rows, 4 to a vector", 16, 128, 1, 256, ugraph.Float32, ugraph.OpReduction, 0, 4},
+		{"rows of 1000, 2 warps a row", 3, 1000, 1, 256, fp16, ugraph.OpRMSNorm, 0, 8},
+		{"rows of 1004: no whole vectors", 3, 1004, 1, 256, fp16, ugraph.OpRMSNorm, 0, 1},
+		{"an rms accumulator read in place", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumRMS, 8},
+		{"lane partials", 8, 512, 4, 128, fp16, ugraph.OpForloopAccum, ugraph.AccumSum, 8},
+		{"no row loop", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumNone, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, c.f, 8)
+			x := bd.in(sh(c.rows, c.n*c.f), c.dt, block.Replicate, 1)
+			var y block.TensorID
+			switch c.kind {
+			case ugraph.OpForloopAccum:
+				y = bd.acc(x, c.accum)
+			default:
+				y = bd.acc(bd.op(c.kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
+			}
+			bd.out(y, block.Replicate)
+			g, err := Derive(bd.g, sm90, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.Groups[0].RowVector; got != c.want {
+				t.Errorf("rows read %d elements at a time, want %d\n%v", got, c.want, g)
+			}
+			checkPlan(t, c.name, g)
+		})
+	}
+}
+
+// TestRowVector is the rule alone, at its edges.
+func TestRowVector(t *testing.T) {
+	for _, c := range []struct {
+		n, rw int
+		dt    ugraph.DType
+		want  int
+	}{
+		{256, 1, ugraph.Float16, 8},   // a vector a lane
+		{248, 1, ugraph.Float16, 1},   // 31 vectors: a lane idle
+		{512, 2, ugraph.Float16, 8},   // 2 warps, a vector a lane each
+		{4096, 32, ugraph.Float16, 1}, // 32 warps share 512 vectors
+		{128, 1, ugraph.Float32, 4},
+		{132, 1, ugraph.Float32, 4}, // 33 vectors: a second pass for lane 0
+		{130, 1, ugraph.Float32, 1}, // no whole vectors
+	} {
+		if got := RowVector(c.n, c.rw, c.dt); got != c.want {
+			t.Errorf("RowVector(%d, %d, %v) = %d, want %d", c.n, c.rw, c.dt, got, c.want)
+		}
+	}
+}
+
 // TestRandomGraphs checks the plan's invariants on many valid block graphs.
 func TestRandomGraphs(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -616,6 +683,24 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 			if tj.Storage == Shared && ti.Live.Overlaps(tj.Live) && ti.Offset < tj.Offset+tj.Bytes && tj.Offset < ti.Offset+ti.Bytes {
 				fail("tiles s%d and s%d are live together and overlap", j, i)
 			}
+		}
+	}
+	// Row vectors: 1, or a 16-byte vector's worth of a row loop's operand,
+	// whose rows are whole vectors at aligned addresses, at least one a
+	// lane.
+	for gi := range g.Groups {
+		gr := &g.Groups[gi]
+		v := gr.RowVector
+		if v == 1 {
+			continue
+		}
+		x := bg.Ops[gr.Head].In[0]
+		tl, n := &g.Tiles[x], bg.Tensors[x].Shape.Last()
+		es := tl.DType.Size()
+		rowLoop := RowHead(bg, gr) || gr.LaneRows > 0
+		aligned := tl.Storage == Device || tl.Storage == Shared && tl.Pitch*es%16 == 0
+		if !rowLoop || v*es != 16 || n%v != 0 || n < 32*max(1, gr.RowWarps)*v || !aligned {
+			fail("group %d reads %d elements at a time: a row loop %v, rows of %d, %v pitch %d", gi, v, rowLoop, n, tl.Storage, tl.Pitch)
 		}
 	}
 	// Split rows: RowWarps warps share each row of a row-at-a-time head,
