@@ -5,11 +5,13 @@
 #   1. the harness's own tests, with torch (its reference programs);
 #   2. run.sh: build, check against float64, time against eager and
 #      torch.compile (RESULTS_DIR/gpu.md, gpu.json, profile_ARCH.json);
-#   3. mirage tune on the top candidates of the workloads in TUNE
+#   3. bandwidth.cu: how fast grids of each size read device memory
+#      (RESULTS_DIR/bandwidth.txt, bandwidth.json; seconds);
+#   4. mirage tune on the top candidates of the workloads in TUNE
 #      (RESULTS_DIR/tune_W.json and tune_W.txt);
-#   4. compute-sanitizer memcheck, racecheck and synccheck on the entries
+#   5. compute-sanitizer memcheck, racecheck and synccheck on the entries
 #      in SANITIZE, each run once by the harness (RESULTS_DIR/sanitizer.txt);
-#   5. the GPU, driver, nvcc and torch versions (RESULTS_DIR/versions.txt).
+#   6. the GPU, driver, nvcc and torch versions (RESULTS_DIR/versions.txt).
 #
 # A step that fails is reported and the next one runs; the exit status is
 # 1 when any failed.
@@ -22,6 +24,7 @@
 #   SANITIZE   harness entry patterns to sanitize (default: none)
 #   SANITIZERS compute-sanitizer tools (default "memcheck racecheck synccheck")
 #   TESTS      0: skip step 1 (about 100 s of the lease on an H100)
+#   BANDWIDTH  0: skip step 3
 #   TORCH      1: also run examples/torch/llama_mlp.py on the layer prepare.sh
 #              kept with MIRAGE_TORCH=1 (RESULTS_DIR/torch-example.txt): the op on
 #              CUDA, torch.compile, a CUDA-graph replay, its time beside eager's
@@ -61,6 +64,17 @@ fi
 step run.sh
 # shellcheck disable=SC2086 # HARNESS is a list of arguments
 "$here/run.sh" "$results" "$build" -- ${HARNESS:-} || rc=1
+
+if [ "${BANDWIDTH:-1}" != 0 ]; then
+	step bandwidth
+	cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+	if nvcc -O3 -std=c++17 -arch="sm_$cc" -I "$repo/templates" "$here/bandwidth.cu" -o "$build/bandwidth"; then
+		"$build/bandwidth" --json "$results/bandwidth.json" >"$results/bandwidth.txt" 2>&1 || rc=1
+		cat "$results/bandwidth.txt"
+	else
+		rc=1
+	fi
+fi
 
 # The target whose entries run.sh ran (h200 on an H200 where prepared).
 arch=$(cat "$results/arch.txt" 2>/dev/null || ls "$build" | grep -m 1 '^sm_')

@@ -954,13 +954,13 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_
   return cudaSuccess;
 }
 
-// One device: the emulator, with an H100's compute capability, L2 and
-// clock for the host code that asks.
+// One device: the emulator, with an H100's compute capability, SMs, L2
+// and clock for the host code that asks.
 struct cudaDeviceProp {
   char name[256];
   int major, minor;
 };
-enum cudaDeviceAttr { cudaDevAttrClockRate = 13, cudaDevAttrL2CacheSize = 38 };
+enum cudaDeviceAttr { cudaDevAttrClockRate = 13, cudaDevAttrMultiProcessorCount = 16, cudaDevAttrL2CacheSize = 38 };
 inline cudaError_t cudaGetDeviceCount(int* n) {
   *n = 1;
   return cudaSuccess;
@@ -979,7 +979,12 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
 }
 inline cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d) {
   if (d != 0) return cudaErrorInvalidValue;
-  *v = a == cudaDevAttrClockRate ? 1755000 : 50 << 20;
+  switch (a) {
+  case cudaDevAttrClockRate: *v = 1755000; break;
+  case cudaDevAttrMultiProcessorCount: *v = 132; break;
+  case cudaDevAttrL2CacheSize: *v = 50 << 20; break;
+  default: return cudaErrorInvalidValue;
+  }
   return cudaSuccess;
 }
 
