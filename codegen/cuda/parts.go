@@ -534,8 +534,8 @@ func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post b
 
 // splitRow writes how the gr.RowWarps warps that share each row of the
 // head's operand (thread.Group.RowWarps) sum it: warp w takes row w /
-// RowWarps and every RowWarps-th 32-element stride from stride w %
-// RowWarps, summing its elements (squares when squares); lane 0 puts the
+// RowWarps and every RowWarps-th stride (32 lanes' reads of
+// gr.RowVector elements each) from stride w % RowWarps, summing its elements (squares when squares); lane 0 puts the
 // warp's sum in the group's scratch, and after a barrier that every
 // thread reaches, each warp of the row (or only its first, when first)
 // adds the row's RowWarps sums in order into t, and then writes what

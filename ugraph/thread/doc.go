@@ -49,11 +49,13 @@
 // iteration would wait for. An op that works a row at a time (rms_norm, a
 // reduction of the last dim, such an accumulator otherwise) runs a warp
 // per row, or, when the tile has fewer rows than the block has warps,
-// RowWarps warps per row: each sums every RowWarps-th 32-element stride,
-// and they meet in a float a warp of shared memory across a barrier
+// RowWarps warps per row: each sums every RowWarps-th stride of 32 lanes'
+// reads, and they meet in a float a warp of shared memory across a barrier
 // (Scratch), summed in a fixed order; or, into an accumulator, add their
 // sums with atomicAdd (no barrier; the order, and so fp32's rounding, may
-// vary from run to run).
+// vary from run to run). A lane reads a 16-byte vector of the row at a
+// time (RowVector elements) where the rows are whole aligned vectors and
+// every lane gets one, else an element.
 //
 // # Storage and the shared-memory plan
 //

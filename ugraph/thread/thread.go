@@ -248,7 +248,8 @@ type Group struct {
 	// rms_norm or a last-dim reduction, or a sum, mean or rms accumulator
 	// without lane partials) when its tile has fewer rows than the block
 	// has warps: the warps that share each row, each summing every
-	// RowWarps-th 32-element stride of it. 1: a warp per row.
+	// RowWarps-th stride of it (32 lanes' reads: 32·RowVector elements).
+	// 1: a warp per row.
 	RowWarps int
 	// RowVector is the elements a lane reads at once in the head's row
 	// loops (a head that works a row at a time, or lane partials): a
