@@ -3,10 +3,11 @@
 # measures, in one call, on the GPU machine (after prepare.sh here).
 #
 #   1. the harness's own tests, with torch (its reference programs);
-#   2. run.sh: build, check against float64, time against eager and
-#      torch.compile (RESULTS_DIR/gpu.md, gpu.json, profile_ARCH.json);
-#   3. bandwidth.cu: how fast grids of each size read device memory
+#   2. bandwidth.cu: how fast grids of each size read device memory
 #      (RESULTS_DIR/bandwidth.txt, bandwidth.json; seconds);
+#   3. run.sh: build, check against float64, time against eager and
+#      torch.compile (RESULTS_DIR/gpu.md, gpu.json, profile_ARCH.json),
+#      starting no workload after BUDGET seconds of the harness;
 #   4. mirage tune on the top candidates of the workloads in TUNE
 #      (RESULTS_DIR/tune_W.json and tune_W.txt);
 #   5. compute-sanitizer memcheck, racecheck and synccheck on the entries
@@ -24,7 +25,12 @@
 #   SANITIZE   harness entry patterns to sanitize (default: none)
 #   SANITIZERS compute-sanitizer tools (default "memcheck racecheck synccheck")
 #   TESTS      0: skip step 1 (about 100 s of the lease on an H100)
-#   BANDWIDTH  0: skip step 3
+#   BANDWIDTH  0: skip step 2
+#   BUDGET     seconds after which the harness starts no workload (default
+#              270: with the nvcc builds before it and a workload begun
+#              late, run.sh then ends within a lease's 10-minute call; the
+#              harness rewrites gpu.md and gpu.json after each workload, so
+#              a call stopped from outside keeps what it measured)
 #   TORCH      1: also run examples/torch/llama_mlp.py on the layer prepare.sh
 #              kept with MIRAGE_TORCH=1 (RESULTS_DIR/torch-example.txt): the op on
 #              CUDA, torch.compile, a CUDA-graph replay, its time beside eager's
@@ -61,10 +67,6 @@ if [ "${TESTS:-1}" != 0 ]; then
 	(cd "$here" && python3 -m unittest test_harness 2>&1 | tail -n 3) || rc=1
 fi
 
-step run.sh
-# shellcheck disable=SC2086 # HARNESS is a list of arguments
-"$here/run.sh" "$results" "$build" -- ${HARNESS:-} || rc=1
-
 if [ "${BANDWIDTH:-1}" != 0 ]; then
 	step bandwidth
 	cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
@@ -75,6 +77,10 @@ if [ "${BANDWIDTH:-1}" != 0 ]; then
 		rc=1
 	fi
 fi
+
+step run.sh
+# shellcheck disable=SC2086 # HARNESS is a list of arguments
+"$here/run.sh" "$results" "$build" -- --budget "${BUDGET:-270}" ${HARNESS:-} || rc=1
 
 # The target whose entries run.sh ran (h200 on an H200 where prepared).
 arch=$(cat "$results/arch.txt" 2>/dev/null || ls "$build" | grep -m 1 '^sm_')

@@ -1368,6 +1368,10 @@ def main(argv=None):
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--no-isolate", action="store_true", help="run everything in this process (a faulting kernel then fails the rest)")
     ap.add_argument("--worker-timeout", type=float, default=3600, help="seconds for one workload's worker (default 3600)")
+    ap.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                    help="start no workload after this many seconds (a GPU lease's limit): the workloads left are listed "
+                         "as not run; gpu.md and gpu.json are rewritten after every workload either way, so that a run "
+                         "stopped from outside keeps what it measured")
     ap.add_argument("--emulate", action="store_true",
                     help="developer check without a GPU: build each entry with g++ for mirage's CPU emulator and check it on the CPU "
                          "(wall-clock times, baselines in float32); writes no profile")
@@ -1423,7 +1427,8 @@ def main(argv=None):
         if not groups or groups[-1][0] != e.workload:
             groups.append((e.workload, []))
         groups[-1][1].append(e)
-    for workload, group in groups:
+    run, skipped = within_budget(groups, args.budget, time.monotonic)
+    for workload, group in run:
         log("== %s: %s" % (workload, ", ".join(e.name for e in group)))
         runner = run_workload_inprocess if args.no_isolate else run_workload_isolated
         results, baselines = runner(args, workload, group, log)
@@ -1439,7 +1444,35 @@ def main(argv=None):
             fmt_us((b.get("eager") or {}).get("median_us")) if "median_us" in (b.get("eager") or {}) else (b.get("eager") or {}).get("error"),
             (fmt_us(b["compile"]["median_us"]) + " µs") if "median_us" in (b.get("compile") or {}) else (b.get("compile") or {}).get("error")))
         all_results.extend(results)
+        write_report(args, env, all_results, all_baselines, skipped, final=False)
+    if skipped:
+        log("not run (the --budget of %g s was spent): %s" % (args.budget, ", ".join(skipped)))
+    return write_report(args, env, all_results, all_baselines, skipped, final=True, log=log)
 
+
+def within_budget(groups, budget, clock):
+    """Yields the (workload, entries) groups to run, in order, while the
+    clock has not passed budget seconds since the first was asked for;
+    then stops and lists the rest, by workload, in the list it returns
+    beside the generator (filled as the generator ends). budget None:
+    all of them."""
+    skipped = []
+
+    def gen():
+        start = clock()
+        for i, (workload, group) in enumerate(groups):
+            if budget is not None and i > 0 and clock() - start > budget:
+                skipped.extend(w for w, _ in groups[i:])
+                return
+            yield workload, group
+
+    return gen(), skipped
+
+
+def write_report(args, env, all_results, all_baselines, skipped, final, log=None):
+    """Writes gpu.md and gpu.json (and, when final, the profile) for the
+    results so far, each file replaced whole; when final, also prints the
+    table and returns the exit status."""
     taus = kendall_by_workload(all_results)
     arch = next((r["arch"] for r in all_results if r.get("arch")), "unknown")
     l2 = "flushed before each run" if args.cold_l2 else "warm (not flushed)"
@@ -1472,12 +1505,16 @@ def main(argv=None):
         md.append("\nInputs: uniform in [-1, 1) except " + "; ".join("%s: %s" % n for n in notes) + ".\n")
     if not args.emulate:
         md.append("\nThe measured times as a profile: profile_%s.json (mirage superopt --profile FILE).\n" % arch)
+    if skipped:
+        md.append("\nNot run: the harness's --budget of %g s was spent before %s.\n" % (args.budget, ", ".join(skipped)))
+    if not final:
+        md.append("\nIn progress: the run had not ended when this was written.\n")
     md.append("\n%d entries, %d failed.\n" % (len(all_results), len(failed)))
     text = "\n\n".join(part.strip("\n") for part in md if part.strip()) + "\n"
-    print(text)
+    if final:
+        print(text)
 
-    with open(os.path.join(args.results, "gpu.md"), "w") as f:
-        f.write(text)
+    write_whole(os.path.join(args.results, "gpu.md"), text)
     doc = {
         "environment": env,
         "build": args.build,
@@ -1488,21 +1525,32 @@ def main(argv=None):
         "baselines": all_baselines,
         "kendall": taus,
         "failed": [r["entry"] for r in failed],
+        "not_run": skipped,
+        "complete": final,
     }
-    with open(os.path.join(args.results, "gpu.json"), "w") as f:
-        json.dump(json_safe(doc), f, indent=2, allow_nan=False)
-        f.write("\n")
+    write_whole(os.path.join(args.results, "gpu.json"), json.dumps(json_safe(doc), indent=2, allow_nan=False) + "\n")
+    path = None
     if not args.emulate:
         prof = make_profile(all_results, arch, env.get("gpu"), {"created": env["date"], "torch": env.get("torch"),
                                                                 "driver": env.get("driver"), "timing": timing})
         path = os.path.join(args.results, "profile_%s.json" % arch)
-        with open(path, "w") as f:
-            json.dump(json_safe(prof), f, indent=2, allow_nan=False)
-            f.write("\n")
+        write_whole(path, json.dumps(json_safe(prof), indent=2, allow_nan=False) + "\n")
+    if not final:
+        return None
+    if path:
         log("wrote %s, %s and %s" % (os.path.join(args.results, "gpu.md"), os.path.join(args.results, "gpu.json"), path))
     else:
         log("wrote %s and %s (no profile in --emulate)" % (os.path.join(args.results, "gpu.md"), os.path.join(args.results, "gpu.json")))
     return 1 if failed else 0
+
+
+def write_whole(path, text):
+    """Replaces path by text at once: a reader, or a run stopped midway,
+    sees the old file or the new one, never part of one."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def json_safe(o):

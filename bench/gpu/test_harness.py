@@ -798,6 +798,36 @@ FAKE_MODES = {
 
 
 @unittest.skipUnless(HAVE_TORCH and shutil.which("g++"), "needs torch and g++")
+class BudgetTest(unittest.TestCase):
+    """--budget: no workload starts past it; the first always runs."""
+
+    def run_with(self, budget, ticks):
+        clock = iter(ticks)
+        groups = [("a", [1]), ("b", [2]), ("c", [3])]
+        gen, skipped = harness.within_budget(groups, budget, lambda: next(clock))
+        return [w for w, _ in gen], skipped
+
+    def test_stops_past_the_budget(self):
+        # Asked at 0 (the start), then before b at 100 and before c at 400.
+        self.assertEqual(self.run_with(300, [0, 100, 400]), (["a", "b"], ["c"]))
+
+    def test_the_first_workload_runs_however_small_the_budget(self):
+        self.assertEqual(self.run_with(0, [0, 1]), (["a"], ["b", "c"]))
+
+    def test_no_budget(self):
+        self.assertEqual(self.run_with(None, [0]), (["a", "b", "c"], []))
+
+    def test_write_whole_replaces_the_file(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        path = os.path.join(d, "gpu.md")
+        harness.write_whole(path, "first\n")
+        harness.write_whole(path, "second\n")
+        with open(path) as f:
+            self.assertEqual(f.read(), "second\n")
+        self.assertEqual(os.listdir(d), ["gpu.md"])
+
+
 class FailureTest(unittest.TestCase):
     """Entries that crash, return an error, or compute the wrong thing fail
     alone: the harness goes on with the others (fake ntrans entry points,
@@ -838,6 +868,8 @@ class FailureTest(unittest.TestCase):
             # The baselines ran once, before the first crash.
             self.assertIsNotNone(rs["ntrans.c3"]["eager_us"])
             self.assertEqual(doc["failed"], ["ntrans.c%d" % i for i in range(5)])
+            self.assertEqual((doc["complete"], doc["not_run"]), (True, []))
+            self.assertFalse(os.path.exists(os.path.join(res, "gpu.json.tmp")))
             with open(os.path.join(res, "gpu.md")) as f:
                 self.assertIn("5 entries, 5 failed.", f.read())
         finally:
