@@ -27,8 +27,9 @@
 #   TESTS      0: skip step 1 (about 100 s of the lease on an H100)
 #   BANDWIDTH  0: skip step 2
 #   BUDGET     seconds after which the harness starts no workload (default
-#              270: with the nvcc builds before it and a workload begun
-#              late, run.sh then ends within a lease's 10-minute call; the
+#              360: with the probe and the nvcc builds before it (about a
+#              minute; an entry builds in 1.5-3 s) and a workload begun
+#              late, device.sh then ends within a lease's 10-minute call; the
 #              harness rewrites gpu.md and gpu.json after each workload, so
 #              a call stopped from outside keeps what it measured)
 #   TORCH      1: also run examples/torch/llama_mlp.py on the layer prepare.sh
@@ -80,7 +81,7 @@ fi
 
 step run.sh
 # shellcheck disable=SC2086 # HARNESS is a list of arguments
-"$here/run.sh" "$results" "$build" -- --budget "${BUDGET:-270}" ${HARNESS:-} || rc=1
+"$here/run.sh" "$results" "$build" -- --budget "${BUDGET:-360}" ${HARNESS:-} || rc=1
 
 # The target whose entries run.sh ran (h200 on an H200 where prepared).
 arch=$(cat "$results/arch.txt" 2>/dev/null || ls "$build" | grep -m 1 '^sm_')

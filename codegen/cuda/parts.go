@@ -471,7 +471,7 @@ func (k *blockKernel) sumRow(x view, idx []*expr, header string, n, vec int, squ
 		k.w.line("for (%s) s += %s;", header, x.load(withLast(idx, vr("j", n))))
 		return
 	}
-	_ = k.rowElems(x, idx, header, n, vec, false, func(val string, _ []*expr) error {
+	_ = k.rowElems(x, idx, header, n, vec, false, func(val string, _ []*expr) error { // writes no error
 		if squares {
 			k.w.line("const float x = %s;", val)
 			k.w.line("s += x * x;")
