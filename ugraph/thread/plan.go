@@ -111,7 +111,7 @@ func (d *deriver) rowVectors() error {
 	for gi := range out.Groups {
 		gr := &out.Groups[gi]
 		gr.RowVector = 1
-		if !RowHead(g, gr) && gr.LaneRows == 0 {
+		if !RowLoop(g, gr) {
 			continue
 		}
 		x := g.Ops[gr.Head].In[0]
@@ -152,6 +152,10 @@ func (d *deriver) alignedRows(t block.TensorID) bool {
 	}
 	return false
 }
+
+// RowLoop reports whether group gr's head reads its operand in row
+// loops: it works a row at a time (RowHead), or keeps lane partials.
+func RowLoop(g *block.Graph, gr *Group) bool { return RowHead(g, gr) || gr.LaneRows > 0 }
 
 // RowHead reports whether group gr's head works a row at a time, a warp
 // (or RowWarps warps) per row: an rms_norm or a reduction of the last dim

@@ -518,22 +518,7 @@ func TestRowWarps(t *testing.T) {
 		{"no reduction", 1, 4096, 1, 256, ugraph.OpForloopAccum, ugraph.AccumNone, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, c.f, 8)
-			x := bd.in(sh(c.rows, c.n*c.f), fp16, block.Replicate, 1)
-			var y block.TensorID
-			switch c.kind {
-			case ugraph.OpForloopAccum:
-				y = bd.acc(x, c.accum)
-			case ugraph.OpReduction:
-				y = bd.acc(bd.op(c.kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
-			default:
-				y = bd.acc(bd.op(c.kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
-			}
-			bd.out(y, block.Replicate)
-			g, err := Derive(bd.g, sm90, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := rowPlan(t, c.rows, c.n, c.f, c.threads, fp16, c.kind, c.accum)
 			gi := 0 // the row-at-a-time head leads the first group
 			if got := g.Groups[gi].RowWarps; got != c.want {
 				t.Errorf("%d warps a row, want %d\n%v", got, c.want, g)
@@ -570,26 +555,35 @@ func TestRowVectors(t *testing.T) {
 		{"no row loop", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumNone, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			bd := newBuilder(t, block.Dim3{1, 1, 1}, c.threads, c.f, 8)
-			x := bd.in(sh(c.rows, c.n*c.f), c.dt, block.Replicate, 1)
-			var y block.TensorID
-			switch c.kind {
-			case ugraph.OpForloopAccum:
-				y = bd.acc(x, c.accum)
-			default:
-				y = bd.acc(bd.op(c.kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
-			}
-			bd.out(y, block.Replicate)
-			g, err := Derive(bd.g, sm90, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := rowPlan(t, c.rows, c.n, c.f, c.threads, c.dt, c.kind, c.accum)
 			if got := g.Groups[0].RowVector; got != c.want {
 				t.Errorf("rows read %d elements at a time, want %d\n%v", got, c.want, g)
 			}
 			checkPlan(t, c.name, g)
 		})
 	}
+}
+
+// rowPlan plans one block of threads over rows × n·f elements of dt, the
+// for-loop walking n at a time, through a row-at-a-time op (kind:
+// rms_norm or reduction, then a None accumulator) or an accumulator of
+// the given kind; the row op heads the first group.
+func rowPlan(t *testing.T, rows, n, f, threads int, dt ugraph.DType, kind ugraph.OpKind, accum ugraph.Accum) *Graph {
+	t.Helper()
+	bd := newBuilder(t, block.Dim3{1, 1, 1}, threads, f, 8)
+	x := bd.in(sh(rows, n*f), dt, block.Replicate, 1)
+	var y block.TensorID
+	if kind == ugraph.OpForloopAccum {
+		y = bd.acc(x, accum)
+	} else {
+		y = bd.acc(bd.op(kind, ugraph.Attr{Dim: 1}, x), ugraph.AccumNone)
+	}
+	bd.out(y, block.Replicate)
+	g, err := Derive(bd.g, sm90, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 // TestRowVector is the rule alone, at its edges.
@@ -697,7 +691,7 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 		x := bg.Ops[gr.Head].In[0]
 		tl, n := &g.Tiles[x], bg.Tensors[x].Shape.Last()
 		es := tl.DType.Size()
-		rowLoop := RowHead(bg, gr) || gr.LaneRows > 0
+		rowLoop := RowLoop(bg, gr)
 		aligned := tl.Storage == Device || tl.Storage == Shared && tl.Pitch*es%16 == 0
 		if !rowLoop || v*es != 16 || n%v != 0 || n < 32*max(1, gr.RowWarps)*v || !aligned {
 			fail("group %d reads %d elements at a time: a row loop %v, rows of %d, %v pitch %d", gi, v, rowLoop, n, tl.Storage, tl.Pitch)
