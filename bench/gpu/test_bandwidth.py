@@ -1,6 +1,7 @@
 """Tests of bandwidth.cu, the probe of how fast grids of each size read
 device memory: it builds for the CPU emulator and runs there on a small
-buffer (every grid's XOR of the words it read checked against the host's),
+buffer (every grid's XOR of the words it read checked against the host's,
+with and without re-reads of a region every block reads),
 and it compiles with nvcc for sm_80 and sm_90 without spills."""
 
 import json
@@ -43,6 +44,20 @@ class EmulatedTest(unittest.TestCase):
         want = [(b, t, u) for t in (128, 256, 512) for u in (1, 4, 8, 16) for b in grids]
         self.assertEqual([(r["blocks"], r["threads"], r["unroll"]) for r in doc["results"]], want)
         self.assertTrue(all(r["median_ms"] > 0 for r in doc["results"]))
+        # The shared sweep: grids of half the SMs and all of them, regions
+        # of 64 KiB and (capped by the 1 MiB buffer) 1 MiB, and of every 8
+        # copies e from the region: e/(8-e) of the buffer's bytes re-read
+        # (each thread's last group of copies rounds its share up).
+        want = [(b, kib, e) for b in (2, 4) for kib in (64, 1024) for e in (0, 1, 2, 4, 6)]
+        got = [(r["blocks"], r["region_bytes"] // 1024, r["shared_eighths"]) for r in doc["shared"]]
+        self.assertEqual(got, want)
+        for r in doc["shared"]:
+            e, reread = r["shared_eighths"], r["reread_bytes"]
+            ideal = (1 << 20) * e / (8 - e)
+            self.assertGreaterEqual(reread, ideal, r)
+            self.assertLessEqual(reread, ideal + r["blocks"] * 512 * e * 16, r)
+            if e == 0:
+                self.assertEqual((reread, r["reread_cost"]), (0, 0), r)
 
     def test_bad_arguments(self):
         for args in (["--mib", "0"], ["--runs", "-1"], ["--frobnicate"], ["--mib"]):
