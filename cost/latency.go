@@ -233,7 +233,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 	}
 	// sinks counts the stores of n elements per thread after the loop.
 	sinks := func(n float64) {
-		if post {
+		if post || gr.Through {
 			s.Stores += n * float64(len(gr.Stores))
 		}
 	}

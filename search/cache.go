@@ -205,7 +205,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // the model counts the busiest warp of the parts between two barriers.
 // Version 45: row loops read 16-byte vectors (thread.Group.RowVector),
 // and the model counts a vector's load once.
-const cacheVersion = 45
+// Version 46: a loop of one iteration passes an accumulator of kind none
+// through (thread.Group.Through): no tile, stores from the loop.
+const cacheVersion = 46
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

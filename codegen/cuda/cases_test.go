@@ -183,6 +183,16 @@ var emuCases = []emuCase{
 		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
 		`tG = tb.new_input(dtensor=G, input_map=(-1, -1, -1), forloop_dim=-1)`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.mul(tb.rms_norm(tX), tG)), output_map=(0, -1, -1))`)},
+	// A loop of one iteration passes its accumulators through: an
+	// element-wise head and a row loop, each with unary ops after the
+	// accumulator, store from the loop (odd rows and columns).
+	{name: "accumulators_passed_through", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(6, 72)", "float16"}, {"Y", "(6, 40)", "float32"}},
+		"grid_dim=(3, 1, 1), block_dim=(64, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tY = tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.silu(tb.sqrt(tb.forloop_accum(tb.exp(tX)))), output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=tb.exp(tb.forloop_accum(tb.rms_norm(tY))), output_map=(0, -1, -1))`)},
 	// Lane partials fed 16-byte vectors of bf16 rows from a pipelined
 	// tile in shared memory: 8 rows of 512 a block and iteration, two a
 	// warp.

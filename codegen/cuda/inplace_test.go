@@ -51,6 +51,25 @@ func TestCasesReadRowsInVectors(t *testing.T) {
 	})
 }
 
+// TestCasesPassAccumulatorsThrough checks that the emulator runs the
+// groups whose one-iteration accumulator passes values through
+// (thread.Group.Through) and the ones whose does not.
+func TestCasesPassAccumulatorsThrough(t *testing.T) {
+	checkCasePlans(t, "groups passing their accumulator through (1) or not (0)", map[string][]int{ // per group with an accumulator in its chain
+		"accumulators_passed_through": {1, 1},
+		"rms_norm_rows_in_vectors":    {1},
+		"rows_shared_by_warps":        {1},
+		"fp32_simt":                   {0}, // three iterations
+	}, func(tg *thread.Graph) (got []int) {
+		for _, gr := range tg.Groups {
+			if gr.Accum >= 0 && gr.Accum != gr.Head {
+				got = append(got, map[bool]int{false: 0, true: 1}[gr.Through])
+			}
+		}
+		return got
+	})
+}
+
 // checkCasePlans plans each emulator case that want names for sm_90 and
 // checks what of collects from its graph-defined kernels' thread plans,
 // in kernel order, against the case's entry; a name with no case fails.

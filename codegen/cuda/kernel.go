@@ -541,6 +541,9 @@ func (k *blockKernel) loopPart(gr *thread.Group) error {
 	if gr.Accum == gr.Head {
 		return k.accumulate(gr)
 	}
+	if gr.Through { // the whole chain, its accumulator passing values on, and the stores
+		return k.runHead(gr, gr.Chain, -1, true)
+	}
 	chain := gr.Chain[:gr.InLoop]
 	acc := -1
 	if len(chain) > 0 && chain[len(chain)-1] == gr.Accum {
@@ -598,6 +601,10 @@ func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e 
 	cur := in
 	for _, i := range chain {
 		op := &bg.Ops[i]
+		if i == gr.Accum && gr.Through { // the one iteration's values are the sums
+			cur = op.Out
+			continue
+		}
 		w.comment(describeOp(bg, i))
 		for n, v := range e.vals {
 			call, err := k.elementwise(op, cur, v, e.at(n))

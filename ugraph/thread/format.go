@@ -97,6 +97,9 @@ func (g *Graph) GroupString(gi int) string {
 	if gr.Loop >= 0 {
 		fmt.Fprintf(&b, "  loop step %d", g.LoopStep(gr.Loop))
 	}
+	if gr.Through {
+		b.WriteString(" (one iteration: stores in the loop)")
+	}
 	if gr.Post >= 0 {
 		fmt.Fprintf(&b, "  post step %d", g.PostStep(gr.Post))
 	}

@@ -256,6 +256,38 @@ func (d *deriver) fuse() error {
 	return nil
 }
 
+// passThrough marks the groups whose accumulator passes the one
+// iteration's values on (Group.Through): a loop of one iteration, an
+// accumulator of kind none in the chain of a head that is not an mma, the
+// group's result read by its stores alone, and the ops after the
+// accumulator reading nothing else (a block graph combines a post-loop
+// value only with others, which the loop does not have yet).
+func (d *deriver) passThrough() error {
+	g, out := d.g, d.out
+	if g.ForloopRange != 1 {
+		return nil
+	}
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		if gr.Accum < 0 || gr.Accum == gr.Head || g.Ops[gr.Accum].Attr.Accum != ugraph.AccumNone ||
+			out.Ops[gr.Head].MMA != nil || !out.InLoop(gr.Head) || d.readByNonStore(gr.Result) {
+			continue
+		}
+		through := true
+		cur := g.Ops[gr.Accum].Out
+		for _, c := range gr.Chain[gr.InLoop:] {
+			for _, x := range g.Ops[c].Operands() {
+				through = through && x == cur
+			}
+			cur = g.Ops[c].Out
+		}
+		if through {
+			gr.Through, gr.InLoop = true, len(gr.Chain)
+		}
+	}
+	return nil
+}
+
 // chainOperand returns the operand of op i whose group op i joins, if any.
 func (d *deriver) chainOperand(i int, groupOf []int) (block.TensorID, bool) {
 	op := &d.g.Ops[i]

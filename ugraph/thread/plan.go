@@ -70,6 +70,8 @@ func (d *deriver) store() error {
 		gr := &out.Groups[out.Ops[i].Group]
 		persistent := out.Ops[gr.Head].MMA != nil && out.Ops[gr.Head].MMA.Persistent
 		switch {
+		case op.Kind == ugraph.OpForloopAccum && gr.Through:
+			t.Storage = Registers // the one iteration's values, passed on
 		case op.Kind == ugraph.OpForloopAccum && !(persistent && i != gr.Head):
 			t.Storage, t.Accum = Shared, true
 		case op.Out != gr.Result:
@@ -326,7 +328,7 @@ func (d *deriver) schedule() error {
 	// for-loop part, where it reads its operand).
 	step := func(i int) int {
 		gr := &out.Groups[out.Ops[i].Group]
-		if g.Ops[i].Kind != ugraph.OpOutput && out.InLoop(i) {
+		if out.RunsInLoop(i) {
 			return out.LoopStep(gr.Loop)
 		}
 		return out.PostStep(gr.Post)
@@ -368,6 +370,9 @@ func (d *deriver) schedule() error {
 // (after the last member, before the stores) must see it finished.
 func (d *deriver) postPosition(gr *Group) (int, bool) {
 	out := d.out
+	if gr.Through {
+		return -1, false // stores in the for-loop part
+	}
 	pos, needed := -1, len(gr.Stores) > 0
 	if !out.InLoop(gr.Head) {
 		pos, needed = gr.Head, true

@@ -263,6 +263,15 @@ type Group struct {
 	// after a barrier. -1: none. (An accumulator's warps add their sums
 	// into it with atomicAdd, in an order that may vary from run to run.)
 	Scratch int
+	// Through is set where the for-loop runs once and the group's
+	// accumulator (a forloop_accum of kind none in its chain, after a head
+	// that is not an mma) only passes that iteration's values on: the
+	// whole chain and the stores run in the for-loop part, the accumulator
+	// keeps no tile, and the group has no post-loop part. (A loop of one
+	// iteration otherwise adds each value into a zeroed fp32 tile in
+	// shared memory, and a pass after it reads the tile back and stores
+	// it: a row-wise rms_norm's block would keep its rows twice.)
+	Through bool
 }
 
 // Ops returns the head and the chain, in order.
@@ -436,6 +445,17 @@ func (g *Graph) InLoop(i int) bool {
 	return !g.Block.Tensors[op.Out].PostLoop
 }
 
+// RunsInLoop reports whether op i runs in its group's for-loop part (an
+// accumulator reads its operand there), not in its post-loop part: an op
+// inside the loop, or any op, stores included, of a group that passes its
+// accumulator through (Group.Through).
+func (g *Graph) RunsInLoop(i int) bool {
+	if gi := g.Ops[i].Group; gi >= 0 && g.Groups[gi].Through {
+		return true
+	}
+	return g.Block.Ops[i].Kind != ugraph.OpOutput && g.InLoop(i)
+}
+
 // SmemError reports a plan over the shared-memory limit.
 type SmemError struct {
 	Bytes, Limit int
@@ -498,16 +518,17 @@ var passes = [...]struct {
 	name string
 	run  func(*deriver) error
 }{
-	{"liveness", (*deriver).liveness},  // live ops, producers and uses of tiles
-	{"lowering", (*deriver).lower},     // mma or SIMT for each matmul
-	{"fusion", (*deriver).fuse},        // groups: heads, fused chains, stores
-	{"storage", (*deriver).store},      // registers, shared or device; persistent accumulators
-	{"slices", (*deriver).sliceK},      // idle warps take slices of a matmul's K
-	{"rows", (*deriver).splitRows},     // warps per row of row-at-a-time heads
-	{"schedule", (*deriver).schedule},  // loop and post steps; live intervals
-	{"allocate", (*deriver).allocate},  // rows, pitches, stages, offsets; fitting the limit
-	{"vectors", (*deriver).rowVectors}, // 16-byte reads in row loops
-	{"balance", (*deriver).balance},    // the warps each mma begins on
+	{"liveness", (*deriver).liveness},   // live ops, producers and uses of tiles
+	{"lowering", (*deriver).lower},      // mma or SIMT for each matmul
+	{"fusion", (*deriver).fuse},         // groups: heads, fused chains, stores
+	{"through", (*deriver).passThrough}, // one iteration's accumulators that only pass values on
+	{"storage", (*deriver).store},       // registers, shared or device; persistent accumulators
+	{"slices", (*deriver).sliceK},       // idle warps take slices of a matmul's K
+	{"rows", (*deriver).splitRows},      // warps per row of row-at-a-time heads
+	{"schedule", (*deriver).schedule},   // loop and post steps; live intervals
+	{"allocate", (*deriver).allocate},   // rows, pitches, stages, offsets; fitting the limit
+	{"vectors", (*deriver).rowVectors},  // 16-byte reads in row loops
+	{"balance", (*deriver).balance},     // the warps each mma begins on
 }
 
 // deriver holds what the passes share.

@@ -95,7 +95,7 @@ func TestFusion(t *testing.T) {
 			big := b.op(ugraph.OpSquare, none, x)
 			b.out(b.acc(b.op(ugraph.OpAdd, none, e, big), ugraph.AccumNone), block.Replicate)
 			return b.g
-		}, []string{"reduction+exp", "square+add+forloop_accum(none) >1"}, "srsrrs"}, // x, read by two ops, is copied in once
+		}, []string{"reduction+exp", "square+add+forloop_accum(none) >1"}, "srsrrr"}, // x, read by two ops, is copied in once; one iteration passes the sums through
 		{"one accumulator per group", func(t testing.TB) *block.Graph {
 			b := newBuilder(t, block.Dim3{1, 1, 1}, 128, 4, 1)
 			x := b.in(sh(16, 32), fp16, block.Replicate, 1)
@@ -747,7 +747,7 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 	// live where it is produced and where it is read.
 	stepOf := func(i int) int {
 		gr := &g.Groups[g.Ops[i].Group]
-		if bg.Ops[i].Kind != ugraph.OpOutput && g.InLoop(i) {
+		if g.RunsInLoop(i) {
 			return g.LoopStep(gr.Loop)
 		}
 		return g.PostStep(gr.Post)
@@ -759,7 +759,7 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 			continue
 		}
 		gr := &g.Groups[g.Ops[i].Group]
-		if (g.InLoop(i) && op.Kind != ugraph.OpOutput && gr.Loop < 0) || ((!g.InLoop(i) || op.Kind == ugraph.OpOutput) && gr.Post < 0) {
+		if g.RunsInLoop(i) && gr.Loop < 0 || !g.RunsInLoop(i) && gr.Post < 0 {
 			fail("op %d (%v) of group %d has no step to run in", i, op.Kind, g.Ops[i].Group)
 			continue
 		}
@@ -1019,5 +1019,79 @@ func TestFoldedScale(t *testing.T) {
 	b, _ := Derive(made, sm90, Options{})
 	if a.SmemBytes >= b.SmemBytes {
 		t.Errorf("shared memory folded %d, made %d: want less", a.SmemBytes, b.SmemBytes)
+	}
+}
+
+// TestPassThrough checks which accumulators a loop of one iteration
+// passes through (Group.Through): the group then runs whole in the loop,
+// stores there, and keeps no accumulator tile.
+func TestPassThrough(t *testing.T) {
+	x16 := func(b *builder) block.TensorID { return b.in(sh(16, 256), fp16, block.Map{0, -1, -1}, -1) }
+	tests := []struct {
+		name    string
+		build   func(testing.TB) *block.Graph
+		through []bool // per group
+	}{
+		{"a norm and a scale, one iteration", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{8, 1, 1}, 128, 1, 64)
+			x, w := x16(b), b.in(sh(1, 256), fp16, block.Replicate, -1)
+			b.out(b.acc(b.op(ugraph.OpMul, none, b.op(ugraph.OpRMSNorm, none, x), w), ugraph.AccumNone), block.Map{0, -1, -1})
+			return b.g
+		}, []bool{true}},
+		{"the same over two iterations", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{8, 1, 1}, 128, 2, 64)
+			x := b.in(sh(16, 256), fp16, block.Map{0, -1, -1}, 1)
+			b.out(b.acc(b.op(ugraph.OpExp, none, x), ugraph.AccumNone), block.Map{0, -1, -1})
+			return b.g
+		}, []bool{false}},
+		{"unary ops after the accumulator", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{8, 1, 1}, 128, 1, 64)
+			a := b.acc(b.op(ugraph.OpExp, none, x16(b)), ugraph.AccumNone)
+			b.out(b.op(ugraph.OpSilu, none, b.op(ugraph.OpSqrt, none, a)), block.Map{0, -1, -1})
+			return b.g
+		}, []bool{true}},
+		{"an op after the accumulator reads another accumulator", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{8, 1, 1}, 128, 1, 64)
+			x := x16(b)
+			s := b.acc(x, ugraph.AccumRMS) // [16, 1], whole after the loop
+			b.out(b.op(ugraph.OpDiv, none, b.acc(b.op(ugraph.OpExp, none, x), ugraph.AccumNone), s), block.Map{0, -1, -1})
+			return b.g
+		}, []bool{false, false}},
+		{"the accumulator read by another group", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{8, 1, 1}, 128, 1, 64)
+			a := b.acc(b.op(ugraph.OpExp, none, x16(b)), ugraph.AccumNone)
+			b.out(a, block.Map{0, -1, -1})
+			b.out(b.op(ugraph.OpSqrt, none, a), block.Map{0, -1, -1})
+			return b.g
+		}, []bool{false, false}},
+		{"an mma's accumulator", func(t testing.TB) *block.Graph {
+			b := newBuilder(t, block.Dim3{8, 1, 1}, 128, 1, 64)
+			x, w := x16(b), b.in(sh(256, 64), fp16, block.Replicate, -1)
+			b.out(b.acc(b.op(ugraph.OpMatmul, none, x, w), ugraph.AccumNone), block.Map{0, -1, -1})
+			return b.g
+		}, []bool{false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := Derive(tt.build(t), sm90, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPlan(t, tt.name, g)
+			var through []bool
+			for _, gr := range g.Groups {
+				through = append(through, gr.Through)
+				if !gr.Through {
+					continue
+				}
+				if gr.Post >= 0 || gr.InLoop != len(gr.Chain) || g.Tiles[g.Block.Ops[gr.Accum].Out].Storage != Registers {
+					t.Errorf("a group passing its accumulator through has post part %d, %d of %d chain ops in the loop, accumulator in %v",
+						gr.Post, gr.InLoop, len(gr.Chain), g.Tiles[g.Block.Ops[gr.Accum].Out].Storage)
+				}
+			}
+			if !slices.Equal(through, tt.through) {
+				t.Errorf("Through %v, want %v\n%s", through, tt.through, g)
+			}
+		})
 	}
 }
