@@ -41,7 +41,10 @@
 // row by its batch's value (Scaled). A None accumulator fused into an mma group keeps its sums in
 // the mma registers across the for-loop (Persistent) while the register
 // budget lasts; past it, and for SIMT groups, accumulators live in shared
-// memory as fp32. A sum, mean or rms accumulator that several iterations
+// memory as fp32, but where the for-loop runs once: there a None
+// accumulator in a SIMT or row group's chain, followed by ops that read
+// nothing else and feeding only stores, passes the values through
+// (Through), and the whole group, stores included, runs in the loop part. A sum, mean or rms accumulator that several iterations
 // feed is added into by each lane in registers (LaneRows partials, from
 // what the budget leaves, MaxLanePartials in all) and reduced across the
 // warp once, after the
