@@ -119,8 +119,8 @@ func Graphs(ctx context.Context, w io.Writer, a, b Named, opts Options) (bool, e
 	ff := opts.ff()
 	if opts.Note != nil {
 		if d, draws, cores := ffverify.EvaluationTime(ff, a.Graph, b.Graph); d >= longCheck {
-			opts.Note(fmt.Sprintf("the check evaluates both on %d draws, %.2g and %.2g multiply-adds a draw: about %v on %s",
-				draws, ffverify.MultiplyAdds(a.Graph), ffverify.MultiplyAdds(b.Graph), d, ffverify.Cores(cores)))
+			opts.Note(fmt.Sprintf("the check evaluates both on %d draws, %.2g and %.2g multiply-adds a draw: %s on %s",
+				draws, ffverify.MultiplyAdds(a.Graph), ffverify.MultiplyAdds(b.Graph), ffverify.About(d), ffverify.Cores(cores)))
 		}
 	}
 	return fields(w, a, b, opts)

@@ -42,7 +42,23 @@ func EvaluationTime(opts Options, gs ...*kernel.Graph) (d time.Duration, draws, 
 	}
 	cores = max(1, min(runtime.GOMAXPROCS(0), draws))
 	rounds := (draws + cores - 1) / cores
-	return time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)).Round(time.Second), draws, cores
+	return time.Duration(float64(rounds) * work / MultiplyAddsPerSecond * float64(time.Second)), draws, cores
+}
+
+// About says duration d for a message, to two or three figures: "about
+// 230ms", "about 12.3s", "about 5m36s"; "under 10ms" below that.
+func About(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return "under 10ms"
+	case d < time.Second:
+		d = d.Round(10 * time.Millisecond)
+	case d < time.Minute:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Second)
+	}
+	return "about " + d.String()
 }
 
 // FingerprintTime says how long New takes for g with opts here
@@ -50,7 +66,7 @@ func EvaluationTime(opts Options, gs ...*kernel.Graph) (d time.Duration, draws, 
 // about 5m36s on 2 cores".
 func FingerprintTime(g *kernel.Graph, opts Options) string {
 	d, draws, cores := EvaluationTime(opts, g)
-	return fmt.Sprintf("%d draws of %.2g multiply-adds, about %v on %s", draws, MultiplyAdds(g), d, Cores(cores))
+	return fmt.Sprintf("%d draws of %.2g multiply-adds, %s on %s", draws, MultiplyAdds(g), About(d), Cores(cores))
 }
 
 // Cores is "1 core" or "N cores".

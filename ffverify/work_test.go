@@ -2,8 +2,8 @@ package ffverify_test
 
 import (
 	"runtime"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/ugraph"
@@ -23,7 +23,29 @@ func TestFingerprintTime(t *testing.T) {
 	}
 	msg := ffverify.FingerprintTime(p, ffverify.Options{})
 	cores := min(runtime.GOMAXPROCS(0), ffverify.DefaultTrials)
-	if !strings.HasPrefix(msg, "2 draws of 7.2e+08 multiply-adds, about ") || !strings.HasSuffix(msg, map[bool]string{true: " on 1 core", false: " on 2 cores"}[cores == 1]) {
-		t.Errorf("FingerprintTime = %q", msg)
+	// 7.2e+08 multiply-adds a draw at MultiplyAddsPerSecond, a draw a core.
+	about := ffverify.About(time.Duration(float64((ffverify.DefaultTrials+cores-1)/cores) * want / ffverify.MultiplyAddsPerSecond * float64(time.Second)))
+	if wantMsg := "2 draws of 7.2e+08 multiply-adds, " + about + map[bool]string{true: " on 1 core", false: " on 2 cores"}[cores == 1]; msg != wantMsg {
+		t.Errorf("FingerprintTime = %q, want %q", msg, wantMsg)
+	}
+}
+
+// TestAbout: a duration in a message keeps two or three figures, so that
+// a quarter of a second does not read as "about 0s".
+func TestAbout(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "under 10ms"},
+		{9 * time.Millisecond, "under 10ms"},
+		{225 * time.Millisecond, "about 230ms"},
+		{999 * time.Millisecond, "about 1s"},
+		{12345 * time.Millisecond, "about 12.3s"},
+		{336400 * time.Millisecond, "about 5m36s"},
+	} {
+		if got := ffverify.About(c.d); got != c.want {
+			t.Errorf("About(%v) = %q, want %q", c.d, got, c.want)
+		}
 	}
 }
