@@ -593,6 +593,35 @@ graph.mark_output(O[0])
 	}
 }
 
+// An accumulator that a loop of one iteration passes through adds
+// nothing (thread.Group.Through): the kernel's CUDA flops are its exp's
+// alone, where over two iterations each value is added in as well.
+func TestPassedThroughAccumulatorAddsNothing(t *testing.T) {
+	src := `import mirage as mi
+graph = mi.new_kernel_graph()
+X = graph.new_input(dims=(128, 256), dtype=mi.float16)
+tb = mi.new_threadblock_graph(grid_dim=(8, 1, 1), block_dim=(128, 1, 1), forloop_range=%d, reduction_dimx=64)
+tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=%d)
+tb.new_output(stensor=tb.forloop_accum(tb.exp(tX)), output_map=(0, -1, -1))
+O = graph.customized([X], tb)
+graph.mark_output(O[0])
+`
+	const n = 128 * 256
+	exp := n * elementCost(ugraph.OpExp)
+	for _, c := range []struct {
+		iters, fdim int
+		want        int64
+	}{
+		{1, -1, exp},
+		{2, 1, exp + n}, // and the add of each value into the accumulator
+	} {
+		g := loadSource(t, "through.py", fmt.Sprintf(src, c.iters, c.fdim))
+		if got := estimate(t, g, mustArch(t, "sm_90")).Kernels[0].CUDAFlops; got != c.want {
+			t.Errorf("%d iterations: CUDA flops %d, want %d", c.iters, got, c.want)
+		}
+	}
+}
+
 // A tile the plan leaves in device memory (a loop of one iteration whose
 // tiles overflow shared memory) is read where its readers read it: a SIMT
 // matmul reads each element of A once for each of the N columns it

@@ -14,7 +14,7 @@ type blockPlan struct {
 	smem      int           // shared memory per block, bytes
 	dead      []bool        // per op: not run, since no output depends on it
 	mma       []*thread.MMA // per op: a matmul's tensor-core plan; nil: SIMT, fp32
-	freeAccum []bool        // per op: a None accumulator that the mma does in its registers
+	freeAccum []bool        // per op: a None accumulator that adds nothing: the mma does it in its registers, or a loop of one iteration passes it through
 	// inPlace, per input op whose tile the plan leaves in device memory,
 	// is how many times over the code reads the tile (0: a tile copied).
 	inPlace []float64
@@ -40,10 +40,11 @@ func planOf(tg *thread.Graph, arch target.Arch) blockPlan {
 		}
 		// mma.sync adds into its accumulator registers: when the
 		// accumulator directly follows the matmul and stays in registers
-		// across the loop, accumulating costs nothing more.
+		// across the loop, accumulating costs nothing more. One that a
+		// loop of one iteration passes through adds nothing at all.
 		gr := &tg.Groups[op.Group]
 		head := tg.Ops[gr.Head].MMA
-		p.freeAccum[i] = head != nil && head.Persistent && gr.Chain[0] == i
+		p.freeAccum[i] = gr.Through || head != nil && head.Persistent && gr.Chain[0] == i
 	}
 	return p
 }
