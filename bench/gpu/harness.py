@@ -148,6 +148,10 @@ def ref_ntrans(H, X, alpha):
     return (rms_norm(C),)
 
 
+def ref_rmsnorm_prefill(X, G):
+    return (rms_norm(X) * G,)
+
+
 def ref_llama_mlp_block(X, W1, W3, W2):
     N = rms_norm(X)
     gate = torch.nn.functional.silu(torch.matmul(N, W1))
@@ -318,6 +322,7 @@ WORKLOADS = {
             [(8, 4096), (8, 1024), (8, 1024)], ref_qkv_llama3, gen_scaled_weights,
             note="weights scaled by 2^-round(log2 sqrt(K)), γ in [-1, 1)",
         ),
+        Workload("rmsnorm_prefill", [(2048, 4096), (1, 4096)], [(2048, 4096)], ref_rmsnorm_prefill, gen_uniform(1.0)),
     ]
 }
 

@@ -2,7 +2,7 @@
 # bench/gpu/prepare.sh OUTDIR: write the CUDA sources that bench/gpu/run.sh
 # builds and times. Needs Go (or MIRAGE=path/to/mirage), no GPU.
 #
-# For each target architecture (MIRAGE_ARCHS) and each of the fifteen workloads
+# For each target architecture (MIRAGE_ARCHS) and each of the sixteen workloads
 # it writes, under OUTDIR/ARCH/:
 #
 #   WORKLOAD.unfused/     mirage emit of the program itself (one kernel per op)
@@ -54,10 +54,10 @@
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
-#   MIRAGE_WORKLOADS        which workloads (default: all fifteen: rmsnorm_matmul gated_mlp
+#   MIRAGE_WORKLOADS        which workloads (default: all sixteen: rmsnorm_matmul gated_mlp
 #                           gqa qknorm_gqa lora ntrans llama_mlp_block gqa_repeat_kv
 #                           llama_layer stacked_layers encoder_mlp softmax_vocab
-#                           lora_llama mqa_falcon qkv_llama3)
+#                           lora_llama mqa_falcon qkv_llama3 rmsnorm_prefill)
 #   MIRAGE_COUNTERS         1: emit --counters (each entry run once in the CPU emulator,
 #                           seconds each, for the harness's "moved MB" and "GB/s");
 #                           0: not; default: 1 where g++ is on PATH
@@ -90,7 +90,7 @@ top_k=${MIRAGE_TOP_K:-4}
 seed_rules=${MIRAGE_SEED_RULES-split_k}
 time_limit=${MIRAGE_TIME_LIMIT:-60s}
 superopt_flags=${MIRAGE_SUPEROPT_FLAGS---no-cache}
-workloads=${MIRAGE_WORKLOADS:-rmsnorm_matmul gated_mlp gqa qknorm_gqa lora ntrans llama_mlp_block gqa_repeat_kv llama_layer stacked_layers encoder_mlp softmax_vocab lora_llama mqa_falcon qkv_llama3}
+workloads=${MIRAGE_WORKLOADS:-rmsnorm_matmul gated_mlp gqa qknorm_gqa lora ntrans llama_mlp_block gqa_repeat_kv llama_layer stacked_layers encoder_mlp softmax_vocab lora_llama mqa_falcon qkv_llama3 rmsnorm_prefill}
 counters=${MIRAGE_COUNTERS:-}
 if [ -z "$counters" ]; then
 	if command -v g++ >/dev/null; then counters=1; else counters=0; fi
