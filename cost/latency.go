@@ -325,7 +325,7 @@ func partSteps(tg *thread.Graph, gr *thread.Group, post bool) steps {
 		if head.Kind == ugraph.OpRMSNorm {
 			passes = 2 // the sum of squares, then the scaling
 			chain(ops, rows*per*float64(vec))
-			sinks(rows * per * float64(vec))
+			sinks(rows * per * float64(vec/max(1, gr.StoreVector))) // an element, or a vector of them, a store
 		} else {
 			chain(ops, rows)
 			sinks(rows)

@@ -207,7 +207,9 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // and the model counts a vector's load once.
 // Version 46: a loop of one iteration passes an accumulator of kind none
 // through (thread.Group.Through): no tile, stores from the loop.
-const cacheVersion = 46
+// Version 47: an rms_norm storing from its row loop stores 16-byte vectors
+// (thread.Group.StoreVector), and the model counts a store a vector.
+const cacheVersion = 47
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".

@@ -183,6 +183,23 @@ var emuCases = []emuCase{
 		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
 		`tG = tb.new_input(dtensor=G, input_map=(-1, -1, -1), forloop_dim=-1)`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.mul(tb.rms_norm(tX), tG)), output_map=(0, -1, -1))`)},
+	// An rms_norm's scaling pass stores 16 bytes a lane: fp32 rows of 512
+	// two warps a row, 4 elements a store, into two outputs of the same
+	// tile; bf16 rows of 1024 over four warps, 8 a store, through a scale
+	// and a silu after the accumulator (three blocks).
+	{name: "rms_norm_rows_stored_in_vectors", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(4, 512)", "float32"}},
+		"grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`y = tb.forloop_accum(tb.rms_norm(tX))`,
+		`tb.new_output(stensor=y, output_map=(0, -1, -1))`,
+		`tb.new_output(stensor=y, output_map=(0, -1, -1))`)},
+	{name: "rms_norm_bf16_rows_stored_in_vectors", scale: 1, src: oneKernel(
+		[][3]string{{"Y", "(3, 1024)", "bfloat16"}, {"G", "(1, 1024)", "bfloat16"}},
+		"grid_dim=(3, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=8",
+		`tY = tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)`,
+		`tG = tb.new_input(dtensor=G, input_map=(-1, -1, -1), forloop_dim=-1)`,
+		`tb.new_output(stensor=tb.silu(tb.forloop_accum(tb.mul(tb.rms_norm(tY), tG))), output_map=(0, -1, -1))`)},
 	// A loop of one iteration passes its accumulators through: an
 	// element-wise head and a row loop, each with unary ops after the
 	// accumulator, store from the loop (odd rows and columns).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
+	"github.com/mirage-go/mirage/ugraph"
 	"github.com/mirage-go/mirage/ugraph/thread"
 )
 
@@ -64,6 +65,26 @@ func TestCasesPassAccumulatorsThrough(t *testing.T) {
 		for _, gr := range tg.Groups {
 			if gr.Accum >= 0 && gr.Accum != gr.Head {
 				got = append(got, map[bool]int{false: 0, true: 1}[gr.Through])
+			}
+		}
+		return got
+	})
+}
+
+// TestCasesStoreRowVectors checks that the emulator runs rms_norms that
+// store their rows a vector at a time (thread.Group.StoreVector) and ones
+// that store elements.
+func TestCasesStoreRowVectors(t *testing.T) {
+	checkCasePlans(t, "elements an rms_norm stores at a time", map[string][]int{ // per rms_norm group
+		"rms_norm_rows_stored_in_vectors":      {4},
+		"rms_norm_bf16_rows_stored_in_vectors": {8},
+		"rms_norm_rows_in_vectors":             {8},
+		"rows_shared_by_warps":                 {8}, // rows of 1000, 2 warps a row, a row sum added
+		"accumulators_passed_through":          {1}, // fp32 rows of 40
+	}, func(tg *thread.Graph) (got []int) {
+		for _, gr := range tg.Groups {
+			if tg.Block.Ops[gr.Head].Kind == ugraph.OpRMSNorm {
+				got = append(got, gr.StoreVector)
 			}
 		}
 		return got

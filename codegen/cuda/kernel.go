@@ -582,6 +582,9 @@ type elem struct {
 	vals []string // the variables holding the values
 	idx  []*expr  // the index of vals[0] in the current tile
 	regs []string // for a register accumulator: the lvalues vals add into
+	// vector, where a row loop stores vectors (thread.Group.StoreVector),
+	// is the index of vals[0] in the vectors stored (vectorName) after it.
+	vector string
 }
 
 func (e elem) at(n int) []*expr {
@@ -636,17 +639,36 @@ func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e 
 	}
 	if post {
 		for _, s := range gr.Stores {
-			j := k.outIndex[s]
-			out := &bg.Ops[s].Output
-			v := view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(bg.Tensors[cur].DType), shape: bg.Tensors[cur].Shape, strides: out.DShape.Strides(), global: true}
-			if k.rowStride[len(k.ins)+j] > 0 {
-				v.avail = fmt.Sprintf("avail_o%d", j)
+			v := k.outputView(s, cur)
+			if e.vector != "" { // into the vector stored after the row loop's vector of elements
+				val := e.vals[0]
+				if v.ctype != "float" {
+					val = fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
+				}
+				w.line("%s.e[%s] = %s;", vectorName(k.outIndex[s]), e.vector, val)
+				continue
 			}
-			k.store(v, e, fmt.Sprintf("output %d", j))
+			k.store(v, e, fmt.Sprintf("output %d", k.outIndex[s]))
 		}
 	}
 	return nil
 }
+
+// outputView is output op s's tile in device memory, holding tile t's
+// values: guarded by the rows present (avail_oJ) where m is dynamic.
+func (k *blockKernel) outputView(s int, t block.TensorID) view {
+	j := k.outIndex[s]
+	v := view{ptr: fmt.Sprintf("o%d", j), ctype: ctype(k.bg.Tensors[t].DType), shape: k.bg.Tensors[t].Shape,
+		strides: k.bg.Ops[s].Output.DShape.Strides(), global: true}
+	if k.rowStride[len(k.ins)+j] > 0 {
+		v.avail = fmt.Sprintf("avail_o%d", j)
+	}
+	return v
+}
+
+// vectorName is the variable holding output j's vector of elements that a
+// row loop stores at once (thread.Group.StoreVector).
+func vectorName(j int) string { return fmt.Sprintf("ov%d", j) }
 
 // store writes e's values into v at e's index.
 func (k *blockKernel) store(v view, e elem, note string) {

@@ -427,10 +427,7 @@ func (k *blockKernel) rowRun(gr *thread.Group, chain []int, acc int, post bool) 
 		k.sumRow(x, idx, j, n, gr.RowVector, op.Kind == ugraph.OpRMSNorm)
 		if op.Kind == ugraph.OpRMSNorm {
 			w.line("const float scale = 1.0f / sqrtf(mirage::warp_sum(s) / %d.0f);  // 1 / rms of the row (no epsilon)", n)
-			return k.rowElems(x, idx, j, n, gr.RowVector, true, func(val string, at []*expr) error {
-				w.line("float v = %s * scale;", val)
-				return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: at}, op.Out, -1)
-			})
+			return k.scaleRow(gr, chain, acc, post, x, idx, j, n)
 		}
 		w.line("s = mirage::warp_sum(s);")
 		w.open("if (lane == 0)")
@@ -487,6 +484,12 @@ func (k *blockKernel) sumRow(x view, idx []*expr, header string, n, vec int, squ
 // each, when vec > 1): body writes what is done with each element, given
 // its value (a float expression) and, when indexed, its index.
 func (k *blockKernel) rowElems(x view, idx []*expr, header string, n, vec int, indexed bool, body func(val string, at []*expr) error) error {
+	return k.rowVectors(x, idx, header, n, vec, indexed, nil, body)
+}
+
+// rowVectors is rowElems with, where vec > 1, around(inner) writing each
+// vector's code: inner writes the loop through its elements.
+func (k *blockKernel) rowVectors(x view, idx []*expr, header string, n, vec int, indexed bool, around func(inner func() error) error, body func(val string, at []*expr) error) error {
 	w := k.w
 	w.open("for (%s)", header)
 	defer w.close()
@@ -495,15 +498,56 @@ func (k *blockKernel) rowElems(x view, idx []*expr, header string, n, vec int, i
 		return body(x.load(at), at)
 	}
 	w.line("const mirage::Vec16<%s> xv = %s;", x.ctype, x.load16(withLast(idx, vr("j", n))))
-	w.line("#pragma unroll")
-	w.open("for (int vi = 0; vi < %d; ++vi)", vec)
-	defer w.close()
-	var at []*expr
-	if indexed {
-		w.line("const int jj = j + vi;")
-		at = withLast(idx, vr("jj", n))
+	inner := func() error {
+		w.line("#pragma unroll")
+		w.open("for (int vi = 0; vi < %d; ++vi)", vec)
+		defer w.close()
+		var at []*expr
+		if indexed {
+			w.line("const int jj = j + vi;")
+			at = withLast(idx, vr("jj", n))
+		}
+		return body("mirage::to_f32(xv.e[vi])", at)
 	}
-	return body("mirage::to_f32(xv.e[vi])", at)
+	if around == nil {
+		return inner()
+	}
+	return around(inner)
+}
+
+// scaleRow writes an rms_norm's scaling pass over x's row at idx (header
+// j, n to a row; scale in a float): each element times scale, then gr's
+// chain on it and its sinks. Where the group stores vectors
+// (thread.Group.StoreVector), each output's elements of a read vector go
+// into one vector, stored once after them.
+func (k *blockKernel) scaleRow(gr *thread.Group, chain []int, acc int, post bool, x view, idx []*expr, j string, n int) error {
+	w := k.w
+	head := k.bg.Ops[gr.Head].Out
+	var around func(func() error) error
+	vector := ""
+	if gr.StoreVector > 1 {
+		vector = "vi"
+		around = func(inner func() error) error {
+			for _, s := range gr.Stores {
+				w.line("mirage::Vec16<%s> %s;  // output %d's elements of the vector", ctype(k.bg.Tensors[gr.Result].DType), vectorName(k.outIndex[s]), k.outIndex[s])
+			}
+			if err := inner(); err != nil {
+				return err
+			}
+			at := withLast(idx, vr("j", n))
+			for _, s := range gr.Stores {
+				w.line("%s  // output %d", k.outputView(s, gr.Result).store16(at, vectorName(k.outIndex[s])), k.outIndex[s])
+			}
+			return nil
+		}
+	}
+	return k.rowVectors(x, idx, j, n, gr.RowVector, gr.StoreVector <= 1, around, func(val string, at []*expr) error {
+		if at == nil { // vectors stored: the element's index, written where an op reads at it
+			at = withLast(idx, add(vr("j", n), vr("vi", gr.RowVector)))
+		}
+		w.line("float v = %s * scale;", val)
+		return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: at, vector: vector}, head, -1)
+	})
 }
 
 // splitRowRun is rowRun for rows that several warps share (RowWarps > 1):
@@ -520,10 +564,7 @@ func (k *blockKernel) splitRowRun(gr *thread.Group, chain []int, acc int, post b
 	if op.Kind == ugraph.OpRMSNorm {
 		return k.splitRow(gr, true, false, func(idx []*expr, j string) error {
 			k.w.line("const float scale = 1.0f / sqrtf(t / %d.0f);  // 1 / rms of the row (no epsilon)", n)
-			return k.rowElems(x, idx, j, n, gr.RowVector, true, func(val string, at []*expr) error {
-				k.w.line("float v = %s * scale;", val)
-				return k.flow(gr, chain, acc, post, elem{vals: []string{"v"}, idx: at}, op.Out, -1)
-			})
+			return k.scaleRow(gr, chain, acc, post, x, idx, j, n)
 		})
 	}
 	return k.splitRow(gr, false, true, func(idx []*expr, _ string) error {

@@ -78,6 +78,12 @@ func (v view) load16(idx []*expr) string {
 	return fmt.Sprintf("mirage::load16(%s)", p)
 }
 
+// store16 is the statement storing vector val (a mirage::Vec16 of the
+// view's type) at idx and the elements after it, under the view's guard.
+func (v view) store16(idx []*expr, val string) string {
+	return fmt.Sprintf("%smirage::store16(%s + %s, %s);", v.guard(idx), v.ptr, v.offset(idx), val)
+}
+
 // guard is the condition under which element idx may be written: "" when
 // every element may.
 func (v view) guard(idx []*expr) string {

@@ -58,7 +58,9 @@
 // sums with atomicAdd (no barrier; the order, and so fp32's rounding, may
 // vary from run to run). A lane reads a 16-byte vector of the row at a
 // time (RowVector elements) where the rows are whole aligned vectors and
-// every lane gets one, else an element.
+// every lane gets one, else an element; an rms_norm that stores its rows
+// from its scaling pass stores them a vector at a time too (StoreVector)
+// where every output's rows are whole aligned vectors of the elements read.
 //
 // # Storage and the shared-memory plan
 //

@@ -87,6 +87,9 @@ func (g *Graph) GroupString(gi int) string {
 				if gr.RowVector > 1 {
 					fmt.Fprintf(&b, ", rows read %d at a time", gr.RowVector)
 				}
+				if gr.StoreVector > 1 {
+					fmt.Fprintf(&b, ", stored %d at a time", gr.StoreVector)
+				}
 				b.WriteString("]")
 			}
 		}

@@ -229,7 +229,7 @@ func (d *deriver) fuse() error {
 				if op.Kind == ugraph.OpForloopAccum {
 					accum = i
 				}
-				out.Groups = append(out.Groups, Group{Head: i, Accum: accum, Result: op.Out, Loop: -1, Post: -1, RowWarps: 1, RowVector: 1, Scratch: -1})
+				out.Groups = append(out.Groups, Group{Head: i, Accum: accum, Result: op.Out, Loop: -1, Post: -1, RowWarps: 1, RowVector: 1, StoreVector: 1, Scratch: -1})
 				out.Ops[i].Role = RoleHead
 			}
 			out.Ops[i].Group = gi

@@ -121,8 +121,38 @@ func (d *deriver) rowVectors() error {
 			continue
 		}
 		gr.RowVector = RowVector(g.Tensors[x].Shape.Last(), max(1, gr.RowWarps), out.Tiles[x].DType)
+		gr.StoreVector = 1
+		if d.storesRowVectors(gr) {
+			gr.StoreVector = gr.RowVector
+		}
 	}
 	return nil
+}
+
+// storesRowVectors reports whether group gr's rms_norm, scaling its rows
+// a vector at a time, can store its results a vector at a time
+// (Group.StoreVector): it stores them from its row loop (a loop of one
+// iteration passing its accumulator through, or a head after the loop),
+// into device memory alone, as elements of the size it reads, whose rows
+// in every output are whole vectors at aligned addresses.
+func (d *deriver) storesRowVectors(gr *Group) bool {
+	g, out := d.g, d.out
+	head := &g.Ops[gr.Head]
+	if head.Kind != ugraph.OpRMSNorm || gr.RowVector <= 1 || len(gr.Stores) == 0 || !gr.Through && out.InLoop(gr.Head) ||
+		out.Tiles[gr.Result].Storage == Shared {
+		return false
+	}
+	res := g.Tensors[gr.Result]
+	es := res.DType.Size()
+	if es*gr.RowVector != 16 || es != out.Tiles[head.In[0]].DType.Size() {
+		return false
+	}
+	for _, s := range gr.Stores {
+		if CopyVector(res.Shape, g.Ops[s].Output.DShape, es) != 16 {
+			return false
+		}
+	}
+	return true
 }
 
 // RowVector is the elements a lane reads at once from rows of n elements

@@ -257,6 +257,11 @@ type Group struct {
 	// at 16-byte aligned addresses and give every lane of the warps that
 	// share a row one vector or more, else 1.
 	RowVector int
+	// StoreVector is the elements a lane stores at once where the head
+	// is an rms_norm whose scaling pass stores its results from the row
+	// loop: RowVector where every output takes them as whole aligned
+	// 16-byte vectors of the elements read (storesRowVectors), else 1.
+	StoreVector int
 	// Scratch is where in shared memory the warps that share a row meet
 	// when the head is not an accumulator (RowWarps > 1): a float per
 	// warp, its partial sum, which each warp of the row adds up in order

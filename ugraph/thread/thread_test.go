@@ -564,6 +564,36 @@ func TestRowVectors(t *testing.T) {
 	}
 }
 
+// TestStoreVectors: an rms_norm that stores its rows from its scaling
+// pass stores them a vector at a time where it reads them so
+// (Group.StoreVector).
+func TestStoreVectors(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		rows, n, f int
+		threads    int
+		dt         ugraph.DType
+		kind       ugraph.OpKind
+		want       int
+	}{
+		{"one row of 4096 over 16 warps", 1, 4096, 1, 512, fp16, ugraph.OpRMSNorm, 8},
+		{"bf16 rows a warp each", 16, 256, 1, 256, ugraph.BFloat16, ugraph.OpRMSNorm, 8},
+		{"fp32 rows, 4 to a vector", 16, 128, 1, 256, ugraph.Float32, ugraph.OpRMSNorm, 4},
+		{"rows of 1000, 2 warps a row", 3, 1000, 1, 256, fp16, ugraph.OpRMSNorm, 8},
+		{"rows read an element at a time", 1, 2048, 1, 512, fp16, ugraph.OpRMSNorm, 1},
+		{"two iterations: stored from the accumulator after the loop", 1, 2048, 2, 256, fp16, ugraph.OpRMSNorm, 1},
+		{"a reduction stores a value a row", 16, 256, 1, 256, fp16, ugraph.OpReduction, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := rowPlan(t, c.rows, c.n, c.f, c.threads, c.dt, c.kind, 0)
+			if got := g.Groups[0].StoreVector; got != c.want {
+				t.Errorf("rows stored %d elements at a time, want %d\n%v", got, c.want, g)
+			}
+			checkPlan(t, c.name, g)
+		})
+	}
+}
+
 // rowPlan plans one block of threads over rows × n·f elements of dt, the
 // for-loop walking n at a time, through a row-at-a-time op (kind:
 // rms_norm or reduction, then a None accumulator) or an accumulator of
@@ -695,6 +725,20 @@ func checkPlan(t *testing.T, name string, g *Graph) {
 		aligned := tl.Storage == Device || tl.Storage == Shared && tl.Pitch*es%16 == 0
 		if !rowLoop || v*es != 16 || n%v != 0 || n < 32*max(1, gr.RowWarps)*v || !aligned {
 			fail("group %d reads %d elements at a time: a row loop %v, rows of %d, %v pitch %d", gi, v, rowLoop, n, tl.Storage, tl.Pitch)
+		}
+	}
+	// Store vectors: 1, or the row vector of an rms_norm that stores from
+	// its row loop into device memory alone, 16 bytes of its result a
+	// store.
+	for gi := range g.Groups {
+		gr := &g.Groups[gi]
+		if gr.StoreVector == 1 {
+			continue
+		}
+		fromLoop := gr.Through || !g.InLoop(gr.Head)
+		if bg.Ops[gr.Head].Kind != ugraph.OpRMSNorm || gr.StoreVector != gr.RowVector || !fromLoop || len(gr.Stores) == 0 ||
+			g.Tiles[gr.Result].Storage == Shared || gr.StoreVector*bg.Tensors[gr.Result].DType.Size() != 16 {
+			fail("group %d stores %d elements at a time: head %v, rows read %d at a time, stores from the row loop %v", gi, gr.StoreVector, bg.Ops[gr.Head].Kind, gr.RowVector, fromLoop)
 		}
 	}
 	// Split rows: RowWarps warps share each row of a row-at-a-time head,
