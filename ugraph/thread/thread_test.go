@@ -533,61 +533,36 @@ func TestRowWarps(t *testing.T) {
 
 // TestRowVectors: a row loop reads 16-byte vectors (8 fp16 or bf16, 4
 // fp32) where its rows are whole vectors and give every lane of the warps
-// sharing a row one or more; elements otherwise.
+// sharing a row one or more; elements otherwise. An rms_norm that stores
+// its rows from its scaling pass (here a loop of one iteration passing
+// its accumulator through) stores them as it reads them (StoreVector).
 func TestRowVectors(t *testing.T) {
 	for _, c := range []struct {
-		name       string
-		rows, n, f int
-		threads    int
-		dt         ugraph.DType
-		kind       ugraph.OpKind // rms_norm, reduction, or forloop_accum (accum)
-		accum      ugraph.Accum
-		want       int
+		name        string
+		rows, n, f  int
+		threads     int
+		dt          ugraph.DType
+		kind        ugraph.OpKind // rms_norm, reduction, or forloop_accum (accum)
+		accum       ugraph.Accum
+		read, store int
 	}{
-		{"one row of 4096 over 16 warps", 1, 4096, 1, 512, fp16, ugraph.OpRMSNorm, 0, 8},
-		{"one row of 2048 over 16 warps: 4 elements a lane", 1, 2048, 1, 512, fp16, ugraph.OpRMSNorm, 0, 1},
-		{"bf16 rows a warp each", 16, 256, 1, 256, ugraph.BFloat16, ugraph.OpReduction, 0, 8},
-		{"fp32 rows, 4 to a vector", 16, 128, 1, 256, ugraph.Float32, ugraph.OpReduction, 0, 4},
-		{"rows of 1000, 2 warps a row", 3, 1000, 1, 256, fp16, ugraph.OpRMSNorm, 0, 8},
-		{"rows of 1004: no whole vectors", 3, 1004, 1, 256, fp16, ugraph.OpRMSNorm, 0, 1},
-		{"an rms accumulator read in place", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumRMS, 8},
-		{"lane partials", 8, 512, 4, 128, fp16, ugraph.OpForloopAccum, ugraph.AccumSum, 8},
-		{"no row loop", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumNone, 1},
+		{"one row of 4096 over 16 warps", 1, 4096, 1, 512, fp16, ugraph.OpRMSNorm, 0, 8, 8},
+		{"one row of 2048 over 16 warps: 4 elements a lane", 1, 2048, 1, 512, fp16, ugraph.OpRMSNorm, 0, 1, 1},
+		{"bf16 rows a warp each", 16, 256, 1, 256, ugraph.BFloat16, ugraph.OpReduction, 0, 8, 1}, // a value a row stored
+		{"bf16 norms a warp each", 16, 256, 1, 256, ugraph.BFloat16, ugraph.OpRMSNorm, 0, 8, 8},
+		{"fp32 rows, 4 to a vector", 16, 128, 1, 256, ugraph.Float32, ugraph.OpReduction, 0, 4, 1},
+		{"fp32 norms, 4 to a vector", 16, 128, 1, 256, ugraph.Float32, ugraph.OpRMSNorm, 0, 4, 4},
+		{"rows of 1000, 2 warps a row", 3, 1000, 1, 256, fp16, ugraph.OpRMSNorm, 0, 8, 8},
+		{"rows of 1004: no whole vectors", 3, 1004, 1, 256, fp16, ugraph.OpRMSNorm, 0, 1, 1},
+		{"two iterations: stored from the accumulator after the loop", 1, 2048, 2, 256, fp16, ugraph.OpRMSNorm, 0, 8, 1},
+		{"an rms accumulator read in place", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumRMS, 8, 1},
+		{"lane partials", 8, 512, 4, 128, fp16, ugraph.OpForloopAccum, ugraph.AccumSum, 8, 1},
+		{"no row loop", 1, 4096, 1, 256, fp16, ugraph.OpForloopAccum, ugraph.AccumNone, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := rowPlan(t, c.rows, c.n, c.f, c.threads, c.dt, c.kind, c.accum)
-			if got := g.Groups[0].RowVector; got != c.want {
-				t.Errorf("rows read %d elements at a time, want %d\n%v", got, c.want, g)
-			}
-			checkPlan(t, c.name, g)
-		})
-	}
-}
-
-// TestStoreVectors: an rms_norm that stores its rows from its scaling
-// pass stores them a vector at a time where it reads them so
-// (Group.StoreVector).
-func TestStoreVectors(t *testing.T) {
-	for _, c := range []struct {
-		name       string
-		rows, n, f int
-		threads    int
-		dt         ugraph.DType
-		kind       ugraph.OpKind
-		want       int
-	}{
-		{"one row of 4096 over 16 warps", 1, 4096, 1, 512, fp16, ugraph.OpRMSNorm, 8},
-		{"bf16 rows a warp each", 16, 256, 1, 256, ugraph.BFloat16, ugraph.OpRMSNorm, 8},
-		{"fp32 rows, 4 to a vector", 16, 128, 1, 256, ugraph.Float32, ugraph.OpRMSNorm, 4},
-		{"rows of 1000, 2 warps a row", 3, 1000, 1, 256, fp16, ugraph.OpRMSNorm, 8},
-		{"rows read an element at a time", 1, 2048, 1, 512, fp16, ugraph.OpRMSNorm, 1},
-		{"two iterations: stored from the accumulator after the loop", 1, 2048, 2, 256, fp16, ugraph.OpRMSNorm, 1},
-		{"a reduction stores a value a row", 16, 256, 1, 256, fp16, ugraph.OpReduction, 1},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			g := rowPlan(t, c.rows, c.n, c.f, c.threads, c.dt, c.kind, 0)
-			if got := g.Groups[0].StoreVector; got != c.want {
-				t.Errorf("rows stored %d elements at a time, want %d\n%v", got, c.want, g)
+			if gr := g.Groups[0]; gr.RowVector != c.read || gr.StoreVector != c.store {
+				t.Errorf("rows read %d and stored %d elements at a time, want %d and %d\n%v", gr.RowVector, gr.StoreVector, c.read, c.store, g)
 			}
 			checkPlan(t, c.name, g)
 		})
