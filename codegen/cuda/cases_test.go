@@ -200,6 +200,13 @@ var emuCases = []emuCase{
 		`tY = tb.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)`,
 		`tG = tb.new_input(dtensor=G, input_map=(-1, -1, -1), forloop_dim=-1)`,
 		`tb.new_output(stensor=tb.silu(tb.forloop_accum(tb.mul(tb.rms_norm(tY), tG))), output_map=(0, -1, -1))`)},
+	// An rms_norm after the loop, of an fp32 accumulator's rows (two
+	// iterations' halves summed), stores them 4 fp32 a lane.
+	{name: "rms_norm_after_loop_stored_in_vectors", scale: 1, src: oneKernel(
+		[][3]string{{"X", "(4, 256)", "float32"}},
+		"grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=2, reduction_dimx=8",
+		`tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)`,
+		`tb.new_output(stensor=tb.rms_norm(tb.forloop_accum(tX)), output_map=(0, -1, -1))`)},
 	// A loop of one iteration passes its accumulators through: an
 	// element-wise head and a row loop, each with unary ops after the
 	// accumulator, store from the loop (odd rows and columns).

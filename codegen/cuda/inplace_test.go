@@ -76,11 +76,12 @@ func TestCasesPassAccumulatorsThrough(t *testing.T) {
 // that store elements.
 func TestCasesStoreRowVectors(t *testing.T) {
 	checkCasePlans(t, "elements an rms_norm stores at a time", map[string][]int{ // per rms_norm group
-		"rms_norm_rows_stored_in_vectors":      {4},
-		"rms_norm_bf16_rows_stored_in_vectors": {8},
-		"rms_norm_rows_in_vectors":             {8},
-		"rows_shared_by_warps":                 {8}, // rows of 1000, 2 warps a row, a row sum added
-		"accumulators_passed_through":          {1}, // fp32 rows of 40
+		"rms_norm_rows_stored_in_vectors":       {4},
+		"rms_norm_bf16_rows_stored_in_vectors":  {8},
+		"rms_norm_rows_in_vectors":              {8},
+		"rms_norm_after_loop_stored_in_vectors": {4},
+		"rows_shared_by_warps":                  {8}, // rows of 1000, 2 warps a row, a row sum added
+		"accumulators_passed_through":           {1}, // fp32 rows of 40
 	}, func(tg *thread.Graph) (got []int) {
 		for _, gr := range tg.Groups {
 			if tg.Block.Ops[gr.Head].Kind == ugraph.OpRMSNorm {
