@@ -641,11 +641,7 @@ func (k *blockKernel) flow(gr *thread.Group, chain []int, acc int, post bool, e 
 		for _, s := range gr.Stores {
 			v := k.outputView(s, cur)
 			if e.vector != "" { // into the vector stored after the row loop's vector of elements
-				val := e.vals[0]
-				if v.ctype != "float" {
-					val = fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
-				}
-				w.line("%s.e[%s] = %s;", vectorName(k.outIndex[s]), e.vector, val)
+				w.line("%s.e[%s] = %s;", vectorName(k.outIndex[s]), e.vector, v.fromFloat(e.vals[0]))
 				continue
 			}
 			k.store(v, e, fmt.Sprintf("output %d", k.outIndex[s]))
@@ -681,11 +677,7 @@ func (k *blockKernel) store(v view, e elem, note string) {
 		w.line("%smirage::store2(%s + %s, %s, %s);%s", v.guard(e.idx), v.ptr, v.offset(e.idx), e.vals[0], e.vals[1], note)
 		return
 	}
-	val := e.vals[0]
-	if v.ctype != "float" {
-		val = fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
-	}
-	w.line("%s%s = %s;%s", v.guard(e.idx), v.store(e.idx), val, note)
+	w.line("%s%s = %s;%s", v.guard(e.idx), v.store(e.idx), v.fromFloat(e.vals[0]), note)
 }
 
 // elementwise is the C expression of element-wise op applied to the value

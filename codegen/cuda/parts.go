@@ -484,12 +484,12 @@ func (k *blockKernel) sumRow(x view, idx []*expr, header string, n, vec int, squ
 // each, when vec > 1): body writes what is done with each element, given
 // its value (a float expression) and, when indexed, its index.
 func (k *blockKernel) rowElems(x view, idx []*expr, header string, n, vec int, indexed bool, body func(val string, at []*expr) error) error {
-	return k.rowVectors(x, idx, header, n, vec, indexed, nil, body)
+	return k.rowElemsAround(x, idx, header, n, vec, indexed, nil, body)
 }
 
-// rowVectors is rowElems with, where vec > 1, around(inner) writing each
-// vector's code: inner writes the loop through its elements.
-func (k *blockKernel) rowVectors(x view, idx []*expr, header string, n, vec int, indexed bool, around func(inner func() error) error, body func(val string, at []*expr) error) error {
+// rowElemsAround is rowElems with, where vec > 1, around(inner) writing
+// each vector's code: inner writes the loop through its elements.
+func (k *blockKernel) rowElemsAround(x view, idx []*expr, header string, n, vec int, indexed bool, around func(inner func() error) error, body func(val string, at []*expr) error) error {
 	w := k.w
 	w.open("for (%s)", header)
 	defer w.close()
@@ -541,7 +541,7 @@ func (k *blockKernel) scaleRow(gr *thread.Group, chain []int, acc int, post bool
 			return nil
 		}
 	}
-	return k.rowVectors(x, idx, j, n, gr.RowVector, gr.StoreVector <= 1, around, func(val string, at []*expr) error {
+	return k.rowElemsAround(x, idx, j, n, gr.RowVector, gr.StoreVector <= 1, around, func(val string, at []*expr) error {
 		if at == nil { // vectors stored: the element's index, written where an op reads at it
 			at = withLast(idx, add(vr("j", n), vr("vi", gr.RowVector)))
 		}

@@ -78,6 +78,14 @@ func (v view) load16(idx []*expr) string {
 	return fmt.Sprintf("mirage::load16(%s)", p)
 }
 
+// fromFloat is float expression val as an element of the view's type.
+func (v view) fromFloat(val string) string {
+	if v.ctype == "float" {
+		return val
+	}
+	return fmt.Sprintf("mirage::from_f32<%s>(%s)", v.ctype, val)
+}
+
 // store16 is the statement storing vector val (a mirage::Vec16 of the
 // view's type) at idx and the elements after it, under the view's guard.
 func (v view) store16(idx []*expr, val string) string {

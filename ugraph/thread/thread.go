@@ -532,7 +532,7 @@ var passes = [...]struct {
 	{"rows", (*deriver).splitRows},      // warps per row of row-at-a-time heads
 	{"schedule", (*deriver).schedule},   // loop and post steps; live intervals
 	{"allocate", (*deriver).allocate},   // rows, pitches, stages, offsets; fitting the limit
-	{"vectors", (*deriver).rowVectors},  // 16-byte reads in row loops
+	{"vectors", (*deriver).rowVectors},  // 16-byte reads and stores in row loops
 	{"balance", (*deriver).balance},     // the warps each mma begins on
 }
 
