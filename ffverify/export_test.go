@@ -186,3 +186,6 @@ func SharedAccumulators(g *kernel.Graph) (shared [][]ugraph.Accum, runs [][]ugra
 	}
 	return shared, runs, nil
 }
+
+// FirstRowsOf is firstRowsOf.
+var FirstRowsOf = firstRowsOf

@@ -1,6 +1,10 @@
 package ffverify
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/mirage-go/mirage/ugraph"
+)
 
 // A kernel that factors a row-wise scale out of a product computes
 // X·W where the program computes N·W with N = X/rms(X) (the Mirage
@@ -10,6 +14,11 @@ import "slices"
 // where a whole product's left operand is, row by row, a multiple of the
 // left operand of one the memo keeps with the same right operand, the
 // product is that one's rows scaled (m·k + m·n operations), not computed.
+//
+// The kept product may have more rows: a dynamic program's buckets check
+// the same program at fewer rows (DESIGN §9), whose left operands are the
+// first rows of the largest bucket's (X[:m], and rms_norm(X[:m]), which is
+// rms_norm(X)[:m]); their products are that one's first rows.
 
 // maxLefts bounds the whole products of one right operand that scaled
 // looks through.
@@ -40,7 +49,7 @@ func (ps *products) scaled(dst *tensor, key wholeKey, a *tensor) bool {
 	ps.mu.Lock()
 	for _, k := range ps.lefts[key.b] {
 		p, ok := ps.memo[k]
-		if !ok || k.a.shape != a.shape {
+		if !ok || !firstRowsOf(a.shape, k.a.shape) {
 			continue
 		}
 		select {
@@ -54,7 +63,7 @@ func (ps *products) scaled(dst *tensor, key wholeKey, a *tensor) bool {
 	ps.mu.Unlock()
 	k, n := a.shape.Last(), dst.shape.Last()
 	for _, f := range found {
-		c, ok := rowScales(a.v, f.left.v, k)
+		c, ok := rowScales(a.v, f.left.v[:len(a.v)], k)
 		if !ok {
 			continue
 		}
@@ -95,4 +104,25 @@ func rowScales(a, b []elem, k int) ([]elem, bool) {
 		c[r] = s
 	}
 	return c, true
+}
+
+// firstRowsOf reports whether a left operand of shape s is, row for row,
+// the first rows of one of shape of, and so its product with a right
+// operand the first rows of theirs: s is of, or has fewer rows (dim
+// rank-2) where every dim before the rows is 1 (no batch, whose rows
+// would interleave).
+func firstRowsOf(s, of ugraph.Shape) bool {
+	if s == of {
+		return true
+	}
+	r := s.Rank()
+	if r < 2 || of.Rank() != r || s.Dim(r-2) > of.Dim(r-2) || s.Last() != of.Last() {
+		return false
+	}
+	for d := range r - 2 {
+		if s.Dim(d) != 1 || of.Dim(d) != 1 {
+			return false
+		}
+	}
+	return true
 }

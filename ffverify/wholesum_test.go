@@ -123,3 +123,59 @@ func TestScaledProducts(t *testing.T) {
 		})
 	}
 }
+
+// A dynamic program's smaller bucket, checked with fingerprints cut from
+// the largest's (Prefix, which shares its memo), takes its whole products
+// as the first rows of the largest's, scaled: X[:3] and rms_norm(X[:3])
+// are the first rows of X and rms_norm(X). Its verdicts are those of a
+// verifier made at three rows, the unnormalized X·W's included.
+func TestProductsOfFirstRows(t *testing.T) {
+	opts := ffverify.Options{Seed: 5, Samples: -1}
+	own := must(ffverify.New(rmsnormMatmul(3, 64, 32), opts))
+	for _, c := range []struct {
+		name       string
+		candidate  *kernel.Graph
+		equivalent bool
+	}{
+		{"(X·W)/rms(X)", rmsnormMatmulFused(3, 64, 32, 2, 4), true},
+		{"X·W", matmulProgram(3, 64, 32), false},
+	} {
+		big := must(ffverify.New(rmsnormMatmul(16, 64, 32), opts))
+		if r := must(big.Verify(rmsnormMatmulFused(16, 64, 32, 2, 4))); !r.Equivalent {
+			t.Fatalf("the largest bucket's candidate: %v", r)
+		}
+		cut := must(big.Prefix(rmsnormMatmul(3, 64, 32)))
+		before := ffverify.ScaledProducts(cut)
+		got := must(cut.Verify(c.candidate))
+		want := must(own.Verify(c.candidate))
+		if got.Equivalent != c.equivalent || want.Equivalent != c.equivalent {
+			t.Errorf("%s: the cut verifier says %v, one made at three rows %v; want equivalent = %v", c.name, got, want, c.equivalent)
+		}
+		if ffverify.ScaledProducts(cut) == before {
+			t.Errorf("%s: no product made from the first rows of one kept", c.name)
+		}
+	}
+}
+
+// Only a left operand that is the first rows of a kept one, with no batch
+// dims above 1, takes that one's product's rows.
+func TestFirstRowsOf(t *testing.T) {
+	s := ugraph.MustShape
+	for _, c := range []struct {
+		s, of ugraph.Shape
+		want  bool
+	}{
+		{s(3, 64), s(16, 64), true},
+		{s(16, 64), s(16, 64), true},
+		{s(1, 3, 64), s(1, 16, 64), true},
+		{s(16, 64), s(3, 64), false},       // more rows
+		{s(3, 32), s(16, 64), false},       // another k
+		{s(2, 3, 64), s(2, 16, 64), false}, // batches interleave the rows
+		{s(3, 64), s(1, 16, 64), false},    // another rank
+		{s(2, 4, 64), s(2, 4, 64), true},
+	} {
+		if got := ffverify.FirstRowsOf(c.s, c.of); got != c.want {
+			t.Errorf("FirstRowsOf(%v, %v) = %v; want %v", c.s, c.of, got, c.want)
+		}
+	}
+}
