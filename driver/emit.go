@@ -34,6 +34,9 @@ type EmitRequest struct {
 	// Counters runs a static graph's code once in the CPU emulator and
 	// counts each kernel's memory traffic.
 	Counters bool
+	// DependentLaunch launches graph-defined kernels as programmatic
+	// dependent launches (cuda.Options.DependentLaunch).
+	DependentLaunch bool
 	// Note, when not nil, is told what the user should know of the code
 	// written: another candidate of the document the cost model ranks
 	// ahead on Arch (rankedElsewhere).
@@ -67,7 +70,7 @@ func Emit(ctx context.Context, in *Input, r EmitRequest) (*Emission, error) {
 	} else if !fileName(name) {
 		return nil, fmt.Errorf("%s: the program's name %q is not a file name, which emit names its files after; give --name", in.Path, name)
 	}
-	opts := cuda.Options{Arch: r.Arch, SingleFile: r.SingleFile, Source: in.Path}
+	opts := cuda.Options{Arch: r.Arch, SingleFile: r.SingleFile, Source: in.Path, DependentLaunch: r.DependentLaunch}
 	e := &Emission{Dir: r.Dir, Program: in.Name, Source: in.Path, req: r}
 	switch done, err := e.dynamic(in, name, opts); {
 	case err != nil:
@@ -291,8 +294,12 @@ func writeSummary(w io.Writer, res *cuda.Result, dir string) {
 			fmt.Fprintf(w, "  kernel %d  %-14s a call into %s  %s\n", i, k.What, k.Library, k.Name)
 			continue
 		}
-		fmt.Fprintf(w, "  kernel %d  %-14s grid (%d, %d, %d) x %d threads, %d B shared  %s\n",
-			i, k.What, k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, k.SmemBytes, k.Name)
+		dependent := ""
+		if k.Dependent {
+			dependent = ", dependent launch"
+		}
+		fmt.Fprintf(w, "  kernel %d  %-14s grid (%d, %d, %d) x %d threads, %d B shared%s  %s\n",
+			i, k.What, k.Grid[0], k.Grid[1], k.Grid[2], k.Threads, k.SmemBytes, dependent, k.Name)
 	}
 	if len(res.Links) > 0 {
 		fmt.Fprintf(w, "link with: -l%s\n", strings.Join(res.Links, " -l"))
@@ -332,8 +339,9 @@ type ManifestKernel struct {
 	Grid      [3]int            `json:"grid"`
 	Threads   int               `json:"threads"`
 	SmemBytes int               `json:"smem_bytes"`
-	Library   string            `json:"library,omitempty"`  // a call into this library ("cublasLt"): grid and threads are its own
-	Counters  *ManifestCounters `json:"counters,omitempty"` // --counters
+	Library   string            `json:"library,omitempty"`   // a call into this library ("cublasLt"): grid and threads are its own
+	Dependent bool              `json:"dependent,omitempty"` // a programmatic dependent launch (emit --dependent-launch)
+	Counters  *ManifestCounters `json:"counters,omitempty"`  // --counters
 }
 
 // ManifestCounters is what the emulator counted of one kernel launch
@@ -420,7 +428,7 @@ func baseNames(res *cuda.Result) []string {
 func manifestKernels(ks []cuda.Kernel) []ManifestKernel {
 	out := []ManifestKernel{}
 	for _, k := range ks {
-		out = append(out, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library})
+		out = append(out, ManifestKernel{Name: k.Name, What: k.What, Grid: k.Grid, Threads: k.Threads, SmemBytes: k.SmemBytes, Library: k.Library, Dependent: k.Dependent})
 	}
 	return out
 }

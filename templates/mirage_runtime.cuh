@@ -209,6 +209,14 @@ template <typename... P, typename... A>
 inline cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
   return mirage_emu::launch(kernel, grid, block, smem, stream, args...);
 }
+// The emulator runs kernels one after another: a dependent launch is a
+// launch, and its waits have nothing to wait for.
+template <typename... P, typename... A>
+inline cudaError_t launch_dependent(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
+  return mirage_emu::launch(kernel, grid, block, smem, stream, args...);
+}
+__device__ __forceinline__ void wait_for_prior_grid() {}
+__device__ __forceinline__ void let_dependents_launch() {}
 
 #else
 
@@ -308,6 +316,41 @@ template <typename... P, typename... A>
 inline cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
   kernel<<<grid, block, smem, stream>>>(static_cast<P>(args)...);
   return cudaGetLastError();
+}
+
+// launch_dependent is launch as a programmatic dependent launch (sm_90):
+// the kernel's blocks may start while the stream's kernel before it
+// finishes, once that one's blocks have all called let_dependents_launch
+// (or exited), so that the launch's latency hides behind its tail. The
+// kernel must call wait_for_prior_grid before it touches memory: that
+// waits until the kernel before it has completed and its writes are
+// visible. (The attribute does nothing on older GPUs, where the waits
+// compile to nothing.)
+template <typename... P, typename... A>
+inline cudaError_t launch_dependent(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = 1;
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...);
+  cudaGetLastError();  // cleared, as launch clears it
+  return err;
+}
+__device__ __forceinline__ void wait_for_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void let_dependents_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
 }
 
 #endif  // MIRAGE_EMULATE

@@ -327,7 +327,7 @@ WORKLOADS = {
 }
 
 WORKLOAD_ORDER = list(WORKLOADS)
-VARIANT_ORDER = {"unfused": 0, "mugraph": 1, "superopt": 2, "launch": 3}
+VARIANT_ORDER = {"unfused": 0, "mugraph": 1, "superopt": 2, "launch": 3, "pdl": 4}
 
 TORCH_DTYPES = {"float16": "float16", "bfloat16": "bfloat16", "float32": "float32"}
 
@@ -378,6 +378,10 @@ class Entry:
         """The table's candidate column."""
         if self.variant == "superopt" and isinstance(self.candidate, int):
             return str(self.candidate)
+        if self.variant == "pdl" and isinstance(self.candidate, int):
+            # prepare.sh's WORKLOAD.c0.pdl: the candidate, its graph-defined
+            # kernels launched dependent (emit --dependent-launch)
+            return "%d pdl" % self.candidate
         if self.variant == "launch" and self.name.startswith(self.workload + "."):
             # prepare.sh's WORKLOAD.tTHREADSsSTAGES: the launch it tries
             return self.name[len(self.workload) + 1:]

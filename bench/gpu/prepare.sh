@@ -51,6 +51,10 @@
 #                           128-thread kernels at the default depth, and the run tests the model
 #                           on both axes (default, with python3: "gated_mlp llama_mlp_block";
 #                           "" for none)
+#   MIRAGE_PDL              1 (default, with python3): also emit each workload's best answer (c0) with
+#                           emit --dependent-launch, as WORKLOAD.c0.pdl, where it launches two kernels
+#                           or more and one is graph-defined: programmatic dependent launches (sm_90),
+#                           which the cost model does not price, and the run measures; 0: not
 #   MIRAGE_TIME_LIMIT       superopt --time-limit per workload and arch (default 60s)
 #   MIRAGE_SUPEROPT_FLAGS   more superopt flags (default "--no-cache": a cached
 #                           result may come from a search with another time limit)
@@ -101,6 +105,10 @@ if [ -z "$fill" ]; then
 	if command -v python3 >/dev/null; then fill=1; else fill=0; fi
 fi
 fill_scan=${MIRAGE_FILL_SCAN:-400}
+pdl=${MIRAGE_PDL:-}
+if [ -z "$pdl" ]; then
+	if command -v python3 >/dev/null; then pdl=1; else pdl=0; fi
+fi
 if command -v python3 >/dev/null; then
 	launch_sweep=${MIRAGE_LAUNCH_SWEEP-gated_mlp llama_mlp_block}
 else
@@ -195,6 +203,16 @@ launch_variants() {
 	echo "launch: $w op $op of c$c at every other block size and depth (launch/)" >>"$dir/prepare.txt"
 }
 
+# chained MANIFEST: whether an entry launches two kernels or more, one of
+# them graph-defined (emit --json's manifest): where a dependent launch
+# can hide a launch behind the kernel before it.
+chained() {
+	[ -f "$1" ] && python3 -c '
+import json, sys
+ks = json.load(open(sys.argv[1]))["kernels"]
+sys.exit(0 if len(ks) >= 2 and any(k["what"] == "graph-defined" for k in ks) else 1)' "$1"
+}
+
 # json_str S: S as a JSON string (the names here need no more than quotes).
 json_str() { printf '"%s"' "${1//\"/\\\"}"; }
 
@@ -215,15 +233,16 @@ write_meta() {
 	} >"$edir/meta.json"
 }
 
-# emit_entry ARCHDIR ARCH ENTRY WORKLOAD VARIANT FILE CANDIDATE|"" SUPEROPT_JSON|""
+# emit_entry ARCHDIR ARCH ENTRY WORKLOAD VARIANT FILE CANDIDATE|"" SUPEROPT_JSON|"" [EMIT-FLAGS...]
 # FILE is the path emit reads; the meta records it relative to ARCHDIR when
 # it lies there, else as given (relative to the repository).
 emit_entry() {
 	local dir=$1 arch=$2 entry=$3 workload=$4 variant=$5 file=$6 cand=$7 sojson=$8
+	shift 8
 	local edir=$dir/$entry
 	rm -rf "$edir"
 	mkdir -p "$edir"
-	local args=(emit "$file" -o "$edir" --arch "$arch" --json)
+	local args=(emit "$file" -o "$edir" --arch "$arch" --json "$@")
 	[ -n "$cand" ] && args+=(--candidate "$cand")
 	[ "$counters" = 1 ] && args+=(--counters)
 	local ok=true
@@ -245,7 +264,7 @@ for arch in $archs; do
 		echo "prepared by bench/gpu/prepare.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 		echo "mirage: $("$mirage" version 2>&1 | head -n 1)"
 		echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
-		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; fill: $fill (scan $fill_scan); launch sweep: ${launch_sweep:-none}; superopt --time-limit $time_limit $superopt_flags"
+		echo "arch: $arch; top K: $top_k; seed rules: ${seed_rules:-none}; fill: $fill (scan $fill_scan); launch sweep: ${launch_sweep:-none}; dependent launches: $pdl; superopt --time-limit $time_limit $superopt_flags"
 		echo "workloads: $workloads"
 	} >"$dir/prepare.txt"
 	for w in $workloads; do
@@ -316,6 +335,9 @@ for arch in $archs; do
 		done
 		if [[ " $launch_sweep " == *" $w "* ]]; then
 			launch_variants "$dir" "$arch" "$w" "$ugraph" "$n"
+		fi
+		if [ "$pdl" = 1 ] && [ "$arch" != sm_80 ] && chained "$dir/$w.c0/manifest.json"; then
+			emit_entry "$dir" "$arch" "$w.c0.pdl" "$w" pdl "$ugraph" 0 "superopt/$w.json" --dependent-launch
 		fi
 	done
 done

@@ -256,6 +256,11 @@ class EntriesTest(unittest.TestCase):
         write_json(os.path.join(d, "meta.json"), {"entry": "lora.t256s3", "workload": "lora", "variant": "launch",
                                                   "candidate": 0, "superopt": "launch/lora.t256s3.json"})
         write_json(os.path.join(self.dir, "launch", "lora.t256s3.json"), {"candidates": [{"estimated_us": 5.25}]})
+        # prepare.sh's dependent-launch entry of c0.
+        d = os.path.join(self.dir, "lora.c0.pdl")
+        write_json(os.path.join(d, "manifest.json"), manifest("lora", "lora", "f" * 16, lora_in, lora_out, kernels=1))
+        write_json(os.path.join(d, "meta.json"), {"entry": "lora.c0.pdl", "workload": "lora", "variant": "pdl",
+                                                  "candidate": 0, "superopt": "superopt/lora.json"})
         os.makedirs(os.path.join(self.dir, "superopt"))  # not an entry
         write_json(os.path.join(self.dir, "superopt", "lora.json"),
                    {"baseline_us": 15.0, "candidates": [{"estimated_us": 4.0}, {"estimated_us": 4.5}]})
@@ -265,16 +270,16 @@ class EntriesTest(unittest.TestCase):
 
     def test_load_and_order(self):
         es = harness.load_entries(self.dir)
-        self.assertEqual([e.name for e in es], ["x", "gqa.c0", "lora.unfused", "lora.c0", "lora.c1", "lora.c10", "lora.t256s3"])
+        self.assertEqual([e.name for e in es], ["x", "gqa.c0", "lora.unfused", "lora.c0", "lora.c1", "lora.c10", "lora.t256s3", "lora.c0.pdl"])
         x = es[0]
         self.assertEqual(x.workload, "rmsnorm_matmul")
         self.assertEqual(x.lib_name, "rmsnorm_matmul_mugraph")
         self.assertIsNone(es[1].manifest)
-        self.assertEqual([e.label() for e in es[2:]], ["unfused", "0", "1", "10", "t256s3"])
+        self.assertEqual([e.label() for e in es[2:]], ["unfused", "0", "1", "10", "t256s3", "0 pdl"])
 
     def test_patterns(self):
         es = harness.load_entries(self.dir, ["lora.c*"])
-        self.assertEqual([e.name for e in es], ["lora.c0", "lora.c1", "lora.c10"])
+        self.assertEqual([e.name for e in es], ["lora.c0", "lora.c1", "lora.c10", "lora.c0.pdl"])
 
     def test_estimated(self):
         es = {e.name: e for e in harness.load_entries(self.dir)}

@@ -86,6 +86,15 @@ class MeasuredDocsTest(unittest.TestCase):
         self.assertEqual(m["rank"], 0)  # the candidate's own meta is kept
         self.assertEqual(self.mirage.shown, [self.prog])
 
+    def test_dependent_launches_are_not_the_graphs_time(self):
+        # prepare.sh's WORKLOAD.c0.pdl emits c0 with dependent launches:
+        # other code under c0's hash, so its time is not c0's, even where
+        # c0's own entry failed.
+        pdl = dict(entry("w.c0.pdl", "w", "x", 15.0), variant="pdl")
+        write_json(os.path.join(self.dir, "w.c0.pdl", "meta.json"), {"source": "superopt/w/w.ugraph.json", "candidate": 1})
+        d = self.docs([entry("w.c1", "w", "x", 0, status="wrong"), pdl])
+        self.assertEqual(d, {})
+
     def test_version_follows_the_stages(self):
         # A document is version 1 unless a block graph sets "stages", which
         # version 2 added (mirage refuses "stages" in version 1).

@@ -18,6 +18,7 @@ type emitFlags struct {
 	name       string
 	asJSON     bool
 	counters   bool
+	dependent  bool
 	dynamic    dynamicFlags
 }
 
@@ -39,6 +40,7 @@ func newEmitCmd() *cobra.Command {
 	fl.StringVar(&f.name, "name", "", "the NAME of the files and of mirage_NAME (default: the program's name), so that several candidates can be linked together")
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
 	fl.BoolVar(&f.counters, "counters", false, "run the code in the CPU emulator (needs g++) and report each kernel's memory traffic")
+	fl.BoolVar(&f.dependent, "dependent-launch", false, "launch graph-defined kernels as programmatic dependent launches (sm_90+; not priced by the cost model)")
 	f.dynamic.register(cmd, true)
 	pathFlags(cmd, "out")
 	return cmd
@@ -60,7 +62,7 @@ func (f *emitFlags) run(cmd *cobra.Command, path string) error {
 	}
 	e, err := driver.Emit(ctx, in, driver.EmitRequest{
 		Name: f.name, Candidate: f.candidate, Arch: f.arch.Arch, SingleFile: f.singleFile, Dir: f.outDir,
-		Dynamic: f.dynamic.specs, Buckets: f.dynamic.buckets, Counters: f.counters,
+		Dynamic: f.dynamic.specs, Buckets: f.dynamic.buckets, Counters: f.counters, DependentLaunch: f.dependent,
 		Note: func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", s) },
 	})
 	if f.counters && ctx.Err() != nil {

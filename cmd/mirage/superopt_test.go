@@ -301,6 +301,27 @@ func TestEmit(t *testing.T) {
 	if entries, _ := os.ReadDir(single); len(entries) != 3 {
 		t.Errorf("--single-file wrote %d files, want the .cu, the .h and the manifest", len(entries))
 	}
+
+	// --dependent-launch: the manifest says which launches are.
+	dep := t.TempDir()
+	code, stdout, stderr = mirage(t, "emit", examplePath("gqa_mugraph.py"), "-o", dep, "--dependent-launch", "--json")
+	if code != 0 {
+		t.Fatalf("--dependent-launch: exit %d: %s", code, stderr)
+	}
+	var m struct {
+		Kernels []struct {
+			What      string `json:"what"`
+			Dependent bool   `json:"dependent"`
+		} `json:"kernels"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &m); err != nil || len(m.Kernels) == 0 {
+		t.Fatalf("--dependent-launch --json: %v\n%s", err, stdout)
+	}
+	for i, k := range m.Kernels {
+		if k.Dependent != (k.What == "graph-defined") {
+			t.Errorf("kernel %d (%s): dependent %v", i, k.What, k.Dependent)
+		}
+	}
 }
 
 func TestEmitUnusableInput(t *testing.T) {
@@ -311,6 +332,7 @@ func TestEmitUnusableInput(t *testing.T) {
 	}{
 		{[]string{"emit", examplePath("gqa_mugraph.py"), "--arch", "sm_75"}, "sm_75"},
 		{[]string{"emit", examplePath("gqa_mugraph.py"), "--candidate", "1"}, "no candidate 1"},
+		{[]string{"emit", examplePath("gqa_mugraph.py"), "--arch", "sm_80", "--dependent-launch"}, "need sm_90"},
 		{[]string{"emit", "nothing.ugraph.json"}, "nothing.ugraph.json"},
 		{[]string{"emit", "prog.txt"}, "unknown kind of file"},
 	}

@@ -70,3 +70,54 @@ func TestRuntimeDefinesEveryElementwiseOp(t *testing.T) {
 		}
 	}
 }
+
+// DependentLaunch makes every graph-defined kernel a programmatic
+// dependent launch that waits for the grid before it ahead of any access
+// and then lets the next one launch; runtime kernels and the default
+// emission launch as before; an arch before sm_90 is refused.
+func TestDependentLaunch(t *testing.T) {
+	g := loadSource(t, "dependent_launches", dependentKernels...)
+	plain, err := Emit("d", g, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := Emit("d", g, Options{DependentLaunch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu := string(dep.Files[0].Data)
+	graphDefined := 0
+	for _, k := range dep.Kernels {
+		if k.What != "graph-defined" {
+			if k.Dependent || strings.Contains(cu, "launch_dependent("+k.Name) {
+				t.Errorf("%s (%s) launched dependent", k.Name, k.What)
+			}
+			continue
+		}
+		graphDefined++
+		if !k.Dependent || !strings.Contains(cu, "mirage::launch_dependent("+k.Name+",") {
+			t.Errorf("%s: not launched dependent", k.Name)
+		}
+		// The wait is the body's first statement, before the shared
+		// memory and any load.
+		body := cu[strings.Index(cu, k.Name+"(const"):]
+		body = body[strings.Index(body, "{")+1:]
+		wait := strings.Index(body, "mirage::wait_for_prior_grid();")
+		let := strings.Index(body, "mirage::let_dependents_launch();")
+		first := strings.IndexAny(body, "[")
+		if wait < 0 || let < wait || first < let {
+			t.Errorf("%s: the wait (at %d) and the trigger (%d) are not before the first access (%d):\n%.600s", k.Name, wait, let, first, body)
+		}
+	}
+	if graphDefined != 2 {
+		t.Fatalf("%d graph-defined kernels; the program has 2", graphDefined)
+	}
+	for _, s := range []string{"launch_dependent(", "wait_for_prior_grid();", "let_dependents_launch();", "dependent launches"} {
+		if strings.Contains(string(plain.Files[0].Data), s) {
+			t.Errorf("the default emission has %q", s)
+		}
+	}
+	if _, err := Emit("d", g, Options{Arch: target.MustLookup("sm_80"), DependentLaunch: true}); err == nil || !strings.Contains(err.Error(), "sm_90") {
+		t.Errorf("sm_80 with dependent launches: %v; want a refusal naming sm_90", err)
+	}
+}

@@ -299,6 +299,10 @@ var emuCases = []emuCase{
 		`e = tb.exp(tb.matmul(tQ, tK))`,
 		`tb.new_output(stensor=tb.forloop_accum(tb.matmul(e, tV)), output_map=(0, -1, -1))`,
 		`tb.new_output(stensor=tb.forloop_accum(e, "sum"), output_map=(0, -1, -1))`)},
+	// Programmatic dependent launches: a graph-defined kernel reading
+	// another's output, and one reading a runtime kernel's (the emulator
+	// runs them in order; nvcc checks the sm_90 launch and waits).
+	{name: "dependent_launches", scale: 0.5, opts: Options{DependentLaunch: true}, src: dependentKernels},
 	// Every element-wise op of the op table, as a pre-defined kernel op
 	// and as a threadblock op.
 	{name: "every_elementwise", scale: 1, src: everyElementwise()},
@@ -516,4 +520,23 @@ func everyElementwise() []string {
 		lines = append(lines, "tb.new_output(stensor="+call("tb", k, "tX", "tY")+", output_map=(0, -1, -1))")
 	}
 	return append(lines, "for o in g.customized([X, Y], tb):", "    g.mark_output(o)")
+}
+
+// dependentKernels is a matmul's kernel, a runtime kernel on its output,
+// and a kernel that reads both.
+var dependentKernels = []string{
+	"g = mi.new_kernel_graph()",
+	"X = g.new_input(dims=(16, 64), dtype=mi.float16)",
+	"W = g.new_input(dims=(64, 32), dtype=mi.float16)",
+	"tb = mi.new_threadblock_graph(grid_dim=(2, 1, 1), block_dim=(128, 1, 1), forloop_range=4, reduction_dimx=16)",
+	"tX = tb.new_input(dtensor=X, input_map=(-1, -1, -1), forloop_dim=1)",
+	"tW = tb.new_input(dtensor=W, input_map=(1, -1, -1), forloop_dim=0)",
+	"tb.new_output(stensor=tb.forloop_accum(tb.matmul(tX, tW)), output_map=(1, -1, -1))",
+	"Y = g.customized([X, W], tb)[0]",
+	"Z = g.exp(g.mul_scalar(Y, 0.25))",
+	"tc = mi.new_threadblock_graph(grid_dim=(4, 1, 1), block_dim=(64, 1, 1), forloop_range=1, reduction_dimx=16)",
+	"tY = tc.new_input(dtensor=Y, input_map=(0, -1, -1), forloop_dim=-1)",
+	"tZ = tc.new_input(dtensor=Z, input_map=(0, -1, -1), forloop_dim=-1)",
+	"tc.new_output(stensor=tc.forloop_accum(tc.mul(tY, tZ), \"sum_todimx\"), output_map=(0, -1, -1))",
+	"g.mark_output(g.customized([Y, Z], tc)[0])",
 }

@@ -27,6 +27,10 @@ type blockKernel struct {
 	// minBlocks is __launch_bounds__'s second argument: the blocks an SM
 	// holds at once as the launch plan counts them (MinBlocksPerSM).
 	minBlocks int
+	// dependent makes the kernel a programmatic dependent launch's
+	// (Options.DependentLaunch): it waits for the grid before it, then
+	// lets the one after it launch.
+	dependent bool
 	w         *writer
 	cur       []string // per tile: the C pointer naming its current buffer
 	outIndex  map[int]int
@@ -200,6 +204,10 @@ func stagesNote(s int) string {
 func (k *blockKernel) body() error {
 	w := k.w
 	bg, tg := k.bg, k.tg
+	if k.dependent {
+		w.line("mirage::wait_for_prior_grid();  // launched dependent: the kernel before has finished, its writes visible")
+		w.line("mirage::let_dependents_launch();  // the kernel after may start its blocks while these run")
+	}
 	if tg.SmemBytes > 0 {
 		w.line("MIRAGE_DYNAMIC_SMEM(smem);")
 	}

@@ -168,11 +168,17 @@ func TestNVCCCases(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the cases take a minute of nvcc")
 	}
-	var progs []nvccProgram
+	var progs, hopper []nvccProgram
 	for _, c := range emuCases {
-		progs = append(progs, nvccProgram{c.name, loadSource(t, c.name, c.src...), c.opts})
+		p := nvccProgram{c.name, loadSource(t, c.name, c.src...), c.opts}
+		if c.opts.DependentLaunch { // emitted for sm_90 and newer alone
+			hopper = append(hopper, p)
+			continue
+		}
+		progs = append(progs, p)
 	}
 	nvccPrograms(t, nvcc, progs, sm80, sm90)
+	nvccPrograms(t, nvcc, hopper, sm90)
 }
 
 // nvccProgram is a program whose emitted code nvccPrograms compiles.
