@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirage-go/mirage/ffverify"
 	"github.com/mirage-go/mirage/internal/atomicfile"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -229,5 +231,52 @@ func TestRemoveMadeDirs(t *testing.T) {
 	}
 	if _, err := os.Stat(root); err != nil {
 		t.Errorf("a directory that was there before was removed: %v", err)
+	}
+}
+
+// A bucket whose fingerprints alone would take longer than its share of
+// the time is passed over at once, saying why, rather than spending the
+// share on them and answering nothing: the smaller buckets after it, which
+// fingerprint in a fraction of the time, are searched (a range up to 4096
+// rows of Qwen2-7B's MLP fused no bucket at all in a minute).
+func TestRunDynamicPassesOverBucketsItCannotFingerprint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: searches")
+	}
+	program, err := load(t, "llama_mlp").WithDynamic(map[kernel.TensorID]int{0: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The largest bucket's fingerprints "take" 1000 s; the others', none.
+	defer func(f func(ffverify.Options, ...*kernel.Graph) (time.Duration, int, int)) { fingerprintTime = f }(fingerprintTime)
+	fingerprintTime = func(opts ffverify.Options, gs ...*kernel.Graph) (time.Duration, int, int) {
+		if rows := gs[0].Tensors[gs[0].Inputs()[0]].Shape.Dim(0); rows >= 64 {
+			return 1000 * time.Second, 2, 2
+		}
+		return 0, 2, 2
+	}
+	start := time.Now()
+	res, err := RunDynamic(context.Background(), program, 1, 64, []int{1, 4, 64}, Options{TimeLimit: 20 * time.Second, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := res.Buckets[2]
+	if !strings.Contains(big.Unsearched, "fingerprinting it would take about 16m40s on 2 cores") || big.Stats.Seconds > 1 ||
+		big.Stopped != "time limit" || !big.Candidates[0].Unfused {
+		t.Errorf("bucket 64: unsearched %q after %.1fs, stopped %q, unfused %v; want it passed over at once, saying why",
+			big.Unsearched, big.Stats.Seconds, big.Stopped, big.Candidates[0].Unfused)
+	}
+	for _, b := range res.Buckets[:2] {
+		if b.Unsearched != "" || b.Candidates[0].Customized == 0 {
+			t.Errorf("bucket %d: unsearched %q, best %d customized; want it searched and fused", b.Size, b.Unsearched, b.Candidates[0].Customized)
+		}
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the run took %v of its 20s", d)
+	}
+	var out strings.Builder
+	WriteDynamicTable(&out, res, &DynamicWritten{Graph: "x.ugraph.json"}, make([]float64, len(res.Buckets)))
+	if !strings.Contains(out.String(), "(bucket 64 not searched: fingerprinting it would take about 16m40s") {
+		t.Errorf("the table does not say why bucket 64 was not searched:\n%s", out.String())
 	}
 }

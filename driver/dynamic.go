@@ -189,6 +189,11 @@ func CheckBuckets(b []int, lo, hi int) error {
 type Bucket struct {
 	Size   int // the m it was searched at
 	Lo, Hi int // the m it serves
+	// Unsearched says why the bucket was not searched when RunDynamic
+	// passed over it ahead of its time ("" when it was searched, or met
+	// the end of the run): its fingerprints would have taken longer than
+	// its share of the time.
+	Unsearched string
 	*Result
 }
 
@@ -239,6 +244,7 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 	for _, size := range buckets {
 		left += size
 	}
+	fingerprinted := false // a larger bucket's fingerprints are kept: a smaller one's are cut from them
 	for i := len(buckets) - 1; i >= 0; i-- {
 		size := buckets[i]
 		static, err := program.Bind(size)
@@ -254,13 +260,29 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 			o.Log = func(line string) { log(fmt.Sprintf("bucket %d: %s", size, line)) }
 		}
 		var r *Result
+		skipped := ""
 		switch {
 		case ctx.Err() != nil:
 			r, err = unsearched(static, o, "interrupted")
 		case remaining < minBucketTime:
 			r, err = unsearched(static, o, "time limit")
 		default:
+			// A bucket whose fingerprints alone would take longer than its
+			// share is passed over at once: searched, it would spend the
+			// share and answer nothing, and the smaller buckets after it,
+			// which fingerprint in a fraction of the time, would get what
+			// is left of none.
+			if d, _, cores := fingerprintTime(ffverify.Options{}, static); !fingerprinted && d > o.TimeLimit {
+				skipped = fmt.Sprintf("fingerprinting it would take %s on %s, more than its %s of --time-limit",
+					ffverify.About(d), ffverify.Cores(cores), o.TimeLimit.Round(100*time.Millisecond))
+				if o.Log != nil {
+					o.Log("not searched: " + skipped)
+				}
+				r, err = unsearched(static, o, "time limit")
+				break
+			}
 			r, err = Run(ctx, static, o)
+			fingerprinted = fingerprinted || opts.fingerprints.Len() > 0
 		}
 		if err != nil {
 			return nil, fmt.Errorf("bucket m = %d: %v", size, err)
@@ -269,7 +291,7 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 		if i > 0 {
 			from = buckets[i-1] + 1
 		}
-		res.Buckets[i] = &Bucket{Size: size, Lo: from, Hi: min(size, hi), Result: r}
+		res.Buckets[i] = &Bucket{Size: size, Lo: from, Hi: min(size, hi), Unsearched: skipped, Result: r}
 		res.Stats.Add(r.Stats)
 		if r.Stopped != "" && res.Stopped == "" {
 			res.Stopped = r.Stopped
@@ -289,6 +311,10 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 // minBucketTime is the least time a bucket is searched for: a bucket with
 // less left is not searched.
 const minBucketTime = time.Second
+
+// fingerprintTime predicts how long fingerprinting a program takes here
+// (a variable for the tests).
+var fingerprintTime = ffverify.EvaluationTime
 
 // unsearched is the answer of a program that is not searched (a bucket
 // left no time): the program as written, as Run gives it when no search

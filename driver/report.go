@@ -307,6 +307,7 @@ type BucketSummary struct {
 	Parts       []PartSummary    `json:"parts"`
 	Stats       search.Stats     `json:"stats"`
 	Stopped     string           `json:"stopped,omitempty"`
+	Unsearched  string           `json:"unsearched,omitempty"` // why the run passed over it (Bucket.Unsearched)
 }
 
 // DynamicReport is superopt --dynamic's --json object.
@@ -328,7 +329,7 @@ func (r *DynamicResult) Report(written *DynamicWritten, atLo []float64) DynamicR
 	var buckets []BucketSummary
 	var cands []CandidateSummary
 	for i, b := range res.Buckets {
-		bj := BucketSummary{Size: b.Size, Lo: b.Lo, Hi: b.Hi, EstimatedLo: atLo[i], UnfusedUs: b.Baseline.Micros, Parts: partSummaries(b.Result), Stats: b.Stats, Stopped: b.Stopped}
+		bj := BucketSummary{Size: b.Size, Lo: b.Lo, Hi: b.Hi, EstimatedLo: atLo[i], UnfusedUs: b.Baseline.Micros, Parts: partSummaries(b.Result), Stats: b.Stats, Stopped: b.Stopped, Unsearched: b.Unsearched}
 		rank := rankOf(written, i)
 		if written.Ranks != nil {
 			bj.Emitted = &written.Ranks[i]
@@ -361,10 +362,19 @@ func WriteDynamicTable(w io.Writer, res *DynamicResult, written *DynamicWritten,
 		if c.Rows > 0 {
 			runs = fmt.Sprintf("bucket %d's", c.Rows)
 		}
-		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%d states, %.1fs\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
-			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, cost.Speedup(b.Baseline.Micros, c.Estimate.Micros), b.Stats.States, b.Stats.Seconds)
+		search := fmt.Sprintf("%d states, %.1fs", b.Stats.States, b.Stats.Seconds)
+		if b.Unsearched != "" {
+			search = "not searched"
+		}
+		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%s\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
+			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, cost.Speedup(b.Baseline.Micros, c.Estimate.Micros), search)
 	}
 	tw.Flush()
+	for _, b := range res.Buckets {
+		if b.Unsearched != "" {
+			fmt.Fprintf(w, "(bucket %d not searched: %s; a longer --time-limit searches it)\n", b.Size, b.Unsearched)
+		}
+	}
 	if res.Program.Padded() {
 		fmt.Fprintf(w, "(m is inside an outer dim: every call also copies its tensors with m through the workspace, a launch each way, in \"at m=lo\" but not in \"est. µs\", \"unfused µs\" or the speedup)\n")
 	}

@@ -37,6 +37,16 @@ func (p *Pool) Keep(key string, v *Verifier) {
 	}
 }
 
+// Len is the number of verifiers kept.
+func (p *Pool) Len() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.of)
+}
+
 // Kept returns the verifier kept under key, or nil.
 func (p *Pool) Kept(key string) *Verifier {
 	if p == nil {
