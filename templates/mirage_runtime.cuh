@@ -209,13 +209,13 @@ template <typename... P, typename... A>
 inline cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
   return mirage_emu::launch(kernel, grid, block, smem, stream, args...);
 }
-// The emulator runs kernels one after another: a dependent launch is a
-// launch, and its waits have nothing to wait for.
+// The emulator runs kernels one after another, but fails a dependent
+// launch's thread that touches device memory before its wait.
 template <typename... P, typename... A>
 inline cudaError_t launch_dependent(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
-  return mirage_emu::launch(kernel, grid, block, smem, stream, args...);
+  return mirage_emu::launch_dependent(kernel, grid, block, smem, stream, args...);
 }
-__device__ __forceinline__ void wait_for_prior_grid() {}
+__device__ __forceinline__ void wait_for_prior_grid() { mirage_emu::grid_wait(); }
 __device__ __forceinline__ void let_dependents_launch() {}
 
 #else
@@ -324,8 +324,10 @@ inline cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t sm
 // (or exited), so that the launch's latency hides behind its tail. The
 // kernel must call wait_for_prior_grid before it touches memory: that
 // waits until the kernel before it has completed and its writes are
-// visible. (The attribute does nothing on older GPUs, where the waits
-// compile to nothing.)
+// visible. Such code must be compiled for sm_90 or newer, where the wait
+// is an instruction: built for sm_80, the wait compiles to nothing while
+// the launch still lets the kernel start early on a newer GPU (the
+// emitted .cu refuses to compile so).
 template <typename... P, typename... A>
 inline cudaError_t launch_dependent(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
   cudaLaunchAttribute attr[1];
@@ -339,8 +341,8 @@ inline cudaError_t launch_dependent(void (*kernel)(P...), dim3 grid, dim3 block,
   config.attrs = attr;
   config.numAttrs = 1;
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...);
-  cudaGetLastError();  // cleared, as launch clears it
-  return err;
+  const cudaError_t last = cudaGetLastError();  // cleared, and reported (an earlier one too), as launch does
+  return err != cudaSuccess ? err : last;
 }
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -86,33 +86,13 @@ func TestDependentLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cu := string(dep.Files[0].Data)
-	graphDefined := 0
-	for _, k := range dep.Kernels {
-		if k.What != "graph-defined" {
-			if k.Dependent || strings.Contains(cu, "launch_dependent("+k.Name) {
-				t.Errorf("%s (%s) launched dependent", k.Name, k.What)
-			}
-			continue
-		}
-		graphDefined++
-		if !k.Dependent || !strings.Contains(cu, "mirage::launch_dependent("+k.Name+",") {
-			t.Errorf("%s: not launched dependent", k.Name)
-		}
-		// The wait is the body's first statement, before the shared
-		// memory and any load.
-		body := cu[strings.Index(cu, k.Name+"(const"):]
-		body = body[strings.Index(body, "{")+1:]
-		wait := strings.Index(body, "mirage::wait_for_prior_grid();")
-		let := strings.Index(body, "mirage::let_dependents_launch();")
-		first := strings.IndexAny(body, "[")
-		if wait < 0 || let < wait || first < let {
-			t.Errorf("%s: the wait (at %d) and the trigger (%d) are not before the first access (%d):\n%.600s", k.Name, wait, let, first, body)
-		}
+	if n := checkDependentKernels(t, "dependent_launches", dep); n != 2 {
+		t.Fatalf("%d graph-defined kernels; the program has 2", n)
 	}
-	if graphDefined != 2 {
-		t.Fatalf("%d graph-defined kernels; the program has 2", graphDefined)
+	if !strings.Contains(cu, "__CUDA_ARCH__ < 900\n#error") {
+		t.Error("the code does not refuse to compile for sm_80, where the waits would be nothing")
 	}
-	for _, s := range []string{"launch_dependent(", "wait_for_prior_grid();", "let_dependents_launch();", "dependent launches"} {
+	for _, s := range []string{"launch_dependent(", "wait_for_prior_grid();", "let_dependents_launch();", "dependent launches", "__CUDA_ARCH__ < 900"} {
 		if strings.Contains(string(plain.Files[0].Data), s) {
 			t.Errorf("the default emission has %q", s)
 		}
@@ -120,4 +100,55 @@ func TestDependentLaunch(t *testing.T) {
 	if _, err := Emit("d", g, Options{Arch: target.MustLookup("sm_80"), DependentLaunch: true}); err == nil || !strings.Contains(err.Error(), "sm_90") {
 		t.Errorf("sm_80 with dependent launches: %v; want a refusal naming sm_90", err)
 	}
+	// Every kernel of the emulator's cases, which cover the fast paths
+	// and the fallbacks, waits before anything else.
+	for _, c := range emuCases {
+		opts := c.opts
+		opts.DependentLaunch = true
+		res, err := Emit(c.name, loadSource(t, c.name, c.src...), opts)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		checkDependentKernels(t, c.name, res)
+	}
 }
+
+// checkDependentKernels checks that res launches each graph-defined
+// kernel dependent, and no other, and that each one's first statements
+// after its block coordinates are the wait and the trigger; it returns
+// the graph-defined kernels.
+func checkDependentKernels(t *testing.T, name string, res *Result) int {
+	t.Helper()
+	cu := string(res.Files[0].Data)
+	graphDefined := 0
+	for _, k := range res.Kernels {
+		if k.What != "graph-defined" {
+			if k.Dependent || strings.Contains(cu, "launch_dependent("+k.Name) {
+				t.Errorf("%s: %s (%s) launched dependent", name, k.Name, k.What)
+			}
+			continue
+		}
+		graphDefined++
+		if !k.Dependent || !strings.Contains(cu, "mirage::launch_dependent("+k.Name+",") {
+			t.Errorf("%s: %s not launched dependent", name, k.Name)
+		}
+		var stmts []string
+		for line := range strings.Lines(cu[strings.Index(cu, k.Name+"("):]) {
+			line = strings.TrimSpace(line)
+			if strings.HasSuffix(line, "{") || coordinate.MatchString(line) {
+				continue
+			}
+			if stmts = append(stmts, line); len(stmts) == 2 {
+				break
+			}
+		}
+		if len(stmts) < 2 || !strings.HasPrefix(stmts[0], "mirage::wait_for_prior_grid();") || !strings.HasPrefix(stmts[1], "mirage::let_dependents_launch();") {
+			t.Errorf("%s: %s's first statements are %q, not the wait and the trigger", name, k.Name, stmts)
+		}
+	}
+	return graphDefined
+}
+
+// coordinate matches the block coordinates a kernel declares first.
+var coordinate = regexp.MustCompile(`^const int (tid|warp|lane|bx|by|bz) = `)

@@ -832,6 +832,13 @@ func preamble(name string, opts Options, links []string, kernels []Kernel, lower
 	cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800")
 	cu.line("#error \"mirage: this code needs an sm_80 or newer GPU (cp.async, ldmatrix, mma.sync)\"")
 	cu.line("#endif")
+	if opts.DependentLaunch {
+		// Built for sm_80, the waits would compile to nothing while the
+		// launches still let kernels start early on a newer GPU.
+		cu.line("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900")
+		cu.line("#error \"mirage: this code was emitted with --dependent-launch and needs sm_90 or newer (griddepcontrol)\"")
+		cu.line("#endif")
+	}
 	cu.raw(smemGuard(opts.Arch, kernels, lowers))
 	return cu
 }

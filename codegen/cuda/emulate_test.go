@@ -202,3 +202,37 @@ g.mark_output(g.silu(g.matmul(X, W)))
 		}
 	}
 }
+
+// The emulator fails a dependent launch's thread that touches device
+// memory before its wait (on a GPU the kernel before may still be
+// writing): the dependent_launches case passes as emitted (TestEmulateCases),
+// and fails with the second kernel's wait taken out.
+func TestEmulatorFailsAnAccessBeforeTheWait(t *testing.T) {
+	needGXX(t)
+	g := loadSource(t, "dependent_launches", dependentKernels...)
+	res, err := Emit("d", g, Options{DependentLaunch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wait = "  mirage::wait_for_prior_grid();"
+	cu := string(res.Files[0].Data)
+	second := strings.Index(cu, "d_kernel1(")
+	at := strings.Index(cu[second:], wait)
+	if second < 0 || at < 0 {
+		t.Fatalf("no wait in d_kernel1:\n%s", cu)
+	}
+	res.Files[0].Data = []byte(cu[:second+at] + "  // (wait taken out)" + cu[second+at+len(wait):])
+	dir := t.TempDir()
+	emu, _, err := BuildEmulation(context.Background(), dir, g, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "in.bin")
+	if err := emu.WriteInputs(in, func(k, i int) float32 { return float32(i%7) / 8 }); err != nil {
+		t.Fatal(err)
+	}
+	err = emu.Run(context.Background(), in, filepath.Join(dir, "out.bin"))
+	if err == nil || !strings.Contains(err.Error(), "before wait_for_prior_grid()") {
+		t.Errorf("a dependent kernel reading before its wait: %v; want the emulator's failure", err)
+	}
+}

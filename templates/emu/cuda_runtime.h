@@ -158,6 +158,7 @@ struct Thread {
   std::vector<Copy> open;
   std::vector<std::vector<Copy>> groups;
   std::vector<std::vector<Access>> trace;  // per access site, since the last barrier
+  bool waited = false;                     // called grid_wait (a dependent launch's threads must first)
 };
 
 struct Warp {
@@ -244,6 +245,11 @@ struct State {
   // fences are device memory no access may touch (fence): the rows past m
   // of a dynamic program's tensors, which a caller need not have.
   std::vector<std::pair<uintptr_t, uintptr_t>> fences;
+  // dependent says the kernel running was launched dependent
+  // (launch_dependent): on a GPU it may start before the kernel before it
+  // has finished, so a thread's access to device memory before its
+  // grid_wait fails here.
+  bool dependent = false;
 };
 
 inline State state;
@@ -301,6 +307,11 @@ inline void fence(const void* p, size_t bytes) {
 }
 inline void unfence() { st().fences.clear(); }
 
+inline void check_waited() {
+  if (st().dependent && st().cur >= 0 && !me().waited)
+    fail("a dependent launch's thread touched device memory before wait_for_prior_grid()");
+}
+
 inline void check_fences(const void* p, size_t bytes, Dir dir) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   for (const auto& f : st().fences) {
@@ -310,6 +321,7 @@ inline void check_fences(const void* p, size_t bytes, Dir dir) {
 }
 
 template <typename T> inline T* traced(int counter, Space space, Dir dir, T* p) {
+  if (space == GlobalMem) check_waited();
   if (space == GlobalMem && !st().fences.empty()) check_fences(p, sizeof(T), dir);
   Counters& c = st().cnt;
   if (!c.on) return p;
@@ -334,6 +346,7 @@ inline bool in_dynamic_smem(const void* p) {
 // traced_line records an access of bytes at p by the function call at
 // file:line (the runtime's store2, add2, cp.async), in the space p is in.
 inline void traced_line(const char* file, int line, Dir dir, const void* p, uint32_t bytes, Space space) {
+  if (space == GlobalMem) check_waited();
   if (space == GlobalMem && !st().fences.empty()) check_fences(p, bytes, dir);
   Counters& c = st().cnt;
   if (!c.on) return;
@@ -597,6 +610,7 @@ inline void run_block() {
     t.wait = Running;
     t.open.clear();
     t.groups.clear();
+    t.waited = false;
     start(t);
   }
   auto runnable = [&](int i) {
@@ -708,6 +722,20 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
   return cudaSuccess;
 }
 
+// launch_dependent is launch for a programmatic dependent launch: the
+// kernels still run one after another, but each thread must call
+// grid_wait before it touches device memory (check_waited).
+template <typename... P, typename... A>
+cudaError_t launch_dependent(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A... args) {
+  st().dependent = true;
+  const cudaError_t err = launch(kernel, grid, block, smem, stream, args...);
+  st().dependent = false;
+  return err;
+}
+
+// grid_wait is griddepcontrol.wait: the kernel before has finished.
+inline void grid_wait() { me().waited = true; }
+
 // --- cp.async -------------------------------------------------------------
 
 // cp_async starts the copy of bytes (src_bytes of them from src, zeros
@@ -719,6 +747,7 @@ inline void cp_async(void* dst, const void* src, int bytes, int src_bytes, const
   unsigned char* lo = st().smem.data();
   if (static_cast<unsigned char*>(dst) < lo || static_cast<unsigned char*>(dst) + bytes > lo + st().smem.size())
     fail("cp.async outside the dynamic shared memory");
+  if (src_bytes > 0) check_waited();
   if (src_bytes > 0 && !st().fences.empty()) check_fences(src, src_bytes, Load);
   if (st().cnt.on) {
     traced_line(file, line, Load, src, src_bytes, GlobalMem);
