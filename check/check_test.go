@@ -105,6 +105,8 @@ func TestGraphs(t *testing.T) {
 			"not equivalent in order (finite fields, seed 1): b.py computes a.py's outputs in another order (its output 0 is a.py's output 1, its output 1 is a.py's output 0)", ""},
 		{"float, outputs in another order", twoOuts, twoOutsSwapped, check.Float, false,
 			"not equivalent in order (float64, seed 1): b.py computes a.py's outputs in another order (its output 0 is a.py's output 1, its output 1 is a.py's output 0)", ""},
+		{"ff, another number of outputs", "X = g.new_input(dims=(8, 64), dtype=mi.float16)\ng.mark_output(g.exp(X))\n", twoOuts, check.FF, false,
+			"not equivalent: a.py has 1 output, float16 [8, 64]; b.py has 2 outputs, float16 [8, 64] and float16 [8, 64]", ""},
 		{"ff, equal outputs", twoEqual, twoEqual, check.FF, true, "equivalent (finite fields, seed 1, 2 trial(s)): 2 output(s) agree", ""},
 		{"float, equal outputs", twoEqual, twoEqual, check.Float, true, "equivalent (float64, seed 1): 2 output(s) agree", ""},
 		{"inputs differ", factored, wider, check.FF, false, "", "a.py and b.py: input 0 is [8, 64] float16 in the first but [8, 128] float16 in the second"},

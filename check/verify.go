@@ -200,6 +200,10 @@ func fields(w io.Writer, a, b Named, opts Options) (bool, error) {
 // verdict reports the finite fields' verdict r on b against a, checking
 // an equal one in float64 where the fields cannot decide alone.
 func verdict(w io.Writer, r ffverify.Result, ff ffverify.Options, a, b Named, opts Options) (bool, error) {
+	if !r.Equivalent && r.Output < 0 { // no draw: the outputs themselves differ
+		fmt.Fprintf(w, "not equivalent: %s has %s; %s has %s\n", a.Path, outputsText(a.Graph), b.Path, outputsText(b.Graph))
+		return false, nil
+	}
 	also := ""
 	if r.Equivalent && r.InOrder() {
 		checked, err := magnitudes(a, b, opts.Seed, opts.MaxBytes)
@@ -423,4 +427,20 @@ func StaticAgainstDynamic(pathA string, ga *kernel.Graph, b *driver.Input, gb *k
 	}
 	return fmt.Errorf("%s is a dynamic program's document (m in %d..%d) whose graph %d takes other inputs than %s: verify it with --dynamic, as superopt was given it, to check every bucket's graph at its own m",
 		b.Path, rows.Lo, rows.Hi, candidate, pathA)
+}
+
+// outputsText says g's outputs: "2 outputs, float16 [4, 18944] and float16 [4, 1]".
+func outputsText(g *kernel.Graph) string {
+	var each []string
+	for _, t := range g.Outputs {
+		each = append(each, fmt.Sprintf("%v %v", g.Tensors[t].DType, g.Tensors[t].Shape))
+	}
+	switch len(each) {
+	case 0:
+		return "no outputs"
+	case 1:
+		return "1 output, " + each[0]
+	default:
+		return fmt.Sprintf("%d outputs, %s and %s", len(each), strings.Join(each[:len(each)-1], ", "), each[len(each)-1])
+	}
 }
