@@ -445,5 +445,6 @@ func (r *DynamicResult) estimateRows(g *kernel.Graph, size, m int, arch target.A
 			rows.Dims[t] = outs[j]
 		}
 	}
+	rows.Dims = g.RowDims(rows.Dims) // as the emitted code cuts them (cuda.EmitDynamic)
 	return cost.EstimateRows(g, arch, rows)
 }

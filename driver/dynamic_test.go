@@ -332,6 +332,21 @@ func TestDynamicLibraryKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every op runs on m rows, those on the program's intermediates too
+	// (kernel.Graph.RowDims: rms_norm(X), its products, silu, mul): no
+	// call of cuBLASLt takes a bucket's rows.
+	calls := 0
+	for line := range strings.Lines(string(code.Files[0].Data)) {
+		if strings.Contains(line, "mirage::lt_matmul<") {
+			calls++
+			if !strings.Contains(line, "static_cast<int>(1LL * m)") {
+				t.Errorf("a matmul on a bucket's rows, not m's: %s", strings.TrimSpace(line))
+			}
+		}
+	}
+	if calls != 6 {
+		t.Errorf("%d calls of cuBLASLt; the program's 3 matmuls in 2 buckets make 6", calls)
+	}
 	runEngine(t, program, code, 1, 16, []int{1, 3, 4, 5, 13, 16})
 }
 

@@ -14,7 +14,9 @@ import (
 // the tensors with the dynamic dim (the entry point's inputs and outputs
 // that have it) hold exactly m rows. Graph-defined kernels guard every
 // access to them (zero-filled loads, no stores); pre-defined ops run on m
-// rows. Every other tensor lives in the bucket's workspace at full size.
+// rows, and so do the ops on the results that keep rows apart
+// (kernel.Graph.RowDims): an rms_norm of X, a product of it with a weight.
+// Every other tensor lives in the bucket's workspace at full size.
 
 // rowDim returns the dynamic dim of tensor t in this bucket, or -1. A
 // tensor with one has its rows below m as a prefix of its memory: the dim
@@ -188,6 +190,10 @@ func EmitDynamic(name string, rows Rows, buckets []Bucket, opts Options) (*Resul
 					p.rows[g.Outputs[j]] = d
 				}
 			}
+			// And the results of pre-defined ops that keep the rows
+			// (the program's rms_norm of X, its product with a weight):
+			// their ops too run on m rows (the cost model's rows are these).
+			p.rows = g.RowDims(p.rows)
 		}
 		for _, step := range programPasses[:len(programPasses)-1] { // all but files
 			if err := step.run(p); err != nil {

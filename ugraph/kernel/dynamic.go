@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mirage-go/mirage/ugraph"
 )
@@ -163,4 +164,60 @@ func (g *Graph) DynamicDims() (inputs, outputs []int) {
 		outputs = append(outputs, g.Tensors[t].Shape.DynamicDim())
 	}
 	return inputs, outputs
+}
+
+// RowDims extends rows (tensor -> its dim of the bucket's rows) over g, a
+// bucket's static μGraph, to the results of pre-defined ops that keep the
+// rows apart: the shape rules, run again with each tensor of rows holding
+// the symbol m at its dim, give the results that carry m (an rms_norm of
+// X, a product of it with a weight, a silu of that), which the same rules
+// that mark a program dynamic allow. Such a result's rows below m are
+// computed from its operands' rows below m alone, so a bucket need compute
+// no more of it. Results of graph-defined kernels, and of ops the rules
+// refuse with m (one that would mix rows, or meet a full-size operand
+// without it), keep only what rows gives them, and so do results whose
+// rows are not a prefix of their memory (CheckRowDim). The result holds
+// rows too.
+func (g *Graph) RowDims(rows map[TensorID]int) map[TensorID]int {
+	out := make(map[TensorID]int, len(rows))
+	shape := func(t TensorID) ugraph.Shape {
+		if d, ok := out[t]; ok {
+			return g.Tensors[t].Shape.WithDynamic(d)
+		}
+		return g.Tensors[t].Shape
+	}
+	for t, d := range rows {
+		if d >= 0 && d < g.Tensors[t].Shape.Rank() {
+			out[t] = d
+		}
+	}
+	for i := range g.Ops {
+		op := &g.Ops[i]
+		if op.Kind == ugraph.OpInput || op.Kind == ugraph.OpCustomized || len(op.Out) != 1 {
+			continue
+		}
+		if _, ok := out[op.Out[0]]; ok {
+			continue
+		}
+		var in []ugraph.Shape
+		dynamic := false
+		for _, t := range op.In {
+			s := shape(t)
+			in = append(in, s)
+			dynamic = dynamic || s.IsDynamic()
+		}
+		if !dynamic {
+			continue
+		}
+		s, err := ugraph.InferShape(op.Kind, op.Attr, in, 0)
+		if err != nil || !s.IsDynamic() {
+			continue
+		}
+		d := s.DynamicDim()
+		if !slices.Equal(s.Dims(), g.Tensors[op.Out[0]].Shape.Dims()) || s.CheckRowDim(d) != nil {
+			continue // not the result as the bucket has it, or its rows are no prefix of its memory
+		}
+		out[op.Out[0]] = d
+	}
+	return out
 }

@@ -123,3 +123,57 @@ func TestPadded(t *testing.T) {
 		}
 	}
 }
+
+// RowDims carries a bucket's rows from its input X to the results of
+// pre-defined ops that keep rows apart, and no further: not across a
+// reduction of the rows, nor into an op that meets a full-size operand
+// without them, nor past a batch dim that puts the rows out of a prefix.
+func TestRowDims(t *testing.T) {
+	const rows = 16
+	g := New()
+	add := func(k ugraph.OpKind, a ugraph.Attr, in ...TensorID) TensorID {
+		t.Helper()
+		out, err := g.Add(k, a, in...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	x, _ := g.AddInput(ugraph.MustShape(rows, 64), ugraph.Float16)
+	w, _ := g.AddInput(ugraph.MustShape(64, 32), ugraph.Float16)
+	y, _ := g.AddInput(ugraph.MustShape(rows, 32), ugraph.Float16) // full size, without the rows
+	b, _ := g.AddInput(ugraph.MustShape(1, 32), ugraph.Float16)
+	n := add(ugraph.OpRMSNorm, ugraph.Attr{Dim: 1}, x)
+	p := add(ugraph.OpMatmul, ugraph.Attr{}, n, w)
+	s := add(ugraph.OpSilu, ugraph.Attr{}, p)
+	biased := add(ugraph.OpAdd, ugraph.Attr{}, s, b)
+	sums := add(ugraph.OpReduction, ugraph.Attr{Dim: 1}, biased)
+	mixed := add(ugraph.OpMul, ugraph.Attr{}, s, y)
+	column := add(ugraph.OpReduction, ugraph.Attr{Dim: 0}, s)
+	heads, _ := g.AddInput(ugraph.MustShape(2, rows, 8), ugraph.Float16) // rows inside the heads: no prefix
+	headsExp := add(ugraph.OpExp, ugraph.Attr{}, heads)
+	g.MarkOutput(sums)
+	g.MarkOutput(mixed)
+	g.MarkOutput(column)
+	g.MarkOutput(headsExp)
+	got := g.RowDims(map[TensorID]int{x: 0, heads: 1})
+	want := map[TensorID]int{x: 0, heads: 1, n: 0, p: 0, s: 0, biased: 0, sums: 0}
+	if len(got) != len(want) {
+		t.Errorf("RowDims = %v; want %v", got, want)
+	}
+	for tt, d := range want {
+		if got[tt] != d {
+			t.Errorf("t%d: dim %d; want %d", tt, got[tt], d)
+		}
+	}
+	for _, tt := range []TensorID{mixed, column, headsExp, w, y, b} {
+		if _, ok := got[tt]; ok {
+			t.Errorf("t%d has rows; it should not", tt)
+		}
+	}
+	// The bucket's given rows stay as given, and a graph without any
+	// gives none.
+	if got := g.RowDims(nil); len(got) != 0 {
+		t.Errorf("RowDims(nil) = %v", got)
+	}
+}
