@@ -187,6 +187,18 @@ g.mark_output(g.mul(g.sub(X, B), G))`,
 			}
 			checkCostAtM(t, res, ranks)
 			runEngine(t, program, code, lo, hi, []int{1, 3, 5, 8, 2, 7, 4, 6, 0, 9})
+			if name == "llama_mlp" {
+				// Dependent launches (emit --dependent-launch): the
+				// emulator fails a guarded kernel that reads before its wait.
+				code, _, err := res.EmitCUDA(name, cuda.Options{DependentLaunch: true}, func(msg string) { t.Log(msg) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(code.Files[0].Data), "mirage::launch_dependent(") {
+					t.Fatal("no kernel launched dependent")
+				}
+				runEngine(t, program, code, lo, hi, []int{1, 3, 8, 0, 9})
+			}
 		})
 	}
 }
