@@ -244,7 +244,6 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 	for _, size := range buckets {
 		left += size
 	}
-	fingerprinted := false // a larger bucket's fingerprints are kept: a smaller one's are cut from them
 	for i := len(buckets) - 1; i >= 0; i-- {
 		size := buckets[i]
 		static, err := program.Bind(size)
@@ -272,7 +271,9 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 			// share and answer nothing, and the smaller buckets after it,
 			// which fingerprint in a fraction of the time, would get what
 			// is left of none.
-			if d, _, cores := fingerprintTime(ffverify.Options{}, static); !fingerprinted && d > o.TimeLimit {
+			// (Where a larger bucket's fingerprints are kept, this one's are
+			// cut from them, at no cost.)
+			if d, _, cores := fingerprintTime(ffverify.Options{}, static); opts.fingerprints.Len() == 0 && d > o.TimeLimit {
 				skipped = fmt.Sprintf("fingerprinting it would take %s on %s, more than its %s of --time-limit",
 					ffverify.About(d), ffverify.Cores(cores), o.TimeLimit.Round(100*time.Millisecond))
 				if o.Log != nil {
@@ -282,7 +283,6 @@ func RunDynamic(ctx context.Context, program *kernel.Graph, lo, hi int, buckets 
 				break
 			}
 			r, err = Run(ctx, static, o)
-			fingerprinted = fingerprinted || opts.fingerprints.Len() > 0
 		}
 		if err != nil {
 			return nil, fmt.Errorf("bucket m = %d: %v", size, err)

@@ -362,12 +362,12 @@ func WriteDynamicTable(w io.Writer, res *DynamicResult, written *DynamicWritten,
 		if c.Rows > 0 {
 			runs = fmt.Sprintf("bucket %d's", c.Rows)
 		}
-		search := fmt.Sprintf("%d states, %.1fs", b.Stats.States, b.Stats.Seconds)
+		searched := fmt.Sprintf("%d states, %.1fs", b.Stats.States, b.Stats.Seconds)
 		if b.Unsearched != "" {
-			search = "not searched"
+			searched = "not searched"
 		}
 		fmt.Fprintf(tw, "%d\t%d..%d\t%s\t%d\t%d\t%s\t%.1f\t%.1f\t%.1f\t%.2fx\t%s\n", b.Size, b.Lo, b.Hi, runs, c.Kernels, c.Customized,
-			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, cost.Speedup(b.Baseline.Micros, c.Estimate.Micros), search)
+			gridsText(c.Grids), c.Estimate.Micros, atLo[i], b.Baseline.Micros, cost.Speedup(b.Baseline.Micros, c.Estimate.Micros), searched)
 	}
 	tw.Flush()
 	for _, b := range res.Buckets {

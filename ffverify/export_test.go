@@ -187,5 +187,5 @@ func SharedAccumulators(g *kernel.Graph) (shared [][]ugraph.Accum, runs [][]ugra
 	return shared, runs, nil
 }
 
-// FirstRowsOf is firstRowsOf.
-var FirstRowsOf = firstRowsOf
+// RowPrefix is rowPrefix.
+var RowPrefix = rowPrefix

@@ -1,10 +1,6 @@
 package ffverify
 
-import (
-	"slices"
-
-	"github.com/mirage-go/mirage/ugraph"
-)
+import "slices"
 
 // A kernel that factors a row-wise scale out of a product computes
 // X·W where the program computes N·W with N = X/rms(X) (the Mirage
@@ -49,7 +45,10 @@ func (ps *products) scaled(dst *tensor, key wholeKey, a *tensor) bool {
 	ps.mu.Lock()
 	for _, k := range ps.lefts[key.b] {
 		p, ok := ps.memo[k]
-		if !ok || !firstRowsOf(a.shape, k.a.shape) {
+		// With the same right operand, only the rows can differ: a
+		// left operand that is the first rows of k's (rowPrefix, no batch
+		// above 1 to interleave them) has the first rows of its product.
+		if !ok || !rowPrefix(a.shape, k.a.shape) {
 			continue
 		}
 		select {
@@ -104,25 +103,4 @@ func rowScales(a, b []elem, k int) ([]elem, bool) {
 		c[r] = s
 	}
 	return c, true
-}
-
-// firstRowsOf reports whether a left operand of shape s is, row for row,
-// the first rows of one of shape of, and so its product with a right
-// operand the first rows of theirs: s is of, or has fewer rows (dim
-// rank-2) where every dim before the rows is 1 (no batch, whose rows
-// would interleave).
-func firstRowsOf(s, of ugraph.Shape) bool {
-	if s == of {
-		return true
-	}
-	r := s.Rank()
-	if r < 2 || of.Rank() != r || s.Dim(r-2) > of.Dim(r-2) || s.Last() != of.Last() {
-		return false
-	}
-	for d := range r - 2 {
-		if s.Dim(d) != 1 || of.Dim(d) != 1 {
-			return false
-		}
-	}
-	return true
 }

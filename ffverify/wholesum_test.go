@@ -158,7 +158,7 @@ func TestProductsOfFirstRows(t *testing.T) {
 }
 
 // Only a left operand that is the first rows of a kept one, with no batch
-// dims above 1, takes that one's product's rows.
+// dims above 1, takes that one's product's rows (rowPrefix).
 func TestFirstRowsOf(t *testing.T) {
 	s := ugraph.MustShape
 	for _, c := range []struct {
@@ -174,8 +174,8 @@ func TestFirstRowsOf(t *testing.T) {
 		{s(3, 64), s(1, 16, 64), false},    // another rank
 		{s(2, 4, 64), s(2, 4, 64), true},
 	} {
-		if got := ffverify.FirstRowsOf(c.s, c.of); got != c.want {
-			t.Errorf("FirstRowsOf(%v, %v) = %v; want %v", c.s, c.of, got, c.want)
+		if got := ffverify.RowPrefix(c.s, c.of); got != c.want {
+			t.Errorf("rowPrefix(%v, %v) = %v; want %v", c.s, c.of, got, c.want)
 		}
 	}
 }
