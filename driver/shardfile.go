@@ -27,8 +27,9 @@ import (
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
 
-// shardFormat numbers the layout of shard files.
-const shardFormat = 1
+// shardFormat numbers the layout of shard files (2: search.Stats lost
+// pruned_hash).
+const shardFormat = 2
 
 // ShardHeader says which run a shard file belongs to, and which slice of
 // it the file holds. The shards of one run share every field but Index,
@@ -333,6 +334,16 @@ func ReadShardFile(path string) (*ShardFile, error) {
 	data, err := boundedread.ReadFile(path, MaxShardFileSize)
 	if err != nil {
 		return nil, err
+	}
+	// The format first, leniently: another format's fields are not this
+	// one's, and the strict decoding below would call its file corrupted.
+	var head struct {
+		Header struct {
+			Format *int `json:"format"`
+		} `json:"header"`
+	}
+	if json.Unmarshal(data, &head) == nil && head.Header.Format != nil && *head.Header.Format != shardFormat {
+		return nil, fmt.Errorf("%s: shard format %d, this mirage reads %d", path, *head.Header.Format, shardFormat)
 	}
 	var f ShardFile
 	dec := json.NewDecoder(bytes.NewReader(data))

@@ -31,7 +31,7 @@ g.mark_output(g.silu(g.matmul(X, W)))`)
 // reads: errors, never a panic.
 func FuzzReadShardFile(f *testing.F) {
 	f.Add(seedShard(f))
-	f.Add([]byte(`{"header": {"format": 1, "count": 1}}`))
+	f.Add([]byte(`{"header": {"format": 2, "count": 1}}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(t.TempDir(), "p.shard-0-of-1.json")

@@ -1,6 +1,9 @@
 package search
 
 import (
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/mirage-go/mirage/ugraph"
@@ -61,4 +64,45 @@ func lexLess(a, b []int32) bool {
 		}
 	}
 	return len(a) < len(b)
+}
+
+// TestStatesAreReachedOnce: the enumeration, cut into tasks that two
+// workers run, reaches no list of ops twice, below customized ops as
+// above them. descend relies on it: it keeps no set of the states seen.
+func TestStatesAreReachedOnce(t *testing.T) {
+	p := load(t, "gated_mlp.py")
+	cfg := writtenConfig(t, p)
+	cfg.Complete(p.Graph)
+	s, err := newSearcherFor(t.Context(), p.Graph, cfg, Options{Workers: 2, Estimate: testEstimate}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	var mu sync.Mutex
+	reached := map[string]int{}
+	fused := 0
+	s.visit = func(keys []opKey) {
+		print := fmt.Sprint(keys)
+		mu.Lock()
+		defer mu.Unlock()
+		reached[print]++
+		if slices.ContainsFunc(keys, func(k opKey) bool { return k.kind == ugraph.OpCustomized }) {
+			fused++
+		}
+	}
+	s.enumerate()
+	twice := 0
+	for print, n := range reached {
+		if n > 1 {
+			if twice++; twice <= 3 {
+				t.Errorf("reached %d times: %s", n, print)
+			}
+		}
+	}
+	if twice > 0 {
+		t.Errorf("%d of %d states reached more than once", twice, len(reached))
+	}
+	if fused < 100 {
+		t.Errorf("%d of %d states hold a customized op: the case does not test the tasks", fused, len(reached))
+	}
 }

@@ -141,7 +141,6 @@ type Estimate struct {
 type Stats struct {
 	States        int64   `json:"states"`         // states created (ops added, threadblock configurations opened)
 	PrunedOrder   int64   `json:"pruned_order"`   // candidate kernel ops out of canonical order (threadblock ops are generated in order)
-	PrunedHash    int64   `json:"pruned_hash"`    // states equal to one already seen
 	PrunedAbsexpr int64   `json:"pruned_absexpr"` // ops whose expression no program output contains; complete states whose outputs' expressions are not the program's
 	PrunedShape   int64   `json:"pruned_shape"`   // ops the shape rules reject
 	PrunedDead    int64   `json:"pruned_dead"`    // states that cannot complete within the size limits
@@ -303,7 +302,7 @@ func (s *searcher) enumerate() []*Candidate {
 }
 
 // searcher holds what every worker shares: the program, its expressions,
-// the verifier, the set of seen states and the counters.
+// the verifier and the counters.
 type searcher struct {
 	ctx       context.Context // ends the enumeration
 	verifyCtx context.Context // ends the verification after it
@@ -333,8 +332,10 @@ type searcher struct {
 	closable bool
 	start    time.Time
 
-	seen     sync.Map // prints of kernel states (kernelState.pushKey) -> struct{}
 	recorded sync.Map // kernel.Hash of complete candidates -> struct{}, see record
+	// visit, when set (by tests), is called by the workers with the op
+	// keys of every state explored.
+	visit func(keys []opKey)
 
 	// blockSearches are the complete graphs of each threadblock search
 	// done, for replay (openBlocks).
@@ -359,8 +360,8 @@ type searcher struct {
 	overHeap   atomic.Bool  // the live heap passed Options.MaxLiveHeap (checkHeap)
 	firstFused atomic.Int64 // ns since start; 0 = none yet
 
-	prunedOrder, prunedHash, prunedAbsexpr, prunedShape, prunedDead atomic.Int64 // kernelState.flush adds to them
-	complete, rejected, verified, unchecked                         atomic.Int64
+	prunedOrder, prunedAbsexpr, prunedShape, prunedDead atomic.Int64 // kernelState.flush adds to them
+	complete, rejected, verified, unchecked             atomic.Int64
 
 	kept *kept // the best candidates completed so far (record)
 	// blockHashes memoizes block.Hash of the block graphs attached to
@@ -473,7 +474,7 @@ func (s *searcher) stop() bool {
 
 func (s *searcher) snapshot() Stats {
 	st := Stats{
-		States: s.states.Load(), PrunedOrder: s.prunedOrder.Load(), PrunedHash: s.prunedHash.Load(),
+		States: s.states.Load(), PrunedOrder: s.prunedOrder.Load(),
 		PrunedAbsexpr: s.prunedAbsexpr.Load(), PrunedShape: s.prunedShape.Load(), PrunedDead: s.prunedDead.Load(),
 		Complete: s.complete.Load(), Rejected: s.rejected.Load(), Verified: s.verified.Load(), Unchecked: s.unchecked.Load(),
 		Seconds: time.Since(s.start).Seconds(), FirstFused: -1, RankedFused: math.Float64frombits(s.rankedFused.Load()),

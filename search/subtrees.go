@@ -70,7 +70,6 @@ func subtreeFilter(opts Options) func(i int) bool {
 func (s *Stats) Add(t Stats) {
 	s.States += t.States
 	s.PrunedOrder += t.PrunedOrder
-	s.PrunedHash += t.PrunedHash
 	s.PrunedAbsexpr += t.PrunedAbsexpr
 	s.PrunedShape += t.PrunedShape
 	s.PrunedDead += t.PrunedDead

@@ -191,6 +191,11 @@ func TestMergeRefusesBadSets(t *testing.T) {
 			func(b []byte) []byte { return bytes.Replace(b, []byte(`"seed":1`), []byte(`"seed":2`), 1) }, "does not match its header's sum"},
 		{"trailing bytes", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
 			func(b []byte) []byte { return append(b, []byte("{}")...) }, "more after its JSON object"},
+		{"an older format", map[string]string{shard0: filepath.Join(good, shard0), shard1: filepath.Join(good, shard1)},
+			func(b []byte) []byte { // format 1's stats had pruned_hash
+				b = bytes.Replace(b, []byte(`"format":2`), []byte(`"format":1`), 1)
+				return bytes.Replace(b, []byte(`"stats":{`), []byte(`"stats":{"pruned_hash":0,`), 1)
+			}, "shard format 1, this mirage reads 2"},
 		{"empty", map[string]string{}, nil, "no shard files"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

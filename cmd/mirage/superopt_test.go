@@ -66,7 +66,7 @@ func TestSuperopt(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("--json output is not JSON: %v\n%s", err, stdout)
 	}
-	for _, field := range []string{"states", "pruned_order", "pruned_hash", "pruned_absexpr", "pruned_shape", "complete", "rejected", "verified", "seconds"} {
+	for _, field := range []string{"states", "pruned_order", "pruned_absexpr", "pruned_shape", "complete", "rejected", "verified", "seconds"} {
 		raw, ok := res.Stats[field]
 		var n float64
 		if !ok || json.Unmarshal(raw, &n) != nil {
