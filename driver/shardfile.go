@@ -328,6 +328,11 @@ func (f *ShardFile) Write(dir string) error {
 	return atomicfile.WriteFile(f.Path, data, 0o644)
 }
 
+// formatError refuses the file at path, of shard format format.
+func formatError(path string, format int) error {
+	return fmt.Errorf("%s: shard format %d, this mirage reads %d", path, format, shardFormat)
+}
+
 // ReadShardFile reads a shard file; a truncated or edited one is an error
 // that names it.
 func ReadShardFile(path string) (*ShardFile, error) {
@@ -335,20 +340,20 @@ func ReadShardFile(path string) (*ShardFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The format first, leniently: another format's fields are not this
-	// one's, and the strict decoding below would call its file corrupted.
-	var head struct {
-		Header struct {
-			Format *int `json:"format"`
-		} `json:"header"`
-	}
-	if json.Unmarshal(data, &head) == nil && head.Header.Format != nil && *head.Header.Format != shardFormat {
-		return nil, fmt.Errorf("%s: shard format %d, this mirage reads %d", path, *head.Header.Format, shardFormat)
-	}
 	var f ShardFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
+		// Another format's fields are not this one's: say so rather
+		// than call the file corrupted.
+		var head struct {
+			Header struct {
+				Format *int `json:"format"`
+			} `json:"header"`
+		}
+		if json.Unmarshal(data, &head) == nil && head.Header.Format != nil && *head.Header.Format != shardFormat {
+			return nil, formatError(path, *head.Header.Format)
+		}
 		return nil, fmt.Errorf("%s: not a shard file (corrupted or truncated?): %v", path, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -358,7 +363,7 @@ func ReadShardFile(path string) (*ShardFile, error) {
 	h := f.Header
 	switch {
 	case h.Format != shardFormat:
-		return nil, fmt.Errorf("%s: shard format %d, this mirage reads %d", path, h.Format, shardFormat)
+		return nil, formatError(path, h.Format)
 	case (Shard{h.Index, h.Count}).Check() != nil:
 		return nil, fmt.Errorf("%s: %v", path, Shard{h.Index, h.Count}.Check())
 	case f.sum() != h.Sum:

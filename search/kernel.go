@@ -106,7 +106,7 @@ func (s *searcher) newKernelState() *kernelState {
 			panic(err) // the program's own inputs are valid
 		}
 		k.pushTensor(id, s.exprs.input(i))
-		k.pushKey(keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
+		k.keys = append(k.keys, keyOf(ugraph.OpInput, ugraph.Attr{}, nil, 0))
 	}
 	return k
 }
@@ -338,7 +338,7 @@ func (k *kernelState) tryOp(i int, c OpChoice, in []kernel.TensorID) {
 		k.tensors[t].uses++
 	}
 	k.pushTensor(out, e)
-	k.pushKey(keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
+	k.keys = append(k.keys, keyOf(c.Kind, c.Attr, ids[:len(in)], 0))
 	k.descend()
 }
 
@@ -376,9 +376,6 @@ func (k *kernelState) pop() {
 		k.ncust--
 	}
 }
-
-// pushKey appends the key of the op just added.
-func (k *kernelState) pushKey(key opKey) { k.keys = append(k.keys, key) }
 
 // eachInputSet calls f with every set of existing tensors (in id order, up
 // to MaxBlockInputs) that a customized op may read next in canonical order
@@ -450,7 +447,7 @@ func (k *kernelState) attach(ins []kernel.TensorID, c completeBlock) {
 	for i, t := range outs {
 		k.pushTensor(t, c.outExprs[i])
 	}
-	k.pushKey(key)
+	k.keys = append(k.keys, key)
 	k.ncust++
 	k.descend()
 }
