@@ -508,21 +508,21 @@ type latencyTable struct {
 	Line float64
 }
 
-// fitted is the latency table fitted to the H100 measurements (every
-// run under testdata, TestCalibrated; -fit refits it).
+// fitted is the latency table fitted to the H100 and H200 measurements
+// (every run under testdata, TestCalibrated; -fit refits it).
 var fitted = latencyTable{
-	Barrier:    104,
-	Copy:       21,
-	SyncCopy:   60,
-	Global:     96,
-	Element:    26,
-	Flop:       3.5,
-	Row:        177,
-	RowElem:    52,
-	LdMatrix:   29,
-	MMA:        12.7,
-	FMA:        20,
-	Store:      18,
-	Saturation: 4,
-	Line:       2.5,
+	Barrier:    376.1,
+	Copy:       20.9,
+	SyncCopy:   58.71,
+	Global:     85.85,
+	Element:    15.16,
+	Flop:       3.865,
+	Row:        228.5,
+	RowElem:    20.09,
+	LdMatrix:   16.99,
+	MMA:        8.856,
+	FMA:        20.88,
+	Store:      35.69,
+	Saturation: 2.543,
+	Line:       2.017,
 }

@@ -209,7 +209,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // through (thread.Group.Through): no tile, stores from the loop.
 // Version 47: an rms_norm storing from its row loop stores 16-byte vectors
 // (thread.Group.StoreVector), and the model counts a store a vector.
-const cacheVersion = 47
+// Version 48: the model refitted with the first H200 run (2026-12-04).
+const cacheVersion = 48
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
