@@ -72,7 +72,7 @@ type emittedLaunch struct {
 
 var (
 	launchRE = regexp.MustCompile(`err = mirage::launch\(([^,]+(?:<[^>]*>)?), dim3\((\d+), (\d+), (\d+)\), dim3\((\d+)\), (\d+), stream`)
-	boundsRE = regexp.MustCompile(`__global__ void __launch_bounds__\((\d+)\)\n(\w+)\(`)
+	boundsRE = regexp.MustCompile(`__global__ void __launch_bounds__\((\d+)(?:, \d+)?\)\n(\w+)\(`)
 	headerRE = regexp.MustCompile(`// (\w+): grid \(\d+, \d+, \d+\), \d+ threads, forloop_range \d+, \d+ bytes of shared memory(?:, (\d+)-stage cp\.async pipeline)?\.`)
 	gemmRE   = regexp.MustCompile(`^mirage::gemm_kernel<[^,]+, \d+, \d+, \d+, \d+, (\d+)>$`)
 	callRE   = regexp.MustCompile(`err = (mirage::lt_matmul<[^>]*>)\(`)

@@ -210,7 +210,8 @@ func Key(program *kernel.Graph, cfg Config, opts Options) string {
 // Version 47: an rms_norm storing from its row loop stores 16-byte vectors
 // (thread.Group.StoreVector), and the model counts a store a vector.
 // Version 48: the model refitted with the first H200 run (2026-12-04).
-const cacheVersion = 48
+// Version 49: and with the second, which measured the refit's picks.
+const cacheVersion = 49
 
 // Cache stores search results by key in a directory, one .ugraph.json
 // document per key with the statistics in its "meta".
