@@ -39,3 +39,24 @@ func TestKendallTauPanicsOnLengthMismatch(t *testing.T) {
 	}()
 	KendallTau([]float64{1, 2}, []float64{1})
 }
+
+func TestOrderAgreement(t *testing.T) {
+	tests := []struct {
+		name      string
+		est, meas []float64
+		want      float64 // NaN: the GPU tells no pair apart
+	}{
+		{"same order", []float64{1, 2, 3}, []float64{10, 20, 30}, 1},
+		{"reversed", []float64{1, 2, 3}, []float64{30, 20, 10}, -1},
+		{"a near-equal pair left out", []float64{1, 2, 3}, []float64{10.2, 10, 30}, 1},            // 2% apart: not ordered
+		{"a pair the model ties counts half", []float64{1, 1, 3}, []float64{10, 20, 30}, 2.0 / 3}, // 2.5 agree, 0.5 disagree
+		{"one swap of three", []float64{1, 2, 3}, []float64{20, 10, 30}, 1.0 / 3},
+		{"nothing apart", []float64{1, 2}, []float64{10, 10.4}, math.NaN()},
+	}
+	for _, tt := range tests {
+		got := orderAgreement(tt.est, tt.meas, 0.05)
+		if math.IsNaN(tt.want) != math.IsNaN(got) || (!math.IsNaN(got) && math.Abs(got-tt.want) > 1e-12) {
+			t.Errorf("%s: orderAgreement(%v, %v) = %v, want %v", tt.name, tt.est, tt.meas, got, tt.want)
+		}
+	}
+}

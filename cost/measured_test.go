@@ -147,14 +147,14 @@ func orderAgreement(est, meas []float64, spread float64) float64 {
 
 // calibration is how well estimates follow measurements.
 type calibration struct {
-	tau       map[string]float64 // orderAgreement, per workload with 3 or more graphs
+	order     map[string]float64 // orderAgreement, per workload with 3 or more graphs
 	median    float64            // of estimate / measured over every graph
 	misranked []string           // graphs measured at 3x or more of their workload's fastest, estimated within 1.5x of it
 }
 
 func calibrate(t *testing.T, data map[string][]measuredGraph, arch target.Arch, log func(string)) calibration {
 	t.Helper()
-	c := calibration{tau: map[string]float64{}}
+	c := calibration{order: map[string]float64{}}
 	var ratios []float64
 	workloads := make([]string, 0, len(data))
 	for w := range data {
@@ -181,7 +181,7 @@ func calibrate(t *testing.T, data map[string][]measuredGraph, arch target.Arch, 
 			}
 		}
 		if len(gs) >= 3 {
-			c.tau[w] = orderAgreement(est, meas, measuredSpread)
+			c.order[w] = orderAgreement(est, meas, measuredSpread)
 		}
 		for i := range gs {
 			if meas[i] >= 3*meas[fastest] && est[i] <= 1.5*est[fastest] {
@@ -233,21 +233,21 @@ func TestCalibrated(t *testing.T) {
 	for _, name := range data.targets() {
 		t.Run(name, func(t *testing.T) {
 			c := calibrate(t, data[name], target.MustLookup(name), func(s string) { t.Log(s) })
-			for w, tau := range c.tau {
-				t.Logf("%s: Kendall's tau %.2f", w, tau)
+			for w, order := range c.order {
+				t.Logf("%s: ordering %.2f", w, order)
 				gap, known := modelGaps[name+" "+w]
 				switch {
-				case known && tau >= 0.7:
-					t.Errorf("%s: Kendall's tau %.2f: the model follows it now; drop its modelGaps entry (%s)", w, tau, gap)
-				case known && tau < gapFloor:
-					t.Errorf("%s: Kendall's tau %.2f, want at least %.1f (a known gap: %s)", w, tau, gapFloor, gap)
-				case !known && tau < 0.7:
-					t.Errorf("%s: Kendall's tau %.2f, want at least 0.7", w, tau)
+				case known && order >= 0.7:
+					t.Errorf("%s: ordering %.2f: the model follows it now; drop its modelGaps entry (%s)", w, order, gap)
+				case known && order < gapFloor:
+					t.Errorf("%s: ordering %.2f, want at least %.1f (a known gap: %s)", w, order, gapFloor, gap)
+				case !known && order < 0.7:
+					t.Errorf("%s: ordering %.2f, want at least 0.7", w, order)
 				}
 			}
 			for key := range modelGaps {
 				if target, w, _ := strings.Cut(key, " "); target == name {
-					if _, ok := c.tau[w]; !ok {
+					if _, ok := c.order[w]; !ok {
 						t.Errorf("modelGaps names %s, which has no measured graphs on %s", w, name)
 					}
 				}
@@ -301,7 +301,7 @@ func TestFit(t *testing.T) {
 			for _, name := range data.targets() {
 				if gs := data[name][w]; len(gs) > 0 {
 					c := calibrate(t, map[string][]measuredGraph{w: gs}, figs.on(target.MustLookup(name)), nil)
-					t.Logf("left out %s (%s): median %.2f, tau %.2f, misranked %v", w, name, c.median, c.tau[w], c.misranked)
+					t.Logf("left out %s (%s): median %.2f, ordering %.2f, misranked %v", w, name, c.median, c.order[w], c.misranked)
 				}
 			}
 		}
@@ -310,7 +310,7 @@ func TestFit(t *testing.T) {
 	figs := fitModel(t, data)
 	for _, name := range data.targets() {
 		c := calibrate(t, data[name], figs.on(target.MustLookup(name)), nil)
-		t.Logf("%s: median %.2f, tau %v, misranked %d", name, c.median, c.tau, len(c.misranked))
+		t.Logf("%s: median %.2f, ordering %v, misranked %d", name, c.median, c.order, len(c.misranked))
 	}
 }
 
