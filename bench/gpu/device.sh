@@ -34,7 +34,9 @@
 #              a call stopped from outside keeps what it measured)
 #   TORCH      1: also run examples/torch/llama_mlp.py on the layer prepare.sh
 #              kept with MIRAGE_TORCH=1 (RESULTS_DIR/torch-example.txt): the op on
-#              CUDA, torch.compile, a CUDA-graph replay, its time beside eager's
+#              CUDA, torch.compile, a CUDA-graph replay, its time beside eager's;
+#              and bench/gpu/torch_host.py on it (RESULTS_DIR/torch-host.txt):
+#              the op's host time a call, part by part
 #   HARNESS    more harness arguments for step 2
 set -uo pipefail
 
@@ -100,6 +102,9 @@ if [ "${TORCH:-0}" = 1 ]; then
 	step torch example
 	python3 "$repo/examples/torch/llama_mlp.py" "$build/$arch/torch/llama" --device cuda >"$results/torch-example.txt" 2>&1 || rc=1
 	cat "$results/torch-example.txt"
+	step torch host time
+	python3 "$here/torch_host.py" "$build/$arch/torch/llama" >"$results/torch-host.txt" 2>&1 || rc=1
+	cat "$results/torch-host.txt"
 fi
 
 if [ -n "$sanitize" ]; then

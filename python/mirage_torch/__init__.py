@@ -23,12 +23,13 @@ memory: slow, for tests) and registers ``torch.ops.mirage.NAME``:
 - a fake (meta) implementation gives the outputs' shapes, so
   ``torch.compile`` traces through the op (torch 2.4 and later).
 
-``torch.library.custom_op`` registers it where torch has it (2.4 and
-later), ``torch.library.Library`` where it does not (1.13 to 2.3, eager
-calls only: there the op runs at the autograd keys, which torch.compile's
-fake tensors reach too). The op has no backward. On 1.13 a call that asks
-for a gradient, or passes a lazily negated view, is refused; on 2.4 and
-later torch itself resolves the view first, and refuses the backward.
+``torch.library.Library`` registers it, with ``torch.library.register_fake``
+for the fake where torch has it (2.4 and later); ``torch.library.custom_op``
+would add some 25 µs of Python to every call. Before 2.4 (1.13 to 2.3)
+calls are eager only: there the op runs at the autograd keys, which
+torch.compile's fake tensors reach too. The op has no backward: a call that
+asks for a gradient is refused. On 1.13 so is a lazily negated view; on 2.4
+and later torch itself resolves the view first.
 """
 
 import ctypes
@@ -290,7 +291,13 @@ def _write(path, text):
 
 
 class Op:
-    """A registered op: call it, or torch.ops.mirage.NAME, with the inputs."""
+    """A registered op: call it, or torch.ops.mirage.NAME, with the inputs.
+
+    A call's host time is what the wrapper adds to the kernels' own launch
+    (#43 asks for a few µs): the header's checks are tables made here, a
+    call that passes them all takes one quick pass over the inputs, and the
+    full check, with its messages, runs only when that pass finds
+    something to explain."""
 
     def __init__(self, torch, program, directory, libs):
         self._torch = torch
@@ -298,6 +305,17 @@ class Op:
         self.directory = directory
         self._entry = {}
         self._cpu_lock = threading.Lock()
+        self._overload = None
+        self._dtypes = tuple(self._dtype(t.dtype) for t in program.inputs)
+        self._out_dtypes = tuple(self._dtype(t.dtype) for t in program.outputs)
+        # Where m is read: the first input that has it, and its axis.
+        self._m_at = next(((k, t.dims.index("m")) for k, t in enumerate(program.inputs) if t.has_m()), None)
+        self._shapes = {}  # m -> (the inputs' shapes, the outputs' shapes)
+        self._ws = {}  # (device type, m) -> workspace bytes
+        self._get_device = getattr(torch._C, "_cuda_getDevice", None)
+        self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._out_array = ctypes.c_void_p * len(program.outputs)
+        self._in_array = ctypes.c_void_p * max(1, len(program.inputs))
         for device, path in libs.items():
             so = ctypes.CDLL(path)
             entry = getattr(so, "mirage_" + program.name)
@@ -317,16 +335,57 @@ class Op:
         return self.program.name
 
     def __call__(self, *inputs):
-        return getattr(self._torch.ops.mirage, self.program.name)(*inputs)
+        if self._overload is None:
+            self._overload = getattr(self._torch.ops.mirage, self.program.name).default
+        return self._overload(*inputs)
 
     def _dtype(self, name):
         return getattr(self._torch, _DTYPES[name])
+
+    def _shapes_at(self, m):
+        """The inputs' and outputs' shapes at m (None when static)."""
+        got = self._shapes.get(m)
+        if got is None:
+            p = self.program
+            got = (tuple(t.shape(m) for t in p.inputs), tuple(t.shape(m) for t in p.outputs))
+            if len(self._shapes) < 4096:  # m is an int of a bounded range; a bound all the same
+                self._shapes[m] = got
+        return got
+
+    def _quick_m(self, inputs):
+        """m when every input matches the header, by one pass that reads
+        what check reads; _MISMATCH when something does not (check then
+        says what)."""
+        torch, p = self._torch, self.program
+        if len(inputs) != len(self._dtypes):
+            return _MISMATCH
+        try:
+            m = None
+            if self._m_at is not None:
+                k, axis = self._m_at
+                m = inputs[k].shape[axis]
+                if type(m) is not int or not p.m_range[0] <= m <= p.m_range[1]:
+                    return _MISMATCH  # a symbolic m (torch.compile's) takes check's way
+            shapes = self._shapes_at(m)[0]
+            device = inputs[0].device
+            grad = torch.is_grad_enabled()
+            strided = torch.strided
+            for x, dtype, shape in zip(inputs, self._dtypes, shapes):
+                if (x.dtype is not dtype or x.shape != shape or x.layout is not strided or x.device != device
+                        or x.is_neg() or x.is_conj() or (grad and x.requires_grad)):
+                    return _MISMATCH
+            return m
+        except (AttributeError, IndexError, TypeError):  # not a tensor, too few dims: check explains
+            return _MISMATCH
 
     def check(self, inputs):
         """Checks the inputs' metadata against the header (count, dtype,
         shape, m's range, one device, no lazy negation or conjugation, no
         gradient asked for); returns m (None when static). Fake tensors
         (torch.compile's) pass through it: it reads no data pointer."""
+        m = self._quick_m(inputs)
+        if m is not _MISMATCH:
+            return m
         torch, p = self._torch, self.program
         what = "torch.ops.mirage.%s" % p.name
         if len(inputs) != len(p.inputs):
@@ -366,6 +425,12 @@ class Op:
     def check_data(self, inputs):
         """Checks what the kernels read in memory: dense row-major tensors,
         16-byte aligned."""
+        for x in inputs:
+            ptr = x.data_ptr()
+            if not ptr or ptr % _ALIGN or not x.is_contiguous():
+                break
+        else:
+            return
         what = "torch.ops.mirage.%s" % self.program.name
         for k, x in enumerate(inputs):
             if not x.is_contiguous():
@@ -387,12 +452,16 @@ class Op:
         m = self.check(inputs)
         self.check_data(inputs)
         dev = inputs[0].device
+        if dev.type == "cuda" and "cuda" in self._entry:
+            # The kernels launch on the inputs' GPU: made current only when
+            # it is not (a device guard costs more than the check).
+            if self._get_device is not None and self._get_device() == dev.index:
+                return self._launch(dev, m, inputs)
+            with torch.cuda.device(dev):
+                return self._launch(dev, m, inputs)
         if dev.type not in self._entry:
             raise ValueError("torch.ops.mirage.%s was built for %s, not %s: load(..., devices=[%r])" % (
                 p.name, ", ".join(sorted(self._entry)), dev.type, dev.type))
-        if dev.type == "cuda":
-            with torch.cuda.device(dev):  # the kernels launch on the inputs' GPU
-                return self._launch(dev, m, inputs)
         # The CPU emulator keeps one global state: one call at a time.
         with self._cpu_lock:
             return self._launch(dev, m, inputs)
@@ -400,15 +469,26 @@ class Op:
     def _launch(self, dev, m, inputs):
         torch, p = self._torch, self.program
         _, entry, ws_bytes = self._entry[dev.type]
-        outs = [torch.empty(t.shape(m), dtype=self._dtype(t.dtype), device=dev) for t in p.outputs]
-        nws = ws_bytes(m) if p.m_range else ws_bytes()
+        out_shapes = self._shapes_at(m)[1]
+        outs = [torch.empty(s, dtype=d, device=dev) for s, d in zip(out_shapes, self._out_dtypes)]
+        nws = self._ws.get((dev.type, m))
+        if nws is None:
+            nws = ws_bytes(m) if p.m_range else ws_bytes()
+            self._ws[(dev.type, m)] = nws
         # torch's CPU allocator aligns to 64 bytes: take 256 more and start
         # at the first multiple of 256 in them.
-        ws = torch.empty(nws + _WS_ALIGN, dtype=torch.uint8, device=dev) if nws else None
-        out_ptrs = (ctypes.c_void_p * len(outs))(*[o.data_ptr() for o in outs])
-        in_ptrs = (ctypes.c_void_p * max(1, len(inputs)))(*[x.data_ptr() for x in inputs])
-        stream = torch.cuda.current_stream(dev).cuda_stream if dev.type == "cuda" else None
-        ws_ptr = -(-ws.data_ptr() // _WS_ALIGN) * _WS_ALIGN if ws is not None else None
+        ws_ptr = None
+        if nws:
+            ws = torch.empty(nws + _WS_ALIGN, dtype=torch.uint8, device=dev)
+            ws_ptr = -(-ws.data_ptr() // _WS_ALIGN) * _WS_ALIGN
+        out_ptrs = self._out_array(*[o.data_ptr() for o in outs])
+        in_ptrs = self._in_array(*[x.data_ptr() for x in inputs])
+        stream = None
+        if dev.type == "cuda":
+            if self._raw_stream is not None:
+                stream = self._raw_stream(dev.index)
+            else:
+                stream = torch.cuda.current_stream(dev).cuda_stream
         if p.m_range:
             rc = entry(out_ptrs, in_ptrs, m, ws_ptr, stream)
         else:
@@ -418,6 +498,9 @@ class Op:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+_MISMATCH = object()  # what Op._quick_m returns when check must look closer
+
+
 # The registry outlives importlib.reload (which runs this file again in the
 # same namespace): torch keeps the ops registered, and a reload that forgot
 # them would drop torch 1.x's Library (unregistering every op) or register a
@@ -425,7 +508,7 @@ class Op:
 if "_registered" not in globals():
     _lock = threading.Lock()
     _registered = {}  # name -> (header digest, Op)
-    _library = None  # torch.library.Library("mirage", "DEF") where custom_op is missing
+    _library = None  # torch.library.Library("mirage", "DEF"), made at the first load
 
 
 def _schema(program):
@@ -435,17 +518,26 @@ def _schema(program):
 
 
 def _register(torch, op):
+    """Defines mirage::NAME and registers op's kernels. torch.library.Library
+    on every torch: torch.library.custom_op (2.4 and later) wraps each call
+    in Python layers of its own, some 25 µs a call on the H200's host
+    (bench/results/h200/2026-12-04-5392502/torch-host-probe.txt) where the
+    dispatcher's own hop costs a few."""
     global _library
-    name, schema = op.program.name, _schema(op.program)
-    if hasattr(torch.library, "custom_op"):  # torch >= 2.4
-        custom = torch.library.custom_op("mirage::" + name, op.run, mutates_args=(), schema=schema)
-        custom.register_fake(op.fake)
-        return
+    name = op.program.name
     if _library is None:
         _library = torch.library.Library("mirage", "DEF")
-    _library.define(name + schema)
+    _library.define(name + _schema(op.program))
     for key in ("CPU", "CUDA"):
         _library.impl(name, op.run, key)
+    if hasattr(torch.library, "register_fake"):  # torch >= 2.4
+        # The backend keys only: torch's Negative and Conjugate fallbacks
+        # resolve lazy views before the op runs, and its autograd fallback
+        # passes a call through with grad mode as it is, so check refuses
+        # an input that asks for a gradient. The fake kernel is what
+        # torch.compile's fake tensors and meta tensors reach.
+        torch.library.register_fake("mirage::" + name, op.fake, lib=_library)
+        return
     _library.impl(name, op.fake, "Meta")
     # Below the autograd keys grad mode reads off: the autograd kernel is
     # where a call that asks for a gradient is seen (and refused by check),
