@@ -42,6 +42,10 @@
 //	latency = blockTime(b)
 //	time    = Σ_waves max(memory, compute, latency) + LaunchMicros
 //
+// less DependentLaunchMicros for a kernel the launch plan launches dependent
+// after a cuBLASLt call (launch.AfterLibrary): its launch hides behind the
+// call's last blocks.
+//
 // Latency. The first H100 measurements (testdata/h100-2026-11-27) showed
 // kernels of 4 warps, one block an SM, running at a third of the memory
 // and a few percent of the tensor peak: each warp alone on its scheduler

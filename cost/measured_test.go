@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mirage-go/mirage/internal/gpurun"
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -23,7 +24,8 @@ type measuredGraph struct {
 	workload string
 	entry    string // the harness's name for it: "run1:gqa.c0"
 	g        *kernel.Graph
-	us       float64 // the median time of a run
+	us       float64        // the median time of a run
+	plan     launch.Options // how the code it measured was planned (gpurun.Doc.Launch)
 }
 
 type measuredMeta struct {
@@ -102,7 +104,7 @@ func loadMeasured(t *testing.T, dir string, withStale bool) measuredData {
 			if err := json.Unmarshal(e.Meta, &m); err != nil || m.MeasuredUs <= 0 {
 				t.Fatalf("%s: a graph without meta.measured_us: %v", d.Path, err)
 			}
-			out.add(d.Arch.Name, d.Workload, measuredGraph{workload: d.Workload, entry: m.Entry, g: e.Graph, us: m.MeasuredUs})
+			out.add(d.Arch.Name, d.Workload, measuredGraph{workload: d.Workload, entry: m.Entry, g: e.Graph, us: m.MeasuredUs, plan: d.Launch})
 		}
 	}
 	return out
@@ -167,7 +169,7 @@ func calibrate(t *testing.T, data map[string][]measuredGraph, arch target.Arch, 
 		meas := make([]float64, len(gs))
 		fastest := 0
 		for i, m := range gs {
-			e, err := EstimateGraph(m.g, arch)
+			e, err := EstimatePlanned(m.g, arch, m.plan)
 			if err != nil {
 				t.Fatalf("%s %s: %v", w, m.entry, err)
 			}
@@ -362,7 +364,7 @@ func fitModel(t *testing.T, data measuredData) archFigures {
 				est := make([]float64, len(gs))
 				meas := make([]float64, len(gs))
 				for i, m := range gs {
-					e, err := EstimateGraph(m.g, arch)
+					e, err := EstimatePlanned(m.g, arch, m.plan)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -3,6 +3,7 @@ package cost
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/mirage-go/mirage/launch"
@@ -651,5 +652,56 @@ graph.mark_output(O[0])
 	k := estimate(t, g, arch).Kernels[0]
 	if want := int64(128*1024*4*8 + 1024*8*4*128 + 128*8*4); k.Bytes != want {
 		t.Errorf("%d bytes requested, want %d: X 8 times, W 128 times, the output once", k.Bytes, want)
+	}
+}
+
+// A graph-defined kernel launched dependent after a cuBLASLt call costs
+// DependentLaunchMicros less than its plain launch; one launched dependent
+// after a kernel of ours (launch.AllDependent) is priced as a plain one,
+// as are all of them on sm_80, which has no dependent launches.
+func TestDependentLaunchPriced(t *testing.T) {
+	row := func(name, in string) string {
+		return "tb" + name + " = mi.new_threadblock_graph(grid_dim=(4, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=16)\n" +
+			"t" + name + " = tb" + name + ".new_input(dtensor=" + in + ", input_map=(0, -1, -1), forloop_dim=-1)\n" +
+			"tb" + name + ".new_output(stensor=tb" + name + ".forloop_accum(tb" + name + ".exp(t" + name + ")), output_map=(0, -1, -1))\n" +
+			name + " = g.customized([" + in + "], tb" + name + ")[0]\n"
+	}
+	g := loadSource(t, "dep.py", "import mirage as mi\ng = mi.new_kernel_graph()\n"+
+		"x = g.new_input(dims=(16, 64), dtype=mi.float16)\nw = g.new_input(dims=(64, 32), dtype=mi.float16)\np = g.matmul(x, w)\n"+
+		row("A", "p")+row("B", "A")+"g.mark_output(B)\n")
+	for _, c := range []struct {
+		arch string
+		opts launch.Options
+		save []float64 // per kernel: matmul, A, B, in DependentLaunchMicros
+	}{
+		{"sm_90", launch.Options{}, []float64{0, 1, 0}},
+		{"h200", launch.Options{}, []float64{0, 1, 0}},
+		{"sm_90", launch.Options{Dependent: launch.NoDependent}, []float64{0, 0, 0}},
+		{"sm_90", launch.Options{Dependent: launch.AllDependent}, []float64{0, 1, 0}},
+		{"sm_80", launch.Options{}, []float64{0, 0, 0}},
+	} {
+		arch := mustArch(t, c.arch)
+		if arch.DependentLaunchMicros <= 0 && c.arch != "sm_80" {
+			t.Fatalf("%s: DependentLaunchMicros %v", c.arch, arch.DependentLaunchMicros)
+		}
+		e, err := EstimatePlanned(g, arch, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := EstimatePlanned(g, arch, launch.Options{Dependent: launch.NoDependent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range e.Kernels {
+			want := plain.Kernels[i].Micros - c.save[i]*arch.DependentLaunchMicros
+			if math.Abs(k.Micros-want) > 1e-9 || math.Abs(k.OverheadMicros-(plain.Kernels[i].OverheadMicros-c.save[i]*arch.DependentLaunchMicros)) > 1e-9 {
+				t.Errorf("%s %v, kernel %d (%s): %.3f µs (overhead %.3f), want %.3f", c.arch, c.opts.Dependent, i, k.Name, k.Micros, k.OverheadMicros, want)
+			}
+		}
+		if c.opts == (launch.Options{}) {
+			if d, err := EstimateGraph(g, arch); err != nil || d.Micros != e.Micros {
+				t.Errorf("%s: EstimateGraph %.3f µs (%v), the defaults planned %.3f", c.arch, d.Micros, err, e.Micros)
+			}
+		}
 	}
 }

@@ -422,3 +422,75 @@ func TestRMSNormRowBound(t *testing.T) {
 		t.Errorf("rms_norm over rows of 2^31 - 32768: %v", err)
 	}
 }
+
+// TestDependent: by default, on sm_90, a graph-defined kernel launches
+// dependent where a cuBLASLt call precedes it in the stream, and no other
+// kernel does (after our own kernels, after the runtime's, after the
+// runtime's GEMM); AllDependent makes every graph-defined kernel
+// dependent, NoDependent none, and an arch before sm_90 has none at all.
+func TestDependent(t *testing.T) {
+	// p = x·w (a library matmul), then kernel A reading it, kernel B
+	// reading A's output, exp of B's output, and kernel C reading that.
+	rowKernel := func(name, in string) []string {
+		return []string{
+			"tb" + name + " = mi.new_threadblock_graph(grid_dim=(4, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=16)",
+			"t" + name + " = tb" + name + ".new_input(dtensor=" + in + ", input_map=(0, -1, -1), forloop_dim=-1)",
+			"tb" + name + ".new_output(stensor=tb" + name + ".forloop_accum(tb" + name + ".exp(t" + name + ")), output_map=(0, -1, -1))",
+			name + " = g.customized([" + in + "], tb" + name + ")[0]",
+		}
+	}
+	src := []string{"x = g.new_input(dims=(16, 64), dtype=mi.float16)", "w = g.new_input(dims=(64, 32), dtype=mi.float16)", "p = g.matmul(x, w)"}
+	src = append(src, rowKernel("A", "p")...)
+	src = append(src, rowKernel("B", "A")...)
+	src = append(src, "e = g.exp(B)")
+	src = append(src, rowKernel("C", "e")...)
+	src = append(src, "g.mark_output(C)")
+	g := load(t, src...)
+	sm80 := target.MustLookup("sm_80")
+	for _, c := range []struct {
+		name string
+		arch target.Arch
+		opts Options
+		want []bool // per launch: matmul, A, B, exp, C
+	}{
+		{"default", sm90, Options{}, []bool{false, true, false, false, false}},
+		{"default on the h200", target.MustLookup("h200"), Options{}, []bool{false, true, false, false, false}},
+		{"the runtime's GEMM", sm90, Options{OwnGEMM: true}, []bool{false, false, false, false, false}},
+		{"none", sm90, Options{Dependent: NoDependent}, []bool{false, false, false, false, false}},
+		{"all", sm90, Options{Dependent: AllDependent}, []bool{false, true, true, false, true}},
+		{"sm_80", sm80, Options{}, []bool{false, false, false, false, false}},
+		{"sm_80, all", sm80, Options{Dependent: AllDependent}, []bool{false, false, false, false, false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := Graph(g, c.arch, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make([]bool, len(p.Kernels))
+			for i, k := range p.Kernels {
+				got[i] = k.Dependent
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("dependent %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// Each Dependence reads back from the name it writes; other names are refused.
+func TestDependenceText(t *testing.T) {
+	for _, d := range []Dependence{AfterLibrary, NoDependent, AllDependent} {
+		text, err := d.MarshalText()
+		var back Dependence
+		if err != nil || back.UnmarshalText(text) != nil || back != d || string(text) != d.String() {
+			t.Errorf("%v: %q (%v), read back %v", d, text, err, back)
+		}
+	}
+	var d Dependence
+	if err := d.UnmarshalText([]byte("All")); err == nil {
+		t.Error(`"All" read as a dependence`)
+	}
+	if _, err := Dependence(9).MarshalText(); err == nil {
+		t.Error("Dependence(9) written")
+	}
+}

@@ -68,10 +68,11 @@ type emittedLaunch struct {
 	threads, smem int
 	stages        int
 	optIn         bool // cudaFuncSetAttribute raises its dynamic shared memory
+	dependent     bool // launched by mirage::launch_dependent
 }
 
 var (
-	launchRE = regexp.MustCompile(`err = mirage::launch\(([^,]+(?:<[^>]*>)?), dim3\((\d+), (\d+), (\d+)\), dim3\((\d+)\), (\d+), stream`)
+	launchRE = regexp.MustCompile(`err = mirage::launch(_dependent)?\(([^,]+(?:<[^>]*>)?), dim3\((\d+), (\d+), (\d+)\), dim3\((\d+)\), (\d+), stream`)
 	boundsRE = regexp.MustCompile(`__global__ void __launch_bounds__\((\d+)(?:, \d+)?\)\n(\w+)\(`)
 	headerRE = regexp.MustCompile(`// (\w+): grid \(\d+, \d+, \d+\), \d+ threads, forloop_range \d+, \d+ bytes of shared memory(?:, (\d+)-stage cp\.async pipeline)?\.`)
 	gemmRE   = regexp.MustCompile(`^mirage::gemm_kernel<[^,]+, \d+, \d+, \d+, \d+, (\d+)>$`)
@@ -110,14 +111,16 @@ func launches(t *testing.T, cu string) []emittedLaunch {
 		}
 		m := make([]string, len(idx)/2)
 		for i := range m {
-			m[i] = cu[idx[2*i]:idx[2*i+1]]
+			if idx[2*i] >= 0 { // an optional group that did not match stays ""
+				m[i] = cu[idx[2*i]:idx[2*i+1]]
+			}
 		}
-		l := emittedLaunch{name: m[1]}
+		l := emittedLaunch{name: m[2], dependent: m[1] != ""}
 		for a := range 3 {
-			l.grid[a], _ = strconv.Atoi(m[2+a])
+			l.grid[a], _ = strconv.Atoi(m[3+a])
 		}
-		l.threads, _ = strconv.Atoi(m[5])
-		l.smem, _ = strconv.Atoi(m[6])
+		l.threads, _ = strconv.Atoi(m[6])
+		l.smem, _ = strconv.Atoi(m[7])
 		l.stages = 1
 		if g := gemmRE.FindStringSubmatch(l.name); g != nil {
 			l.stages, _ = strconv.Atoi(g[1])
@@ -143,8 +146,9 @@ func launches(t *testing.T, cu string) []emittedLaunch {
 
 // TestCostReadsTheEmittedPlan checks, for every kernel of the bench
 // programs and their measured candidates on both archs, that the launch
-// the cost model costs (threads, shared memory, stages, grid) is the one
-// the emitted code launches with, as read back from the .cu text.
+// the cost model costs (threads, shared memory, stages, grid, a dependent
+// launch) is the one the emitted code launches with, as read back from the
+// .cu text.
 func TestCostReadsTheEmittedPlan(t *testing.T) {
 	kernels := 0
 	for _, arch := range target.Archs() {
@@ -173,7 +177,7 @@ func TestCostReadsTheEmittedPlan(t *testing.T) {
 				k := est.Kernels[i]
 				lk := k.Launch
 				want := emittedLaunch{name: l.name, grid: lk.Grid, threads: lk.Threads, smem: lk.SmemBytes, stages: lk.Stages,
-					optIn: lk.SmemBytes > target.StaticSmemPerBlock}
+					optIn: lk.SmemBytes > target.StaticSmemPerBlock, dependent: lk.Dependent}
 				if l != want {
 					t.Errorf("%s on %s, kernel %d (op %d, %s):\nemitted %+v\nplanned %+v", p.name, arch.Name, i, k.Op, k.Name, l, want)
 				}
@@ -184,7 +188,7 @@ func TestCostReadsTheEmittedPlan(t *testing.T) {
 				kernels++
 			}
 			own := slices.ContainsFunc(est.Kernels, func(k cost.Kernel) bool { return !k.Launch.Code.Vendor() })
-			if own != strings.Contains(cu, "mirage::launch(") {
+			if own != (strings.Contains(cu, "mirage::launch(") || strings.Contains(cu, "mirage::launch_dependent(")) {
 				t.Errorf("%s: kernels of its own %v, yet a launch in the emitted code %v", p.name, own, !own)
 			}
 		}

@@ -66,6 +66,11 @@ type Arch struct {
 	MaxBlocksPerSM  int
 
 	LaunchMicros float64 // the GPU's gap between back-to-back kernels in one stream, with the host ahead of it
+	// DependentLaunchMicros is what of LaunchMicros a graph-defined kernel
+	// saves when it launches as a programmatic dependent launch after a
+	// vendor library's call (launch.Kernel.Dependent); 0 on an arch
+	// without them (before sm_90).
+	DependentLaunchMicros float64
 
 	// The figures a block's latency is modelled with.
 	ClockHz         float64 // SM clock under sustained load
@@ -135,30 +140,31 @@ var a100 = Arch{
 
 // h100 is the H100 SXM5 80GB.
 var h100 = Arch{
-	Name:            "sm_90",
-	CUDA:            "sm_90",
-	GPU:             "H100-SXM5-80GB",
-	SMs:             132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
-	MemBandwidth:    3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
-	L2Bandwidth:     11.725e12, // [L2] 3.5 x 3.35 TB/s
-	L2Bytes:         50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
-	MemBytes:        80 << 30,  // [H100-DS] GPU memory 80GB (H100 SXM)
-	TensorFLOPS:     989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
-	FP32FLOPS:       67e12,     // [H100-DS] FP32 67 TFLOPS
-	SmemPerSM:       228 << 10, // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
-	MaxSmemPerBlock: 227 << 10, // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
-	SmemReserved:    1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
-	MaxThreadsPerSM: 2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
-	MaxBlocksPerSM:  32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
-	LaunchMicros:    2.55,      // [RUN] fitted
-	ClockHz:         1.71e9,    // [RUN] ncu counted 69,983 cycles in rmsnorm_matmul's best kernel, the harness timed it at 40.98 µs
-	SchedulersPerSM: 4,         // [H100-WP] four processing blocks per SM, one warp scheduler each
-	MemLatencyNs:    780,       // [RUN] fitted
-	SMBandwidth:     102e9,     // [RUN] fitted
-	MMA:             ampereMMA, // [PTX]
-	AsyncCopy:       true,      // [PTX]
-	LdMatrix:        true,      // [PTX]
-	Source:          strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2, srcRun}, "; "),
+	Name:                  "sm_90",
+	CUDA:                  "sm_90",
+	GPU:                   "H100-SXM5-80GB",
+	SMs:                   132,       // [H100-WP] H100 SXM5: 132 SMs (of 144 in full GH100)
+	MemBandwidth:          3.35e12,   // [H100-DS] GPU memory bandwidth 3.35 TB/s (HBM3)
+	L2Bandwidth:           11.725e12, // [L2] 3.5 x 3.35 TB/s
+	L2Bytes:               50 << 20,  // [H100-WP] "50 MB L2 cache" in H100
+	MemBytes:              80 << 30,  // [H100-DS] GPU memory 80GB (H100 SXM)
+	TensorFLOPS:           989.4e12,  // [H100-WP] peak FP16 Tensor TFLOPS with FP32 accumulate 989.4 (1978.9 sparse); [H100-DS] 1,979 sparse
+	FP32FLOPS:             67e12,     // [H100-DS] FP32 67 TFLOPS
+	SmemPerSM:             228 << 10, // [CUDA-CG] CC 9.0: 228 KB shared memory per SM; [H100-WP] "up to 228 KB"
+	MaxSmemPerBlock:       227 << 10, // [CUDA-CG] CC 9.0: 227 KB per block (opt-in)
+	SmemReserved:          1 << 10,   // [CUDA-CG] 9.0: 1 KB of shared memory is reserved per block
+	MaxThreadsPerSM:       2048,      // [CUDA-CG] CC 9.0: 2048 resident threads per SM
+	MaxBlocksPerSM:        32,        // [CUDA-CG] CC 9.0: 32 resident blocks per SM
+	LaunchMicros:          2.55,      // [RUN] fitted
+	DependentLaunchMicros: 1.7,       // [RUN] rmsnorm_matmul's c0 (cuBLASLt, then a graph-defined kernel) launched dependent: 1.82, 1.65 µs faster (H200, 2026-12-04)
+	ClockHz:               1.71e9,    // [RUN] ncu counted 69,983 cycles in rmsnorm_matmul's best kernel, the harness timed it at 40.98 µs
+	SchedulersPerSM:       4,         // [H100-WP] four processing blocks per SM, one warp scheduler each
+	MemLatencyNs:          780,       // [RUN] fitted
+	SMBandwidth:           102e9,     // [RUN] fitted
+	MMA:                   ampereMMA, // [PTX]
+	AsyncCopy:             true,      // [PTX]
+	LdMatrix:              true,      // [PTX]
+	Source:                strings.Join([]string{srcH100DS, srcH100WP, srcCUDA, srcLaunch, srcPTX, srcL2, srcRun}, "; "),
 }
 
 // h200 is the H200 SXM: the H100's chip (its SMs, clocks, L2 and tensor

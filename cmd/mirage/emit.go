@@ -40,7 +40,7 @@ func newEmitCmd() *cobra.Command {
 	fl.StringVar(&f.name, "name", "", "the NAME of the files and of mirage_NAME (default: the program's name), so that several candidates can be linked together")
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON manifest of what was written")
 	fl.BoolVar(&f.counters, "counters", false, "run the code in the CPU emulator (needs g++) and report each kernel's memory traffic")
-	fl.BoolVar(&f.dependent, "dependent-launch", false, "launch graph-defined kernels as programmatic dependent launches (sm_90+; not priced by the cost model)")
+	fl.BoolVar(&f.dependent, "dependent-launch", false, "launch every graph-defined kernel as a programmatic dependent launch (sm_90+; by default only those after a cuBLASLt call, which the cost model prices)")
 	f.dynamic.register(cmd, true)
 	pathFlags(cmd, "out")
 	return cmd

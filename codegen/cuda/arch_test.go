@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/templates"
 	"github.com/mirage-go/mirage/ugraph"
@@ -111,6 +112,48 @@ func TestDependentLaunch(t *testing.T) {
 			continue
 		}
 		checkDependentKernels(t, c.name, res)
+	}
+}
+
+// By default, on sm_90 and the h200, the graph-defined kernel that follows
+// a cuBLASLt call launches dependent, waiting first, and no other kernel
+// does; the code refuses to compile for sm_80. Emitted for sm_80, or with
+// Launch.Dependent = NoDependent, no kernel is.
+func TestDependentAfterLibrary(t *testing.T) {
+	g := loadSource(t, "dependent_after_library", dependentAfterLibrary...)
+	for _, arch := range []string{"sm_90", "h200"} {
+		res, err := Emit("d", g, Options{Arch: target.MustLookup(arch)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cu := string(res.Files[0].Data)
+		var dependent []string
+		for _, k := range res.Kernels {
+			if k.Dependent {
+				dependent = append(dependent, k.Name)
+			}
+		}
+		first := res.Kernels[1]
+		if len(res.Kernels) != 3 || res.Kernels[0].Library != "cublasLt" || len(dependent) != 1 || dependent[0] != first.Name ||
+			strings.Count(cu, "mirage::launch_dependent(") != 1 || !strings.Contains(cu, "mirage::launch_dependent("+first.Name+",") {
+			t.Errorf("%s: dependent %v of %d kernels; want the one after the cuBLASLt call, %s", arch, dependent, len(res.Kernels), first.Name)
+		}
+		body := cu[strings.Index(cu, first.Name+"("):]
+		if w, c := strings.Index(body, "mirage::wait_for_prior_grid();"), strings.Index(body, "cp_async"); w < 0 || c >= 0 && c < w {
+			t.Errorf("%s: %s does not wait before it copies", arch, first.Name)
+		}
+		if !strings.Contains(cu, "__CUDA_ARCH__ < 900\n#error \"mirage: this code launches kernels as programmatic dependent launches") {
+			t.Errorf("%s: the code does not refuse to compile for sm_80", arch)
+		}
+	}
+	for _, opts := range []Options{{Arch: target.MustLookup("sm_80")}, {Launch: launch.Options{Dependent: launch.NoDependent}}} {
+		res, err := Emit("d", g, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cu := string(res.Files[0].Data); strings.Contains(cu, "launch_dependent(") || strings.Contains(cu, "wait_for_prior_grid") || strings.Contains(cu, "< 900") {
+			t.Errorf("%s, %v: a dependent launch", opts.Arch.Name, opts.Launch.Dependent)
+		}
 	}
 }
 

@@ -303,6 +303,10 @@ var emuCases = []emuCase{
 	// another's output, and one reading a runtime kernel's (the emulator
 	// runs them in order; nvcc checks the sm_90 launch and waits).
 	{name: "dependent_launches", scale: 0.5, opts: Options{DependentLaunch: true}, src: dependentKernels},
+	// The default's dependent launch: a graph-defined kernel after a
+	// cuBLASLt call (dependent on sm_90), and one after it (plain).
+	{name: "dependent_after_library", scale: 1, src: dependentAfterLibrary,
+		uses: map[launch.Code]int{launch.CuBLASLt: 1, launch.GraphDefined: 2}},
 	// Every element-wise op of the op table, as a pre-defined kernel op
 	// and as a threadblock op.
 	{name: "every_elementwise", scale: 1, src: everyElementwise()},
@@ -520,6 +524,24 @@ func everyElementwise() []string {
 		lines = append(lines, "tb.new_output(stensor="+call("tb", k, "tX", "tY")+", output_map=(0, -1, -1))")
 	}
 	return append(lines, "for o in g.customized([X, Y], tb):", "    g.mark_output(o)")
+}
+
+// dependentAfterLibrary is a cuBLASLt matmul, a graph-defined kernel on
+// its product and another on that kernel's output.
+var dependentAfterLibrary = []string{
+	"g = mi.new_kernel_graph()",
+	"X = g.new_input(dims=(16, 64), dtype=mi.float16)",
+	"W = g.new_input(dims=(64, 32), dtype=mi.float16)",
+	"P = g.matmul(X, W)",
+	"ta = mi.new_threadblock_graph(grid_dim=(4, 1, 1), block_dim=(128, 1, 1), forloop_range=1, reduction_dimx=16)",
+	"tP = ta.new_input(dtensor=P, input_map=(0, -1, -1), forloop_dim=-1)",
+	"ta.new_output(stensor=ta.forloop_accum(ta.exp(ta.mul_scalar(tP, 0.125))), output_map=(0, -1, -1))",
+	"A = g.customized([P], ta)[0]",
+	"tb = mi.new_threadblock_graph(grid_dim=(2, 1, 1), block_dim=(64, 1, 1), forloop_range=1, reduction_dimx=16)",
+	"tA = tb.new_input(dtensor=A, input_map=(0, -1, -1), forloop_dim=-1)",
+	"tQ = tb.new_input(dtensor=P, input_map=(0, -1, -1), forloop_dim=-1)",
+	"tb.new_output(stensor=tb.forloop_accum(tb.mul(tA, tQ), \"sum_todimx\"), output_map=(0, -1, -1))",
+	"g.mark_output(g.customized([A, P], tb)[0])",
 }
 
 // dependentKernels is a matmul's kernel, a runtime kernel on its output,

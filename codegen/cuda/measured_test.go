@@ -58,7 +58,7 @@ func checkMeasuredCode(t *testing.T, dir string, parts map[string]string) {
 	var cuSums, rtSums []string // "WORKLOAD INDEX SUM"
 	for _, d := range docs {
 		for i, e := range d.File.Graphs {
-			res, err := Emit(d.Workload, e.Graph, Options{Arch: d.Arch})
+			res, err := Emit(d.Workload, e.Graph, Options{Arch: d.Arch, Launch: d.Launch})
 			if err != nil {
 				t.Fatalf("%s graph %d: %v", d.Workload, i, err)
 			}

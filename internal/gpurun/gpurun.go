@@ -7,13 +7,19 @@
 //     were emitted for and timed on;
 //   - emitted.txt and runtime.txt: the sums of the code that was measured
 //     (codegen/cuda's TestMeasuredCodeIsCurrent records and checks them);
-//   - stale.txt: the graphs whose code has changed since, with why.
+//   - stale.txt: the graphs whose code has changed since, with why;
+//   - launch.json, where the launch plan's defaults have changed since
+//     the run: the launch.Options that plan the code it measured
+//     ({"dependent": "none"} before dependent launches after cuBLASLt
+//     calls became the default), so that the code is emitted, and
+//     estimated, as it ran.
 //
 // The last three are keyed files: lines "WORKLOAD INDEX REST", # starting
 // a comment.
 package gpurun
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/mirage-go/mirage/internal/boundedread"
+	"github.com/mirage-go/mirage/launch"
 	"github.com/mirage-go/mirage/target"
 	"github.com/mirage-go/mirage/ugraph/kernel"
 )
@@ -33,6 +40,9 @@ type Doc struct {
 	Workload string      // from the file's name
 	Arch     target.Arch // meta.arch's target
 	File     *kernel.File
+	// Launch plans the code the run measured (launch.json; the defaults
+	// without one).
+	Launch launch.Options
 }
 
 // Key is how the keyed files name graph i of the document.
@@ -63,6 +73,10 @@ func Docs(dir string) ([]Doc, error) {
 		return nil, fmt.Errorf("no measured graphs in %s (%v)", dir, err)
 	}
 	slices.Sort(files)
+	opts, err := launchOptions(filepath.Join(dir, "launch.json"))
+	if err != nil {
+		return nil, err
+	}
 	docs := make([]Doc, 0, len(files))
 	for _, path := range files {
 		f, err := kernel.ReadFile(path)
@@ -82,12 +96,35 @@ func Docs(dir string) ([]Doc, error) {
 			return nil, fmt.Errorf("%s: meta.arch: %w", path, err)
 		}
 		w := strings.TrimSuffix(filepath.Base(path), ".measured.ugraph.json")
-		docs = append(docs, Doc{Path: path, Workload: w, Arch: arch, File: f})
+		docs = append(docs, Doc{Path: path, Workload: w, Arch: arch, File: f, Launch: opts})
 	}
 	return docs, nil
 }
 
 // keyedLimit bounds a keyed file: a line of sums per measured graph.
+// launchOptions reads a run's launch.json: {"dependent": NAME}, a
+// launch.Dependence's name. No file is the defaults.
+func launchOptions(path string) (launch.Options, error) {
+	var opts launch.Options
+	data, err := boundedread.ReadFile(path, keyedLimit)
+	if errors.Is(err, fs.ErrNotExist) {
+		return opts, nil
+	}
+	if err != nil {
+		return opts, err
+	}
+	var doc struct {
+		Dependent launch.Dependence `json:"dependent"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return opts, fmt.Errorf("%s: %w", path, err)
+	}
+	opts.Dependent = doc.Dependent
+	return opts, nil
+}
+
 const keyedLimit = 4 << 20
 
 // Keyed reads a keyed file into a map from "WORKLOAD INDEX" to the rest

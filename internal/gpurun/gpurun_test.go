@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mirage-go/mirage/launch"
 )
 
 func write(t *testing.T, path, text string) {
@@ -111,4 +113,43 @@ func FuzzKeyed(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A run's launch.json gives its documents the launch options that plan the
+// code it measured; without one they get the defaults; a name it does not
+// know, or a field, is an error naming the file.
+func TestLaunchOptions(t *testing.T) {
+	for _, c := range []struct {
+		name, json string // "" for no launch.json
+		want       launch.Dependence
+		err        string
+	}{
+		{"none", "", launch.AfterLibrary, ""},
+		{"plain launches", `{"dependent": "none"}`, launch.NoDependent, ""},
+		{"all", `{"dependent": "all"}`, launch.AllDependent, ""},
+		{"the default named", `{"dependent": "after_library"}`, launch.AfterLibrary, ""},
+		{"an unknown name", `{"dependent": "some"}`, 0, `launch.json: dependent launches "some": want one of after_library, none, all`},
+		{"an unknown field", `{"stages": 2}`, 0, `launch.json: json: unknown field "stages"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "w.measured.ugraph.json"), doc("h200"))
+			if c.json != "" {
+				write(t, filepath.Join(dir, "launch.json"), c.json)
+			}
+			docs, err := Docs(dir)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if docs[0].Launch.Dependent != c.want {
+				t.Errorf("dependent %v, want %v", docs[0].Launch.Dependent, c.want)
+			}
+		})
+	}
 }
