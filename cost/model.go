@@ -262,7 +262,7 @@ func estimateScaled(g *kernel.Graph, arch target.Arch, opts launch.Options, scal
 			if k, err = graphKernelOf(op, lk, arch, scale, est); err != nil {
 				return Estimate{}, fmt.Errorf("op %d (%v): %w", i, op.Kind, err)
 			}
-			if lk.Dependent && li > 0 && plan.Kernels[li-1].Code.Vendor() {
+			if lk.Dependent && plan.FollowsLibrary(li) {
 				// Its launch hides behind the library call's last blocks.
 				// After a kernel of ours (launch.AllDependent) the runs
 				// measured too little to price.

@@ -377,9 +377,15 @@ func (p *Plan) depend(d Dependence) {
 		if k.Code != GraphDefined {
 			continue
 		}
-		k.Dependent = d == AllDependent || i > 0 && p.Kernels[i-1].Code.Vendor()
+		k.Dependent = d == AllDependent || p.FollowsLibrary(i)
 	}
 }
+
+// FollowsLibrary reports whether launch i of p (an index of p.Kernels)
+// comes right after a vendor library's call in the stream: where a
+// dependent launch hides its latency behind the call's last blocks, the
+// edge the cost model prices (target.Arch.DependentLaunchMicros).
+func (p *Plan) FollowsLibrary(i int) bool { return i > 0 && p.Kernels[i-1].Code.Vendor() }
 
 // fold gives each cuBLASLt matmul whose product only an add of a tensor of
 // the product's shape and dtype reads (and the program does not output)

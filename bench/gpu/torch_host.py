@@ -53,8 +53,10 @@ def main():
         noop.restype, noop.argtypes = ctypes.c_int, entry.argtypes
         op._entry["cpu"] = (so, lambda *a: noop(*a) * 0, ws_bytes)
         entry = op._entry["cpu"][1]
-    ms = range(p.m_range[0], p.m_range[1] + 1) if p.m_range else [None]
-    ms = sorted({m for m in (1, 8, 16) if m in ms} or {ms[0]}) if p.m_range else [None]
+    ms = [None]
+    if p.m_range:
+        lo, hi = p.m_range
+        ms = sorted({m for m in (1, 8, 16) if lo <= m <= hi} or {lo})
     g = torch.Generator().manual_seed(0)
     for m in ms:
         ins = [((torch.rand(t.shape(m), generator=g) * 2 - 1) * 0.01).to(getattr(torch, t.dtype)).to(args.device)

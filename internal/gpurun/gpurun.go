@@ -14,8 +14,8 @@
 //     calls became the default), so that the code is emitted, and
 //     estimated, as it ran.
 //
-// The last three are keyed files: lines "WORKLOAD INDEX REST", # starting
-// a comment.
+// emitted.txt, runtime.txt and stale.txt are keyed files: lines "WORKLOAD
+// INDEX REST", # starting a comment.
 package gpurun
 
 import (
@@ -101,7 +101,6 @@ func Docs(dir string) ([]Doc, error) {
 	return docs, nil
 }
 
-// keyedLimit bounds a keyed file: a line of sums per measured graph.
 // launchOptions reads a run's launch.json: {"dependent": NAME}, a
 // launch.Dependence's name. No file is the defaults.
 func launchOptions(path string) (launch.Options, error) {
@@ -125,6 +124,7 @@ func launchOptions(path string) (launch.Options, error) {
 	return opts, nil
 }
 
+// keyedLimit bounds a keyed file: a line of sums per measured graph.
 const keyedLimit = 4 << 20
 
 // Keyed reads a keyed file into a map from "WORKLOAD INDEX" to the rest
